@@ -1,0 +1,109 @@
+"""Command line: measure, check and record.
+
+    python -m course.bench ceilings [--record]
+    python -m course.bench gemm --kernel NAME [--sizes 2048 4096 8192] [--dtype bf16] [--record]
+    python -m course.bench list
+    python -m course.bench table
+
+`--record` appends the result, with its provenance, to results/<family>.json and
+regenerates results/README.md. Recording is refused on a machine without a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from .. import results
+from ..hardware import machine
+from . import report
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def _need_gpu(what: str) -> None:
+    m = machine()
+    if not m.has_gpu:
+        sys.exit(f"{what} needs a CUDA GPU; {m.describe()}")
+
+
+def cmd_ceilings(args) -> dict:
+    from . import ceilings
+
+    _need_gpu("measuring the ceilings")
+    data = ceilings.measure()
+    print(f"{machine().describe()}")
+    print(f"  bf16 matmul (cuBLAS, n={data['matmul']['n']}): "
+          f"{data['matmul']['tflops']:.1f} TFLOP/s")
+    print(f"  device-to-device copy ({data['copy']['bytes'] / 2**30:.0f} GiB): "
+          f"{data['copy']['gbps']:.0f} GB/s (read + write)")
+    print(f"  ridge point: {data['ridge_flop_per_byte']:.0f} FLOP/byte")
+    if args.record:
+        results.record("ceilings", data)
+    return data
+
+
+def cmd_gemm(args) -> dict:
+    from .gemm import LADDER, GemmProblem, benchmark_gemm, check_gemm, prepare
+
+    _need_gpu("benchmarking a GEMM")
+    needs = LADDER[args.kernel][1]
+    if not machine().can(needs):
+        sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
+    rows, checks = [], []
+    for size in args.sizes:
+        problem = GemmProblem(size, size, size, DTYPES[args.dtype])
+        gemm = prepare(args.kernel, problem)
+        verdict = check_gemm(gemm, problem)
+        checks.append(str(verdict))
+        if not verdict.ok:
+            sys.exit(f"refusing to time a wrong kernel: {verdict}")
+        res = benchmark_gemm(gemm, problem, args.kernel, rounds=args.rounds, reps=args.reps)
+        rows.append(res.as_dict())
+        print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
+              f"{res.cublas_tflops:7.1f} TFLOP/s | {res.pct_of_cublas:6.1f}% of cuBLAS "
+              f"({res.samples} samples each, {res.input_sets} input sets) | {verdict}")
+    data = {"kernel": args.kernel, "dtype": args.dtype, "checks": checks, "results": rows}
+    if args.record:
+        results.record("gemm", data)
+    return data
+
+
+def cmd_list(args) -> None:
+    from .gemm import LADDER
+
+    for name, (_, needs, title) in LADDER.items():
+        print(f"{name:24s} needs {needs:8s} {title}")
+
+
+def cmd_table(args) -> None:
+    print(f"wrote {report.write()}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("ceilings", help="measure matmul peak and copy bandwidth")
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_ceilings)
+    p = sub.add_parser("gemm", help="check and time a ladder GEMM against cuBLAS")
+    p.add_argument("--kernel", required=True)
+    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_gemm)
+    sub.add_parser("list", help="the GEMMs of the ladder").set_defaults(fn=cmd_list)
+    sub.add_parser("table", help="regenerate results/README.md").set_defaults(fn=cmd_table)
+    args = parser.parse_args(argv)
+    args.fn(args)
+    if getattr(args, "record", False):
+        print(f"recorded; wrote {report.write()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

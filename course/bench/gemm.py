@@ -1,0 +1,152 @@
+"""GEMM problems, their correctness check, and the paired benchmark against cuBLAS.
+
+The course's GEMM is C[M,N] = A[M,K] . B[N,K]^T: both operands K-major by default
+(the layout tensor cores like best, and the one cuBLAS computes for
+`torch.matmul(a, b.T)`). A kernel may declare other majors; the operands are then
+built with those strides and cuBLAS gets the very same tensors.
+
+A *prepared* GEMM is a callable `gemm(a, b, c)` that writes c; each ladder kernel
+provides `prepare(problem)` returning one (compiling once). The ladder's entries
+are listed in LADDER, imported lazily so this module loads without CuTe DSL.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .correctness import Check, compare, poison_
+from .timing import alternating, rotation_count
+
+Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    m: int
+    n: int
+    k: int
+    dtype: torch.dtype = torch.bfloat16
+    out_dtype: torch.dtype | None = None  # default: same as the inputs
+    a_major: str = "k"  # "k": A stored (M,K) row-major; "m": stored M-contiguous
+    b_major: str = "k"  # "k": B stored (N,K) row-major; "n": stored N-contiguous
+
+    def __post_init__(self):
+        if min(self.m, self.n, self.k) <= 0:
+            raise ValueError(f"GEMM sizes must be positive, got {self.m}x{self.n}x{self.k}")
+        if self.a_major not in ("k", "m") or self.b_major not in ("k", "n"):
+            raise ValueError("a_major must be 'k' or 'm' and b_major 'k' or 'n'")
+
+    @property
+    def c_dtype(self) -> torch.dtype:
+        return self.out_dtype or self.dtype
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def operand_bytes(self) -> int:
+        return (self.m + self.n) * self.k * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        name = str(self.dtype).replace("torch.", "")
+        return f"{self.m}x{self.n}x{self.k} {name}"
+
+    def operands(self, device="cuda", generator=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh random A (M,K) and B (N,K) as logical views with the declared majors."""
+        def make(rows, cols, major_is_rows):
+            if major_is_rows:  # contiguous along the first logical mode
+                t = torch.randn(cols, rows, device=device, generator=generator).to(self.dtype)
+                return t.t()
+            return torch.randn(rows, cols, device=device, generator=generator).to(self.dtype)
+        return make(self.m, self.k, self.a_major == "m"), make(self.n, self.k, self.b_major == "n")
+
+    def output(self, device="cuda") -> torch.Tensor:
+        """A poisoned, row-major C."""
+        return poison_(torch.empty(self.m, self.n, dtype=self.c_dtype, device=device))
+
+    @staticmethod
+    def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """A . B^T in float64 (on the inputs' device when it supports float64)."""
+        return a.double() @ b.double().t()
+
+
+def cublas(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """The baseline every kernel is measured against: cuBLAS through torch."""
+    torch.mm(a, b.t(), out=c)
+
+
+def check_gemm(gemm: Gemm, problem: GemmProblem, device="cuda", seed: int | None = None) -> Check:
+    """Fresh inputs, poisoned output, one run, judged against the float64 reference."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed if seed is not None else torch.seed())
+    a, b = problem.operands(device, gen)
+    c = problem.output(device)
+    gemm(a, b, c)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    return compare(c, problem.reference(a, b), what=str(problem))
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """One kernel vs cuBLAS on one problem, timed in alternating rounds."""
+
+    problem: str
+    kernel: str
+    kernel_ms: float
+    cublas_ms: float
+    kernel_tflops: float
+    cublas_tflops: float
+    kernel_spread: float
+    cublas_spread: float
+    input_sets: int
+    samples: int
+
+    @property
+    def pct_of_cublas(self) -> float:
+        return 100.0 * self.cublas_ms / self.kernel_ms
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1)}
+
+
+def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", rounds: int = 10,
+                   reps: int = 10, warmup: int = 5) -> PairedResult:
+    """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds."""
+    free, _ = torch.cuda.mem_get_info()
+    bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
+    sets = rotation_count(bytes_per_set, free_bytes=free)
+    inputs = [problem.operands() for _ in range(sets)]
+    outs = [problem.output() for _ in range(sets)]
+
+    def calls(fn):
+        return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(inputs, outs)]
+
+    t = alternating({"kernel": calls(gemm), "cublas": calls(cublas)}, rounds, reps, warmup)
+    k, c = t["kernel"], t["cublas"]
+    return PairedResult(str(problem), name, k.median_ms, c.median_ms,
+                        problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
+                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms))
+
+
+# name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)
+LADDER: dict[str, tuple[str, str, str]] = {
+    "cublas": ("course.bench.gemm:prepare_cublas", "gpu",
+               "cuBLAS against itself: the harness's self-check (should read ~100%)"),
+}
+
+
+def prepare_cublas(problem: GemmProblem) -> Gemm:
+    return cublas
+
+
+def prepare(name: str, problem: GemmProblem) -> Gemm:
+    """Import ladder kernel `name` and prepare (compile) it for `problem`."""
+    if name not in LADDER:
+        raise KeyError(f"unknown GEMM {name!r}; the ladder has {sorted(LADDER)}")
+    module, attr = LADDER[name][0].split(":")
+    return getattr(importlib.import_module(module), attr)(problem)

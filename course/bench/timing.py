@@ -1,0 +1,90 @@
+"""How long does it take? CUDA-event timing done the way the course insists on.
+
+* CUDA events around each call (device time, not host time);
+* warm-up calls first (module load, compilation, clock ramp stay out);
+* many repetitions, reported as the median;
+* rotating input sets, so that consecutive calls do not find their inputs in L2
+  (a 50 MB L2 holds a whole 2048^2 bf16 GEMM's operands and flatters it);
+* contenders timed in alternating rounds (A B B A A B ...) in one process, because
+  a GPU's clock falls under sustained load: an H100 ran cuBLAS fp16 4096^3 at
+  760 TFLOP/s in a short burst and 666 sustained, so unpaired numbers taken at
+  different moments mislead by 15% or more.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+Call = Callable[[], object]
+
+
+def rotation_count(bytes_per_set: int, l2_bytes: int | None = None, free_bytes: int | None = None,
+                   limit: int = 32) -> int:
+    """How many input sets to rotate through so that their total exceeds 3x the L2.
+
+    At least 2; at most `limit`, and never more than a quarter of free memory.
+    """
+    if l2_bytes is None:
+        l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+    n = max(2, math.ceil(3 * l2_bytes / max(bytes_per_set, 1)))
+    if free_bytes is not None:
+        n = min(n, max(2, free_bytes // 4 // max(bytes_per_set, 1)))
+    return min(n, limit)
+
+
+def time_calls(calls: Sequence[Call], reps: int, warmup: int = 0) -> list[float]:
+    """Milliseconds of `reps` calls, cycling through `calls` (one per input set)."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("timing needs a CUDA GPU")
+    for i in range(warmup):
+        calls[i % len(calls)]()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record()
+        calls[i % len(calls)]()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+@dataclass
+class Timing:
+    """All samples of one contender; summary statistics on demand."""
+
+    name: str
+    samples_ms: list[float] = field(default_factory=list)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over median: how noisy this contender's timing was."""
+        if len(self.samples_ms) < 4:
+            return 0.0
+        q = statistics.quantiles(self.samples_ms, n=4)
+        return (q[2] - q[0]) / self.median_ms
+
+
+def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: int = 10,
+                warmup: int = 5) -> dict[str, Timing]:
+    """Time every contender in `rounds` rounds of `reps` calls, alternating the order.
+
+    Each contender is warmed up first. Round r runs the contenders forwards when r
+    is even and backwards when odd, so no contender always runs on a hotter or
+    cooler GPU than another.
+    """
+    names = list(contenders)
+    for name in names:
+        time_calls(contenders[name], reps=1, warmup=warmup)
+    timings = {name: Timing(name) for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            timings[name].samples_ms += time_calls(contenders[name], reps)
+    return timings

@@ -1,0 +1,88 @@
+"""The course map: every notebook of the ladder, what it teaches and what it needs.
+
+This is the single list that `python -m course doctor`, notebook 00's course map
+and the headless runner read, so they cannot disagree about what runs where.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .hardware import Machine, machine
+from .live import Mode
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    slug: str
+    title: str
+    idea: str
+    needs: str  # what its live cells need (course.hardware.NEEDS)
+    fallback: tuple[Mode, ...]  # what those cells do on a machine that cannot
+
+    @property
+    def path(self) -> Path:
+        return NOTEBOOK_DIR / f"{self.number:02d}_{self.slug}.ipynb"
+
+    @property
+    def written(self) -> bool:
+        return self.path.exists()
+
+    def here(self, m: Machine | None = None) -> str:
+        """What this notebook's live cells will do on machine `m` (default: this one)."""
+        if not self.written:
+            return "not written yet"
+        if (m or machine()).can(self.needs):
+            return Mode.LIVE.value
+        return " + ".join(mode.value for mode in self.fallback)
+
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson(0, "orientation", "Orientation",
+           "the GEMM problem, this machine's roofline, how the course works",
+           "gpu", (Mode.RECORDED, Mode.COMPILE_ONLY)),
+    Lesson(1, "layouts", "Layouts",
+           "shape:stride, hierarchy, coalesce, composition, complement, divide, product",
+           "cpu", (Mode.LIVE,)),
+    Lesson(2, "tiling", "Tiling and partitioning",
+           "local_tile, local_partition, TV layouts, the thread trace of a naive GEMM",
+           "gpu", (Mode.COMPILE_ONLY,)),
+    Lesson(3, "copies", "Copies",
+           "coalescing, vector width, TiledCopy, bandwidth vs the device's peak",
+           "gpu", (Mode.RECORDED,)),
+    Lesson(4, "swizzle", "Swizzle and bank conflicts",
+           "banks, Swizzle<B,M,S>, TMA swizzle modes, predicted vs measured conflicts",
+           "gpu", (Mode.SIMULATED,)),
+    Lesson(5, "mma_atoms", "MMA atoms",
+           "mma.sync fragments and their owners", "sm_80+", (Mode.COMPILE_ONLY,)),
+    Lesson(6, "tiled_gemm", "The tiled GEMM",
+           "cp.async multistage, ldmatrix, swizzled smem, epilogue", "sm_80+", (Mode.RECORDED,)),
+    Lesson(7, "tma", "TMA", "tensor maps, boxes, multicast in a cluster",
+           "sm_90+", (Mode.COMPILE_ONLY,)),
+    Lesson(8, "pipelines", "mbarrier pipelines",
+           "phases, expect_tx, full/empty rings, deadlocks", "sm_90+", (Mode.SIMULATED,)),
+    Lesson(9, "wgmma", "WGMMA",
+           "warpgroups, smem descriptors, accumulator ownership", "sm_90a", (Mode.RECORDED,)),
+    Lesson(10, "hopper_sol", "The Hopper speed-of-light GEMM",
+           "warp specialization, persistence, tile order, cluster multicast",
+           "sm_90a", (Mode.RECORDED,)),
+    Lesson(11, "tcgen05", "Blackwell: TMEM and tcgen05",
+           "tensor memory, UMMA, instruction descriptors", "sm_100a", (Mode.COMPILE_ONLY,)),
+    Lesson(12, "cta_pair_clc_gemm", "The CTA-pair CLC GEMM",
+           "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
+           "sm_100a", (Mode.SIMULATED,)),
+)
+
+
+def lesson(number: int) -> Lesson:
+    return LESSONS[number]
+
+
+def course_map(m: Machine | None = None) -> list[dict]:
+    """One row per notebook: number, title, idea, needs, and what happens here."""
+    m = m or machine()
+    return [{"#": f"{l.number:02d}", "notebook": l.path.name, "idea": l.idea,
+             "live on": l.needs, "here": l.here(m)} for l in LESSONS]

@@ -1,0 +1,122 @@
+"""Auto-checked exercises.
+
+Each notebook ends with a few exercises. A learner writes an answer and calls
+`check("00.tiles", answer)`; the verdict is printed as one friendly line -- right,
+wrong with a hint, or "not answered yet" -- and never as a traceback, whatever the
+answer is (a wrong type, an exception inside the learner's own kernel...).
+
+Exercises are registered with `@exercise(...)` in `course.exercises.<notebook>`; a
+checker returns (ok, message) or raises `Wrong("why")`.
+"""
+from __future__ import annotations
+
+import importlib
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+Checker = Callable[[Any], "tuple[bool, str] | bool | None"]
+
+
+class Wrong(Exception):
+    """Raised by a checker to reject an answer with a specific explanation."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    prompt: str
+    hint: str
+    checker: Checker
+    solution: str = ""
+
+
+REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[Checker], Checker]:
+    """Register the decorated function as the checker of exercise `id`."""
+    def register(fn: Checker) -> Checker:
+        REGISTRY[id] = Exercise(id, prompt, hint, fn, solution)
+        return fn
+    return register
+
+
+@dataclass(frozen=True)
+class Verdict:
+    id: str
+    ok: bool | None  # None: not answered yet
+    message: str
+    printed: bool = False  # check() printed it already
+
+    def __str__(self) -> str:
+        mark = {True: "✅ correct", False: "❌ not yet", None: "✏️  not answered yet"}[self.ok]
+        return f"[{self.id}] {mark}: {self.message}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __bool__(self) -> bool:
+        return bool(self.ok)
+
+    def _ipython_display_(self) -> None:
+        """As a cell's value: print, unless check() already did (no double verdicts)."""
+        if not self.printed:
+            print(self)
+
+
+def _lookup(id: str) -> Exercise:
+    if id not in REGISTRY:
+        notebook = id.split(".")[0]
+        try:
+            importlib.import_module(f"course.exercises.nb{notebook}")
+        except ImportError:
+            pass
+    if id not in REGISTRY:
+        raise KeyError(f"no exercise {id!r}; known: {sorted(REGISTRY)}")
+    return REGISTRY[id]
+
+
+def check(id: str, answer: Any = ..., quiet: bool = False) -> Verdict:
+    """Judge `answer` to exercise `id`; prints and returns the Verdict."""
+    ex = _lookup(id)
+    if answer is ...:
+        verdict = Verdict(id, None, f"{ex.prompt} Replace `...` with your answer. "
+                                    f"Hint: {ex.hint}")
+    else:
+        try:
+            result = ex.checker(answer)
+            ok, msg = result if isinstance(result, tuple) else (bool(result), "")
+            verdict = Verdict(id, ok, msg or ("well done." if ok else f"hint: {ex.hint}"))
+        except Wrong as why:
+            verdict = Verdict(id, False, f"{why} (hint: {ex.hint})")
+        except Exception as exc:  # the learner's code failed: explain, don't explode
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            verdict = Verdict(id, False, f"your answer raised {type(exc).__name__}: {exc} "
+                                         f"(at {where.name}, line {where.lineno})")
+    if not quiet:
+        print(verdict)
+        verdict = Verdict(verdict.id, verdict.ok, verdict.message, printed=True)
+    return verdict
+
+
+def prompt(id: str) -> str:
+    return _lookup(id).prompt
+
+
+def solution(id: str) -> str:
+    """The worked answer, for teachers and for learners who are truly stuck."""
+    ex = _lookup(id)
+    return ex.solution or "(no worked solution written for this exercise)"
+
+
+def number(answer: Any, expected: float, rel: float = 0.0, unit: str = "") -> tuple[bool, str]:
+    """Compare a numeric answer, explaining how far off it is."""
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"expected a number{' in ' + unit if unit else ''}, got {answer!r}")
+    if abs(value - expected) <= rel * abs(expected):
+        return True, f"{value:g}{' ' + unit if unit else ''} is right."
+    direction = "high" if value > expected else "low"
+    return False, f"{value:g} is too {direction}."

@@ -1,0 +1,1 @@
+"""Exercise checkers, one module per notebook (nbNN.py), loaded on first use."""

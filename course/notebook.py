@@ -1,0 +1,56 @@
+"""Small helpers notebooks call to introduce themselves and the course map.
+
+Every notebook opens with `course.notebook.header(N)`: what it teaches, what it
+assumes, and -- from the hardware check, so it is true on the reader's machine --
+what its live cells will do here.
+"""
+from __future__ import annotations
+
+from .catalogue import LESSONS, course_map
+from .hardware import machine, tiers_for
+from .live import Mode, show
+
+_MEANING = {
+    Mode.LIVE.value: "run live on this machine",
+    Mode.COMPILE_ONLY.value: "compile for the target GPU and show the PTX/SASS (nothing launched)",
+    Mode.SIMULATED.value: "run the course's CPU simulator/emulator instead",
+    Mode.RECORDED.value: "show results recorded on a named GPU (GPU, date and command are cited)",
+}
+
+
+class Markdown:
+    """Markdown that also prints as plain text outside a notebook."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def header(number: int, assumes: str = "") -> Markdown:
+    """The opening box of notebook `number`."""
+    lesson = LESSONS[number]
+    m = machine()
+    here = lesson.here(m)
+    text = (f"**Notebook {number:02d} -- {lesson.title}.** Teaches: {lesson.idea}.  \n"
+            + (f"Assumes: {assumes}.  \n" if assumes else "")
+            + f"Live cells need **{lesson.needs}** (tier {tiers_for(lesson.needs)}). "
+            f"This machine: {m.describe()}.  \n"
+            f"Here its live cells will **{'; '.join(_MEANING.get(h, h) for h in here.split(' + '))}**.")
+    return Markdown(text)
+
+
+def course_map_table() -> Markdown:
+    """The ladder as a Markdown table with what each notebook does on this machine."""
+    rows = course_map()
+    lines = ["| # | notebook | idea | live on | here |", "|---|---|---|---|---|"]
+    lines += [f"| {r['#']} | {r['notebook']} | {r['idea']} | {r['live on']} | {r['here']} |"
+              for r in rows]
+    return Markdown("\n".join(lines))
+
+
+__all__ = ["header", "course_map_table", "show", "Markdown"]

@@ -1,0 +1,20 @@
+"""Fakes shared by the tests: machines of every tier, without owning one."""
+from course.hardware import Machine
+
+CPU = Machine(tier="cpu", reason="test: no GPU")
+H100 = Machine(tier="sm_90", reason="test", gpu_name="NVIDIA H100 80GB HBM3",
+               compute_capability=(9, 0), sm_count=132, driver="580.159.04",
+               cuda_runtime="13.0", torch_version="2.11.0", cutlass_dsl_version="4.8.1")
+B200 = Machine(tier="sm_100", reason="test", gpu_name="NVIDIA B200",
+               compute_capability=(10, 0), sm_count=148)
+A100 = Machine(tier="sm_80", reason="test", gpu_name="NVIDIA A100", compute_capability=(8, 0))
+
+
+def use_machine(monkeypatch, m: Machine) -> None:
+    """Make every module that asks `machine()` see `m`."""
+    import course.hardware
+    import course.live
+    import course.results
+    import course.catalogue
+    for mod in (course.hardware, course.live, course.results, course.catalogue):
+        monkeypatch.setattr(mod, "machine", lambda m=m: m)

@@ -1,0 +1,42 @@
+from course import check as chk
+from course.check import Wrong, check, exercise, solution
+
+
+@exercise("t.square", "What is 7 squared?", "multiply 7 by itself", "49")
+def _square(answer):
+    if answer == "boom":
+        raise ZeroDivisionError("learner code failed")
+    if not isinstance(answer, int):
+        raise Wrong("an integer, please")
+    return answer == 49, ""
+
+
+def test_verdicts(capsys):
+    assert check("t.square", 49).ok is True
+    assert check("t.square", 48).ok is False
+    assert check("t.square", ...).ok is None
+    v = check("t.square", "x")
+    assert v.ok is False and "an integer" in v.message and "multiply" in v.message
+    v = check("t.square", "boom")  # an exception inside is reported, not raised
+    assert v.ok is False and "ZeroDivisionError" in v.message
+    out = capsys.readouterr().out
+    assert "✅" in out and "❌" in out and "not answered" in out
+    assert solution("t.square") == "49"
+
+
+def test_notebook_00_exercises_load_lazily():
+    chk.REGISTRY.pop("00.tiles", None)
+    assert check("00.tiles", 1024, quiet=True).ok
+    assert not check("00.tiles", 1000, quiet=True).ok
+    assert check("00.ksteps", (64, 4), quiet=True).ok
+    assert not check("00.ksteps", (64, 8), quiet=True).ok
+    assert check("00.intensity", 1365, quiet=True).ok
+    assert check("00.bound", "memory", quiet=True).ok
+    assert not check("00.bound", "compute", quiet=True).ok
+
+
+def test_number_helper():
+    ok, msg = chk.number(10.1, 10, rel=0.02)
+    assert ok
+    ok, msg = chk.number(12, 10)
+    assert not ok and "too high" in msg

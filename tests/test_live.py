@@ -1,0 +1,62 @@
+import json
+
+import pytest
+
+from course import live, results
+from course.live import Mode, compile_only, live_or, recorded, simulated
+
+from .helpers import B200, CPU, H100, use_machine
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    prov = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580",
+            "cuda_runtime": "13.0", "torch": "2.11", "cutlass_dsl": "4.8.1",
+            "date": "2026-11-22T10:00:00+00:00", "command": "python -m course.bench x --record"}
+    (tmp_path / "x.json").write_text(json.dumps({"records": [
+        {"provenance": prov, "data": {"v": 1}}, {"provenance": prov, "data": {"v": 2}}]}))
+    return tmp_path
+
+
+def test_live_when_the_machine_can(monkeypatch, capsys):
+    use_machine(monkeypatch, H100)
+    out = live_or("sm_90a", lambda: 42, recorded("x"))
+    assert out.mode is Mode.LIVE and out.value == 42 and out.live
+    assert "LIVE" in capsys.readouterr().out
+
+
+def test_recorded_fallback_cites_gpu_date_and_command(monkeypatch, capsys, results_dir):
+    use_machine(monkeypatch, CPU)
+    out = live_or("gpu", lambda: pytest.fail("must not run live"), recorded("x"))
+    assert out.mode is Mode.RECORDED and out.value == {"v": 2}  # the newest record
+    text = capsys.readouterr().out
+    assert "RECORDED" in text and "H100" in text and "2026-11-22" in text
+    assert "python -m course.bench x --record" in text
+
+
+def test_missing_recorded_result_is_a_clear_error(monkeypatch, results_dir):
+    use_machine(monkeypatch, CPU)
+    with pytest.raises(LookupError, match="no recorded result 'nothing'"):
+        live_or("gpu", lambda: 0, recorded("nothing"))
+
+
+def test_compile_only_targets_the_needed_arch(monkeypatch, capsys):
+    use_machine(monkeypatch, H100)  # an H100 cannot run sm_100a code
+    out = live_or("sm_100a", lambda: pytest.fail("must not run"), compile_only(lambda arch: arch))
+    assert out.mode is Mode.COMPILE_ONLY and out.value == "sm_100a"
+    assert "nothing was launched" in capsys.readouterr().out
+    out = live_or("sm_90a", lambda: 0, compile_only(lambda arch: arch), quiet=True)
+    assert out.mode is Mode.LIVE
+
+
+def test_simulated_fallback(monkeypatch, capsys):
+    use_machine(monkeypatch, B200)
+    out = live_or("sm_90a", lambda: 0, simulated(lambda: "sim", "the pipeline simulator"))
+    assert out.mode is Mode.SIMULATED and out.value == "sim"
+    assert "pipeline simulator" in capsys.readouterr().out
+
+
+def test_banner_renders_as_html_and_text():
+    b = live.Banner(Mode.RECORDED, "a <b> c")
+    assert "RECORDED" in str(b) and "&lt;b&gt;" in b._repr_html_()
