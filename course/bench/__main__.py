@@ -52,22 +52,33 @@ def cmd_gemm(args) -> dict:
     if not machine().can(needs):
         sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
     rows, checks = [], []
+    overrides = dict(_parse_override(o) for o in args.config)
     for size in args.sizes:
         problem = GemmProblem(size, size, size, DTYPES[args.dtype])
-        gemm = prepare(args.kernel, problem)
+        gemm = prepare(args.kernel, problem, **overrides)
         verdict = check_gemm(gemm, problem)
         checks.append(str(verdict))
         if not verdict.ok:
             sys.exit(f"refusing to time a wrong kernel: {verdict}")
-        res = benchmark_gemm(gemm, problem, args.kernel, rounds=args.rounds, reps=args.reps)
+        res = benchmark_gemm(gemm, problem, args.kernel, rounds=args.rounds, reps=args.reps,
+                             graph=not args.eager)
         rows.append(res.as_dict())
         print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
               f"{res.cublas_tflops:7.1f} TFLOP/s | {res.pct_of_cublas:6.1f}% of cuBLAS "
-              f"({res.samples} samples each, {res.input_sets} input sets) | {verdict}")
-    data = {"kernel": args.kernel, "dtype": args.dtype, "checks": checks, "results": rows}
+              f"({res.samples} samples each, {res.input_sets} input sets, {res.method}) | {verdict}")
+    data = {"kernel": args.kernel, "dtype": args.dtype, "config": overrides, "checks": checks,
+            "results": rows}
     if args.record:
         results.record("gemm", data)
     return data
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    try:
+        return key, int(value)
+    except ValueError:
+        return key, value
 
 
 def cmd_list(args) -> None:
@@ -94,6 +105,10 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--eager", action="store_true",
+                   help="time eager launches instead of CUDA-graph replays")
+    p.add_argument("--config", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help="override fields of the kernel's Config, e.g. stages=3 tile_n=256")
     p.add_argument("--record", action="store_true")
     p.set_defaults(fn=cmd_gemm)
     sub.add_parser("list", help="the GEMMs of the ladder").set_defaults(fn=cmd_list)

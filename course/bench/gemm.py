@@ -12,13 +12,13 @@ are listed in LADDER, imported lazily so this module loads without CuTe DSL.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
 
 from .correctness import Check, compare, poison_
-from .timing import alternating, rotation_count
+from .timing import alternating, graphed, rotation_count
 
 Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
 
@@ -105,6 +105,7 @@ class PairedResult:
     cublas_spread: float
     input_sets: int
     samples: int
+    method: str = "eager"
 
     @property
     def pct_of_cublas(self) -> float:
@@ -115,8 +116,14 @@ class PairedResult:
 
 
 def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", rounds: int = 10,
-                   reps: int = 10, warmup: int = 5) -> PairedResult:
-    """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds."""
+                   reps: int = 10, warmup: int = 5, graph: bool = True) -> PairedResult:
+    """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds.
+
+    With `graph`, each sample is one replay of a CUDA graph holding one launch per
+    input set (at least 8), divided by the launches: device time without Python's
+    launch overhead, which otherwise dominates small problems for the course's
+    Python-launched kernels.
+    """
     free, _ = torch.cuda.mem_get_info()
     bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
     sets = rotation_count(bytes_per_set, free_bytes=free)
@@ -126,17 +133,30 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
     def calls(fn):
         return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(inputs, outs)]
 
-    t = alternating({"kernel": calls(gemm), "cublas": calls(cublas)}, rounds, reps, warmup)
+    launches = max(sets, 8) if graph else 1
+    contenders = {"kernel": calls(gemm), "cublas": calls(cublas)}
+    if graph:
+        contenders = {k: [graphed(v, launches)] for k, v in contenders.items()}
+    t = alternating(contenders, rounds, reps, warmup)
+    for timing in t.values():
+        timing.samples_ms = [ms / launches for ms in timing.samples_ms]
     k, c = t["kernel"], t["cublas"]
+    method = f"cuda-graph ({launches} launches per replay)" if graph else "eager"
     return PairedResult(str(problem), name, k.median_ms, c.median_ms,
                         problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
-                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms))
+                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method)
 
 
 # name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)
 LADDER: dict[str, tuple[str, str, str]] = {
     "cublas": ("course.bench.gemm:prepare_cublas", "gpu",
                "cuBLAS against itself: the harness's self-check (should read ~100%)"),
+    "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
+             "notebook 06: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
+    "wgmma": ("kernels.wgmma_gemm:prepare", "sm_90a",
+              "notebook 09: TMA + mbarrier ring + WGMMA"),
+    "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
+               "notebook 10: warp-specialized, persistent, clustered, TMA-store epilogue"),
 }
 
 
@@ -144,9 +164,19 @@ def prepare_cublas(problem: GemmProblem) -> Gemm:
     return cublas
 
 
-def prepare(name: str, problem: GemmProblem) -> Gemm:
-    """Import ladder kernel `name` and prepare (compile) it for `problem`."""
+def prepare(name: str, problem: GemmProblem, **config) -> Gemm:
+    """Import ladder kernel `name` and prepare (compile) it for `problem`.
+
+    Keyword arguments override fields of the kernel module's `Config`.
+    """
     if name not in LADDER:
         raise KeyError(f"unknown GEMM {name!r}; the ladder has {sorted(LADDER)}")
-    module, attr = LADDER[name][0].split(":")
-    return getattr(importlib.import_module(module), attr)(problem)
+    module_name, attr = LADDER[name][0].split(":")
+    module = importlib.import_module(module_name)
+    presets = getattr(module, "PRESETS", {})
+    if "preset" in config:  # a named step of the kernel's ladder, then overrides
+        base = presets[config.pop("preset")]
+        return getattr(module, attr)(problem, config=replace(base, **config))
+    if config:
+        return getattr(module, attr)(problem, config=module.Config(**config))
+    return getattr(module, attr)(problem)

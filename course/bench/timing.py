@@ -5,6 +5,9 @@
 * many repetitions, reported as the median;
 * rotating input sets, so that consecutive calls do not find their inputs in L2
   (a 50 MB L2 holds a whole 2048^2 bf16 GEMM's operands and flatters it);
+* optionally, each contender's launches captured in a CUDA graph and the graph
+  replayed: the Python cost of launching (argument checks, wrapping pointers) then
+  stays out of the device time, for cuBLAS and the course's kernels alike;
 * contenders timed in alternating rounds (A B B A A B ...) in one process, because
   a GPU's clock falls under sustained load: an H100 ran cuBLAS fp16 4096^3 at
   760 TFLOP/s in a short burst and 666 sustained, so unpaired numbers taken at
@@ -50,6 +53,25 @@ def time_calls(calls: Sequence[Call], reps: int, warmup: int = 0) -> list[float]
         ends[i].record()
     torch.cuda.synchronize()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def graphed(calls: Sequence[Call], launches: int) -> Call:
+    """One call that replays a CUDA graph of `launches` calls (cycling through `calls`).
+
+    The calls run once eagerly on a side stream first (lazy initialisation must not
+    happen during capture).
+    """
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(launches):
+            calls[i % len(calls)]()
+    return graph.replay
 
 
 @dataclass

@@ -1,0 +1,429 @@
+"""Notebook 10: the Hopper speed-of-light GEMM, one idea at a time.
+
+Starting from notebook 09's TMA + WGMMA kernel, each Config flag adds one idea:
+
+  specialization (always on here): warpgroup 0 only moves data -- one elected
+      thread issues the TMA loads -- and gives its registers away (setmaxnreg 40);
+      warpgroups 1-2 only do math and take them (setmaxnreg 232), cooperating on
+      a 128 x 256 tile. Loads no longer wait behind the math that issues them.
+  persistent: one CTA per SM walks many tiles (tile += clusters in the grid) in a
+      grouped order, so launch and prologue costs are paid once, the ring stays
+      full across tile boundaries, and CTAs running together share L2 panels.
+  cluster_m=2: two CTAs on neighbouring SMs compute vertically adjacent tiles.
+      They need the same B tile, so each loads half of it and TMA *multicasts*
+      both halves into both CTAs' shared memory: B traffic from L2 halves. A
+      consumer must then release a stage to both CTAs' producers.
+  tma_store: the epilogue converts the accumulator and writes it to shared memory
+      in 128 x 32 chunks (stmatrix) either way; with tma_store one thread hands each
+      chunk to TMA, which stores it asynchronously while the next chunk is prepared,
+      instead of all consumer threads copying it out 16 bytes at a time.
+  pingpong: the two consumer warpgroups stop sharing a tile; each takes every
+      other tile (128 x 128) of the CTA's sequence. Their k-tiles arrive one tile
+      after the other through the same ring, so while one warpgroup runs its
+      epilogue the other keeps the tensor cores busy with the next mainloop.
+
+PRESETS names the ladder's steps; `Config()` is the final kernel.
+Operands as in notebooks 06 and 09: A (M,K), B (N,K) K-major, C (M,N) row-major.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+import torch
+from cutlass.memory.smem import SmemAllocator
+
+from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
+                     fake_stream, gmem_pointer, launch_arch, require)
+from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile
+from .sm80_gemm import DTYPES, validate  # same operands, same rules
+from .wgmma_gemm import TILE_K, staged_smem_layout
+
+NEEDS = "sm_90a"
+SMEM_BYTES = 227 * 1024
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+
+
+@dataclass(frozen=True)
+class Config:
+    tile_m: int = 128  # two consumer warpgroups, 64 rows each
+    tile_n: int = 256
+    cluster_m: int = 2  # CTAs per cluster along M (they share, and multicast, B)
+    persistent: bool = True
+    tma_store: bool = True
+    group_m: int = 8  # tile order: clusters walk groups of tile rows column by column
+    stages: int = 0  # 0: as many as fit in shared memory
+    epi_n: int = 32  # epilogue chunk width
+    epi_stages: int = 4  # TMA-store buffers in flight (per consumer warpgroup)
+    pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
+
+    def __post_init__(self):
+        if self.tile_m not in (128, 256) or (self.pingpong and self.tile_m != 128):
+            raise ValueError("tile_m must be 128 or 256 (128 when pingpong: one warpgroup "
+                             "holds a whole tile's accumulator)")
+        if self.pingpong and self.tile_n > 128:
+            raise ValueError("pingpong tiles are at most 128 x 128 (a warpgroup's registers)")
+        if self.tile_n % 32 or not 64 <= self.tile_n <= 256:
+            raise ValueError("tile_n must be a multiple of 32 in [64, 256]")
+        if self.cluster_m not in (1, 2, 4):
+            raise ValueError("cluster_m must be 1, 2 or 4")
+        if self.tile_n % self.epi_n:
+            raise ValueError("epi_n must divide tile_n")
+        if self.ring_stages(2) < 2:
+            raise ValueError("not even two pipeline stages fit in shared memory")
+
+    @property
+    def consumer_warpgroups(self) -> int:
+        return 2
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumer_warpgroups)
+
+    @property
+    def epi_tile(self) -> tuple[int, int]:
+        """One TMA-store chunk: a warpgroup's 64 rows when pingpong, else the tile's."""
+        return (64 if self.pingpong else self.tile_m, self.epi_n)
+
+    @property
+    def epi_buffers(self) -> int:
+        return self.epi_stages * (self.consumer_warpgroups if self.pingpong else 1)
+
+    def epi_bytes(self, elem_bytes: int) -> int:
+        rows, cols = self.epi_tile
+        return self.epi_buffers * rows * cols * elem_bytes
+
+    def ring_stages(self, elem_bytes: int) -> int:
+        stage = (self.tile_m + self.tile_n) * TILE_K * elem_bytes
+        fit = (SMEM_BYTES - self.epi_bytes(elem_bytes) - 1024 - 2048) // stage
+        return min(self.stages, fit) if self.stages else fit
+
+
+PRESETS: dict[str, Config] = {
+    "specialized": Config(persistent=False, cluster_m=1, tma_store=False),
+    "persistent": Config(cluster_m=1, tma_store=False),
+    "cluster": Config(tma_store=False),
+    "tma_store": Config(),
+    "pingpong": Config(tile_n=128, pingpong=True, epi_stages=2),
+}
+
+
+class HopperGemm:
+    def __init__(self, dtype: type[cutlass.Numeric], config: Config):
+        self.dtype = dtype
+        self.cfg = config
+        self.stages = config.ring_stages(dtype.width // 8)
+        self.tile = (config.tile_m, config.tile_n)
+        self.epi_tile = config.epi_tile
+        # bytes landing in THIS CTA's stage: its A tile and the whole B tile (half of
+        # it multicast by the partner CTA when clustered)
+        self.tx_bytes = (config.tile_m + config.tile_n) * TILE_K * dtype.width // 8
+        # warps that read (and so release) one stage: one warpgroup's when pingpong
+        self.stage_readers = 4 * (1 if config.pingpong else config.consumer_warpgroups)
+
+    @cute.jit
+    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 max_clusters: cutlass.Int32, stream: cuda.CUstream):
+        cfg = self.cfg
+        mA, mB, mC = operand_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, self.stages)
+        sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, self.stages)
+        sC_layout = sm90_utils.make_smem_layout_epi(
+            self.dtype, cutlass.utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers)
+
+        tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
+            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mA,
+            cute.slice_(sA_layout, (None, None, 0)), (cfg.tile_m, TILE_K))
+        b_op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_m > 1
+                else cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp())
+        tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
+            b_op, mB, cute.slice_(sB_layout, (None, None, 0)), (cfg.tile_n, TILE_K),
+            num_multicast=cfg.cluster_m)
+        tma_c, tC = cute.nvgpu.cpasync.make_tiled_tma_atom(
+            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mC,
+            cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
+
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            self.dtype, self.dtype, cute.nvgpu.warpgroup.OperandMajorMode.K,
+            cute.nvgpu.warpgroup.OperandMajorMode.K, cutlass.Float32,
+            (1 if cfg.pingpong else cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n))
+
+        tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
+        tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
+        cluster_rows = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
+        work = cluster_rows * tiles_n  # tiles of cluster_m x 1 CTAs
+        clusters = work
+        if cutlass.const_expr(cfg.persistent):
+            clusters = cutlass.min(work, max_clusters)
+        self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, tiled_mma, sA_layout, sB_layout,
+                    sC_layout, cluster_rows, tiles_n).launch(
+            grid=[clusters * cfg.cluster_m, 1, 1], block=[cfg.threads, 1, 1],
+            cluster=[cfg.cluster_m, 1, 1], smem=SMEM_BYTES, min_blocks_per_mp=1, stream=stream)
+
+    @cute.kernel
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
+               mB: cute.Tensor, tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor,
+               tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,
+               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
+               cluster_rows: cutlass.Int32, tiles_n: cutlass.Int32):
+        cfg = self.cfg
+        tidx, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        warpgroup = warp // 4
+        if warp == 0:
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_c)
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())  # 0..cluster_m-1
+        cluster_layout = cute.make_layout((cfg.cluster_m, 1, 1))
+
+        smem = SmemAllocator()
+        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=8)
+        sA = smem.allocate_tensor(self.dtype, sA_layout.outer, 1024, sA_layout.inner)
+        sB = smem.allocate_tensor(self.dtype, sB_layout.outer, 1024, sB_layout.inner)
+        sC = smem.allocate_tensor(self.dtype, sC_layout.outer, 1024, sC_layout.inner)
+
+        # full[s]: the producer's expect_tx + tx_bytes; empty[s]: every consumer warp of
+        # every CTA that writes into this CTA's stage s (cluster_m CTAs multicast B)
+        ring = pipeline.PipelineTmaAsync.create(
+            num_stages=self.stages, barrier_storage=barriers, tx_count=self.tx_bytes,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(
+                pipeline.Agent.Thread, self.stage_readers * cfg.cluster_m),
+            cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, 1, 1)), defer_sync=True)
+        pipeline.pipeline_init_arrive(cluster_shape_mn=(cfg.cluster_m, 1), is_relaxed=True)
+
+        # per-CTA views of the operands: all k-tiles of every tile row / column
+        gA = cute.local_tile(mA, (cfg.tile_m, TILE_K), (None, None))  # (bM,64,tiles_m,k)
+        gB = cute.local_tile(mB, (cfg.tile_n, TILE_K), (None, None))  # (bN,64,tiles_n,k)
+        k_tiles = cute.size(gA, mode=[3])
+        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
+            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        # B: this CTA loads slice `rank` of the tile and multicasts it to the cluster
+        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
+            tma_b, rank, cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2))
+        b_mask = cute.make_layout_image_mask(cluster_layout, (rank, 0, 0), mode=0)
+
+        pipeline.pipeline_init_wait(cluster_shape_mn=(cfg.cluster_m, 1))
+
+        # the persistent schedule: cluster c takes work items c, c + clusters, ...
+        cluster_id = cute.arch.block_idx()[0] // cfg.cluster_m
+        clusters = cute.arch.grid_dim()[0] // cfg.cluster_m
+        work = cluster_rows * tiles_n
+
+        if warpgroup == 0:  # ----------------------------------------- producer
+            cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            if warp == 0:
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
+                                                     self.stages)
+                item = cluster_id
+                while item < work:
+                    row, col = grouped_tile(item, cluster_rows, tiles_n, cfg.group_m)
+                    tile_m = row * cfg.cluster_m + rank
+                    for kt in range(k_tiles):
+                        ring.producer_acquire(state)
+                        bar = ring.producer_get_barrier(state)
+                        cute.copy(tma_a, tAgA[None, tile_m, kt], tAsA[None, state.index],
+                                  tma_bar_ptr=bar)
+                        cute.copy(tma_b, tBgB[None, col, kt], tBsB[None, state.index],
+                                  tma_bar_ptr=bar, mcast_mask=b_mask)
+                        state.advance()
+                    item += clusters
+                ring.producer_tail(state)  # do not exit while partners still read
+        else:  # ----------------------------------------------------------- consumers
+            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            self.consume(tiled_mma, ring, sA, sB, sC, mC, tma_c, mC_tma, warp, warpgroup - 1,
+                         tidx - 128, cluster_id, clusters, work, cluster_rows, tiles_n, rank,
+                         k_tiles)
+
+    @cute.jit
+    def consume(self, tiled_mma: cute.TiledMma, ring: pipeline.PipelineTmaAsync,
+                sA: cute.Tensor, sB: cute.Tensor, sC: cute.Tensor, mC: cute.Tensor,
+                tma_c: cute.CopyAtom, mC_tma: cute.Tensor, warp: cutlass.Int32,
+                wg: cutlass.Int32, ctid: cutlass.Int32, cluster_id: cutlass.Int32,
+                clusters: cutlass.Int32, work: cutlass.Int32, cluster_rows: cutlass.Int32,
+                tiles_n: cutlass.Int32, rank: cutlass.Int32, k_tiles: cutlass.Int32):
+        """The math warpgroups: mainloop over the ring, then the epilogue, tile by tile.
+
+        cooperative: both warpgroups share every tile (64 rows each).
+        pingpong: warpgroup `wg` takes the CTA's tiles wg, wg+2, ...; the k-tiles of
+        the other warpgroup's tiles pass through the ring in between and are skipped.
+        The warpgroups also take turns at the mainloop (an ordered pair of named
+        barriers): one's epilogue overlaps the other's mainloop, and -- essential for
+        correctness -- a warpgroup never waits on a stage more than one phase ahead of
+        the ring (mbarrier waits only compare phase *parity*).
+        """
+        cfg = self.cfg
+        # the thread's index within the MMA (one warpgroup's when pingpong)
+        mma_tid = ctid % 128 if cutlass.const_expr(cfg.pingpong) else ctid
+        thr_mma = tiled_mma.get_slice(mma_tid)
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(
+            cute.local_tile(mC, self.tile, (0, 0))).shape, cutlass.Float32)
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        k_blocks = cute.size(tCrA, mode=[2])
+
+        # epilogue pieces, built once: stmatrix from accumulator registers into a ring
+        # of chunks of shared memory, TMA stores from there
+        sync_threads = 128 if cutlass.const_expr(cfg.pingpong) else 128 * cfg.consumer_warpgroups
+        chunk_sync = pipeline.NamedBarrier(barrier_id=1 + (wg if cutlass.const_expr(cfg.pingpong)
+                                                           else 0), num_threads=sync_threads)
+        store_warp = 4 + 4 * wg if cutlass.const_expr(cfg.pingpong) else 4
+        chunk_cols = cfg.tile_n // cfg.epi_n
+        chunks = chunk_cols * (cfg.tile_m // self.epi_tile[0])
+        first_buf = wg * cfg.epi_stages if cutlass.const_expr(cfg.pingpong) else 0
+        stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype)
+        r2s = cute.make_tiled_copy_S(
+            sm90_utils.get_smem_store_op(cutlass.utils.LayoutEnum.ROW_MAJOR, self.dtype,
+                                         cutlass.Float32),
+            cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+        thr_r2s = r2s.get_slice(mma_tid)
+        tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, buffers)
+        acc_r2s = r2s.retile(acc)
+        chunk_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
+        chunk_f32 = cute.make_rmem_tensor(chunk_shape, cutlass.Float32)
+        chunk_out = cute.make_rmem_tensor(chunk_shape, self.dtype)
+        per_chunk = cute.size(chunk_f32)
+        copy_chunk = row_copy(self.dtype, sync_threads, cfg.epi_n)
+        mma_tid_all = ctid % sync_threads  # index among the threads sharing a chunk
+        stores = pipeline.PipelineTmaStore.create(
+            num_stages=cfg.epi_stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads))
+
+        my_turn = pipeline.NamedBarrier(barrier_id=3 + wg, num_threads=256)
+        your_turn = pipeline.NamedBarrier(barrier_id=4 - wg, num_threads=256)
+        step = 1
+        item = cluster_id
+        if cutlass.const_expr(cfg.pingpong):
+            step = 2
+            item = cluster_id + wg * clusters
+            if wg == 1:  # the first tile's k-tiles belong to warpgroup 0
+                for _ in range(k_tiles):
+                    read.advance()
+                    release.advance()
+        done = cutlass.Int32(0)
+        while item < work:
+            row, col = grouped_tile(item, cluster_rows, tiles_n, cfg.group_m)
+            tile_m = row * cfg.cluster_m + rank
+            acc.fill(0.0)
+            tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+            if cutlass.const_expr(cfg.pingpong):
+                if wg == 1 or done > 0:  # wait until the other warpgroup's mainloop is done
+                    my_turn.arrive_and_wait()
+            for kt in range(k_tiles):
+                ring.consumer_wait(read)
+                cute.nvgpu.warpgroup.fence()
+                for kb in cutlass.range_constexpr(k_blocks):
+                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
+                              tCrB[None, None, kb, read.index], acc)
+                cute.nvgpu.warpgroup.commit_group()
+                read.advance()
+                if kt > 0:  # k-tile kt-1 has been read by the tensor cores
+                    cute.nvgpu.warpgroup.wait_group(1)
+                    ring.consumer_release(release)
+                    release.advance()
+            if cutlass.const_expr(cfg.pingpong):
+                if item + clusters < work:  # the other warpgroup has a next tile: its turn
+                    your_turn.arrive()
+            cute.nvgpu.warpgroup.wait_group(0)
+            ring.consumer_release(release)
+            release.advance()
+            if cutlass.const_expr(cfg.pingpong):  # skip the other warpgroup's tile
+                for _ in range(k_tiles):
+                    read.advance()
+                    release.advance()
+
+            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C
+            gC = cute.local_tile(mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
+                                 self.tile, (tile_m, col))
+            bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
+                tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
+                cute.zipped_divide(gC, self.epi_tile))
+            gC_chunks = cute.zipped_divide(gC, self.epi_tile)
+            cC_chunks = cute.zipped_divide(cute.local_tile(
+                cute.make_identity_tensor(mC.shape), self.tile, (tile_m, col)), self.epi_tile)
+            for e in cutlass.range_constexpr(chunks):
+                for v in cutlass.range_constexpr(per_chunk):
+                    chunk_f32[v] = acc_r2s[e * per_chunk + v]
+                chunk_out.store(chunk_f32.load().to(self.dtype))
+                buf = first_buf + (done * chunks + e) % cfg.epi_stages
+                cute.copy(r2s, chunk_out, tRS_sC[None, None, None, buf])
+                at = (e // chunk_cols, e % chunk_cols)
+                if cutlass.const_expr(cfg.tma_store):
+                    # stmatrix writes must be visible to the TMA unit (async proxy)
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    chunk_sync.arrive_and_wait()
+                    if warp == store_warp:
+                        cute.copy(tma_c, bSG_sC[None, buf], bSG_gC[None, at])
+                        stores.producer_commit()
+                        stores.producer_acquire()  # bound the stores in flight
+                    chunk_sync.arrive_and_wait()
+                else:  # every consumer thread copies 16-byte pieces, predicated at the edges
+                    chunk_sync.arrive_and_wait()
+                    store_tile(copy_chunk, sC[None, None, buf], gC_chunks[(None, None), at],
+                               cC_chunks[(None, None), at], mC.shape, mma_tid_all)
+                    chunk_sync.arrive_and_wait()
+            done += 1
+            item += step * clusters
+        if cutlass.const_expr(cfg.tma_store):
+            stores.producer_tail()
+
+
+# ------------------------------------------------------------------ Python surface
+
+def _signature(dtype: torch.dtype, config: Config, stream):
+    p = gmem_pointer(None, dtype)
+    eight = cutlass.Int32(8)
+    return (HopperGemm(cutlass_dtype(dtype), config), p, p, p, eight, eight, eight,
+            cutlass.Int32(1), stream)
+
+
+def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
+    require(NEEDS, "hopper_gemm")
+    return compile_cached(("hopper_gemm", dtype, config), launch_arch(),
+                          lambda: cute.compile(*_signature(dtype, config, fake_stream())))
+
+
+def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.bfloat16,
+              config: Config = Config()) -> Artifacts:
+    return compile_artifacts(("hopper_gemm", dtype, config), arch,
+                             *_signature(dtype, config, fake_stream()))
+
+
+def max_clusters(config: Config) -> int:
+    """Clusters that fit on the GPU at once: one CTA per SM."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return sms // config.cluster_m
+
+
+def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+        config: Config = Config()) -> torch.Tensor:
+    """C = A . B^T, the course's fastest Hopper kernel; validates inputs first."""
+    require(NEEDS, "hopper_gemm")
+    validate(a, b, c)
+    if c is None:
+        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
+    if c.numel() == 0:
+        return c
+    if a.shape[1] == 0:
+        return c.zero_()
+    kernel = compile(a.dtype, config)
+    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
+           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]),
+           cutlass.Int32(max_clusters(config)), current_stream())
+    return c
+
+
+def prepare(problem, config: Config = Config(), preset: str | None = None):
+    if preset is not None:
+        config = PRESETS[preset]
+    compile(problem.dtype, config)
+    return lambda a, b, c: run(a, b, c, config)

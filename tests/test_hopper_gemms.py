@@ -1,0 +1,77 @@
+"""Notebooks 09-10: the WGMMA GEMM and the Hopper speed-of-light GEMM."""
+import pytest
+import torch
+
+from course.bench.gemm import GemmProblem, check_gemm
+from kernels import hopper_gemm, wgmma_gemm
+from kernels.common import KernelInputError
+
+
+@pytest.mark.compile
+def test_wgmma_gemm_uses_tma_mbarriers_and_wgmma():
+    art = wgmma_gemm.artifacts("sm_90a", torch.bfloat16)
+    assert art.count_ptx(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16") > 0
+    assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global.*complete_tx") > 0
+    assert art.count_ptx(r"mbarrier\.try_wait\.parity") > 0
+    assert art.count_ptx(r"mbarrier\.arrive\.expect_tx") > 0
+    assert art.count_ptx(r"wgmma\.wait_group\.sync\.aligned\s+1;") > 0  # one wgmma left in flight
+    sass = art.sass()
+    assert "HGMMA.64x256x16.F32.BF16" in sass and "UTMALDG" in sass
+    (res,) = art.resource_usage().values()
+    assert res["stack_frame_bytes"] == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("preset", sorted(hopper_gemm.PRESETS))
+def test_hopper_presets_compile_to_what_they_claim(preset):
+    cfg = hopper_gemm.PRESETS[preset]
+    art = hopper_gemm.artifacts("sm_90a", torch.bfloat16, cfg)
+    assert art.count_ptx(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;") == 1
+    assert art.count_ptx(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+232;") == 1
+    assert art.count_ptx(r"wgmma\.mma_async") > 0
+    assert (art.count_ptx(r"multicast::cluster") > 0) == (cfg.cluster_m > 1)
+    assert art.count_ptx(r"stmatrix") > 0  # the epilogue stages C through shared memory
+    assert (art.count_ptx(r"st\.global\.v4") > 0) == (not cfg.tma_store)
+    assert (art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta") > 0) == cfg.tma_store
+    (res,) = art.resource_usage().values()
+    assert res["stack_frame_bytes"] == 0
+
+
+def test_hopper_config_rules():
+    assert hopper_gemm.Config().ring_stages(2) == 4  # 128x256 tiles + 4 TMA-store buffers
+    with pytest.raises(ValueError):
+        hopper_gemm.Config(tile_m=64)
+    with pytest.raises(ValueError):
+        hopper_gemm.Config(cluster_m=3)
+    with pytest.raises(ValueError):
+        wgmma_gemm.Config(tile_m=96)
+
+
+def test_validation_before_launch(monkeypatch):
+    for module in (wgmma_gemm, hopper_gemm):
+        monkeypatch.setattr(module, "require", lambda needs, name: None)
+        a = torch.zeros(64, 64, dtype=torch.bfloat16)
+        with pytest.raises(KernelInputError, match="move it to the GPU"):
+            module.run(a, a)
+
+
+SHAPES = [(128, 256, 64), (4096, 4096, 4096), (1000, 1016, 520), (1, 8, 8), (129, 264, 72),
+          (3000, 2056, 1000), (64, 4096, 8), (8192, 256, 128)]
+
+
+@pytest.mark.gpu(needs="sm_90a")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_gemm_matches_torch(mnk, dtype):
+    verdict = check_gemm(lambda a, b, c: wgmma_gemm.run(a, b, c), GemmProblem(*mnk, dtype))
+    assert verdict.ok, verdict
+
+
+@pytest.mark.gpu(needs="sm_90a")
+@pytest.mark.parametrize("preset", sorted(hopper_gemm.PRESETS))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_hopper_gemm_matches_torch(mnk, dtype, preset):
+    cfg = hopper_gemm.PRESETS[preset]
+    verdict = check_gemm(lambda a, b, c: hopper_gemm.run(a, b, c, cfg), GemmProblem(*mnk, dtype))
+    assert verdict.ok, verdict
