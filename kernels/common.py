@@ -81,6 +81,8 @@ def cutlass_dtype(dtype: torch.dtype):
             torch.bfloat16: cutlass.BFloat16, torch.int32: cutlass.Int32,
             torch.int8: cutlass.Int8, torch.uint8: cutlass.Uint8,
         })
+    if dtype not in TORCH_TO_CUTLASS:
+        raise KernelInputError(f"no CuTe DSL type for {dtype}")
     return TORCH_TO_CUTLASS[dtype]
 
 
