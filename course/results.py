@@ -94,9 +94,12 @@ def load(name: str, root: Path | None = None) -> list[Record]:
     return [Record(name, r["provenance"], r["data"]) for r in raw["records"]]
 
 
-def latest(name: str, gpu: str | None = None, root: Path | None = None) -> Record | None:
-    """The newest record of a family, optionally on a GPU whose name contains `gpu`."""
-    records = [r for r in load(name, root) if gpu is None or gpu.lower() in r.gpu.lower()]
+def latest(name: str, gpu: str | None = None, root: Path | None = None,
+           match=None) -> Record | None:
+    """The newest record of a family, optionally on a GPU whose name contains `gpu`
+    and satisfying the predicate `match(record)`."""
+    records = [r for r in load(name, root) if (gpu is None or gpu.lower() in r.gpu.lower())
+               and (match is None or match(r))]
     return records[-1] if records else None
 
 

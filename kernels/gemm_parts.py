@@ -16,18 +16,11 @@ import cutlass
 import cutlass.cute as cute
 
 
-def grouped_tile_py(tile: int, tiles_m: int, tiles_n: int, group: int) -> tuple[int, int]:
-    """Plain-Python twin of `grouped_tile` (for pictures and tests)."""
-    per_group = group * tiles_n
-    first_m = (tile // per_group) * group
-    rows = min(tiles_m - first_m, group)
-    return first_m + (tile % per_group) % rows, (tile % per_group) // rows
-
-
 @cute.jit
 def grouped_tile(tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
                  group: cutlass.Constexpr):
-    """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column."""
+    """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column.
+    (course.tile_order.grouped_tile is the same function in plain Python.)"""
     per_group = group * tiles_n
     first_m = (tile // per_group) * group
     rows = cutlass.min(tiles_m - first_m, group)
@@ -74,3 +67,33 @@ def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cut
         for c in cutlass.range(cute.size(tCgC, mode=[2]), unroll_full=True):
             if cute.elem_less(tCcC[0, r, c], shape_mn):
                 cute.copy(copy_c, regs[None, r, c], tCgC[None, r, c])
+
+
+def partition_pairs(make_tiled_mma, shape, threads: int, operand: str,
+                    arch: str | None = None) -> list:
+    """[((thread, value), coord), ...]: where each thread's values of operand A, B or C
+    sit in a tile of `shape`, read from CuTe's own partition of a coordinate tensor.
+    `make_tiled_mma()` builds the TiledMMA inside the trace; `arch` names the target when
+    the MMA exists only there (wgmma: sm_90a). Runs on a CPU (no launch)."""
+    if operand not in ("A", "B", "C"):
+        raise ValueError("operand must be 'A', 'B' or 'C'")
+    out: list = []
+    if arch is None:
+        _collect_pairs(make_tiled_mma, tuple(shape), threads, operand, out)
+    else:  # tracing happens during compilation; nothing is launched
+        cute.compile(_collect_pairs, make_tiled_mma, tuple(shape), threads, operand, out,
+                     options=f"--gpu-arch {arch}")
+    return out
+
+
+@cute.jit
+def _collect_pairs(make_tiled_mma: cutlass.Constexpr, shape: cutlass.Constexpr,
+                   threads: cutlass.Constexpr, operand: cutlass.Constexpr,
+                   out: cutlass.Constexpr):
+    tiled = make_tiled_mma()
+    coords = cute.make_identity_tensor(shape)
+    for t in cutlass.range_constexpr(threads):
+        thr = tiled.get_slice(t)
+        part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand](coords)
+        for v in cutlass.range_constexpr(cute.size(part)):
+            out.append(((t, v), tuple(part[v])))

@@ -149,8 +149,8 @@ class HopperGemm:
             cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
 
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.warpgroup.OperandMajorMode.K,
-            cute.nvgpu.warpgroup.OperandMajorMode.K, cutlass.Float32,
+            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K, cutlass.Float32,
             (1 if cfg.pingpong else cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n))
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
