@@ -137,6 +137,11 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
 LADDER: dict[str, tuple[str, str, str]] = {
     "cublas": ("course.bench.gemm:prepare_cublas", "gpu",
                "cuBLAS against itself: the harness's self-check (should read ~100%)"),
+    "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
+                     "notebook 11: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
+    "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
+                          "notebook 12: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
+                          "CLC"),
 }
 
 
