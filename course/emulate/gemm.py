@@ -253,6 +253,12 @@ class _Run:
     ring: list = field(default_factory=list)
 
 
+def full_barrier_bytes(shape: KernelShape) -> int:
+    """What the leader arms each stage's full barrier with: the bytes of BOTH CTAs' copies,
+    since barrier aliasing makes every copy of the pair complete on the leader's barrier."""
+    return shape.stage_bytes * shape.ctas
+
+
 def _tile_of(response, ctas: int):
     return (response.first_ctaid_x // ctas, response.first_ctaid_y), response.cancelled
 
@@ -296,7 +302,7 @@ def _tma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
         for kb in range(run.k_blocks):
             yield wait_barrier(me.ab_empty[ab.index], ab.phase)
             if rank == 0:  # only the leader's full barrier is armed: it expects both CTAs
-                leader.ab_full[ab.index].arrive_expect_tx(s.stage_bytes * s.ctas)
+                leader.ab_full[ab.index].arrive_expect_tx(full_barrier_bytes(s))
             row_a = tm * s.mma_m + rank * s.cta_m
             row_b = tn * s.tile_n + rank * s.b_rows_per_cta
             me.smem_a[ab.index] = tma_load(run.a, row_a, kb * s.tile_k, s.cta_m, s.tile_k)
