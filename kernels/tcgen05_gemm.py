@@ -73,6 +73,11 @@ class Tcgen05Gemm:
         self.epi_stages = 2
         self.tmem_columns = parts.tmem_columns_for(self.acc_slots * self.tile.n)
 
+    def footprint(self) -> dict:
+        """Threads, TMEM columns, bytes per stage and shared memory of one CTA."""
+        return parts.footprint(self.tile, self.stages, self.acc_slots, self.epi_stages,
+                               self.ab_dtype.width // 8, self.c_dtype.width // 8)
+
     # ------------------------------------------------------------ host
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
@@ -233,6 +238,12 @@ def artifacts(arch: str = "sm_100a", dtype: torch.dtype = torch.bfloat16,
     out_dtype = out_dtype or dtype
     return compile_artifacts((NAME, dtype, out_dtype, config), arch,
                              *_signature(dtype, out_dtype, config, fake_stream()))
+
+
+def footprint(dtype: torch.dtype = torch.bfloat16, out_dtype: torch.dtype | None = None,
+              config: Config = Config()) -> dict:
+    """What one CTA holds for this configuration (no compile, no GPU)."""
+    return _kernel(dtype, out_dtype or dtype, config).footprint()
 
 
 def launch(kernel, args: tuple) -> None:

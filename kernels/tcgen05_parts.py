@@ -81,6 +81,32 @@ def tmem_columns_for(accumulator_columns: int) -> int:
     return cols
 
 
+EPI_COLS = 32  # columns per epilogue sub-tile: one tcgen05.ld 32x32b.x32 per thread
+
+
+def footprint(tile: TileShape, stages: int, acc_slots: int, epi_stages: int,
+              ab_bytes: int = 2, c_bytes: int = 2) -> dict:
+    """What one CTA of a kernel holds, computed from its tile shapes (pure Python).
+
+    Shared memory is the A/B ring plus the epilogue's staging buffers (the mbarriers and
+    the TMEM address add a few hundred bytes, and alignment a little more).
+    """
+    a_stage = tile.cta_m * tile.k * ab_bytes
+    b_stage = (tile.n // tile.ctas) * tile.k * ab_bytes
+    return {
+        "threads": THREADS_PER_CTA,
+        "ctas_per_mma": tile.ctas,
+        "mma": f"{tile.mma_m}x{tile.n}x{MMA_K}",
+        "mma_per_k_block": tile.k // MMA_K,
+        "stage_bytes": a_stage + b_stage,  # what this CTA's TMA copies deliver per stage
+        "full_barrier_bytes": (a_stage + b_stage) * tile.ctas,  # what the leader expects
+        "smem_ring_bytes": stages * (a_stage + b_stage),
+        "smem_epilogue_bytes": epi_stages * tile.cta_m * EPI_COLS * c_bytes,
+        "tmem_columns": tmem_columns_for(acc_slots * tile.n),
+        "accumulator_slots": acc_slots,
+    }
+
+
 # ---------------------------------------------------------------- host side (inside @cute.jit)
 
 def gemm_tensors(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,

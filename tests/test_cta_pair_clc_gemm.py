@@ -3,10 +3,13 @@
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
 """
+import re
+
 import pytest
 import torch
 
 from course.bench.gemm import GemmProblem, check_gemm, prepare
+from course.emulate.descriptors import InstructionDescriptor
 from course.emulate.gemm import cta_pair_clc_gemm_shape
 from kernels import cta_pair_clc_gemm as pair
 from kernels import gemm_inputs, tcgen05_parts
@@ -80,6 +83,16 @@ def test_ptx_has_cluster_launch_control(art):
     alloc = next(i for i, ln in enumerate(lines) if "tcgen05.alloc" in ln)
     waits = [i for i, ln in enumerate(lines) if "barrier.cluster.wait" in ln]
     assert waits[0] < alloc < waits[1]
+
+
+@pytest.mark.compile
+def test_footprint_and_descriptor_match_the_compiled_kernel(art):
+    plan = pair.footprint()
+    assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == plan["tmem_columns"]
+    assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64") == \
+        plan["full_barrier_bytes"]
+    idesc = InstructionDescriptor(m=256, n=128).encode()  # M = 256: the pair's MMA
+    assert re.search(rf"\b{idesc}\b", art.ptx), f"{idesc:#x} not in the PTX"
 
 
 @pytest.mark.compile

@@ -275,3 +275,13 @@ def test_launch_queue_models():
     assert [hw.try_cancel(0).cancelled for _ in range(3)] == [True, True, False]
     with pytest.raises(ValueError):
         ClcHardware(ids, resident=0)
+
+
+def test_instruction_descriptor_round_trip():
+    from course.emulate.descriptors import InstructionDescriptor
+
+    d = InstructionDescriptor(m=256, n=200, a="float16", b="float16", b_mn_major=True)
+    assert InstructionDescriptor.decode(d.encode()) == d
+    assert InstructionDescriptor().encode() == 0x08200490  # M128 N128 bf16 x bf16 -> f32
+    with pytest.raises(ValueError):
+        InstructionDescriptor(n=12)

@@ -3,11 +3,14 @@
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
 """
+import re
+
 import pytest
 import torch
 
 from course.bench import compare
 from course.bench.gemm import GemmProblem, check_gemm, prepare
+from course.emulate.descriptors import InstructionDescriptor
 from kernels import gemm_inputs, tcgen05_gemm
 from kernels.common import KernelInputError, UnsupportedGPU
 
@@ -53,11 +56,22 @@ def test_ptx_has_the_tcgen05_instructions(art):
 
 @pytest.mark.compile
 def test_the_constants_that_matter(art):
+    plan = tcgen05_gemm.footprint()
     # TMEM: one 128 x 128 fp32 accumulator = 128 columns (a power of two, >= 32)
-    assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == 128
+    assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == plan["tmem_columns"] == 128
     assert last_operand_value(art.ptx, r"tcgen05\.dealloc\.") == 128
     # each stage's full barrier expects 128x64 of A + 128x64 of B, 2 bytes each
-    assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx") == 32768
+    assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx") == \
+        plan["full_barrier_bytes"] == 32768
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("dtype,tile_n", [(torch.bfloat16, 128), (torch.float16, 256)])
+def test_the_instruction_descriptor_is_the_one_built_by_hand(dtype, tile_n):
+    art = tcgen05_gemm.artifacts("sm_100a", dtype, None, tcgen05_gemm.Config(tile_n))
+    name = str(dtype).replace("torch.", "")
+    idesc = InstructionDescriptor(m=128, n=tile_n, a=name, b=name, d="float32").encode()
+    assert re.search(rf"\b{idesc}\b", art.ptx), f"{idesc:#x} not in the PTX"
 
 
 @pytest.mark.compile
