@@ -10,8 +10,13 @@ notebook 11's 1-CTA kernel (kernels.tcgen05_gemm) plus four ideas:
   barrier aliasing each CTA loads its own 128 rows of A and its half of B's rows with the
                    multicast form of the TMA copy (.multicast::cluster .cta_group::2): the
                    data lands in the issuing CTA, the completion (bytes) on the LEADER's
-                   full barrier, which therefore expects both CTAs' bytes. tcgen05.commit
-                   with a 2-CTA mask frees the stage in both CTAs at once.
+                   full barrier -- the PTX masks the barrier address with 0xFEFFFFF8 -- which
+                   therefore expects both CTAs' bytes. tcgen05.commit with a 2-CTA mask frees
+                   the stage in both CTAs at once. With one pair per cluster each copy's
+                   multicast mask names only the issuing CTA (the cluster's VMNK layout is
+                   (2,1,1,1): no second CTA along M or N shares a box); B is shared by the
+                   paired MMA reading both halves, so no byte of A or B is loaded twice.
+                   A wider cluster (e.g. 2x2) would multicast A to two pairs.
   TMEM ping-pong   two accumulator slots (2 x N columns), so the epilogue drains tile t
                    from one slot while the MMA fills the other with tile t+1.
   CLC              persistent clusters: each cluster starts on the tile its blockIdx names,

@@ -4,6 +4,8 @@ Every figure is labelled (title, axes, source line), as the course requires.
 """
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
@@ -26,7 +28,8 @@ def tmem_allocation(allocations, title: str = "Tensor memory: 128 lanes x 512 co
     for i, (label, start, cols) in enumerate(allocations):
         ax.add_patch(Rectangle((start, 0), cols, TMEM_LANES, facecolor=f"C{i % 10}",
                                alpha=0.45, edgecolor=f"C{i % 10}", lw=1.5))
-        ax.text(start + cols / 2, TMEM_LANES / 2, f"{label}\ncolumns {start}..{start + cols - 1}",
+        text = textwrap.fill(label, max(8, cols // 7))  # fit the block's width
+        ax.text(start + cols / 2, TMEM_LANES / 2, f"{text}\ncolumns\n{start}..{start + cols - 1}",
                 ha="center", va="center", fontsize=8)
     for q in range(1, 4):
         ax.axhline(32 * q, color="grey", lw=0.8, ls="--")
