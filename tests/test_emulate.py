@@ -219,6 +219,21 @@ def test_ring_and_slots_carry_across_tiles():
     assert tiles[1].first_stage == 5 % 4  # the second tile starts mid-ring
 
 
+def test_two_slots_let_the_epilogue_overlap_the_next_mma():
+    from dataclasses import replace
+
+    from course.emulate import cta_pair_clc_gemm_shape, emulate_gemm
+
+    a, b = random_operands(1024, 128, 256)
+    two = emulate_cta_pair_clc_gemm(a, b, resident_clusters=1)
+    assert len(two.overlaps()) == 3  # every seam of the cluster's 4 tiles
+    one = emulate_gemm(a, b, replace(cta_pair_clc_gemm_shape(), acc_slots=1), resident_clusters=1)
+    assert one.check(a, b).ok and one.overlaps() == []
+    kinds = {e.what for e in two.events}
+    assert kinds == {"load", "mma", "commit", "store", "release", "request"}
+    assert all(e.clock <= f.clock for e, f in zip(two.events, two.events[1:]))
+
+
 # ---------------------------------------------------------------- broken on purpose
 
 def test_a_tile_handed_out_twice_is_caught():

@@ -8,11 +8,11 @@
 
 Pure Python and numpy: no GPU, no CuTe DSL needed.
 """
-from .gemm import (Emulation, EmulationCheck, KernelShape, RingCorruption,
-                   cta_pair_clc_gemm_shape, emulate_cta_pair_clc_gemm, emulate_tcgen05_gemm,
-                   random_operands, tcgen05_gemm_shape)
+from .gemm import (Emulation, EmulationCheck, Event, KernelShape, RingCorruption,
+                   cta_pair_clc_gemm_shape, emulate_cta_pair_clc_gemm, emulate_gemm,
+                   emulate_tcgen05_gemm, random_operands, tcgen05_gemm_shape)
 from .sync import EmulatedDeadlock
 
-__all__ = ["Emulation", "EmulationCheck", "KernelShape", "RingCorruption", "EmulatedDeadlock",
-           "cta_pair_clc_gemm_shape", "emulate_cta_pair_clc_gemm", "emulate_tcgen05_gemm",
-           "random_operands", "tcgen05_gemm_shape"]
+__all__ = ["Emulation", "EmulationCheck", "Event", "KernelShape", "RingCorruption",
+           "EmulatedDeadlock", "cta_pair_clc_gemm_shape", "emulate_cta_pair_clc_gemm",
+           "emulate_gemm", "emulate_tcgen05_gemm", "random_operands", "tcgen05_gemm_shape"]

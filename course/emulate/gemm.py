@@ -22,7 +22,9 @@ multicast arrivals. Stage buffers and accumulator slots are tagged with the (til
 K-block) they hold, so a ring or ping-pong bookkeeping error raises `RingCorruption` at
 the first wrong read; a wrong count or phase deadlocks (`EmulatedDeadlock`). The result
 records how many times each element of C was written, which cluster took which tile in
-which order, and the ring position at each K-block.
+which order, the ring position at each K-block, and an event log (`Emulation.events`,
+ordered by the scheduler's clock -- an order, not a time) from which `overlaps()` reads
+whether the epilogue of one tile ran while the MMA of the next was issued.
 
 What this proves and what it does not: that the decomposition (tiles, halves, K-loop,
 ring, slots, CLC hand-out, clipping) covers C exactly once and computes A.B^T with fp32
@@ -87,6 +89,14 @@ class KernelShape:
     def tmem_columns(self) -> int:
         return tmem_alloc_columns(self.acc_slots * self.tile_n)
 
+    def a_rows(self, tile_m: int, rank: int) -> int:
+        """First row of A (and of C) that CTA `rank` of the MMA tile holds: 128 rows each."""
+        return tile_m * self.mma_m + rank * self.cta_m
+
+    def b_rows(self, tile_n: int, rank: int) -> int:
+        """First row of B that CTA `rank` loads: each CTA of a pair loads half of B's rows."""
+        return tile_n * self.tile_n + rank * self.b_rows_per_cta
+
 
 def tcgen05_gemm_shape(tile_n: int = 128, stages: int = 4,
                        out_dtype: str = "bfloat16") -> KernelShape:
@@ -122,6 +132,19 @@ class RingEntry:
     k_block: int
     stage: int
     phase: int
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a warp did, stamped with the scheduler's clock (an order, not a time)."""
+
+    clock: int
+    cluster: int
+    cta: int
+    warp: str  # "tma", "mma", "epilogue0".."epilogue3"
+    what: str  # "load", "mma", "commit", "store", "release" (a TMEM slot), "request" (CLC)
+    tile: tuple | None
+    detail: dict
 
 
 @dataclass(frozen=True)
@@ -169,6 +192,7 @@ class Emulation:
     clc_log: list
     clusters: int  # clusters (or CTAs) that ran
     warp_steps: int
+    events: list = field(default_factory=list)
 
     @property
     def grid_tiles(self) -> tuple[int, int]:
@@ -195,6 +219,26 @@ class Emulation:
         return EmulationCheck(self.exactly_once, int((self.writes == 0).sum()),
                               int((self.writes > 1).sum()), duplicates, missing, err,
                               TOLERANCE[self.shape.out_dtype])
+
+    def overlaps(self) -> list[tuple[int, tuple, tuple]]:
+        """(cluster, tile t, tile t+1) where the MMA of t+1 began before the last store of t.
+
+        That is the point of TMEM ping-pong: with two accumulator slots the MMA warp fills
+        one while the epilogue drains the other. With one slot this list is empty.
+        """
+        first_mma, last_store = {}, {}
+        for ev in self.events:
+            key = (ev.cluster, ev.tile)
+            if ev.what == "mma":
+                first_mma.setdefault(key, ev.clock)
+            elif ev.what == "store":
+                last_store[key] = ev.clock
+        out = []
+        for cluster, tiles in self.tiles_by_cluster().items():
+            for t0, t1 in zip(tiles, tiles[1:]):
+                if first_mma[(cluster, t1)] < last_store[(cluster, t0)]:
+                    out.append((cluster, t0, t1))
+        return out
 
     def tiles_by_cluster(self) -> dict[int, list[tuple[int, int]]]:
         """cluster -> the tiles it computed, in order."""
@@ -251,6 +295,11 @@ class _Run:
     k_blocks: int
     tiles: list = field(default_factory=list)
     ring: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    sched: Scheduler | None = None
+
+    def log(self, cluster, cta, warp, what, tile, **detail) -> None:
+        self.events.append(Event(self.sched.clock, cluster, cta, warp, what, tile, detail))
 
 
 def full_barrier_bytes(shape: KernelShape) -> int:
@@ -284,6 +333,7 @@ def _request_next_tile(run: _Run, ctas: list[_Cta], cluster: int, state: Pipelin
     for cta in ctas:
         cta.clc_full.arrive_expect_tx(CLC_RESPONSE_BYTES)
     response = run.clc.try_cancel(cluster)
+    run.log(cluster, 0, "tma", "request", None, response=response)
     for cta in ctas:
         cta.clc_response = response
         cta.clc_full.complete_tx(CLC_RESPONSE_BYTES)
@@ -303,13 +353,15 @@ def _tma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
             yield wait_barrier(me.ab_empty[ab.index], ab.phase)
             if rank == 0:  # only the leader's full barrier is armed: it expects both CTAs
                 leader.ab_full[ab.index].arrive_expect_tx(full_barrier_bytes(s))
-            row_a = tm * s.mma_m + rank * s.cta_m
-            row_b = tn * s.tile_n + rank * s.b_rows_per_cta
-            me.smem_a[ab.index] = tma_load(run.a, row_a, kb * s.tile_k, s.cta_m, s.tile_k)
-            me.smem_b[ab.index] = tma_load(run.b, row_b, kb * s.tile_k, s.b_rows_per_cta, s.tile_k)
+            k0 = kb * s.tile_k
+            me.smem_a[ab.index] = tma_load(run.a, s.a_rows(tm, rank), k0, s.cta_m, s.tile_k)
+            me.smem_b[ab.index] = tma_load(run.b, s.b_rows(tn, rank), k0, s.b_rows_per_cta,
+                                           s.tile_k)
             me.stage_tag[ab.index] = (tile, kb)
             # barrier aliasing: the bytes complete on the leader's barrier, not our own
             leader.ab_full[ab.index].complete_tx(s.stage_bytes)
+            run.log(cluster, rank, "tma", "load", tile, k_block=kb, stage=ab.index,
+                    phase=ab.phase)
             if rank == 0:
                 run.ring.append(RingEntry(cluster, tile, kb, ab.index, ab.phase))
             ab.advance()
@@ -353,11 +405,13 @@ def _mma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
                                    product[r * s.cta_m:(r + 1) * s.cta_m], accumulate=kb > 0)
                 for cta in ctas:  # tcgen05.commit, multicast to the pair: stage is free
                     cta.ab_empty[ab.index].arrive()
+                run.log(cluster, 0, "mma", "mma", tile, k_block=kb, stage=ab.index, slot=slot)
                 ab.advance()
                 yield None
             for cta in ctas:
                 cta.slot_tag[slot] = tile
                 cta.acc_full[slot].arrive()  # tcgen05.commit: the accumulator is complete
+            run.log(cluster, 0, "mma", "commit", tile, slot=slot)
             acc.advance()
         order += 1
         tile, valid = yield from _next_tile(run, ctas, rank, clc_state)
@@ -367,7 +421,7 @@ def _mma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
         yield wait_barrier(leader.acc_empty[acc.index], acc.phase)
 
 
-def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, warp: int, home):
+def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, warp: int, home):
     s = run.shape
     me, leader = ctas[rank], ctas[0]
     acc = PipelineState.consumer(s.acc_slots)
@@ -380,7 +434,7 @@ def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, warp: int, home):
         if me.slot_tag[slot] != tile:
             raise RingCorruption(f"{me.name} slot {slot} holds tile {me.slot_tag[slot]}, "
                                  f"epilogue warp {warp} expected {tile}")
-        row0 = tile[0] * s.mma_m + rank * s.cta_m
+        row0 = s.a_rows(tile[0], rank)
         for sub in range(s.tile_n // EPI_COLS):
             col0 = me.tmem_base + slot * s.tile_n + sub * EPI_COLS
             values = me.tmem.read(warp, lane0, col0, EPI_COLS)  # tcgen05.ld 32x32b.x32
@@ -389,13 +443,22 @@ def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, warp: int, home):
             yield from sync_named(me.epi_sync)
             if warp == 0:  # one thread stores the 128 x 32 sub-tile (TMA clips at C's edge)
                 tma_store(run.c, run.writes, row0, tile[1] * s.tile_n + sub * EPI_COLS, buffer)
+                run.log(cluster, rank, "epilogue0", "store", tile, sub_tile=sub, slot=slot,
+                        rows=(row0, row0 + s.cta_m))
             yield from sync_named(me.epi_sync)
         leader.acc_empty[slot].arrive()  # elect_one: one arrival per warp, on the leader
+        run.log(cluster, rank, f"epilogue{warp}", "release", tile, slot=slot)
         acc.advance()
         tile, valid = yield from _next_tile(run, ctas, rank, clc_state)
     yield from sync_named(me.epi_sync)
     if warp == 0:
         me.tmem.dealloc(me.tmem_base, s.tmem_columns)
+
+
+def emulate_gemm(a, b, shape: KernelShape, resident_clusters: int | None = None,
+                 seed: int | None = None, clc=ClcHardware) -> Emulation:
+    """Emulate any KernelShape (e.g. a CTA pair with one accumulator slot, for contrast)."""
+    return _emulate(a, b, shape, resident_clusters, seed, clc)
 
 
 def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int | None,
@@ -416,6 +479,7 @@ def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int 
     c = np.full((m, n), np.nan, np.float32)
     run = _Run(shape, a, b, c, np.zeros((m, n), np.int64), clc, math.ceil(k / shape.tile_k))
     sched = Scheduler(seed=seed)
+    run.sched = sched
     launched = clc.launched if clc is not None else cluster_ids
     for cluster, (x, y) in enumerate(launched):
         ctas = [_Cta(shape, f"cluster{cluster}.cta{r}") for r in range(shape.ctas)]
@@ -428,11 +492,11 @@ def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int 
             sched.spawn(f"{tag}.tma", _tma_warp(run, ctas, r, cluster, home))
             sched.spawn(f"{tag}.mma", _mma_warp(run, ctas, r, cluster, home))
             for w in range(EPILOGUE_WARPS):
-                sched.spawn(f"{tag}.epilogue{w}", _epilogue_warp(run, ctas, r, w, home))
+                sched.spawn(f"{tag}.epilogue{w}", _epilogue_warp(run, ctas, r, cluster, w, home))
     sched.run()
     return Emulation(shape, m, n, k, c, run.writes, run.tiles, run.ring,
                      clc.log if clc is not None else [], len(launched),
-                     sum(w.steps for w in sched.warps))
+                     sum(w.steps for w in sched.warps), run.events)
 
 
 def emulate_tcgen05_gemm(a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16",

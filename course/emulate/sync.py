@@ -174,6 +174,7 @@ class Scheduler:
     seed: int | None = None
     max_steps: int = 5_000_000
     warps: list[Warp] = field(default_factory=list)
+    clock: int = 0  # scheduling decisions so far: the emulation's notion of "when"
 
     def spawn(self, name: str, body: Generator) -> None:
         self.warps.append(Warp(name, body))
@@ -189,7 +190,6 @@ class Scheduler:
 
     def run(self) -> None:
         rng = random.Random(self.seed) if self.seed is not None else None
-        steps = 0
         cursor = 0
         while True:
             live = [w for w in self.warps if not w.done]
@@ -205,8 +205,8 @@ class Scheduler:
             else:
                 pick = rng.choice(runnable)
             self._step(pick)
-            steps += 1
-            if steps > self.max_steps:
+            self.clock += 1
+            if self.clock > self.max_steps:
                 raise EmulatedDeadlock("the emulation did not finish in max_steps")
 
 
