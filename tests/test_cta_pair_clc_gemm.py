@@ -40,6 +40,7 @@ def test_ptx_has_the_pair_mma_and_its_tmem(art):
     assert art.count_ptx(r"tcgen05\.dealloc\.cta_group::2") == 1
     assert art.count_ptx(r"tcgen05\.relinquish_alloc_permit\.cta_group::2") == 1
     assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == 256
+    assert last_operand_value(art.ptx, r"tcgen05\.dealloc\.") == 256
     # the paired 256 x 128 x 16 MMA, 4 per 64-wide K-block; no 1-CTA MMA anywhere
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::2\.kind::f16") == 4
     assert art.count_ptx(r"cta_group::1") == 0
