@@ -14,7 +14,7 @@ from course.emulate.descriptors import InstructionDescriptor
 from course.emulate.gemm import cta_pair_clc_gemm_shape
 from kernels import cta_pair_clc_gemm as pair
 from kernels import gemm_inputs, tcgen05_parts
-from kernels.common import KernelInputError, UnsupportedGPU
+from kernels.common import UnsupportedGPU
 
 from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
                                 last_operand_value, sass_mnemonics, validation_cases)

@@ -9,7 +9,7 @@ from course.emulate import gemm as emu
 from course.emulate.clc import ClcHardware, DuplicateTile, SkipTile
 from course.emulate.memory import Tmem, TmemError, round_to, tma_load, tma_store, \
     tmem_alloc_columns
-from course.emulate.sync import Mbarrier, NamedBarrier, PipelineState, Scheduler, Wait, \
+from course.emulate.sync import Mbarrier, NamedBarrier, PipelineState, Scheduler, \
     wait_barrier
 from course.emulate.tmem_map import (epilogue_tmem_pairs, pair_tile_pairs, warp_lanes,
                                      warp_of_lane)
