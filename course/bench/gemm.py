@@ -157,6 +157,11 @@ LADDER: dict[str, tuple[str, str, str]] = {
               "notebook 09: TMA + mbarrier ring + WGMMA"),
     "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
                "notebook 10: warp-specialized, persistent, clustered, TMA-store epilogue"),
+    "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
+                     "notebook 11: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
+    "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
+                          "notebook 12: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
+                          "CLC"),
 }
 
 
