@@ -50,7 +50,7 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
 @dataclass(frozen=True)
 class Config:
-    tile_m: int = 128  # two consumer warpgroups, 64 rows each
+    tile_m: int = 128  # two consumer warpgroups, 64 rows each (pingpong: one, 128 rows)
     tile_n: int = 256
     cluster_m: int = 2  # CTAs per cluster along M (they share, and multicast, B)
     persistent: bool = True
@@ -62,9 +62,9 @@ class Config:
     pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
 
     def __post_init__(self):
-        if self.tile_m not in (128, 256) or (self.pingpong and self.tile_m != 128):
-            raise ValueError("tile_m must be 128 or 256 (128 when pingpong: one warpgroup "
-                             "holds a whole tile's accumulator)")
+        if self.tile_m != 128:
+            raise ValueError("tile_m must be 128: two consumer warpgroups of 64 rows each "
+                             "(or, pingpong, one warpgroup's 128-row accumulator)")
         if self.pingpong and self.tile_n > 128:
             raise ValueError("pingpong tiles are at most 128 x 128 (a warpgroup's registers)")
         if self.tile_n % 32 or not 64 <= self.tile_n <= 256:

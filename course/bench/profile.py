@@ -1,6 +1,6 @@
 """Nsight Compute's view of one GEMM launch, ours and cuBLAS's, recorded with provenance.
 
-    python -m course.bench profile --kernel hopper --size 4096 [--config preset=NAME] [--record]
+    python -m course.bench.profile --kernel hopper --size 4096 [--config preset=NAME] [--record]
 
 Runs this module as a child process under `ncu` twice -- once catching the course's
 kernel, once cuBLAS's -- with the Speed Of Light, compute and memory workload sections,
