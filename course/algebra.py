@@ -20,17 +20,13 @@ from typing import Any, Callable
 
 from . import layout as pl
 
-_RUNNER = None
 
 
-def _runner():
-    """The @cute.jit trampoline (built on first use: importing CuTe DSL takes ~1 s)."""
-    global _RUNNER
-    if _RUNNER is None:
-        from . import _cute_trace
+def _trampolines():
+    """The @cute.jit trampolines (imported on first use: importing CuTe DSL takes ~1 s)."""
+    from . import _cute_trace
 
-        _RUNNER = _cute_trace.run_traced
-    return _RUNNER
+    return _cute_trace
 
 
 def to_python(x: Any) -> Any:
@@ -72,11 +68,61 @@ class Basis:
         return f"{self.value}@{','.join(map(str, self.mode))}"
 
 
-def on_cpu(job: Callable[[], Any]) -> Any:
-    """Run `job()` inside a CuTe DSL trace on the CPU and return its result as Python."""
+def on_cpu(job: Callable[..., Any], pointers: tuple = ()) -> Any:
+    """Run `job()` inside a CuTe DSL trace on the CPU and return its result as Python.
+
+    With `pointers` (up to three CuTe numeric types, e.g. (cutlass.Float32,) * 3) the
+    job is called as job(p0, p1, ...) with global-memory pointers at address 0, so it
+    can build tensors the way a kernel's host code does. Nothing is dereferenced.
+    """
     box: list = []
-    _runner()(lambda: to_python(job()), box)
+    tr = _trampolines()
+    if not pointers:
+        tr.run_traced(lambda: to_python(job()), box)
+        return box[0]
+    if len(pointers) > 3:
+        raise ValueError("on_cpu passes at most three pointers")
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    ptrs = [make_ptr(dtype, 0, cute.AddressSpace.gmem, assumed_align=16) for dtype in pointers]
+    ptrs += [ptrs[0]] * (3 - len(ptrs))
+    n = len(pointers)
+    tr.run_traced_with_pointers(lambda *p: to_python(job(*p[:n])), box, *ptrs)
     return box[0]
+
+
+def coordinates(tensor) -> list[tuple]:
+    """The coordinate held by each element of a static coordinate tensor (a partitioned
+    `cute.make_identity_tensor`), in element order. Call inside a trace.
+
+    CuTe writes such a tensor as offset o layout, with ScaledBasis strides (1@0 steps
+    the row, 64@1 the column by 64); the layout is split into one integer layout per
+    coordinate mode and evaluated with course.layout (CuTe's own element-by-element
+    evaluation costs ~0.3 ms per element). tests/test_ownership.py checks the two agree.
+    """
+    import cutlass.cute as cute
+
+    origin = tensor.iterator
+    origin = tuple(int(v) for v in (origin if isinstance(origin, tuple) else (origin,)))
+    lay = tensor.layout
+
+    def part(stride, mode):
+        if isinstance(stride, tuple):
+            return tuple(part(s, mode) for s in stride)
+        if isinstance(stride, cute.ScaledBasis):
+            modes = stride.mode
+            return int(stride.value) if list(modes) == [mode] else 0
+        return 0 if int(stride) == 0 else _not_a_basis(stride)
+
+    shape = lay.shape
+    columns = [origin[d] + pl.Layout(shape, part(lay.stride, d)).offsets()
+               for d in range(len(origin))]
+    return [tuple(int(c[i]) for c in columns) for i in range(len(columns[0]))]
+
+
+def _not_a_basis(stride):
+    raise ValueError(f"not a coordinate tensor: integer stride {stride} among basis strides")
 
 
 def to_cute(x: Any):
@@ -183,3 +229,54 @@ def evaluate(layout, indices=None) -> list[int]:
         return [int(L(i)) for i in idx]
 
     return on_cpu(job)
+
+
+# Operations whose tiler CuTe DSL only takes as a Layout: a bare shape (3,4) means (3,4):(1,3).
+NEEDS_LAYOUT_TILER = {"zipped_product", "tiled_product", "flat_product", "blocked_product",
+                      "raked_product"}
+NO_OPERAND = {"none", "right_inverse", "left_inverse"}
+
+
+def explore(layout, op: str = "none", operand=None, swizzle=None) -> Result:
+    """What the layout explorer shows: `op` applied by CuTe DSL (optionally followed by a
+    swizzle, swizzle o 0 o result), in one trace. Strings are parsed; errors are reported
+    in the Result, never raised."""
+    try:
+        lay = pl.parse_layout(layout) if isinstance(layout, str) else layout
+        args: tuple = ()
+        if op not in NO_OPERAND:
+            if operand is None or (isinstance(operand, str) and not operand.strip()):
+                if op not in ("coalesce", "complement"):
+                    raise pl.LayoutError(f"{op} needs an operand (a tiler or a layout)")
+            else:
+                opnd = pl.parse_tiler(operand) if isinstance(operand, str) else operand
+                if op in NEEDS_LAYOUT_TILER and isinstance(opnd, (int, tuple)) and \
+                        pl._is_int_tuple(opnd):
+                    opnd = pl.Layout(opnd)
+                args = (opnd,)
+        swz = None
+        if swizzle is not None and not (isinstance(swizzle, str) and not swizzle.strip()):
+            swz = pl.parse_swizzle(swizzle) if isinstance(swizzle, str) else swizzle
+    except (pl.LayoutError, TypeError) as exc:
+        return Result(f"{op}({layout}, {operand})", None, str(exc), f"input: {exc}")
+    name = "identity" if op == "none" else op
+    expression = _expression(name, (lay, *args)) if name != "identity" else str(lay)
+    if swz is not None:
+        expression = f"{swz} o 0 o {expression}"
+
+    def job():
+        import cutlass.cute as cute
+
+        try:
+            value = to_cute(lay) if name == "identity" else cute_call(name, lay, *args)
+            if swz is not None:
+                value = cute.make_composed_layout(to_cute(swz), 0, value)
+            return to_python(value), str(value), None
+        except Exception as exc:  # CuTe refused: report, never crash
+            msg = " ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+            return None, msg[:400], f"{type(exc).__name__}: {msg[:400]}"
+
+    value, printed, error = on_cpu(job)
+    if value is not None and not isinstance(value, (pl.Layout, pl.ComposedLayout)):
+        return Result(expression, None, printed, "the result is not a static integer layout")
+    return Result(expression, value, printed, error)

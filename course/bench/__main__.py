@@ -45,7 +45,7 @@ def cmd_ceilings(args) -> dict:
 
 
 def cmd_gemm(args) -> dict:
-    from .gemm import LADDER, GemmProblem, benchmark_gemm, check_gemm, prepare
+    from .gemm import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
 
     _need_gpu("benchmarking a GEMM")
     needs = LADDER[args.kernel][1]
@@ -53,7 +53,7 @@ def cmd_gemm(args) -> dict:
         sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
     rows, checks = [], []
     for size in args.sizes:
-        problem = GemmProblem(size, size, size, DTYPES[args.dtype])
+        problem = problem_for(args.kernel, size, size, size, DTYPES[args.dtype])
         gemm = prepare(args.kernel, problem)
         verdict = check_gemm(gemm, problem)
         checks.append(str(verdict))
