@@ -51,10 +51,10 @@ def to_python(x: Any) -> Any:
         return type(x)(to_python(e) for e in x)
     if isinstance(x, dict):
         return {k: to_python(v) for k, v in x.items()}
-    if isinstance(x, (int, float, str, bool, type(None), pl.Layout, pl.ComposedLayout,
-                      pl.Swizzle, Basis)):
-        return x
-    return str(x)
+    module = type(x).__module__ or ""
+    if module.startswith(("cutlass", "_mlir", "mlir")):  # other CuTe values: CuTe's own words
+        return str(x)
+    return x  # plain Python (and numpy) values pass through
 
 
 @dataclass(frozen=True)

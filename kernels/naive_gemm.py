@@ -165,10 +165,10 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
             cute.autovec_copy(tCgB_k, tCrB_in)
         else:  # an edge tile: load what exists, zero the rest
             tCcA_k, tCcB_k = tCcA[None, None, None, kt], tCcB[None, None, None, kt]
-            for i in cutlass.range_constexpr(cute.size(tCrA_in)):
+            for i in cutlass.range(cute.size(tCrA_in), unroll_full=True):
                 tCrA_in[i] = tCgA_k[i] if cute.elem_less(tCcA_k[i], mA.shape) \
                     else mA.element_type(0)
-            for i in cutlass.range_constexpr(cute.size(tCrB_in)):
+            for i in cutlass.range(cute.size(tCrB_in), unroll_full=True):
                 tCrB_in[i] = tCgB_k[i] if cute.elem_less(tCcB_k[i], mB.shape) \
                     else mB.element_type(0)
         tCrA.store(tCrA_in.load().to(cutlass.Float32))
@@ -182,7 +182,7 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
     if tile_inside:
         cute.autovec_copy(tCrC_out, tCgC)
     else:
-        for i in cutlass.range_constexpr(cute.size(tCrC_out)):
+        for i in cutlass.range(cute.size(tCrC_out), unroll_full=True):
             if cute.elem_less(tCcC[i], mC.shape):
                 tCgC[i] = tCrC_out[i]
 
@@ -268,20 +268,20 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
     if max(m, n, k) >= 2**31 or a.numel() >= 2**31 or b.numel() >= 2**31 or m * n >= 2**31:
         raise KernelInputError("naive_gemm indexes with 32-bit integers: every operand must "
                                "have fewer than 2^31 elements")
-    a_major, b_major = major_of(a, "m", "a"), major_of(b, "n", "b")
     if c is None:
         c = torch.empty(m, n, dtype=a.dtype, device=a.device)
     check_tensor(c, "c", dtypes=(a.dtype,), ndim=2, align_bytes=a.dtype.itemsize)
     if tuple(c.shape) != (m, n) or c.device != a.device:
         raise KernelInputError(f"c must be ({m}, {n}) on {a.device}, got {tuple(c.shape)} "
                                f"on {c.device}")
-    if n > 1 and c.stride(0) != n:
+    if m > 1 and c.stride(0) != n:
         raise KernelInputError(f"c must be row-major with row stride {n}, got strides "
                                f"{tuple(c.stride())}; pass a contiguous tensor")
     if m == 0 or n == 0:
         return c
     if k == 0:
         return c.zero_()
+    a_major, b_major = major_of(a, "m", "a"), major_of(b, "n", "b")
     kernel = compile(a.dtype, config, a_major, b_major)
     kernel(gmem_pointer(a, a.dtype, a.dtype.itemsize), gmem_pointer(b, a.dtype, a.dtype.itemsize),
            gmem_pointer(c, a.dtype, a.dtype.itemsize), cutlass.Int32(m), cutlass.Int32(n),
