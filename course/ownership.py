@@ -168,6 +168,24 @@ def _ranges(values: list[int]) -> str:
     return ", ".join(out)
 
 
+def text_map(own: Ownership, width: int | None = None) -> str:
+    """The map as text, one row per line: 'r0  T00 T04 ...' (replicated cells get a '+')."""
+    rows, cols = own.shape
+    top = max(int(own.thread.max()), 0)
+    digits = width or len(str(top))
+    lab = own.thread_label
+    cell_w = len(lab) + digits + 1
+    lines = [(" " * 5 + "".join(f"c{c:<{cell_w}d}"[:cell_w + 1] for c in range(cols))).rstrip()]
+    for r in range(rows):
+        cells = []
+        for c in range(cols):
+            t, n = int(own.thread[r, c]), int(own.count[r, c])
+            cells.append((f"{lab}{t:0{digits}d}" if t >= 0 else "." * (len(lab) + digits))
+                         + ("+" if n > 1 else " "))
+        lines.append(f"r{r:<4d}" + " ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
 def from_thread_value_function(shape, threads: int, values: int, where,
                                title: str = "", thread_label: str = "T") -> Ownership:
     """Ownership from a plain function where(thread, value) -> (row, col) (or None)."""
@@ -180,4 +198,4 @@ def from_thread_value_function(shape, threads: int, values: int, where,
     return Ownership.from_pairs(shape, pairs, title, thread_label)
 
 
-__all__ = ["Ownership", "from_thread_value_function"]
+__all__ = ["Ownership", "from_thread_value_function", "text_map"]

@@ -359,20 +359,58 @@ def _trace(a_ptr, b_ptr, c_ptr, m, n, k, thread, block, config, a_major, b_major
     }
 
 
-def c_ownership(config: Config = Config(), tile: tuple[int, int] | None = None):
-    """Who owns each cell of the CTA's C tile: course.ownership.Ownership built from the
-    kernel's own partition_C, for every thread, evaluated by CuTe DSL on a CPU."""
+def operand_ownership(operand: str = "C", config: Config = Config()):
+    """Who holds each cell of the CTA's tile of `operand` ("A": BMxBK slice, "B": BNxBK,
+    "C": BMxBN): course.ownership.Ownership from the kernel's own partition_A/B/C for
+    every thread, evaluated by CuTe DSL on a CPU. A and B cells are held by 16 threads
+    each (every thread that shares the rows): the Ownership records the replication."""
     from course.algebra import coordinates, on_cpu
     from course.ownership import Ownership
 
-    rows, cols = tile or (config.tile_m, config.tile_n)
+    shape = {"A": (config.tile_m, config.tile_k), "B": (config.tile_n, config.tile_k),
+             "C": (config.tile_m, config.tile_n)}[operand]
 
     def job():
         tiled_mma = make_tiled_mma(config)
-        ident = cute.make_identity_tensor((rows, cols))
-        return [coordinates(tiled_mma.get_slice(t).partition_C(ident))
-                for t in range(config.threads)]
+        ident = cute.make_identity_tensor(shape)
+        out = []
+        for t in range(config.threads):
+            thr = tiled_mma.get_slice(t)
+            part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand]
+            out.append(coordinates(part(ident)))
+        return out
 
     per_thread = on_cpu(job)
     pairs = (((t, v), cell) for t, cells in enumerate(per_thread) for v, cell in enumerate(cells))
-    return Ownership.from_pairs((rows, cols), pairs, title="naive GEMM: C tile, partition_C")
+    return Ownership.from_pairs(shape, pairs, title=f"naive GEMM: one CTA's {operand} tile, "
+                                                    f"partition_{operand}")
+
+
+def c_ownership(config: Config = Config()):
+    """operand_ownership("C"): the seed's map of the 128x128 accumulator tile."""
+    return operand_ownership("C", config)
+
+
+def cta_ownership(m: int = 256, n: int = 128, config: Config = Config()):
+    """Which CTA (blockIdx.x + gridDim.x * blockIdx.y) computes each cell of C, from the
+    kernel's own local_tile over a coordinate tensor, evaluated by CuTe DSL on a CPU."""
+    from course.algebra import coordinates, on_cpu
+    from course.ownership import Ownership
+
+    grid_m, grid_n = -(-m // config.tile_m), -(-n // config.tile_n)
+
+    def job():
+        ident = cute.make_identity_tensor((m, n))
+        out = []
+        for bn in range(grid_n):
+            for bm in range(grid_m):
+                gC = cute.local_tile(ident, tiler=config.cta_tiler, coord=(bm, bn, None),
+                                     proj=(1, 1, None))
+                out.append(coordinates(gC))
+        return out
+
+    pairs = []
+    for cta, cells in enumerate(on_cpu(job)):
+        pairs += [((cta, v), (r, c)) for v, (r, c) in enumerate(cells) if r < m and c < n]
+    return Ownership.from_pairs((m, n), pairs, title=f"C {m}x{n}: one CTA per "
+                                f"{config.tile_m}x{config.tile_n} tile", thread_label="CTA")

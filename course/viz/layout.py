@@ -93,7 +93,7 @@ def draw(layout, ax=None, title: str | None = None, source: str = "",
     if own_fig:
         if source:
             fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
-        fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
+        fig.tight_layout(rect=(0, _source_margin(fig) if source else 0, 1, 1))
     return fig
 
 
@@ -154,7 +154,7 @@ def draw_memory(layout, ax=None, title: str | None = None, source: str = "",
     if own_fig:
         if source:
             fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, _source_margin(fig) if source else 0, 1, 1))
     return fig
 
 
@@ -172,5 +172,10 @@ def side_by_side(layouts: list, titles: list[str] | None = None, source: str = "
         fig.suptitle(suptitle, fontsize=11)
     if source:
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
+    fig.tight_layout(rect=(0, _source_margin(fig) if source else 0, 1, 1))
     return fig
+
+
+def _source_margin(fig) -> float:
+    """Fraction of the figure's height kept free at the bottom for the source line."""
+    return min(0.2, 0.28 / fig.get_figheight())

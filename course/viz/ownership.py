@@ -55,7 +55,7 @@ def _upsample_with_stripes(img: np.ndarray, count: np.ndarray, k: int) -> np.nda
         yy, xx = np.mgrid[0:big.shape[0], 0:big.shape[1]]
         stripe = ((xx + yy) % max(k // 2, 2)) == 0
         multi = np.repeat(np.repeat(count > 1, k, axis=0), k, axis=1)
-        big[stripe & multi] *= 0.55
+        big[stripe & multi] *= 0.7
     return big
 
 
@@ -66,20 +66,22 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     own = ownership
     rows, cols = own.shape
     lab = own.thread_label
+    cell_w, cell_h = min(0.6, 10.0 / cols), min(0.35, 8.5 / rows)
     own_fig = ax is None
     if own_fig:
-        w = min(13.0, max(4.0, 0.55 * cols + 1.8)) if cols <= 20 else min(13.0, 5 + cols / 16)
-        h = min(11.0, max(2.4, 0.42 * rows + 1.5)) if rows <= 24 else min(11.0, 4 + rows / 16)
-        fig, ax = plt.subplots(figsize=(w, h))
+        fig, ax = plt.subplots(figsize=(cols * cell_w + 1.8, rows * cell_h + 1.7))
+    else:  # someone else's axes: estimate the cell size from them
+        bbox = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
+        cell_w, cell_h = bbox.width / cols, bbox.height / rows
     fig = ax.figure
     k = max(1, min(24, 768 // max(rows, cols)))
     img = _upsample_with_stripes(_rgb(own, highlight), own.count, k)
     ax.imshow(img, interpolation="nearest", extent=(-0.5, cols - 0.5, rows - 0.5, -0.5),
-              aspect="equal")
+              aspect="auto")
     if labels is None:
-        labels = rows * cols <= 64 * 64
+        labels = cell_w >= 0.25 and cell_h >= 0.14
     if labels:
-        _write_labels(ax, own, highlight, rows, cols)
+        _write_labels(ax, own, highlight, rows, cols, cell_w, cell_h)
     if highlight is not None:
         path = own.cells_of(highlight)
         if len(path) > 1:
@@ -108,15 +110,15 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     if own_fig:
         if source:
             fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
-        fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
+        fig.tight_layout(rect=(0, _source_margin(fig) if source else 0, 1, 1))
     return fig
 
 
-def _write_labels(ax, own: Ownership, highlight, rows: int, cols: int) -> None:
+def _write_labels(ax, own: Ownership, highlight, rows: int, cols: int, cell_w: float,
+                  cell_h: float) -> None:
     lab = own.thread_label
-    big = max(rows, cols)
-    size = 7 if big <= 16 else 5.5 if big <= 32 else 3.5
-    full = big <= 16
+    full = cell_w >= 0.5 and cell_h >= 0.25
+    size = max(4.0, min(8.0, cell_h * 72 * (0.3 if full else 0.45), cell_w * 72 * 0.28))
     mine = {(r, c): v for r, c, v in own.cells_of(highlight)} if highlight is not None else {}
     for r in range(rows):
         for c in range(cols):
@@ -135,3 +137,8 @@ def _write_labels(ax, own: Ownership, highlight, rows: int, cols: int) -> None:
 
 
 __all__ = ["draw", "owner_colour"]
+
+
+def _source_margin(fig) -> float:
+    """Fraction of the figure's height kept free at the bottom for the source line."""
+    return min(0.2, 0.28 / fig.get_figheight())

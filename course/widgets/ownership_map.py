@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
-import matplotlib.pyplot as plt
 
 from ..ownership import Ownership
 from ..viz import ownership as vo
