@@ -30,18 +30,18 @@ def _pair(answer) -> tuple[int, int]:
 
 @exercise("02.owner",
           "In the naive GEMM (seed configuration), which thread of block (0,0) holds "
-          "C[70, 100], and in which of its 64 accumulators (value index)? Answer "
+          "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
           "(thread, value).",
           "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
           "16 * (atom row) + (atom column); value = i + 4*gm + 8*j + 32*gn for row "
           "i + 4*(atom row) + 64*gm and column j + 4*(atom column) + 64*gn.",
-          "(25, 38): row 70 = 2 + 4*1 + 64*1 (i=2, atom row 1, gm=1); column 100 = "
-          "0 + 4*9 + 64*1 (j=0, atom column 9, gn=1); thread 16*1 + 9 = 25, value "
-          "2 + 4 + 0 + 32 = 38.")
+          "(0, 29): row 65 = 1 + 4*0 + 64*1 (i=1, atom row 0, gm=1); column 3 = "
+          "3 + 4*0 + 64*0 (j=3, atom column 0, gn=0); thread 16*0 + 0 = 0, value "
+          "1 + 4*1 + 8*3 + 0 = 29. Likewise C[70, 100] is (25, 38).")
 def _owner(answer):
     t, v = _pair(answer)
     own = _c_ownership()
-    (want_t, want_v), = own.owners(70, 100)
+    (want_t, want_v), = own.owners(65, 3)
     if (t, v) == (want_t, want_v):
         return True, f"T{t}, accumulator {v}. {own.describe_thread(t, limit=4)}"
     if t == want_t:
@@ -52,7 +52,7 @@ def _owner(answer):
         cells = own.cells_of(t)
         rows = sorted({r for r, _, _ in cells})
         cols = sorted({c for _, c, _ in cells})
-        return False, f"T{t} holds rows {rows} and columns {cols} -- not C[70, 100]"
+        return False, f"T{t} holds rows {rows} and columns {cols} -- not C[65, 3]"
     raise Wrong("a CTA has 256 threads: 0..255")
 
 
