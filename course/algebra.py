@@ -21,7 +21,6 @@ from typing import Any, Callable
 from . import layout as pl
 
 
-
 def _trampolines():
     """The @cute.jit trampolines (imported on first use: importing CuTe DSL takes ~1 s)."""
     from . import _cute_trace
@@ -99,7 +98,7 @@ def coordinates(tensor) -> list[tuple]:
     CuTe writes such a tensor as offset o layout, with ScaledBasis strides (1@0 steps
     the row, 64@1 the column by 64); the layout is split into one integer layout per
     coordinate mode and evaluated with course.layout (CuTe's own element-by-element
-    evaluation costs ~0.3 ms per element). tests/test_ownership.py checks the two agree.
+    evaluation costs ~0.3 ms per element); tests/test_naive_gemm.py checks the two agree.
     """
     import cutlass.cute as cute
 

@@ -111,3 +111,31 @@ def test_parsing():
             pl.parse_layout(bad)
     with pytest.raises(pl.LayoutError, match="overlap"):
         pl.Swizzle(3, 4, 2)
+
+
+def test_the_seed_examples_in_cute_itself():
+    col, row, zipped = algebra.apply_many([("identity", "(2,4)"), ("identity", "(2,4):(4,1)"),
+                                           ("zipped_divide", "(8,8):(1,8)", "(2,4)")])
+    assert (col.printed, row.printed) == ("(2,4):(1,2)", "(2,4):(4,1)")
+    assert zipped.printed == "((2,4),(4,2)):((1,8),(2,32))"
+
+
+def test_local_partition_is_an_outer_partition():
+    """The seed's tutorial 02 prints (_2,_2):(_1,_8), 'thread 0 owns 0 1 8 9' for
+    local_partition; CuTe computes the outer partition. Notebook 02 shows both."""
+    def job():
+        import cutlass
+        import cutlass.cute as cute
+
+        tile = cute.local_tile(cute.make_identity_tensor((8, 8)), (4, 4), (0, 0))
+        outer = cute.local_partition(tile, cute.make_layout((2, 2)), cutlass.Int32(0))
+        inner = cute.local_tile(tile, (2, 2), (0, 0))
+        return (outer.layout, algebra.coordinates(outer), inner.layout,
+                algebra.coordinates(inner))
+
+    outer, outer_cells, inner, inner_cells = algebra.on_cpu(job)
+    assert outer_cells == [(0, 0), (2, 0), (0, 2), (2, 2)]  # offsets 0 2 16 18 of (8,8):(1,8)
+    assert inner_cells == [(0, 0), (1, 0), (0, 1), (1, 1)]  # offsets 0 1 8 9
+    col_major = pl.Layout((8, 8), (1, 8))
+    assert [col_major(c) for c in outer_cells] == [0, 2, 16, 18]
+    assert [col_major(c) for c in inner_cells] == [0, 1, 8, 9]

@@ -68,9 +68,10 @@ class LayoutExplorer(StaticWidget):
             widget.observe(lambda _change: self.update(), "value")
         for widget in (self.row_w, self.col_w):
             widget.observe(lambda _change: self._picked(), "value")
+        side = w.VBox([self.printout, w.HBox([self.row_w, self.col_w]), self.cell_info],
+                      layout=w.Layout(margin="0 0 0 16px", max_width="460px"))
         view = w.VBox([w.HBox([self.layout_w, self.op_w]), w.HBox([self.operand_w, self.swizzle_w]),
-                       self.printout, w.HBox([self.row_w, self.col_w]), self.cell_info,
-                       self.grid_box, self.picture])
+                       w.HBox([w.VBox([self.grid_box, self.picture]), side])])
         super().__init__(view, self.figure)
         self.update()
 
