@@ -160,9 +160,10 @@ SHAPES = [(256, 128, 32), (128, 128, 8), (1, 1, 1), (200, 100, 20), (129, 257, 9
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ng.DTYPES)
-@pytest.mark.parametrize("majors", [("m", "n"), ("k", "k"), ("m", "k"), ("k", "n")])
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", ng.DTYPES, ids=lambda d: str(d).replace("torch.", ""))
+@pytest.mark.parametrize("majors", [("m", "n"), ("k", "k"), ("m", "k"), ("k", "n")],
+                         ids=lambda m: "".join(m))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_matches_torch(shape, majors, dtype):
     m, n, k = shape
     problem = GemmProblem(m, n, k, dtype, a_major=majors[0], b_major=majors[1])
