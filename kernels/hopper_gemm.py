@@ -27,7 +27,7 @@ Operands as in notebooks 06 and 09: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -37,13 +37,13 @@ import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
-                     fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile
-from .sm80_gemm import DTYPES, validate  # same operands, same rules
+from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
+                         store_tile)
 from .wgmma_gemm import TILE_K, staged_smem_layout
 
 NEEDS = "sm_90a"
+DTYPES = TN_DTYPES
 SMEM_BYTES = 227 * 1024
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
@@ -408,18 +408,8 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T, the course's fastest Hopper kernel; validates inputs first."""
     require(NEEDS, "hopper_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]),
-           cutlass.Int32(max_clusters(config)), current_stream())
-    return c
+    return launch_tn(lambda dtype: compile(dtype, config), a, b, c,
+                     extra=lambda: (cutlass.Int32(max_clusters(config)),))
 
 
 def prepare(problem, config: Config = Config(), preset: str | None = None):

@@ -31,13 +31,12 @@ import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
-                     fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import (grouped_tile, operand_tensors, partition_pairs, row_copy, store_tile,
-                         swizzled_rows)
-from .sm80_gemm import DTYPES, validate  # same operands, same rules
+from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, partition_pairs,
+                         row_copy, store_tile, swizzled_rows)
 
 NEEDS = "sm_90a"
+DTYPES = TN_DTYPES
 TILE_K = 64  # one 128-byte swizzle atom of bf16 along K
 
 
@@ -252,17 +251,7 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T with TMA and WGMMA; validates every input before launching."""
     require(NEEDS, "wgmma_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]), current_stream())
-    return c
+    return launch_tn(lambda dtype: compile(dtype, config), a, b, c)
 
 
 def prepare(problem, config: Config = Config()):

@@ -1,5 +1,3 @@
-import pytest
-
 from course.gemm_model import Gemm
 from course.widgets.base import StaticWidget, figure_png
 from course.widgets.tile_roofline import summary, tile_roofline
