@@ -117,12 +117,13 @@ def test_early_release_overwrites_a_stage_being_read():
     assert "Release a stage when the MMA is done" in sim.explain()
 
 
+@pytest.mark.parametrize("consumers", [1, 2])
 @pytest.mark.parametrize("stages", [1, 2, 5])
-def test_every_bug_is_caught_at_every_depth(stages):
+def test_every_bug_is_caught_at_every_depth(stages, consumers):
     for bug in pipeline.BUGS:
         if bug is None:
             continue
-        sim = pipeline.simulate(stages=stages, k_tiles=6, bug=bug)
+        sim = pipeline.simulate(stages=stages, k_tiles=6, bug=bug, consumers=consumers)
         assert not sim.ok and sim.cause is not None, (bug, stages)
         assert sim.explain()
 
@@ -253,3 +254,22 @@ def test_calibrate_recovers_the_latencies_of_a_sweep():
     assert partial.predicted[2] == pytest.approx(measured[2], rel=0.05)   # predicts unmeasured
     with pytest.raises(ValueError):
         pipeline.calibrate({1: 1.0}, k_tiles=16)
+
+
+def test_two_consumer_warpgroups_share_each_stage():
+    sim = pipeline.simulate(stages=4, k_tiles=8, consumers=2)
+    assert sim.ok, sim.explain()
+    assert sim.consumed_by == {"mma0": [f"k{k}" for k in range(8)],
+                               "mma1": [f"k{k}" for k in range(8)]}
+    assert sim.total_cycles == pipeline.predicted_cycles(4, 8, 600, 200)
+    assert sim.engine.barriers[0].name == "ab.full[0]"
+    empty = next(b for b in sim.engine.barriers if b.name == "ab.empty[0]")
+    assert empty.count == 2
+
+
+def test_empty_count_too_low_lets_the_producer_overwrite():
+    sim = pipeline.simulate(stages=2, k_tiles=8, bug="empty_count")
+    assert sim.config.consumers == 2
+    assert sim.cause == "early_release"
+    assert {"overwrite_before_read", "lost_tile"} & {h.kind for h in sim.hazards}
+    assert "one arrival per consumer" in sim.explain()

@@ -512,7 +512,13 @@ class Engine:
 
     # -- buffer hazards ----------------------------------------------------------------
     def _read_begin(self, buf: Buffer, rec: OpRecord, expected: Any) -> None:
-        if buf.writer is not None:
+        if buf.writer is not None and buf.writer.writes and any(
+                v != expected for b, v in buf.writer.writes if b is buf):
+            self._hazard("overwrite_before_read", buf.name,
+                         f"{rec.label} wants {expected} from {buf.name}, but "
+                         f"{buf.writer.label} is already overwriting it"
+                         f"{self._why(buf.writer)}")
+        elif buf.writer is not None:
             self._hazard("read_before_write", buf.name,
                          f"{rec.label} starts reading {buf.name} (expecting {expected}) while "
                          f"{buf.writer.label} is still writing it (lands at "

@@ -46,8 +46,14 @@ BUGS: dict[str | None, str] = {
     "early_release": "the MMA warp releases each stage when it issues the MMA, before the "
                      "tensor core has read it",
     "tx_bytes": "arrive.expect_tx announces 4 KiB more than the TMA copies deliver",
+    "empty_count": "two consumer warpgroups release each stage, but the empty barriers are "
+                   "initialised to expect 1 arrival (runs with at least 2 consumers)",
 }
 
+
+_HAZARD_CAUSE = {"overwrite_before_read": "early_release", "lost_tile": "early_release",
+                 "double_write": "early_release", "read_before_write": "premature_full",
+                 "stale_read": "premature_full", "early_pass": "wrong_parity"}
 
 _RACE_CAUSES = {
     "wrong_parity": "a role got past a barrier before the phase its count needs had "
@@ -128,10 +134,11 @@ class PipelineConfig:
     acc_stages: int = 1
     load_interval: float = 0
     tile_bytes: int = 32768
+    consumers: int = 1
     bug: str | None = None
 
     def validate(self) -> None:
-        for name in ("stages", "k_tiles", "tiles", "acc_stages", "tile_bytes"):
+        for name in ("stages", "k_tiles", "tiles", "acc_stages", "tile_bytes", "consumers"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
@@ -179,9 +186,11 @@ def _label(cfg: PipelineConfig, tile: int, k: int) -> str:
 def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
     e = Engine(max_events=max_events)
     bug = cfg.bug
-    ab = Pipeline(e, "ab", cfg.stages, tx_bytes=cfg.tile_bytes,
-                  full_count=2 if bug == "arrival_count" else None)
-    acc = Pipeline(e, "acc", cfg.acc_stages, buffers=False)
+    n = cfg.consumers
+    ab = Pipeline(e, "ab", cfg.stages, tx_bytes=cfg.tile_bytes, consumers=n,
+                  full_count=2 if bug == "arrival_count" else None,
+                  empty_count=1 if bug == "empty_count" else None)
+    acc = Pipeline(e, "acc", cfg.acc_stages, producers=n, buffers=False)
     tma = e.unit("TMA", label="TMA engine")
     tc = e.unit("tensor core")
     announced = cfg.tile_bytes + (4096 if bug == "tx_bytes" else 0)
@@ -199,11 +208,17 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
                             on_done=(CompleteTx(ab.full[st.index], cfg.tile_bytes),), tag=label)
                 st.advance()
 
-    def mma():
+    def mma(c):
+        """Consumer c of n. One consumer (Blackwell): issue the MMA, and let its commit
+        free the stage when the tensor core is done (tcgen05.commit). Several consumer
+        warpgroups (Hopper): each issues its 1/n share of the k-tile, waits for it
+        (warpgroup_wait) and then arrives on the empty barrier itself."""
         st = make_pipeline_state(CONSUMER, cfg.stages)
         if bug == "consumer_parity":
             st.phase = 1
         acc_st = make_pipeline_state(PRODUCER, cfg.acc_stages)
+        done = e.barrier(1, f"mma{c}.wgmma_done") if n > 1 else None
+        issued = 0
         for t in range(cfg.tiles):
             yield from acc.producer_acquire(acc_st, arrive=False)   # a free TMEM slot
             for k in range(cfg.k_tiles):
@@ -212,13 +227,21 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
                 effects = []
                 if bug == "early_release":
                     yield from ab.consumer_release(st)
-                elif bug != "missing_arrive":
+                elif bug != "missing_arrive" and n == 1:
                     effects.append(ab.release_on_completion(st))
                 if k == cfg.k_tiles - 1:
                     effects.append(Signal(acc.full[acc_st.index]))   # accumulator ready
-                yield Issue(tc, cfg.mma_latency, f"mma {label}",
+                if n > 1:
+                    effects.append(Signal(done))
+                yield Issue(tc, cfg.mma_latency / n,
+                            f"mma {label}" + (f"/{c}" if n > 1 else ""),
                             reads=((ab.buffers[st.index], label),), on_done=tuple(effects),
                             tag=label)
+                if n > 1:
+                    yield Wait(done, issued & 1, needs=issued)           # warpgroup_wait
+                    issued += 1
+                    if bug not in ("early_release", "missing_arrive"):
+                        yield from ab.consumer_release(st)
                 st.advance()
             acc_st.advance()
 
@@ -232,7 +255,9 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
             st.advance()
 
     e.role("producer", producer(), label="TMA warp (producer)")
-    e.role("mma", mma(), label="MMA warp (consumer)")
+    for c in range(n):
+        e.role("mma" if n == 1 else f"mma{c}", mma(c),
+               label="MMA warp (consumer)" if n == 1 else f"MMA warpgroup {c} (consumer)")
     e.role("epilogue", epilogue(), label="epilogue warps")
     return e, {"ab": ab, "acc": acc, "tma": tma, "tc": tc}
 
@@ -263,6 +288,15 @@ class PipelineSim:
         return [o.got[0] for o in ops if o.got]   # ops cut off by a fault never started
 
     @property
+    def consumed_by(self) -> dict[str, list]:
+        """`consumed`, split by consumer role (each must see every k-tile in order)."""
+        out: dict[str, list] = {}
+        for o in sorted((o for o in self.engine.ops if o.unit is self.parts["tc"] and o.got),
+                        key=lambda o: o.start):
+            out.setdefault(o.issuer.name, []).append(o.got[0])
+        return out
+
+    @property
     def loaded(self) -> list:
         """The k-tiles the TMA copies wrote, in issue order."""
         return [o.tag for o in self.engine.ops if o.unit is self.parts["tma"]]
@@ -274,7 +308,7 @@ class PipelineSim:
                                 c.load_interval, c.epilogue_latency)
 
     def waits(self, role: str) -> float:
-        """Cycles `role` ("producer", "mma", "epilogue") spent waiting on barriers."""
+        """Cycles `role` ("producer", "mma" or "mma0".., "epilogue") spent waiting."""
         r = next(r for r in self.engine.roles if r.name == role)
         return sum(i.end - i.start for i in r.intervals if i.kind in ("wait", "blocked"))
 
@@ -284,19 +318,16 @@ class PipelineSim:
         cause (see course.sim.diagnose.CAUSES), or for races 'wrong_parity' (a wait passed
         before the phase its count needs), 'early_release' (a stage was overwritten while
         or before being read), 'premature_full' (a stage was read before its data
-        landed), or 'barrier_misuse' (an undefined mbarrier operation)."""
-        kinds = {h.kind for h in self.hazards}
-        if "early_pass" in kinds:
+        landed), or 'barrier_misuse' (an undefined mbarrier operation). When several
+        things went wrong, the earliest tells the story; the rest are consequences."""
+        if any(h.kind == "early_pass" for h in self.hazards):
             return "wrong_parity"
         if self.deadlock is not None:
             return self.deadlock.cause
+        events = [(h.time, _HAZARD_CAUSE[h.kind]) for h in self.hazards]
         if self.fault is not None:
-            return self.fault.kind.replace(" ", "_")
-        if kinds & {"overwrite_before_read", "lost_tile", "double_write"}:
-            return "early_release"
-        if kinds & {"read_before_write", "stale_read"}:
-            return "premature_full"
-        return None
+            events.append((self.fault.time, self.fault.kind.replace(" ", "_")))
+        return min(events)[1] if events else None
 
     def problems(self) -> list[str]:
         out = []
@@ -325,7 +356,8 @@ class PipelineSim:
     def summary(self) -> str:
         c = self.config
         head = (f"{c.stages} stage(s), {c.k_tiles} k-tiles x {c.tiles} tile(s), load "
-                f"{_fmt(c.load_latency)} / MMA {_fmt(c.mma_latency)} cycles")
+                f"{_fmt(c.load_latency)} / MMA {_fmt(c.mma_latency)} cycles"
+                + (f", {c.consumers} consumer warpgroups" if c.consumers > 1 else ""))
         if self.deadlock is not None:
             return f"{head}: {self.deadlock.summary}"
         if self.fault is not None:
@@ -362,7 +394,9 @@ class PipelineSim:
                 bars.append(Bar(i.start, i.end, i.kind, str(i.tag) if i.tag is not None else ""))
             buf_rows[b.name] = len(rows)
             rows.append(Row(b.name.replace("ab ", "smem "), bars))
-        rows.append(role_row("mma"))
+        for r in e.roles:
+            if r.name.startswith("mma"):
+                rows.append(role_row(r.name))
         rows.append(Row("tensor core", [Bar(i.start, i.end, "mma", str(i.tag))
                                         for i in p["tc"].intervals]))
         rows.append(role_row("epilogue", busy_kind="epilogue"))
@@ -405,17 +439,21 @@ class PipelineSim:
 def simulate(stages: int = 4, k_tiles: int = 16, load_latency: float = 600,
              mma_latency: float = 200, epilogue_latency: float = 0, tiles: int = 1,
              acc_stages: int = 1, load_interval: float = 0, tile_bytes: int = 32768,
-             bug: str | None = None, max_events: int = 500_000) -> PipelineSim:
+             consumers: int = 1, bug: str | None = None,
+             max_events: int = 500_000) -> PipelineSim:
     """Simulate a TMA -> MMA pipeline of `stages` stages over `k_tiles` k-tiles per tile.
 
     load_latency   cycles from a TMA copy's issue to its bytes landing
     mma_latency    cycles the tensor core spends on one k-tile
     load_interval  minimum cycles between copies (a bandwidth limit; 0 = none)
     tiles          output tiles in a row (persistent); acc_stages = TMEM accumulators
+    consumers      consumer warpgroups sharing each stage (each arrives on empty)
     bug            one of BUGS (None = correct)
     """
+    if bug == "empty_count":
+        consumers = max(consumers, 2)
     cfg = PipelineConfig(stages, k_tiles, load_latency, mma_latency, epilogue_latency, tiles,
-                         acc_stages, load_interval, tile_bytes, bug)
+                         acc_stages, load_interval, tile_bytes, consumers, bug)
     cfg.validate()
     engine, parts = _build(cfg, max_events)
     engine.run()
