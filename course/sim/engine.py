@@ -332,10 +332,20 @@ class Engine:
             fn()
         self._heap.clear()
         if self.fault is not None or self.deadlocked:
+            # a deadlock blocks its waiters forever; a fault just stops the clock
+            kind = "blocked" if self.fault is None else "wait"
             for r in self.roles:
                 if r.waiting is not None:
-                    r.intervals.append(Interval(r.wait_since, self.now, "blocked",
-                                                f"blocked on {r.waiting.barrier.name}"))
+                    r.intervals.append(Interval(r.wait_since, self.now, kind,
+                                                f"{kind} {r.waiting.barrier.name}"))
+            for buf in self.buffers:       # copies and reads cut off by the stop
+                if buf.writer is not None:
+                    buf.intervals.append(Interval(buf.writer.start, self.now, "write",
+                                                  buf.writer.label,
+                                                  buf.writer.writes[0][1]))
+                for rd in buf.readers:
+                    buf.intervals.append(Interval(rd.start, self.now, "read", rd.label,
+                                                  rd.tag))
         return self
 
     @property

@@ -381,7 +381,7 @@ class PipelineSim:
             bars = []
             for i in r.intervals:
                 kind = i.kind if i.kind != "busy" else busy_kind
-                text = i.label.replace("wait ", "").replace("blocked on ", "") \
+                text = i.label.replace("wait ", "").replace("blocked ", "") \
                     if i.kind != "busy" else (f"t{i.tag}" if self.config.tiles > 1 else "")
                 bars.append(Bar(i.start, i.end, kind, text))
             return Row(r.label, bars)
@@ -425,6 +425,8 @@ class PipelineSim:
         vlines = []
         if self.deadlock is not None:
             vlines.append((self.deadlock.time, "deadlock: nothing can move"))
+        elif self.fault is not None:
+            vlines.append((self.fault.time, f"stopped: {self.fault.kind}"))
         end = self.engine.now if self.deadlock is not None or self.fault else None
         return gantt(rows, title, markers=markers, vlines=vlines, ax=ax,
                      end=(end * 1.15 + 1) if end is not None else None,
