@@ -120,7 +120,8 @@ def explain(returncode: int, output: str) -> str:
 
 def profile(argv: Sequence[str], kernel_regex: str,
             metrics: Sequence[str] = tuple(SHARED_LOAD_METRICS.values()),
-            timeout: float = 900, env: dict | None = None) -> list[Launch]:
+            timeout: float = 900, env: dict | None = None,
+            cwd: str | None = None) -> list[Launch]:
     """Run `argv` under ncu and return every matching launch's metrics (in launch order)."""
     ncu = find_ncu()
     if ncu is None:
@@ -128,7 +129,7 @@ def profile(argv: Sequence[str], kernel_regex: str,
                        "install it with the CUDA toolkit (/usr/local/cuda/bin/ncu).")
     cmd = command(ncu, metrics, kernel_regex, argv)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                               env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as exc:
         raise NcuError(f"ncu did not finish in {timeout:.0f} s: {' '.join(cmd)}") from exc

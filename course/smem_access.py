@@ -169,11 +169,10 @@ def from_ownership(name: str, pairs: Sequence[tuple[tuple[int, int], Coord]], ve
     return Access(name, tuple(reqs), vector, along)
 
 
-def ldmatrix_x4_down_m(rows_: int = 32) -> Access:
-    """ldmatrix.x4 of four 8x8 16-bit matrices stacked down M: lane l gives the address of
-    row l (its first 16-byte chunk); each 8-lane phase is one matrix."""
-    if rows_ < 32:
-        raise ValueError("ldmatrix.x4 down M needs 32 rows")
+def ldmatrix_x4_down_m() -> Access:
+    """ldmatrix.x4 of four 8x8 16-bit matrices stacked down M (a tile of at least 32 rows):
+    lane l gives the address of row l's first 16-byte chunk; each 8-lane phase is one matrix.
+    (Measured with LDS.128 at the same addresses: the same 4 phases of 8 lanes.)"""
     return lane_vectors("ldmatrix.x4: lane l reads the first 16 bytes of row l",
                         lambda l: (l, 0), vector=8, along=1)
 

@@ -16,6 +16,7 @@ manifest so each profiled launch is matched to its case.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -128,7 +129,10 @@ def measure_counters(names: Sequence[str] | None = None, timeout: float = 900) -
         manifest = Path(tmp) / "manifest.json"
         argv = [sys.executable, "-m", "course.bench", "banks-probe", "--manifest", str(manifest),
                 "--cases", ",".join(chosen)]
-        launches = ncu.profile(argv, KERNEL_REGEX, timeout=timeout)
+        root = str(Path(__file__).resolve().parents[2])  # the repository: `course` importable
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        launches = ncu.profile(argv, KERNEL_REGEX, timeout=timeout, cwd=root,
+                               env={"PYTHONPATH": path})
         if not manifest.exists():
             raise ncu.NcuError("the probe wrote no manifest: it failed before finishing")
         rows = json.loads(manifest.read_text())
