@@ -52,6 +52,19 @@ def find_ncu() -> str | None:
     return None
 
 
+def version(ncu: str | None = None) -> str | None:
+    """`ncu --version`'s last line (e.g. 'Version 2025.3.0.0 (build ...)'), None if unavailable."""
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        return None
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
+    return lines[-1] if lines else None
+
+
 def command(ncu: str, metrics: Sequence[str], kernel_regex: str, argv: Sequence[str]) -> list[str]:
     """The ncu command line that profiles kernels matching `kernel_regex` in `argv`."""
     return [ncu, "--csv", "--print-units", "base", "--target-processes", "all",

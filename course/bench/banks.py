@@ -177,7 +177,8 @@ def run(names: Sequence[str] | None = None, with_ncu: bool = True,
                                                         ("requests", "wavefronts", "conflicts")},
                      "timing": timing.get(name), **compare(p, m)})
     return {"metrics": dict(ncu.SHARED_LOAD_METRICS), "ncu": ncu.find_ncu(),
-            "ncu_error": ncu_error, "cases": rows}
+            "ncu_version": ncu.version() if with_ncu else None, "ncu_error": ncu_error,
+            "cases": rows}
 
 
 def table(data: dict) -> str:
