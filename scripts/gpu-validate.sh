@@ -38,6 +38,8 @@ step doctor.txt "$COURSE_PYTHON" -m course doctor
 if [[ $record == 1 ]]; then
   step bench.log "$COURSE_PYTHON" -m course.bench ceilings --record
   step bench.log "$COURSE_PYTHON" -m course.bench gemm --kernel cublas --record
+  step bench.log "$COURSE_PYTHON" -m course.bench copies --record
+  step bench.log "$COURSE_PYTHON" -m course.bench banks --record  # needs ncu with counter access
   cp results/*.json results/README.md "$OUT/" 2>/dev/null
 fi
 step gpu-ci.log .ci/gpu "${pytest_args[@]}"

@@ -2,6 +2,8 @@
 
     python -m course.bench ceilings [--record]
     python -m course.bench gemm --kernel NAME [--sizes 2048 4096 8192] [--dtype bf16] [--record]
+    python -m course.bench copies [--values 4] [--record]
+    python -m course.bench banks [--cases A,B] [--no-ncu] [--no-timing] [--record]
     python -m course.bench list
     python -m course.bench table
 
@@ -81,6 +83,49 @@ def _parse_override(text: str) -> tuple[str, object]:
         return key, value
 
 
+def cmd_copies(args) -> dict:
+    from . import copies
+
+    _need_gpu("benchmarking the copies")
+    data = copies.measure(nbytes=args.bytes, rounds=args.rounds, reps=args.reps,
+                          values=args.values)
+    print(machine().describe())
+    print(copies.table(data))
+    print(f"best: {data['best']} at {data['best_pct_of_ceiling']:.1f}% of the copy ceiling")
+    if args.record:
+        results.record("copies", data)
+    return data
+
+
+def cmd_banks(args) -> int:
+    from . import banks
+
+    _need_gpu("measuring bank conflicts")
+    names = args.cases.split(",") if args.cases else None
+    data = banks.run(names, with_ncu=not args.no_ncu, with_timing=not args.no_timing)
+    print(machine().describe())
+    print(banks.table(data))
+    if data["ncu_error"] and not args.no_ncu:
+        args.recorded = False
+        print("\nnot recorded: the counters are the point of this benchmark "
+              "(pass --no-ncu to record timing and predictions only)", file=sys.stderr)
+        return 2
+    if args.record:
+        results.record("bank_conflicts", data)
+    disagree = [r["case"] for r in data["cases"] if r["agree"] is False]
+    if disagree:
+        print(f"\nprediction and measurement disagree for: {', '.join(disagree)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_banks_probe(args) -> int:
+    from . import banks
+
+    banks.probe(args.cases.split(","), args.manifest)
+    return 0
+
+
 def cmd_list(args) -> None:
     from .gemm import LADDER
 
@@ -111,13 +156,30 @@ def main(argv=None) -> int:
                    help="override fields of the kernel's Config, e.g. stages=3 tile_n=256")
     p.add_argument("--record", action="store_true")
     p.set_defaults(fn=cmd_gemm)
+    p = sub.add_parser("copies", help="notebook 03: every copy variant vs the copy ceiling")
+    p.add_argument("--bytes", type=int, default=2**30)
+    p.add_argument("--values", type=int, default=4, help="128-bit atoms per thread (tiled, cp_async)")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_copies)
+    p = sub.add_parser("banks", help="notebook 04: predicted vs measured bank conflicts (ncu)")
+    p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
+    p.add_argument("--no-timing", action="store_true")
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_banks)
+    p = sub.add_parser("banks-probe", help=argparse.SUPPRESS)  # run under ncu by `banks`
+    p.add_argument("--cases", required=True)
+    p.add_argument("--manifest", required=True)
+    p.set_defaults(fn=cmd_banks_probe)
     sub.add_parser("list", help="the GEMMs of the ladder").set_defaults(fn=cmd_list)
     sub.add_parser("table", help="regenerate results/README.md").set_defaults(fn=cmd_table)
     args = parser.parse_args(argv)
-    args.fn(args)
-    if getattr(args, "record", False):
+    status = args.fn(args)
+    if getattr(args, "record", False) and getattr(args, "recorded", True):
         print(f"recorded; wrote {report.write()}")
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

@@ -40,6 +40,26 @@ def _profile(rec: results.Record) -> list[str]:
             f"{cells[0]} | {cells[1]} | `{rec.command}` |"]
 
 
+def _copies(rec: results.Record) -> list[str]:
+    d = rec.data
+    return [f"| {rec.gpu} | {rec.date} | {r['variant']} | {r['gbps']:.0f} | "
+            f"{r['pct_of_ceiling']:.1f}% | {d['ceiling_gbps']:.0f} | `{rec.command}` |"
+            for r in d["variants"]]
+
+
+def _bank_conflicts(rec: results.Record) -> list[str]:
+    rows = []
+    for r in rec.data["cases"]:
+        p, m, t = r["predicted"], r.get("measured"), r.get("timing")
+        measured = (f"{m['wavefronts']:.0f} / {m['conflicts']:.0f}" if m else "not measured")
+        agree = {True: "yes", False: "**no**", None: "-"}[r.get("agree")]
+        ns = f"{t['ns_per_request']:.2f}" if t else "-"
+        rows.append(f"| {rec.gpu} | {rec.date} | {r['case']} | {r['width_bytes']} B | "
+                    f"{p['wavefronts']} / {p['conflicts']} | {measured} | {agree} | {ns} | "
+                    f"`{rec.command}` |")
+    return rows
+
+
 def _generic(rec: results.Record) -> list[str]:
     keys = ", ".join(sorted(rec.data))
     return [f"| {rec.gpu} | {rec.date} | {keys} | `{rec.command}` |"]
@@ -52,6 +72,10 @@ FORMATS = {
              "command |", _gemm),
     "profile": ("| GPU | date | kernel | ours: duration / SM / memory throughput | "
                 "cuBLAS: same | command |", _profile),
+    "copies": ("| GPU | date | copy | GB/s | % of copy ceiling | ceiling GB/s | command |",
+               _copies),
+    "bank_conflicts": ("| GPU | date | case | access | predicted wavefronts / conflicts | "
+                       "measured (ncu) | agree | ns per request | command |", _bank_conflicts),
 }
 
 
