@@ -23,6 +23,8 @@ from typing import Any, Iterable, Union
 
 import numpy as np
 
+from .swizzle import Swizzle as _BaseSwizzle
+
 IntTuple = Union[int, tuple]
 
 
@@ -602,37 +604,19 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
 # ---------------------------------------------------------------- swizzle
 
 @dataclass(frozen=True)
-class Swizzle:
-    """Swizzle<B,M,S>: XOR the B bits at [M+S, M+S+B) into the bits at [M, M+B).
-
-    offset ^ ((offset & yyy_mask) >> S), where yyy_mask = (2^B - 1) << (M + max(0, S));
-    a negative S shifts left instead. S<0,M,S> is the identity.
-    """
-
-    bits: int
-    base: int
-    shift: int
+class Swizzle(_BaseSwizzle):
+    """course.swizzle.Swizzle, printed as CuTe DSL prints it (S<B,M,S>), raising
+    LayoutError for bad parameters like the rest of this module, and returning plain
+    ints for scalar offsets."""
 
     def __post_init__(self):
-        if self.bits < 0 or self.base < 0:
-            raise LayoutError(f"Swizzle<{self.bits},{self.base},{self.shift}>: B and M must be >= 0")
-        if self.bits and abs(self.shift) < self.bits:
-            raise LayoutError(f"Swizzle<{self.bits},{self.base},{self.shift}>: |S| must be >= B "
-                              f"(the source and destination bits would overlap)")
-
-    @property
-    def yyy_mask(self) -> int:
-        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
-
-    @property
-    def zzz_mask(self) -> int:
-        return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
+        try:
+            super().__post_init__()
+        except ValueError as exc:
+            raise LayoutError(str(exc)) from None
 
     def __call__(self, offset):
-        masked = np.bitwise_and(offset, self.yyy_mask)
-        moved = (np.right_shift(masked, self.shift) if self.shift >= 0
-                 else np.left_shift(masked, -self.shift))
-        out = np.bitwise_xor(offset, moved)
+        out = super().__call__(np.asarray(offset) if not isinstance(offset, int) else offset)
         return int(out) if np.ndim(out) == 0 else out
 
     def __str__(self) -> str:

@@ -55,7 +55,7 @@ def tiled_copy_map(thr_shape: tuple[int, int], thr_stride: tuple[int, int],
     import cutlass
     import cutlass.cute as cute
 
-    from . import _cute_cpu
+    from .algebra import on_cpu
 
     element = {"fp32": cutlass.Float32, "bf16": cutlass.BFloat16, "fp16": cutlass.Float16}[dtype]
 
@@ -74,7 +74,7 @@ def tiled_copy_map(thr_shape: tuple[int, int], thr_stride: tuple[int, int],
                 pairs.append(((t, v), (idx % rows, idx // rows)))  # tile index is column-major
         return (rows, cols), tuple(pairs), str(tv), threads, values
 
-    shape, pairs, tv_text, threads, values = _cute_cpu.run(job)
+    shape, pairs, tv_text, threads, values = on_cpu(job)
     desc = (f"make_tiled_copy_tv({bits_per_copy}-bit {dtype} copy, thr {thr_shape}:{thr_stride}, "
             f"val {val_shape}:{val_stride})")
     return TiledCopyMap(shape, pairs, tv_text, threads, values, desc)

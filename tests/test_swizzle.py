@@ -73,9 +73,9 @@ def test_tma_modes_spread_16_byte_chunks_over_rows():
 # ---------------------------------------------------------------- against CuTe DSL
 
 def _cute(job):
-    from course import _cute_cpu
+    from course.algebra import on_cpu
 
-    return _cute_cpu.run(job)
+    return on_cpu(job)
 
 
 def test_composition_matches_cute_dsl():

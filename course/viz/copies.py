@@ -16,35 +16,6 @@ def _caption(fig, source: str) -> None:
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
 
 
-def ownership_grid(tcmap, highlight: Sequence[int] = (0, 1, 4), title: str | None = None,
-                   source: str = "", ax=None):
-    """Each cell of the tile labelled with the thread that copies it (T00..), coloured by
-    thread; the `highlight` threads' cells are outlined."""
-    grid = tcmap.grid()
-    rows, cols = grid.shape
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(1.2 + 0.62 * cols, 0.9 + 0.36 * rows))
-    else:
-        fig = ax.figure
-    ax.imshow(grid % 20, cmap="tab20", vmin=0, vmax=19, aspect="auto", alpha=0.55)
-    for r in range(rows):
-        for c in range(cols):
-            t = int(grid[r, c])
-            ax.text(c, r, f"T{t:02d}" if t >= 0 else "", ha="center", va="center", fontsize=7,
-                    fontweight="bold" if t in highlight else "normal")
-    for t in highlight:
-        for (r, c) in tcmap.cells_of(t):
-            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, lw=2, ec="black"))
-    ax.set_xticks(range(cols))
-    ax.set_yticks(range(rows))
-    ax.set_xlabel("column (mode 1)")
-    ax.set_ylabel("row (mode 0)")
-    ax.set_title(title or f"Who copies each element: {tcmap.description}", fontsize=9)
-    fig.tight_layout(rect=(0, 0.04 if source else 0, 1, 1))
-    _caption(fig, source)
-    return fig
-
-
 def warp_lines(accesses: dict[str, Coalescing], title: str = "", source: str = ""):
     """For each access, the 128-byte lines one warp touches: wanted bytes dark, the rest of
     each moved 32-byte sector light. Lines that are not neighbours are drawn side by side."""
