@@ -1,5 +1,5 @@
-// The course's slide presenter: one <section> at a time, keyboard and buttons,
-// the position kept in the address (#/slide/subslide) like reveal.js.
+// The course's slide presenter: one slide section at a time, keyboard and buttons,
+// the position kept in the address as #/slide/subslide.
 (function () {
   "use strict";
   var deck = document.querySelector(".reveal .slides");

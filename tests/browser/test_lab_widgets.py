@@ -73,3 +73,19 @@ def test_a_failing_cell_fails_the_run(lab):
     page = lab.open("_broken.ipynb")
     with pytest.raises(AssertionError, match="ZeroDivisionError"):
         page.run_all(timeout_ms=60_000)
+
+
+def test_widgets_work_in_presentation_mode(lab):
+    """Lecture mode in JupyterLab: View > Appearance > Presentation Mode, and the explorer still reacts."""
+    nb = lab.notebook("00_orientation.ipynb")
+    nb.menu("View", "Appearance", "Presentation Mode")
+    try:
+        assert nb.page.locator(".jp-LabShell.jp-mod-presentationMode").count() == 1
+        w = nb.widget("tile_roofline(")
+        before = w.state()
+        w.press_slider("tile", "End")              # the largest tile
+        after = w.wait_changed(before)
+        assert w.slider_value("tile") == "256" and "256x256 tiles" in after[0]
+        w.screenshot("00_tile_roofline-4-presentation-mode-tile-256")
+    finally:
+        nb.menu("View", "Appearance", "Presentation Mode")
