@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from .jupyterlab import BrowserUnavailable, LabServer, NotebookPage, launch_chromium, screenshot
+from .jupyterlab import (BrowserUnavailable, LabServer, NotebookPage, find_chromium,
+                         launch_chromium, screenshot)
 
 
 class Lab:
@@ -49,6 +50,7 @@ def _lab_session(tmp_path_factory):
     except ImportError as exc:
         raise BrowserUnavailable("the Playwright client is not installed "
                                  "(it is in requirements.txt: ./course.sh setup)") from exc
+    find_chromium()  # fail at once, before starting JupyterLab, if there is none
     server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
     try:
         with sync_playwright() as pw:
