@@ -35,10 +35,10 @@ WIDGET_NOTEBOOKS = [l.path.name for l in LESSONS if l.written and static_widget_
 @pytest.mark.parametrize("name", WIDGET_NOTEBOOKS)
 def test_every_static_widget_is_live_in_jupyterlab(lab, name):
     nb = lab.notebook(name)
-    for snippet in static_widget_cells(lab.server.root / name):
+    for i, snippet in enumerate(static_widget_cells(lab.server.root / name)):
         widget = nb.widget(snippet)  # asserts the live view, not the fallback PNG
         assert widget.summary() or widget.picture()
-    nb.screenshot(f"{name.removesuffix('.ipynb')}-after-run-all")
+        widget.screenshot(f"{name.removesuffix('.ipynb')}-widget{i}-live-after-run-all")
 
 
 def test_tile_roofline_explorer_redraws(lab):
