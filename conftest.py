@@ -5,6 +5,9 @@
   a skip is never reported as a pass.
 * COURSE_REQUIRE_GPU=1 (set by the GPU CI script) turns "no GPU" into an error,
   so a GPU job can never silently take the CPU fallback paths.
+* tests/browser/ (marked `browser`) drives JupyterLab in Chromium. Without a
+  Chromium those tests FAIL with the reason; COURSE_BROWSER=0 leaves them out on
+  purpose, and the session header and summary say so (deselected, not skipped).
 """
 import os
 
@@ -20,8 +23,22 @@ def pytest_sessionstart(session):
             raise pytest.UsageError(f"COURSE_REQUIRE_GPU=1 but {m.describe()}")
 
 
+BROWSER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "browser")
+
+
+def browser_suite_on() -> bool:
+    return os.environ.get("COURSE_BROWSER", "1") != "0"
+
+
 def pytest_collection_modifyitems(config, items):
     from course.hardware import machine
+
+    browser = [i for i in items if str(i.path).startswith(BROWSER_DIR + os.sep)]
+    for item in browser:
+        item.add_marker(pytest.mark.browser)
+    if browser and not browser_suite_on():
+        config.hook.pytest_deselected(items=browser)
+        items[:] = [i for i in items if i not in browser]
 
     m = machine()
     for item in items:
@@ -36,4 +53,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_report_header(config):
     from course.hardware import machine
 
-    return f"course tier: {machine().describe()}"
+    lines = [f"course tier: {machine().describe()}"]
+    if not browser_suite_on():
+        lines.append("browser suite: OFF (COURSE_BROWSER=0): tests/browser is deselected")
+    return lines

@@ -2,14 +2,21 @@
 # The course's one entry point. From the repository root:
 #
 #   ./course.sh lab          set up (once) and open the course in JupyterLab
-#   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ + nbval notebooks/
+#   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ (with the
+#                            browser suite tests/browser) + nbval notebooks/
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
+#   ./course.sh slides [NN..] write offline slide decks to build/slides/
+#   ./course.sh figures      redraw figures/ (--check: fail if a committed one is stale)
 #   ./course.sh doctor       what this machine is and what will run live here
 #   ./course.sh setup        only create/refresh .venv from requirements.txt
 #
 # Setup makes .venv with python3 (>= 3.11) and installs requirements.txt; it is redone
 # only when requirements.txt changes. On a machine that already has the packages (a
 # provisioned GPU box), COURSE_PYTHON=python3 skips the virtual environment.
+# The browser suite needs Chromium: `test` installs Debian's chromium with apt-get when
+# run as root and none is found; without root set COURSE_CHROMIUM=/path/to/chromium.
+# If no Chromium can be had, the browser tests FAIL (they never skip); COURSE_BROWSER=0
+# leaves them out on purpose (reported as deselected).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
@@ -37,14 +44,45 @@ setup() {
   "$PY" -c 'import site, sys; open(site.getsitepackages()[0] + "/live-kernel-course.pth", "w").write(sys.argv[1] + "\n")' "$ROOT"
 }
 
+# Make a Chromium available to tests/browser (Playwright drives it; the Python client
+# comes from requirements.txt). Never fatal here: if this fails, the browser tests
+# fail with the reason in COURSE_CHROMIUM_PROBLEM, while the rest of the suite runs.
+ensure_chromium() {
+  [[ "${COURSE_BROWSER:-1}" == 0 ]] && return 0
+  [[ -n "${COURSE_CHROMIUM:-}" ]] && return 0
+  local name
+  for name in chromium chromium-browser google-chrome google-chrome-stable; do
+    command -v "$name" >/dev/null && return 0
+  done
+  local log="${TMPDIR:-/tmp}/course-apt-chromium.log"
+  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "course.sh: installing Debian's chromium for the browser tests (apt-get; log: $log) ..." >&2
+    if apt-get update -q >"$log" 2>&1 &&
+       DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
+         >>"$log" 2>&1 && command -v chromium >/dev/null; then
+      return 0
+    fi
+    export COURSE_CHROMIUM_PROBLEM="apt-get install chromium failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+  elif command -v apt-get >/dev/null; then
+    export COURSE_CHROMIUM_PROBLEM="not root, so course.sh cannot apt-get install chromium"
+  else
+    export COURSE_CHROMIUM_PROBLEM="no apt-get on this machine to install chromium with"
+  fi
+  echo "course.sh: $COURSE_CHROMIUM_PROBLEM. The browser tests will FAIL: install chromium," \
+       "or set COURSE_CHROMIUM=/path/to/chromium (or COURSE_BROWSER=0 to leave them out)." >&2
+}
+
 cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
   lab) setup; exec "$PY" -m jupyter lab --notebook-dir="$ROOT/notebooks" "$@" ;;
   doctor) setup; exec "$PY" -m course doctor ;;
   run) setup; exec "$PY" -m course run "$@" ;;
+  slides) setup; exec "$PY" -m course slides "$@" ;;
+  figures) setup; exec "$PY" -m course.figures "$@" ;;
   test)
     setup
+    ensure_chromium
     set +e
     "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
       -p no:cacheprovider "$@"
@@ -55,5 +93,5 @@ case "$cmd" in
       exit 1
     fi
     exit $rc ;;
-  *) sed -n '2,13p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
+  *) sed -n '2,19p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
 esac

@@ -1,12 +1,16 @@
-"""python -m course doctor | run
+"""python -m course doctor | run | slides | teachers
 
     doctor   this machine, its tier, and what every notebook will do here
     run      execute the notebooks headless and report what each one did
+             (build/run-report.md and .json: seconds and banners per notebook)
+    slides   write each notebook as offline slides: build/slides/NN_topic.slides.html
+    teachers the README's table for teachers (lecture, without a GPU, run time)
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def doctor() -> int:
@@ -41,9 +45,27 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="execute every notebook headless and report")
     p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
     p.add_argument("--inplace", action="store_true", help="save the executed notebooks")
+    p = sub.add_parser("slides", help="export notebooks as offline slides (build/slides/)")
+    p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default build/slides)")
+    p = sub.add_parser("teachers", help="the README table for teachers, from the last run report")
+    p.add_argument("--write", action="store_true", help="update README.md")
     args = parser.parse_args(argv)
     if args.cmd == "doctor":
         return doctor()
+    if args.cmd == "slides":
+        from . import slides
+
+        written = slides.export_all(args.numbers or None, args.out or slides.OUT_DIR)
+        for path in written:
+            print(f"wrote {path}")
+        if not written:
+            print("no written notebook matched", file=sys.stderr)
+        return 0 if written else 1
+    if args.cmd == "teachers":
+        from . import teaching
+
+        return teaching.main(write=args.write)
     from .runner import run_all
 
     runs = run_all(args.numbers or None, args.inplace)

@@ -8,14 +8,17 @@ recorded), so "what ran here" is read from what actually happened, not predicted
 """
 from __future__ import annotations
 
+import datetime
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .catalogue import LESSONS
 from .live import _STYLE, Mode
 
 REPORT = Path(__file__).resolve().parent.parent / "build" / "run-report.md"
+REPORT_JSON = REPORT.with_suffix(".json")  # read by `python -m course teachers`
 
 
 @dataclass
@@ -80,5 +83,9 @@ def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[Not
                      f"{r.seconds:.0f} | " + " | ".join(str(r.modes[m.value]) for m in Mode) + " |")
     REPORT.parent.mkdir(exist_ok=True)
     REPORT.write_text("\n".join(lines) + "\n")
-    print(f"\nreport: {REPORT}")
+    REPORT_JSON.write_text(json.dumps({
+        "machine": machine().describe(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "notebooks": [asdict(r) for r in runs]}, indent=1) + "\n")
+    print(f"\nreport: {REPORT} (and {REPORT_JSON.name})")
     return runs

@@ -64,14 +64,6 @@ def test_current_command_names_the_module():
     assert out.stdout.strip() == "python -m course.bench ceilings"
 
 
-def test_committed_figures_are_fresh():
-    from course import figures
-
-    for name in figures.FIGURES:
-        assert (figures.FIGURES_DIR / name).read_bytes() == figures.render(name), \
-            f"figures/{name} is stale: run `python -m course.figures`"
-
-
 def test_notebooks_stay_small_and_carry_no_widget_state():
     import json
 

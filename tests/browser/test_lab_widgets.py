@@ -1,0 +1,91 @@
+"""The course's widgets, live in JupyterLab, used as a learner uses them.
+
+To cover a new widget, add a test like `test_tile_roofline_explorer_redraws`: open
+the notebook with `lab.notebook(...)`, take `nb.widget(<text of the cell>)`, act on
+it (press_slider / drag_slider / type_text / choose / click) and `wait_changed`.
+`test_every_static_widget_is_live_in_jupyterlab` already covers, for every
+notebook, that each StaticWidget shows its live view rather than its PNG.
+"""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course.catalogue import LESSONS
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def static_widget_cells(path) -> list[str]:
+    """The last source line of each cell whose stored output is a StaticWidget."""
+    nb = nbformat.read(path, as_version=4)
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data and "image/png" in data:
+                found.append(cell.source.strip().splitlines()[-1])
+                break
+    return found
+
+
+WIDGET_NOTEBOOKS = [l.path.name for l in LESSONS if l.written and static_widget_cells(l.path)]
+
+
+@pytest.mark.parametrize("name", WIDGET_NOTEBOOKS)
+def test_every_static_widget_is_live_in_jupyterlab(lab, name):
+    nb = lab.notebook(name)
+    for i, snippet in enumerate(static_widget_cells(lab.server.root / name)):
+        widget = nb.widget(snippet)  # asserts the live view, not the fallback PNG
+        assert widget.summary() or widget.picture()
+        widget.screenshot(f"{name.removesuffix('.ipynb')}-widget{i}-live-after-run-all")
+
+
+def test_tile_roofline_explorer_redraws(lab):
+    nb = lab.notebook("00_orientation.ipynb")
+    w = nb.widget("tile_roofline(")
+    assert w.slider_value("tile") == "128" and "128x128 tiles" in w.summary()
+    w.screenshot("00_tile_roofline-1-as-run")
+
+    before = w.state()
+    w.press_slider("tile", "ArrowLeft")          # keyboard: 128 -> 64
+    after = w.wait_changed(before)
+    assert w.slider_value("tile") == "64"
+    assert "64x64 tiles" in after[0] and "4,096 CTAs" in after[0]
+    w.screenshot("00_tile_roofline-2-tile-64-by-keyboard")
+
+    before = after
+    w.drag_slider("M=N=K", 0.0)                  # mouse: drag the size to the left end
+    after = w.wait_changed(before)
+    assert w.slider_value("M=N=K") == "512"
+    assert after[0].startswith("512x512x512, 64x64 tiles: 64 CTAs")
+    w.screenshot("00_tile_roofline-3-size-512-by-drag")
+
+
+def test_a_failing_cell_fails_the_run(lab):
+    """The harness itself: an exception in a cell is reported with its text, not waited out."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("1 / 0"),
+                                         nbformat.v4.new_code_cell("print('never')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, lab.server.root / "_broken.ipynb")
+    page = lab.open("_broken.ipynb")
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        page.run_all(timeout_ms=60_000)
+
+
+def test_widgets_work_in_presentation_mode(lab):
+    """Lecture mode in JupyterLab: View > Appearance > Presentation Mode, and the explorer still reacts."""
+    nb = lab.notebook("00_orientation.ipynb")
+    nb.menu("View", "Appearance", "Presentation Mode")
+    try:
+        assert nb.page.locator(".jp-LabShell.jp-mod-presentationMode").count() == 1
+        w = nb.widget("tile_roofline(")
+        before = w.state()
+        w.press_slider("tile", "End")              # the largest tile
+        after = w.wait_changed(before)
+        assert w.slider_value("tile") == "256" and "256x256 tiles" in after[0]
+        w.screenshot("00_tile_roofline-4-presentation-mode-tile-256")
+    finally:
+        nb.menu("View", "Appearance", "Presentation Mode")
