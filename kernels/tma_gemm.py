@@ -24,11 +24,15 @@ its own warps). It fills every stage up front and refills stage s with k-tile
 t + stages once all warps have released it. TMA issue and expect_tx are done by the
 whole converged warp (each elects a lane itself), never from one diverged lane.
 
-Config.bug injects the classic mistakes for the notebook's exercise; each deadlocks:
-  "wrong_parity"         the producer waits empty with parity (j // stages) & 1 (no ^ 1);
-  "missing_arrive"       consumers never arrive on empty;
-  "wrong_arrival_count"  empty barriers initialised to expect one arrival per *thread*
-                         while one lane per warp arrives.
+Config.bug injects the classic mistakes for the notebook's exercise (the first three
+are named as in the simulator, course.sim.pipeline.BUGS); each deadlocks:
+  "producer_parity"       the producer's phase bit starts at 0: its first wait on an
+                          empty barrier waits for a phase nobody will complete;
+  "missing_arrive"        consumers never arrive on empty: the first reuse of a stage hangs;
+  "arrival_count"         full barriers initialised to expect 2 arrivals; only the
+                          producer's arrive.expect_tx comes: the first full wait hangs;
+  "thread_arrival_count"  empty barriers initialised to expect one arrival per *thread*
+                          while one lane per warp arrives: the first reuse hangs.
 Config.debug_timeout_ms > 0 turns every wait into a bounded one: a thread that waited
 that long records (CTA, warp, barrier, stage, parity, k-tile) in a report and gives up,
 so the kernel finishes and `run` raises PipelineHang saying exactly where it stuck.
@@ -53,7 +57,7 @@ from .sm80_gemm import DTYPES, MMA_SHAPE, validate  # same operands, same rules
 from .wgmma_gemm import TILE_K, staged_smem_layout  # K-major, 128B-swizzled, as TMA writes
 
 NEEDS = "sm_90+"
-BUGS = ("", "wrong_parity", "missing_arrive", "wrong_arrival_count")
+BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
 SMEM_LIMIT = 227 * 1024
 REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
 FULL, EMPTY = 1, 2
@@ -107,16 +111,22 @@ class Config:
         return (SMEM_LIMIT - 1024 - 64) // self.stage_bytes(elem_bytes)
 
 
-def producer_parity(j: int, stages: int, bug: str = "") -> int:
-    """The parity the producer's j-th load waits for on empty[j % stages] (plain Python
-    twin of the kernel's arithmetic, for the notebook and the tests)."""
-    trip = (j // stages) & 1
-    return trip if bug == "wrong_parity" else trip ^ 1
+def producer_parity(j, stages: int, bug: str = ""):
+    """The parity the producer's j-th load waits for on empty[j % stages]: the phase
+    completed by the releases of k-tile j - stages, one trip earlier. On the first trip
+    there was none; parity 1 names the phase "before" a fresh barrier's phase 0, which
+    counts as complete. Traced into the kernel (j an Int32) and used by the tests'
+    protocol model (j an int)."""
+    trip = (j // stages) % 2
+    if bug == "producer_parity":
+        return trip  # BUG: the first trip waits for phase 0, which nobody will complete
+    return trip ^ 1
 
 
-def consumer_parity(t: int, stages: int) -> int:
-    """The parity consumers wait for on full[t % stages] before reading k-tile t."""
-    return (t // stages) & 1
+def consumer_parity(t, stages: int):
+    """The parity consumers wait for on full[t % stages] before reading k-tile t: the
+    phase completed when k-tile t's bytes landed (trip t // stages)."""
+    return (t // stages) % 2
 
 
 class TmaGemm:
@@ -187,13 +197,16 @@ class TmaGemm:
                               sC_layout.outer)
 
         # 1. barriers: initialised by one thread, made visible, then everyone syncs
+        full_count = 1  # the producer's arrive.expect_tx (the bytes are counted apart)
         empty_count = cfg.warps  # one arrival per warp per trip around the ring
-        if cutlass.const_expr(cfg.bug == "wrong_arrival_count"):
+        if cutlass.const_expr(cfg.bug == "arrival_count"):
+            full_count = 2  # BUG: counts the TMA copy as an arrival too; it only brings bytes
+        if cutlass.const_expr(cfg.bug == "thread_arrival_count"):
             empty_count = cfg.threads  # BUG: counts threads, but one lane per warp arrives
         if warp == 0:
             with cute.arch.elect_one():
                 for s in cutlass.range_constexpr(cfg.stages):
-                    cute.arch.mbarrier_init(full + s, 1)  # the producer's arrive.expect_tx
+                    cute.arch.mbarrier_init(full + s, full_count)
                     cute.arch.mbarrier_init(empty + s, empty_count)
             cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
@@ -273,10 +286,7 @@ class TmaGemm:
         """
         cfg = self.cfg
         s = j % cfg.stages
-        trip = (j // cfg.stages) % 2
-        parity = trip ^ 1
-        if cutlass.const_expr(cfg.bug == "wrong_parity"):
-            parity = trip  # BUG: the first trip waits for a phase nobody will complete
+        parity = producer_parity(j, cfg.stages, cfg.bug)  # 1 on the first trip: passes at once
         self.wait(empty + s, parity, EMPTY, s, j, report)
         with cute.arch.elect_one():
             cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)
@@ -288,8 +298,9 @@ class TmaGemm:
              stage: cutlass.Int32, ktile: cutlass.Int32, report: cute.Tensor):
         """mbarrier.try_wait.parity until the phase with this parity has completed.
 
-        With debug_timeout_ms > 0 the wait is bounded: after that long (or as soon as
-        another thread has given up) it records where it stuck and returns anyway.
+        With debug_timeout_ms > 0 the wait is bounded: after that long (twice that for
+        full waits, see timeout_ms) or as soon as another thread has given up, it
+        records where it stuck and returns anyway.
         """
         cfg = self.cfg
         if cutlass.const_expr(cfg.debug_timeout_ms == 0):
@@ -298,7 +309,7 @@ class TmaGemm:
             done = cute.arch.mbarrier_try_wait(bar, parity)
             if not done:
                 start = cute.arch.globaltimer()
-                limit = cutlass.Int64(cfg.debug_timeout_ms * 1_000_000)
+                limit = cutlass.Int64(self.timeout_ms(kind) * 1_000_000)
                 while not done:
                     done = cute.arch.mbarrier_try_wait(bar, parity)
                     if not done:
@@ -323,7 +334,13 @@ class TmaGemm:
             report[4] = stage
             report[5] = parity
             report[6] = ktile
-            report[7] = cutlass.Int32(self.cfg.debug_timeout_ms)
+            report[7] = cutlass.Int32(self.timeout_ms(kind))
+
+    def timeout_ms(self, kind: int) -> int:
+        """Consumers (full waits) hold on twice as long as the producer (empty waits), so
+        when both are stuck the producer reports: a full barrier that never completes is
+        usually the symptom of an empty one that never did."""
+        return self.cfg.debug_timeout_ms * (2 if kind == FULL else 1)
 
 
 # ------------------------------------------------------------------ Python surface
@@ -407,10 +424,10 @@ def prepare(problem, config: Config = Config()):
 
 
 def check_isolated(m: int, n: int, k: int, dtype: str = "bf16", config: Config = Config(),
-                   seed: int = 0) -> str:
+                   seed: int = 0) -> tuple[bool, str]:
     """Compile, then check C = A . B^T on fresh inputs: meant to run in a child process
     (course.watchdog.isolated), where a deadlock costs a killed process, not the notebook.
-    Returns the verdict as text; raises PipelineHang from the debug mode."""
+    Returns (passed, verdict text); raises PipelineHang from the debug mode."""
     from course.bench.gemm import GemmProblem, check_gemm
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -418,4 +435,4 @@ def check_isolated(m: int, n: int, k: int, dtype: str = "bf16", config: Config =
     launching()  # the watchdog's launch clock starts here, after compiling
     verdict = check_gemm(lambda a, b, c: run(a, b, c, config), GemmProblem(m, n, k, dt),
                          seed=seed)
-    return str(verdict)
+    return verdict.ok, str(verdict)
