@@ -102,11 +102,13 @@ def _why_not(m: Machine, needs: str) -> str:
 
 
 def recorded(name: str, gpu: str | None = None,
-             select: Callable[[results.Record], Any] = lambda rec: rec.data) -> Fallback:
-    """Fall back to the newest recorded result of family `name` (on a `gpu` if given)."""
+             select: Callable[[results.Record], Any] = lambda rec: rec.data,
+             match: Callable[[results.Record], bool] | None = None) -> Fallback:
+    """Fall back to the newest recorded result of family `name` (on a `gpu` if given,
+    satisfying `match` if given); `select` picks what the cell gets from the record."""
 
     def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
-        rec = results.latest(name, gpu=gpu)
+        rec = results.latest(name, gpu=gpu, match=match)
         if rec is None:
             raise LookupError(
                 f"no recorded result {name!r}{' on ' + gpu if gpu else ''} in "

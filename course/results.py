@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from pathlib import Path
 
 from .hardware import machine
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+# COURSE_RESULTS_DIR points the course at another folder (tests, dry runs of notebooks)
+RESULTS_DIR = Path(os.environ.get("COURSE_RESULTS_DIR")
+                   or Path(__file__).resolve().parent.parent / "results")
 
 PROVENANCE_KEYS = ("gpu", "compute_capability", "driver", "cuda_runtime", "torch",
                    "cutlass_dsl", "date", "command")
@@ -94,9 +97,12 @@ def load(name: str, root: Path | None = None) -> list[Record]:
     return [Record(name, r["provenance"], r["data"]) for r in raw["records"]]
 
 
-def latest(name: str, gpu: str | None = None, root: Path | None = None) -> Record | None:
-    """The newest record of a family, optionally on a GPU whose name contains `gpu`."""
-    records = [r for r in load(name, root) if gpu is None or gpu.lower() in r.gpu.lower()]
+def latest(name: str, gpu: str | None = None, root: Path | None = None,
+           match=None) -> Record | None:
+    """The newest record of a family, optionally on a GPU whose name contains `gpu`
+    and satisfying the predicate `match(record)`."""
+    records = [r for r in load(name, root) if (gpu is None or gpu.lower() in r.gpu.lower())
+               and (match is None or match(r))]
     return records[-1] if records else None
 
 

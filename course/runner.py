@@ -53,6 +53,10 @@ def execute(path: Path, inplace: bool = False, timeout: int = 1800) -> NotebookR
     run.seconds = time.perf_counter() - start
     run.modes = _count_modes(nb)
     if inplace and run.error is None:
+        # Saved widget state would duplicate, as JSON, the static picture every widget
+        # already leaves in its output -- megabytes per notebook. Widgets come alive when
+        # the notebook runs; the PNGs are what a static viewer shows.
+        nb.metadata.pop("widgets", None)
         nbformat.write(nb, path)
     return run
 

@@ -6,28 +6,29 @@
     16-byte row chunks conflict-free;
   * `store_tile`: the epilogue's last step, shared memory -> global memory with
     16-byte coalesced stores, predicated at the edges of C;
-  * `operand_tensors`: A (M,K), B (N,K) and C (M,N) tensors built from raw pointers.
+  * `operand_tensors`: A (M,K), B (N,K) and C (M,N) tensors built from raw pointers;
+  * `validate_tn` and `launch_tn`: the Python side every K-major ("TN") GEMM shares --
+    check the torch operands, allocate C, handle empty problems, launch.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import cutlass
 import cutlass.cute as cute
+import torch
 
+from .common import KernelInputError, check_tensor, current_stream, gmem_pointer
 
-def grouped_tile_py(tile: int, tiles_m: int, tiles_n: int, group: int) -> tuple[int, int]:
-    """Plain-Python twin of `grouped_tile` (for pictures and tests)."""
-    per_group = group * tiles_n
-    first_m = (tile // per_group) * group
-    rows = min(tiles_m - first_m, group)
-    return first_m + (tile % per_group) % rows, (tile % per_group) // rows
+TN_DTYPES = (torch.float16, torch.bfloat16)
 
 
 @cute.jit
 def grouped_tile(tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
                  group: cutlass.Constexpr):
-    """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column."""
+    """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column.
+    (course.tile_order.grouped_tile is the same function in plain Python.)"""
     per_group = group * tiles_n
     first_m = (tile // per_group) * group
     rows = cutlass.min(tiles_m - first_m, group)
@@ -74,3 +75,76 @@ def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cut
         for c in cutlass.range(cute.size(tCgC, mode=[2]), unroll_full=True):
             if cute.elem_less(tCcC[0, r, c], shape_mn):
                 cute.copy(copy_c, regs[None, r, c], tCgC[None, r, c])
+
+
+def partition_pairs(make_tiled_mma, shape, threads: int, operand: str,
+                    arch: str | None = None) -> list:
+    """[((thread, value), coord), ...]: where each thread's values of operand A, B or C
+    sit in a tile of `shape`, read from CuTe's own partition of a coordinate tensor.
+    `make_tiled_mma()` builds the TiledMMA inside the trace; `arch` names the target when
+    the MMA exists only there (wgmma: sm_90a). Runs on a CPU (no launch)."""
+    if operand not in ("A", "B", "C"):
+        raise ValueError("operand must be 'A', 'B' or 'C'")
+    out: list = []
+    if arch is None:
+        _collect_pairs(make_tiled_mma, tuple(shape), threads, operand, out)
+    else:  # tracing happens during compilation; nothing is launched
+        cute.compile(_collect_pairs, make_tiled_mma, tuple(shape), threads, operand, out,
+                     options=f"--gpu-arch {arch}")
+    return out
+
+
+@cute.jit
+def _collect_pairs(make_tiled_mma: cutlass.Constexpr, shape: cutlass.Constexpr,
+                   threads: cutlass.Constexpr, operand: cutlass.Constexpr,
+                   out: cutlass.Constexpr):
+    tiled = make_tiled_mma()
+    coords = cute.make_identity_tensor(shape)
+    for t in cutlass.range_constexpr(threads):
+        thr = tiled.get_slice(t)
+        part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand](coords)
+        for v in cutlass.range_constexpr(cute.size(part)):
+            out.append(((t, v), tuple(part[v])))
+
+
+def validate_tn(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None) -> None:
+    """A (M,K) and B (N,K) K-major, C (M,N) row-major; K and N multiples of 8."""
+    check_tensor(a, "a", dtypes=TN_DTYPES, ndim=2)
+    check_tensor(b, "b", dtypes=(a.dtype,), ndim=2)
+    (m, k), (n, kb) = a.shape, b.shape
+    if k != kb:
+        raise KernelInputError(f"a is {m}x{k} and b is {n}x{kb}: both must have K columns "
+                               "(C = A . B^T with B given as N x K)")
+    if k % 8 or n % 8:
+        raise KernelInputError(f"K={k} and N={n} must be multiples of 8: rows of A, B and C "
+                               "are copied in 16-byte pieces")
+    for t, name in ((a, "a"), (b, "b")):
+        if t.stride(0) != k:
+            raise KernelInputError(f"{name} must be K-major and densely packed "
+                                   f"(strides {tuple(t.stride())}); pass .contiguous()")
+    if a.device != b.device:
+        raise KernelInputError("a and b are on different devices")
+    if c is not None:
+        check_tensor(c, "c", dtypes=(a.dtype,), ndim=2)
+        if c.shape != (m, n) or c.stride(0) != n or c.device != a.device:
+            raise KernelInputError(f"c must be a contiguous {m}x{n} tensor on {a.device}")
+
+
+def launch_tn(compiled_for: Callable, a: torch.Tensor, b: torch.Tensor,
+              c: torch.Tensor | None, extra: Callable[[], tuple] = tuple) -> torch.Tensor:
+    """Validate, allocate C if needed, and launch `compiled_for(dtype)` on (a, b, c).
+
+    The compiled host wrapper takes (a_ptr, b_ptr, c_ptr, m, n, k, *extra(), stream);
+    `extra` is called only after validation (it may ask the GPU for its properties).
+    """
+    validate_tn(a, b, c)
+    if c is None:
+        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
+    if c.numel() == 0:
+        return c
+    if a.shape[1] == 0:
+        return c.zero_()
+    kernel = compiled_for(a.dtype)
+    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
+           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]), *extra(), current_stream())
+    return c

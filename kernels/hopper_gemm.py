@@ -27,7 +27,7 @@ Operands as in notebooks 06 and 09: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -37,20 +37,20 @@ import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
-                     fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile
-from .sm80_gemm import DTYPES, validate  # same operands, same rules
+from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
+                         store_tile)
 from .wgmma_gemm import TILE_K, staged_smem_layout
 
 NEEDS = "sm_90a"
+DTYPES = TN_DTYPES
 SMEM_BYTES = 227 * 1024
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
 
 @dataclass(frozen=True)
 class Config:
-    tile_m: int = 128  # two consumer warpgroups, 64 rows each
+    tile_m: int = 128  # two consumer warpgroups, 64 rows each (pingpong: one, 128 rows)
     tile_n: int = 256
     cluster_m: int = 2  # CTAs per cluster along M (they share, and multicast, B)
     persistent: bool = True
@@ -62,9 +62,9 @@ class Config:
     pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
 
     def __post_init__(self):
-        if self.tile_m not in (128, 256) or (self.pingpong and self.tile_m != 128):
-            raise ValueError("tile_m must be 128 or 256 (128 when pingpong: one warpgroup "
-                             "holds a whole tile's accumulator)")
+        if self.tile_m != 128:
+            raise ValueError("tile_m must be 128: two consumer warpgroups of 64 rows each "
+                             "(or, pingpong, one warpgroup's 128-row accumulator)")
         if self.pingpong and self.tile_n > 128:
             raise ValueError("pingpong tiles are at most 128 x 128 (a warpgroup's registers)")
         if self.tile_n % 32 or not 64 <= self.tile_n <= 256:
@@ -149,8 +149,8 @@ class HopperGemm:
             cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
 
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.warpgroup.OperandMajorMode.K,
-            cute.nvgpu.warpgroup.OperandMajorMode.K, cutlass.Float32,
+            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K, cutlass.Float32,
             (1 if cfg.pingpong else cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n))
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
@@ -408,18 +408,8 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T, the course's fastest Hopper kernel; validates inputs first."""
     require(NEEDS, "hopper_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]),
-           cutlass.Int32(max_clusters(config)), current_stream())
-    return c
+    return launch_tn(lambda dtype: compile(dtype, config), a, b, c,
+                     extra=lambda: (cutlass.Int32(max_clusters(config)),))
 
 
 def prepare(problem, config: Config = Config(), preset: str | None = None):

@@ -24,6 +24,7 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
+from .gemm_parts import partition_pairs
 from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
                      compile_cached, current_stream, cutlass_dtype, fake_stream, gmem_pointer,
                      launch_arch, require)
@@ -63,25 +64,10 @@ def ownership_pairs(operand: str = "C", config: Config = Config(),
                     dtype: torch.dtype = torch.bfloat16) -> list:
     """[((thread, value), (row, col)), ...] for operand A (M x K), B (N x K) or C (M x N),
     read from CuTe's own partitioning of a coordinate tensor (no GPU needed)."""
-    if operand not in ("A", "B", "C"):
-        raise ValueError("operand must be 'A', 'B' or 'C'")
-    pairs: list = []
-    _collect_pairs(cutlass_dtype(dtype), config, operand, pairs)
-    return pairs
-
-
-@cute.jit
-def _collect_pairs(dtype: cutlass.Constexpr, config: cutlass.Constexpr,
-                   operand: cutlass.Constexpr, out: cutlass.Constexpr):
-    tiled = make_tiled_mma(dtype, config)
     m, n, k = config.shape_mnk
-    shape = {"A": (m, k), "B": (n, k), "C": (m, n)}[operand]
-    coords = cute.make_identity_tensor(shape)
-    for t in cutlass.range_constexpr(config.threads):
-        thr = tiled.get_slice(t)
-        part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand](coords)
-        for v in cutlass.range_constexpr(cute.size(part)):
-            out.append(((t, v), tuple(part[v])))
+    shape = {"A": (m, k), "B": (n, k), "C": (m, n)}.get(operand)
+    return partition_pairs(lambda: make_tiled_mma(cutlass_dtype(dtype), config), shape or (0,),
+                           config.threads, operand)
 
 
 # --------------------------------------------------------------- kernels

@@ -30,13 +30,12 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile, swizzled_rows
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, fake_stream, gmem_pointer, launch_arch,
-                     require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
+                         store_tile, swizzled_rows)
+from .common import (Artifacts, compile_artifacts, compile_cached, fake_stream, gmem_pointer, launch_arch, require)
 
 NEEDS = "sm_80+"
-DTYPES = (torch.float16, torch.bfloat16)
+DTYPES = TN_DTYPES
 MMA_SHAPE = (16, 8, 16)  # mma.sync.m16n8k16
 
 
@@ -272,43 +271,11 @@ def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16,
                              *_signature(dtype, config, fake_stream()))
 
 
-def validate(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None) -> None:
-    check_tensor(a, "a", dtypes=DTYPES, ndim=2)
-    check_tensor(b, "b", dtypes=(a.dtype,), ndim=2)
-    (m, k), (n, kb) = a.shape, b.shape
-    if k != kb:
-        raise KernelInputError(f"a is {m}x{k} and b is {n}x{kb}: both must have K columns "
-                               "(C = A . B^T with B given as N x K)")
-    if k % 8 or n % 8:
-        raise KernelInputError(f"K={k} and N={n} must be multiples of 8: rows of A, B and C "
-                               "are copied in 16-byte pieces")
-    for t, name in ((a, "a"), (b, "b")):
-        if t.stride(0) != k:
-            raise KernelInputError(f"{name} must be K-major and densely packed "
-                                   f"(strides {tuple(t.stride())}); pass .contiguous()")
-    if a.device != b.device:
-        raise KernelInputError("a and b are on different devices")
-    if c is not None:
-        check_tensor(c, "c", dtypes=(a.dtype,), ndim=2)
-        if c.shape != (m, n) or c.stride(0) != n or c.device != a.device:
-            raise KernelInputError(f"c must be a contiguous {m}x{n} tensor on {a.device}")
-
-
 def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T on tensor cores; validates every input before launching."""
     require(NEEDS, "sm80_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]), current_stream())
-    return c
+    return launch_tn(lambda dtype: compile(dtype, config), a, b, c)
 
 
 def prepare(problem, config: Config = Config()):

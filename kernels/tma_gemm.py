@@ -50,13 +50,15 @@ from cutlass.memory.smem import SmemAllocator
 
 from course.watchdog import PipelineHang, launching
 
-from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
-                     fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile, swizzled_rows
-from .sm80_gemm import DTYPES, MMA_SHAPE, validate  # same operands, same rules
+from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream,
+                     gmem_pointer, launch_arch, require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
+                         store_tile, swizzled_rows)
+from .sm80_gemm import MMA_SHAPE
 from .wgmma_gemm import TILE_K, staged_smem_layout  # K-major, 128B-swizzled, as TMA writes
 
 NEEDS = "sm_90+"
+DTYPES = TN_DTYPES  # same operands, same rules as notebooks 06 and 09
 BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
 SMEM_LIMIT = 227 * 1024
 REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
@@ -396,22 +398,17 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
     raised here); call it through `check_isolated` to be safe either way.
     """
     require(NEEDS, "tma_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    report = _report_buffer(a.device)
-    if config.debug_timeout_ms:
-        report.zero_()
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]),
-           gmem_pointer(report, torch.int32), current_stream())
-    if config.debug_timeout_ms:
-        words = report.tolist()  # synchronizes
+    report = []
+
+    def report_pointer():  # called after validation, so a.device is a GPU
+        report.append(_report_buffer(a.device))
+        if config.debug_timeout_ms:
+            report[0].zero_()
+        return (gmem_pointer(report[0], torch.int32),)
+
+    c = launch_tn(lambda dtype: compile(dtype, config), a, b, c, extra=report_pointer)
+    if config.debug_timeout_ms and report:
+        words = report[0].tolist()  # synchronizes
         if words[0]:
             raise PipelineHang(describe_report(words, config))
     return c

@@ -31,12 +31,12 @@ import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, compile_artifacts, compile_cached, current_stream, cutlass_dtype,
-                     fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import grouped_tile, operand_tensors, row_copy, store_tile, swizzled_rows
-from .sm80_gemm import DTYPES, validate  # same operands, same rules
+from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, partition_pairs,
+                         row_copy, store_tile, swizzled_rows)
 
 NEEDS = "sm_90a"
+DTYPES = TN_DTYPES
 TILE_K = 64  # one 128-byte swizzle atom of bf16 along K
 
 
@@ -106,8 +106,8 @@ class WgmmaGemm:
 
         # wgmma m64 x tile_n x k16, one atom per warpgroup stacked along M
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.warpgroup.OperandMajorMode.K,
-            cute.nvgpu.warpgroup.OperandMajorMode.K, cutlass.Float32,
+            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K, cutlass.Float32,
             (cfg.warpgroups, 1, 1), tiler_mn=(64, cfg.tile_n))
         copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
 
@@ -217,6 +217,16 @@ class WgmmaGemm:
         cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
 
 
+def accumulator_pairs(tile_n: int = 64, dtype: torch.dtype = torch.bfloat16) -> list:
+    """Where one warpgroup's m64 x tile_n fp32 accumulator lives: [((thread, value),
+    (row, col)), ...], from CuTe's partition of the wgmma TiledMMA (no GPU needed)."""
+    def tiled():
+        return sm90_utils.make_trivial_tiled_mma(
+            cutlass_dtype(dtype), cutlass_dtype(dtype), cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K, cutlass.Float32, (1, 1, 1), tiler_mn=(64, tile_n))
+    return partition_pairs(tiled, (64, tile_n), 128, "C", arch="sm_90a")
+
+
 # ------------------------------------------------------------------ Python surface
 
 def _signature(dtype: torch.dtype, config: Config, stream):
@@ -241,17 +251,7 @@ def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T with TMA and WGMMA; validates every input before launching."""
     require(NEEDS, "wgmma_gemm")
-    validate(a, b, c)
-    if c is None:
-        c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
-    if c.numel() == 0:
-        return c
-    if a.shape[1] == 0:
-        return c.zero_()
-    kernel = compile(a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, c)), cutlass.Int32(a.shape[0]),
-           cutlass.Int32(b.shape[0]), cutlass.Int32(a.shape[1]), current_stream())
-    return c
+    return launch_tn(lambda dtype: compile(dtype, config), a, b, c)
 
 
 def prepare(problem, config: Config = Config()):

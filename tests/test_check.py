@@ -40,3 +40,16 @@ def test_number_helper():
     assert ok
     ok, msg = chk.number(12, 10)
     assert not ok and "too high" in msg
+
+
+def test_source_excerpt_and_diff():
+    from course import source
+    from kernels import vector_add
+
+    text = source.excerpt(vector_add.add_kernel, "i = bid", "c[i]")
+    assert text.startswith("i = bid * threads + tid") and "c[i]" not in text
+    d = source.diff("a\nb\nc", "a\nB\nc")
+    assert "-b" in d and "+B" in d
+    import pytest
+    with pytest.raises(ValueError):
+        source.excerpt(vector_add.add_kernel, "no such line")

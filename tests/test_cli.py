@@ -2,7 +2,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from course.catalogue import LESSONS, course_map
 

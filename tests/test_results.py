@@ -70,3 +70,16 @@ def test_committed_figures_are_fresh():
     for name in figures.FIGURES:
         assert (figures.FIGURES_DIR / name).read_bytes() == figures.render(name), \
             f"figures/{name} is stale: run `python -m course.figures`"
+
+
+def test_notebooks_stay_small_and_carry_no_widget_state():
+    import json
+
+    from course.catalogue import NOTEBOOK_DIR
+
+    total = 0
+    for path in NOTEBOOK_DIR.glob("*.ipynb"):
+        nb = json.loads(path.read_text())
+        assert "widgets" not in nb.get("metadata", {}), f"{path.name} saved widget state"
+        total += path.stat().st_size
+    assert total < 6 * 2**20, f"notebooks weigh {total / 2**20:.1f} MB"

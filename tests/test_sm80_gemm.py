@@ -40,14 +40,16 @@ def test_input_validation(monkeypatch):
     a, b = torch.zeros(64, 64, dtype=torch.bfloat16), torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         sm80_gemm.run(a, b)
-    monkeypatch.setattr(sm80_gemm, "check_tensor", lambda *args, **kw: None)
+    from kernels import gemm_parts
+    monkeypatch.setattr(gemm_parts, "check_tensor", lambda *args, **kw: None)
+    validate = gemm_parts.validate_tn
     with pytest.raises(KernelInputError, match="multiples of 8"):
-        sm80_gemm.validate(torch.zeros(64, 60, dtype=torch.bfloat16),
+        validate(torch.zeros(64, 60, dtype=torch.bfloat16),
                            torch.zeros(64, 60, dtype=torch.bfloat16), None)
     with pytest.raises(KernelInputError, match="K columns"):
-        sm80_gemm.validate(a, torch.zeros(64, 32, dtype=torch.bfloat16), None)
+        validate(a, torch.zeros(64, 32, dtype=torch.bfloat16), None)
     with pytest.raises(KernelInputError, match="K-major"):
-        sm80_gemm.validate(torch.zeros(64, 128, dtype=torch.bfloat16)[:, :64], b, None)
+        validate(torch.zeros(64, 128, dtype=torch.bfloat16)[:, :64], b, None)
 
 
 SHAPES = [(128, 128, 64), (256, 512, 1024), (1000, 1016, 520), (1, 8, 8), (129, 136, 72),

@@ -1,5 +1,3 @@
-import pytest
-
 from course.gemm_model import Gemm
 from course.widgets.base import StaticWidget, figure_png
 from course.widgets.tile_roofline import summary, tile_roofline
@@ -31,3 +29,15 @@ def test_figure_png():
 
     fig, _ = plt.subplots()
     assert figure_png(fig).startswith(PNG)
+
+
+def test_tile_order_explorer_reacts():
+    from course.widgets.tile_order import tile_order_explorer
+
+    widget = tile_order_explorer(tiles_m=8, tiles_n=8, group=8, wave=16)
+    sliders = [s for row in widget.view.children[:2] for s in row.children]
+    text = widget.view.children[2]
+    before = text.value
+    sliders[2].value = 1  # row-major order: a wave touches more panels
+    assert text.value != before
+    assert widget.snapshot().startswith(PNG)

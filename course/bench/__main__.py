@@ -47,7 +47,7 @@ def cmd_ceilings(args) -> dict:
 
 
 def cmd_gemm(args) -> dict:
-    from .gemm import LADDER, GemmProblem, benchmark_gemm, check_gemm, prepare
+    from .gemm import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
 
     _need_gpu("benchmarking a GEMM")
     needs = LADDER[args.kernel][1]
@@ -56,7 +56,7 @@ def cmd_gemm(args) -> dict:
     rows, checks = [], []
     overrides = dict(_parse_override(o) for o in args.config)
     for size in args.sizes:
-        problem = GemmProblem(size, size, size, DTYPES[args.dtype])
+        problem = problem_for(args.kernel, size, size, size, DTYPES[args.dtype])
         gemm = prepare(args.kernel, problem, **overrides)
         verdict = check_gemm(gemm, problem)
         checks.append(str(verdict))

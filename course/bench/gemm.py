@@ -151,6 +151,8 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
 LADDER: dict[str, tuple[str, str, str]] = {
     "cublas": ("course.bench.gemm:prepare_cublas", "gpu",
                "cuBLAS against itself: the harness's self-check (should read ~100%)"),
+    "naive": ("kernels.naive_gemm:prepare", "gpu",
+              "notebook 02: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
     "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
              "notebook 06: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
     "tma": ("kernels.tma_gemm:prepare", "sm_90+",
@@ -159,7 +161,25 @@ LADDER: dict[str, tuple[str, str, str]] = {
               "notebook 09: TMA + mbarrier ring + WGMMA"),
     "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
                "notebook 10: warp-specialized, persistent, clustered, TMA-store epilogue"),
+    "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
+                     "notebook 11: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
+    "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
+                          "notebook 12: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
+                          "CLC"),
 }
+
+# The operand majors a ladder kernel is benchmarked with (default: both K-major).
+# The naive GEMM of notebook 02 follows its seed: A M-major, B N-major.
+MAJORS: dict[str, tuple[str, str]] = {
+    "naive": ("m", "n"),
+}
+
+
+def problem_for(name: str, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16,
+                out_dtype: torch.dtype | None = None) -> GemmProblem:
+    """The GemmProblem ladder kernel `name` is measured on (its operand majors)."""
+    a_major, b_major = MAJORS.get(name, ("k", "k"))
+    return GemmProblem(m, n, k, dtype, out_dtype, a_major=a_major, b_major=b_major)
 
 
 def prepare_cublas(problem: GemmProblem) -> Gemm:

@@ -22,9 +22,22 @@ def _ceilings(rec: results.Record) -> list[str]:
 
 
 def _gemm(rec: results.Record) -> list[str]:
-    return [f"| {rec.gpu} | {rec.date} | {rec.data['kernel']} | {r['problem']} | "
+    cfg = rec.data.get("config") or {}
+    name = rec.data["kernel"] + (" " + " ".join(f"{k}={v}" for k, v in cfg.items()) if cfg else "")
+    return [f"| {rec.gpu} | {rec.date} | {name} | {r['problem']} | "
             f"{r['kernel_tflops']:.0f} | {r['cublas_tflops']:.0f} | "
             f"{r['pct_of_cublas']:.1f}% | `{rec.command}` |" for r in rec.data["results"]]
+
+
+def _profile(rec: results.Record) -> list[str]:
+    d = rec.data
+    def pick(who, name):
+        m = d[who]["headline"].get(name)
+        return f"{m['value']} {m['unit']}".strip() if m else "-"
+    cells = [f"{pick(w, 'Duration')} / SM {pick(w, 'Compute (SM) Throughput')} / "
+             f"mem {pick(w, 'Memory Throughput')}" for w in ("ours", "cublas")]
+    return [f"| {rec.gpu} | {rec.date} | {d['kernel']} {d.get('config') or ''} {d['size']}^3 | "
+            f"{cells[0]} | {cells[1]} | `{rec.command}` |"]
 
 
 def _stage_sweep(rec: results.Record) -> list[str]:
@@ -62,6 +75,8 @@ FORMATS = {
                  _ceilings),
     "gemm": ("| GPU | date | kernel | problem | TFLOP/s | cuBLAS TFLOP/s | % of cuBLAS | "
              "command |", _gemm),
+    "profile": ("| GPU | date | kernel | ours: duration / SM / memory throughput | "
+                "cuBLAS: same | command |", _profile),
     "stage_sweep": ("| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS | "
                     "command |", _stage_sweep),
     "tma": ("| GPU | date | variant | tiles per CTA | ms | delivered GB/s | vs separate | "

@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import os
-import shutil
 import subprocess
 import sys
+
+from .profile import ncu_binary
 
 METRICS = {
     "lts__t_sectors_op_read.sum": "L2 sectors read (all requesters)",
@@ -44,13 +44,6 @@ METRICS = {
 UNIT_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "sector": 1,
               "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "": 1}
 KERNEL_REGEX = "regex:TmaMulticast"
-
-
-def ncu_binary() -> str:
-    for candidate in (os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if candidate and os.path.exists(candidate):
-            return candidate
-    raise FileNotFoundError("Nsight Compute (ncu) not found: set NCU=/path/to/ncu")
 
 
 def parse_csv(text: str) -> dict[str, dict[str, float | str]]:

@@ -22,6 +22,14 @@ def figure_png(fig, dpi: int = 96) -> bytes:
     return buf.getvalue()
 
 
+def show_figure(fig) -> None:
+    """Display a figure in the current output (a widget's Output area) and close it."""
+    from IPython.display import display
+
+    display(fig)
+    plt.close(fig)
+
+
 class StaticWidget:
     """An ipywidgets view plus a static rendering of its current state."""
 

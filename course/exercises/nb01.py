@@ -1,0 +1,129 @@
+"""Notebook 01's exercises: writing and predicting layouts.
+
+Answers are layouts written as 'shape:stride' strings (a course.layout.Layout or a
+(shape, stride) pair also works). The expected answers are computed by CuTe DSL
+(course.algebra), never typed in here.
+"""
+from __future__ import annotations
+
+from .. import algebra
+from .. import layout as pl
+from ..check import Wrong, exercise
+
+
+def read_layout(answer) -> pl.Layout:
+    """A learner's layout answer, or Wrong with what to write instead."""
+    if isinstance(answer, pl.Layout):
+        return answer
+    if isinstance(answer, str):
+        try:
+            return pl.parse_layout(answer)
+        except pl.LayoutError as exc:
+            raise Wrong(f"could not read {answer!r} as a layout ({exc}); write it like "
+                        f"'(2,4):(1,2)'")
+    if isinstance(answer, tuple) and len(answer) == 2:
+        try:
+            return pl.Layout(*answer)
+        except (pl.LayoutError, TypeError) as exc:
+            raise Wrong(f"{answer!r} is not a (shape, stride) pair: {exc}")
+    raise Wrong(f"answer with a layout string like '(2,4):(1,2)', got {type(answer).__name__}")
+
+
+def _same_function(a: pl.Layout, b: pl.Layout) -> bool:
+    return a.size == b.size and (a.offsets() == b.offsets()).all()
+
+
+@exercise("01.padded",
+          "A 4x8 tile of floats is stored row by row, each row padded to 9 floats so that "
+          "the columns do not fall into the same shared-memory bank. Write its layout "
+          "(rows, cols) as 'shape:stride'.",
+          "mode 0 is the row, mode 1 the column; moving one column is +1, moving one row "
+          "skips a whole padded row.",
+          "(4,8):(9,1): shape (rows, cols) = (4,8); the column stride is 1 and the row "
+          "stride is the padded row length, 9. Its cosize is 3*9 + 7 + 1 = 35.")
+def _padded(answer):
+    lay = read_layout(answer)
+    want = pl.Layout((4, 8), (9, 1))
+    if lay.shape == (8, 4):
+        raise Wrong("the shape is (rows, cols) = (4, 8): 4 rows of 8 floats")
+    if pl.product(lay.shape) != 32:
+        raise Wrong(f"a 4x8 tile has 32 elements; {lay} has {lay.size}")
+    if lay(0, 1) != 1:
+        raise Wrong(f"moving one column should move one float (row-major), but {lay} moves "
+                    f"{lay(0, 1)}")
+    if lay(1, 0) == 8:
+        raise Wrong("that is the unpadded row-major tile (4,8):(8,1); each row takes 9 floats")
+    if lay == want or _same_function(lay, want):
+        return True, f"{lay}: row r starts at 9r, so column c of row r is at 9r + c."
+    return False, f"{lay} puts row 1 at offset {lay(1, 0)}; a padded row is 9 floats long."
+
+
+@exercise("01.zipped",
+          "The tile (8,8):(8,1) is ROW-major. What does cute.zipped_divide give for it with "
+          "the tiler (2,4)? Predict the layout, then check.",
+          "divide each mode separately (8:8 by 2, 8:1 by 4), then gather the two tile modes "
+          "first and the two rest modes second.",
+          "((2,4),(4,2)):((8,1),(16,4)): rows 8:8 split into 2:8 within the tile and 4:16 "
+          "across tiles; columns 8:1 into 4:1 and 2:4; zipped: ((2,4),(4,2)) with strides "
+          "((8,1),(16,4)).")
+def _zipped(answer):
+    lay = read_layout(answer)
+    cute = algebra.apply("zipped_divide", "(8,8):(8,1)", "(2,4)").layout
+    logical = algebra.apply("logical_divide", "(8,8):(8,1)", "(2,4)").layout
+    if lay == cute:
+        return True, f"{cute}: mode 0 walks one 2x4 tile, mode 1 picks which of the 4x2 tiles."
+    if lay == logical:
+        raise Wrong(f"{lay} is logical_divide's answer: ((tile,rest) of rows, (tile,rest) of "
+                    f"columns). zipped_divide regroups it as ((tiles), (rests))")
+    if lay == pl.zipped_divide(pl.Layout((8, 8), (1, 8)), (2, 4)):
+        raise Wrong("that is the column-major (8,8):(1,8) case; here a row step is 8, a "
+                    "column step is 1")
+    if lay.shape != cute.shape:
+        raise Wrong(f"the shape should be ((2,4),(4,2)): (tile) then (rest); you wrote "
+                    f"{pl._fmt(lay.shape)}")
+    return False, "the shape is right; check the strides: within a tile a row step is 8"
+
+
+@exercise("01.complement",
+          "The layout 4:2 touches offsets 0, 2, 4, 6. What is cute.complement(4:2, 16): "
+          "the layout that steps over everything 4:2 leaves out, up to 16?",
+          "first fill the hole between 0 and 2 (size 2, stride 1), then repeat 4:2's whole "
+          "span of 8 to reach 16 (size 2, stride 8).",
+          "(2,2):(1,8): together with 4:2 it covers 0..15 exactly once: "
+          "make_layout(4:2, (2,2):(1,8)) is a bijection onto [0,16).")
+def _complement(answer):
+    lay = read_layout(answer)
+    cute = algebra.apply("complement", "4:2", "16").layout
+    if lay == cute or (lay.size == cute.size and pl.coalesce(lay) == pl.coalesce(cute)):
+        return True, f"{cute}: 4:2 and its complement together hit each of 0..15 once."
+    sums = [a + b for a in range(0, 8, 2) for b in lay.offsets().tolist()]
+    missing = sorted(set(range(16)) - set(sums))
+    twice = len(sums) - len(set(sums))
+    if missing or twice:
+        raise Wrong(f"4:2 together with {lay} misses offsets {missing[:6]}"
+                    f"{'...' if len(missing) > 6 else ''} and reaches {twice} offsets more than "
+                    f"once; the pair must hit each of 0..15 exactly once")
+    return False, f"{lay} covers the gaps but not in CuTe's order (smallest stride first)"
+
+
+@exercise("01.product",
+          "Block (2,2):(1,2), tiler (3,4). In one of blocked_product and raked_product the "
+          "block's four elements (offsets 0-3) sit in one 2x2 corner; in the other they are "
+          "spread out, 3 rows and 4 columns apart. Which product puts offset 1 at row 3, "
+          "column 0? Answer 'blocked' or 'raked'.",
+          "blocked: each mode is (block, tiler), so the block varies fastest; raked: each mode "
+          "is (tiler, block). Draw both with course.viz.layout.side_by_side.",
+          "raked: raked_product = ((3,2),(4,2)):((4,1),(12,2)); row 3 = (0,1) in mode 0, "
+          "offset 1. In blocked_product ((2,3),(2,4)):((1,4),(2,12)) offset 1 is at row 1.")
+def _product(answer):
+    if not isinstance(answer, str) or answer.strip().lower() not in ("blocked", "raked"):
+        raise Wrong("answer 'blocked' or 'raked'")
+    res = algebra.apply_many([("blocked_product", "(2,2):(1,2)", "(3,4):(1,3)"),
+                              ("raked_product", "(2,2):(1,2)", "(3,4):(1,3)")])
+    truth = "raked" if res[1].layout(3, 0) == 1 else "blocked"
+    where = {name: [tuple(map(int, x)) for x in zip(*((r.layout.grid() == 1).nonzero()))][0]
+             for name, r in zip(("blocked", "raked"), res)}
+    if answer.strip().lower() == truth:
+        return True, f"{truth}: offset 1 is at {where[truth]} there, and at " \
+                     f"{where['blocked' if truth == 'raked' else 'raked']} in the other."
+    return False, f"in {answer.strip().lower()}_product offset 1 is at {where[answer.strip().lower()]}"

@@ -1,0 +1,25 @@
+"""Notebook 10's exercises: the budgets of the speed-of-light kernel."""
+from __future__ import annotations
+
+from ..check import exercise, number
+
+
+@exercise("10.clusters", "How many 2-CTA clusters does the persistent kernel launch on a 132-SM "
+          "H100?", "one CTA per SM, two CTAs per cluster.", "132 // 2 = 66.")
+def _clusters(answer):
+    return number(answer, 132 // 2)
+
+
+@exercise("10.regs", "The producer warpgroup keeps 40 registers per thread. What is the most "
+          "registers per thread (a multiple of 8) the two consumer warpgroups can take within "
+          "65,536?", "65,536 - 40 * 128, shared by 256 threads, rounded down to a multiple of 8.",
+          "(65536 - 5120) / 256 = 236 -> 232.")
+def _regs(answer):
+    return number(answer, ((65536 - 40 * 128) // 256) // 8 * 8)
+
+
+@exercise("10.multicast", "By what factor does a 2-CTA cluster with B multicast cut the B bytes "
+          "each CTA pulls from L2?", "each CTA loads half of the tile and receives the other half.",
+          "2 (each CTA loads half).")
+def _mcast(answer):
+    return number(answer, 2)

@@ -1,0 +1,85 @@
+"""Notebook 12's explorer: pipeline depth, CTA pairs, TMEM slots and the tile scheduler.
+
+A small grid on a few SMs, so every tile is visible: the per-SM timeline (tensor core and
+epilogue, one colour per output tile) and the numbers (cycles, utilisation per SM).
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from ..sim import schedule
+from .base import StaticWidget
+
+WORKLOADS = ("even tiles", "uneven tiles", "2 SMs busy at start")
+
+
+def config(stages: int, cluster: int, acc_slots: int, scheduler: str, workload: str,
+           epilogue_latency: int, handshake_latency: int, sms: int = 4, tiles_m: int = 4,
+           tiles_n: int = 6, k_tiles: int = 6) -> dict:
+    """simulate() arguments for one setting of the explorer."""
+    kw = dict(sms=sms, cluster=cluster, tiles_m=tiles_m, tiles_n=tiles_n, k_tiles=k_tiles,
+              stages=stages, acc_slots=acc_slots, scheduler=scheduler,
+              epilogue_latency=epilogue_latency, handshake_latency=handshake_latency)
+    units = schedule.ScheduleConfig(**kw).units
+    if workload == "uneven tiles":
+        kw["tile_k"] = schedule.uneven_work(units, k_tiles)
+    elif workload == "2 SMs busy at start":
+        busy = 4 * k_tiles * 256
+        kw["sm_busy_until"] = (busy, busy)
+    elif workload != "even tiles":
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
+    return kw
+
+
+def report(sim: schedule.ScheduleSim) -> str:
+    per_sm = ", ".join(f"SM {i}: {u:.0%}" for i, u in enumerate(sim.per_sm_utilisation))
+    text = f"<b>{html.escape(sim.summary())}</b><br>tensor core busy per SM: {per_sm}"
+    if sim.config.scheduler == "clc":
+        text += f"<br>{sim.clc_queries} CLC queries (the last one of each pair finds no work)"
+    if not sim.ok:
+        text += f"<pre>{html.escape(sim.explain())}</pre>"
+    return text
+
+
+def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
+                      scheduler: str = "clc", workload: str = "uneven tiles",
+                      epilogue_latency: int = 800, handshake_latency: int = 100) -> StaticWidget:
+    stages_w = w.IntSlider(value=stages, min=1, max=8, description="stages")
+    cluster_w = w.ToggleButtons(options=[("single CTAs", 1), ("CTA pairs", 2)], value=cluster,
+                                description="CTAs")
+    acc_w = w.ToggleButtons(options=[("1", 1), ("2 (ping-pong)", 2)], value=acc_slots,
+                            description="TMEM slots")
+    sched_w = w.ToggleButtons(options=list(schedule.SCHEDULERS), value=scheduler,
+                              description="scheduler")
+    work_w = w.Dropdown(options=list(WORKLOADS), value=workload, description="workload")
+    ep_w = w.IntSlider(value=epilogue_latency, min=0, max=3000, step=100,
+                       description="epilogue")
+    hs_w = w.IntSlider(value=handshake_latency, min=0, max=600, step=25,
+                       description="handshake")
+    text = w.HTML()
+    out = w.Output()
+    controls = (stages_w, cluster_w, acc_w, sched_w, work_w, ep_w, hs_w)
+
+    def current() -> schedule.ScheduleSim:
+        return schedule.simulate(**config(stages_w.value, cluster_w.value, acc_w.value,
+                                          sched_w.value, work_w.value, ep_w.value,
+                                          hs_w.value))
+
+    def redraw(*_):
+        sim = current()
+        text.value = report(sim)
+        out.clear_output(wait=True)
+        with out:
+            import matplotlib.pyplot as plt
+            fig = sim.figure()
+            plt.show()
+            plt.close(fig)
+
+    for c in controls:
+        c.observe(redraw, "value")
+    redraw()
+    view = w.VBox([w.HBox([stages_w, ep_w, hs_w]), w.HBox([cluster_w, acc_w]),
+                   w.HBox([sched_w, work_w]), text, out])
+    return StaticWidget(view, lambda: current().figure())

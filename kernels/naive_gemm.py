@@ -1,0 +1,416 @@
+"""Notebook 02's kernel: the naive CuTe GEMM, C = A . B^T with one FMA per thread per step.
+
+Every thread of a 256-thread CTA owns 64 elements of a 128x128 tile of C (an 8x8
+grid of them, in four 4x4 blocks, thanks to the M/N permutation of the TiledMMA).
+For each 8-wide slice of K it loads the matching 8 rows of A and 8 rows of B from
+global memory straight into registers and does 8 x 64 scalar FMAs. There is no
+shared memory and no reuse between threads: every element of A is loaded by the 16
+threads that share its rows. That is the bottleneck the rest of the course removes.
+
+The partitioning is split into small functions -- `make_tiled_mma`,
+`global_tensors`, `cta_tiles`, `thread_partitions` -- that the kernel calls and
+that `thread_trace` calls again in a `@cute.jit` host function on a CPU, so the
+layouts notebook 02 prints are the ones this kernel uses, computed by CuTe itself.
+
+Operands (the problem of course.bench.gemm.GemmProblem): A is (M,K), B is (N,K),
+C = A . B^T is (M,N) row-major. A may be M-major (stride (1,M), the seed's case)
+or K-major; B N-major or K-major. float32 operands accumulate and store in fp32;
+bf16/fp16 operands accumulate in fp32 and store in their own dtype. Any M, N, K:
+tiles that cross the edge of the problem take a predicated path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import torch
+
+from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
+                     compile_cached, current_stream, cutlass_dtype, fake_stream, gmem_pointer,
+                     launch_arch, require)
+
+NEEDS = "gpu"
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The CTA tile, the thread layout of the FMA atoms, and the M/N permutation.
+
+    Defaults are the seed's: a 128x128x8 CTA tile, 16x16 = 256 threads laid out
+    (16,16,1):(16,1,0) (thread t sits at row-of-atoms t // 16, column t % 16), and the
+    permutation (16,4):(4,1) on M and on N, which gives each thread runs of `group`
+    consecutive rows and columns.
+    """
+
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 8
+    atoms_m: int = 16
+    atoms_n: int = 16
+    group: int = 4
+
+    def __post_init__(self):
+        if min(self.tile_m, self.tile_n, self.tile_k, self.atoms_m, self.atoms_n, self.group) < 1:
+            raise ValueError("every Config field must be positive")
+        if self.tile_m % (self.atoms_m * self.group) or self.tile_n % (self.atoms_n * self.group):
+            raise ValueError(f"tile {self.tile_m}x{self.tile_n} must be a multiple of "
+                             f"atoms x group ({self.atoms_m * self.group}x"
+                             f"{self.atoms_n * self.group})")
+        if not 32 <= self.threads <= 1024 or self.threads % 32:
+            raise ValueError(f"{self.threads} threads: must be a multiple of 32 in [32, 1024]")
+        if self.values_per_thread > 128:
+            raise ValueError(f"{self.values_per_thread} accumulators per thread is too many "
+                             f"registers; use a smaller tile or more threads")
+
+    @property
+    def threads(self) -> int:
+        return self.atoms_m * self.atoms_n
+
+    @property
+    def values_per_thread(self) -> int:
+        return self.tile_m * self.tile_n // self.threads
+
+    @property
+    def cta_tiler(self) -> tuple[int, int, int]:
+        return (self.tile_m, self.tile_n, self.tile_k)
+
+
+# ---------------------------------------------------------------- the partitioning
+# Plain functions, called while CuTe DSL traces either the kernel (on a GPU) or
+# `thread_trace` (on a CPU).
+
+def make_tiled_mma(config: Config):
+    """256 scalar-FMA atoms, (16,16,1):(16,1,0), permuted (16,4):(4,1) along M and N."""
+    atoms = cute.make_layout((config.atoms_m, config.atoms_n, 1), stride=(config.atoms_n, 1, 0))
+    perm_m = cute.make_layout((config.atoms_m, config.group), stride=(config.group, 1))
+    perm_n = cute.make_layout((config.atoms_n, config.group), stride=(config.group, 1))
+    return cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), atoms,
+                               permutation_mnk=(perm_m, perm_n, None))
+
+
+def global_layouts(m, n, k, a_major: str = "m", b_major: str = "n"):
+    """Layouts of A (M,K), B (N,K) and row-major C (M,N); m, n, k static or dynamic."""
+    la = cute.make_layout((m, k), stride=(1, m) if a_major == "m" else (k, 1))
+    lb = cute.make_layout((n, k), stride=(1, n) if b_major == "n" else (k, 1))
+    lc = cute.make_layout((m, n), stride=(n, 1))
+    return la, lb, lc
+
+
+def global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, a_major: str = "m", b_major: str = "n"):
+    la, lb, lc = global_layouts(m, n, k, a_major, b_major)
+    return cute.make_tensor(a_ptr, la), cute.make_tensor(b_ptr, lb), cute.make_tensor(c_ptr, lc)
+
+
+def cta_tiles(mA, mB, mC, config: Config, bm, bn):
+    """This CTA's slices: gA (BM,BK,k_tiles), gB (BN,BK,k_tiles), gC (BM,BN).
+
+    local_tile = divide by the (BM,BN,BK) tiler, projected onto each tensor's modes
+    (A has M and K, B has N and K, C has M and N), then keep tile (bm, bn) and all of K.
+    """
+    coord = (bm, bn, None)
+    gA = cute.local_tile(mA, tiler=config.cta_tiler, coord=coord, proj=(1, None, 1))
+    gB = cute.local_tile(mB, tiler=config.cta_tiler, coord=coord, proj=(None, 1, 1))
+    gC = cute.local_tile(mC, tiler=config.cta_tiler, coord=coord, proj=(1, 1, None))
+    return gA, gB, gC
+
+
+def thread_partitions(tiled_mma, tid, gA, gB, gC):
+    """Thread `tid`'s share: tCgA (1,(4,2),BK,k), tCgB (1,(4,2),BK,k), tCgC (1,(4,2),(4,2)).
+
+    All three are cut by C's partition: a thread loads exactly the rows of A and of B
+    that its 64 elements of C need.
+    """
+    thr = tiled_mma.get_slice(tid)
+    return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
+
+
+# ---------------------------------------------------------------- the kernel
+
+@cute.kernel
+def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
+                      config: cutlass.Constexpr):
+    tid, _, _ = cute.arch.thread_idx()
+    bm, bn, _ = cute.arch.block_idx()
+    tiled_mma = make_tiled_mma(config)
+
+    # A. this CTA's tiles and B. this thread's slices of them
+    gA, gB, gC = cta_tiles(mA, mB, mC, config, bm, bn)
+    tCgA, tCgB, tCgC = thread_partitions(tiled_mma, tid, gA, gB, gC)
+    # the same partitioning of coordinate tensors: which (row, col) each element is
+    cA, cB, cC = cta_tiles(cute.make_identity_tensor(mA.shape), cute.make_identity_tensor(mB.shape),
+                           cute.make_identity_tensor(mC.shape), config, bm, bn)
+    tCcA, tCcB, tCcC = thread_partitions(tiled_mma, tid, cA, cB, cC)
+
+    # registers: one K-slice of A and B (in the input type, then as fp32), 64 accumulators
+    tCrA_in = cute.make_rmem_tensor(tCgA[None, None, None, 0].shape, mA.element_type)
+    tCrB_in = cute.make_rmem_tensor(tCgB[None, None, None, 0].shape, mB.element_type)
+    tCrA = cute.make_rmem_tensor(tCrA_in.shape, cutlass.Float32)
+    tCrB = cute.make_rmem_tensor(tCrB_in.shape, cutlass.Float32)
+    tCrC = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+    tCrC.fill(0.0)
+
+    m, n, k = mC.shape[0], mC.shape[1], mA.shape[1]
+    tile_inside = ((bm + 1) * config.tile_m <= m) & ((bn + 1) * config.tile_n <= n)
+    full_k_tiles = k // config.tile_k
+    k_tiles = (k + config.tile_k - 1) // config.tile_k  # the last one may be partial
+
+    # C. the K loop: load a K-slice of A and B into registers, then BK rank-1 updates
+    for kt in cutlass.range(k_tiles):
+        tCgA_k, tCgB_k = tCgA[None, None, None, kt], tCgB[None, None, None, kt]
+        if tile_inside & (kt < full_k_tiles):
+            cute.autovec_copy(tCgA_k, tCrA_in)
+            cute.autovec_copy(tCgB_k, tCrB_in)
+        else:  # an edge tile: load what exists, zero the rest
+            tCcA_k, tCcB_k = tCcA[None, None, None, kt], tCcB[None, None, None, kt]
+            for i in cutlass.range(cute.size(tCrA_in), unroll_full=True):
+                tCrA_in[i] = tCgA_k[i] if cute.elem_less(tCcA_k[i], mA.shape) \
+                    else mA.element_type(0)
+            for i in cutlass.range(cute.size(tCrB_in), unroll_full=True):
+                tCrB_in[i] = tCgB_k[i] if cute.elem_less(tCcB_k[i], mB.shape) \
+                    else mB.element_type(0)
+        tCrA.store(tCrA_in.load().to(cutlass.Float32))
+        tCrB.store(tCrB_in.load().to(cutlass.Float32))
+        for kb in cutlass.range_constexpr(config.tile_k):
+            cute.gemm(tiled_mma, tCrC, tCrA[None, None, kb], tCrB[None, None, kb], tCrC)
+
+    # D. epilogue: round to C's type and store the 64 values
+    tCrC_out = cute.make_rmem_tensor(tCrC.shape, mC.element_type)
+    tCrC_out.store(tCrC.load().to(mC.element_type))
+    if tile_inside:
+        cute.autovec_copy(tCrC_out, tCgC)
+    else:
+        for i in cutlass.range(cute.size(tCrC_out), unroll_full=True):
+            if cute.elem_less(tCcC[i], mC.shape):
+                tCgC[i] = tCrC_out[i]
+
+
+@cute.jit
+def naive_gemm(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
+               m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream,
+               config: cutlass.Constexpr, a_major: cutlass.Constexpr, b_major: cutlass.Constexpr):
+    """Host side: build the global tensors from pointers and sizes, launch one CTA per tile."""
+    mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, a_major, b_major)
+    grid = [(m + config.tile_m - 1) // config.tile_m, (n + config.tile_n - 1) // config.tile_n, 1]
+    naive_gemm_kernel(mA, mB, mC, config).launch(grid=grid, block=[config.threads, 1, 1],
+                                                 stream=stream)
+
+
+# ---------------------------------------------------------------- compile / run
+
+def _signature(dtype: torch.dtype, config: Config, a_major: str, b_major: str, stream):
+    # operands are only guaranteed element-aligned: ragged M/N/K and strided views
+    align = dtype.itemsize
+    p = [gmem_pointer(None, dtype, align) for _ in range(3)]
+    one = cutlass.Int32(1)
+    return (naive_gemm, *p, one, one, one, stream, config, a_major, b_major)
+
+
+def _key(dtype, config, a_major, b_major):
+    return ("naive_gemm", dtype, config, a_major, b_major)
+
+
+def compile(dtype: torch.dtype = torch.float32, config: Config = Config(), a_major: str = "m",
+            b_major: str = "n"):
+    """The launchable kernel for this machine's GPU (compiled once per configuration)."""
+    require(NEEDS, "naive_gemm")
+    _check_majors(a_major, b_major)
+    return compile_cached(_key(dtype, config, a_major, b_major), launch_arch(),
+                          lambda: cute.compile(*_signature(dtype, config, a_major, b_major,
+                                                           fake_stream())))
+
+
+def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32, config: Config = Config(),
+              a_major: str = "m", b_major: str = "n") -> Artifacts:
+    """PTX and cubin for `arch`, compiled here without a GPU."""
+    _check_majors(a_major, b_major)
+    return compile_artifacts(_key(dtype, config, a_major, b_major), arch,
+                             *_signature(dtype, config, a_major, b_major, fake_stream()))
+
+
+def _check_majors(a_major: str, b_major: str) -> None:
+    if a_major not in ("m", "k") or b_major not in ("n", "k"):
+        raise KernelInputError(f"a_major must be 'm' or 'k' and b_major 'n' or 'k', got "
+                               f"{a_major!r}, {b_major!r}")
+
+
+def major_of(t: torch.Tensor, contiguous_mode: str, name: str) -> str:
+    """'m'/'n' if `t` (rows, K) is contiguous down its rows, 'k' if along K; else refuse."""
+    rows, cols = t.shape
+    if t.stride(1) == 1 and (t.stride(0) == cols or rows == 1):
+        return "k"
+    if t.stride(0) == 1 and (t.stride(1) == rows or cols == 1):
+        return contiguous_mode
+    raise KernelInputError(f"{name} with strides {tuple(t.stride())} is neither {contiguous_mode}-"
+                           f"major (stride (1,{rows})) nor K-major (stride ({cols},1)); pass "
+                           f".contiguous() or a transposed contiguous tensor")
+
+
+def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+        config: Config = Config()) -> torch.Tensor:
+    """C = A . B^T on the GPU: A (M,K), B (N,K), C (M,N) row-major; validates before launch.
+
+    A may be M-major (a.stride() == (1, M)) or K-major; B N-major or K-major.
+    """
+    require(NEEDS, "naive_gemm")
+    for t, name in ((a, "a"), (b, "b")):
+        check_tensor(t, name, dtypes=DTYPES if name == "a" else (a.dtype,), ndim=2,
+                     align_bytes=a.dtype.itemsize, contiguous_dim=None)
+    if a.shape[1] != b.shape[1]:
+        raise KernelInputError(f"A is {tuple(a.shape)} and B is {tuple(b.shape)}: they must share "
+                               f"K (A is (M,K), B is (N,K))")
+    if a.device != b.device:
+        raise KernelInputError(f"a is on {a.device} and b on {b.device}")
+    m, k = a.shape
+    n = b.shape[0]
+    if max(m, n, k) >= 2**31 or a.numel() >= 2**31 or b.numel() >= 2**31 or m * n >= 2**31:
+        raise KernelInputError("naive_gemm indexes with 32-bit integers: every operand must "
+                               "have fewer than 2^31 elements")
+    if c is None:
+        c = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    check_tensor(c, "c", dtypes=(a.dtype,), ndim=2, align_bytes=a.dtype.itemsize)
+    if tuple(c.shape) != (m, n) or c.device != a.device:
+        raise KernelInputError(f"c must be ({m}, {n}) on {a.device}, got {tuple(c.shape)} "
+                               f"on {c.device}")
+    if m > 1 and c.stride(0) != n:
+        raise KernelInputError(f"c must be row-major with row stride {n}, got strides "
+                               f"{tuple(c.stride())}; pass a contiguous tensor")
+    if m == 0 or n == 0:
+        return c
+    if k == 0:
+        return c.zero_()
+    a_major, b_major = major_of(a, "m", "a"), major_of(b, "n", "b")
+    kernel = compile(a.dtype, config, a_major, b_major)
+    kernel(gmem_pointer(a, a.dtype, a.dtype.itemsize), gmem_pointer(b, a.dtype, a.dtype.itemsize),
+           gmem_pointer(c, a.dtype, a.dtype.itemsize), cutlass.Int32(m), cutlass.Int32(n),
+           cutlass.Int32(k), current_stream())
+    return c
+
+
+def prepare(problem, config: Config = Config()):
+    """For course.bench: compile once for `problem`, return gemm(a, b, c)."""
+    if problem.c_dtype != problem.dtype:
+        raise KernelInputError(f"naive_gemm stores C in its input type; {problem} asks for "
+                               f"{problem.c_dtype}")
+    if problem.dtype not in DTYPES:
+        raise KernelInputError(f"naive_gemm takes {DTYPES}, not {problem.dtype}")
+    compile(problem.dtype, config, problem.a_major, problem.b_major)
+
+    def gemm(a, b, c):
+        run(a, b, c, config)
+
+    return gemm
+
+
+# ---------------------------------------------------------------- the trace, on a CPU
+
+def thread_trace(m: int = 256, n: int = 128, k: int = 32, thread: int = 0,
+                 block: tuple[int, int] = (0, 0), config: Config = Config(),
+                 a_major: str = "m", b_major: str = "n", dtype=torch.float32) -> dict:
+    """What thread `thread` of CTA `block` sees, computed by CuTe DSL on a CPU.
+
+    Runs the kernel's own partitioning functions in a host trace with static sizes
+    (so every layout prints as numbers) and returns CuTe's printouts -- 'mA', 'gA',
+    'tCgA' (K-slice 0), 'tCgC', 'tCrC' (the accumulator fragment), 'tiled_mma', ... --
+    and the coordinates the thread touches: 'c_cells', the (row, col) of C held by
+    each accumulator register in order, and 'a_rows' / 'b_rows', the rows of A and
+    of B it loads (the same in every K-slice).
+    """
+    from course.algebra import on_cpu
+
+    el = cutlass_dtype(dtype)
+    return on_cpu(lambda a, b, c: _trace(a, b, c, m, n, k, thread, block, config, a_major,
+                                         b_major), pointers=(el, el, el))
+
+
+def _coords(t) -> list[tuple]:
+    """The coordinates held by a partitioned identity tensor, in its element order."""
+    return [tuple(int(v) for v in t[i]) for i in range(cute.size(t))]
+
+
+def _trace(a_ptr, b_ptr, c_ptr, m, n, k, thread, block, config, a_major, b_major) -> dict:
+    mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, a_major, b_major)
+    tiled_mma = make_tiled_mma(config)
+    gA, gB, gC = cta_tiles(mA, mB, mC, config, *block)
+    tCgA, tCgB, tCgC = thread_partitions(tiled_mma, thread, gA, gB, gC)
+    cA, cB, cC = cta_tiles(cute.make_identity_tensor(mA.shape), cute.make_identity_tensor(mB.shape),
+                           cute.make_identity_tensor(mC.shape), config, *block)
+    tCcA, tCcB, tCcC = thread_partitions(tiled_mma, thread, cA, cB, cC)
+    tCrC = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+    a_cells = _coords(tCcA[None, None, None, 0])
+    b_cells = _coords(tCcB[None, None, None, 0])
+    return {
+        "mA": str(mA.layout), "mB": str(mB.layout), "mC": str(mC.layout),
+        "gA": str(gA.layout), "gB": str(gB.layout), "gC": str(gC.layout),
+        "gA_k0": str(gA[None, None, 0].layout), "gB_k0": str(gB[None, None, 0].layout),
+        "tCgA": str(tCgA[None, None, None, 0].layout), "tCgB": str(tCgB[None, None, None, 0].layout),
+        "tCgA_all": str(tCgA.layout), "tCgB_all": str(tCgB.layout), "tCgC": str(tCgC.layout),
+        "tCrC": str(tCrC.layout), "tiled_mma": str(tiled_mma),
+        "tv_layout_C": str(tiled_mma.tv_layout_C_tiled),
+        "grid": (-(-m // config.tile_m), -(-n // config.tile_n)),
+        "k_tiles": cute.size(gA, mode=[2]),
+        "c_cells": _coords(tCcC),
+        "a_rows": sorted({row for row, _ in a_cells}),
+        "b_rows": sorted({row for row, _ in b_cells}),
+        "a_cells_k0": a_cells,
+        "b_cells_k0": b_cells,
+    }
+
+
+def operand_ownership(operand: str = "C", config: Config = Config()):
+    """Who holds each cell of the CTA's tile of `operand` ("A": BMxBK slice, "B": BNxBK,
+    "C": BMxBN): course.ownership.Ownership from the kernel's own partition_A/B/C for
+    every thread, evaluated by CuTe DSL on a CPU. A and B cells are held by 16 threads
+    each (every thread that shares the rows): the Ownership records the replication."""
+    from course.algebra import coordinates, on_cpu
+    from course.ownership import Ownership
+
+    shape = {"A": (config.tile_m, config.tile_k), "B": (config.tile_n, config.tile_k),
+             "C": (config.tile_m, config.tile_n)}[operand]
+
+    def job():
+        tiled_mma = make_tiled_mma(config)
+        ident = cute.make_identity_tensor(shape)
+        out = []
+        for t in range(config.threads):
+            thr = tiled_mma.get_slice(t)
+            part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand]
+            out.append(coordinates(part(ident)))
+        return out
+
+    per_thread = on_cpu(job)
+    pairs = (((t, v), cell) for t, cells in enumerate(per_thread) for v, cell in enumerate(cells))
+    return Ownership.from_pairs(shape, pairs, title=f"naive GEMM: one CTA's {operand} tile, "
+                                                    f"partition_{operand}")
+
+
+def c_ownership(config: Config = Config()):
+    """operand_ownership("C"): the seed's map of the 128x128 accumulator tile."""
+    return operand_ownership("C", config)
+
+
+def cta_ownership(m: int = 256, n: int = 128, config: Config = Config()):
+    """Which CTA (blockIdx.x + gridDim.x * blockIdx.y) computes each cell of C, from the
+    kernel's own local_tile over a coordinate tensor, evaluated by CuTe DSL on a CPU."""
+    from course.algebra import coordinates, on_cpu
+    from course.ownership import Ownership
+
+    grid_m, grid_n = -(-m // config.tile_m), -(-n // config.tile_n)
+
+    def job():
+        ident = cute.make_identity_tensor((m, n))
+        out = []
+        for bn in range(grid_n):
+            for bm in range(grid_m):
+                gC = cute.local_tile(ident, tiler=config.cta_tiler, coord=(bm, bn, None),
+                                     proj=(1, 1, None))
+                out.append(coordinates(gC))
+        return out
+
+    pairs = []
+    for cta, cells in enumerate(on_cpu(job)):
+        pairs += [((cta, v), (r, c)) for v, (r, c) in enumerate(cells) if r < m and c < n]
+    return Ownership.from_pairs((m, n), pairs, title=f"C {m}x{n}: one CTA per "
+                                f"{config.tile_m}x{config.tile_n} tile", thread_label="CTA")
