@@ -6,6 +6,14 @@ from course import tensormap
 from kernels import tma
 from kernels.common import KernelInputError
 
+CASES = [(torch.bfloat16, tma.Config()), (torch.float16, tma.Config(box_rows=32)),
+         (torch.float32, tma.Config(box_cols=32)),
+         (torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
+         (torch.bfloat16, tma.Config(box_cols=16, swizzle=32, box_rows=128)),
+         (torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16, threads=128))]
+CASE_IDS = ["bf16-sw128", "fp16-sw128-32rows", "fp32-sw128", "bf16-sw64", "bf16-sw32",
+            "bf16-noswizzle-24cols"]
+
 # ------------------------------------------------------------------ the raw tensor map (CPU)
 
 
@@ -126,6 +134,15 @@ def test_multicast_kernel_multicasts_within_the_cluster(cluster):
 
 
 @pytest.mark.compile
+@pytest.mark.parametrize("kernel", ["load", "store"])
+def test_every_gpu_test_configuration_compiles(kernel):
+    """The GPU tests' dtypes, boxes and swizzle modes all build a tensor map and compile."""
+    for dtype, cfg in CASES:
+        art = tma.artifacts("sm_90a", kernel, dtype, cfg)
+        assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d") == 1, (dtype, cfg)
+
+
+@pytest.mark.compile
 def test_tma_kernels_also_compile_for_blackwell():
     art = tma.artifacts("sm_100a", "load")
     assert art.count_ptx(r"cp\.async\.bulk\.tensor") == 1
@@ -172,13 +189,6 @@ def test_inputs_are_validated_before_launch(monkeypatch):
 # ------------------------------------------------------------------ on a Hopper (or newer) GPU
 
 SHAPES = [(64, 64), (200, 136), (1, 8), (127, 72), (300, 520), (1024, 1024)]
-CASES = [(torch.bfloat16, tma.Config()), (torch.float16, tma.Config(box_rows=32)),
-         (torch.float32, tma.Config(box_cols=32)),
-         (torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
-         (torch.bfloat16, tma.Config(box_cols=16, swizzle=32, box_rows=128)),
-         (torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16, threads=128))]
-CASE_IDS = ["bf16-sw128", "fp16-sw128-32rows", "fp32-sw128", "bf16-sw64", "bf16-sw32",
-            "bf16-noswizzle-24cols"]
 
 
 def _random(shape, dtype, ld=None):

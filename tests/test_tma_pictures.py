@@ -35,8 +35,7 @@ def test_swizzle_and_multicast_pictures():
 def test_explorer_reacts_and_reports_broken_rules():
     widget = tensor_map_explorer()
     assert isinstance(widget, StaticWidget)
-    (rows_w, cols_w, dtype_w), (br_w, bc_w, sw_w) = (widget.view.children[0].children,
-                                                     widget.view.children[1].children)
+    cols_w = widget.view.children[0].children[1]
     text = widget.view.children[2].children[1]
     assert "accept" in text.value and "12 boxes" in text.value
     cols_w.value = 100  # 200-byte rows: not a multiple of 16
