@@ -20,3 +20,8 @@ done
 bench --kernel hopper --dtype fp16 --config preset=tma_store
 bench --kernel sm80 --dtype fp16
 bench --kernel wgmma --dtype fp16
+# notebook 08's stage sweep and notebook 07's TMA multicast measurement (results/stage_sweep.json,
+# results/tma.json); the multicast L2 traffic needs Nsight Compute:
+#   python -m course.bench.tma_traffic --record      (results/tma_traffic.json)
+echo "=== stages"; timeout -k 5 600 "$PY" -m course.bench stages --record || echo "=== FAILED: stages"
+echo "=== tma"; timeout -k 5 300 "$PY" -m course.bench tma --record || echo "=== FAILED: tma"
