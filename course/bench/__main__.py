@@ -4,6 +4,8 @@
     python -m course.bench gemm --kernel NAME [--sizes 2048 4096 8192] [--dtype bf16] [--record]
     python -m course.bench copies [--values 4] [--record]
     python -m course.bench banks [--cases A,B] [--no-ncu] [--no-timing] [--record]
+    python -m course.bench stages [--kernel tma] [--size 4096] [--stages 1 2 3 4] [--record]
+    python -m course.bench tma [--record]
     python -m course.bench list
     python -m course.bench table
 
@@ -72,6 +74,38 @@ def cmd_gemm(args) -> dict:
             "results": rows}
     if args.record:
         results.record("gemm", data)
+    return data
+
+
+def cmd_stages(args) -> dict:
+    from . import stages
+    from .gemm import LADDER
+
+    _need_gpu("sweeping stage counts")
+    needs = LADDER[args.kernel][1]
+    if not machine().can(needs):
+        sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
+    overrides = dict(_parse_override(o) for o in args.config)
+    data = stages.sweep(args.kernel, args.size, tuple(args.stages), DTYPES[args.dtype],
+                        rounds=args.rounds, reps=args.reps, **overrides)
+    print(f"{machine().describe()}: {args.kernel} at {args.size}^3 {args.dtype}")
+    stages.print_rows(data)
+    if args.record:
+        results.record("stage_sweep", data)
+    return data
+
+
+def cmd_tma(args) -> dict:
+    from . import tma
+
+    _need_gpu("measuring TMA multicast")
+    if not machine().can("sm_90+"):
+        sys.exit(f"TMA multicast needs sm_90+; {machine().describe()}")
+    data = tma.measure(tiles=args.tiles, rounds=args.kernel_rounds, timing_rounds=args.rounds)
+    print(machine().describe())
+    tma.print_rows(data)
+    if args.record:
+        results.record("tma", data)
     return data
 
 
@@ -173,6 +207,22 @@ def main(argv=None) -> int:
     p.add_argument("--cases", required=True)
     p.add_argument("--manifest", required=True)
     p.set_defaults(fn=cmd_banks_probe)
+    p = sub.add_parser("stages", help="check and time a ladder GEMM at several ring depths")
+    p.add_argument("--kernel", default="tma")
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3, 4])
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--config", nargs="*", default=[], metavar="FIELD=VALUE")
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_stages)
+    p = sub.add_parser("tma", help="TMA multicast: clusters reading the same tiles, on vs off")
+    p.add_argument("--tiles", type=int, default=16, help="64x64 bf16 tiles per CTA")
+    p.add_argument("--kernel-rounds", type=int, default=40, help="loads of all tiles per launch")
+    p.add_argument("--rounds", type=int, default=6, help="alternating timing rounds")
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_tma)
     sub.add_parser("list", help="the GEMMs of the ladder").set_defaults(fn=cmd_list)
     sub.add_parser("table", help="regenerate results/README.md").set_defaults(fn=cmd_table)
     args = parser.parse_args(argv)

@@ -155,6 +155,8 @@ LADDER: dict[str, tuple[str, str, str]] = {
               "notebook 02: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
     "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
              "notebook 06: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
+    "tma": ("kernels.tma_gemm:prepare", "sm_90+",
+            "notebook 08: TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync"),
     "wgmma": ("kernels.wgmma_gemm:prepare", "sm_90a",
               "notebook 09: TMA + mbarrier ring + WGMMA"),
     "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",

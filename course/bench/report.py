@@ -60,6 +60,31 @@ def _bank_conflicts(rec: results.Record) -> list[str]:
     return rows
 
 
+def _stage_sweep(rec: results.Record) -> list[str]:
+    d = rec.data
+    return [f"| {rec.gpu} | {rec.date} | {d['kernel']} | {d['size']}^3 {d['dtype']} | "
+            f"{r['stages']} | {r['kernel_tflops']:.0f} | {r['pct_of_cublas']:.1f}% | "
+            f"`{rec.command}` |" for r in d["results"]]
+
+
+def _tma(rec: results.Record) -> list[str]:
+    d = rec.data
+    lines = []
+    for r in d["results"]:
+        gain = f"{r['speedup_vs_separate']:.2f}x" if "speedup_vs_separate" in r else "-"
+        lines.append(f"| {rec.gpu} | {rec.date} | {r['variant']} | {d['tiles_per_cta']} x "
+                     f"{d['tile'][0]}x{d['tile'][1]} {d['dtype']} | {r['median_ms']:.3f} | "
+                     f"{r['delivered_gbps']:.0f} | {gain} | `{rec.command}` |")
+    return lines
+
+
+def _tma_traffic(rec: results.Record) -> list[str]:
+    return [f"| {rec.gpu} | {rec.date} | {r['cluster']} | {r['metric']} | {r['separate']:,.0f} | "
+            f"{r['multicast']:,.0f} | "
+            + (f"{r['ratio']:.3f}" if r["ratio"] is not None else "-") + f" | `{rec.command}` |"
+            for r in rec.data["ratios"]]
+
+
 def _generic(rec: results.Record) -> list[str]:
     keys = ", ".join(sorted(rec.data))
     return [f"| {rec.gpu} | {rec.date} | {keys} | `{rec.command}` |"]
@@ -76,6 +101,14 @@ FORMATS = {
                _copies),
     "bank_conflicts": ("| GPU | date | case | access | predicted wavefronts / conflicts | "
                        "measured (ncu) | agree | ns per request | command |", _bank_conflicts),
+
+
+    "stage_sweep": ("| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS | "
+                    "command |", _stage_sweep),
+    "tma": ("| GPU | date | variant | tiles per CTA | ms | delivered GB/s | vs separate | "
+            "command |", _tma),
+    "tma_traffic": ("| GPU | date | cluster | metric | separate loads | multicast | ratio | "
+                    "command |", _tma_traffic),
 }
 
 
