@@ -65,7 +65,7 @@ def cmd_gemm(args) -> dict:
         if not verdict.ok:
             sys.exit(f"refusing to time a wrong kernel: {verdict}")
         res = benchmark_gemm(gemm, problem, args.kernel, rounds=args.rounds, reps=args.reps,
-                             graph=not args.eager)
+                             graph=False if args.eager else "auto")
         rows.append(res.as_dict())
         print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
               f"{res.cublas_tflops:7.1f} TFLOP/s | {res.pct_of_cublas:6.1f}% of cuBLAS "
@@ -185,7 +185,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--eager", action="store_true",
-                   help="time eager launches instead of CUDA-graph replays")
+                   help="time eager launches only (default: CUDA-graph replays for "
+                        "problems under 7e10 FLOP, eager launches above)")
     p.add_argument("--config", nargs="*", default=[], metavar="FIELD=VALUE",
                    help="override fields of the kernel's Config, e.g. stages=3 tile_n=256")
     p.add_argument("--record", action="store_true")
@@ -218,7 +219,7 @@ def main(argv=None) -> int:
     p.add_argument("--record", action="store_true")
     p.set_defaults(fn=cmd_stages)
     p = sub.add_parser("tma", help="TMA multicast: clusters reading the same tiles, on vs off")
-    p.add_argument("--tiles", type=int, default=16, help="64x64 bf16 tiles per CTA")
+    p.add_argument("--tiles", type=int, default=8, help="64x64 bf16 tiles per CTA")
     p.add_argument("--kernel-rounds", type=int, default=40, help="loads of all tiles per launch")
     p.add_argument("--rounds", type=int, default=6, help="alternating timing rounds")
     p.add_argument("--record", action="store_true")

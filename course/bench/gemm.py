@@ -115,15 +115,25 @@ class PairedResult:
         return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1)}
 
 
+# Below this many FLOP a call is short enough (~0.1 ms on an H100) that launching it
+# from Python would leave the GPU idle between calls, so `graph="auto"` times graphs.
+GRAPH_BELOW_FLOPS = 7e10
+
+
 def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", rounds: int = 10,
-                   reps: int = 10, warmup: int = 5, graph: bool = True) -> PairedResult:
+                   reps: int = 10, warmup: int = 5, graph: bool | str = "auto") -> PairedResult:
     """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds.
 
     With `graph`, each sample is one replay of a CUDA graph holding one launch per
     input set (at least 8), divided by the launches: device time without Python's
     launch overhead, which otherwise dominates small problems for the course's
-    Python-launched kernels.
+    Python-launched kernels. For long kernels eager launches are better: measured on
+    the H100 (2026-11-22), cuBLAS timed against itself read 100.1% eager in every
+    trial, while back-to-back graph replays drift with the clock by up to +-5%.
+    `graph="auto"` (the default) uses graphs only below GRAPH_BELOW_FLOPS.
     """
+    if graph == "auto":
+        graph = problem.flops < GRAPH_BELOW_FLOPS
     free, _ = torch.cuda.mem_get_info()
     bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
     sets = rotation_count(bytes_per_set, free_bytes=free)

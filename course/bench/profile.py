@@ -43,7 +43,9 @@ def parse_csv(text: str) -> dict[str, dict[str, str]]:
 
 def profile(kernel: str, size: int, config: dict, which: str) -> dict:
     """Run ncu on a child that launches `which` ('kernel' or 'cublas') a few times."""
-    regex = "regex:kernel_cutlass" if which == "kernel" else "regex:^(?!kernel_cutlass).*"
+    # cuBLAS's GEMM kernels on Hopper are named nvjet_* or *gemm*/*xmma*; the operands'
+    # conversion kernels that run first must not be caught
+    regex = "regex:kernel_cutlass" if which == "kernel" else "regex:nvjet|gemm|xmma"
     cmd = [ncu_binary(), "--csv", "--page", "details", "-k", regex, "--launch-skip", "3",
            "--launch-count", "1"]
     for s in SECTIONS:

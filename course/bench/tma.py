@@ -20,7 +20,7 @@ from .timing import alternating
 TILE = (64, 64)
 
 
-def variants(tiles: int = 16) -> dict[str, object]:
+def variants(tiles: int = 8) -> dict[str, object]:
     """name -> MulticastConfig for the four measured variants."""
     from kernels.tma import MulticastConfig
 
@@ -40,7 +40,7 @@ def check_variant(config, dtype: torch.dtype = torch.bfloat16, clusters: int = 3
     return bool(torch.equal(got, src.expand_as(got)))
 
 
-def measure(tiles: int = 16, rounds: int = 40, waves: int = 4, timing_rounds: int = 6,
+def measure(tiles: int = 8, rounds: int = 40, waves: int = 4, timing_rounds: int = 6,
             reps: int = 10, dtype: torch.dtype = torch.bfloat16) -> dict:
     """Time every variant on a grid of `waves` CTAs per SM; returns a results dict."""
     from kernels import tma

@@ -83,7 +83,7 @@ def _ncu(metrics: list[str], cluster: int, multicast: bool, tiles: int, rounds: 
     return out.stdout
 
 
-def profile(cluster: int, multicast: bool, tiles: int = 16, rounds: int = 10) -> dict:
+def profile(cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10) -> dict:
     """The metrics of one launch of one variant; unknown metrics are listed, not fatal."""
     try:
         got = parse_csv(_ncu(list(METRICS), cluster, multicast, tiles, rounds))
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m course.bench.tma_traffic", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cluster", type=int, nargs="+", default=[2, 4])
-    p.add_argument("--tiles", type=int, default=16)
+    p.add_argument("--tiles", type=int, default=8)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
