@@ -283,6 +283,13 @@ def make_epilogue_tmem_load(acc_subtile: cute.Tensor) -> cute.TiledCopy:
     return tcgen05.make_tmem_copy(atom, acc_subtile)
 
 
+def trace_for_sm100a(jit_fn) -> None:
+    """Run a host-side @cute.jit function's trace with sm_100a as the target, on any
+    machine: tcgen05 ops refuse to trace for another arch, and on a Hopper GPU CuTe DSL
+    would otherwise target the GPU it finds. Compiling traces it; nothing is launched."""
+    cute.compile(jit_fn, options="--gpu-arch sm_100a")
+
+
 def epilogue_tmem_ownership(tile_n: int = 128, ctas: int = 1, threads=None) -> list:
     """((thread, value), (lane, column)) of every TMEM cell the epilogue reads, from CuTe.
 
@@ -314,7 +321,7 @@ def epilogue_tmem_ownership(tile_n: int = 128, ctas: int = 1, threads=None) -> l
                     address = acc_epi.layout((rows(i % sub_m), cols(i // sub_m), 0, s))
                     pairs.append(((t, s * per_sub + v), (address // 65536, address % 65536)))
 
-    trace()
+    trace_for_sm100a(trace)
     return pairs
 
 
@@ -338,7 +345,7 @@ def pair_operand_rows(tile_n: int = 128) -> dict:
             rows[v] = {name: (view[0][0], view[cute.size(view) - 1][0])
                        for name, view in views.items()}
 
-    trace()
+    trace_for_sm100a(trace)
     return rows
 
 

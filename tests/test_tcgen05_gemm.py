@@ -218,3 +218,18 @@ def test_gpu_validation_and_fresh_outputs():
     assert first.data_ptr() != second.data_ptr()
     assert compare(first, a.double() @ b.double().t()).ok
     assert torch.equal(first, second)
+
+
+def test_cpu_traces_target_sm100a_even_where_cute_detects_a_hopper_gpu():
+    """On an H100, CuTe DSL targets sm_90a by default and tcgen05 ops refuse to trace;
+    notebook 11's CPU-side layout evaluation must name sm_100a itself."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from kernels import tcgen05_parts as p; "
+            "print(len(p.epilogue_tmem_ownership(128, threads=(0,))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "CUTE_DSL_ARCH": "sm_90a"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "128"
