@@ -326,13 +326,14 @@ class WidgetView:
         return self.summary(), self.picture()
 
     def wait_changed(self, before: tuple[str, str], timeout_s: float = 30,
-                     quiet_s: float = 1.0) -> tuple[str, str]:
-        """Wait until the summary text and the picture both differ from `before`, then
+                     quiet_s: float = 1.0, picture: bool = True) -> tuple[str, str]:
+        """Wait until the summary text and the picture both differ from `before` (only
+        the text with picture=False: widgets that draw with buttons, not images), then
         until nothing has changed for `quiet_s` (a drag sends several values; the
         kernel redraws each in turn) and return that settled state."""
         deadline = time.monotonic() + timeout_s
         now = self.state()
-        while not (now[0] != before[0] and now[1] != before[1]):
+        while not (now[0] != before[0] and (now[1] != before[1] or not picture)):
             if time.monotonic() > deadline:
                 raise AssertionError(f"the widget did not redraw in {timeout_s} s: text changed "
                                      f"{now[0] != before[0]}, picture changed {now[1] != before[1]}")

@@ -89,3 +89,38 @@ def test_widgets_work_in_presentation_mode(lab):
         w.screenshot("00_tile_roofline-4-presentation-mode-tile-256")
     finally:
         nb.menu("View", "Appearance", "Presentation Mode")
+
+
+def test_layout_explorer_takes_a_typed_layout(lab):
+    """Notebook 01: type a new shape:stride; the CuTe printout and the grid follow."""
+    nb = lab.notebook("01_layouts.ipynb")
+    w = nb.widget('LayoutExplorer("(8,8):(1,8)"')
+    before = w.state()
+    w.type_text("layout", "(4,8):(8,1)")
+    summary, _ = w.wait_changed(before, picture=False)  # its grid is buttons, not an image
+    assert "(4,8):(8,1)" in summary and "((2,4),(2,2)):((8,1),(16,4))" in summary
+    w.screenshot("01_layout_explorer-typed-4x8-row-major")
+
+
+def test_ownership_map_picks_a_thread(lab):
+    """Notebook 05: pick thread 5 in the mma.sync C map; its four accumulators are named."""
+    nb = lab.notebook("05_mma_atoms.ipynb")
+    w = nb.widget("OwnershipMap(c_map)")
+    before = w.state()
+    w.press_slider("T (-1: all)", "ArrowRight", times=6)  # -1 (all) -> thread 5
+    summary, _ = w.wait_changed(before, picture=False)
+    assert "T5" in summary
+    w.screenshot("05_ownership_map-thread-5")
+
+
+def test_bank_explorer_swizzle_removes_the_conflicts(lab):
+    """Notebook 04: the seed's 8x8 float tile read row-wise has 8 conflicts; with
+    Swizzle<3,2,3> it has none."""
+    nb = lab.notebook("04_swizzle.ipynb")
+    w = nb.widget('bank_conflict_explorer("seed_rows")')
+    before = w.state()
+    assert " 8 bank conflict(s)" in before[0]
+    w.choose("swizzle", "Swizzle<3,2,3> on elements")
+    summary, _ = w.wait_changed(before)
+    assert " 0 bank conflict(s)" in summary
+    w.screenshot("04_bank_explorer-swizzle-3-2-3")
