@@ -77,7 +77,7 @@ LESSONS: tuple[Lesson, ...] = (
            (Mode.COMPILE_ONLY, Mode.SIMULATED)),
     Lesson(12, "cta_pair_clc_gemm", "The CTA-pair CLC GEMM",
            "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
-           "sm_100a", (Mode.SIMULATED,)),
+           "sm_100a", (Mode.COMPILE_ONLY, Mode.SIMULATED)),
 )
 
 

@@ -34,6 +34,14 @@ def roofline_h100():
               Point("128x128 tiles, no L2 reuse", g.intensity(128, 128)),
               Point("4096^3, each operand read once", g.intensity()),
               Point("cuBLAS 8192^3 (measured)", big.intensity(), d["matmul"]["tflops"])]
+    # the ladder's kernels at 4096^3, as recorded (placed at the problem's ideal intensity)
+    from .ladder import rungs
+    for rung in rungs():
+        row = rung.at(4096)
+        if row is not None and rung.kernel in ("naive", "sm80", "wgmma") or (
+                row is not None and rung.preset == "tma_store"):
+            points.append(Point(f"{rung.label.split(' ', 1)[1]} 4096^3 (measured)",
+                                g.intensity(), row["kernel_tflops"]))
     return roofline(d["matmul"]["tflops"], d["copy"]["gbps"], points,
                     title=f"Roofline of the {rec.gpu}", source="ceilings " + rec.citation())
 

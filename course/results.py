@@ -56,9 +56,12 @@ class Record:
 def current_command() -> str:
     """The command line of this process, as it would be typed again."""
     argv = list(sys.argv)
-    if argv and argv[0].endswith("__main__.py"):
-        module = Path(argv[0]).resolve().parent
-        parts = [module.name]
+    script = Path(argv[0]).resolve() if argv and argv[0].endswith(".py") else None
+    if script is not None and (script.parent / "__init__.py").exists():
+        # `python -m pkg.mod` puts the module's file path in argv[0]: name the module
+        # again (a package's __main__.py is named by its package).
+        module = script.parent
+        parts = [module.name] if script.name == "__main__.py" else [module.name, script.stem]
         while (module.parent / "__init__.py").exists():
             module = module.parent
             parts.insert(0, module.name)
