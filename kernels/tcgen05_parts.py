@@ -312,7 +312,7 @@ def epilogue_tmem_ownership(tile_n: int = 128, ctas: int = 1, threads=None) -> l
         acc_epi = cute.flat_divide(acc, epi_tile)
         load = make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
         tv, (rows, cols) = load.layout_dst_tv_tiled, load.tiler_mn
-        sub_m, sub_n = cute.size(epi_tile[0]), cute.size(epi_tile[1])
+        sub_m = cute.size(epi_tile[0])
         per_sub = cute.size(tv, mode=[1])
         for t in (range(cute.size(tv, mode=[0])) if threads is None else threads):
             for s in cutlass.range_constexpr(cute.size(acc_epi, mode=[3])):

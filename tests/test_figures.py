@@ -1,9 +1,7 @@
 """figures/: drawn by code, deterministic, fresh, and used."""
-import re
 import subprocess
 import sys
 
-import pytest
 
 from course import figures
 from course.catalogue import LESSONS

@@ -1,7 +1,6 @@
 """course.ncu and the counting side of course.bench.banks, on canned Nsight Compute output
 (the real thing runs on the GPU machine: tests/test_smem_banks.py::test_ncu_agrees...)."""
 import json
-import os
 import stat
 import sys
 import textwrap
