@@ -32,16 +32,16 @@ def test_layout_explorer_clicks_and_updates():
     assert isinstance(e, StaticWidget)
     assert "((2,4),(4,2)):((1,8),(2,32))" in e.printout.value
     assert "size 64, cosize 64, rank 2, depth 2" in e.printout.value
-    e._grid.click(2, 5)  # a click on the button grid
+    e._grid.click(2, 5)  # a click on the cell grid
     assert e.cell == (2, 5) and "offset 42" in e.cell_info.value
     assert "((0,1),(1,1))" in e.cell_info.value  # the hierarchical coordinate
-    assert e._grid.button(2, 5).description == "42"
-    assert e._grid.button(2, 5).layout.border == "2px solid red"
+    assert e._grid.label(2, 5) == "42"
+    assert e._grid.selected == [2, 5]  # drawn with a red frame
     e.op_w.value = "logical_divide"
     assert "((2,4),(4,2)):((1,2),(8,32))" in e.printout.value
     e.layout_w.value = "(2,4"
     assert "refused" in e.printout.value and e.layout is None
-    e.layout_w.value = "(64,64):(64,1)"  # too many cells for buttons: a picture instead
+    e.layout_w.value = "(64,64):(64,1)"  # too many cells for a clickable grid: a picture instead
     e.op_w.value = "none"
     assert e.grid_box.children == () and e.layout.size == 4096
     assert e.select(63, 63).endswith("offset 4095")
@@ -80,9 +80,9 @@ def test_ownership_map_picks_threads_and_cells():
     m._grid.click(6, 1)
     assert m.cell == (6, 1) and m.thread == 5
     assert "T5 value 2" in m.info.value and "v0=(4,1), v1=(5,1), v2=(6,1), v3=(7,1)" in m.info.value
-    assert m._grid.button(4, 1).description == "v0" and m._grid.button(0, 0).description == ""
+    assert m._grid.label(4, 1) == "v0" and m._grid.label(0, 0) == ""
     m.select_thread(None)
-    assert m._grid.button(0, 0).description == "T0/v0"
+    assert m._grid.label(0, 0) == "T0/v0"
     m.thread_w.value = 31
     assert m.thread == 31 and "T31 holds 4 cells" in m.info.value
     assert m.snapshot().startswith(PNG)
@@ -108,5 +108,10 @@ def test_cell_grid_limits():
     g = CellGrid(2, 2)
     seen = []
     g.on_click(lambda r, c: seen.append((r, c)))
-    g.buttons[3].click()
+    g._from_browser(g, {"click": [1, 1]}, [])  # the message the browser sends on a click
     assert seen == [(1, 1)]
+    with pytest.raises(IndexError):
+        g.click(2, 0)
+    g.paint([["a", "b"], ["c", "d"]], [[(0, 0, 0)] * 2, [(1, 1, 1)] * 2], selected=(0, 1))
+    assert g.labels == ["a", "b", "c", "d"] and g.colours[0] == "#000000"
+    assert g.inks == ["white", "white", "black", "black"] and g.selected == [0, 1]

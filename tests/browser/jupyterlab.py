@@ -313,9 +313,24 @@ class WidgetView:
         parts = self.output.locator(".widget-html, .widget-label-basic")
         return "\n".join(parts.nth(i).inner_text() for i in range(parts.count()))
 
+    def grid(self) -> dict[tuple[int, int], str]:
+        """(row, col) -> text of every cell of a cell grid (course.widgets.cell_grid draws
+        each cell as a button whose title names its cell)."""
+        cells = self.output.evaluate("""root => [...root.querySelectorAll(
+            '.jupyter-widgets button[title^="("]')].map(b => [b.title, b.innerText.trim()])""")
+        return {tuple(int(x) for x in title.strip("()").split(",")): text for title, text in cells}
+
+    def click_cell(self, row: int, col: int) -> None:
+        """Click cell (row, col) of the widget's cell grid with the mouse."""
+        self.output.locator(f'.jupyter-widgets button[title="({row}, {col})"]').first.click()
+
     def picture(self) -> str:
-        """A digest of every picture the widget draws (img src, svg and canvas contents)."""
+        """A digest of everything the widget draws (img src, svg and canvas contents, and
+        the texts of its button grid, so a redraw counts as settled only when every
+        cell has its new text)."""
         digest = self.output.evaluate("""root => [
+            ...[...root.querySelectorAll('.jupyter-widgets button[title^="("]')].map(
+                b => b.title + b.innerText),
             ...[...root.querySelectorAll('.jupyter-widgets img')].map(i => i.src),
             ...[...root.querySelectorAll('.jupyter-widgets svg')].map(s => s.outerHTML),
             ...[...root.querySelectorAll('.jupyter-widgets canvas')].map(c => c.toDataURL()),
@@ -328,7 +343,7 @@ class WidgetView:
     def wait_changed(self, before: tuple[str, str], timeout_s: float = 30,
                      quiet_s: float = 1.0, picture: bool = True) -> tuple[str, str]:
         """Wait until the summary text and the picture both differ from `before` (only
-        the text with picture=False: widgets that draw with buttons, not images), then
+        the text with picture=False), then
         until nothing has changed for `quiet_s` (a drag sends several values; the
         kernel redraws each in turn) and return that settled state."""
         deadline = time.monotonic() + timeout_s

@@ -97,20 +97,37 @@ def test_layout_explorer_takes_a_typed_layout(lab):
     w = nb.widget('LayoutExplorer("(8,8):(1,8)"')
     before = w.state()
     w.type_text("layout", "(4,8):(8,1)")
-    summary, _ = w.wait_changed(before, picture=False)  # its grid is buttons, not an image
+    summary, _ = w.wait_changed(before)
     assert "(4,8):(8,1)" in summary and "((2,4),(2,2)):((8,1),(16,4))" in summary
+    # zipped_divide by (2,4): cell (r, c) of the drawn grid holds the offset of the result
+    # at that coordinate; row 1 of the result starts with offset 8 (the row stride)
+    grid = w.grid()
+    assert len(grid) == 32 and sorted(int(t) for t in grid.values()) == list(range(32))
+    assert grid[(0, 0)] == "0" and grid[(1, 0)] == "8"
     w.screenshot("01_layout_explorer-typed-4x8-row-major")
 
 
 def test_ownership_map_picks_a_thread(lab):
-    """Notebook 05: pick thread 5 in the mma.sync C map; its four accumulators are named."""
+    """Notebook 05: pick thread 5 in the mma.sync C map (its four accumulators are named),
+    then click a cell (its owner is named and highlighted)."""
     nb = lab.notebook("05_mma_atoms.ipynb")
     w = nb.widget("OwnershipMap(c_map)")
     before = w.state()
     w.press_slider("T (-1: all)", "ArrowRight", times=6)  # -1 (all) -> thread 5
-    summary, _ = w.wait_changed(before, picture=False)
-    assert "T5" in summary
+    summary, _ = w.wait_changed(before)
+    assert "T5 holds 4 cells" in summary
+    # only thread 5's four accumulators keep a label, in register order (seed 003's map)
+    named = {cell: text for cell, text in w.grid().items() if text}
+    assert named == {(1, 2): "v0", (1, 3): "v1", (9, 2): "v2", (9, 3): "v3"}
     w.screenshot("05_ownership_map-thread-5")
+
+    before = (summary, w.picture())
+    w.click_cell(8, 0)  # row 8 repeats row 0: thread 0's third accumulator
+    summary, _ = w.wait_changed(before)
+    assert "cell (8, 0) is held by T0 value 2" in summary
+    named = {cell: text for cell, text in w.grid().items() if text}
+    assert named == {(0, 0): "v0", (0, 1): "v1", (8, 0): "v2", (8, 1): "v3"}
+    w.screenshot("05_ownership_map-clicked-cell-8-0")
 
 
 def test_bank_explorer_swizzle_removes_the_conflicts(lab):
