@@ -134,7 +134,7 @@ class HopperGemm:
         sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, self.stages)
         sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
-            self.dtype, cutlass.utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers)
+            self.dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers)
 
         tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
             cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mA,
@@ -282,7 +282,7 @@ class HopperGemm:
         first_buf = wg * cfg.epi_stages if cutlass.const_expr(cfg.pingpong) else 0
         stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype)
         r2s = cute.make_tiled_copy_S(
-            sm90_utils.get_smem_store_op(cutlass.utils.LayoutEnum.ROW_MAJOR, self.dtype,
+            sm90_utils.get_smem_store_op(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.dtype,
                                          cutlass.Float32),
             cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
         thr_r2s = r2s.get_slice(mma_tid)

@@ -77,7 +77,7 @@ def staged_smem_layout(dtype, rows: int, stages: int):
     """(rows, 64, stages), K-major with the 128-byte swizzle that TMA writes and
     wgmma's descriptors read."""
     atom = cute.nvgpu.warpgroup.make_smem_layout_atom(
-        sm90_utils.get_smem_layout_atom(cutlass.utils.LayoutEnum.ROW_MAJOR, dtype, TILE_K), dtype)
+        sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, dtype, TILE_K), dtype)
     return cute.tile_to_shape(atom, (rows, TILE_K, stages), order=(0, 1, 2))
 
 

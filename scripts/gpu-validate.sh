@@ -6,7 +6,8 @@
 #   scripts/gpu-validate.sh [--no-record] [--sanitize PYTEST_SELECTION] [-- PYTEST_ARGS]
 #
 # Meant for a provisioned GPU box (COURSE_PYTHON defaults to python3 here). Wheels
-# for anything the box lacks can be placed in .whl/ and are installed to /tmp/site.
+# for anything the box lacks can be placed in .whl/ (scripts/gpu-wheels.sh fetches the
+# lent H100's) and are installed to /tmp/site.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-build/gpu}"; mkdir -p "$OUT"
