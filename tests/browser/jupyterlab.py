@@ -326,11 +326,11 @@ class WidgetView:
 
     def picture(self) -> str:
         """A digest of everything the widget draws (img src, svg and canvas contents, and
-        the texts of its button grid, so a redraw counts as settled only when every
-        cell has its new text)."""
+        the text, colour and selection frame of every cell of its cell grid, so a redraw
+        counts as settled only when every cell is repainted)."""
         digest = self.output.evaluate("""root => [
             ...[...root.querySelectorAll('.jupyter-widgets button[title^="("]')].map(
-                b => b.title + b.innerText),
+                b => b.title + b.innerText + b.className + b.style.background),
             ...[...root.querySelectorAll('.jupyter-widgets img')].map(i => i.src),
             ...[...root.querySelectorAll('.jupyter-widgets svg')].map(s => s.outerHTML),
             ...[...root.querySelectorAll('.jupyter-widgets canvas')].map(c => c.toDataURL()),

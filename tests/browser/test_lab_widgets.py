@@ -92,7 +92,8 @@ def test_widgets_work_in_presentation_mode(lab):
 
 
 def test_layout_explorer_takes_a_typed_layout(lab):
-    """Notebook 01: type a new shape:stride; the CuTe printout and the grid follow."""
+    """Notebook 01: type a new shape:stride (the CuTe printout and the grid follow), then
+    click a cell (its index, coordinate and offset are named)."""
     nb = lab.notebook("01_layouts.ipynb")
     w = nb.widget('LayoutExplorer("(8,8):(1,8)"')
     before = w.state()
@@ -105,6 +106,12 @@ def test_layout_explorer_takes_a_typed_layout(lab):
     assert len(grid) == 32 and sorted(int(t) for t in grid.values()) == list(range(32))
     assert grid[(0, 0)] == "0" and grid[(1, 0)] == "8"
     w.screenshot("01_layout_explorer-typed-4x8-row-major")
+
+    before = (summary, w.picture())
+    w.click_cell(1, 2)  # a mouse click names the cell's index, coordinate and offset
+    summary, _ = w.wait_changed(before)
+    assert "cell (1, 2): index 17, coordinate ((1,0),(0,1)) -> offset 12" in summary
+    w.screenshot("01_layout_explorer-clicked-cell-1-2")
 
 
 def test_ownership_map_picks_a_thread(lab):
