@@ -35,18 +35,26 @@ def test_pipeline_explorer_reacts_and_explains_bugs():
 def test_schedule_explorer_reacts():
     widget = schedule_explorer()
     text = widget.view.children[3]
-    sched_w, work_w = widget.view.children[2].children
+    sched_w, work_w, draw_w = widget.view.children[2].children
     before = text.value
     assert "clc scheduling" in before and "CLC queries" in before
+    # the same workload under the static schedule, beside it: draw 1 is a typical one
+    assert "static schedule: 17,060 cycles (static takes 1.10x as long as clc)" in before
+    draw_w.value = 0  # the unlucky draw the module docstring names: CLC loses a little
+    assert "(static takes 0.99x as long as clc)" in text.value
     sched_w.value = "static"
     assert "static scheduling" in text.value and text.value != before
+    assert "static takes" not in text.value  # no comparison with itself
     work_w.value = "2 SMs busy at start"
+    sched_w.value = "clc"
+    assert "(static takes 1.20x as long as clc)" in text.value
     assert widget.snapshot().startswith(PNG)
 
 
 def test_schedule_explorer_workloads():
     kw = config(4, 2, 2, "clc", "uneven tiles", 800, 100)
     assert len(kw["tile_k"]) == 12 and max(kw["tile_k"]) > min(kw["tile_k"])
+    assert config(4, 2, 2, "clc", "uneven tiles", 800, 100, draw=3)["tile_k"] != kw["tile_k"]
     assert config(4, 2, 2, "clc", "2 SMs busy at start", 800, 100)["sm_busy_until"]
     import pytest
     with pytest.raises(ValueError):

@@ -148,3 +148,61 @@ def test_bank_explorer_swizzle_removes_the_conflicts(lab):
     summary, _ = w.wait_changed(before)
     assert " 0 bank conflict(s)" in summary
     w.screenshot("04_bank_explorer-swizzle-3-2-3")
+
+
+def test_tensor_map_explorer_flags_a_box_too_wide_for_its_swizzle(lab):
+    """Notebook 07: widen the box to 256 bf16 columns (512 B) under the 128B swizzle; the
+    explorer says the driver would reject it, and why."""
+    nb = lab.notebook("07_tma.ipynb")
+    w = nb.widget("tensor_map_explorer(rows=200, cols=136)")
+    before = w.state()
+    assert "the driver would accept these arguments" in before[0]
+    w.press_slider("box cols", "End")
+    summary, _ = w.wait_changed(before)
+    assert w.slider_value("box cols") == "256"
+    assert "the driver would reject these arguments" in summary
+    assert "inner dimension (512 B) must be <= the 128B swizzle span" in summary
+    w.screenshot("07_tensor_map_explorer-box-too-wide")
+
+
+def test_pipeline_explorer_explains_an_injected_bug(lab):
+    """Notebook 08: one stage serializes; a wrong producer parity is caught and explained."""
+    nb = lab.notebook("08_pipelines.ipynb")
+    w = nb.widget("pipeline_explorer(stages=4")
+    before = w.state()
+    assert "tensor core busy 80%" in before[0]
+    w.press_slider("stages", "Home")
+    after = w.wait_changed(before)
+    assert "1 stage(s)" in after[0] and "tensor core busy 25%" in after[0]
+    w.choose("bug", "producer parity")
+    summary, _ = w.wait_changed(after)
+    assert "DEADLOCK" in summary and "start its phase bit at 1" in summary
+    w.screenshot("08_pipeline_explorer-producer-parity")
+
+
+def test_tile_order_explorer_counts_panels(lab):
+    """Notebook 10: groups of 1 row (raster order) make each wave touch more A/B panels."""
+    nb = lab.notebook("10_hopper_sol.ipynb")
+    w = nb.widget("tile_order_explorer(tiles_m=16")
+    before = w.state()
+    assert "groups of 8 rows" in before[0] and "touches 16-21 panels" in before[0]
+    w.press_slider("group", "Home")
+    summary, _ = w.wait_changed(before)
+    assert "groups of 1 rows" in summary and "touches 20-21 panels" in summary
+    w.screenshot("10_tile_order_explorer-raster")
+
+
+def test_schedule_explorer_compares_with_static(lab):
+    """Notebook 12: the same workload under the static schedule is shown beside CLC; an
+    unlucky random draw is visible as such; picking static drops the comparison."""
+    nb = lab.notebook("12_cta_pair_clc_gemm.ipynb")
+    w = nb.widget("schedule_explorer()")
+    before = w.state()
+    assert "clc scheduling" in before[0] and "static takes 1.10x as long as clc" in before[0]
+    w.press_slider("draw", "ArrowLeft")  # draw 1 -> 0
+    after = w.wait_changed(before)
+    assert "static takes 0.99x as long as clc" in after[0]
+    w.click("static")
+    summary, _ = w.wait_changed(after)
+    assert "static scheduling" in summary and "static takes" not in summary
+    w.screenshot("12_schedule_explorer-static")
