@@ -101,16 +101,8 @@ class CellGrid(anywidget.AnyWidget):
         self._handlers: list[Callable[[int, int], None]] = []
         self.on_msg(self._from_browser)
 
-    @property
-    def view(self) -> "CellGrid":
-        """The widget to place in a layout (the grid itself)."""
-        return self
-
     def label(self, r: int, c: int) -> str:
         return self.labels[r * self.cols + c]
-
-    def colour(self, r: int, c: int) -> str:
-        return self.colours[r * self.cols + c]
 
     def paint(self, labels, colours, selected: tuple[int, int] | None = None) -> None:
         """labels[r][c] text and colours[r][c] RGB(A) floats; `selected` gets a red frame.

@@ -149,7 +149,7 @@ class LayoutExplorer(StaticWidget):
             norm = plt.Normalize(vmin=0, vmax=max(int(grid.max()), 1))
             colours = plt.get_cmap(vl.CMAP)(norm(grid))
             self._grid.paint(grid.tolist(), colours.tolist(), self.cell)
-            self.grid_box.children = (self._grid.view,)
+            self.grid_box.children = (self._grid,)
             self.picture.clear_output()
         else:
             self.grid_box.children = ()

@@ -56,7 +56,7 @@ class OwnershipMap(StaticWidget):
         for widget in (self.row_w, self.col_w):
             widget.observe(lambda _ch: None if self._quiet else self.select_cell(
                 self.row_w.value, self.col_w.value), "value")
-        body = self._grid.view if self._grid is not None else self.picture
+        body = self._grid if self._grid is not None else self.picture
         view = w.VBox([w.HBox([self.thread_w, self.row_w, self.col_w]), self.info, body])
         super().__init__(view, self.figure)
         self._refresh()

@@ -38,10 +38,11 @@ def config(stages: int, cluster: int, acc_slots: int, scheduler: str, workload: 
 
 
 def report(sim: schedule.ScheduleSim, static: schedule.ScheduleSim | None = None) -> str:
-    """The explorer's text (HTML); `static`: the same workload under the static schedule."""
+    """The explorer's text (HTML); `static`: the same workload under the static schedule
+    (`sim` itself when it is the static one: then there is nothing to compare)."""
     per_sm = ", ".join(f"SM {i}: {u:.0%}" for i, u in enumerate(sim.per_sm_utilisation))
     text = f"<b>{html.escape(sim.summary())}</b><br>tensor core busy per SM: {per_sm}"
-    if static is not None and sim.config.scheduler != "static" and static.ok and sim.ok:
+    if static is not None and static is not sim and static.ok and sim.ok:
         ratio = static.total_cycles / sim.total_cycles
         text += (f"<br>the same workload, static schedule: {static.total_cycles:,.0f} cycles "
                  f"(static takes {ratio:.2f}x as long as {sim.config.scheduler})")
@@ -81,7 +82,7 @@ def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
 
     def redraw(*_):
         sim = current()
-        text.value = report(sim, current("static") if sched_w.value != "static" else None)
+        text.value = report(sim, sim if sched_w.value == "static" else current("static"))
         out.clear_output(wait=True)
         with out:
             import matplotlib.pyplot as plt

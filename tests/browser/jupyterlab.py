@@ -170,6 +170,9 @@ def screenshot(target, name: str) -> Path:
     return path
 
 
+# every cell of a course.widgets.cell_grid: a button whose title names it, "(r, c)"
+GRID_CELLS = '.jupyter-widgets button[title^="("]'
+
 _ALL_CODE_CELLS_NUMBERED = """() => {
   const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
   return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
@@ -316,8 +319,8 @@ class WidgetView:
     def grid(self) -> dict[tuple[int, int], str]:
         """(row, col) -> text of every cell of a cell grid (course.widgets.cell_grid draws
         each cell as a button whose title names its cell)."""
-        cells = self.output.evaluate("""root => [...root.querySelectorAll(
-            '.jupyter-widgets button[title^="("]')].map(b => [b.title, b.innerText.trim()])""")
+        cells = self.output.evaluate("""(root, sel) => [...root.querySelectorAll(sel)].map(
+            b => [b.title, b.innerText.trim()])""", GRID_CELLS)
         return {tuple(int(x) for x in title.strip("()").split(",")): text for title, text in cells}
 
     def click_cell(self, row: int, col: int) -> None:
@@ -328,13 +331,13 @@ class WidgetView:
         """A digest of everything the widget draws (img src, svg and canvas contents, and
         the text, colour and selection frame of every cell of its cell grid, so a redraw
         counts as settled only when every cell is repainted)."""
-        digest = self.output.evaluate("""root => [
-            ...[...root.querySelectorAll('.jupyter-widgets button[title^="("]')].map(
+        digest = self.output.evaluate("""(root, sel) => [
+            ...[...root.querySelectorAll(sel)].map(
                 b => b.title + b.innerText + b.className + b.style.background),
             ...[...root.querySelectorAll('.jupyter-widgets img')].map(i => i.src),
             ...[...root.querySelectorAll('.jupyter-widgets svg')].map(s => s.outerHTML),
             ...[...root.querySelectorAll('.jupyter-widgets canvas')].map(c => c.toDataURL()),
-        ].join('|')""")
+        ].join('|')""", GRID_CELLS)
         return hashlib.sha256(digest.encode()).hexdigest()
 
     def state(self) -> tuple[str, str]:
