@@ -16,7 +16,7 @@ import pytest
 
 def pytest_sessionstart(session):
     if os.environ.get("COURSE_REQUIRE_GPU") == "1":
-        from course.hardware import machine
+        from course.runtime.hardware import machine
 
         m = machine()
         if not m.has_gpu:
@@ -31,7 +31,7 @@ def browser_suite_on() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    from course.hardware import machine
+    from course.runtime.hardware import machine
 
     browser = [i for i in items if str(i.path).startswith(BROWSER_DIR + os.sep)]
     for item in browser:
@@ -51,7 +51,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    from course.hardware import machine
+    from course.runtime.hardware import machine
 
     lines = [f"course tier: {machine().describe()}"]
     if not browser_suite_on():

@@ -79,7 +79,7 @@ case "$cmd" in
   doctor) setup; exec "$PY" -m course doctor ;;
   run) setup; exec "$PY" -m course run "$@" ;;
   slides) setup; exec "$PY" -m course slides "$@" ;;
-  figures) setup; exec "$PY" -m course.figures "$@" ;;
+  figures) setup; exec "$PY" -m course.tools.figures "$@" ;;
   test)
     setup
     ensure_chromium

@@ -6,7 +6,12 @@ Notebooks start with `import course` and use:
     course.live_or(...)         run a live cell or take its labelled fallback
     course.recorded / compile_only / simulated   the three fallbacks
 """
-from .hardware import machine
-from .live import Mode, compile_only, live_or, recorded, simulated
+from pathlib import Path
 
-__all__ = ["machine", "live_or", "recorded", "compile_only", "simulated", "Mode"]
+# The repository: notebooks/, results/, figures/ and build/ sit beside course/.
+ROOT = Path(__file__).resolve().parent.parent
+
+from course.runtime.hardware import machine  # noqa: E402
+from course.runtime.live import Mode, compile_only, live_or, recorded, simulated  # noqa: E402
+
+__all__ = ["ROOT", "machine", "live_or", "recorded", "compile_only", "simulated", "Mode"]

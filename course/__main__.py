@@ -14,8 +14,8 @@ from pathlib import Path
 
 
 def doctor() -> int:
-    from .catalogue import course_map
-    from .hardware import NEEDS, machine
+    from course.catalogue import course_map
+    from course.runtime.hardware import NEEDS, machine
 
     m = machine()
     print("Machine")
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     if args.cmd == "doctor":
         return doctor()
     if args.cmd == "slides":
-        from . import slides
+        from course.tools import slides
 
         written = slides.export_all(args.numbers or None, args.out or slides.OUT_DIR)
         for path in written:
@@ -63,10 +63,10 @@ def main(argv=None) -> int:
             print("no written notebook matched", file=sys.stderr)
         return 0 if written else 1
     if args.cmd == "teachers":
-        from . import teaching
+        from course.tools import teachers_table
 
-        return teaching.main(write=args.write)
-    from .runner import run_all
+        return teachers_table.main(write=args.write)
+    from course.tools.notebook_runner import run_all
 
     runs = run_all(args.numbers or None, args.inplace)
     return 1 if any(r.error for r in runs) else 0

@@ -5,13 +5,14 @@ and the headless runner read, so they cannot disagree about what runs where.
 """
 from __future__ import annotations
 
+from course import ROOT
 from dataclasses import dataclass
 from pathlib import Path
 
-from .hardware import Machine, machine
-from .live import Mode
+from course.runtime.hardware import Machine, machine
+from course.runtime.live import Mode
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK_DIR = ROOT / "notebooks"
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Lesson:
     slug: str
     title: str
     idea: str
-    needs: str  # what its live cells need (course.hardware.NEEDS)
+    needs: str  # what its live cells need (course.runtime.hardware.NEEDS)
     fallback: tuple[Mode, ...]  # what those cells do on a machine that cannot
 
     @property

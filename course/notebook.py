@@ -6,9 +6,9 @@ what its live cells will do here.
 """
 from __future__ import annotations
 
-from .catalogue import LESSONS, course_map
-from .hardware import machine, tiers_for
-from .live import Mode, show
+from course.catalogue import LESSONS, course_map
+from course.runtime.hardware import machine, tiers_for
+from course.runtime.live import Mode, show
 
 _MEANING = {
     Mode.LIVE.value: "run live on this machine",

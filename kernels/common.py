@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from course.hardware import machine, tiers_for
+from course.runtime.hardware import machine, tiers_for
 
 
 class KernelInputError(ValueError):

@@ -28,7 +28,7 @@ TN_DTYPES = (torch.float16, torch.bfloat16)
 def grouped_tile(tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
                  group: cutlass.Constexpr):
     """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column.
-    (course.tile_order.grouped_tile is the same function in plain Python.)"""
+    (course.models.tile_order.grouped_tile is the same function in plain Python.)"""
     per_group = group * tiles_n
     first_m = (tile // per_group) * group
     rows = cutlass.min(tiles_m - first_m, group)

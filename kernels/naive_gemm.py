@@ -12,7 +12,7 @@ The partitioning is split into small functions -- `make_tiled_mma`,
 that `thread_trace` calls again in a `@cute.jit` host function on a CPU, so the
 layouts notebook 02 prints are the ones this kernel uses, computed by CuTe itself.
 
-Operands (the problem of course.bench.gemm.GemmProblem): A is (M,K), B is (N,K),
+Operands (the problem of course.bench.gemm_bench.GemmProblem): A is (M,K), B is (N,K),
 C = A . B^T is (M,N) row-major. A may be M-major (stride (1,M), the seed's case)
 or K-major; B N-major or K-major. float32 operands accumulate and store in fp32;
 bf16/fp16 operands accumulate in fp32 and store in their own dtype. Any M, N, K:
@@ -318,7 +318,7 @@ def thread_trace(m: int = 256, n: int = 128, k: int = 32, thread: int = 0,
     each accumulator register in order, and 'a_rows' / 'b_rows', the rows of A and
     of B it loads (the same in every K-slice).
     """
-    from course.algebra import on_cpu
+    from course.cute.algebra import on_cpu
 
     el = cutlass_dtype(dtype)
     return on_cpu(lambda a, b, c: _trace(a, b, c, m, n, k, thread, block, config, a_major,
@@ -361,11 +361,11 @@ def _trace(a_ptr, b_ptr, c_ptr, m, n, k, thread, block, config, a_major, b_major
 
 def operand_ownership(operand: str = "C", config: Config = Config()):
     """Who holds each cell of the CTA's tile of `operand` ("A": BMxBK slice, "B": BNxBK,
-    "C": BMxBN): course.ownership.Ownership from the kernel's own partition_A/B/C for
+    "C": BMxBN): course.models.ownership.Ownership from the kernel's own partition_A/B/C for
     every thread, evaluated by CuTe DSL on a CPU. A and B cells are held by 16 threads
     each (every thread that shares the rows): the Ownership records the replication."""
-    from course.algebra import coordinates, on_cpu
-    from course.ownership import Ownership
+    from course.cute.algebra import coordinates, on_cpu
+    from course.models.ownership import Ownership
 
     shape = {"A": (config.tile_m, config.tile_k), "B": (config.tile_n, config.tile_k),
              "C": (config.tile_m, config.tile_n)}[operand]
@@ -394,8 +394,8 @@ def c_ownership(config: Config = Config()):
 def cta_ownership(m: int = 256, n: int = 128, config: Config = Config()):
     """Which CTA (blockIdx.x + gridDim.x * blockIdx.y) computes each cell of C, from the
     kernel's own local_tile over a coordinate tensor, evaluated by CuTe DSL on a CPU."""
-    from course.algebra import coordinates, on_cpu
-    from course.ownership import Ownership
+    from course.cute.algebra import coordinates, on_cpu
+    from course.models.ownership import Ownership
 
     grid_m, grid_n = -(-m // config.tile_m), -(-n // config.tile_n)
 

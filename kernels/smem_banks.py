@@ -3,7 +3,7 @@
 Every warp of every CTA replays the same access pattern: request q, lane l reads
 `vec` 4-byte words at shared-memory offset offsets[q, l] * vec words (-1: the lane
 sits that request out). The offsets come from the course's bank model
-(course.smem_access.Case.kernel_offsets), so the GPU issues exactly the requests the
+(course.models.smem_access.Case.kernel_offsets), so the GPU issues exactly the requests the
 model predicts; the kernel's time and Nsight Compute's bank-conflict counters then
 say whether the prediction was right.
 

@@ -19,7 +19,7 @@ Four small kernels, each checked bit for bit against its input:
     Every CTA's mbarrier expects the whole tiles' bytes: n slices land on it.
   * descriptor: copies the tensor map CuTe built for `load` into global memory (CuTe's
     copy_tensormap moves its first 64 of 128 bytes), to compare with the one the CUDA
-    driver encodes (course.tensormap).
+    driver encodes (course.models.tensormap).
 
 Tensors are 2-D, row-major with a row stride `ld` (a multiple of 16 bytes, as TMA
 requires), so a view into a larger buffer works and the tests can check that
@@ -423,7 +423,7 @@ def _swizzle_offsets(bits: cutlass.Constexpr, nbytes: cutlass.Constexpr, out: cu
 
 def cute_swizzle_offsets(swizzle: int = 128, nbytes: int = 1024) -> list[int]:
     """CuTe's own Swizzle<B,4,3> evaluated on the byte offsets 0, 16, 32, ...: where
-    each 16-byte chunk of a box goes (the model course.tensormap checks itself against)."""
+    each 16-byte chunk of a box goes (the model course.models.tensormap checks itself against)."""
     import warnings
 
     out: list[int] = []

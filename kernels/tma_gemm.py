@@ -25,7 +25,7 @@ t + stages once all warps have released it. TMA issue and expect_tx are done by 
 whole converged warp (each elects a lane itself), never from one diverged lane.
 
 Config.bug injects the classic mistakes for the notebook's exercise (the first three
-are named as in the simulator, course.sim.pipeline.BUGS); each deadlocks:
+are named as in the simulator, course.sim.pipeline_sim.BUGS); each deadlocks:
   "producer_parity"       the producer's phase bit starts at 0: its first wait on an
                           empty barrier waits for a phase nobody will complete;
   "missing_arrive"        consumers never arrive on empty: the first reuse of a stage hangs;
@@ -36,7 +36,7 @@ are named as in the simulator, course.sim.pipeline.BUGS); each deadlocks:
 Config.debug_timeout_ms > 0 turns every wait into a bounded one: a thread that waited
 that long records (CTA, warp, barrier, stage, parity, k-tile) in a report and gives up,
 so the kernel finishes and `run` raises PipelineHang saying exactly where it stuck.
-Run buggy configurations through course.watchdog.isolated anyway (see `check_isolated`).
+Run buggy configurations through course.runtime.watchdog.isolated anyway (see `check_isolated`).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from course.watchdog import PipelineHang, launching
+from course.runtime.watchdog import PipelineHang, launching
 
 from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream,
                      gmem_pointer, launch_arch, require)
@@ -423,9 +423,9 @@ def prepare(problem, config: Config = Config()):
 def check_isolated(m: int, n: int, k: int, dtype: str = "bf16", config: Config = Config(),
                    seed: int = 0) -> tuple[bool, str]:
     """Compile, then check C = A . B^T on fresh inputs: meant to run in a child process
-    (course.watchdog.isolated), where a deadlock costs a killed process, not the notebook.
+    (course.runtime.watchdog.isolated), where a deadlock costs a killed process, not the notebook.
     Returns (passed, verdict text); raises PipelineHang from the debug mode."""
-    from course.bench.gemm import GemmProblem, check_gemm
+    from course.bench.gemm_bench import GemmProblem, check_gemm
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     compile(dt, config)

@@ -1,5 +1,5 @@
 """Fakes shared by the tests: machines of every tier, without owning one."""
-from course.hardware import Machine
+from course.runtime.hardware import Machine
 
 CPU = Machine(tier="cpu", reason="test: no GPU")
 H100 = Machine(tier="sm_90", reason="test", gpu_name="NVIDIA H100 80GB HBM3",
@@ -12,9 +12,9 @@ A100 = Machine(tier="sm_80", reason="test", gpu_name="NVIDIA A100", compute_capa
 
 def use_machine(monkeypatch, m: Machine) -> None:
     """Make every module that asks `machine()` see `m`."""
-    import course.hardware
-    import course.live
-    import course.results
+    import course.runtime.hardware
+    import course.runtime.live
+    import course.runtime.results
     import course.catalogue
-    for mod in (course.hardware, course.live, course.results, course.catalogue):
+    for mod in (course.runtime.hardware, course.runtime.live, course.runtime.results, course.catalogue):
         monkeypatch.setattr(mod, "machine", lambda m=m: m)

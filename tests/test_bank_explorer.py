@@ -1,6 +1,6 @@
 """The BankConflictExplorer widget: presets, custom choices, errors, static picture."""
 from course.widgets.bank_explorer import ACCESSES, BankConflictExplorer, make_access, make_tile
-from course.widgets.base import StaticWidget
+from course.widgets.static_widget import StaticWidget
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,11 +1,11 @@
-"""course.banks: the bank model on hand-worked cases, and notebook 04's cases."""
+"""course.models.bank_model: the bank model on hand-worked cases, and notebook 04's cases."""
 import numpy as np
 import pytest
 
-from course import banks
-from course import smem_access as sa
-from course.banks import Request, analyze
-from course.swizzle import Layout, Swizzle
+from course.models import bank_model
+from course.models import smem_access as sa
+from course.models.bank_model import Request, analyze
+from course.models.swizzle import Layout, Swizzle
 
 
 def req(addrs, width=4):
@@ -76,8 +76,8 @@ def test_requests_are_validated():
 
 
 def test_bank_of():
-    assert banks.bank_of(132) == 1
-    assert list(banks.bank_of(np.array([0, 4, 128, 260]))) == [0, 1, 0, 1]
+    assert bank_model.bank_of(132) == 1
+    assert list(bank_model.bank_of(np.array([0, 4, 128, 260]))) == [0, 1, 0, 1]
 
 
 # ---------------------------------------------------------------- the seed's tutorial 05
@@ -148,5 +148,5 @@ def test_access_contiguity_is_checked():
 
 
 def test_heat_of_a_pattern():
-    h = banks.heat(sa.case("seed_rows").predict())
+    h = bank_model.heat(sa.case("seed_rows").predict())
     assert h.shape == (8, 1, 32) and h.max() == 2

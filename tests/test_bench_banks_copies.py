@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from course import live, measured, results
-from course.bench import banks as bench_banks
-from course.bench import copies as bench_copies
+from course.runtime import live, measured, results
+from course.bench import bank_conflicts as bench_banks
+from course.bench import copy_bandwidth as bench_copies
 from course.bench import report
 
 from .helpers import CPU, H100, use_machine

@@ -1,5 +1,5 @@
-from course import check as chk
-from course.check import Wrong, check, exercise, solution
+from course.exercises import check as chk
+from course.exercises.check import Wrong, check, exercise, solution
 
 
 @exercise("t.square", "What is 7 squared?", "multiply 7 by itself", "49")

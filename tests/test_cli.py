@@ -16,7 +16,7 @@ def run(*args, env=None):
 
 
 def test_doctor_tells_the_truth_about_this_machine():
-    from course.hardware import machine
+    from course.runtime.hardware import machine
 
     out = run("-m", "course", "doctor")
     assert out.returncode == 0, out.stderr
@@ -35,7 +35,7 @@ def test_course_map_depends_on_the_machine():
     assert on["sm_90"]["00"] == "live" and on["cpu"]["00"] == "recorded + compile-only"
     assert on["sm_100"]["00"] == "live"
     from course.catalogue import Lesson
-    from course.live import Mode
+    from course.runtime.live import Mode
     wgmma = Lesson(0, "orientation", "t", "t", "sm_90a", (Mode.RECORDED,))  # an existing file
     assert wgmma.here(H100) == "live" and wgmma.here(B200) == "recorded"
     assert len(on["cpu"]) == 13
@@ -51,7 +51,7 @@ def test_bench_cli_lists_and_refuses_to_record_without_gpu():
 def test_runner_counts_banners():
     import nbformat
 
-    from course.runner import _count_modes
+    from course.tools.notebook_runner import _count_modes
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")

@@ -1,4 +1,4 @@
-from course import coalescing as co
+from course.models import coalescing as co
 
 
 def test_the_three_warp_shapes():

@@ -112,7 +112,7 @@ def test_gpu_validation():
 @pytest.mark.gpu(needs="sm_90a")
 def test_best_copy_reaches_90_percent_of_the_ceiling():
     """The issue's target on the H100: the best variant >= 90% of torch's copy_."""
-    from course.bench import copies as bench
+    from course.bench import copy_bandwidth as bench
 
     data = bench.measure(nbytes=2**30, rounds=4, reps=10)
     assert data["best_pct_of_ceiling"] >= 90.0, bench.table(data)

@@ -5,7 +5,7 @@ import torch
 
 from course.bench import compare, poison_, relative_error, tolerance
 from course.bench.correctness import INT_POISON, assert_close
-from course.bench.gemm import GemmProblem, check_gemm
+from course.bench.gemm_bench import GemmProblem, check_gemm
 
 
 def test_relative_error_is_frobenius():

@@ -8,10 +8,10 @@ import re
 import pytest
 import torch
 
-from course.bench.gemm import GemmProblem, check_gemm, prepare
-from course.hardware import machine
-from course.emulate.descriptors import InstructionDescriptor
-from course.emulate.gemm import cta_pair_clc_gemm_shape
+from course.bench.gemm_bench import GemmProblem, check_gemm, prepare
+from course.runtime.hardware import machine
+from course.models.instruction_descriptor import InstructionDescriptor
+from course.emulate.blackwell_gemm import cta_pair_clc_gemm_shape
 from kernels import cta_pair_clc_gemm as pair
 from kernels import gemm_inputs, tcgen05_parts
 from kernels.common import UnsupportedGPU

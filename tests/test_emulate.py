@@ -5,13 +5,13 @@ import torch
 
 from course.emulate import (EmulatedDeadlock, RingCorruption, emulate_cta_pair_clc_gemm,
                             emulate_tcgen05_gemm, random_operands)
-from course.emulate import gemm as emu
+from course.emulate import blackwell_gemm as emu
 from course.emulate.clc import ClcHardware, DuplicateTile, SkipTile
-from course.emulate.memory import Tmem, TmemError, round_to, tma_load, tma_store, \
+from course.emulate.blackwell_memory import Tmem, TmemError, round_to, tma_load, tma_store, \
     tmem_alloc_columns
-from course.emulate.sync import Mbarrier, NamedBarrier, PipelineState, Scheduler, \
+from course.emulate.warp_scheduler import Mbarrier, NamedBarrier, PipelineState, Scheduler, \
     wait_barrier
-from course.emulate.tmem_map import (epilogue_tmem_pairs, pair_tile_pairs, warp_lanes,
+from course.models.tmem_ownership import (epilogue_tmem_pairs, pair_tile_pairs, warp_lanes,
                                      warp_of_lane)
 
 # ---------------------------------------------------------------- the hardware models
@@ -293,7 +293,7 @@ def test_launch_queue_models():
 
 
 def test_instruction_descriptor_round_trip():
-    from course.emulate.descriptors import InstructionDescriptor
+    from course.models.instruction_descriptor import InstructionDescriptor
 
     d = InstructionDescriptor(m=256, n=200, a="float16", b="float16", b_mn_major=True)
     assert InstructionDescriptor.decode(d.encode()) == d

@@ -1,7 +1,7 @@
 """Notebooks 01-02's exercises: right answers pass, wrong ones get a specific hint."""
 import pytest
 
-from course.check import check, solution
+from course.exercises.check import check, solution
 from course.exercises.nb02 import copy_sectors
 
 

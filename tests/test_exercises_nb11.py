@@ -1,5 +1,5 @@
 """Notebook 11's exercises accept the right answers and reject near misses."""
-from course.check import check
+from course.exercises.check import check
 
 
 def test_right_answers_pass():

@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 
-from course import figures
+from course.tools import figures
 from course.catalogue import LESSONS
 
 ROOT = figures.FIGURES_DIR.parent
@@ -30,7 +30,7 @@ def test_every_figure_is_used_by_the_readme_or_a_notebook():
 
 
 def test_rendering_is_deterministic_across_processes(tmp_path):
-    script = ("import hashlib, sys; from course import figures; "
+    script = ("import hashlib, sys; from course.tools import figures; "
               "print({n: hashlib.sha256(figures.render(n)).hexdigest() for n in figures.FIGURES})")
     runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            cwd=ROOT, check=True).stdout for _ in range(2)]

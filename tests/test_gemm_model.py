@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from course.gemm_model import Gemm, attainable_tflops, bound
+from course.models.gemm_model import Gemm, attainable_tflops, bound
 
 
 def test_the_4096_numbers_notebook_00_quotes():

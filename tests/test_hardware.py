@@ -1,7 +1,7 @@
 import pytest
 
-from course import hardware
-from course.hardware import NEEDS, TIERS, Machine, machine, tier_for, tiers_for
+from course.runtime import hardware
+from course.runtime.hardware import NEEDS, TIERS, Machine, machine, tier_for, tiers_for
 
 from .helpers import A100, B200, CPU, H100
 

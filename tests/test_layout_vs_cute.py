@@ -1,4 +1,4 @@
-"""course.layout against CuTe DSL's own algebra, on hundreds of seeded random cases.
+"""course.models.layout against CuTe DSL's own algebra, on hundreds of seeded random cases.
 
 Every case is computed twice: by CuTe DSL (all cases in one @cute.jit trace on the
 CPU, so the whole file costs a few seconds) and by the course's evaluator. They must
@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from course import algebra
-from course import layout as pl
-from course.layout_check import SEED, cases, rand_layout
+from course.cute import algebra
+from course.models import layout as pl
+from course.cute.layout_agreement import SEED, cases, rand_layout
 
 CASES = cases()
 

@@ -1,11 +1,11 @@
 """LayoutExplorer and OwnershipMap: their logic, their clicks and their static pictures."""
 import pytest
 
-from course import algebra
-from course import layout as pl
-from course.ownership import Ownership
-from course.viz import layout as vl
-from course.widgets.base import StaticWidget
+from course.cute import algebra
+from course.models import layout as pl
+from course.models.ownership import Ownership
+from course.viz import layout_pictures as vl
+from course.widgets.static_widget import StaticWidget
 from course.widgets.cell_grid import CellGrid
 from course.widgets.layout_explorer import LayoutExplorer
 from course.widgets.ownership_map import OwnershipMap

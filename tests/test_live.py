@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from course import live, results
-from course.live import Mode, compile_only, live_or, recorded, simulated
+from course.runtime import live, results
+from course.runtime.live import Mode, compile_only, live_or, recorded, simulated
 
 from .helpers import B200, CPU, H100, use_machine
 

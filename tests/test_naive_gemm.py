@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course.bench.gemm import LADDER, MAJORS, GemmProblem, check_gemm, prepare, problem_for
+from course.bench.gemm_bench import LADDER, MAJORS, GemmProblem, check_gemm, prepare, problem_for
 from kernels import naive_gemm as ng
 from kernels.common import KernelInputError, UnsupportedGPU
 
@@ -67,7 +67,7 @@ def test_c_ownership_is_the_seed_partition():
 
 
 def test_fast_coordinates_agree_with_cutes_own_evaluation(seed_trace):
-    """course.algebra.coordinates (numpy) vs CuTe's element-by-element evaluation."""
+    """course.cute.algebra.coordinates (numpy) vs CuTe's element-by-element evaluation."""
     own = ng.c_ownership()
     assert [(r, c) for r, c, _ in own.cells_of(0)] == seed_trace["c_cells"]
     t = ng.thread_trace(256, 128, 32, thread=173)
@@ -76,7 +76,7 @@ def test_fast_coordinates_agree_with_cutes_own_evaluation(seed_trace):
 
 def test_top_left_quadrant_matches_the_tiled_mma_tv_layout(seed_trace):
     """The TiledMMA's own TV layout (64x64 tile) owns the top-left quadrant identically."""
-    from course.ownership import Ownership
+    from course.models.ownership import Ownership
 
     assert seed_trace["tv_layout_C"] == "((16,16),(1,(4,4))):((256,4),(0,(1,64)))"
     tv = Ownership.from_tv_layout(seed_trace["tv_layout_C"], (64, 64))
@@ -173,7 +173,7 @@ def test_matches_torch(shape, majors, dtype):
 
 @pytest.mark.gpu
 def test_through_the_ladder_and_timed_against_cublas():
-    from course.bench.gemm import benchmark_gemm
+    from course.bench.gemm_bench import benchmark_gemm
 
     problem = problem_for("naive", 1024, 1024, 1024, torch.float32)
     gemm = prepare("naive", problem)

@@ -1,4 +1,4 @@
-"""course.ncu and the counting side of course.bench.banks, on canned Nsight Compute output
+"""course.bench.ncu and the counting side of course.bench.bank_conflicts, on canned Nsight Compute output
 (the real thing runs on the GPU machine: tests/test_smem_banks.py::test_ncu_agrees...)."""
 import json
 import stat
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from course import ncu
-from course.bench import banks as bench_banks
+from course.bench import ncu
+from course.bench import bank_conflicts as bench_banks
 
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
           '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from course import algebra
-from course import layout as pl
-from course.ownership import Ownership, from_thread_value_function
-from course.viz import ownership as vo
-from course.widgets.base import figure_png
+from course.cute import algebra
+from course.models import layout as pl
+from course.models.ownership import Ownership, from_thread_value_function
+from course.viz import ownership_pictures as vo
+from course.widgets.static_widget import figure_png
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,7 +1,7 @@
 """The mbarrier model: phases, parity waits, transaction bytes, and the errors."""
 import pytest
 
-from course.sim.mbarrier import (CONSUMER, PRODUCER, MBarrier, MBarrierError, PipelineState,
+from course.models.mbarrier import (CONSUMER, PRODUCER, MBarrier, MBarrierError, PipelineState,
                                  make_pipeline_state)
 
 

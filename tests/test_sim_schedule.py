@@ -4,7 +4,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from course.sim import schedule  # noqa: E402
+from course.sim import schedule_sim  # noqa: E402
 
 SMALL = dict(sms=4, tiles_m=4, tiles_n=4, k_tiles=6)
 
@@ -16,33 +16,33 @@ def _check_every_tile_once(sim):
     assert sim.mma_chunks == {u: cfg.k_of(u) for u in range(cfg.units)}
 
 
-@pytest.mark.parametrize("scheduler", schedule.SCHEDULERS)
+@pytest.mark.parametrize("scheduler", schedule_sim.SCHEDULERS)
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("workload", ["even", "uneven", "busy"])
 def test_every_tile_is_produced_exactly_once(scheduler, cluster, workload):
     kw = dict(SMALL, cluster=cluster, scheduler=scheduler)
-    units = schedule.ScheduleConfig(**kw).units
+    units = schedule_sim.ScheduleConfig(**kw).units
     if workload == "uneven":
-        kw["tile_k"] = schedule.uneven_work(units, 6)
+        kw["tile_k"] = schedule_sim.uneven_work(units, 6)
     elif workload == "busy":
         kw["sm_busy_until"] = (5000, 5000)
-    _check_every_tile_once(schedule.simulate(**kw))
+    _check_every_tile_once(schedule_sim.simulate(**kw))
 
 
 @pytest.mark.parametrize("stages,acc_slots", [(1, 1), (2, 2), (3, 1), (6, 2)])
 def test_any_depth_and_tmem_slots_are_correct(stages, acc_slots):
-    _check_every_tile_once(schedule.simulate(stages=stages, acc_slots=acc_slots, **SMALL))
+    _check_every_tile_once(schedule_sim.simulate(stages=stages, acc_slots=acc_slots, **SMALL))
 
 
 def test_clc_asks_once_per_extra_tile_plus_one_failure_per_cluster():
-    sim = schedule.simulate(scheduler="clc", **SMALL)
+    sim = schedule_sim.simulate(scheduler="clc", **SMALL)
     cfg = sim.config
     assert sim.clc_queries == (cfg.units - cfg.clusters) + cfg.clusters
-    assert schedule.simulate(scheduler="static", **SMALL).clc_queries == 0
+    assert schedule_sim.simulate(scheduler="static", **SMALL).clc_queries == 0
 
 
 def test_static_round_robin_assignment():
-    sim = schedule.simulate(scheduler="static", **SMALL)   # 2 pairs, 8 pair tiles
+    sim = schedule_sim.simulate(scheduler="static", **SMALL)   # 2 pairs, 8 pair tiles
     by_pair = {}
     for rec in sim.tiles:
         by_pair.setdefault(rec.sm // 2, set()).add(rec.unit)
@@ -50,17 +50,17 @@ def test_static_round_robin_assignment():
 
 
 def test_utilisation_per_sm():
-    sim = schedule.simulate(**SMALL)
+    sim = schedule_sim.simulate(**SMALL)
     u = sim.per_sm_utilisation
     assert len(u) == 4 and all(0 < x <= 1 for x in u)
     assert u[0] == u[1] and u[2] == u[3]          # a paired MMA keeps both SMs busy
     assert sim.utilisation == pytest.approx(sum(u) / 4)
-    late = schedule.simulate(scheduler="clc", sm_busy_until=(6000, 6000), **SMALL)
+    late = schedule_sim.simulate(scheduler="clc", sm_busy_until=(6000, 6000), **SMALL)
     assert late.per_sm_utilisation[0] < late.per_sm_utilisation[2]   # fewer tiles for SM 0/1
 
 
 def test_deep_pipeline_hides_the_handshake_shallow_does_not():
-    lesson = schedule.handshake_lesson(stages=(1, 2, 4, 6), sms=4, tiles_m=4, tiles_n=4)
+    lesson = schedule_sim.handshake_lesson(stages=(1, 2, 4, 6), sms=4, tiles_m=4, tiles_n=4)
     cost = dict(zip(lesson.column("stages"), lesson.column("handshake cost")))
     assert cost[1] > 0.10 and cost[2] > 0.10          # shallow: the handshake shows
     assert cost[4] < 0.05 and cost[6] < 0.05          # deep: it is hidden
@@ -72,20 +72,20 @@ def test_deep_pipeline_hides_the_handshake_shallow_does_not():
 
 
 def test_handshake_only_matters_for_pairs():
-    a = schedule.simulate(cluster=1, handshake_latency=0, **SMALL)
-    b = schedule.simulate(cluster=1, handshake_latency=500, **SMALL)
+    a = schedule_sim.simulate(cluster=1, handshake_latency=0, **SMALL)
+    b = schedule_sim.simulate(cluster=1, handshake_latency=500, **SMALL)
     assert a.total_cycles == b.total_cycles
 
 
 def test_tmem_ping_pong_overlaps_the_epilogue():
-    lesson = schedule.pingpong_lesson(epilogue_latencies=(0, 1600), **SMALL)
+    lesson = schedule_sim.pingpong_lesson(epilogue_latencies=(0, 1600), **SMALL)
     one, two = lesson.column("1 slot"), lesson.column("2 slots")
     assert two[1] < 0.8 * one[1]                       # long epilogue: ping-pong wins big
     assert one[1] - one[0] > 2 * (two[1] - two[0])     # and the epilogue costs it far less
 
 
 def test_clc_balances_uneven_work_and_late_sms():
-    lesson = schedule.scheduler_lesson(seeds=range(4))     # 8 SMs, 24 pair tiles
+    lesson = schedule_sim.scheduler_lesson(seeds=range(4))     # 8 SMs, 24 pair tiles
     rows = {r[0].split(" (")[0]: dict(zip(lesson.columns, r)) for r in lesson.rows}
     assert rows["uneven tiles"]["static / clc"] > 1.05          # on average over workloads
     assert rows["uneven tiles"]["best"] > 1.2
@@ -97,14 +97,14 @@ def test_clc_balances_uneven_work_and_late_sms():
 
 
 def test_lesson_figures_and_timeline_are_labelled():
-    sim = schedule.simulate(scheduler="clc", sm_busy_until=(3000,), **SMALL)
+    sim = schedule_sim.simulate(scheduler="clc", sm_busy_until=(3000,), **SMALL)
     fig = sim.figure(warps=True)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "time (cycles)" and "clc scheduling" in ax.get_title()
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "SM 0 tensor core" in labels and "SM 3 epilogue" in labels
     assert "SM 0 TMA warp" in labels
-    lesson = schedule.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL)
+    lesson = schedule_sim.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL)
     ax = lesson.figure().axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     import matplotlib.pyplot as plt
@@ -113,15 +113,15 @@ def test_lesson_figures_and_timeline_are_labelled():
 
 def test_bad_configs():
     with pytest.raises(ValueError, match="cluster"):
-        schedule.simulate(cluster=4)
+        schedule_sim.simulate(cluster=4)
     with pytest.raises(ValueError, match="multiples of 2"):
-        schedule.simulate(sms=5)
+        schedule_sim.simulate(sms=5)
     with pytest.raises(ValueError, match="scheduler"):
-        schedule.simulate(scheduler="random")
+        schedule_sim.simulate(scheduler="random")
     with pytest.raises(ValueError, match="tile_k"):
-        schedule.simulate(tile_k=(1, 2))
+        schedule_sim.simulate(tile_k=(1, 2))
 
 
 def test_uneven_work_is_reproducible():
-    a, b = schedule.uneven_work(16, 8, seed=3), schedule.uneven_work(16, 8, seed=3)
+    a, b = schedule_sim.uneven_work(16, 8, seed=3), schedule_sim.uneven_work(16, 8, seed=3)
     assert a == b and len(a) == 16 and set(a) == {8, 24} and a.count(24) == 4

@@ -3,7 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from course.widgets.base import StaticWidget  # noqa: E402
+from course.widgets.static_widget import StaticWidget  # noqa: E402
 from course.widgets.pipeline_explorer import pipeline_explorer  # noqa: E402
 from course.widgets.schedule_explorer import config, schedule_explorer  # noqa: E402
 

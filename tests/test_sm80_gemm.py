@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from course.bench.gemm import GemmProblem, check_gemm
+from course.bench.gemm_bench import GemmProblem, check_gemm
 from kernels import sm80_gemm
 from kernels.common import KernelInputError
 

@@ -3,9 +3,9 @@ counted by Nsight Compute where it can read the GPU's counters."""
 import pytest
 import torch
 
-from course import ncu
-from course import smem_access as sa
-from course.bench import banks as bench_banks
+from course.bench import ncu
+from course.models import smem_access as sa
+from course.bench import bank_conflicts as bench_banks
 from kernels import smem_banks
 from kernels.common import KernelInputError
 

@@ -1,11 +1,11 @@
-"""course.swizzle: Swizzle<B,M,S> on offsets, composition with layouts, the TMA modes --
+"""course.models.swizzle: Swizzle<B,M,S> on offsets, composition with layouts, the TMA modes --
 by hand, and against CuTe DSL's own algebra evaluated on the CPU."""
 import random
 
 import numpy as np
 import pytest
 
-from course.swizzle import (TMA_SWIZZLES, Layout, Swizzle, SwizzledLayout, tma_atom,
+from course.models.swizzle import (TMA_SWIZZLES, Layout, Swizzle, SwizzledLayout, tma_atom,
                             tma_row_bytes)
 
 
@@ -73,7 +73,7 @@ def test_tma_modes_spread_16_byte_chunks_over_rows():
 # ---------------------------------------------------------------- against CuTe DSL
 
 def _cute(job):
-    from course.algebra import on_cpu
+    from course.cute.algebra import on_cpu
 
     return on_cpu(job)
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from course.bench import compare
-from course.bench.gemm import GemmProblem, check_gemm, prepare
-from course.hardware import machine
-from course.emulate.descriptors import InstructionDescriptor
+from course.bench.gemm_bench import GemmProblem, check_gemm, prepare
+from course.runtime.hardware import machine
+from course.models.instruction_descriptor import InstructionDescriptor
 from kernels import gemm_inputs, tcgen05_gemm
 from kernels.common import KernelInputError, UnsupportedGPU
 

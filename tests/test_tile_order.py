@@ -2,7 +2,7 @@ import cutlass
 import cutlass.cute as cute
 import pytest
 
-from course.tile_order import grouped_tile, visit_order, wave_panels
+from course.models.tile_order import grouped_tile, visit_order, wave_panels
 from kernels.gemm_parts import grouped_tile as grouped_tile_dsl
 
 SEEN = []

@@ -1,5 +1,5 @@
 """The seed's TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
-from course.tiled_copy import ownership_pairs, seed_tiled_copy
+from course.cute.tiled_copy import ownership_pairs, seed_tiled_copy
 
 
 def test_seed_ownership():

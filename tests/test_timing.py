@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from course.bench import timing
-from course.bench.gemm import GemmProblem, benchmark_gemm, check_gemm, cublas
+from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, cublas
 
 
 def test_rotation_count_beats_the_l2():

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from course import tensormap
+from course.models import tensormap
 from kernels import tma
 from kernels.common import KernelInputError
 

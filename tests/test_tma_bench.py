@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from course import results
+from course.runtime import results
 from course.bench import report
 from course.bench.tma_traffic import METRICS, parse_csv, ratios
 from course.bench.tma_traffic import report as traffic_report

@@ -6,14 +6,14 @@ import time
 import pytest
 import torch
 
-from course import ring_protocol
-from course.bench.gemm import GemmProblem, check_gemm
-from course.watchdog import PipelineHang, isolated
+from course.sim import ring_protocol
+from course.bench.gemm_bench import GemmProblem, check_gemm
+from course.runtime.watchdog import PipelineHang, isolated
 from kernels import tma_gemm
 from kernels.common import KernelInputError
 
 # ------------------------------------------------------------------ the protocol, modelled
-# course.ring_protocol runs the kernel's exact barrier protocol with the kernel's own
+# course.sim.ring_protocol runs the kernel's exact barrier protocol with the kernel's own
 # parity functions, TMA copies landing in random orders.
 
 
@@ -164,7 +164,7 @@ def test_buggy_kernels_hang_and_the_watchdog_says_so_in_bounded_time(bug):
     start = time.perf_counter()
     with pytest.raises(PipelineHang, match="did not finish within 10 s"):
         isolated(tma_gemm.check_isolated, 256, 256, 1024, "bf16", cfg, timeout_s=10)
-    from course.watchdog import LAST_TIMING
+    from course.runtime.watchdog import LAST_TIMING
     assert LAST_TIMING.launch < 10 + 12  # the kill itself is quick
     assert time.perf_counter() - start < 300
 

@@ -3,9 +3,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from course import tensormap  # noqa: E402
-from course.viz import tma as viz  # noqa: E402
-from course.widgets.base import StaticWidget  # noqa: E402
+from course.models import tensormap  # noqa: E402
+from course.viz import tma_pictures as viz  # noqa: E402
+from course.widgets.static_widget import StaticWidget  # noqa: E402
 from course.widgets.tensor_map_explorer import describe, tensor_map_explorer  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"

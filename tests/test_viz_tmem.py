@@ -4,8 +4,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from course.emulate.tmem_map import epilogue_tmem_pairs, pair_tile_pairs  # noqa: E402
-from course.viz.tmem import epilogue_ownership, tmem_allocation  # noqa: E402
+from course.models.tmem_ownership import epilogue_tmem_pairs, pair_tile_pairs  # noqa: E402
+from course.viz.tmem_pictures import epilogue_ownership, tmem_allocation  # noqa: E402
 
 
 def _labelled(fig):

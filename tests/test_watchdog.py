@@ -1,10 +1,10 @@
-"""course.watchdog: a launch that hangs comes back as a clear error in bounded time."""
+"""course.runtime.watchdog: a launch that hangs comes back as a clear error in bounded time."""
 import time
 
 import pytest
 
-from course import watchdog
-from course.watchdog import ChildFailed, PipelineHang, isolated
+from course.runtime import watchdog
+from course.runtime.watchdog import ChildFailed, PipelineHang, isolated
 
 
 def _raise_hang():

@@ -1,6 +1,6 @@
 import pytest
 
-from course.wgmma_desc import Descriptor, core_matrix_bytes, k_major_sw128
+from course.models.wgmma_descriptor import Descriptor, core_matrix_bytes, k_major_sw128
 from kernels.wgmma_gemm import accumulator_pairs
 
 

@@ -1,6 +1,6 @@
-from course.gemm_model import Gemm
-from course.widgets.base import StaticWidget, figure_png
-from course.widgets.tile_roofline import summary, tile_roofline
+from course.models.gemm_model import Gemm
+from course.widgets.static_widget import StaticWidget, figure_png
+from course.widgets.tile_roofline_explorer import summary, tile_roofline
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -32,7 +32,7 @@ def test_figure_png():
 
 
 def test_tile_order_explorer_reacts():
-    from course.widgets.tile_order import tile_order_explorer
+    from course.widgets.tile_order_explorer import tile_order_explorer
 
     widget = tile_order_explorer(tiles_m=8, tiles_n=8, group=8, wave=16)
     sliders = [s for row in widget.view.children[:2] for s in row.children]

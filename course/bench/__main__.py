@@ -19,9 +19,9 @@ import sys
 
 import torch
 
-from .. import results
-from ..hardware import machine
-from . import report
+from course.runtime import results
+from course.runtime.hardware import machine
+from course.bench import report
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -33,7 +33,7 @@ def _need_gpu(what: str) -> None:
 
 
 def cmd_ceilings(args) -> dict:
-    from . import ceilings
+    from course.bench import ceilings
 
     _need_gpu("measuring the ceilings")
     data = ceilings.measure()
@@ -49,7 +49,7 @@ def cmd_ceilings(args) -> dict:
 
 
 def cmd_gemm(args) -> dict:
-    from .gemm import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
+    from course.bench.gemm_bench import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
 
     _need_gpu("benchmarking a GEMM")
     needs = LADDER[args.kernel][1]
@@ -78,32 +78,32 @@ def cmd_gemm(args) -> dict:
 
 
 def cmd_stages(args) -> dict:
-    from . import stages
-    from .gemm import LADDER
+    from course.bench import stage_sweep
+    from course.bench.gemm_bench import LADDER
 
     _need_gpu("sweeping stage counts")
     needs = LADDER[args.kernel][1]
     if not machine().can(needs):
         sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
     overrides = dict(_parse_override(o) for o in args.config)
-    data = stages.sweep(args.kernel, args.size, tuple(args.stages), DTYPES[args.dtype],
+    data = stage_sweep.sweep(args.kernel, args.size, tuple(args.stages), DTYPES[args.dtype],
                         rounds=args.rounds, reps=args.reps, **overrides)
     print(f"{machine().describe()}: {args.kernel} at {args.size}^3 {args.dtype}")
-    stages.print_rows(data)
+    stage_sweep.print_rows(data)
     if args.record:
         results.record("stage_sweep", data)
     return data
 
 
 def cmd_tma(args) -> dict:
-    from . import tma
+    from course.bench import tma_multicast
 
     _need_gpu("measuring TMA multicast")
     if not machine().can("sm_90+"):
         sys.exit(f"TMA multicast needs sm_90+; {machine().describe()}")
-    data = tma.measure(tiles=args.tiles, rounds=args.kernel_rounds, timing_rounds=args.rounds)
+    data = tma_multicast.measure(tiles=args.tiles, rounds=args.kernel_rounds, timing_rounds=args.rounds)
     print(machine().describe())
-    tma.print_rows(data)
+    tma_multicast.print_rows(data)
     if args.record:
         results.record("tma", data)
     return data
@@ -118,13 +118,13 @@ def _parse_override(text: str) -> tuple[str, object]:
 
 
 def cmd_copies(args) -> dict:
-    from . import copies
+    from course.bench import copy_bandwidth
 
     _need_gpu("benchmarking the copies")
-    data = copies.measure(nbytes=args.bytes, rounds=args.rounds, reps=args.reps,
+    data = copy_bandwidth.measure(nbytes=args.bytes, rounds=args.rounds, reps=args.reps,
                           values=args.values)
     print(machine().describe())
-    print(copies.table(data))
+    print(copy_bandwidth.table(data))
     print(f"best: {data['best']} at {data['best_pct_of_ceiling']:.1f}% of the copy ceiling")
     if args.record:
         results.record("copies", data)
@@ -132,13 +132,13 @@ def cmd_copies(args) -> dict:
 
 
 def cmd_banks(args) -> int:
-    from . import banks
+    from course.bench import bank_conflicts
 
     _need_gpu("measuring bank conflicts")
     names = args.cases.split(",") if args.cases else None
-    data = banks.run(names, with_ncu=not args.no_ncu, with_timing=not args.no_timing)
+    data = bank_conflicts.run(names, with_ncu=not args.no_ncu, with_timing=not args.no_timing)
     print(machine().describe())
-    print(banks.table(data))
+    print(bank_conflicts.table(data))
     if data["ncu_error"] and not args.no_ncu:
         args.recorded = False
         print("\nnot recorded: the counters are the point of this benchmark "
@@ -154,14 +154,14 @@ def cmd_banks(args) -> int:
 
 
 def cmd_banks_probe(args) -> int:
-    from . import banks
+    from course.bench import bank_conflicts
 
-    banks.probe(args.cases.split(","), args.manifest)
+    bank_conflicts.probe(args.cases.split(","), args.manifest)
     return 0
 
 
 def cmd_list(args) -> None:
-    from .gemm import LADDER
+    from course.bench.gemm_bench import LADDER
 
     for name, (_, needs, title) in LADDER.items():
         print(f"{name:24s} needs {needs:8s} {title}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .timing import Timing, alternating
+from course.bench.timing import Timing, alternating
 
 
 def matmul_peak(n: int = 8192, dtype: torch.dtype = torch.bfloat16, rounds: int = 6,

@@ -65,7 +65,7 @@ def _launch(argv: list[str]) -> None:
     """Child: prepare the GEMM and launch it (or cuBLAS) five times."""
     import torch
 
-    from .gemm import GemmProblem, cublas, prepare
+    from course.bench.gemm_bench import GemmProblem, cublas, prepare
 
     kernel, size, which, *overrides = argv
     config = {}
@@ -101,8 +101,8 @@ def main(argv=None) -> int:
         for name, m in data[who]["headline"].items():
             print(f"   {name:28s} {m['value']:>12s} {m['unit']}")
     if args.record:
-        from .. import results
-        from . import report
+        from course.runtime import results
+        from course.bench import report
 
         for who in ("ours", "cublas"):
             data[who].pop("all")  # keep the file small: headline metrics only

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import results
+from course.runtime import results
 
 HEADER = """# Recorded results
 

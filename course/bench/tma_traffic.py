@@ -2,7 +2,7 @@
 
     python -m course.bench.tma_traffic [--cluster 2 4] [--record]
 
-For each variant of course.bench.tma (cluster 2 / 4, multicast off / on) this runs a
+For each variant of course.bench.tma_multicast (cluster 2 / 4, multicast off / on) this runs a
 child process under `ncu`, profiles one launch of the multicast benchmark kernel and
 reads these Hopper metrics (raw counters, --print-units base):
 
@@ -32,7 +32,7 @@ import io
 import subprocess
 import sys
 
-from .profile import ncu_binary
+from course.bench.profile import ncu_binary
 
 METRICS = {
     "lts__t_sectors_op_read.sum": "L2 sectors read (all requesters)",
@@ -138,7 +138,7 @@ def _launch(argv: list[str]) -> None:
     from kernels import tma
     from kernels.tma import MulticastConfig
 
-    from .tma import TILE
+    from course.bench.tma_multicast import TILE
 
     cluster, multicast, tiles, rounds = (int(a) for a in argv)
     cfg = MulticastConfig(cluster=cluster, tiles=tiles, multicast=bool(multicast))
@@ -166,8 +166,8 @@ def main(argv=None) -> int:
     data = {"metrics": METRICS, "rows": rows, "ratios": ratios(rows)}
     print(report(data))
     if args.record:
-        from .. import results
-        from . import report as table
+        from course.runtime import results
+        from course.bench import report as table
 
         results.record("tma_traffic", data)
         print(f"recorded; wrote {table.write()}")

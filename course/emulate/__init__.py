@@ -1,17 +1,17 @@
 """CPU emulators of the Blackwell kernels: what runs where no sm_100 GPU is available.
 
-    course.emulate.gemm      the 1-CTA tcgen05 GEMM and the CTA-pair CLC GEMM, warp by warp
-    course.emulate.sync      mbarriers, named barriers, pipeline states, the warp scheduler
-    course.emulate.memory    TMEM (lanes x columns, power-of-two allocation), TMA boxes
+    course.emulate.blackwell_gemm      the 1-CTA tcgen05 GEMM and the CTA-pair CLC GEMM, warp by warp
+    course.emulate.warp_scheduler      mbarriers, named barriers, pipeline states, the warp scheduler
+    course.emulate.blackwell_memory    TMEM (lanes x columns, power-of-two allocation), TMA boxes
     course.emulate.clc       Cluster Launch Control's launch queue (and broken variants)
-    course.emulate.tmem_map  which epilogue thread reads which TMEM lane and column
+    course.models.tmem_ownership  which epilogue thread reads which TMEM lane and column
 
 Pure Python and numpy: no GPU, no CuTe DSL needed.
 """
-from .gemm import (Emulation, EmulationCheck, Event, KernelShape, RingCorruption,
+from course.emulate.blackwell_gemm import (Emulation, EmulationCheck, Event, KernelShape, RingCorruption,
                    cta_pair_clc_gemm_shape, emulate_cta_pair_clc_gemm, emulate_gemm,
                    emulate_tcgen05_gemm, random_operands, tcgen05_gemm_shape)
-from .sync import EmulatedDeadlock
+from course.emulate.warp_scheduler import EmulatedDeadlock
 
 __all__ = ["Emulation", "EmulationCheck", "Event", "KernelShape", "RingCorruption",
            "EmulatedDeadlock", "cta_pair_clc_gemm_shape", "emulate_cta_pair_clc_gemm",

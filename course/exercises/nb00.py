@@ -1,8 +1,8 @@
 """Notebook 00's exercises: counting the GEMM."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
-from ..gemm_model import Gemm
+from course.exercises.check import Wrong, exercise, number
+from course.models.gemm_model import Gemm
 
 G = Gemm(4096, 4096, 4096)
 
@@ -42,7 +42,7 @@ def _intensity(answer):
 @exercise("00.bound", "On a GPU whose ridge point is 246 FLOP/B, is a 4096^3 bf16 GEMM with "
           "128x128 tiles and no L2 reuse memory-bound or compute-bound? Answer 'memory' or "
           "'compute'.",
-          "use course.gemm_model.Gemm(4096, 4096, 4096).intensity(128, 128) and compare.",
+          "use course.models.gemm_model.Gemm(4096, 4096, 4096).intensity(128, 128) and compare.",
           "memory: 128x128 tiles with no reuse give ~63 FLOP/B, far below 246. L2 reuse "
           "between concurrently running CTAs is what rescues it (notebook 10).")
 def _bound(answer):

@@ -1,14 +1,14 @@
 """Notebook 01's exercises: writing and predicting layouts.
 
-Answers are layouts written as 'shape:stride' strings (a course.layout.Layout or a
+Answers are layouts written as 'shape:stride' strings (a course.models.layout.Layout or a
 (shape, stride) pair also works). The expected answers are computed by CuTe DSL
-(course.algebra), never typed in here.
+(course.cute.algebra), never typed in here.
 """
 from __future__ import annotations
 
-from .. import algebra
-from .. import layout as pl
-from ..check import Wrong, exercise
+from course.cute import algebra
+from course.models import layout as pl
+from course.exercises.check import Wrong, exercise
 
 
 def read_layout(answer) -> pl.Layout:
@@ -112,7 +112,7 @@ def _complement(answer):
           "spread out, 3 rows and 4 columns apart. Which product puts offset 1 at row 3, "
           "column 0? Answer 'blocked' or 'raked'.",
           "blocked: each mode is (block, tiler), so the block varies fastest; raked: each mode "
-          "is (tiler, block). Draw both with course.viz.layout.side_by_side.",
+          "is (tiler, block). Draw both with course.viz.layout_pictures.side_by_side.",
           "raked: raked_product = ((3,2),(4,2)):((4,1),(12,2)); row 3 = (0,1) in mode 0, "
           "offset 1. In blocked_product ((2,3),(2,4)):((1,4),(2,12)) offset 1 is at row 1.")
 def _product(answer):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import functools
 
-from .. import algebra
-from .. import layout as pl
-from ..check import Wrong, exercise
-from .nb01 import read_layout
+from course.cute import algebra
+from course.models import layout as pl
+from course.exercises.check import Wrong, exercise
+from course.exercises.nb01 import read_layout
 
 
 @functools.cache

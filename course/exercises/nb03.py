@@ -1,14 +1,14 @@
 """Notebook 03's exercises: coalescing and the TiledCopy's ownership."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
-from ..coalescing import analyze
+from course.exercises.check import Wrong, exercise, number
+from course.models.coalescing import analyze
 
 
 @exercise("03.lines", "A warp's 32 lanes each read one float, lane l at byte 8*l (every other "
           "float). How many 128-byte lines does the request touch?",
           "the lanes span 32 * 8 = 256 bytes from an aligned start.",
-          "2: bytes 0..251 lie in lines 0 and 1 (course.coalescing.analyze([8*l for l in "
+          "2: bytes 0..251 lie in lines 0 and 1 (course.models.coalescing.analyze([8*l for l in "
           "range(32)], 4).lines == [0, 1]); half of every sector moved is wasted.")
 def _lines(answer):
     return number(answer, len(analyze([8 * l for l in range(32)], 4).lines))
@@ -29,10 +29,10 @@ def _useful(answer):
           "rows 0-3, 4-7, 8-11, 12-15 of a column go to 4 consecutive threads; each column "
           "starts 4 threads further on.",
           "10: row 9 is in the third group of 4 rows (thread 2 of its column), and column 2 "
-          "starts at thread 2 * 4 = 8. course.tiled_copy.seed_tiled_copy().owner(9, 2) "
+          "starts at thread 2 * 4 = 8. course.cute.tiled_copy.seed_tiled_copy().owner(9, 2) "
           "== [(10, 1)] (value 1: the second of T10's floats).")
 def _owner(answer):
-    from ..tiled_copy import seed_tiled_copy
+    from course.cute.tiled_copy import seed_tiled_copy
 
     (thread, _value), = seed_tiled_copy().owner(9, 2)
     if isinstance(answer, str) and answer.strip().upper().startswith("T"):
@@ -47,7 +47,7 @@ def _owner(answer):
 
 
 def _rows(thread: int) -> str:
-    from ..tiled_copy import seed_tiled_copy
+    from course.cute.tiled_copy import seed_tiled_copy
 
     cells = seed_tiled_copy().cells_of(thread)
     if not cells:

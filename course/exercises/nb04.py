@@ -1,9 +1,9 @@
 """Notebook 04's exercises: banks, swizzles and the TMA modes."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
-from ..smem_access import SmemTile, ldmatrix_x4_down_m, rows
-from ..swizzle import TMA_SWIZZLES, Layout, Swizzle
+from course.exercises.check import Wrong, exercise, number
+from course.models.smem_access import SmemTile, ldmatrix_x4_down_m, rows
+from course.models.swizzle import TMA_SWIZZLES, Layout, Swizzle
 
 
 @exercise("04.bank", "In the 8x8 float tile (8,8):(1,8) composed with Swizzle<3,2,3>, which bank "

@@ -1,7 +1,7 @@
 """Notebook 05's exercises: mma.sync fragments."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number
 
 
 @exercise("05.owner", "Which lane (0-31) holds C[13][6] of the mma.sync m16n8k16 accumulator?",

@@ -1,7 +1,7 @@
 """Notebook 06's exercises: the SM80 kernel's budget and bookkeeping."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number
 
 
 @exercise("06.smem", "How many bytes of shared memory does the ring of Config(tile_m=128, "
@@ -31,7 +31,7 @@ def _stage(answer):
           "groups of 8 rows are walked column by column: id 11 is in the second column.",
           "(3, 1): ids 0-7 are column 0 of rows 0-7, ids 8-15 column 1.")
 def _order(answer):
-    from ..tile_order import grouped_tile
+    from course.models.tile_order import grouped_tile
 
     try:
         m, n = answer

@@ -1,8 +1,8 @@
 """Notebook 07's exercises: tensor maps, boxes, the swizzle, multicast."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
-from ..tensormap import swizzle_byte_offset, tiled
+from course.exercises.check import Wrong, exercise, number
+from course.models.tensormap import swizzle_byte_offset, tiled
 
 
 def _pair(answer, what: str):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from ..check import Wrong, exercise, number
-from .. import ring_protocol
+from course.exercises.check import Wrong, exercise, number
+from course.sim import ring_protocol
 
 
 @exercise("08.parities",
@@ -62,7 +62,7 @@ def _depth(answer):
 @exercise("08.producer_parity",
           "Write producer_parity(j, stages): the parity the producer's j-th load waits for on "
           "empty[j % stages]. It is checked by running the kernel's whole barrier protocol "
-          "(course.ring_protocol) with it, over several ring depths and interleavings.",
+          "(course.sim.ring_protocol) with it, over several ring depths and interleavings.",
           "the trip round the ring is j // stages; on trip 0 no stage was ever released, so the "
           "wait must pass at once on a fresh barrier.",
           "def producer_parity(j, stages): return ((j // stages) % 2) ^ 1")

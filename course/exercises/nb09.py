@@ -1,7 +1,7 @@
 """Notebook 09's exercises: warpgroups, descriptors and the accumulator."""
 from __future__ import annotations
 
-from ..check import exercise, number
+from course.exercises.check import exercise, number
 
 
 @exercise("09.owner", "In a 64x64 wgmma accumulator, which thread (0-127) holds C[17][10]?",

@@ -1,7 +1,7 @@
 """Notebook 10's exercises: the budgets of the speed-of-light kernel."""
 from __future__ import annotations
 
-from ..check import exercise, number
+from course.exercises.check import exercise, number
 
 
 @exercise("10.clusters", "How many 2-CTA clusters does the persistent kernel launch on a 132-SM "

@@ -1,10 +1,10 @@
 """Notebook 11's exercises: tensor memory, the instruction descriptor, the epilogue's lanes."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
-from ..emulate.descriptors import InstructionDescriptor
-from ..emulate.memory import tmem_alloc_columns
-from ..emulate.tmem_map import warp_of_lane
+from course.exercises.check import Wrong, exercise, number
+from course.models.instruction_descriptor import InstructionDescriptor
+from course.emulate.blackwell_memory import tmem_alloc_columns
+from course.models.tmem_ownership import warp_of_lane
 
 
 @exercise("11.tmem_cols", "How many TMEM columns does tcgen05.alloc hand out for a 128 x 200 "
@@ -19,7 +19,7 @@ def _tmem_cols(answer):
 @exercise("11.idesc", "Encode the tcgen05.mma instruction descriptor (an int) for M=128, "
           "N=256, bf16 A and B (both K-major), fp32 accumulation.",
           "D format bits 4-5 (F32 = 1), A bits 7-9 and B bits 10-12 (BF16 = 1), N >> 3 at "
-          "bit 17, M >> 4 at bit 24; or build course.emulate.descriptors.InstructionDescriptor.",
+          "bit 17, M >> 4 at bit 24; or build course.models.instruction_descriptor.InstructionDescriptor.",
           "1 << 4 | 1 << 7 | 1 << 10 | (256 >> 3) << 17 | (128 >> 4) << 24 = 0x8400490 "
           "= 138413200.")
 def _idesc(answer):

@@ -1,7 +1,7 @@
 """Notebook 12's exercises: the CTA-pair CLC GEMM's budgets."""
 from __future__ import annotations
 
-from ..check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number
 
 
 @exercise("12.tmem_columns", "How many TMEM columns do two 128-column fp32 accumulator slots "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..gemm_model import attainable_tflops
+from course.models.gemm_model import attainable_tflops
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,6 @@ current state, so a notebook saved with outputs still teaches on a static viewer
     layout_explorer.LayoutExplorer   notebook 01: shape:stride and CuTe's algebra, as a grid
     ownership_map.OwnershipMap       notebook 02 on: who holds each cell of a tile, and where
 """
-from .base import StaticWidget, figure_png
+from course.widgets.static_widget import StaticWidget, figure_png
 
 __all__ = ["StaticWidget", "figure_png"]

@@ -6,7 +6,7 @@ pattern (a warp reading a row or a column, the seed's TiledCopy fragment, an
 ldmatrix-style 16-byte row read, an mma.sync operand fragment, 64/128-bit vectors).
 The explorer shows the bank of every element with the current request's cells
 outlined, that request's bank heat per phase, and the wavefronts and conflicts of
-every request: the course.banks model's prediction, which notebook 04 then measures.
+every request: the course.models.bank_model model's prediction, which notebook 04 then measures.
 A preset loads each of notebook 04's measured cases.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import html
 import ipywidgets as w
 import matplotlib.pyplot as plt
 
-from .. import banks, smem_access as sa
-from ..swizzle import TMA_SWIZZLES, Layout, Swizzle
-from ..viz.banks import bank_map, request_heat
-from .base import StaticWidget
+from course.models import bank_model, smem_access as sa
+from course.models.swizzle import TMA_SWIZZLES, Layout, Swizzle
+from course.viz.bank_pictures import bank_map, request_heat
+from course.widgets.static_widget import StaticWidget
 
 SHAPES = ("8x8", "16x8", "16x16", "16x64", "32x2", "32x4", "32x8", "32x16", "32x32", "32x64")
 STORAGE = ("column-major", "row-major", "column-major, padded +1", "row-major, padded +1")
@@ -61,7 +61,7 @@ def make_access(name: str, tile: sa.SmemTile) -> sa.Access:
     if name == ACCESSES[2]:
         if tile.dtype != "fp32" or (rows, cols) != (16, 8):
             raise ValueError("the seed's TiledCopy covers a 16x8 fp32 tile: pick fp32 and 16x8")
-        from ..tiled_copy import seed_tiled_copy
+        from course.cute.tiled_copy import seed_tiled_copy
 
         return sa.from_ownership("TiledCopy fragment", seed_tiled_copy().pairs, 4)
     if name == ACCESSES[4]:
@@ -94,7 +94,7 @@ class BankConflictExplorer:
         self._busy = False
         self.tile: sa.SmemTile | None = None
         self.pattern: sa.Access | None = None
-        self.totals: banks.Totals | None = None
+        self.totals: bank_model.Totals | None = None
         self.error = ""
         for ctl in (self.dtype, self.shape, self.storage, self.swizzle, self.access):
             ctl.observe(self._custom, "value")
@@ -168,7 +168,7 @@ class BankConflictExplorer:
                  title=f"Bank of each element; outlined: request {self.request.value}'s cells "
                        f"(L = lane)")
         request_heat(a, ax=fig.add_subplot(grid[1]))
-        fig.text(0.01, 0.003, "course.banks model: 32 banks x 4 B; 64-bit = 2 phases of 16 lanes, "
+        fig.text(0.01, 0.003, "course.models.bank_model model: 32 banks x 4 B; 64-bit = 2 phases of 16 lanes, "
                               "128-bit = 4 phases of 8 lanes", fontsize=7, color="grey")
         fig.tight_layout(rect=(0, 0.02, 1, 1))
         return fig

@@ -2,9 +2,9 @@
 
     LayoutExplorer("(8,8):(1,8)", "zipped_divide", "(2,4)")
 
-Every result is computed by CuTe DSL itself (course.algebra.explore, one CPU trace,
+Every result is computed by CuTe DSL itself (course.cute.algebra.explore, one CPU trace,
 ~0.1 s) and printed the way CuTe prints it; the grid beside it is coloured by
-offset (drawn with course.layout, which is tested against CuTe). Click a cell (or
+offset (drawn with course.models.layout, which is tested against CuTe). Click a cell (or
 pick its row and column) to see its index, hierarchical coordinate and offset.
 Operations: composition, complement, coalesce, the four divides, the six
 products, the two inverses, and an optional swizzle S<B,M,S> applied on top.
@@ -16,11 +16,11 @@ import html
 import ipywidgets as w
 import matplotlib.pyplot as plt
 
-from .. import algebra
-from .. import layout as pl
-from ..viz import layout as vl
-from .base import StaticWidget, show_figure
-from .cell_grid import MAX_CELLS, CellGrid
+from course.cute import algebra
+from course.models import layout as pl
+from course.viz import layout_pictures as vl
+from course.widgets.static_widget import StaticWidget, show_figure
+from course.widgets.cell_grid import MAX_CELLS, CellGrid
 
 OPERATIONS = ("none", "coalesce", "composition", "complement", "logical_divide",
               "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
@@ -34,7 +34,7 @@ OPERAND_HINT = {
     "complement": "cotarget, e.g. 24 (default: the cosize)",
     "right_inverse": "(no operand)", "left_inverse": "(no operand)",
 }
-SOURCE = "layout computed by CuTe DSL on this machine (course.algebra); drawn by course.layout"
+SOURCE = "layout computed by CuTe DSL on this machine (course.cute.algebra); drawn by course.models.layout"
 
 
 class LayoutExplorer(StaticWidget):

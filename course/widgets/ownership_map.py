@@ -2,7 +2,7 @@
 
     OwnershipMap(ownership, thread=0)
 
-`ownership` is a course.ownership.Ownership -- from a TV layout, a TiledCopy, a
+`ownership` is a course.models.ownership.Ownership -- from a TV layout, a TiledCopy, a
 TiledMMA partition, an mma.sync fragment, a WGMMA accumulator, TMEM lanes or a CTA
 pair; the widget does not care which. Pick a thread to highlight its cells and see
 them in register (value) order; pick a cell (click it, on tiles of up to 512 cells)
@@ -15,10 +15,10 @@ import html
 
 import ipywidgets as w
 
-from ..ownership import Ownership
-from ..viz import ownership as vo
-from .base import StaticWidget, show_figure
-from .cell_grid import MAX_CELLS, CellGrid
+from course.models.ownership import Ownership
+from course.viz import ownership_pictures as vo
+from course.widgets.static_widget import StaticWidget, show_figure
+from course.widgets.cell_grid import MAX_CELLS, CellGrid
 
 
 class OwnershipMap(StaticWidget):
@@ -27,7 +27,7 @@ class OwnershipMap(StaticWidget):
     def __init__(self, ownership: Ownership, thread: int | None = None,
                  cell: tuple[int, int] | None = None, source: str = ""):
         if not isinstance(ownership, Ownership):
-            raise TypeError(f"OwnershipMap needs a course.ownership.Ownership, got "
+            raise TypeError(f"OwnershipMap needs a course.models.ownership.Ownership, got "
                             f"{type(ownership).__name__}")
         self.ownership = ownership
         self.source = source

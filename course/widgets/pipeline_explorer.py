@@ -11,19 +11,19 @@ import html
 
 import ipywidgets as w
 
-from ..sim import pipeline
-from .base import StaticWidget
+from course.sim import pipeline_sim
+from course.widgets.static_widget import StaticWidget
 
 
-def report(sim: pipeline.PipelineSim) -> str:
+def report(sim: pipeline_sim.PipelineSim) -> str:
     """The widget's text for one simulation (HTML)."""
     c = sim.config
-    need = pipeline.stages_to_hide_latency(c.load_latency, c.mma_latency)
+    need = pipeline_sim.stages_to_hide_latency(c.load_latency, c.mma_latency)
     lines = [f"<b>{html.escape(sim.summary())}</b>",
-             f"1 stage would take {pipeline.predicted_cycles(1, c.k_tiles, c.load_latency, c.mma_latency):,.0f} "
+             f"1 stage would take {pipeline_sim.predicted_cycles(1, c.k_tiles, c.load_latency, c.mma_latency):,.0f} "
              f"cycles; the tensor core never waits from {need} stages on "
              f"(load / MMA + 1 = {c.load_latency:,.0f} / {c.mma_latency:,.0f} + 1).",
-             f"Injected: {html.escape(pipeline.BUGS[c.bug])}."]
+             f"Injected: {html.escape(pipeline_sim.BUGS[c.bug])}."]
     text = "<br>".join(lines)
     if sim.explain():
         text += ('<pre style="white-space:pre-wrap;border-left:6px solid #cf222e;'
@@ -39,13 +39,13 @@ def pipeline_explorer(stages: int = 4, k_tiles: int = 12, load_latency: int = 60
     load_w = w.IntSlider(value=load_latency, min=0, max=3000, step=50, description="load (cyc)")
     mma_w = w.IntSlider(value=mma_latency, min=25, max=1000, step=25, description="MMA (cyc)")
     bug_w = w.Dropdown(options=[("none", None)] + [(b.replace("_", " "), b)
-                                                    for b in pipeline.BUGS if b],
+                                                    for b in pipeline_sim.BUGS if b],
                        value=bug, description="bug")
     text = w.HTML()
     out = w.Output()
 
-    def current() -> pipeline.PipelineSim:
-        return pipeline.simulate(stages=stages_w.value, k_tiles=k_w.value,
+    def current() -> pipeline_sim.PipelineSim:
+        return pipeline_sim.simulate(stages=stages_w.value, k_tiles=k_w.value,
                                  load_latency=load_w.value, mma_latency=mma_w.value,
                                  bug=bug_w.value)
 

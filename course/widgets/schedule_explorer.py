@@ -13,8 +13,8 @@ import html
 
 import ipywidgets as w
 
-from ..sim import schedule
-from .base import StaticWidget
+from course.sim import schedule_sim
+from course.widgets.static_widget import StaticWidget
 
 WORKLOADS = ("even tiles", "uneven tiles", "2 SMs busy at start")
 
@@ -26,9 +26,9 @@ def config(stages: int, cluster: int, acc_slots: int, scheduler: str, workload: 
     kw = dict(sms=sms, cluster=cluster, tiles_m=tiles_m, tiles_n=tiles_n, k_tiles=k_tiles,
               stages=stages, acc_slots=acc_slots, scheduler=scheduler,
               epilogue_latency=epilogue_latency, handshake_latency=handshake_latency)
-    units = schedule.ScheduleConfig(**kw).units
+    units = schedule_sim.ScheduleConfig(**kw).units
     if workload == "uneven tiles":
-        kw["tile_k"] = schedule.uneven_work(units, k_tiles, seed=draw)
+        kw["tile_k"] = schedule_sim.uneven_work(units, k_tiles, seed=draw)
     elif workload == "2 SMs busy at start":
         busy = 4 * k_tiles * 256
         kw["sm_busy_until"] = (busy, busy)
@@ -37,7 +37,7 @@ def config(stages: int, cluster: int, acc_slots: int, scheduler: str, workload: 
     return kw
 
 
-def report(sim: schedule.ScheduleSim, static: schedule.ScheduleSim | None = None) -> str:
+def report(sim: schedule_sim.ScheduleSim, static: schedule_sim.ScheduleSim | None = None) -> str:
     """The explorer's text (HTML); `static`: the same workload under the static schedule
     (`sim` itself when it is the static one: then there is nothing to compare)."""
     per_sm = ", ".join(f"SM {i}: {u:.0%}" for i, u in enumerate(sim.per_sm_utilisation))
@@ -62,7 +62,7 @@ def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
                                 description="CTAs")
     acc_w = w.ToggleButtons(options=[("1", 1), ("2 (ping-pong)", 2)], value=acc_slots,
                             description="TMEM slots")
-    sched_w = w.ToggleButtons(options=list(schedule.SCHEDULERS), value=scheduler,
+    sched_w = w.ToggleButtons(options=list(schedule_sim.SCHEDULERS), value=scheduler,
                               description="scheduler")
     work_w = w.Dropdown(options=list(WORKLOADS), value=workload, description="workload")
     draw_w = w.IntSlider(value=draw, min=0, max=7, description="draw",
@@ -75,8 +75,8 @@ def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
     out = w.Output()
     controls = (stages_w, cluster_w, acc_w, sched_w, work_w, draw_w, ep_w, hs_w)
 
-    def current(scheduler: str | None = None) -> schedule.ScheduleSim:
-        return schedule.simulate(**config(stages_w.value, cluster_w.value, acc_w.value,
+    def current(scheduler: str | None = None) -> schedule_sim.ScheduleSim:
+        return schedule_sim.simulate(**config(stages_w.value, cluster_w.value, acc_w.value,
                                           scheduler or sched_w.value, work_w.value,
                                           ep_w.value, hs_w.value, draw=draw_w.value))
 

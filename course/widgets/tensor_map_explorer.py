@@ -10,9 +10,9 @@ import html
 
 import ipywidgets as w
 
-from .. import tensormap
-from ..viz.tma import tensor_map_picture
-from .base import StaticWidget
+from course.models import tensormap
+from course.viz.tma_pictures import tensor_map_picture
+from course.widgets.static_widget import StaticWidget
 
 
 def describe(args: tensormap.TensorMapArgs) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import nbformat
 
-from course import slides
+from course.tools import slides
 from course.catalogue import LESSONS
 
 from .jupyterlab import screenshot

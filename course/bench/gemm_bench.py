@@ -1,0 +1,214 @@
+"""GEMM problems, their correctness check, and the paired benchmark against cuBLAS.
+
+The course's GEMM is C[M,N] = A[M,K] . B[N,K]^T: both operands K-major by default
+(the layout tensor cores like best, and the one cuBLAS computes for
+`torch.matmul(a, b.T)`). A kernel may declare other majors; the operands are then
+built with those strides and cuBLAS gets the very same tensors.
+
+A *prepared* GEMM is a callable `gemm(a, b, c)` that writes c; each ladder kernel
+provides `prepare(problem)` returning one (compiling once). The ladder's entries
+are listed in LADDER, imported lazily so this module loads without CuTe DSL.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import torch
+
+from course.bench.correctness import Check, compare, poison_
+from course.bench.timing import alternating, graphed, rotation_count
+
+Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    m: int
+    n: int
+    k: int
+    dtype: torch.dtype = torch.bfloat16
+    out_dtype: torch.dtype | None = None  # default: same as the inputs
+    a_major: str = "k"  # "k": A stored (M,K) row-major; "m": stored M-contiguous
+    b_major: str = "k"  # "k": B stored (N,K) row-major; "n": stored N-contiguous
+
+    def __post_init__(self):
+        if min(self.m, self.n, self.k) <= 0:
+            raise ValueError(f"GEMM sizes must be positive, got {self.m}x{self.n}x{self.k}")
+        if self.a_major not in ("k", "m") or self.b_major not in ("k", "n"):
+            raise ValueError("a_major must be 'k' or 'm' and b_major 'k' or 'n'")
+
+    @property
+    def c_dtype(self) -> torch.dtype:
+        return self.out_dtype or self.dtype
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def operand_bytes(self) -> int:
+        return (self.m + self.n) * self.k * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        name = str(self.dtype).replace("torch.", "")
+        return f"{self.m}x{self.n}x{self.k} {name}"
+
+    def operands(self, device="cuda", generator=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fresh random A (M,K) and B (N,K) as logical views with the declared majors."""
+        def make(rows, cols, major_is_rows):
+            if major_is_rows:  # contiguous along the first logical mode
+                t = torch.randn(cols, rows, device=device, generator=generator).to(self.dtype)
+                return t.t()
+            return torch.randn(rows, cols, device=device, generator=generator).to(self.dtype)
+        return make(self.m, self.k, self.a_major == "m"), make(self.n, self.k, self.b_major == "n")
+
+    def output(self, device="cuda") -> torch.Tensor:
+        """A poisoned, row-major C."""
+        return poison_(torch.empty(self.m, self.n, dtype=self.c_dtype, device=device))
+
+    @staticmethod
+    def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """A . B^T in float64 (on the inputs' device when it supports float64)."""
+        return a.double() @ b.double().t()
+
+
+def cublas(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """The baseline every kernel is measured against: cuBLAS through torch."""
+    torch.mm(a, b.t(), out=c)
+
+
+def check_gemm(gemm: Gemm, problem: GemmProblem, device="cuda", seed: int | None = None) -> Check:
+    """Fresh inputs, poisoned output, one run, judged against the float64 reference."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed if seed is not None else torch.seed())
+    a, b = problem.operands(device, gen)
+    c = problem.output(device)
+    gemm(a, b, c)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    return compare(c, problem.reference(a, b), what=str(problem))
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """One kernel vs cuBLAS on one problem, timed in alternating rounds."""
+
+    problem: str
+    kernel: str
+    kernel_ms: float
+    cublas_ms: float
+    kernel_tflops: float
+    cublas_tflops: float
+    kernel_spread: float
+    cublas_spread: float
+    input_sets: int
+    samples: int
+    method: str = "eager"
+
+    @property
+    def pct_of_cublas(self) -> float:
+        return 100.0 * self.cublas_ms / self.kernel_ms
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1)}
+
+
+# Below this many FLOP a call is short enough (~0.1 ms on an H100) that launching it
+# from Python would leave the GPU idle between calls, so `graph="auto"` times graphs.
+GRAPH_BELOW_FLOPS = 7e10
+
+
+def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", rounds: int = 10,
+                   reps: int = 10, warmup: int = 5, graph: bool | str = "auto") -> PairedResult:
+    """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds.
+
+    With `graph`, each sample is one replay of a CUDA graph holding one launch per
+    input set (at least 8), divided by the launches: device time without Python's
+    launch overhead, which otherwise dominates small problems for the course's
+    Python-launched kernels. For long kernels eager launches are better: measured on
+    the H100 (2026-11-22), cuBLAS timed against itself read 100.1% eager in every
+    trial, while back-to-back graph replays drift with the clock by up to +-5%.
+    `graph="auto"` (the default) uses graphs only below GRAPH_BELOW_FLOPS.
+    """
+    if graph == "auto":
+        graph = problem.flops < GRAPH_BELOW_FLOPS
+    free, _ = torch.cuda.mem_get_info()
+    bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
+    sets = rotation_count(bytes_per_set, free_bytes=free)
+    inputs = [problem.operands() for _ in range(sets)]
+    outs = [problem.output() for _ in range(sets)]
+
+    def calls(fn):
+        return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(inputs, outs)]
+
+    launches = max(sets, 8) if graph else 1
+    contenders = {"kernel": calls(gemm), "cublas": calls(cublas)}
+    if graph:
+        contenders = {k: [graphed(v, launches)] for k, v in contenders.items()}
+    t = alternating(contenders, rounds, reps, warmup)
+    for timing in t.values():
+        timing.samples_ms = [ms / launches for ms in timing.samples_ms]
+    k, c = t["kernel"], t["cublas"]
+    method = f"cuda-graph ({launches} launches per replay)" if graph else "eager"
+    return PairedResult(str(problem), name, k.median_ms, c.median_ms,
+                        problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
+                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method)
+
+
+# name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)
+LADDER: dict[str, tuple[str, str, str]] = {
+    "cublas": ("course.bench.gemm_bench:prepare_cublas", "gpu",
+               "cuBLAS against itself: the harness's self-check (should read ~100%)"),
+    "naive": ("kernels.naive_gemm:prepare", "gpu",
+              "notebook 02: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
+    "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
+             "notebook 06: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
+    "tma": ("kernels.tma_gemm:prepare", "sm_90+",
+            "notebook 08: TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync"),
+    "wgmma": ("kernels.wgmma_gemm:prepare", "sm_90a",
+              "notebook 09: TMA + mbarrier ring + WGMMA"),
+    "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
+               "notebook 10: warp-specialized, persistent, clustered, TMA-store epilogue"),
+    "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
+                     "notebook 11: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
+    "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
+                          "notebook 12: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
+                          "CLC"),
+}
+
+# The operand majors a ladder kernel is benchmarked with (default: both K-major).
+# The naive GEMM of notebook 02 follows its seed: A M-major, B N-major.
+MAJORS: dict[str, tuple[str, str]] = {
+    "naive": ("m", "n"),
+}
+
+
+def problem_for(name: str, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16,
+                out_dtype: torch.dtype | None = None) -> GemmProblem:
+    """The GemmProblem ladder kernel `name` is measured on (its operand majors)."""
+    a_major, b_major = MAJORS.get(name, ("k", "k"))
+    return GemmProblem(m, n, k, dtype, out_dtype, a_major=a_major, b_major=b_major)
+
+
+def prepare_cublas(problem: GemmProblem) -> Gemm:
+    return cublas
+
+
+def prepare(name: str, problem: GemmProblem, **config) -> Gemm:
+    """Import ladder kernel `name` and prepare (compile) it for `problem`.
+
+    Keyword arguments override fields of the kernel module's `Config`.
+    """
+    if name not in LADDER:
+        raise KeyError(f"unknown GEMM {name!r}; the ladder has {sorted(LADDER)}")
+    module_name, attr = LADDER[name][0].split(":")
+    module = importlib.import_module(module_name)
+    presets = getattr(module, "PRESETS", {})
+    if "preset" in config:  # a named step of the kernel's ladder, then overrides
+        base = presets[config.pop("preset")]
+        return getattr(module, attr)(problem, config=replace(base, **config))
+    if config:
+        return getattr(module, attr)(problem, config=module.Config(**config))
+    return getattr(module, attr)(problem)

@@ -1,0 +1,93 @@
+"""What the GEMM notebooks (06-12) do with a kernel, in one place.
+
+  check_sweep     fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
+  bench_live      the paired benchmark against cuBLAS at a few sizes (live)
+  recorded_rows   the same numbers from results/gemm.json (fallback)
+  compile_report  what the compiler produced: resources, instruction counts, lines
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import torch
+
+from course.runtime import results
+from course.runtime.live import Fallback, recorded
+from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare
+
+RAGGED = [(128, 256, 64), (1000, 1016, 520), (129, 264, 72), (3000, 2056, 1000), (1, 8, 8),
+          (4096, 4096, 4096)]
+
+
+def check_sweep(run: Callable, shapes: Iterable = RAGGED,
+                dtypes=(torch.bfloat16, torch.float16)) -> list:
+    """Verdicts of `run(a, b, c)` on every shape and dtype (prints one line each)."""
+    verdicts = []
+    for dtype in dtypes:
+        for shape in shapes:
+            verdict = check_gemm(run, GemmProblem(*shape, dtype))
+            print(verdict)
+            verdicts.append(verdict)
+    print(f"{sum(v.ok for v in verdicts)}/{len(verdicts)} passed")
+    return verdicts
+
+
+def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5,
+               reps: int = 10, **config) -> list[dict]:
+    """Time ladder kernel `kernel` against cuBLAS now, on this GPU."""
+    rows = []
+    for size in sizes:
+        problem = GemmProblem(size, size, size, dtype)
+        gemm = prepare(kernel, problem, **config)
+        res = benchmark_gemm(gemm, problem, kernel, rounds=rounds, reps=reps)
+        print(f"{problem}: {res.kernel_tflops:6.1f} TFLOP/s vs cuBLAS {res.cublas_tflops:6.1f} "
+              f"-> {res.pct_of_cublas:5.1f}% of cuBLAS")
+        rows.append(res.as_dict())
+    return rows
+
+
+def _is(kernel: str, preset: str, dtype: str, config: dict | None):
+    want = dict(config or {})
+    if preset:
+        want["preset"] = preset
+
+    def match(rec: results.Record) -> bool:
+        d = rec.data
+        return (d.get("kernel") == kernel and d.get("dtype") == dtype
+                and d.get("config", {}) == want)
+    return match
+
+
+def recorded_rows(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
+                  config: dict | None = None) -> tuple[list[dict], results.Record | None]:
+    """The newest recorded rows for a kernel (and preset / config) on `gpu`."""
+    rec = results.latest("gemm", gpu=gpu, match=_is(kernel, preset, dtype, config))
+    return (rec.data["results"], rec) if rec else ([], None)
+
+
+def recorded_gemm(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
+                  config: dict | None = None) -> Fallback:
+    """The live-cell fallback: that kernel's newest recorded rows, cited in the banner."""
+    return recorded("gemm", gpu=gpu, match=_is(kernel, preset, dtype, config),
+                    select=lambda rec: rec.data["results"])
+
+
+def print_rows(rows: list[dict]) -> None:
+    for r in rows:
+        print(f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
+              f"{r['cublas_tflops']:6.1f} -> {r['pct_of_cublas']:5.1f}% of cuBLAS")
+
+
+def compile_report(art, patterns: dict[str, str], show: int = 2) -> dict[str, int]:
+    """Print resources and, per named PTX pattern, its count and first lines."""
+    for kernel, res in art.resource_usage().items():
+        print(f"{kernel[:60]}...: {res['registers']} registers/thread, "
+              f"{res['stack_frame_bytes']} B stack (spills), compiled in {art.compile_seconds:.1f} s")
+    counts = {}
+    for name, pattern in patterns.items():
+        lines = art.ptx_lines(pattern)
+        counts[name] = len(lines)
+        print(f"\n{name}: {len(lines)} in the PTX")
+        for line in lines[:show]:
+            print("   " + (line if len(line) < 150 else line[:147] + "..."))
+    return counts

@@ -1,0 +1,3 @@
+"""Pure-Python models of the hardware and of CuTe's algebra: layouts and swizzles,
+banks, coalescing, tensor maps, descriptors, tile order, ownership, the mbarrier.
+No GPU, no CuTe DSL, no pictures: everything else in the course builds on these."""

@@ -1,0 +1,158 @@
+"""The one policy every notebook uses to run a live cell or take its labelled fallback.
+
+A live cell names what it needs (a key of `course.runtime.hardware.NEEDS`), the function
+that does the real thing, and a fallback for machines that cannot:
+
+    out = live_or("gpu", measure_ceilings, recorded("ceilings"))
+
+On a machine that can, `measure_ceilings()` runs and the cell is labelled LIVE.
+Elsewhere the fallback runs and says exactly what it is:
+
+    compile_only(fn)  compile for the target arch and show what came out (PTX/SASS)
+    simulated(fn)     run the course's simulator or functional emulator instead
+    recorded(name)    show a result measured earlier, naming GPU, date and command
+
+It never silently skips and never pretends: the banner is printed first, and the
+returned `Outcome` carries the mode so later cells can say "measured" or "recorded".
+"""
+from __future__ import annotations
+
+import enum
+import html
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from course.runtime import results
+from course.runtime.hardware import COMPILE_TARGET, Machine, machine, tiers_for
+
+
+class Mode(str, enum.Enum):
+    LIVE = "live"
+    COMPILE_ONLY = "compile-only"
+    SIMULATED = "simulated"
+    RECORDED = "recorded"
+
+
+_STYLE = {  # colour, symbol
+    Mode.LIVE: ("#1a7f37", "▶ LIVE"),
+    Mode.COMPILE_ONLY: ("#9a6700", "⚙ COMPILE-ONLY"),
+    Mode.SIMULATED: ("#8250df", "≈ SIMULATED"),
+    Mode.RECORDED: ("#0969da", "⏺ RECORDED"),
+}
+
+
+@dataclass(frozen=True)
+class Banner:
+    """The label printed above a live cell's output."""
+
+    mode: Mode
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{_STYLE[self.mode][1]}] {self.text}"
+
+    def _repr_html_(self) -> str:
+        colour, label = _STYLE[self.mode]
+        return (f'<div style="border-left:6px solid {colour};padding:4px 10px;'
+                f'margin:4px 0;background:{colour}14">'
+                f'<b style="color:{colour}">{label}</b> {html.escape(self.text)}</div>')
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def show(obj: Any) -> None:
+    """display() inside IPython, print() elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        print(obj)
+        return
+    if get_ipython() is None:
+        print(obj)
+    else:
+        display(obj)
+
+
+@dataclass
+class Outcome:
+    """What a live cell produced, and how."""
+
+    mode: Mode
+    value: Any
+    banner: Banner
+    record: results.Record | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.mode is Mode.LIVE
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """What to do on a machine that cannot run the cell live."""
+
+    mode: Mode
+    run: Callable[[Machine, str, Callable[[Banner], None]], Outcome]
+
+
+def _why_not(m: Machine, needs: str) -> str:
+    return f"This cell needs {needs} (tier {tiers_for(needs)}); this machine is {m.describe()}"
+
+
+def recorded(name: str, gpu: str | None = None,
+             select: Callable[[results.Record], Any] = lambda rec: rec.data,
+             match: Callable[[results.Record], bool] | None = None) -> Fallback:
+    """Fall back to the newest recorded result of family `name` (on a `gpu` if given,
+    satisfying `match` if given); `select` picks what the cell gets from the record."""
+
+    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
+        rec = results.latest(name, gpu=gpu, match=match)
+        if rec is None:
+            raise LookupError(
+                f"no recorded result {name!r}{' on ' + gpu if gpu else ''} in "
+                f"{results.RESULTS_DIR}: it must be measured on a GPU and committed")
+        banner = Banner(Mode.RECORDED, f"{_why_not(m, needs)}. Showing the result "
+                                       f"{rec.citation()}.")
+        announce(banner)
+        return Outcome(Mode.RECORDED, select(rec), banner, rec)
+
+    return Fallback(Mode.RECORDED, run)
+
+
+def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> Fallback:
+    """Fall back to compiling for the target arch; `compile_for(arch)` returns artifacts."""
+
+    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
+        target = arch or COMPILE_TARGET[needs]
+        banner = Banner(Mode.COMPILE_ONLY, f"{_why_not(m, needs)}. Compiling for {target} "
+                                           f"instead and showing what the compiler produced; "
+                                           f"nothing was launched.")
+        announce(banner)
+        return Outcome(Mode.COMPILE_ONLY, compile_for(target), banner)
+
+    return Fallback(Mode.COMPILE_ONLY, run)
+
+
+def simulated(simulate: Callable[[], Any], what: str) -> Fallback:
+    """Fall back to a CPU simulator/emulator; `what` names it in the banner."""
+
+    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
+        banner = Banner(Mode.SIMULATED, f"{_why_not(m, needs)}. Running {what} instead.")
+        announce(banner)
+        return Outcome(Mode.SIMULATED, simulate(), banner)
+
+    return Fallback(Mode.SIMULATED, run)
+
+
+def live_or(needs: str, live: Callable[[], Any], fallback: Fallback,
+            quiet: bool = False) -> Outcome:
+    """Run `live()` if this machine satisfies `needs`, else the labelled fallback."""
+    m = machine()
+    announce = (lambda banner: None) if quiet else show
+    if m.can(needs):
+        banner = Banner(Mode.LIVE, f"running now on {m.describe()}.")
+        announce(banner)
+        return Outcome(Mode.LIVE, live(), banner)
+    return fallback.run(m, needs, announce)

@@ -1,0 +1,117 @@
+"""The teachers' table in README.md: which notebook for which lecture, what runs
+without a GPU, and how long each notebook takes to execute.
+
+    python -m course run            execute the notebooks; writes build/run-report.json
+    python -m course teachers       print the table (times from that report)
+    python -m course teachers --write   and put it into README.md
+
+"Without a GPU" comes from course.catalogue (what the live cells do on the CPU
+tier); the time is the measured wall time of a headless top-to-bottom run
+(`python -m course run`, nbclient, fresh kernel) taken from the run report. A
+notebook missing from the report keeps the time already in README.md, so running
+one notebook updates one row.
+"""
+from __future__ import annotations
+
+from course import ROOT
+import json
+import re
+from pathlib import Path
+
+from course.catalogue import LESSONS
+from course.runtime.hardware import Machine
+
+README = ROOT / "README.md"
+RUN_REPORT = ROOT / "build" / "run-report.json"
+START, END = "<!-- teachers-table:start -->", "<!-- teachers-table:end -->"
+CPU = Machine(tier="cpu", reason="no GPU")
+
+# One lecture per notebook: the lecture slot a teacher shows it in.
+LECTURES = {
+    0: "1. Why GEMM, the roofline, how the course runs",
+    1: "2. CuTe layouts as functions",
+    2: "3. Tiling, partitioning, thread-value layouts",
+    3: "4. Global memory: coalescing and copies",
+    4: "5. Shared memory: banks and swizzles",
+    5: "6. Tensor cores I: MMA atoms",
+    6: "7. A complete tiled GEMM (Ampere style)",
+    7: "8. Hopper data movement: TMA",
+    8: "9. Asynchronous pipelines with mbarriers",
+    9: "10. Tensor cores II: WGMMA",
+    10: "11. The Hopper speed-of-light GEMM",
+    11: "12. Blackwell: tensor memory and tcgen05",
+    12: "13. Capstone: the CTA-pair CLC GEMM",
+}
+NOT_MEASURED = "not measured"
+
+
+def times_from_report(path: Path = RUN_REPORT) -> dict[str, str]:
+    """notebook file name -> "N s (date)" for every notebook that ran without error."""
+    if not path.exists():
+        return {}
+    report = json.loads(path.read_text())
+    date = report["date"][:10]
+    return {r["name"]: f"{r['seconds']:.0f} s ({date})" for r in report["notebooks"]
+            if r["error"] is None}
+
+
+def times_in_readme(text: str) -> dict[str, str]:
+    """The times column of the table currently in README.md."""
+    block = _block(text) or ""
+    times = {}
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if (len(cells) == 5 and cells[1].startswith("`") and cells[1].endswith(".ipynb`")
+                and cells[4] not in ("-", NOT_MEASURED)):
+            times[cells[1].strip("`")] = cells[4]
+    return times
+
+
+def without_gpu(lesson) -> str:
+    """What the notebook's live cells do on a machine with no GPU (course.catalogue)."""
+    if CPU.can(lesson.needs):
+        return "live"
+    return " + ".join(mode.value for mode in lesson.fallback)
+
+
+def table(times: dict[str, str]) -> str:
+    rows = ["| # | notebook | lecture | without a GPU | headless run on a 2-core CPU |",
+            "|---|---|---|---|---|"]
+    for lesson in LESSONS:
+        name = lesson.path.name
+        without = without_gpu(lesson)
+        if lesson.written:
+            took = times.get(name, NOT_MEASURED)
+        else:
+            without, took = without + " (not written yet)", "-"
+        rows.append(f"| {lesson.number:02d} | `{name}` | {LECTURES[lesson.number]} | "
+                    f"{without} | {took} |")
+    return "\n".join(rows)
+
+
+def section(times: dict[str, str]) -> str:
+    return f"{START}\n{table(times)}\n{END}"
+
+
+def _block(text: str) -> str | None:
+    m = re.search(re.escape(START) + r".*?" + re.escape(END), text, re.S)
+    return m.group(0) if m else None
+
+
+def updated_readme(text: str, report: Path = RUN_REPORT) -> str:
+    """README text with the table regenerated: new times from `report`, the rest kept."""
+    times = {**times_in_readme(text), **times_from_report(report)}
+    if _block(text) is None:
+        raise ValueError(f"README.md has no {START} ... {END} block")
+    return text.replace(_block(text), section(times))
+
+
+def main(write: bool = False, report: Path = RUN_REPORT) -> int:
+    text = README.read_text()
+    new = updated_readme(text, report)
+    if write:
+        README.write_text(new)
+        print(f"updated {README}")
+    else:
+        print(_block(new))
+    return 0

@@ -1,0 +1,33 @@
+"""The order in which CTAs visit the tiles of C, and what that means for L2.
+
+Every tile needs one panel of A (its tile row) and one of B (its tile column). The
+CTAs that run at the same time -- one wave, about one per SM -- want their panels in
+L2 together: the fewer distinct panels a wave touches, the fewer bytes come from DRAM.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from course.models.tile_order import visit_order, wave_panels
+
+
+def draw(tiles_m: int, tiles_n: int, group: int, wave: int, ax=None, title: str = ""):
+    """Tiles coloured by visit time; the first wave outlined, with its panel count."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.2, 4.6))
+    order = np.array(visit_order(tiles_m, tiles_n, group))
+    ax.imshow(order, cmap="viridis", origin="upper")
+    first = order < wave
+    ys, xs = np.nonzero(first)
+    ax.scatter(xs, ys, marker="s", s=max(4, 900 // max(tiles_m, tiles_n)), facecolors="none",
+               edgecolors="red", linewidths=1.0)
+    if tiles_m * tiles_n <= 256:
+        for (m, n), t in np.ndenumerate(order):
+            ax.text(n, m, str(t), ha="center", va="center", fontsize=6, color="white")
+    panels = wave_panels(tiles_m, tiles_n, group, wave)
+    ax.set_title(title or f"group of {group} tile rows: first wave ({wave} CTAs, red) "
+                          f"touches {panels[0]} panels", fontsize=9)
+    ax.set_xlabel("tile column n (B panel)")
+    ax.set_ylabel("tile row m (A panel)")
+    fig.tight_layout()
+    return fig
