@@ -5,10 +5,10 @@ and the headless runner read, so they cannot disagree about what runs where.
 """
 from __future__ import annotations
 
-from course import ROOT
 from dataclasses import dataclass
 from pathlib import Path
 
+from course import ROOT
 from course.runtime.hardware import Machine, machine
 from course.runtime.live import Mode
 

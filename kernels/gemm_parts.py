@@ -77,36 +77,6 @@ def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cut
                 cute.copy(copy_c, regs[None, r, c], tCgC[None, r, c])
 
 
-def partition_pairs(make_tiled_mma, shape, threads: int, operand: str,
-                    arch: str | None = None) -> list:
-    """[((thread, value), coord), ...]: where each thread's values of operand A, B or C
-    sit in a tile of `shape`, read from CuTe's own partition of a coordinate tensor.
-    `make_tiled_mma()` builds the TiledMMA inside the trace; `arch` names the target when
-    the MMA exists only there (wgmma: sm_90a). Runs on a CPU (no launch)."""
-    if operand not in ("A", "B", "C"):
-        raise ValueError("operand must be 'A', 'B' or 'C'")
-    out: list = []
-    if arch is None:
-        _collect_pairs(make_tiled_mma, tuple(shape), threads, operand, out)
-    else:  # tracing happens during compilation; nothing is launched
-        cute.compile(_collect_pairs, make_tiled_mma, tuple(shape), threads, operand, out,
-                     options=f"--gpu-arch {arch}")
-    return out
-
-
-@cute.jit
-def _collect_pairs(make_tiled_mma: cutlass.Constexpr, shape: cutlass.Constexpr,
-                   threads: cutlass.Constexpr, operand: cutlass.Constexpr,
-                   out: cutlass.Constexpr):
-    tiled = make_tiled_mma()
-    coords = cute.make_identity_tensor(shape)
-    for t in cutlass.range_constexpr(threads):
-        thr = tiled.get_slice(t)
-        part = {"A": thr.partition_A, "B": thr.partition_B, "C": thr.partition_C}[operand](coords)
-        for v in cutlass.range_constexpr(cute.size(part)):
-            out.append(((t, v), tuple(part[v])))
-
-
 def validate_tn(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None) -> None:
     """A (M,K) and B (N,K) K-major, C (M,N) row-major; K and N multiples of 8."""
     check_tensor(a, "a", dtypes=TN_DTYPES, ndim=2)

@@ -24,7 +24,6 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .gemm_parts import partition_pairs
 from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
                      compile_cached, current_stream, cutlass_dtype, fake_stream, gmem_pointer,
                      launch_arch, require)
@@ -56,18 +55,6 @@ def make_tiled_mma(dtype, config: Config):
     """The atom, repeated over a warps_m x warps_n grid of warps."""
     op = cute.nvgpu.warp.MmaF16BF16Op(dtype, cutlass.Float32, ATOM)
     return cute.make_tiled_mma(op, cute.make_layout((config.warps_m, config.warps_n, 1)))
-
-
-# --------------------------------------------------------------- ownership, on the CPU
-
-def ownership_pairs(operand: str = "C", config: Config = Config(),
-                    dtype: torch.dtype = torch.bfloat16) -> list:
-    """[((thread, value), (row, col)), ...] for operand A (M x K), B (N x K) or C (M x N),
-    read from CuTe's own partitioning of a coordinate tensor (no GPU needed)."""
-    m, n, k = config.shape_mnk
-    shape = {"A": (m, k), "B": (n, k), "C": (m, n)}.get(operand)
-    return partition_pairs(lambda: make_tiled_mma(cutlass_dtype(dtype), config), shape or (0,),
-                           config.threads, operand)
 
 
 # --------------------------------------------------------------- kernels

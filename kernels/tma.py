@@ -383,56 +383,6 @@ class DescriptorDump:
             cute.nvgpu.cpasync.copy_tensormap(tma, out_ptr)
 
 
-@cute.jit
-def _describe(ptr: cute.Pointer, rows: cutlass.Constexpr, cols: cutlass.Constexpr,
-              dtype: cutlass.Constexpr, cfg: cutlass.Constexpr, out: cutlass.Constexpr):
-    """Build the load atom exactly as TmaLoad does (static sizes, so they print) and
-    record what CuTe made of it. Runs at trace time: nothing is launched."""
-    mSrc = cute.make_tensor(ptr, cute.make_layout((rows, cols), stride=(cols, 1)))
-    sl = box_layout(dtype, cfg)
-    tma, tSrc = cute.nvgpu.cpasync.make_tiled_tma_atom(
-        cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mSrc, sl, (cfg.box_rows, cfg.box_cols))
-    boxes = cute.local_tile(tSrc, (cfg.box_rows, cfg.box_cols), (None, None))
-    out["global tensor"] = str(mSrc)
-    out["shared-memory box layout"] = str(sl)
-    out["copy atom"] = str(tma)
-    out["descriptor (atom type)"] = str(tma._trait.value.type)
-    out["TMA tensor"] = str(tSrc)
-    out["TMA tensor, tiled into boxes"] = str(boxes)
-    out["box (1, 2)"] = str(boxes[(None, None, 1, 2)])
-
-
-def cute_tensor_map(rows: int = 8192, cols: int = 8192, dtype: torch.dtype = torch.bfloat16,
-                    config: Config = Config()) -> dict[str, str]:
-    """What CuTe DSL builds for a (rows, cols) row-major tensor moved in `config`'s
-    boxes: the layouts, the copy atom, the TMA tensor. CPU only, no GPU needed."""
-    config.check(torch.tensor([], dtype=dtype).element_size())
-    out: dict[str, str] = {}
-    ptr = gmem_pointer(None, dtype)
-    _describe(ptr, rows, cols, cutlass_dtype(dtype), config, out)
-    return out
-
-
-@cute.jit
-def _swizzle_offsets(bits: cutlass.Constexpr, nbytes: cutlass.Constexpr, out: cutlass.Constexpr):
-    byte_layout = cute.make_composed_layout(cute.make_swizzle(bits, 4, 3), 0,
-                                            cute.make_layout(nbytes))
-    for b in cutlass.range_constexpr(0, nbytes, 16):
-        out.append(byte_layout(b))
-
-
-def cute_swizzle_offsets(swizzle: int = 128, nbytes: int = 1024) -> list[int]:
-    """CuTe's own Swizzle<B,4,3> evaluated on the byte offsets 0, 16, 32, ...: where
-    each 16-byte chunk of a box goes (the model course.models.tensormap checks itself against)."""
-    import warnings
-
-    out: list[int] = []
-    with warnings.catch_warnings():  # a long static loop, on purpose: it runs at trace time
-        warnings.simplefilter("ignore")
-        _swizzle_offsets(SWIZZLE_BITS[swizzle], nbytes, out)
-    return out
-
-
 # ------------------------------------------------------------------ Python surface
 
 KERNELS = ("load", "boxes", "physical", "store", "multicast", "descriptor")

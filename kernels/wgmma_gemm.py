@@ -32,8 +32,8 @@ import torch
 from cutlass.memory.smem import SmemAllocator
 
 from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, partition_pairs,
-                         row_copy, store_tile, swizzled_rows)
+from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
+                         store_tile, swizzled_rows)
 
 NEEDS = "sm_90a"
 DTYPES = TN_DTYPES
@@ -215,16 +215,6 @@ class WgmmaGemm:
         bar = ring.producer_get_barrier(state)
         cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
         cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
-
-
-def accumulator_pairs(tile_n: int = 64, dtype: torch.dtype = torch.bfloat16) -> list:
-    """Where one warpgroup's m64 x tile_n fp32 accumulator lives: [((thread, value),
-    (row, col)), ...], from CuTe's partition of the wgmma TiledMMA (no GPU needed)."""
-    def tiled():
-        return sm90_utils.make_trivial_tiled_mma(
-            cutlass_dtype(dtype), cutlass_dtype(dtype), cute.nvgpu.OperandMajorMode.K,
-            cute.nvgpu.OperandMajorMode.K, cutlass.Float32, (1, 1, 1), tiler_mn=(64, tile_n))
-    return partition_pairs(tiled, (64, tile_n), 128, "C", arch="sm_90a")
 
 
 # ------------------------------------------------------------------ Python surface

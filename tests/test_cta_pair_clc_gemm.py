@@ -12,8 +12,9 @@ from course.bench.gemm_bench import GemmProblem, check_gemm, prepare
 from course.runtime.hardware import machine
 from course.models.instruction_descriptor import InstructionDescriptor
 from course.emulate.blackwell_gemm import cta_pair_clc_gemm_shape
+from course.cute import kernel_traces
 from kernels import cta_pair_clc_gemm as pair
-from kernels import gemm_inputs, tcgen05_parts
+from kernels import gemm_inputs
 from kernels.common import UnsupportedGPU
 
 from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
@@ -126,7 +127,7 @@ def test_wide_tiles_use_all_of_tmem():
 @pytest.mark.parametrize("tile_n", [128, 256])
 def test_each_cta_holds_the_half_the_emulator_assumes(tile_n):
     shape = cta_pair_clc_gemm_shape(tile_n)
-    rows = tcgen05_parts.pair_operand_rows(tile_n)
+    rows = kernel_traces.pair_operand_rows(tile_n)
     for v in (0, 1):
         assert rows[v]["A"] == (v * shape.cta_m, (v + 1) * shape.cta_m - 1)
         assert rows[v]["C"] == rows[v]["A"]

@@ -151,7 +151,7 @@ def test_tmem_map_keeps_each_warp_in_its_quarter():
 @pytest.mark.compile
 @pytest.mark.parametrize("tile_n,ctas", [(128, 1), (256, 2)])
 def test_tmem_map_matches_cute_dsl(tile_n, ctas):
-    from kernels.tcgen05_parts import epilogue_tmem_ownership
+    from course.cute.kernel_traces import epilogue_tmem_ownership
 
     threads = (0, 1, 31, 32, 63, 64, 97, 127)
     from_cute = epilogue_tmem_ownership(tile_n, ctas, threads=threads)

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from course.bench import compare
+from course.cute import kernel_traces
 from kernels import mma_atom
 
 
@@ -16,32 +17,32 @@ def owner_grid(pairs, rows, cols):
 
 def test_fragment_sizes_per_thread():
     for operand, per_thread in (("A", 8), ("B", 4), ("C", 4)):
-        pairs = mma_atom.ownership_pairs(operand)
+        pairs = kernel_traces.mma_atom_pairs(operand)
         assert len(pairs) == 32 * per_thread
         assert all(v < per_thread for (t, v), _ in pairs)
 
 
 def test_c_ownership_matches_the_ptx_isa():
     """groupID = lane // 4 picks the row (and row + 8), lane % 4 a pair of columns."""
-    grid = owner_grid(mma_atom.ownership_pairs("C"), 16, 8)
+    grid = owner_grid(kernel_traces.mma_atom_pairs("C"), 16, 8)
     for m in range(16):
         for n in range(8):
             assert grid[m][n] == 4 * (m % 8) + n // 2
     assert grid[0] == [0, 0, 1, 1, 2, 2, 3, 3]
     assert grid[4][0] == 16  # row 4 starts with T16, as the seed document says
     assert grid[8] == grid[0]  # and row 8 repeats row 0
-    t0 = sorted(rc for (t, v), rc in mma_atom.ownership_pairs("C") if t == 0)
+    t0 = sorted(rc for (t, v), rc in kernel_traces.mma_atom_pairs("C") if t == 0)
     assert t0 == [(0, 0), (0, 1), (8, 0), (8, 1)]
 
 
 def test_a_fragment_of_thread_0():
-    a0 = [rc for (t, v), rc in sorted(mma_atom.ownership_pairs("A")) if t == 0]
+    a0 = [rc for (t, v), rc in sorted(kernel_traces.mma_atom_pairs("A")) if t == 0]
     assert a0 == [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
 
 
 def test_tiled_mma_covers_its_tile_once():
     cfg = mma_atom.Config(2, 2)
-    grid = owner_grid(mma_atom.ownership_pairs("C", cfg), 32, 16)
+    grid = owner_grid(kernel_traces.mma_atom_pairs("C", cfg), 32, 16)
     assert all(cell is not None for row in grid for cell in row)
     warps_of_block = {}
     for m in range(32):
@@ -62,7 +63,7 @@ def test_micro_gemm_is_one_mma_per_warp():
                                     mma_atom.Config(4, 1)], ids=str)
 def test_the_gpu_stamps_what_cute_says(config):
     owner, value = mma_atom.stamp(config)
-    for (t, v), (r, c) in mma_atom.ownership_pairs("C", config):
+    for (t, v), (r, c) in kernel_traces.mma_atom_pairs("C", config):
         assert owner[r, c] == t and value[r, c] == v
 
 

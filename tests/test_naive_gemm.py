@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from course.bench.gemm_bench import LADDER, MAJORS, GemmProblem, check_gemm, prepare, problem_for
+from course.cute import kernel_traces
 from kernels import naive_gemm as ng
 from kernels.common import KernelInputError, UnsupportedGPU
 
@@ -12,7 +13,7 @@ SEED_C_ROWS = [0, 1, 2, 3, 64, 65, 66, 67]
 
 @pytest.fixture(scope="module")
 def seed_trace():
-    return ng.thread_trace(256, 128, 32, thread=0, block=(0, 0))
+    return kernel_traces.thread_trace(256, 128, 32, thread=0, block=(0, 0))
 
 
 def test_the_seed_thread_trace(seed_trace):
@@ -46,17 +47,17 @@ def test_register_order_is_the_fragment_order(seed_trace):
 
 
 def test_other_threads_blocks_and_majors():
-    t = ng.thread_trace(256, 128, 32, thread=17, block=(1, 0))
+    t = kernel_traces.thread_trace(256, 128, 32, thread=17, block=(1, 0))
     assert set(t["c_cells"]) == {(128 + r + 4, c + 4) for r in SEED_C_ROWS for c in SEED_C_ROWS}
-    k = ng.thread_trace(256, 128, 32, a_major="k", b_major="k")
+    k = kernel_traces.thread_trace(256, 128, 32, a_major="k", b_major="k")
     assert k["mA"] == "(256,32):(32,1)" and k["tCgA"] == "(1,(4,2),8):(0,(32,2048),1)"
-    ragged = ng.thread_trace(200, 100, 20, thread=255, block=(1, 0))
+    ragged = kernel_traces.thread_trace(200, 100, 20, thread=255, block=(1, 0))
     assert ragged["k_tiles"] == 3 and ragged["gA"] == "(128,8,3):(1,200,1600)"
     assert max(r for r, _ in ragged["c_cells"]) == 255  # past M=200: the kernel predicates it
 
 
 def test_c_ownership_is_the_seed_partition():
-    own = ng.c_ownership()
+    own = kernel_traces.c_ownership()
     assert own.shape == (128, 128) and own.threads == 256
     assert (own.count == 1).all()  # every cell exactly once
     cells = own.cells_of(0)
@@ -68,9 +69,9 @@ def test_c_ownership_is_the_seed_partition():
 
 def test_fast_coordinates_agree_with_cutes_own_evaluation(seed_trace):
     """course.cute.algebra.coordinates (numpy) vs CuTe's element-by-element evaluation."""
-    own = ng.c_ownership()
+    own = kernel_traces.c_ownership()
     assert [(r, c) for r, c, _ in own.cells_of(0)] == seed_trace["c_cells"]
-    t = ng.thread_trace(256, 128, 32, thread=173)
+    t = kernel_traces.thread_trace(256, 128, 32, thread=173)
     assert [(r, c) for r, c, _ in own.cells_of(173)] == t["c_cells"]
 
 
@@ -80,7 +81,7 @@ def test_top_left_quadrant_matches_the_tiled_mma_tv_layout(seed_trace):
 
     assert seed_trace["tv_layout_C"] == "((16,16),(1,(4,4))):((256,4),(0,(1,64)))"
     tv = Ownership.from_tv_layout(seed_trace["tv_layout_C"], (64, 64))
-    own = ng.c_ownership()
+    own = kernel_traces.c_ownership()
     assert (tv.thread == own.thread[:64, :64]).all()
 
 

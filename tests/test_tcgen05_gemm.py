@@ -227,7 +227,7 @@ def test_cpu_traces_target_sm100a_even_where_cute_detects_a_hopper_gpu():
     import subprocess
     import sys
 
-    code = ("from kernels import tcgen05_parts as p; "
+    code = ("from course.cute import kernel_traces as p; "
             "print(len(p.epilogue_tmem_ownership(128, threads=(0,))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "CUTE_DSL_ARCH": "sm_90a"}, timeout=300)

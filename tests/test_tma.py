@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from course.models import tensormap
+from course.cute import kernel_traces
 from kernels import tma
 from kernels.common import KernelInputError
 
@@ -79,11 +80,11 @@ def test_swizzle_model_is_a_row_wise_xor_permutation():
 @pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
 def test_swizzle_model_matches_cutes_own_functor(swizzle):
     model = [tensormap.swizzle_byte_offset(b, swizzle) for b in range(0, 2048, 16)]
-    assert tma.cute_swizzle_offsets(swizzle, 2048) == model
+    assert kernel_traces.cute_swizzle_offsets(swizzle, 2048) == model
 
 
 def test_cute_side_by_side_shows_the_same_tensor_map():
-    view = tma.cute_tensor_map(8192, 8192, torch.bfloat16)
+    view = kernel_traces.cute_tensor_map(8192, 8192, torch.bfloat16)
     assert "(8192,8192):(8192,1)" in view["global tensor"]
     assert view["shared-memory box layout"].startswith("S<3,4,3>")  # 128B swizzle
     assert "copy_bits = 65536" in view["descriptor (atom type)"]  # 64 x 64 x 16 bits

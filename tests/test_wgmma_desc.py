@@ -1,7 +1,7 @@
 import pytest
 
 from course.models.wgmma_descriptor import Descriptor, core_matrix_bytes, k_major_sw128
-from kernels.wgmma_gemm import accumulator_pairs
+from course.cute.kernel_traces import wgmma_accumulator_pairs
 
 
 def test_encode_decode_roundtrip_and_fields():
@@ -25,7 +25,7 @@ def test_wgmma_accumulator_matches_the_seed_store_mapping():
     """64x64 fp32 accumulator: thread t of warp w holds rows w*16 + (t%32)//4 (+8),
     columns 16*j + 2*(t%4) + {0, 1, 8, 9}."""
     owned = {}
-    for (t, v), rc in accumulator_pairs(64):
+    for (t, v), rc in wgmma_accumulator_pairs(64):
         owned.setdefault(t, set()).add(rc)
     assert len(owned) == 128
     for t in range(128):

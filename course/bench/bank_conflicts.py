@@ -15,7 +15,6 @@ manifest so each profiled launch is matched to its case.
 """
 from __future__ import annotations
 
-from course import ROOT
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from course import ROOT
 from course.bench import ncu
 from course.models.smem_access import Case, case, cases
 

@@ -15,9 +15,9 @@ from course.exercises.nb01 import read_layout
 
 @functools.cache
 def _c_ownership():
-    from kernels import naive_gemm
+    from course.cute import kernel_traces
 
-    return naive_gemm.c_ownership()
+    return kernel_traces.c_ownership()
 
 
 def _pair(answer) -> tuple[int, int]:
@@ -58,17 +58,18 @@ def _owner(answer):
 
 @exercise("02.tCgC",
           "Change the permutation to (16,2):(2,1) (naive_gemm.Config(group=2)). Predict "
-          "tCgC for thread 0 of the seed problem (M=256, N=128, K=32) as CuTe prints it, "
-          "then check it with naive_gemm.thread_trace(config=...).",
+          "tCgC for thread 0 of the traced problem (M=256, N=128, K=32) as CuTe prints it, "
+          "then check it with kernel_traces.thread_trace(config=...).",
           "each thread now owns runs of 2 rows and 2 columns, repeated every 32: 4 groups "
           "of 2 per mode; C is row-major with 128 columns.",
           "(1,(2,4),(2,4)):(0,(128,4096),(1,32)): rows i + 32*g (stride 128 per row, 32*128 "
           "per group), columns j + 32*g.")
 def _tcgc(answer):
+    from course.cute import kernel_traces
     from kernels import naive_gemm
 
     lay = read_layout(answer)
-    want = pl.parse_layout(naive_gemm.thread_trace(config=naive_gemm.Config(group=2))["tCgC"])
+    want = pl.parse_layout(kernel_traces.thread_trace(config=naive_gemm.Config(group=2))["tCgC"])
     if lay == want:
         return True, f"{want}: 64 values in 16 blocks of 2x2."
     if lay.shape != want.shape:

@@ -8,9 +8,9 @@ from course.exercises.check import Wrong, exercise, number
           "row r belongs to lanes 4*(r % 8) .. 4*(r % 8) + 3; column c to lane % 4 == c // 2.",
           "row 13 -> 13 % 8 = 5 -> lanes 20-23; column 6 -> lane % 4 = 3: lane 23.")
 def _owner(answer):
-    from kernels.mma_atom import ownership_pairs
+    from course.cute.kernel_traces import mma_atom_pairs
 
-    truth = next(t for (t, v), rc in ownership_pairs("C") if rc == (13, 6))
+    truth = next(t for (t, v), rc in mma_atom_pairs("C") if rc == (13, 6))
     return number(answer, truth)
 
 

@@ -10,9 +10,9 @@ from course.exercises.check import exercise, number
           "row 17: warp 1, row 1 of its 8-row group -> lane // 4 = 1; column 10 = 8 + 2: "
           "2*(lane%4) = 2 -> lane % 4 = 1; lane = 5; thread 32 + 5 = 37.")
 def _owner(answer):
-    from kernels.wgmma_gemm import accumulator_pairs
+    from course.cute.kernel_traces import wgmma_accumulator_pairs
 
-    truth = next(t for (t, v), rc in accumulator_pairs(64) if rc == (17, 10))
+    truth = next(t for (t, v), rc in wgmma_accumulator_pairs(64) if rc == (17, 10))
     return number(answer, truth)
 
 

@@ -7,7 +7,7 @@ only touch its own quarter of the lanes: warp w (w = warp index % 4) gets lanes
 32w .. 32w+31. These functions return the map in the shape course.models.ownership's
 `Ownership.from_pairs` takes: ((thread, value), (row, column)) pairs.
 
-kernels.tcgen05_parts.epilogue_tmem_ownership derives the same map from CuTe DSL's own
+course.cute.kernel_traces.epilogue_tmem_ownership derives the same map from CuTe DSL's own
 layouts of the kernel's tiled copy; the tests check the two agree.
 """
 from __future__ import annotations

@@ -8,16 +8,15 @@ no timestamps in the PNG), so a stale figure shows up as a byte difference.
 """
 from __future__ import annotations
 
-from course import ROOT
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+from course import ROOT  # noqa: E402
 from course.runtime import results  # noqa: E402
 from course.models.gemm_model import Gemm  # noqa: E402
 from course.viz.roofline import Point, roofline  # noqa: E402

@@ -8,13 +8,13 @@ recorded), so "what ran here" is read from what actually happened, not predicted
 """
 from __future__ import annotations
 
-from course import ROOT
 import datetime
 import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from course import ROOT
 from course.catalogue import LESSONS
 from course.runtime.live import _STYLE, Mode
 

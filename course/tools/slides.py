@@ -17,10 +17,10 @@ Math in markdown ($...$) is shown as TeX source: MathJax is not bundled.
 """
 from __future__ import annotations
 
-from course import ROOT
 import copy
 from pathlib import Path
 
+from course import ROOT
 from course.catalogue import LESSONS
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"

@@ -13,11 +13,11 @@ one notebook updates one row.
 """
 from __future__ import annotations
 
-from course import ROOT
 import json
 import re
 from pathlib import Path
 
+from course import ROOT
 from course.catalogue import LESSONS
 from course.runtime.hardware import Machine
 
