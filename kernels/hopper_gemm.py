@@ -37,15 +37,19 @@ import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream, gmem_pointer, launch_arch, require)
-from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
-                         store_tile)
-from .wgmma_gemm import TILE_K, staged_smem_layout
+from . import selftest
+from .gemm_host import HALF_TYPES, GemmHost, LaunchExtra, host_int32
+from .host import max_active_clusters, smem_capacity
+from .sm80_gemm import grouped_tile, operand_tensors, row_copy, store_tile
+from .tma_gemm import TILE_K, staged_smem_layout
+from .wgmma_gemm import wgmma_tiled_mma
 
 NEEDS = "sm_90a"
-DTYPES = TN_DTYPES
-SMEM_BYTES = 227 * 1024
+DTYPES = HALF_TYPES
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
+# Named barriers (bar.sync ids; id 0 is __syncthreads):
+EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warpgroup, ids 1-2)
+MAINLOOP_TURN_BARRIER = 3  # pingpong: warpgroup w waits on id 3 + w for its turn (ids 3-4)
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,11 @@ class Config:
         rows, cols = self.epi_tile
         return self.epi_buffers * rows * cols * elem_bytes
 
-    def ring_stages(self, elem_bytes: int) -> int:
+    def ring_stages(self, elem_bytes: int, arch: str = "sm_90a") -> int:
+        """`stages`, or (stages = 0) as many as fit in `arch`'s shared memory beside the
+        epilogue buffers, 1024 bytes of alignment and 2 KB for the barriers."""
         stage = (self.tile_m + self.tile_n) * TILE_K * elem_bytes
-        fit = (SMEM_BYTES - self.epi_bytes(elem_bytes) - 1024 - 2048) // stage
+        fit = (smem_capacity(arch) - self.epi_bytes(elem_bytes) - 1024 - 2048) // stage
         return min(self.stages, fit) if self.stages else fit
 
 
@@ -113,10 +119,11 @@ PRESETS: dict[str, Config] = {
 
 
 class HopperGemm:
-    def __init__(self, dtype: type[cutlass.Numeric], config: Config):
+    def __init__(self, dtype: type[cutlass.Numeric], config: Config, arch: str = "sm_90a"):
         self.dtype = dtype
         self.cfg = config
-        self.stages = config.ring_stages(dtype.width // 8)
+        self.smem_capacity = smem_capacity(arch)  # the kernel takes all of it
+        self.stages = config.ring_stages(dtype.width // 8, arch)
         self.tile = (config.tile_m, config.tile_n)
         self.epi_tile = config.epi_tile
         # bytes landing in THIS CTA's stage: its A tile and the whole B tile (half of
@@ -148,10 +155,8 @@ class HopperGemm:
             cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mC,
             cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
 
-        tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K,
-            cute.nvgpu.OperandMajorMode.K, cutlass.Float32,
-            (1 if cfg.pingpong else cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n))
+        tiled_mma = wgmma_tiled_mma(self.dtype, 1 if cfg.pingpong else cfg.tile_m // 64,
+                                    cfg.tile_n)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
@@ -163,7 +168,8 @@ class HopperGemm:
         self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, tiled_mma, sA_layout, sB_layout,
                     sC_layout, cluster_rows, tiles_n).launch(
             grid=[clusters * cfg.cluster_m, 1, 1], block=[cfg.threads, 1, 1],
-            cluster=[cfg.cluster_m, 1, 1], smem=SMEM_BYTES, min_blocks_per_mp=1, stream=stream)
+            cluster=[cfg.cluster_m, 1, 1], smem=self.smem_capacity, min_blocks_per_mp=1,
+            stream=stream)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
@@ -274,8 +280,9 @@ class HopperGemm:
         # epilogue pieces, built once: stmatrix from accumulator registers into a ring
         # of chunks of shared memory, TMA stores from there
         sync_threads = 128 if cutlass.const_expr(cfg.pingpong) else 128 * cfg.consumer_warpgroups
-        chunk_sync = pipeline.NamedBarrier(barrier_id=1 + (wg if cutlass.const_expr(cfg.pingpong)
-                                                           else 0), num_threads=sync_threads)
+        chunk_sync = pipeline.NamedBarrier(
+            barrier_id=EPILOGUE_BARRIER + (wg if cutlass.const_expr(cfg.pingpong) else 0),
+            num_threads=sync_threads)
         store_warp = 4 + 4 * wg if cutlass.const_expr(cfg.pingpong) else 4
         chunk_cols = cfg.tile_n // cfg.epi_n
         chunks = chunk_cols * (cfg.tile_m // self.epi_tile[0])
@@ -298,8 +305,9 @@ class HopperGemm:
             num_stages=cfg.epi_stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads))
 
-        my_turn = pipeline.NamedBarrier(barrier_id=3 + wg, num_threads=256)
-        your_turn = pipeline.NamedBarrier(barrier_id=4 - wg, num_threads=256)
+        my_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + wg, num_threads=256)
+        your_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + 1 - wg,
+                                          num_threads=256)
         step = 1
         item = cluster_id
         if cutlass.const_expr(cfg.pingpong):
@@ -377,43 +385,45 @@ class HopperGemm:
             stores.producer_tail()
 
 
-# ------------------------------------------------------------------ Python surface
+# ------------------------------------------------------------------ the surface
 
-def _signature(dtype: torch.dtype, config: Config, stream):
-    p = gmem_pointer(None, dtype)
-    eight = cutlass.Int32(8)
-    return (HopperGemm(cutlass_dtype(dtype), config), p, p, p, eight, eight, eight,
-            cutlass.Int32(1), stream)
+def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
+    """Clusters that can be resident at once on the operands' GPU (one CTA per SM, all of
+    its shared memory): the persistent grid."""
+    device = a.device.index if a.device.index is not None else torch.cuda.current_device()
+    return (host_int32(max_active_clusters(device, config.cluster_m)),)
+
+
+GEMM = GemmHost("hopper_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
+                HopperGemm(ab, config, arch), Config,
+                extra=LaunchExtra(lambda config: (host_int32(1),), _persistent_grid))
 
 
 def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
-    require(NEEDS, "hopper_gemm")
-    return compile_cached(("hopper_gemm", dtype, config), launch_arch(),
-                          lambda: cute.compile(*_signature(dtype, config, fake_stream())))
+    """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
+    return GEMM.compile(dtype, config)
 
 
 def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()) -> Artifacts:
-    return compile_artifacts(("hopper_gemm", dtype, config), arch,
-                             *_signature(dtype, config, fake_stream()))
+              config: Config = Config()):
+    """PTX and cubin for `arch`, compiled here without a GPU."""
+    return GEMM.artifacts(arch, dtype, config)
 
 
-def max_clusters(config: Config) -> int:
-    """Clusters that fit on the GPU at once: one CTA per SM."""
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    return sms // config.cluster_m
-
-
-def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T, the course's fastest Hopper kernel; validates inputs first."""
-    require(NEEDS, "hopper_gemm")
-    return launch_tn(lambda dtype: compile(dtype, config), a, b, c,
-                     extra=lambda: (cutlass.Int32(max_clusters(config)),))
+    return GEMM.run(a, b, out, config)
 
 
 def prepare(problem, config: Config = Config(), preset: str | None = None):
-    if preset is not None:
-        config = PRESETS[preset]
-    compile(problem.dtype, config)
-    return lambda a, b, c: run(a, b, c, config)
+    """For a benchmark: compile once for `problem` (a preset names a step of the ladder)."""
+    return GEMM.prepare(problem, PRESETS[preset] if preset is not None else config)
+
+
+if __name__ == "__main__":
+    for name, preset in PRESETS.items():
+        status = selftest.gemm_main(GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192),
+                                    config=preset)
+        if status:
+            raise SystemExit(status)

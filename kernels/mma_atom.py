@@ -24,9 +24,8 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, cutlass_dtype, fake_stream, gmem_pointer,
-                     launch_arch, require)
+from .host import (Compiler, KernelInputError, check_tensor, current_stream, cutlass_dtype,
+                   fake_stream, gmem_pointer, require)
 
 NEEDS = "sm_80+"
 DTYPES = (torch.float16, torch.bfloat16)
@@ -51,10 +50,23 @@ class Config:
         return 32 * self.warps_m * self.warps_n
 
 
-def make_tiled_mma(dtype, config: Config):
-    """The atom, repeated over a warps_m x warps_n grid of warps."""
+def tiled_mma(dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1):
+    """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators).
+
+    With atoms_n_per_warp = 2 each warp covers 16 columns with two n8 atoms (a permutation
+    of N), so that one ldmatrix.x4 of B feeds both: the tiled GEMMs of notebooks 06 and 08.
+    """
     op = cute.nvgpu.warp.MmaF16BF16Op(dtype, cutlass.Float32, ATOM)
-    return cute.make_tiled_mma(op, cute.make_layout((config.warps_m, config.warps_n, 1)))
+    warps = cute.make_layout((warps_m, warps_n, 1))
+    if atoms_n_per_warp == 1:
+        return cute.make_tiled_mma(op, warps)
+    return cute.make_tiled_mma(op, warps, permutation_mnk=(
+        warps_m * ATOM[0], warps_n * ATOM[1] * atoms_n_per_warp, ATOM[2]))
+
+
+def make_tiled_mma(dtype, config: Config):
+    """The atom, repeated over the config's grid of warps."""
+    return tiled_mma(dtype, config.warps_m, config.warps_n)
 
 
 # --------------------------------------------------------------- kernels
@@ -109,31 +121,32 @@ class _Kernels:
         cute.autovec_copy(tCrC, tCgC)
 
 
-def _stamp_signature(dtype, config, stream):
+def _stamp_signature(arch: str, dtype, config):
     p = gmem_pointer(None, torch.int32, 4)
-    return (_Kernels(cutlass_dtype(dtype), config).stamp, p, p, stream)
+    return (_Kernels(cutlass_dtype(dtype), config).stamp, p, p, fake_stream())
 
 
-def _gemm_signature(dtype, config, stream):
+def _gemm_signature(arch: str, dtype, config):
     p, c = gmem_pointer(None, dtype, 16), gmem_pointer(None, torch.float32, 16)
-    return (_Kernels(cutlass_dtype(dtype), config).gemm, p, p, c, stream)
+    return (_Kernels(cutlass_dtype(dtype), config).gemm, p, p, c, fake_stream())
+
+
+STAMP = Compiler("mma_atom.stamp", NEEDS, _stamp_signature)
+MICRO_GEMM = Compiler("mma_atom.micro_gemm", NEEDS, _gemm_signature)
 
 
 def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()) -> Artifacts:
+              config: Config = Config()):
     """The micro-GEMM compiled for `arch` without a GPU."""
-    return compile_artifacts(("mma_atom", dtype, config), arch,
-                             *_gemm_signature(dtype, config, fake_stream()))
+    return MICRO_GEMM.artifacts(arch, dtype, config)
 
 
 def stamp(config: Config = Config(), dtype: torch.dtype = torch.bfloat16):
     """Run the stamping kernel: (owner, value) int32 maps of C, as the GPU fills them."""
-    require(NEEDS, "mma_atom.stamp")
+    kernel = STAMP.compile(dtype, config)
     m, n, _ = config.shape_mnk
     owner = torch.full((m, n), -1, dtype=torch.int32, device="cuda")
     value = torch.full((m, n), -1, dtype=torch.int32, device="cuda")
-    kernel = compile_cached(("mma_stamp", dtype, config), launch_arch(),
-                            lambda: cute.compile(*_stamp_signature(dtype, config, fake_stream())))
     kernel(gmem_pointer(owner, torch.int32, 4), gmem_pointer(value, torch.int32, 4),
            current_stream())
     torch.cuda.synchronize()
@@ -142,7 +155,8 @@ def stamp(config: Config = Config(), dtype: torch.dtype = torch.bfloat16):
 
 def micro_gemm(a: torch.Tensor, b: torch.Tensor, config: Config = Config()) -> torch.Tensor:
     """C (fp32) = A . B^T for exactly one tiled-MMA tile: A (16*wm x 16), B (8*wn x 16)."""
-    require(NEEDS, "mma_atom.micro_gemm")
+    require(NEEDS, "mma_atom.micro_gemm", a.device if isinstance(a, torch.Tensor) and a.is_cuda
+            else None)
     m, n, k = config.shape_mnk
     check_tensor(a, "a", dtypes=DTYPES, ndim=2)
     check_tensor(b, "b", dtypes=(a.dtype,), ndim=2)
@@ -150,8 +164,35 @@ def micro_gemm(a: torch.Tensor, b: torch.Tensor, config: Config = Config()) -> t
         raise KernelInputError(f"this warp grid takes contiguous A {m}x{k} and B {n}x{k}, got "
                                f"{tuple(a.shape)} and {tuple(b.shape)}")
     c = torch.empty(m, n, dtype=torch.float32, device=a.device)
-    kernel = compile_cached(("mma_atom", a.dtype, config), launch_arch(),
-                            lambda: cute.compile(*_gemm_signature(a.dtype, config, fake_stream())))
+    kernel = MICRO_GEMM.compile(a.dtype, config, device=a.device)
     kernel(gmem_pointer(a, a.dtype), gmem_pointer(b, a.dtype), gmem_pointer(c, torch.float32),
            current_stream())
     return c
+
+
+def _self_test() -> int:
+    """The micro-GEMM matches torch; the stamped owners of one atom's C follow the PTX ISA's
+    m16n8k16 fragment (thread t holds rows t//4 and t//4 + 8, columns 2(t%4) and 2(t%4)+1)."""
+    from . import selftest
+
+    if not selftest.runnable_here(NEEDS, "mma_atom"):
+        selftest.show_artifacts(artifacts())
+        return 0
+    ok = True
+    for config in (Config(), Config(2, 2)):
+        for dtype in DTYPES:
+            m, n, k = config.shape_mnk
+            a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(n, k, device="cuda").to(dtype)
+            c = micro_gemm(a, b, config)
+            torch.cuda.synchronize()
+            ok &= selftest.verdict(f"{str(dtype)[6:]} {m}x{n}x{k} on {config.threads // 32} "
+                                   f"warp(s)", c, a.double() @ b.double().T, torch.float32)
+    owner, _ = stamp(Config())
+    rows, cols = torch.meshgrid(torch.arange(16), torch.arange(8), indexing="ij")
+    as_ptx_says = bool((owner == 4 * (rows % 8) + cols // 2).all())
+    print(f"  {'ok  ' if as_ptx_says else 'FAIL'} stamp: C's owners are the PTX ISA's fragment")
+    return 0 if ok and as_ptx_says else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_self_test())

@@ -9,11 +9,11 @@ threads that share its rows. That is the bottleneck the rest of the course remov
 
 The partitioning is split into small functions -- `make_tiled_mma`,
 `global_tensors`, `cta_tiles`, `thread_partitions` -- that the kernel calls and
-that `thread_trace` calls again in a `@cute.jit` host function on a CPU, so the
-layouts notebook 02 prints are the ones this kernel uses, computed by CuTe itself.
+that course.cute.kernel_traces calls again in a trace on a CPU, so the layouts
+notebook 02 prints are the ones this kernel uses, computed by CuTe itself.
 
-Operands (the problem of course.bench.gemm_bench.GemmProblem): A is (M,K), B is (N,K),
-C = A . B^T is (M,N) row-major. A may be M-major (stride (1,M), the seed's case)
+Operands: A is (M,K), B is (N,K),
+C = A . B^T is (M,N) row-major. A may be M-major (stride (1,M), as in the traced example)
 or K-major; B N-major or K-major. float32 operands accumulate and store in fp32;
 bf16/fp16 operands accumulate in fp32 and store in their own dtype. Any M, N, K:
 tiles that cross the edge of the problem take a predicated path.
@@ -27,9 +27,8 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, fake_stream, gmem_pointer,
-                     launch_arch, require)
+from . import selftest
+from .gemm_host import GemmHost, Operands
 
 NEEDS = "gpu"
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -39,7 +38,7 @@ DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 class Config:
     """The CTA tile, the thread layout of the FMA atoms, and the M/N permutation.
 
-    Defaults are the seed's: a 128x128x8 CTA tile, 16x16 = 256 threads laid out
+    Defaults: a 128x128x8 CTA tile, 16x16 = 256 threads laid out
     (16,16,1):(16,1,0) (thread t sits at row-of-atoms t // 16, column t % 16), and the
     permutation (16,4):(4,1) on M and on N, which gives each thread runs of `group`
     consecutive rows and columns.
@@ -187,119 +186,60 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
                 tCgC[i] = tCrC_out[i]
 
 
-@cute.jit
-def naive_gemm(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-               m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream,
-               config: cutlass.Constexpr, a_major: cutlass.Constexpr, b_major: cutlass.Constexpr):
-    """Host side: build the global tensors from pointers and sizes, launch one CTA per tile."""
-    mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, a_major, b_major)
-    grid = [(m + config.tile_m - 1) // config.tile_m, (n + config.tile_n - 1) // config.tile_n, 1]
-    naive_gemm_kernel(mA, mB, mC, config).launch(grid=grid, block=[config.threads, 1, 1],
-                                                 stream=stream)
+class NaiveGemm:
+    """The host side for one (dtype, Config, majors): build the global tensors from
+    pointers and sizes, launch one CTA per tile."""
+
+    def __init__(self, dtype, config: Config, a_major: str, b_major: str):
+        self.config, self.a_major, self.b_major = config, a_major, b_major
+
+    @cute.jit
+    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+        config = self.config
+        mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, self.a_major, self.b_major)
+        grid = [(m + config.tile_m - 1) // config.tile_m, (n + config.tile_n - 1) // config.tile_n,
+                1]
+        naive_gemm_kernel(mA, mB, mC, config).launch(grid=grid, block=[config.threads, 1, 1],
+                                                     stream=stream)
 
 
 # ---------------------------------------------------------------- compile / run
 
-def _signature(dtype: torch.dtype, config: Config, a_major: str, b_major: str, stream):
-    # operands are only guaranteed element-aligned: ragged M/N/K and strided views
-    align = dtype.itemsize
-    p = [gmem_pointer(None, dtype, align) for _ in range(3)]
-    one = cutlass.Int32(1)
-    return (naive_gemm, *p, one, one, one, stream, config, a_major, b_major)
-
-
-def _key(dtype, config, a_major, b_major):
-    return ("naive_gemm", dtype, config, a_major, b_major)
+GEMM = GemmHost(
+    "naive_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
+    NaiveGemm(ab, config, a_major, b_major), Config,
+    # element-wise loads: either major, any size, element-aligned views; 32-bit indexing
+    Operands(dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), vector=1,
+             int32_offsets=True))
 
 
 def compile(dtype: torch.dtype = torch.float32, config: Config = Config(), a_major: str = "m",
             b_major: str = "n"):
     """The launchable kernel for this machine's GPU (compiled once per configuration)."""
-    require(NEEDS, "naive_gemm")
-    _check_majors(a_major, b_major)
-    return compile_cached(_key(dtype, config, a_major, b_major), launch_arch(),
-                          lambda: cute.compile(*_signature(dtype, config, a_major, b_major,
-                                                           fake_stream())))
+    return GEMM.compile(dtype, config, a_major=a_major, b_major=b_major)
 
 
 def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32, config: Config = Config(),
-              a_major: str = "m", b_major: str = "n") -> Artifacts:
+              a_major: str = "m", b_major: str = "n"):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    _check_majors(a_major, b_major)
-    return compile_artifacts(_key(dtype, config, a_major, b_major), arch,
-                             *_signature(dtype, config, a_major, b_major, fake_stream()))
+    return GEMM.artifacts(arch, dtype, config, a_major=a_major, b_major=b_major)
 
 
-def _check_majors(a_major: str, b_major: str) -> None:
-    if a_major not in ("m", "k") or b_major not in ("n", "k"):
-        raise KernelInputError(f"a_major must be 'm' or 'k' and b_major 'n' or 'k', got "
-                               f"{a_major!r}, {b_major!r}")
-
-
-def major_of(t: torch.Tensor, contiguous_mode: str, name: str) -> str:
-    """'m'/'n' if `t` (rows, K) is contiguous down its rows, 'k' if along K; else refuse."""
-    rows, cols = t.shape
-    if t.stride(1) == 1 and (t.stride(0) == cols or rows == 1):
-        return "k"
-    if t.stride(0) == 1 and (t.stride(1) == rows or cols == 1):
-        return contiguous_mode
-    raise KernelInputError(f"{name} with strides {tuple(t.stride())} is neither {contiguous_mode}-"
-                           f"major (stride (1,{rows})) nor K-major (stride ({cols},1)); pass "
-                           f".contiguous() or a transposed contiguous tensor")
-
-
-def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T on the GPU: A (M,K), B (N,K), C (M,N) row-major; validates before launch.
 
     A may be M-major (a.stride() == (1, M)) or K-major; B N-major or K-major.
     """
-    require(NEEDS, "naive_gemm")
-    for t, name in ((a, "a"), (b, "b")):
-        check_tensor(t, name, dtypes=DTYPES if name == "a" else (a.dtype,), ndim=2,
-                     align_bytes=a.dtype.itemsize, contiguous_dim=None)
-    if a.shape[1] != b.shape[1]:
-        raise KernelInputError(f"A is {tuple(a.shape)} and B is {tuple(b.shape)}: they must share "
-                               f"K (A is (M,K), B is (N,K))")
-    if a.device != b.device:
-        raise KernelInputError(f"a is on {a.device} and b on {b.device}")
-    m, k = a.shape
-    n = b.shape[0]
-    if max(m, n, k) >= 2**31 or a.numel() >= 2**31 or b.numel() >= 2**31 or m * n >= 2**31:
-        raise KernelInputError("naive_gemm indexes with 32-bit integers: every operand must "
-                               "have fewer than 2^31 elements")
-    if c is None:
-        c = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    check_tensor(c, "c", dtypes=(a.dtype,), ndim=2, align_bytes=a.dtype.itemsize)
-    if tuple(c.shape) != (m, n) or c.device != a.device:
-        raise KernelInputError(f"c must be ({m}, {n}) on {a.device}, got {tuple(c.shape)} "
-                               f"on {c.device}")
-    if m > 1 and c.stride(0) != n:
-        raise KernelInputError(f"c must be row-major with row stride {n}, got strides "
-                               f"{tuple(c.stride())}; pass a contiguous tensor")
-    if m == 0 or n == 0:
-        return c
-    if k == 0:
-        return c.zero_()
-    a_major, b_major = major_of(a, "m", "a"), major_of(b, "n", "b")
-    kernel = compile(a.dtype, config, a_major, b_major)
-    kernel(gmem_pointer(a, a.dtype, a.dtype.itemsize), gmem_pointer(b, a.dtype, a.dtype.itemsize),
-           gmem_pointer(c, a.dtype, a.dtype.itemsize), cutlass.Int32(m), cutlass.Int32(n),
-           cutlass.Int32(k), current_stream())
-    return c
+    return GEMM.run(a, b, out, config)
 
 
 def prepare(problem, config: Config = Config()):
-    """For course.bench: compile once for `problem`, return gemm(a, b, c)."""
-    if problem.c_dtype != problem.dtype:
-        raise KernelInputError(f"naive_gemm stores C in its input type; {problem} asks for "
-                               f"{problem.c_dtype}")
-    if problem.dtype not in DTYPES:
-        raise KernelInputError(f"naive_gemm takes {DTYPES}, not {problem.dtype}")
-    compile(problem.dtype, config, problem.a_major, problem.b_major)
+    """For a benchmark: compile once for `problem`, return gemm(a, b, c)."""
+    return GEMM.prepare(problem, config)
 
-    def gemm(a, b, c):
-        run(a, b, c, config)
 
-    return gemm
-
+if __name__ == "__main__":
+    raise SystemExit(selftest.gemm_main(GEMM, "naive_gemm", (torch.float32, torch.bfloat16),
+                                        sizes=(2048,)))

@@ -19,10 +19,16 @@ adds them:
 
 Operands: A (M,K) and B (N,K) K-major (row-major), C (M,N) row-major, bf16 or fp16
 in and out, fp32 accumulation. K and N must be multiples of 8 (16-byte rows).
+
+The pieces later steps reuse live here, where the course introduces them: the grouped
+tile order, the swizzled row atom, the 16-byte row copies, the ldmatrix fragments of an
+mma.sync TiledMMA and the epilogue through shared memory.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -30,13 +36,13 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
-                         store_tile, swizzled_rows)
-from .common import (Artifacts, compile_artifacts, compile_cached, fake_stream, gmem_pointer, launch_arch, require)
+from . import selftest
+from .gemm_host import HALF_TYPES, GemmHost
+from .mma_atom import ATOM as MMA_SHAPE
+from .mma_atom import tiled_mma as tiled_mma_sync
 
 NEEDS = "sm_80+"
-DTYPES = TN_DTYPES
-MMA_SHAPE = (16, 8, 16)  # mma.sync.m16n8k16
+DTYPES = HALF_TYPES
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,6 @@ class Config:
             raise ValueError("tile_m must be a multiple of warps_m * 16")
         if self.tile_n % (self.warps_n * MMA_SHAPE[1] * 2):
             raise ValueError("tile_n must be a multiple of warps_n * 16")
-        if self.smem_bytes(2) > 227 * 1024:
-            raise ValueError(f"{self.smem_bytes(2)} bytes of shared memory is over the 227 KB limit")
 
     @property
     def threads(self) -> int:
@@ -79,6 +83,7 @@ class Sm80Gemm:
         self.cfg = config
         self.tile = (config.tile_m, config.tile_n, config.tile_k)
         self.copy_elems = 128 // dtype.width  # 8 bf16 per 16-byte cp.async
+        self.smem_bytes = config.smem_bytes(dtype.width // 8)
 
     # ------------------------------------------------------------- host side
     @cute.jit
@@ -101,13 +106,9 @@ class Sm80Gemm:
         # shared -> global for C: 16-byte pieces of rows
         copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
 
-        # tensor cores: m16n8k16 atoms on a warps_m x warps_n grid; N doubled so one
-        # ldmatrix.x4 feeds two n8 atoms
-        mma_op = cute.nvgpu.warp.MmaF16BF16Op(self.dtype, cutlass.Float32, MMA_SHAPE)
-        tiled_mma = cute.make_tiled_mma(
-            mma_op, cute.make_layout((cfg.warps_m, cfg.warps_n, 1)),
-            permutation_mnk=(cfg.warps_m * MMA_SHAPE[0], cfg.warps_n * MMA_SHAPE[1] * 2,
-                             MMA_SHAPE[2]))
+        # tensor cores: notebook 05's m16n8k16 atoms on a warps_m x warps_n grid, two n8
+        # atoms per warp so one ldmatrix.x4 of B feeds both
+        tiled_mma = tiled_mma_sync(self.dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
@@ -181,17 +182,9 @@ class Sm80Gemm:
             cute.arch.cp_async_commit_group()
 
         # 5-6. fragments: ldmatrix views of shared memory and mma.sync registers
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA)[None, None, None, 0])
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB)[None, None, None, 0])
-        acc = tiled_mma.make_fragment_C(thr_mma.partition_C(gC))
-        acc.fill(0.0)
-        ldsm = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), self.dtype)
-        s2r_a = cute.make_tiled_copy_A(ldsm, tiled_mma)
-        s2r_b = cute.make_tiled_copy_B(ldsm, tiled_mma)
-        thr_s2r_a, thr_s2r_b = s2r_a.get_slice(tidx), s2r_b.get_slice(tidx)
-        tXsA, tXrA = thr_s2r_a.partition_S(sA), thr_s2r_a.retile(tCrA)
-        tXsB, tXrB = thr_s2r_b.partition_S(sB), thr_s2r_b.retile(tCrB)
+        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+        s2r_a, tXsA, tXrA, s2r_b, tXsB, tXrB = f.s2r_a, f.tXsA, f.tXrA, f.s2r_b, f.tXsB, f.tXrB
+        tCrA, tCrB, acc = f.tCrA, f.tCrB, f.acc
         k_blocks = cute.size(tCrA, mode=[2])
 
         # main loop: wait for k-tile t, prefetch its first k-block into registers,
@@ -225,14 +218,8 @@ class Sm80Gemm:
 
         # 7. epilogue: registers -> shared (converted) -> coalesced 16-byte stores
         cute.arch.cp_async_wait_group(0)
-        cute.arch.sync_threads()
-        out = cute.make_fragment_like(acc, self.dtype)
-        out.store(acc.load().to(self.dtype))
-        cute.autovec_copy(out, thr_mma.partition_C(sC))
-        cute.arch.sync_threads()
-        cC = cute.local_tile(cute.make_identity_tensor(mC.shape), self.tile, coord,
-                             proj=(1, 1, None))
-        store_tile(copy_c, sC, gC, cC, mC.shape, tidx)
+        epilogue_through_smem(acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
 
     def row_predicate(self, tXcX: cute.Tensor, rows: cutlass.Int32):
         """(copy rows x k-chunks) booleans: does this thread's copied row exist?
@@ -247,38 +234,138 @@ class Sm80Gemm:
         return pred
 
 
-# ------------------------------------------------------------------ Python surface
+# ------------------------------------------------------------------ the pieces later steps reuse
 
-def _signature(dtype: torch.dtype, config: Config, stream):
-    from .common import cutlass_dtype
+class Fragments(NamedTuple):
+    """What ldmatrix_fragments returns: the MMA's register fragments and the ldmatrix copies
+    that fill them from shared memory, one k-block at a time."""
 
-    p = gmem_pointer(None, dtype)
-    one = cutlass.Int32(8)
-    return (Sm80Gemm(cutlass_dtype(dtype), config), p, p, p, one, one, one, stream)
+    thr_mma: object
+    tCrA: cute.Tensor
+    tCrB: cute.Tensor
+    acc: cute.Tensor
+    s2r_a: cute.TiledCopy
+    tXsA: cute.Tensor
+    tXrA: cute.Tensor
+    s2r_b: cute.TiledCopy
+    tXsB: cute.Tensor
+    tXrB: cute.Tensor
+
+
+def ldmatrix_fragments(tiled_mma: cute.TiledMma, sA: cute.Tensor, sB: cute.Tensor,
+                       gC: cute.Tensor, tidx, dtype) -> Fragments:
+    """This thread's A and B fragments (one stage of sA / sB) and zeroed accumulators, and
+    ldmatrix.x4 copies laid out exactly as mma.sync wants its registers (retile views the
+    fragments through the copy's thread-value layout). Traced inline in a kernel."""
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA)[None, None, None, 0])
+    tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB)[None, None, None, 0])
+    acc = tiled_mma.make_fragment_C(thr_mma.partition_C(gC))
+    acc.fill(0.0)
+    ldsm = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), dtype)
+    s2r_a = cute.make_tiled_copy_A(ldsm, tiled_mma)
+    s2r_b = cute.make_tiled_copy_B(ldsm, tiled_mma)
+    thr_s2r_a, thr_s2r_b = s2r_a.get_slice(tidx), s2r_b.get_slice(tidx)
+    return Fragments(thr_mma, tCrA, tCrB, acc, s2r_a, thr_s2r_a.partition_S(sA),
+                     thr_s2r_a.retile(tCrA), s2r_b, thr_s2r_b.partition_S(sB),
+                     thr_s2r_b.retile(tCrB))
+
+
+def epilogue_through_smem(acc: cute.Tensor, thr_mma, sC: cute.Tensor, gC: cute.Tensor,
+                          mC: cute.Tensor, copy_c: cute.TiledCopy, tile_mn, tile_coord, tidx,
+                          dtype) -> None:
+    """Registers -> shared memory (converted to C's type, in the MMA's layout) -> global in
+    16-byte pieces of rows, predicated at the edges of C. Every thread of the CTA takes
+    part; the A/B ring must no longer be read (sC may alias it)."""
+    cute.arch.sync_threads()
+    out = cute.make_fragment_like(acc, dtype)
+    out.store(acc.load().to(dtype))
+    cute.autovec_copy(out, thr_mma.partition_C(sC))
+    cute.arch.sync_threads()
+    cC = cute.local_tile(cute.make_identity_tensor(mC.shape), tile_mn, tile_coord)
+    store_tile(copy_c, sC, gC, cC, mC.shape, tidx)
+
+
+@cute.jit
+def grouped_tile(tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
+                 group: cutlass.Constexpr):
+    """Linear tile id -> (tile_m, tile_n): `group` tile rows walked column by column.
+    (course.models.tile_order.grouped_tile is the same function in plain Python.)"""
+    per_group = group * tiles_n
+    first_m = (tile // per_group) * group
+    rows = cutlass.min(tiles_m - first_m, group)
+    return first_m + (tile % per_group) % rows, (tile % per_group) // rows
+
+
+def swizzled_rows(width: int, copy_elems: int):
+    """8 rows x `width` elements, swizzled so the 16-byte chunks of consecutive rows
+    fall in different banks (Swizzle<B,3,3> on 16-bit elements)."""
+    bits = min(3, int(math.log2(width // copy_elems)))
+    atom = cute.make_layout((8, width), stride=(width, 1))
+    return cute.make_composed_layout(cute.make_swizzle(bits, 3, 3), 0, atom)
+
+
+def operand_tensors(a_ptr, b_ptr, c_ptr, m, n, k):
+    """A (M,K) and B (N,K) K-major, C (M,N) row-major; K and N are multiples of 8."""
+    k = cute.assume(k, divby=8)
+    n = cute.assume(n, divby=8)
+    mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
+    mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
+    mC = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n, 1)))
+    return mA, mB, mC
+
+
+def row_copy(dtype, threads: int, width: int, atom_op=None):
+    """A tiled copy moving rows of a `width`-wide tile in 16-byte pieces."""
+    elems = 128 // dtype.width
+    op = atom_op if atom_op is not None else cute.nvgpu.CopyUniversalOp()
+    atom = cute.make_copy_atom(op, dtype, num_bits_per_copy=128)
+    chunks = width // elems
+    thr = cute.make_layout((threads // chunks, chunks), stride=(chunks, 1))
+    return cute.make_tiled_copy_tv(atom, thr, cute.make_layout((1, elems)))
+
+
+@cute.jit
+def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cute.Tensor,
+               shape_mn, tidx: cutlass.Int32):
+    """Shared -> global for one C tile; cC holds each element's (m, n) coordinate."""
+    thr = copy_c.get_slice(tidx)
+    tCsC, tCgC, tCcC = thr.partition_S(sC), thr.partition_D(gC), thr.partition_S(cC)
+    regs = cute.make_fragment_like(tCsC)
+    cute.autovec_copy(tCsC, regs)
+    for r in cutlass.range(cute.size(tCgC, mode=[1]), unroll_full=True):
+        for c in cutlass.range(cute.size(tCgC, mode=[2]), unroll_full=True):
+            if cute.elem_less(tCcC[0, r, c], shape_mn):
+                cute.copy(copy_c, regs[None, r, c], tCgC[None, r, c])
+
+
+# ------------------------------------------------------------------ the surface
+
+GEMM = GemmHost("sm80_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
+                Sm80Gemm(ab, config), Config)
 
 
 def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
     """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    require(NEEDS, "sm80_gemm")
-    return compile_cached(("sm80_gemm", dtype, config), launch_arch(),
-                          lambda: cute.compile(*_signature(dtype, config, fake_stream())))
+    return GEMM.compile(dtype, config)
 
 
 def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()) -> Artifacts:
+              config: Config = Config()):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    return compile_artifacts(("sm80_gemm", dtype, config), arch,
-                             *_signature(dtype, config, fake_stream()))
+    return GEMM.artifacts(arch, dtype, config)
 
 
-def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T on tensor cores; validates every input before launching."""
-    require(NEEDS, "sm80_gemm")
-    return launch_tn(lambda dtype: compile(dtype, config), a, b, c)
+    return GEMM.run(a, b, out, config)
 
 
 def prepare(problem, config: Config = Config()):
-    """For course.bench: compile once for `problem`'s dtype, return gemm(a, b, c)."""
-    compile(problem.dtype, config)
-    return lambda a, b, c: run(a, b, c, config)
+    """For a benchmark: compile once for `problem`'s dtype, return gemm(a, b, c)."""
+    return GEMM.prepare(problem, config)
+
+
+if __name__ == "__main__":
+    raise SystemExit(selftest.gemm_main(GEMM, "sm80_gemm"))

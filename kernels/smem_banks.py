@@ -23,9 +23,8 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, fake_stream, gmem_pointer, launch_arch,
-                     require)
+from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
+                   gmem_pointer, require)
 
 NEEDS = "gpu"
 WARP = 32
@@ -84,29 +83,28 @@ def smem_read(off_ptr: cute.Pointer, data_ptr: cute.Pointer, out_ptr: cute.Point
         grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream)
 
 
-def _signature(n_req: int, vec: int, config: Config, stream):
+def _signature(arch: str, n_req: int, vec: int, config: Config):
     if vec not in VECTORS:
         raise KernelInputError(f"vec must be one of {VECTORS} (4-byte words per load)")
     if not 1 <= n_req <= 64:
         raise KernelInputError(f"{n_req} requests: the kernel unrolls 1..64 requests per pass")
     ip, fp = gmem_pointer(None, torch.int32), gmem_pointer(None, torch.float32)
     one = cutlass.Int32(1)
-    return (smem_read, ip, fp, fp, one, cutlass.Int32(0), one, stream, n_req, vec,
+    return (smem_read, ip, fp, fp, one, cutlass.Int32(0), one, fake_stream(), n_req, vec,
             config.threads_per_block)
 
 
-def compile(n_req: int, vec: int, config: Config = Config()):
+COMPILER = Compiler("smem_banks", NEEDS, _signature)
+
+
+def compile(n_req: int, vec: int, config: Config = Config(), device=None):
     """The launchable kernel for this GPU, once per (requests, vector width, config)."""
-    require(NEEDS, "smem_banks")
-    return compile_cached(("smem_banks", n_req, vec, config), launch_arch(),
-                          lambda: cute.compile(*_signature(n_req, vec, config, fake_stream())))
+    return COMPILER.compile(n_req, vec, config, device=device)
 
 
-def artifacts(arch: str = "sm_90a", n_req: int = 1, vec: int = 4,
-              config: Config = Config()) -> Artifacts:
+def artifacts(arch: str = "sm_90a", n_req: int = 1, vec: int = 4, config: Config = Config()):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    return compile_artifacts(("smem_banks", n_req, vec, config), arch,
-                             *_signature(n_req, vec, config, fake_stream()))
+    return COMPILER.artifacts(arch, n_req, vec, config)
 
 
 def reference(offsets: torch.Tensor, data: torch.Tensor, vec: int, iters: int) -> torch.Tensor:
@@ -125,7 +123,8 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
     offsets: int32 (requests, 32) in units of `vec` words, -1 for an idle lane;
     data: float32 (SMEM_WORDS,) copied into shared memory first.
     """
-    require(NEEDS, "smem_banks")
+    require(NEEDS, "smem_banks",
+            offsets.device if isinstance(offsets, torch.Tensor) and offsets.is_cuda else None)
     check_tensor(offsets, "offsets", dtypes=(torch.int32,), ndim=2)
     check_tensor(data, "data", dtypes=(torch.float32,), ndim=1)
     if offsets.shape[1] != WARP:
@@ -148,7 +147,7 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
         raise KernelInputError(f"out must hold blocks * threads = {blocks * threads} values")
     if not (offsets.device == data.device == out.device):
         raise KernelInputError("offsets, data and out must be on the same GPU")
-    kernel = compile(int(offsets.shape[0]), vec, config)
+    kernel = compile(int(offsets.shape[0]), vec, config, device=offsets.device)
     args = (gmem_pointer(offsets, torch.int32), gmem_pointer(data, torch.float32),
             gmem_pointer(out, torch.float32), cutlass.Int32(iters), cutlass.Int32(0),
             cutlass.Int32(blocks))
@@ -165,3 +164,34 @@ def run(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: int =
     """Every warp reads shared memory as `offsets` says, `iters` times; returns the sums
     (blocks * threads values; see reference() for what each warp's lanes must hold)."""
     return launcher(offsets, data, iters, blocks, out, vec, config)()
+
+
+def _self_test() -> int:
+    """Sums match the reference for a conflict-free and a 32-way conflicting read, and the
+    conflicting one takes longer."""
+    from . import selftest
+
+    if not selftest.runnable_here(NEEDS, "smem_banks"):
+        selftest.show_artifacts(artifacts())
+        return 0
+    lanes = torch.arange(WARP, dtype=torch.int32, device="cuda")
+    patterns = {"conflict-free (lane l reads word l)": lanes,
+                "32-way conflict (lane l reads word 32 l)": lanes * 32}
+    data = torch.randn(SMEM_WORDS, device="cuda")
+    ok, times = True, {}
+    for name, pattern in patterns.items():
+        offsets = pattern.reshape(1, WARP)
+        out = run(offsets, data, iters=3)
+        torch.cuda.synchronize()
+        got = out[:WARP]
+        ok &= selftest.verdict(name, got, reference(offsets, data, 1, 3).to(got.device),
+                               torch.float32)
+        launch = launcher(offsets, data, iters=1000, blocks=132)
+        times[name] = selftest.events_ms(launch, 10)
+    slow, fast = times[list(patterns)[1]], times[list(patterns)[0]]
+    print(f"  the 32-way conflict takes {slow / fast:.1f}x as long as the conflict-free read")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_self_test())

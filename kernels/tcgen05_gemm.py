@@ -18,9 +18,19 @@ Ragged shapes: TMA fills out-of-bounds rows/columns of A and B with zeros and cl
 store of C, so M, N and K need not be multiples of the tile; K and N must be multiples
 of 8 (TMA needs 16-byte row strides), which run() checks.
 
-Notebook 12's CTA-pair kernel (kernels.cta_pair_clc_gemm) is this kernel plus CTA pairs,
-two accumulator slots and Cluster Launch Control; the pieces both use live in
-kernels.tcgen05_parts.
+The pieces notebook 12's kernels reuse live here too, in the order data flows through them:
+
+    operands        torch pointers + sizes -> CuTe tensors (K-major A, B; row-major C)
+    tiled MMA       one tcgen05.mma atom: 128xN (cta_group::1) or 256xN (cta_group::2)
+    TMA atoms       global -> shared boxes for A and B, shared -> global for C
+    tma_k_loop      the TMA warp filling the stage ring, one K-block per stage
+    mma_k_loop      the MMA warp draining it into the TMEM accumulator
+    epilogue_tile   TMEM -> registers (tcgen05.ld) -> bf16/fp16 -> shared -> TMA store
+
+Warp roles are fixed: warps 0-3 are the epilogue (each may touch only its own 32-lane
+quarter of TMEM), warp 4 the TMA producer, warp 5 the MMA issuer. 6 warps = 192 threads.
+Notebook 12's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm) build on
+this one: CTA pairs first, then Cluster Launch Control with two accumulator slots.
 """
 from __future__ import annotations
 
@@ -30,19 +40,326 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
+import cutlass.utils.blackwell_helpers as sm100_utils
 import torch
-from cutlass.cute.nvgpu import cpasync
+from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import SmemAllocator, TmemAllocator
+from cutlass.tensor_utils import LayoutEnum
 
-from . import tcgen05_parts as parts
-from .common import (Artifacts, KernelInputError, compile_artifacts, compile_cached,
-                     current_stream, cutlass_dtype, fake_stream, gmem_pointer, launch_arch,
-                     require)
-from .gemm_inputs import OUT_DTYPES, gemm_launch_arguments, validate_gemm
+from . import selftest
+from .gemm_host import HALF_TYPES, GemmHost, Operands
 
-NEEDS = "sm_100a"
-NAME = "tcgen05_gemm"
-DTYPES = (torch.bfloat16, torch.float16)
+# ---------------------------------------------------------------- fixed shape of the machine
+
+EPILOGUE_WARPS = (0, 1, 2, 3)
+TMA_WARP = 4
+MMA_WARP = 5
+THREADS_PER_CTA = 32 * 6
+EPILOGUE_THREADS = 32 * len(EPILOGUE_WARPS)
+
+TMEM_LANES = 128  # rows of tensor memory per SM
+TMEM_COLUMNS = 512  # 32-bit columns per lane
+TMEM_LANES_PER_WARP = 32  # warp w of a warpgroup may access lanes [32*(w%4), 32*(w%4)+32)
+
+TILE_K = 64  # K elements per pipeline stage: one 128-byte swizzle row of 16-bit data
+MMA_K = 16  # K elements per tcgen05.mma instruction (16-bit inputs)
+TMA_ALIGN_ELEMENTS = 8  # TMA needs 16-byte strides: 8 elements of a 16-bit type
+
+# Named barriers (bar.sync id, thread count) -- id 0 is __syncthreads.
+EPILOGUE_SYNC_BARRIER = 1  # the 4 epilogue warps, around each staged TMA store
+TMEM_ALLOC_BARRIER = 2  # MMA + epilogue warps, to read the TMEM base address
+TMEM_USERS = 32 * (1 + len(EPILOGUE_WARPS))
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """The work of one MMA instruction group (the 'MMA tile') and of each CTA in it."""
+
+    mma_m: int  # rows of C one MMA covers: 128 (one CTA) or 256 (a CTA pair)
+    n: int  # columns of C per tile
+    k: int = TILE_K
+    ctas: int = 1  # CTAs that share one MMA: 1 or 2
+
+    @property
+    def cta_m(self) -> int:
+        return self.mma_m // self.ctas
+
+    @property
+    def mma_tiler(self) -> tuple[int, int, int]:
+        return (self.mma_m, self.n, self.k)
+
+    @property
+    def cta_tile(self) -> tuple[int, int, int]:
+        return (self.cta_m, self.n, self.k)
+
+
+def tmem_columns_for(accumulator_columns: int) -> int:
+    """Columns to allocate: TMEM is allocated in powers of two, at least 32, at most 512."""
+    if accumulator_columns > TMEM_COLUMNS:
+        raise ValueError(f"{accumulator_columns} accumulator columns exceed TMEM's {TMEM_COLUMNS}")
+    cols = 32
+    while cols < accumulator_columns:
+        cols *= 2
+    return cols
+
+
+EPI_COLS = 32  # columns per epilogue sub-tile: one tcgen05.ld 32x32b.x32 per thread
+
+
+def cta_footprint(tile: TileShape, stages: int, acc_slots: int, epi_stages: int,
+              ab_bytes: int = 2, c_bytes: int = 2) -> dict:
+    """What one CTA of a kernel holds, computed from its tile shapes (pure Python).
+
+    Shared memory is the A/B ring plus the epilogue's staging buffers (the mbarriers and
+    the TMEM address add a few hundred bytes, and alignment a little more).
+    """
+    a_stage = tile.cta_m * tile.k * ab_bytes
+    b_stage = (tile.n // tile.ctas) * tile.k * ab_bytes
+    return {
+        "threads": THREADS_PER_CTA,
+        "ctas_per_mma": tile.ctas,
+        "mma": f"{tile.mma_m}x{tile.n}x{MMA_K}",
+        "mma_per_k_block": tile.k // MMA_K,
+        "stage_bytes": a_stage + b_stage,  # what this CTA's TMA copies deliver per stage
+        "full_barrier_bytes": (a_stage + b_stage) * tile.ctas,  # what the leader expects
+        "smem_ring_bytes": stages * (a_stage + b_stage),
+        "smem_epilogue_bytes": epi_stages * tile.cta_m * EPI_COLS * c_bytes,
+        "tmem_columns": tmem_columns_for(acc_slots * tile.n),
+        "accumulator_slots": acc_slots,
+    }
+
+
+# ---------------------------------------------------------------- host side (inside @cute.jit)
+
+def gemm_tensors(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32):
+    """A (M,K), B (N,K) K-major and C (M,N) row-major, from pointers and runtime sizes.
+
+    Building layouts from Int32 sizes (not from a torch tensor) means one compile
+    serves every shape. The leading strides are declared divisible by 8 elements
+    (16 bytes) because TMA descriptors require it; run() checks it before launch.
+    """
+    k_stride = cute.assume(k, divby=TMA_ALIGN_ELEMENTS)
+    n_stride = cute.assume(n, divby=TMA_ALIGN_ELEMENTS)
+    a = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k_stride, 1)))
+    b = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k_stride, 1)))
+    c = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n_stride, 1)))
+    return a, b, c
+
+
+def make_tiled_mma(ab_dtype, acc_dtype, tile: TileShape) -> cute.TiledMma:
+    """One tcgen05.mma atom of shape (mma_m, n, 16): A and B from shared memory, K-major."""
+    op = tcgen05.MmaF16BF16Op(
+        ab_dtype, acc_dtype, (tile.mma_m, tile.n, MMA_K),
+        tcgen05.CtaGroup.TWO if tile.ctas == 2 else tcgen05.CtaGroup.ONE,
+        tcgen05.OperandSource.SMEM,
+        cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K)
+    return cute.make_tiled_mma(op)
+
+
+def make_operand_tma(a: cute.Tensor, b: cute.Tensor, tiled_mma: cute.TiledMma,
+                     tile: TileShape, stages: int, cluster_vmnk=None):
+    """Staged, swizzled smem layouts for A and B and the TMA atoms that fill them.
+
+    With a CTA pair the copies use the multicast form with .cta_group::2, whose
+    completion lands on the *leader* CTA's barrier (barrier aliasing).
+    """
+    a_smem = sm100_utils.make_smem_layout_a(tiled_mma, tile.mma_tiler, a.element_type, stages)
+    b_smem = sm100_utils.make_smem_layout_b(tiled_mma, tile.mma_tiler, b.element_type, stages)
+    if tile.ctas == 1:
+        op = cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
+        tma_a = cute.nvgpu.make_tiled_tma_atom_A(op, a, a_smem, tile.mma_tiler, tiled_mma)
+        tma_b = cute.nvgpu.make_tiled_tma_atom_B(op, b, b_smem, tile.mma_tiler, tiled_mma)
+    else:
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp(tcgen05.CtaGroup.TWO)
+        tma_a = cute.nvgpu.make_tiled_tma_atom_A(op, a, a_smem, tile.mma_tiler, tiled_mma,
+                                                 cluster_vmnk)
+        tma_b = cute.nvgpu.make_tiled_tma_atom_B(op, b, b_smem, tile.mma_tiler, tiled_mma,
+                                                 cluster_vmnk)
+    return tma_a, tma_b
+
+
+def stage_bytes(ab_dtype, tma_a, tma_b) -> int:
+    """Bytes one stage of A and B holds in one CTA (what its TMA copies deliver)."""
+    return (cute.size_in_bytes(ab_dtype, cute.select(tma_a.smem_layout, mode=[0, 1, 2]))
+            + cute.size_in_bytes(ab_dtype, cute.select(tma_b.smem_layout, mode=[0, 1, 2])))
+
+
+def make_epilogue_tma(c: cute.Tensor, tile: TileShape, epi_stages: int):
+    """The epilogue's sub-tile, its staged smem buffer and the TMA store atom for C."""
+    c_layout = LayoutEnum.ROW_MAJOR
+    epi_tile = sm100_utils.compute_epilogue_tile_shape(
+        tile.cta_tile, tile.ctas == 2, c_layout, c.element_type)
+    c_smem = sm100_utils.make_smem_layout_epi(c.element_type, c_layout, epi_tile, epi_stages)
+    tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, c_smem, epi_tile)
+    return epi_tile, tma_c
+
+
+# ---------------------------------------------------------------- device side (inside @cute.kernel)
+
+def allocate_operand_smem(smem, ab_dtype, c_dtype,
+                          tma_a, tma_b, tma_c):
+    """The stage ring for A and B and the epilogue's staging buffer, 128-byte aligned."""
+    def alloc(dtype, layout):
+        return smem.allocate_tensor(element_type=dtype, layout=layout.outer,
+                                    byte_alignment=128, swizzle=layout.inner)
+    return (alloc(ab_dtype, tma_a.smem_layout), alloc(ab_dtype, tma_b.smem_layout),
+            alloc(c_dtype, tma_c.smem_layout))
+
+
+def partition_operands(tiled_mma: cute.TiledMma, tile: TileShape,
+                       tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo, tma_c: cpasync.TmaInfo,
+                       sA: cute.Tensor, sB: cute.Tensor,
+                       cta_layout_vmnk: cute.Layout, cta_coord_vmnk):
+    """Views of A, B, C tiled by the MMA tile and partitioned for this CTA.
+
+    Returned views keep the tile coordinates as trailing modes, so a role picks its
+    current tile by slicing, e.g. `tAgA[(None, tile_m, None)]` is the (TMA view of the)
+    K-loop over A's rows of tile_m. In a CTA pair, `get_slice(v)` picks this CTA's
+    half of the 256-row MMA tile (v = 0 leader, 1 follower).
+    """
+    mA, mB, mC = tma_a.tma_tensor, tma_b.tma_tensor, tma_c.tma_tensor
+    gA = cute.local_tile(mA, cute.select(tile.mma_tiler, mode=[0, 2]), (None, None))
+    gB = cute.local_tile(mB, cute.select(tile.mma_tiler, mode=[1, 2]), (None, None))
+    gC = cute.local_tile(mC, cute.select(tile.mma_tiler, mode=[0, 1]), (None, None))
+    thr_mma = tiled_mma.get_slice(cta_coord_vmnk[0])
+    tCgA = thr_mma.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
+    tCgB = thr_mma.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
+    tCgC = thr_mma.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
+    tCrA = tiled_mma.make_fragment_A(sA)  # smem descriptors, (MMA, MMA_M, MMA_K, stage)
+    tCrB = tiled_mma.make_fragment_B(sB)
+    # TMA: a CTA's copy lands in the smem of every CTA named in its multicast mask
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a.atom, cta_coord_vmnk[2], cute.make_layout(cute.size(cta_layout_vmnk, mode=[2])),
+        cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3))
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b.atom, cta_coord_vmnk[1], cute.make_layout(cute.size(cta_layout_vmnk, mode=[1])),
+        cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3))
+    k_tiles = cute.size(gA, mode=[3])
+    return tAgA, tBgB, tAsA, tBsB, tCrA, tCrB, tCgC, k_tiles
+
+
+def accumulator_layout(tiled_mma: cute.TiledMma, tile: TileShape, slots: int) -> cute.Layout:
+    """TMEM layout of `slots` accumulators of this CTA: ((128, N), 1, 1, slots) fp32 cells.
+
+    Each slot is 128 lanes x N columns; slot s starts at column s*N.
+    """
+    acc_shape = tiled_mma.partition_shape_C(cute.select(tile.mma_tiler, mode=[0, 1]))
+    return tiled_mma.make_fragment_C(cute.append(acc_shape, slots)).layout
+
+
+@cute.jit
+def tma_k_loop(tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
+               tAgA: cute.Tensor, tBgB: cute.Tensor, tAsA: cute.Tensor, tBsB: cute.Tensor,
+               ab_pipeline: pipeline.PipelineTmaUmma, state: pipeline.PipelineState,
+               k_tiles: cutlass.Int32, mask_a, mask_b) -> pipeline.PipelineState:
+    """TMA warp: stream the K-blocks of one tile into the ring; return the ring position.
+
+    For each K-block: wait until the stage is empty (the MMA has released it), arm the
+    stage's full barrier with the bytes to expect, issue one TMA copy for A and one
+    for B. The state (stage index, phase) is returned so the next tile continues
+    the ring where this one stopped.
+    """
+    for k_block in cutlass.range(k_tiles, unroll=1):
+        ab_pipeline.producer_acquire(state)
+        barrier = ab_pipeline.producer_get_barrier(state)
+        cute.copy(tma_a.atom, tAgA[(None, k_block)], tAsA[(None, state.index)],
+                  tma_bar_ptr=barrier, mcast_mask=mask_a)
+        cute.copy(tma_b.atom, tBgB[(None, k_block)], tBsB[(None, state.index)],
+                  tma_bar_ptr=barrier, mcast_mask=mask_b)
+        state.advance()
+    return state
+
+
+@cute.jit
+def mma_k_loop(tiled_mma: cute.TiledMma, accumulator: cute.Tensor,
+               tCrA: cute.Tensor, tCrB: cute.Tensor,
+               ab_pipeline: pipeline.PipelineTmaUmma, state: pipeline.PipelineState,
+               k_tiles: cutlass.Int32) -> pipeline.PipelineState:
+    """MMA warp: multiply the K-blocks of one tile into `accumulator` (in TMEM).
+
+    The first MMA of a tile overwrites the accumulator (ACCUMULATE=False), every
+    later one adds to it. Each K-block of 64 is 4 tcgen05.mma of K=16. Releasing a
+    stage is a tcgen05.commit to its empty barrier: it fires when these MMAs have
+    finished reading shared memory, not when they were issued.
+    """
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+    for k_block in cutlass.range(k_tiles, unroll=1):
+        ab_pipeline.consumer_wait(state)
+        for kk in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            stage = (None, None, kk, state.index)
+            cute.gemm(tiled_mma, accumulator, tCrA[stage], tCrB[stage], accumulator)
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        ab_pipeline.consumer_release(state)
+        state.advance()
+    return state
+
+
+def make_epilogue_tmem_load(acc_subtile: cute.Tensor) -> cute.TiledCopy:
+    """tcgen05.ld 32x32b.x32 over one epilogue sub-tile (128 lanes x 32 columns).
+
+    Thread t (0..127) of the 4 epilogue warps reads TMEM lane t, 32 consecutive columns:
+    warp w gets lanes 32w..32w+31, the only quarter of TMEM a warp w may access.
+    """
+    atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), cutlass.Float32)
+    return tcgen05.make_tmem_copy(atom, acc_subtile)
+
+
+@cute.jit
+def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
+                  accumulator: cute.Tensor, tma_c: cpasync.TmaInfo, sC: cute.Tensor,
+                  gC: cute.Tensor, epi_tile: cute.Tile, c_dtype: cutlass.Constexpr,
+                  epi_barrier: pipeline.NamedBarrier, c_pipeline: pipeline.PipelineTmaStore):
+    """Epilogue warps: drain one CTA's 128 x N accumulator to C, one sub-tile at a time.
+
+    TMEM -> registers: tcgen05.ld 32x32b, so thread t of epilogue warp w reads TMEM lane
+    32*w + t (row 32*w + t of the tile), 32 consecutive columns per instruction.
+    registers -> shared: convert fp32 to the output type, store into one of two staging
+    buffers. shared -> global: one thread issues a TMA store; TMA clips the rows and
+    columns that fall outside C, which is how ragged M and N are handled.
+    """
+    # (EPI_M, EPI_N, sub-tiles along M, sub-tiles along N)
+    acc_epi = cute.flat_divide(accumulator, epi_tile)
+    gC_epi = cute.flat_divide(gC, epi_tile)
+    tmem_load = make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
+    thr_load = tmem_load.get_slice(tidx)
+    tTR_tAcc = thr_load.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, EPI_M, EPI_N)
+    tTR_gC = thr_load.partition_D(gC_epi)
+    tTR_rAcc = cute.make_rmem_tensor(tTR_gC[(None, None, None, 0, 0)].shape, cutlass.Float32)
+
+    store_atom = sm100_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, c_dtype,
+                                               cutlass.Float32, tmem_load)
+    smem_store = cute.make_tiled_copy_D(store_atom, tmem_load)
+    thr_store = smem_store.get_slice(tidx)
+    tRS_sC = thr_store.partition_D(sC)
+    tRS_rAcc = smem_store.retile(tTR_rAcc)
+    tRS_rC = cute.make_rmem_tensor(tRS_rAcc.shape, c_dtype)
+
+    # TMA view of the staging buffer and of this tile of C, one entry per sub-tile
+    tCsC, tCgC = cpasync.tma_partition(tma_c.atom, 0, cute.make_layout(1),
+                                       cute.group_modes(sC, 0, 2),
+                                       cute.group_modes(gC_epi, 0, 2))
+    tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
+    tCgC = cute.group_modes(tCgC, 1, cute.rank(tCgC))
+    subtiles = cute.size(tTR_tAcc, mode=[3])
+    epi_stages = cute.size(tCsC, mode=[1])
+    for sub in cutlass.range(subtiles):
+        cute.copy(tmem_load, tTR_tAcc[(None, None, None, sub)], tTR_rAcc)  # tcgen05.ld
+        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld: the registers are filled
+        tRS_rC.store(tRS_rAcc.load().to(c_dtype))
+        buffer = sub % epi_stages
+        cute.copy(smem_store, tRS_rC, tRS_sC[(None, None, None, buffer)])
+        cute.arch.fence_view_async_shared()  # make the smem writes visible to TMA
+        epi_barrier.arrive_and_wait()
+        if warp_idx == EPILOGUE_WARPS[0]:
+            cute.copy(tma_c.atom, tCsC[(None, buffer)], tCgC[(None, sub)])
+            c_pipeline.producer_commit()
+            c_pipeline.producer_acquire()  # the buffer written next is free again
+        epi_barrier.arrive_and_wait()
+
+
+# ---------------------------------------------------------------- the kernel
+
 
 
 @dataclass(frozen=True)
@@ -67,15 +384,15 @@ class Tcgen05Gemm:
         self.acc_dtype = cutlass.Float32
         self.config = config
         # derived, all in one place
-        self.tile = parts.TileShape(mma_m=128, n=config.tile_n, ctas=1)
+        self.tile = TileShape(mma_m=128, n=config.tile_n, ctas=1)
         self.stages = config.stages
         self.acc_slots = 1  # one tile per CTA: nothing to overlap the epilogue with
         self.epi_stages = 2
-        self.tmem_columns = parts.tmem_columns_for(self.acc_slots * self.tile.n)
+        self.tmem_columns = tmem_columns_for(self.acc_slots * self.tile.n)
 
     def footprint(self) -> dict:
         """Threads, TMEM columns, bytes per stage and shared memory of one CTA."""
-        return parts.footprint(self.tile, self.stages, self.acc_slots, self.epi_stages,
+        return cta_footprint(self.tile, self.stages, self.acc_slots, self.epi_stages,
                                self.ab_dtype.width // 8, self.c_dtype.width // 8)
 
     # ------------------------------------------------------------ host
@@ -86,15 +403,15 @@ class Tcgen05Gemm:
                               or b_ptr.dtype != self.ab_dtype
                               or c_ptr.dtype != self.c_dtype):
             raise TypeError("pointer element types do not match the kernel's dtypes")
-        a, b, c = parts.gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
-        tiled_mma = parts.make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
+        a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        tiled_mma = make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
         cta_layout_vmnk = cute.make_layout((1, 1, 1, 1))  # no cluster: one CTA per MMA tile
-        tma_a, tma_b = parts.make_operand_tma(a, b, tiled_mma, self.tile, self.stages)
-        epi_tile, tma_c = parts.make_epilogue_tma(c, self.tile, self.epi_stages)
+        tma_a, tma_b = make_operand_tma(a, b, tiled_mma, self.tile, self.stages)
+        epi_tile, tma_c = make_epilogue_tma(c, self.tile, self.epi_stages)
         grid = ((m + self.tile.cta_m - 1) // self.tile.cta_m,
                 (n + self.tile.n - 1) // self.tile.n, 1)
         self.kernel(tiled_mma, tma_a, tma_b, tma_c, epi_tile, cta_layout_vmnk).launch(
-            grid=grid, block=[parts.THREADS_PER_CTA, 1, 1], stream=stream)
+            grid=grid, block=[THREADS_PER_CTA, 1, 1], stream=stream)
 
     # ------------------------------------------------------------ device
     @cute.kernel
@@ -112,7 +429,7 @@ class Tcgen05Gemm:
 
         smem = SmemAllocator()
         bars = smem.allocate(Barriers)
-        if warp_idx == parts.TMA_WARP:
+        if warp_idx == TMA_WARP:
             for tma in (tma_a, tma_b, tma_c):
                 cpasync.prefetch_descriptor(tma.atom)
 
@@ -121,40 +438,40 @@ class Tcgen05Gemm:
             barrier_storage=bars.ab.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            tx_count=parts.stage_bytes(self.ab_dtype, tma_a, tma_b),
+            tx_count=stage_bytes(self.ab_dtype, tma_a, tma_b),
             cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
         # accumulator hand-off: the MMA warp produces, each epilogue warp consumes
         acc_pipeline = pipeline.PipelineUmmaAsync.create(
             barrier_storage=bars.acc.data_ptr(), num_stages=self.acc_slots,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
-                                                     len(parts.EPILOGUE_WARPS)),
+                                                     len(EPILOGUE_WARPS)),
             cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
         tmem = TmemAllocator(bars.tmem_base.ptr,
                              barrier_for_retrieve=pipeline.NamedBarrier(
-                                 parts.TMEM_ALLOC_BARRIER, parts.TMEM_USERS),
-                             allocator_warp_id=parts.EPILOGUE_WARPS[0])
+                                 TMEM_ALLOC_BARRIER, TMEM_USERS),
+                             allocator_warp_id=EPILOGUE_WARPS[0])
         pipeline.pipeline_init_arrive()  # fence the mbarrier inits ...
         pipeline.pipeline_init_wait()  # ... and make them visible to the whole CTA
 
-        sA, sB, sC = parts.allocate_operand_smem(smem, self.ab_dtype, self.c_dtype,
+        sA, sB, sC = allocate_operand_smem(smem, self.ab_dtype, self.c_dtype,
                                                  tma_a, tma_b, tma_c)
-        tAgA, tBgB, tAsA, tBsB, tCrA, tCrB, tCgC, k_tiles = parts.partition_operands(
+        tAgA, tBgB, tAsA, tBsB, tCrA, tCrB, tCgC, k_tiles = partition_operands(
             tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB,
             cta_layout_vmnk, (0, 0, 0, 0))
-        acc_layout = parts.accumulator_layout(tiled_mma, self.tile, self.acc_slots)
+        acc_layout = accumulator_layout(tiled_mma, self.tile, self.acc_slots)
 
         # TMEM: warp 0 allocates a power-of-two number of columns for the accumulator
         tmem.allocate(self.tmem_columns)  # tcgen05.alloc
         tmem.relinquish_alloc_permit()  # this CTA will allocate nothing else
 
-        if warp_idx == parts.TMA_WARP:
+        if warp_idx == TMA_WARP:
             self.tma_role(tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ab_pipeline, k_tiles,
                           tile_m, tile_n)
-        if warp_idx == parts.MMA_WARP:
+        if warp_idx == MMA_WARP:
             self.mma_role(tiled_mma, tmem, acc_layout, tCrA, tCrB, ab_pipeline, acc_pipeline,
                           k_tiles)
-        if warp_idx < parts.TMA_WARP:
+        if warp_idx < TMA_WARP:
             self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
                                acc_pipeline, tile_m, tile_n)
 
@@ -163,7 +480,7 @@ class Tcgen05Gemm:
                  tile_m, tile_n):
         """Warp 4: stream this CTA's K-blocks of A and B into the ring."""
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        ab_state = parts.tma_k_loop(tma_a, tma_b, tAgA[(None, tile_m, None)],
+        ab_state = tma_k_loop(tma_a, tma_b, tAgA[(None, tile_m, None)],
                                     tBgB[(None, tile_n, None)], tAsA, tBsB, ab_pipeline,
                                     ab_state, k_tiles, None, None)
         ab_pipeline.producer_tail(ab_state)  # wait until the MMA has drained the ring
@@ -177,7 +494,7 @@ class Tcgen05Gemm:
                                                  self.acc_slots)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         acc_pipeline.producer_acquire(acc_state)
-        ab_state = parts.mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)],
+        ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)],
                                     tCrA, tCrB, ab_pipeline, ab_state, k_tiles)
         acc_pipeline.producer_commit(acc_state)  # tcgen05.commit: fires when the MMAs finish
 
@@ -191,12 +508,12 @@ class Tcgen05Gemm:
         c_pipeline = pipeline.PipelineTmaStore.create(
             num_stages=self.epi_stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
-                                                     parts.EPILOGUE_THREADS))
-        epi_barrier = pipeline.NamedBarrier(parts.EPILOGUE_SYNC_BARRIER, parts.EPILOGUE_THREADS)
+                                                     EPILOGUE_THREADS))
+        epi_barrier = pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS)
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer,
                                                  self.acc_slots)
         acc_pipeline.consumer_wait(acc_state)
-        parts.epilogue_tile(tidx, warp_idx,
+        epilogue_tile(tidx, warp_idx,
                             accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
                             tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile, self.c_dtype,
                             epi_barrier, c_pipeline)
@@ -207,70 +524,46 @@ class Tcgen05Gemm:
         tmem.free(tmem_ptr)  # warp 0 only: tcgen05.dealloc
 
 
-# ---------------------------------------------------------------- the module's surface
+# ---------------------------------------------------------------- the surface
 
-def _kernel(ab: torch.dtype, out: torch.dtype, config: Config) -> Tcgen05Gemm:
-    return Tcgen05Gemm(cutlass_dtype(ab), cutlass_dtype(out), config)
+NEEDS = "sm_100a"
+DTYPES = HALF_TYPES
+OPERANDS = Operands(dtypes=DTYPES, out_dtypes=HALF_TYPES)  # fp32 accumulators, C in bf16 or fp16
 
-
-def _signature(ab: torch.dtype, out: torch.dtype, config: Config, stream) -> tuple:
-    """The compile-time arguments: placeholder pointers and sizes (one compile, all shapes)."""
-    one = cutlass.Int32(1)
-    return (_kernel(ab, out, config), gmem_pointer(None, ab), gmem_pointer(None, ab),
-            gmem_pointer(None, out), one, one, one, stream)
+GEMM = GemmHost("tcgen05_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
+                Tcgen05Gemm(ab, c, config), Config, OPERANDS)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, out_dtype: torch.dtype | None = None,
-            config: Config = Config()):
+def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
+            out_dtype: torch.dtype | None = None):
     """The launchable kernel for this machine's GPU (compiled once per dtypes/config)."""
-    require(NEEDS, NAME)
-    out_dtype = out_dtype or dtype
-    arch = launch_arch()
-    return compile_cached((NAME, dtype, out_dtype, config), arch,
-                          lambda: cute.compile(*_signature(dtype, out_dtype, config,
-                                                           fake_stream()),
-                                               options=f"--gpu-arch {arch}"))
+    return GEMM.compile(dtype, config, out_dtype=out_dtype)
 
 
 def artifacts(arch: str = "sm_100a", dtype: torch.dtype = torch.bfloat16,
-              out_dtype: torch.dtype | None = None, config: Config = Config()) -> Artifacts:
+              config: Config = Config(), *, out_dtype: torch.dtype | None = None):
     """PTX and cubin for `arch` (an sm_100-family target), compiled here without a GPU."""
-    out_dtype = out_dtype or dtype
-    return compile_artifacts((NAME, dtype, out_dtype, config), arch,
-                             *_signature(dtype, out_dtype, config, fake_stream()))
+    return GEMM.artifacts(arch, dtype, config, out_dtype=out_dtype)
 
 
-def footprint(dtype: torch.dtype = torch.bfloat16, out_dtype: torch.dtype | None = None,
-              config: Config = Config()) -> dict:
+def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
+              out_dtype: torch.dtype | None = None) -> dict:
     """What one CTA holds for this configuration (no compile, no GPU)."""
-    return _kernel(dtype, out_dtype or dtype, config).footprint()
+    from .host import cutlass_dtype
 
-
-def launch(kernel, args: tuple) -> None:
-    """Launch a compiled kernel on torch's current stream (the one line that needs the GPU)."""
-    kernel(*args, current_stream())
+    return Tcgen05Gemm(cutlass_dtype(dtype), cutlass_dtype(out_dtype or dtype), config).footprint()
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T on a Blackwell GPU; validates everything before launching."""
-    require(NEEDS, NAME)
-    out = validate_gemm(a, b, out, kernel=NAME, dtypes=DTYPES)
-    (m, k), n = a.shape, b.shape[0]
-    if m == 0 or n == 0:
-        return out
-    if k == 0:  # no K-block: the accumulator would never be written
-        return out.zero_()
-    kernel = compile(a.dtype, out.dtype, config)
-    launch(kernel, gemm_launch_arguments(a, b, out))
-    return out
+    return GEMM.run(a, b, out, config)
 
 
 def prepare(problem, config: Config = Config()):
-    """For course.bench's LADDER: check the problem, compile once, return gemm(a, b, c)."""
-    if problem.dtype not in DTYPES or problem.c_dtype not in OUT_DTYPES:
-        raise KernelInputError(f"{NAME} takes bf16/fp16 in and out, not {problem}")
-    if problem.a_major != "k" or problem.b_major != "k":
-        raise KernelInputError(f"{NAME} takes K-major A and B only")
-    compile(problem.dtype, problem.c_dtype, config)
-    return lambda a, b, c: run(a, b, c, config)
+    """For a benchmark: refuse what the kernel cannot do, compile once, return gemm(a, b, c)."""
+    return GEMM.prepare(problem, config)
+
+
+if __name__ == "__main__":
+    raise SystemExit(selftest.gemm_main(GEMM, "tcgen05_gemm", sizes=(4096, 8192)))

@@ -35,9 +35,8 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, cutlass_dtype, fake_stream, gmem_pointer,
-                     launch_arch, require)
+from .host import (Compiler, KernelInputError, check_smem, check_tensor, current_stream,
+                   cutlass_dtype, fake_stream, gmem_pointer, require)
 
 NEEDS = "sm_90+"
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -91,8 +90,6 @@ class MulticastConfig:
             raise ValueError("tiles must be in [1, 16]")
         if self.box.box_rows % self.cluster:
             raise ValueError("the cluster size must divide box_rows (each CTA loads a slice)")
-        if self.tiles * self.box.box_bytes(4) > 200 * 1024:
-            raise ValueError("the tiles do not fit in shared memory")
 
     @property
     def slices(self) -> int:
@@ -269,6 +266,7 @@ class TmaMulticast:
     def __init__(self, dtype, config: MulticastConfig, write_out: bool):
         self.dtype, self.cfg, self.write_out = dtype, config, write_out
         self.tx_bytes = config.tiles * config.box.box_bytes(dtype.width // 8)
+        self.smem_bytes = self.tx_bytes + 1024  # the tiles, 1024-byte aligned, and the barrier
 
     @cute.jit
     def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, clusters: cutlass.Int32,
@@ -388,45 +386,47 @@ class DescriptorDump:
 KERNELS = ("load", "boxes", "physical", "store", "multicast", "descriptor")
 
 
-def _signature(kernel: str, dtype: torch.dtype, config, stream):
+def _signature(arch: str, kernel: str, dtype: torch.dtype, config):
     cdt = cutlass_dtype(dtype)
     p = gmem_pointer(None, dtype)
     i = cutlass.Int32(64)
+    stream = fake_stream()
     if kernel in ("load", "boxes", "physical"):
         return (TmaLoad(cdt, config, "copy" if kernel == "load" else kernel), p, p, i, i, i, i,
                 stream)
     if kernel == "store":
         return (TmaStore(cdt, config), p, p, i, i, i, i, stream)
-    if kernel == "multicast":
-        return (TmaMulticast(cdt, config, write_out=True), p, p, cutlass.Int32(1),
-                cutlass.Int32(1), stream)
-    if kernel == "multicast_bench":
-        return (TmaMulticast(cdt, config, write_out=False), p, p, cutlass.Int32(1),
-                cutlass.Int32(1), stream)
+    if kernel in ("multicast", "multicast_bench"):
+        multicast = TmaMulticast(cdt, config, write_out=kernel == "multicast")
+        check_smem(f"tma.{kernel}", multicast.smem_bytes, arch)
+        return (multicast, p, p, cutlass.Int32(1), cutlass.Int32(1), stream)
     if kernel == "descriptor":
         out = gmem_pointer(None, torch.uint8, align_bytes=128)
         return (DescriptorDump(cdt, config), p, out, i, i, i, stream)
     raise ValueError(f"unknown kernel {kernel!r}; one of {KERNELS}")
 
 
+COMPILER = Compiler("tma", NEEDS, _signature)
+
+
 def _default_config(kernel: str):
     return MulticastConfig() if kernel.startswith("multicast") else Config()
 
 
-def compile(kernel: str = "load", dtype: torch.dtype = torch.bfloat16, config=None):
+def compile(kernel: str = "load", dtype: torch.dtype = torch.bfloat16, config=None,
+            device: torch.device | None = None):
     """The launchable kernel for this machine's GPU (compiled once per kernel/dtype/config)."""
-    require(NEEDS, "tma")
-    config = config or _default_config(kernel)
-    return compile_cached(("tma", kernel, dtype, config), launch_arch(),
-                          lambda: cute.compile(*_signature(kernel, dtype, config, fake_stream())))
+    return COMPILER.compile(kernel, dtype, config or _default_config(kernel), device=device)
 
 
 def artifacts(arch: str = "sm_90a", kernel: str = "load", dtype: torch.dtype = torch.bfloat16,
-              config=None) -> Artifacts:
+              config=None):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    config = config or _default_config(kernel)
-    return compile_artifacts(("tma", kernel, dtype, config), arch,
-                             *_signature(kernel, dtype, config, fake_stream()))
+    return COMPILER.artifacts(arch, kernel, dtype, config or _default_config(kernel))
+
+
+def _require(t) -> None:
+    require(NEEDS, "tma", t.device if isinstance(t, torch.Tensor) and t.is_cuda else None)
 
 
 def _check_matrix(t: torch.Tensor, name: str, dtypes=DTYPES) -> None:
@@ -447,7 +447,7 @@ def _ld(t: torch.Tensor) -> int:
 
 
 def _launch_pair(kernel: str, src: torch.Tensor, dst: torch.Tensor, config: Config) -> None:
-    fn = compile(kernel, src.dtype, config)
+    fn = compile(kernel, src.dtype, config, src.device)
     fn(gmem_pointer(src, src.dtype), gmem_pointer(dst, src.dtype), cutlass.Int32(src.shape[0]),
        cutlass.Int32(src.shape[1]), cutlass.Int32(_ld(src)), cutlass.Int32(_ld(dst)),
        current_stream())
@@ -460,7 +460,7 @@ def tiles(shape: tuple[int, int], config: Config = Config()) -> tuple[int, int]:
 
 def load(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
     """out = x, moved global -> shared by TMA and shared -> global by plain stores."""
-    require(NEEDS, "tma")
+    _require(x)
     _check_matrix(x, "x")
     config.check(x.element_size())
     if out is None:
@@ -477,7 +477,7 @@ def boxes(x: torch.Tensor, config: Config = Config(), physical: bool = False) ->
     """Every box exactly as it landed in shared memory, out-of-bounds fill included:
     a (down, across, box_rows, box_cols) tensor. physical=True: the raw bytes in
     address order (the swizzle made visible)."""
-    require(NEEDS, "tma")
+    _require(x)
     _check_matrix(x, "x")
     config.check(x.element_size())
     down, across = tiles(tuple(x.shape), config)
@@ -491,7 +491,7 @@ def boxes(x: torch.Tensor, config: Config = Config(), physical: bool = False) ->
 
 def store(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
     """out = x, moved global -> shared by plain loads and shared -> global by TMA."""
-    require(NEEDS, "tma")
+    _require(x)
     _check_matrix(x, "x")
     config.check(x.element_size())
     if out is None:
@@ -508,7 +508,7 @@ def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig
               clusters: int = 1, rounds: int = 1) -> torch.Tensor:
     """What every CTA received: a (clusters * cluster, tiles, box_rows, box_cols) tensor
     that must equal `tiles_src` (tiles, box_rows, box_cols) in every CTA's slot."""
-    require(NEEDS, "tma")
+    _require(tiles_src)
     box = config.box
     check_tensor(tiles_src, "tiles_src", dtypes=DTYPES, ndim=3)
     box.check(tiles_src.element_size())
@@ -521,7 +521,7 @@ def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig
         raise KernelInputError("clusters and rounds must be positive")
     ctas = clusters * config.cluster
     out = torch.empty(ctas, *tiles_src.shape, dtype=tiles_src.dtype, device=tiles_src.device)
-    fn = compile("multicast", tiles_src.dtype, config)
+    fn = compile("multicast", tiles_src.dtype, config, tiles_src.device)
     fn(gmem_pointer(tiles_src, tiles_src.dtype), gmem_pointer(out, tiles_src.dtype),
        cutlass.Int32(clusters), cutlass.Int32(rounds), current_stream())
     return out
@@ -530,8 +530,8 @@ def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig
 def multicast_launcher(tiles_src: torch.Tensor, config: MulticastConfig, clusters: int,
                        rounds: int):
     """A zero-argument launch of the benchmark variant (no write-out), for timing."""
-    require(NEEDS, "tma")
-    fn = compile("multicast_bench", tiles_src.dtype, config)
+    _require(tiles_src)
+    fn = compile("multicast_bench", tiles_src.dtype, config, tiles_src.device)
     args = (gmem_pointer(tiles_src, tiles_src.dtype), gmem_pointer(tiles_src, tiles_src.dtype),
             cutlass.Int32(clusters), cutlass.Int32(rounds))
     return lambda: fn(*args, current_stream())
@@ -543,12 +543,50 @@ DESCRIPTOR_COPIED = 64  # bytes of the 128-byte map that copy_tensormap writes o
 def descriptor(x: torch.Tensor, config: Config = Config()) -> bytes:
     """The tensor map CuTe encodes for loading boxes of `x`: its first
     DESCRIPTOR_COPIED bytes (what copy_tensormap copies out of the kernel parameter)."""
-    require(NEEDS, "tma")
+    _require(x)
     _check_matrix(x, "x")
     config.check(x.element_size())
     out = torch.zeros(128, dtype=torch.uint8, device=x.device)
-    fn = compile("descriptor", x.dtype, config)
+    fn = compile("descriptor", x.dtype, config, x.device)
     fn(gmem_pointer(x, x.dtype), gmem_pointer(out, torch.uint8, 128), cutlass.Int32(x.shape[0]),
        cutlass.Int32(x.shape[1]), cutlass.Int32(_ld(x)), current_stream())
     torch.cuda.synchronize()
     return bytes(out.cpu().tolist())[:DESCRIPTOR_COPIED]
+
+
+def _self_test() -> int:
+    """Loads and stores copy ragged tensors exactly; multicast delivers every tile to every
+    CTA of a cluster; its time against separate loads."""
+    from . import selftest
+
+    if not selftest.runnable_here(NEEDS, "tma"):
+        selftest.show_artifacts(artifacts())
+        return 0
+    ok = True
+    for dtype in (torch.bfloat16, torch.float32):
+        for shape in ((64, 64), (100, 72), (513, 1032)):
+            x = torch.randn(*shape, device="cuda").to(dtype)
+            cfg = Config(box_cols=128 // x.element_size())
+            for name, fn in (("load", load), ("store", store)):
+                out = fn(x, torch.full_like(x, float("nan")), cfg)
+                torch.cuda.synchronize()
+                ok &= selftest.verdict(f"{name} {str(dtype)[6:]} {shape}", out, x, dtype)
+    for cluster in (2, 4):
+        cfg = MulticastConfig(cluster=cluster)
+        src = torch.randn(cfg.tiles, cfg.box.box_rows, cfg.box.box_cols, device="cuda")
+        src = src.to(torch.bfloat16)
+        got = multicast(src, cfg, clusters=4)
+        torch.cuda.synchronize()
+        ok &= selftest.verdict(f"multicast to {cluster} CTAs", got, src.expand_as(got),
+                               torch.bfloat16)
+        sep = MulticastConfig(cluster=cluster, multicast=False)
+        t = selftest.paired_rounds({"separate": lambda i: multicast_launcher(src, sep, 132 // cluster, 64)(),
+                                    "multicast": lambda i: multicast_launcher(src, cfg, 132 // cluster, 64)()},
+                                   rounds=7, reps=10)
+        print(f"  cluster of {cluster}: multicast runs at "
+              f"{selftest.ratio_summary(t['separate'], t['multicast'])} of separate loads' rate")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_self_test())

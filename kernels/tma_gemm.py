@@ -1,10 +1,10 @@
 """Notebook 08: notebook 06's tensor-core GEMM, fed by TMA through an mbarrier ring.
 
 What changes from kernels/sm80_gemm.py (the math -- ldmatrix + mma.sync m16n8k16 on a
-2 x 4 grid of warps, the swizzled shared memory, the epilogue -- is the same):
+2 x 4 grid of warps, the swizzled shared memory, the epilogue -- is step 06's, imported):
 
   * loads: instead of every thread issuing 16-byte cp.async copies, one warp hands each
-    k-tile to TMA: one bulk tensor copy for the bM x 64 tile of A and one for the
+    k-tile to TMA (step 07): one bulk tensor copy for the bM x 64 tile of A and one for the
     bN x 64 tile of B. They land 128B-swizzled (the tensor map says so) and zero-filled
     past the edges of A and B, so the kernel needs no predicates and no K-residue logic;
   * completion: cp.async groups are gone. Each stage s of the ring has two mbarriers,
@@ -19,10 +19,15 @@ What changes from kernels/sm80_gemm.py (the math -- ldmatrix + mma.sync m16n8k16
     a fresh barrier is in phase 0, so waiting for parity 1 returns at once and the
     first trip around the ring does not wait for releases that never happened.
 
-Warp 0 is the producer *and* a consumer (as in notebook 09; notebook 10 gives loading
-its own warps). It fills every stage up front and refills stage s with k-tile
-t + stages once all warps have released it. TMA issue and expect_tx are done by the
-whole converged warp (each elects a lane itself), never from one diverged lane.
+Warp 0 is the producer *and* a consumer (notebook 10 gives loading its own warps). It
+fills every stage up front and refills stage s with k-tile t + stages once all warps
+have released it. TMA issue and expect_tx are done by the whole converged warp (each
+elects a lane itself), never from one diverged lane.
+
+`Config(ring="pipeline")` is the same kernel with the ring written with CuTe DSL's
+`PipelineTmaAsync` (`TmaPipelineGemm`): the same full/empty pairs, the same parities,
+kept in a `PipelineState` (index, phase) instead of computed from the k-tile number.
+Step 09 starts from that version.
 
 Config.bug injects the classic mistakes for the notebook's exercise (the first three
 are named as in the simulator, course.sim.pipeline_sim.BUGS); each deadlocks:
@@ -36,7 +41,7 @@ are named as in the simulator, course.sim.pipeline_sim.BUGS); each deadlocks:
 Config.debug_timeout_ms > 0 turns every wait into a bounded one: a thread that waited
 that long records (CTA, warp, barrier, stage, parity, k-tile) in a report and gives up,
 so the kernel finishes and `run` raises PipelineHang saying exactly where it stuck.
-Run buggy configurations through course.runtime.watchdog.isolated anyway (see `check_isolated`).
+Run buggy configurations in a child process anyway (course.runtime.watchdog.isolated).
 """
 from __future__ import annotations
 
@@ -45,24 +50,25 @@ from dataclasses import dataclass
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from course.runtime.watchdog import PipelineHang, launching
-
-from .common import (Artifacts, compile_artifacts, compile_cached, cutlass_dtype, fake_stream,
-                     gmem_pointer, launch_arch, require)
-from .gemm_parts import (TN_DTYPES, grouped_tile, launch_tn, operand_tensors, row_copy,
-                         store_tile, swizzled_rows)
-from .sm80_gemm import MMA_SHAPE
-from .wgmma_gemm import TILE_K, staged_smem_layout  # K-major, 128B-swizzled, as TMA writes
+from . import selftest
+from .gemm_host import HALF_TYPES, GemmHost, LaunchExtra
+from .host import PipelineHang, gmem_pointer, smem_capacity
+from .mma_atom import ATOM as MMA_SHAPE
+from .sm80_gemm import (epilogue_through_smem, grouped_tile, ldmatrix_fragments, operand_tensors,
+                        row_copy, swizzled_rows, tiled_mma_sync)
 
 NEEDS = "sm_90+"
-DTYPES = TN_DTYPES  # same operands, same rules as notebooks 06 and 09
+DTYPES = HALF_TYPES  # same operands, same rules as notebooks 06 and 09
 BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
-SMEM_LIMIT = 227 * 1024
+RINGS = ("mbarrier", "pipeline")  # written by hand, or CuTe DSL's PipelineTmaAsync
 REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
 FULL, EMPTY = 1, 2
+TILE_K = 64  # one 128-byte swizzle row of a 16-bit type along K: one TMA box row
 
 
 @dataclass(frozen=True)
@@ -73,12 +79,18 @@ class Config:
     warps_n: int = 4  # ... and N
     stages: int = 4  # the ring's depth; 1 serializes loads and math
     group_m: int = 8  # tile order: CTAs walk C in groups of this many tile rows
+    ring: str = "mbarrier"  # one of RINGS
     bug: str = ""  # one of BUGS: inject a classic pipeline mistake (it hangs)
     debug_timeout_ms: int = 0  # > 0: bounded waits that report where they gave up
 
     def __post_init__(self):
+        if self.ring not in RINGS:
+            raise ValueError(f"ring must be one of {RINGS}")
         if self.bug not in BUGS:
             raise ValueError(f"bug must be one of {BUGS}")
+        if self.ring == "pipeline" and (self.bug or self.debug_timeout_ms):
+            raise ValueError("bugs and bounded waits are injected into the hand-written ring "
+                             "(ring='mbarrier') only")
         if self.stages < 1:
             raise ValueError("the ring needs at least 1 stage")
         if not (self.tile_m <= 256 and self.tile_n <= 256):
@@ -89,9 +101,6 @@ class Config:
             raise ValueError("tile_n must be a multiple of warps_n * 16")
         if self.debug_timeout_ms < 0:
             raise ValueError("debug_timeout_ms must be >= 0")
-        if self.smem_bytes(2) > SMEM_LIMIT:
-            raise ValueError(f"{self.smem_bytes(2)} bytes of shared memory is over the 227 KB "
-                             f"limit: {self.stages} stages of {self.stage_bytes(2)} bytes")
 
     @property
     def warps(self) -> int:
@@ -103,14 +112,18 @@ class Config:
 
     def stage_bytes(self, elem_bytes: int) -> int:
         """Bytes one k-tile brings: the expect_tx count of a full barrier."""
-        return (self.tile_m + self.tile_n) * TILE_K * elem_bytes
+        return stage_bytes(self.tile_m, self.tile_n, elem_bytes)
 
     def smem_bytes(self, elem_bytes: int) -> int:
-        ring = self.stage_bytes(elem_bytes) * self.stages
-        return max(ring, self.tile_m * self.tile_n * elem_bytes) + 1024 + 2 * 8 * self.stages
+        return ring_smem_bytes(self.tile_m, self.tile_n, self.stages, elem_bytes)
 
-    def max_stages(self, elem_bytes: int = 2) -> int:
-        return (SMEM_LIMIT - 1024 - 64) // self.stage_bytes(elem_bytes)
+    def max_stages(self, arch: str = "sm_90a", elem_bytes: int = 2) -> int:
+        """The deepest ring that fits in `arch`'s shared memory."""
+        stages = 0
+        while ring_smem_bytes(self.tile_m, self.tile_n, stages + 1, elem_bytes) <= \
+                smem_capacity(arch):
+            stages += 1
+        return stages
 
 
 def producer_parity(j, stages: int, bug: str = ""):
@@ -131,14 +144,98 @@ def consumer_parity(t, stages: int):
     return (t // stages) % 2
 
 
+# ------------------------------------------------------------------ the pieces later steps reuse
+
+def stage_bytes(tile_m: int, tile_n: int, elem_bytes: int) -> int:
+    """Bytes of A and B one k-tile (TILE_K wide) brings into a stage."""
+    return (tile_m + tile_n) * TILE_K * elem_bytes
+
+
+def ring_smem_bytes(tile_m: int, tile_n: int, stages: int, elem_bytes: int) -> int:
+    """The ring (C reuses its space in the epilogue), 1024 bytes of alignment for the
+    128B-swizzled buffers, and a full and an empty mbarrier (8 bytes) per stage."""
+    ring = stage_bytes(tile_m, tile_n, elem_bytes) * stages
+    return max(ring, tile_m * tile_n * elem_bytes) + 1024 + 2 * 8 * stages
+
+
+def staged_smem_layout(dtype, rows: int, stages: int):
+    """(rows, 64, stages), K-major with the 128-byte swizzle that TMA writes (and that
+    WGMMA's descriptors read in step 09)."""
+    atom = cute.nvgpu.warpgroup.make_smem_layout_atom(
+        sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, dtype, TILE_K), dtype)
+    return cute.tile_to_shape(atom, (rows, TILE_K, stages), order=(0, 1, 2))
+
+
+def operand_tma(mA: cute.Tensor, mB: cute.Tensor, sA_layout, sB_layout, tile_m: int,
+                tile_n: int):
+    """Host side: one tensor map per operand, boxes of (tile rows x 64) written into one
+    stage of the swizzled ring. Returns (tma_a, A as TMA coordinates, tma_b, B as ...)."""
+    g2s = cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
+    tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
+        g2s, mA, cute.slice_(sA_layout, (None, None, 0)), (tile_m, TILE_K))
+    tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
+        g2s, mB, cute.slice_(sB_layout, (None, None, 0)), (tile_n, TILE_K))
+    return tma_a, tA, tma_b, tB
+
+
+def tma_k_tiles(tma_a: cute.CopyAtom, mA: cute.Tensor, sA: cute.Tensor, tma_b: cute.CopyAtom,
+                mB: cute.Tensor, sB: cute.Tensor, tile_m, tile_n, rows_m: int, rows_n: int):
+    """This CTA's k-tiles of A and B in TMA coordinates, and the stage slots they land in:
+    (tAgA, tAsA, tBgB, tBsB, k_tiles); tAgA[None, j] is k-tile j, tAsA[None, s] stage s."""
+    gA = cute.local_tile(mA, (rows_m, TILE_K), (tile_m, None))  # (bM, 64, k_tiles)
+    gB = cute.local_tile(mB, (rows_n, TILE_K), (tile_n, None))
+    tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
+        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+    tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
+        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+    return tAgA, tAsA, tBgB, tBsB, cute.size(gA, mode=[2])
+
+
+def make_tma_ring(barriers: cute.Pointer, stages: int, tx_bytes: int,
+                  consumer_warps: int) -> pipeline.PipelineTmaAsync:
+    """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects one arrival
+    (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp."""
+    return pipeline.PipelineTmaAsync.create(
+        num_stages=stages, barrier_storage=barriers, tx_count=tx_bytes,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps))
+
+
+@cute.jit
+def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
+                tma_a: cute.CopyAtom, tAgA: cute.Tensor, tAsA: cute.Tensor, tma_b: cute.CopyAtom,
+                tBgB: cute.Tensor, tBsB: cute.Tensor):
+    """Wait until stage `state.index` is empty, arm its full barrier with the expected
+    bytes, and start the two TMA copies of k-tile `state.count`. Called by a whole warp."""
+    ring.producer_acquire(state)
+    bar = ring.producer_get_barrier(state)
+    cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
+    cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+
+
+def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
+    """Step 06's math on one k-tile in stage `stage`: ldmatrix one k-block ahead of the
+    mma.sync that uses it (`f` from sm80_gemm.ldmatrix_fragments)."""
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    cute.copy(f.s2r_a, f.tXsA[None, None, 0, stage], f.tXrA[None, None, 0])
+    cute.copy(f.s2r_b, f.tXsB[None, None, 0, stage], f.tXrB[None, None, 0])
+    for kb in range(k_blocks):  # a plain helper, traced inline: a static Python loop
+        if kb + 1 < k_blocks:
+            cute.copy(f.s2r_a, f.tXsA[None, None, kb + 1, stage], f.tXrA[None, None, kb + 1])
+            cute.copy(f.s2r_b, f.tXsB[None, None, kb + 1, stage], f.tXrB[None, None, kb + 1])
+        cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+
+
+# ------------------------------------------------------------------ the kernel, ring by hand
+
 class TmaGemm:
     """One configuration of the kernel; call it (through cute.compile) to launch."""
 
     def __init__(self, dtype: type[cutlass.Numeric], config: Config):
         self.dtype = dtype
         self.cfg = config
-        self.tile = (config.tile_m, config.tile_n, TILE_K)
         self.tx_bytes = config.stage_bytes(dtype.width // 8)
+        self.smem_bytes = config.smem_bytes(dtype.width // 8)
 
     # ------------------------------------------------------------- host side
     @cute.jit
@@ -151,20 +248,10 @@ class TmaGemm:
         sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, cfg.stages)
         sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, cfg.stages)
         sC_layout = cute.tile_to_shape(swizzled_rows(64, 8), (cfg.tile_m, cfg.tile_n), (0, 1))
-
         # TMA: one tensor map per operand, boxes of (tile rows x 64) with the 128B swizzle
-        g2s = cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
-        tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            g2s, mA, cute.slice_(sA_layout, (None, None, 0)), (cfg.tile_m, TILE_K))
-        tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            g2s, mB, cute.slice_(sB_layout, (None, None, 0)), (cfg.tile_n, TILE_K))
-
+        tma_a, tA, tma_b, tB = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
         # notebook 06's tensor cores: m16n8k16 on a warps_m x warps_n grid
-        mma_op = cute.nvgpu.warp.MmaF16BF16Op(self.dtype, cutlass.Float32, MMA_SHAPE)
-        tiled_mma = cute.make_tiled_mma(
-            mma_op, cute.make_layout((cfg.warps_m, cfg.warps_n, 1)),
-            permutation_mnk=(cfg.warps_m * MMA_SHAPE[0], cfg.warps_n * MMA_SHAPE[1] * 2,
-                             MMA_SHAPE[2]))
+        tiled_mma = tiled_mma_sync(self.dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2)
         copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
@@ -172,7 +259,7 @@ class TmaGemm:
         self.kernel(tma_a, tA, tma_b, tB, mC, report, tiled_mma, copy_c, sA_layout, sB_layout,
                     sC_layout, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=cfg.smem_bytes(self.dtype.width // 8), stream=stream)
+            smem=self.smem_bytes, stream=stream)
 
     # ------------------------------------------------------------- device side
     @cute.kernel
@@ -193,10 +280,7 @@ class TmaGemm:
         smem = SmemAllocator()
         full = smem.allocate_array(cutlass.Int64, cfg.stages, byte_alignment=8)
         empty = smem.allocate_array(cutlass.Int64, cfg.stages, byte_alignment=8)
-        sA = smem.allocate_tensor(self.dtype, sA_layout.outer, 1024, sA_layout.inner)
-        sB = smem.allocate_tensor(self.dtype, sB_layout.outer, 1024, sB_layout.inner)
-        sC = cute.make_tensor(cute.recast_ptr(sA.iterator, sC_layout.inner, dtype=self.dtype),
-                              sC_layout.outer)
+        sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
 
         # 1. barriers: initialised by one thread, made visible, then everyone syncs
         full_count = 1  # the producer's arrive.expect_tx (the bytes are counted apart)
@@ -215,13 +299,8 @@ class TmaGemm:
 
         # 2. this CTA's k-tiles of A and B, in TMA coordinates, and their stage slots
         tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        gA = cute.local_tile(mA, (cfg.tile_m, TILE_K), (tile_m, None))  # (bM, 64, k_tiles)
-        gB = cute.local_tile(mB, (cfg.tile_n, TILE_K), (tile_n, None))
-        k_tiles = cute.size(gA, mode=[2])
-        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-            tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
+                                                       tile_n, cfg.tile_m, cfg.tile_n)
 
         # 3. prologue: warp 0 fills every stage (the first trip's empty waits pass at once)
         if warp == 0:
@@ -229,19 +308,8 @@ class TmaGemm:
                 self.produce(j, full, empty, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, report)
 
         # 4. fragments: ldmatrix views of shared memory and mma.sync registers (notebook 06)
-        thr_mma = tiled_mma.get_slice(tidx)
         gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA)[None, None, None, 0])
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB)[None, None, None, 0])
-        acc = tiled_mma.make_fragment_C(thr_mma.partition_C(gC))
-        acc.fill(0.0)
-        ldsm = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), self.dtype)
-        s2r_a = cute.make_tiled_copy_A(ldsm, tiled_mma)
-        s2r_b = cute.make_tiled_copy_B(ldsm, tiled_mma)
-        thr_s2r_a, thr_s2r_b = s2r_a.get_slice(tidx), s2r_b.get_slice(tidx)
-        tXsA, tXrA = thr_s2r_a.partition_S(sA), thr_s2r_a.retile(tCrA)
-        tXsB, tXrB = thr_s2r_b.partition_S(sB), thr_s2r_b.retile(tCrB)
-        k_blocks = cute.size(tCrA, mode=[2])
+        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
 
         # 5. main loop over k-tiles t, stage t % stages, trip t // stages around the ring.
         #    All warps: wait until k-tile t has landed, read it into registers one k-block
@@ -250,13 +318,7 @@ class TmaGemm:
         for t in range(k_tiles):
             stage = t % cfg.stages
             self.wait(full + stage, consumer_parity(t, cfg.stages), FULL, stage, t, report)
-            cute.copy(s2r_a, tXsA[None, None, 0, stage], tXrA[None, None, 0])
-            cute.copy(s2r_b, tXsB[None, None, 0, stage], tXrB[None, None, 0])
-            for kb in cutlass.range_constexpr(k_blocks):
-                if cutlass.const_expr(kb + 1 < k_blocks):
-                    cute.copy(s2r_a, tXsA[None, None, kb + 1, stage], tXrA[None, None, kb + 1])
-                    cute.copy(s2r_b, tXsB[None, None, kb + 1, stage], tXrB[None, None, kb + 1])
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
+            mma_sync_k_tile(tiled_mma, f, stage)
             # the stage's last ldmatrix fed an MMA above, so the warp is done reading it
             if cutlass.const_expr(cfg.bug != "missing_arrive"):
                 with cute.arch.elect_one():
@@ -268,14 +330,8 @@ class TmaGemm:
 
         # 6. epilogue (notebook 06's): registers -> shared (converted) -> 16-byte stores.
         #    Every load issued has landed: each was waited for before it was read.
-        cute.arch.sync_threads()
-        out = cute.make_fragment_like(acc, self.dtype)
-        out.store(acc.load().to(self.dtype))
-        cute.autovec_copy(out, thr_mma.partition_C(sC))
-        cute.arch.sync_threads()
-        cC = cute.local_tile(cute.make_identity_tensor(mC.shape), (cfg.tile_m, cfg.tile_n),
-                             (tile_m, tile_n))
-        store_tile(copy_c, sC, gC, cC, mC.shape, tidx)
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
 
     @cute.jit
     def produce(self, j: cutlass.Int32, full: cute.Pointer, empty: cute.Pointer,
@@ -345,7 +401,71 @@ class TmaGemm:
         return self.cfg.debug_timeout_ms * (2 if kind == FULL else 1)
 
 
-# ------------------------------------------------------------------ Python surface
+def allocate_ring(smem: SmemAllocator, dtype, sA_layout, sB_layout, sC_layout):
+    """The A and B rings (1024-byte aligned, as the 128B swizzle needs) and C's staging
+    tile, which reuses the ring's space once the main loop is over."""
+    sA = smem.allocate_tensor(dtype, sA_layout.outer, 1024, sA_layout.inner)
+    sB = smem.allocate_tensor(dtype, sB_layout.outer, 1024, sB_layout.inner)
+    sC = cute.make_tensor(cute.recast_ptr(sA.iterator, sC_layout.inner, dtype=dtype),
+                          sC_layout.outer)
+    return sA, sB, sC
+
+
+# ------------------------------------------------------------------ the same ring, as PipelineTmaAsync
+
+class TmaPipelineGemm(TmaGemm):
+    """TmaGemm with the ring kept by CuTe DSL's PipelineTmaAsync: barrier storage, init and
+    counts in `make_tma_ring`, the producer's wait-arm-copy in `load_k_tile`, and
+    `consumer_wait` / `consumer_release` for the consumers' full wait and empty arrival.
+    The host side is TmaGemm's; the debug report is not used (the waits are not bounded)."""
+
+    @cute.kernel
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
+               mB: cute.Tensor, mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
+               copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
+               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
+               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+        cfg = self.cfg
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == 0:
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+
+        # shared memory: the ring's full/empty barrier pairs, then the A and B rings
+        smem = SmemAllocator()
+        barriers = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
+        sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
+        ring = make_tma_ring(barriers, cfg.stages, self.tx_bytes, cfg.warps)
+
+        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
+        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
+                                                       tile_n, cfg.tile_m, cfg.tile_n)
+        produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
+        if warp == 0:  # the whole warp: TMA issue and expect_tx elect a lane themselves
+            for _ in range(cutlass.min(cfg.stages, k_tiles)):
+                load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                produce.advance()
+
+        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
+        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+        for _ in range(k_tiles):
+            ring.consumer_wait(read)  # full[s], the consumer's phase
+            mma_sync_k_tile(tiled_mma, f, read.index)
+            ring.consumer_release(read)  # one arrival per warp on empty[s]
+            read.advance()
+            if warp == 0:
+                if produce.count < k_tiles:
+                    load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                    produce.advance()
+
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
+
+
+# ------------------------------------------------------------------ the surface
 
 def describe_report(words: list[int], config: Config) -> str:
     """The debug report as a sentence (words as read back from the kernel)."""
@@ -369,67 +489,56 @@ def _report_buffer(device) -> torch.Tensor:
     return _REPORTS[key]
 
 
-def _signature(dtype: torch.dtype, config: Config, stream):
-    p = gmem_pointer(None, dtype)
-    report = gmem_pointer(None, torch.int32)
-    eight = cutlass.Int32(8)
-    return (TmaGemm(cutlass_dtype(dtype), config), p, p, p, eight, eight, eight, report, stream)
+def _report_pointer(a: torch.Tensor, config: Config) -> tuple:
+    report = _report_buffer(a.device)
+    if config.debug_timeout_ms:
+        report.zero_()
+    return (gmem_pointer(report, torch.int32),)
+
+
+def _raise_if_a_wait_gave_up(a: torch.Tensor, config: Config) -> None:
+    if config.debug_timeout_ms:
+        words = _report_buffer(a.device).tolist()  # synchronizes
+        if words[0]:
+            raise PipelineHang(describe_report(words, config))
+
+
+def _kernel(ab, c, config: Config, arch, a_major, b_major) -> TmaGemm:
+    return (TmaPipelineGemm if config.ring == "pipeline" else TmaGemm)(ab, config)
+
+
+GEMM = GemmHost("tma_gemm", NEEDS, _kernel, Config, extra=LaunchExtra(
+    placeholders=lambda config: (gmem_pointer(None, torch.int32),),
+    values=_report_pointer, after=_raise_if_a_wait_gave_up))
 
 
 def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
     """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    require(NEEDS, "tma_gemm")
-    return compile_cached(("tma_gemm", dtype, config), launch_arch(),
-                          lambda: cute.compile(*_signature(dtype, config, fake_stream())))
+    return GEMM.compile(dtype, config)
 
 
 def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()) -> Artifacts:
+              config: Config = Config()):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    return compile_artifacts(("tma_gemm", dtype, config), arch,
-                             *_signature(dtype, config, fake_stream()))
+    return GEMM.artifacts(arch, dtype, config)
 
 
-def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None,
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """C = A . B^T: TMA loads, an mbarrier ring, mma.sync. Validates inputs first.
 
     A buggy config hangs the GPU unless debug_timeout_ms > 0 (then PipelineHang is
-    raised here); call it through `check_isolated` to be safe either way.
+    raised here); run it in a child process (course.runtime.watchdog.isolated) either way.
     """
-    require(NEEDS, "tma_gemm")
-    report = []
-
-    def report_pointer():  # called after validation, so a.device is a GPU
-        report.append(_report_buffer(a.device))
-        if config.debug_timeout_ms:
-            report[0].zero_()
-        return (gmem_pointer(report[0], torch.int32),)
-
-    c = launch_tn(lambda dtype: compile(dtype, config), a, b, c, extra=report_pointer)
-    if config.debug_timeout_ms and report:
-        words = report[0].tolist()  # synchronizes
-        if words[0]:
-            raise PipelineHang(describe_report(words, config))
-    return c
+    return GEMM.run(a, b, out, config)
 
 
 def prepare(problem, config: Config = Config()):
-    """For course.bench: compile once for `problem`'s dtype, return gemm(a, b, c)."""
-    compile(problem.dtype, config)
-    return lambda a, b, c: run(a, b, c, config)
+    """For a benchmark: compile once for `problem`'s dtype, return gemm(a, b, c)."""
+    return GEMM.prepare(problem, config)
 
 
-def check_isolated(m: int, n: int, k: int, dtype: str = "bf16", config: Config = Config(),
-                   seed: int = 0) -> tuple[bool, str]:
-    """Compile, then check C = A . B^T on fresh inputs: meant to run in a child process
-    (course.runtime.watchdog.isolated), where a deadlock costs a killed process, not the notebook.
-    Returns (passed, verdict text); raises PipelineHang from the debug mode."""
-    from course.bench.gemm_bench import GemmProblem, check_gemm
-
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    compile(dt, config)
-    launching()  # the watchdog's launch clock starts here, after compiling
-    verdict = check_gemm(lambda a, b, c: run(a, b, c, config), GemmProblem(m, n, k, dt),
-                         seed=seed)
-    return verdict.ok, str(verdict)
+if __name__ == "__main__":
+    raise SystemExit(selftest.gemm_main(GEMM, "tma_gemm")
+                     or selftest.gemm_main(GEMM, "tma_gemm (ring='pipeline')",
+                                           config=Config(ring="pipeline")))

@@ -15,9 +15,8 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .common import (Artifacts, KernelInputError, check_tensor, compile_artifacts,
-                     compile_cached, current_stream, fake_stream, gmem_pointer, launch_arch,
-                     require)
+from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
+                   gmem_pointer, require)
 
 NEEDS = "gpu"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -51,29 +50,29 @@ def add(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer, n: cutlas
     add_kernel(a, b, c, n).launch(grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream)
 
 
-def _signature(dtype: torch.dtype, config: Config, stream):
+def _signature(arch: str, dtype: torch.dtype, config: Config):
     p = gmem_pointer(None, dtype)
-    return (add, p, p, p, cutlass.Int32(1), stream, config.threads_per_block)
+    return (add, p, p, p, cutlass.Int32(1), fake_stream(), config.threads_per_block)
+
+
+COMPILER = Compiler("vector_add", NEEDS, _signature)
 
 
 def compile(dtype: torch.dtype = torch.float32, config: Config = Config()):
     """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    require(NEEDS, "vector_add")
-    return compile_cached(("vector_add", dtype, config), launch_arch(),
-                          lambda: cute.compile(*_signature(dtype, config, fake_stream())))
+    return COMPILER.compile(dtype, config)
 
 
 def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32,
-              config: Config = Config()) -> Artifacts:
+              config: Config = Config()):
     """PTX and cubin for `arch`, compiled here without a GPU."""
-    return compile_artifacts(("vector_add", dtype, config), arch,
-                             *_signature(dtype, config, fake_stream()))
+    return COMPILER.artifacts(arch, dtype, config)
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """c = a + b on the GPU; validates the inputs before launching."""
-    require(NEEDS, "vector_add")
+    require(NEEDS, "vector_add", a.device if isinstance(a, torch.Tensor) and a.is_cuda else None)
     check_tensor(a, "a", dtypes=DTYPES, ndim=1)
     check_tensor(b, "b", dtypes=(a.dtype,), ndim=1)
     if a.shape != b.shape or a.device != b.device:
@@ -92,3 +91,29 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
     kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, out)), cutlass.Int32(a.numel()),
            current_stream())
     return out
+
+
+def _self_test() -> int:
+    """Check c = a + b against torch on ragged sizes; time it against torch's own add."""
+    from . import selftest
+
+    if not selftest.runnable_here(NEEDS, "vector_add"):
+        selftest.show_artifacts(artifacts())
+        return 0
+    ok = True
+    for dtype in DTYPES:
+        for n in (1, 257, 100_003, 2**22 + 1):
+            a, b = (torch.randn(n, device="cuda").to(dtype) for _ in range(2))
+            out = run(a, b, torch.full_like(a, float("nan")))
+            torch.cuda.synchronize()
+            ok &= selftest.verdict(f"{str(dtype)[6:]} n={n}", out, a.double() + b.double(), dtype)
+    n = 2**26
+    sets = [[torch.randn(n, device="cuda") for _ in range(3)] for _ in range(3)]
+    t = selftest.paired_rounds({"torch": lambda i: torch.add(*sets[i % 3][:2], out=sets[i % 3][2]),
+                                "kernel": lambda i: run(*sets[i % 3])})
+    print(f"  fp32 n=2^26: {selftest.ratio_summary(t['torch'], t['kernel'])} of torch.add's rate")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_self_test())

@@ -5,10 +5,7 @@ import re
 import pytest
 import torch
 
-import kernels.common
-from kernels import gemm_inputs
-
-from .helpers import B200, use_machine
+from .helpers import B200, pretend_gpu, use_machine
 
 
 def sass_mnemonics(sass: str) -> collections.Counter:
@@ -57,10 +54,9 @@ def fake_b200_host(monkeypatch, module) -> LaunchRecorder:
     the (CPU-resident) tensors, the launch arguments, and a real compile for sm_100a.
     """
     use_machine(monkeypatch, B200)
-    monkeypatch.setattr(kernels.common, "machine", lambda: B200)
-    monkeypatch.setattr(gemm_inputs, "EXPECTED_DEVICE", "cpu")
+    pretend_gpu(monkeypatch, B200.compute_capability, accept_cpu_tensors=True)
     recorder = LaunchRecorder()
-    monkeypatch.setattr(module, "launch", recorder)
+    monkeypatch.setattr(module.GEMM, "launch", recorder)
     return recorder
 
 
@@ -68,7 +64,7 @@ def check_recorded_launch(recorder: LaunchRecorder, module, a, b, out) -> None:
     """One launch, of this machine's compiled kernel, with the tensors' pointers and sizes."""
     assert len(recorder.calls) == 1
     kernel, args = recorder.calls[0]
-    assert kernel is module.compile(a.dtype, out.dtype)
+    assert kernel is module.compile(a.dtype, out_dtype=out.dtype)
     a_ptr, b_ptr, c_ptr, m, n, k = args
     assert [p._pointer for p in (a_ptr, b_ptr, c_ptr)] == [t.data_ptr() for t in (a, b, out)]
     assert [int(x) for x in (m, n, k)] == [a.shape[0], b.shape[0], a.shape[1]]
@@ -98,7 +94,7 @@ def validation_cases():
 
 
 def assert_refused(module, kwargs, message):
-    from kernels.common import KernelInputError
+    from kernels.host import KernelInputError
 
     with pytest.raises(KernelInputError, match=re.escape(message)):
         module.run(**kwargs)

@@ -18,3 +18,15 @@ def use_machine(monkeypatch, m: Machine) -> None:
     import course.catalogue
     for mod in (course.runtime.hardware, course.runtime.live, course.runtime.results, course.catalogue):
         monkeypatch.setattr(mod, "machine", lambda m=m: m)
+
+
+def pretend_gpu(monkeypatch, compute_capability: tuple[int, int] = (9, 0),
+                accept_cpu_tensors: bool = False) -> None:
+    """Make the kernels' host side (kernels.host) see a GPU of this compute capability, so
+    everything before a launch runs for real on a CPU-only machine. With
+    `accept_cpu_tensors`, CPU tensors pass the device check too (to reach the later rules)."""
+    import kernels.host
+
+    monkeypatch.setattr(kernels.host, "device_capability", lambda device=None: compute_capability)
+    if accept_cpu_tensors:
+        monkeypatch.setattr(kernels.host, "EXPECTED_DEVICE", "cpu")

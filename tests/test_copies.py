@@ -5,7 +5,9 @@ import torch
 
 from course.bench import compare, poison_
 from kernels import copies
-from kernels.common import KernelInputError, UnsupportedGPU
+from kernels.host import KernelInputError, UnsupportedGPU
+
+from .helpers import pretend_gpu
 
 # what each variant must compile to on sm_90a: (PTX pattern, count), (SASS pattern, count)
 EXPECT = {
@@ -59,7 +61,7 @@ def test_config_is_validated():
 
 
 def test_validation_messages(monkeypatch):
-    monkeypatch.setattr(copies, "require", lambda needs, kernel: None)
+    pretend_gpu(monkeypatch)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         copies.run(torch.zeros(8))
     with pytest.raises(KernelInputError, match="dtype float16"):

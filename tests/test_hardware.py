@@ -3,6 +3,8 @@ import pytest
 from course.runtime import hardware
 from course.runtime.hardware import NEEDS, TIERS, Machine, machine, tier_for, tiers_for
 
+from kernels import host as kernel_host
+
 from .helpers import A100, B200, CPU, H100
 
 
@@ -12,6 +14,17 @@ from .helpers import A100, B200, CPU, H100
 ])
 def test_tier_for(cc, tier):
     assert tier_for(cc) == tier
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3),
+                                (11, 0), (12, 0), (12, 1)])
+def test_course_tiers_and_the_kernels_agree_on_what_a_gpu_can_run(cc):
+    """The kernels check the operands' GPU themselves (kernels.host, no course import);
+    a notebook decides live-or-fallback from the course's tier: they must never disagree."""
+    tier = tier_for(cc)
+    machine_here = Machine(tier=tier, reason="test", compute_capability=cc)
+    for needs in kernel_host.NEEDS:
+        assert machine_here.can(needs) == kernel_host.satisfies(cc, needs), (cc, needs)
 
 
 def test_needs_are_nested_the_way_the_ladder_is():

@@ -4,7 +4,9 @@ import torch
 
 from course.bench.gemm_bench import GemmProblem, check_gemm
 from kernels import hopper_gemm, wgmma_gemm
-from kernels.common import KernelInputError
+from kernels.host import KernelInputError
+
+from .helpers import pretend_gpu
 
 
 @pytest.mark.compile
@@ -49,7 +51,7 @@ def test_hopper_config_rules():
 
 def test_validation_before_launch(monkeypatch):
     for module in (wgmma_gemm, hopper_gemm):
-        monkeypatch.setattr(module, "require", lambda needs, name: None)
+        pretend_gpu(monkeypatch)
         a = torch.zeros(64, 64, dtype=torch.bfloat16)
         with pytest.raises(KernelInputError, match="move it to the GPU"):
             module.run(a, a)

@@ -4,7 +4,9 @@ import torch
 
 from course.bench.gemm_bench import GemmProblem, check_gemm
 from kernels import sm80_gemm
-from kernels.common import KernelInputError
+from kernels.host import KernelInputError
+
+from .helpers import pretend_gpu
 
 
 @pytest.mark.compile
@@ -31,25 +33,37 @@ def test_config_validation():
         sm80_gemm.Config(stages=1)
     with pytest.raises(ValueError, match="tile_k"):
         sm80_gemm.Config(tile_k=48)
-    with pytest.raises(ValueError, match="227 KB"):
-        sm80_gemm.Config(tile_m=256, tile_n=256, stages=8)
+
+
+
+@pytest.mark.compile
+def test_shared_memory_is_checked_for_the_target_gpu():
+    """4 stages of 128x64 + 256x64 bf16 tiles are 192 KB: they fit an H100's 227 KB but not
+    an A100's 163 KB; the refusal comes before compiling, with the numbers."""
+    deep = sm80_gemm.Config(stages=4)
+    with pytest.raises(KernelInputError, match="196608 bytes of shared memory.*sm_80 has 166912"):
+        sm80_gemm.artifacts("sm_80", torch.bfloat16, deep)
+    assert sm80_gemm.artifacts("sm_90a", torch.bfloat16, deep).count_ptx(r"cp\.async") > 0
+    with pytest.raises(KernelInputError, match="sm_90a has 232448"):
+        sm80_gemm.artifacts("sm_90a", torch.bfloat16,
+                            sm80_gemm.Config(tile_m=256, tile_n=256, stages=8))
 
 
 def test_input_validation(monkeypatch):
-    monkeypatch.setattr(sm80_gemm, "require", lambda needs, name: None)
+    pretend_gpu(monkeypatch)
     a, b = torch.zeros(64, 64, dtype=torch.bfloat16), torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         sm80_gemm.run(a, b)
-    from kernels import gemm_parts
-    monkeypatch.setattr(gemm_parts, "check_tensor", lambda *args, **kw: None)
-    validate = gemm_parts.validate_tn
-    with pytest.raises(KernelInputError, match="multiples of 8"):
-        validate(torch.zeros(64, 60, dtype=torch.bfloat16),
-                           torch.zeros(64, 60, dtype=torch.bfloat16), None)
-    with pytest.raises(KernelInputError, match="K columns"):
-        validate(a, torch.zeros(64, 32, dtype=torch.bfloat16), None)
+    pretend_gpu(monkeypatch, accept_cpu_tensors=True)  # the operand rules, on CPU tensors
+    with pytest.raises(KernelInputError, match="multiple of 8"):
+        sm80_gemm.run(torch.zeros(64, 60, dtype=torch.bfloat16),
+                      torch.zeros(64, 60, dtype=torch.bfloat16))
+    with pytest.raises(KernelInputError, match="same K"):
+        sm80_gemm.run(a, torch.zeros(64, 32, dtype=torch.bfloat16))
+    with pytest.raises(KernelInputError, match="not packed"):
+        sm80_gemm.run(torch.zeros(64, 128, dtype=torch.bfloat16)[:, :64], b)
     with pytest.raises(KernelInputError, match="K-major"):
-        validate(torch.zeros(64, 128, dtype=torch.bfloat16)[:, :64], b, None)
+        sm80_gemm.run(torch.zeros(64, 64, dtype=torch.bfloat16).t(), b)
 
 
 SHAPES = [(128, 128, 64), (256, 512, 1024), (1000, 1016, 520), (1, 8, 8), (129, 136, 72),

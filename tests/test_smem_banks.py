@@ -7,7 +7,9 @@ from course.bench import ncu
 from course.models import smem_access as sa
 from course.bench import bank_conflicts as bench_banks
 from kernels import smem_banks
-from kernels.common import KernelInputError
+from kernels.host import KernelInputError
+
+from .helpers import pretend_gpu
 
 
 @pytest.mark.compile
@@ -33,7 +35,7 @@ def test_reference_sums():
 
 
 def test_validation_messages(monkeypatch):
-    monkeypatch.setattr(smem_banks, "require", lambda needs, kernel: None)
+    pretend_gpu(monkeypatch)
     off = torch.zeros(1, 32, dtype=torch.int32)
     data = torch.zeros(smem_banks.SMEM_WORDS)
     with pytest.raises(KernelInputError, match="move it to the GPU"):

@@ -12,11 +12,12 @@ from course.bench import compare
 from course.bench.gemm_bench import GemmProblem, check_gemm, prepare
 from course.runtime.hardware import machine
 from course.models.instruction_descriptor import InstructionDescriptor
-from kernels import gemm_inputs, tcgen05_gemm
-from kernels.common import KernelInputError, UnsupportedGPU
+from kernels import tcgen05_gemm
+from kernels.host import KernelInputError, UnsupportedGPU
 
 from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
                                 last_operand_value, sass_mnemonics, validation_cases)
+from .helpers import pretend_gpu
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,7 @@ def test_the_constants_that_matter(art):
 @pytest.mark.compile
 @pytest.mark.parametrize("dtype,tile_n", [(torch.bfloat16, 128), (torch.float16, 256)])
 def test_the_instruction_descriptor_is_the_one_built_by_hand(dtype, tile_n):
-    art = tcgen05_gemm.artifacts("sm_100a", dtype, None, tcgen05_gemm.Config(tile_n))
+    art = tcgen05_gemm.artifacts("sm_100a", dtype, tcgen05_gemm.Config(tile_n))
     name = str(dtype).replace("torch.", "")
     idesc = InstructionDescriptor(m=128, n=tile_n, a=name, b=name, d="float32").encode()
     assert re.search(rf"\b{idesc}\b", art.ptx), f"{idesc:#x} not in the PTX"
@@ -96,7 +97,8 @@ def test_resources(art):
 @pytest.mark.parametrize("dtype,out_dtype,tile_n", [(torch.float16, None, 128),
                                                     (torch.bfloat16, torch.float16, 256)])
 def test_other_configurations_compile(dtype, out_dtype, tile_n):
-    art = tcgen05_gemm.artifacts("sm_100a", dtype, out_dtype, tcgen05_gemm.Config(tile_n))
+    art = tcgen05_gemm.artifacts("sm_100a", dtype, tcgen05_gemm.Config(tile_n),
+                                out_dtype=out_dtype)
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::1\.kind::f16") == 4
     assert art.count_ptx(r"tcgen05\.alloc") == 1
 
@@ -118,13 +120,12 @@ def test_config_is_validated():
 @pytest.mark.parametrize("what,kwargs,message", validation_cases(),
                          ids=[c[0] for c in validation_cases()])
 def test_inputs_are_validated_before_launch(monkeypatch, what, kwargs, message):
-    monkeypatch.setattr(tcgen05_gemm, "require", lambda needs, kernel: None)
-    monkeypatch.setattr(gemm_inputs, "EXPECTED_DEVICE", "cpu")
+    pretend_gpu(monkeypatch, (10, 0), accept_cpu_tensors=True)
     assert_refused(tcgen05_gemm, kwargs, message)
 
 
 def test_cpu_tensors_are_refused(monkeypatch):
-    monkeypatch.setattr(tcgen05_gemm, "require", lambda needs, kernel: None)
+    pretend_gpu(monkeypatch, (10, 0))
     a = torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         tcgen05_gemm.run(a, a)

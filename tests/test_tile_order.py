@@ -3,7 +3,7 @@ import cutlass.cute as cute
 import pytest
 
 from course.models.tile_order import grouped_tile, visit_order, wave_panels
-from kernels.gemm_parts import grouped_tile as grouped_tile_dsl
+from kernels.sm80_gemm import grouped_tile as grouped_tile_dsl
 
 SEEN = []
 

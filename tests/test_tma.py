@@ -5,7 +5,9 @@ import torch
 from course.models import tensormap
 from course.cute import kernel_traces
 from kernels import tma
-from kernels.common import KernelInputError
+from kernels.host import KernelInputError
+
+from .helpers import pretend_gpu
 
 CASES = [(torch.bfloat16, tma.Config()), (torch.float16, tma.Config(box_rows=32)),
          (torch.float32, tma.Config(box_cols=32)),
@@ -174,7 +176,7 @@ def test_configs_are_validated():
 
 
 def test_inputs_are_validated_before_launch(monkeypatch):
-    monkeypatch.setattr(tma, "require", lambda needs, name: None)
+    pretend_gpu(monkeypatch)
     x = torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         tma.load(x)

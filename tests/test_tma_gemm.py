@@ -8,9 +8,12 @@ import torch
 
 from course.sim import ring_protocol
 from course.bench.gemm_bench import GemmProblem, check_gemm
+from course.lessons.pipeline_checks import check_tma_gemm
 from course.runtime.watchdog import PipelineHang, isolated
 from kernels import tma_gemm
-from kernels.common import KernelInputError
+from kernels.host import KernelInputError
+
+from .helpers import pretend_gpu
 
 # ------------------------------------------------------------------ the protocol, modelled
 # course.sim.ring_protocol runs the kernel's exact barrier protocol with the kernel's own
@@ -93,8 +96,11 @@ def test_debug_mode_bounds_every_wait():
 def test_config_rules():
     assert tma_gemm.Config().max_stages() == 4  # 128 x 256 tiles: 48 KB a stage
     assert tma_gemm.Config(tile_n=128).max_stages() == 7
-    with pytest.raises(ValueError, match="227 KB"):
-        tma_gemm.Config(stages=5)
+    assert tma_gemm.Config().max_stages("sm_80") == 3  # an A100's 163 KB
+    with pytest.raises(KernelInputError, match="shared memory.*sm_90a has 232448"):
+        tma_gemm.artifacts("sm_90a", torch.bfloat16, tma_gemm.Config(stages=5))
+    with pytest.raises(ValueError, match="hand-written ring"):
+        tma_gemm.Config(ring="pipeline", bug="missing_arrive")
     with pytest.raises(ValueError, match="bug"):
         tma_gemm.Config(bug="typo")
     with pytest.raises(ValueError, match="at least 1"):
@@ -110,7 +116,7 @@ def test_report_reads_as_a_sentence():
 
 
 def test_validation_before_launch(monkeypatch):
-    monkeypatch.setattr(tma_gemm, "require", lambda needs, name: None)
+    pretend_gpu(monkeypatch)
     a = torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         tma_gemm.run(a, a)
@@ -152,7 +158,7 @@ def test_smaller_tiles_and_debug_mode_stay_correct():
 
 @pytest.mark.gpu(needs="sm_90+")
 def test_a_correct_kernel_passes_through_the_watchdog():
-    ok, text = isolated(tma_gemm.check_isolated, 512, 512, 1024, "bf16", tma_gemm.Config(),
+    ok, text = isolated(check_tma_gemm, 512, 512, 1024, "bf16", tma_gemm.Config(),
                         timeout_s=30)
     assert ok, text
 
@@ -163,7 +169,7 @@ def test_buggy_kernels_hang_and_the_watchdog_says_so_in_bounded_time(bug):
     cfg = tma_gemm.Config(stages=2, bug=bug)
     start = time.perf_counter()
     with pytest.raises(PipelineHang, match="did not finish within 10 s"):
-        isolated(tma_gemm.check_isolated, 256, 256, 1024, "bf16", cfg, timeout_s=10)
+        isolated(check_tma_gemm, 256, 256, 1024, "bf16", cfg, timeout_s=10)
     from course.runtime.watchdog import LAST_TIMING
     assert LAST_TIMING.launch < 10 + 12  # the kill itself is quick
     assert time.perf_counter() - start < 300
@@ -180,6 +186,6 @@ def test_debug_mode_names_the_barrier_that_never_completed(bug, who, where):
     """A stuck producer (warp 0) reports first: consumers wait twice as long."""
     cfg = tma_gemm.Config(stages=2, bug=bug, debug_timeout_ms=200)
     with pytest.raises(PipelineHang) as info:
-        isolated(tma_gemm.check_isolated, 256, 256, 1024, "bf16", cfg, timeout_s=60)
+        isolated(check_tma_gemm, 256, 256, 1024, "bf16", cfg, timeout_s=60)
     text = str(info.value)
     assert who in text and f"waiting on {where}" in text, text

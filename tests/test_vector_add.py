@@ -4,7 +4,9 @@ import torch
 
 from course.bench import compare, poison_
 from kernels import vector_add
-from kernels.common import KernelInputError, UnsupportedGPU
+from kernels.host import KernelInputError, UnsupportedGPU
+
+from .helpers import pretend_gpu
 
 
 @pytest.mark.compile
@@ -36,7 +38,7 @@ def test_config_is_validated():
 
 
 def test_validation_messages(monkeypatch):
-    monkeypatch.setattr(vector_add, "require", lambda needs, kernel: None)
+    pretend_gpu(monkeypatch)
     a = torch.zeros(8)
     with pytest.raises(KernelInputError, match="move it to the GPU"):
         vector_add.run(a, a)

@@ -16,8 +16,8 @@ from cutlass.tensor_utils import LayoutEnum
 
 from course.cute.algebra import coordinates, on_cpu
 from course.models.ownership import Ownership
-from kernels import mma_atom, naive_gemm, tcgen05_parts, tma
-from kernels.common import cutlass_dtype, gmem_pointer
+from kernels import mma_atom, naive_gemm, tcgen05_gemm, tma
+from kernels.host import cutlass_dtype, gmem_pointer
 
 
 
@@ -247,18 +247,18 @@ def epilogue_tmem_ownership(tile_n: int = 128, ctas: int = 1, threads=None) -> l
     about 0.1 s per thread: pass `threads` to evaluate only some of the 128.
     """
     pairs: list = []
-    tile = tcgen05_parts.TileShape(mma_m=128 * ctas, n=tile_n, ctas=ctas)
+    tile = tcgen05_gemm.TileShape(mma_m=128 * ctas, n=tile_n, ctas=ctas)
 
     @cute.jit
     def trace():
-        tiled_mma = tcgen05_parts.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
+        tiled_mma = tcgen05_gemm.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
         acc = cute.make_tensor(cute.make_ptr(cutlass.Float32, 0, cute.AddressSpace.tmem,
                                              assumed_align=16),
-                               tcgen05_parts.accumulator_layout(tiled_mma, tile, 1))[((None, None), 0, 0, 0)]
+                               tcgen05_gemm.accumulator_layout(tiled_mma, tile, 1))[((None, None), 0, 0, 0)]
         epi_tile = sm100_utils.compute_epilogue_tile_shape(
             tile.cta_tile, ctas == 2, LayoutEnum.ROW_MAJOR, cutlass.BFloat16)
         acc_epi = cute.flat_divide(acc, epi_tile)
-        load = tcgen05_parts.make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
+        load = tcgen05_gemm.make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
         tv, (rows, cols) = load.layout_dst_tv_tiled, load.tiler_mn
         sub_m = cute.size(epi_tile[0])
         per_sub = cute.size(tv, mode=[1])
@@ -280,15 +280,15 @@ def pair_operand_rows(tile_n: int = 128) -> dict:
     {v: {"A": (first, last), "B": ..., "C": ...}} for v = 0 (leader) and 1 (follower).
     """
     rows: dict = {}
-    tile = tcgen05_parts.TileShape(mma_m=256, n=tile_n, ctas=2)
+    tile = tcgen05_gemm.TileShape(mma_m=256, n=tile_n, ctas=2)
 
     @cute.jit
     def trace():
-        tiled_mma = tcgen05_parts.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
+        tiled_mma = tcgen05_gemm.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
         for v in (0, 1):
             thr = tiled_mma.get_slice(v)
-            views = {"A": thr.partition_A(cute.make_identity_tensor((tile.mma_m, tcgen05_parts.TILE_K))),
-                     "B": thr.partition_B(cute.make_identity_tensor((tile.n, tcgen05_parts.TILE_K))),
+            views = {"A": thr.partition_A(cute.make_identity_tensor((tile.mma_m, tcgen05_gemm.TILE_K))),
+                     "B": thr.partition_B(cute.make_identity_tensor((tile.n, tcgen05_gemm.TILE_K))),
                      "C": thr.partition_C(cute.make_identity_tensor((tile.mma_m, tile.n)))}
             rows[v] = {name: (view[0][0], view[cute.size(view) - 1][0])
                        for name, view in views.items()}

@@ -1,6 +1,6 @@
 """The grouped tile order the course's GEMMs use, in plain Python.
 
-`kernels.gemm_parts.grouped_tile` is the same function written for CuTe DSL; tests
+`kernels.sm80_gemm.grouped_tile` is the same function written for CuTe DSL; tests
 check that the two agree. Groups of `group` tile rows are walked column by column,
 so consecutive CTAs share B panels (same column) and a few A panels (the group's rows).
 """

@@ -25,9 +25,14 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from kernels.host import arch_for
+
 TIERS = ("cpu", "sm_80", "sm_90", "sm_100")
 
-# What a live cell can need -> the tiers that provide it.
+# What a live cell can need -> the tiers that provide it (the needs of kernels.host.NEEDS,
+# plus 'cpu'; tests/test_hardware.py checks the two agree on every compute capability).
+# The architecture a compile-only fallback targets for each need is kernels.host's
+# COMPILE_TARGET.
 NEEDS: dict[str, frozenset[str]] = {
     "cpu": frozenset(TIERS),  # plain Python: runs anywhere
     "gpu": frozenset({"sm_80", "sm_90", "sm_100"}),  # any GPU CuTe DSL runs on
@@ -36,16 +41,6 @@ NEEDS: dict[str, frozenset[str]] = {
     "sm_90a": frozenset({"sm_90"}),  # wgmma, setmaxnreg: Hopper only
     "sm_100a": frozenset({"sm_100"}),  # tcgen05, TMEM, CLC: Blackwell only
 }
-
-# The architecture a compile-only fallback targets for each need.
-COMPILE_TARGET = {
-    "gpu": "sm_90a",
-    "sm_80+": "sm_80",
-    "sm_90+": "sm_90a",
-    "sm_90a": "sm_90a",
-    "sm_100a": "sm_100a",
-}
-
 
 def tiers_for(needs: str) -> str:
     """'sm_90 or sm_100': the tiers that satisfy `needs`, in ladder order."""
@@ -91,8 +86,7 @@ class Machine:
         """The CuTe DSL target for this GPU (e.g. 'sm_90a'), None on cpu."""
         if self.compute_capability is None or not self.has_gpu:
             return None
-        major, minor = self.compute_capability
-        return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
+        return arch_for(self.compute_capability)
 
     def can(self, needs: str) -> bool:
         """True when a cell that needs `needs` can run live here."""

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from course.runtime import results
-from course.runtime.hardware import COMPILE_TARGET, Machine, machine, tiers_for
+from course.runtime.hardware import Machine, machine, tiers_for
+from kernels.host import COMPILE_TARGET
 
 
 class Mode(str, enum.Enum):

@@ -25,6 +25,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernels.host import PipelineHang  # raised by kernels' bounded waits and by isolated()
+
 HINT = ("A pipeline deadlock? Check that (1) every wait asks for the right parity: a fresh "
         "mbarrier is in phase 0, so waiting for parity 1 returns at once and waiting for parity 0 "
         "blocks until the first phase completes -- a producer's first wait on an empty slot must "
@@ -32,11 +34,6 @@ HINT = ("A pipeline deadlock? Check that (1) every wait asks for the right parit
         "(3) the arrival counts given to mbarrier_init equal the arrivals that really happen "
         "(one per warp, or one per thread?), and expect_tx's byte count equals the bytes TMA "
         "delivers.")
-
-
-class PipelineHang(RuntimeError):
-    """A launch that did not finish in bounded time (its process was stopped), or a
-    kernel whose bounded waits gave up."""
 
 
 class ChildFailed(RuntimeError):

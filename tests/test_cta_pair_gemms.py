@@ -1,4 +1,6 @@
-"""Notebook 12's kernel: compiled for sm_100a here (no GPU), checked live only on a B200-class GPU.
+"""Notebook 12's kernels, the CTA pair (kernels.cta_pair_gemm) and the CTA pair under Cluster
+Launch Control (kernels.cta_pair_clc_gemm): compiled for sm_100a here (no GPU), checked live
+only on a B200-class GPU.
 
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
@@ -14,11 +16,22 @@ from course.models.instruction_descriptor import InstructionDescriptor
 from course.emulate.blackwell_gemm import cta_pair_clc_gemm_shape
 from course.cute import kernel_traces
 from kernels import cta_pair_clc_gemm as pair
-from kernels import gemm_inputs
-from kernels.common import UnsupportedGPU
+from kernels import cta_pair_gemm
+from kernels.host import UnsupportedGPU
 
 from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
                                 last_operand_value, sass_mnemonics, validation_cases)
+from .helpers import pretend_gpu
+
+
+# (module, accumulator slots in TMEM): the CTA pair alone, then with CLC and ping-pong
+KERNELS = {"cta_pair_gemm": (cta_pair_gemm, 1), "cta_pair_clc_gemm": (pair, 2)}
+
+
+@pytest.fixture(scope="module", params=sorted(KERNELS))
+def kernel(request):
+    module, slots = KERNELS[request.param]
+    return module, slots, module.artifacts("sm_100a", torch.bfloat16)
 
 
 @pytest.fixture(scope="module")
@@ -27,21 +40,22 @@ def art():
 
 
 @pytest.fixture(scope="module")
-def sass(art):
-    return art.sass()
+def sass(kernel):
+    return kernel[2].sass()
 
 
 # ---------------------------------------------------------------- what the compiler produced
 
 @pytest.mark.compile
-def test_ptx_has_the_pair_mma_and_its_tmem(art):
+def test_ptx_has_the_pair_mma_and_its_tmem(kernel):
+    _, slots, art = kernel
     assert ".target sm_100a" in art.ptx
-    # TMEM, allocated for the pair: 2 slots x 128 columns, one alloc and one free per CTA
+    # TMEM, allocated for the pair: slots x 128 columns, one alloc and one free per CTA
     assert art.count_ptx(r"tcgen05\.alloc\.cta_group::2\.sync\.aligned") == 1
     assert art.count_ptx(r"tcgen05\.dealloc\.cta_group::2") == 1
     assert art.count_ptx(r"tcgen05\.relinquish_alloc_permit\.cta_group::2") == 1
-    assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == 256
-    assert last_operand_value(art.ptx, r"tcgen05\.dealloc\.") == 256
+    assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == 128 * slots
+    assert last_operand_value(art.ptx, r"tcgen05\.dealloc\.") == 128 * slots
     # the paired 256 x 128 x 16 MMA, 4 per 64-wide K-block; no 1-CTA MMA anywhere
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::2\.kind::f16") == 4
     assert art.count_ptx(r"cta_group::1") == 0
@@ -53,7 +67,8 @@ def test_ptx_has_the_pair_mma_and_its_tmem(art):
 
 
 @pytest.mark.compile
-def test_ptx_has_the_multicast_loads_and_barrier_aliasing(art):
+def test_ptx_has_the_multicast_loads_and_barrier_aliasing(kernel):
+    art = kernel[2]
     loads = art.ptx_lines(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global")
     assert len(loads) == 2  # A and B
     assert all(".multicast::cluster" in ln and ".cta_group::2" in ln for ln in loads)
@@ -68,6 +83,16 @@ def test_ptx_has_the_multicast_loads_and_barrier_aliasing(art):
     assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64") == 49152
     assert cta_pair_clc_gemm_shape().stage_bytes * 2 == 49152  # the emulator agrees
     assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta") == 1  # C
+
+
+@pytest.mark.compile
+def test_only_the_clc_kernel_asks_for_more_tiles(kernel):
+    module, _, art = kernel
+    clc = module is pair
+    assert (art.count_ptx(r"clusterlaunchcontrol") > 0) == clc
+    # both allocate TMEM between two cluster barriers (NVIDIA/cutlass#3316, #3435)
+    assert art.count_ptx(r"barrier\.cluster\.arrive") == 2
+    assert art.count_ptx(r"barrier\.cluster\.wait") == 2
 
 
 @pytest.mark.compile
@@ -89,8 +114,10 @@ def test_ptx_has_cluster_launch_control(art):
 
 
 @pytest.mark.compile
-def test_footprint_and_descriptor_match_the_compiled_kernel(art):
-    plan = pair.footprint()
+def test_footprint_and_descriptor_match_the_compiled_kernel(kernel):
+    module, slots, art = kernel
+    plan = module.footprint()
+    assert plan["accumulator_slots"] == slots
     assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == plan["tmem_columns"]
     assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64") == \
         plan["full_barrier_bytes"]
@@ -99,26 +126,27 @@ def test_footprint_and_descriptor_match_the_compiled_kernel(art):
 
 
 @pytest.mark.compile
-def test_sass_shows_the_blackwell_opcodes(sass):
+def test_sass_shows_the_blackwell_opcodes(kernel, sass):
     ops = sass_mnemonics(sass)
+    clc = kernel[0] is pair
     assert ops["UTCHMMA"] == 4
     assert ops["UTCBAR"] == 2
     assert ops["LDTM"] >= 1
     assert ops["UTCATOMSWS"] >= 2
     assert ops["UTMALDG"] == 2 and ops["UTMASTG"] >= 1
-    assert ops["UGETNEXTWORKID"] == 1  # clusterlaunchcontrol.try_cancel
+    assert ops["UGETNEXTWORKID"] == (1 if clc else 0)  # clusterlaunchcontrol.try_cancel
     assert ops["UCGABAR_ARV"] == 2 and ops["UCGABAR_WAIT"] == 2  # barrier.cluster
 
 
 @pytest.mark.compile
-def test_resources(art):
-    (res,) = art.resource_usage().values()
+def test_resources(kernel):
+    (res,) = kernel[2].resource_usage().values()
     assert 0 < res["registers"] <= 128 and res["stack_frame_bytes"] == 0
 
 
 @pytest.mark.compile
 def test_wide_tiles_use_all_of_tmem():
-    art = pair.artifacts("sm_100a", torch.float16, None, pair.Config(tile_n=256))
+    art = pair.artifacts("sm_100a", torch.float16, pair.Config(tile_n=256))
     assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == 512  # 2 slots x 256 columns
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::2\.kind::f16") == 4
 
@@ -141,41 +169,46 @@ def test_config_is_validated():
 
 # ---------------------------------------------------------------- validation before launch
 
+@pytest.mark.parametrize("name", sorted(KERNELS))
 @pytest.mark.parametrize("what,kwargs,message", validation_cases(),
                          ids=[c[0] for c in validation_cases()])
-def test_inputs_are_validated_before_launch(monkeypatch, what, kwargs, message):
-    monkeypatch.setattr(pair, "require", lambda needs, kernel: None)
-    monkeypatch.setattr(gemm_inputs, "EXPECTED_DEVICE", "cpu")
-    assert_refused(pair, kwargs, message)
+def test_inputs_are_validated_before_launch(monkeypatch, name, what, kwargs, message):
+    pretend_gpu(monkeypatch, (10, 0), accept_cpu_tensors=True)
+    assert_refused(KERNELS[name][0], kwargs, message)
 
 
 @pytest.mark.skipif(machine().can("sm_100a"), reason="checks the refusal off Blackwell")
-def test_off_blackwell_run_refuses_and_says_why():
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_off_blackwell_run_refuses_and_says_why(name):
     a = torch.zeros(256, 64, dtype=torch.bfloat16)
     with pytest.raises(UnsupportedGPU, match="sm_100a.*compile-only"):
-        pair.run(a, a)
+        KERNELS[name][0].run(a, a)
 
 
 # ---------------------------------------------------------------- the live path, up to launch
 
 @pytest.mark.compile
-def test_run_reaches_the_launch_on_a_fake_b200(monkeypatch):
-    recorder = fake_b200_host(monkeypatch, pair)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_run_reaches_the_launch_on_a_fake_b200(monkeypatch, name):
+    module = KERNELS[name][0]
+    recorder = fake_b200_host(monkeypatch, module)
     a = torch.randn(300, 72).to(torch.bfloat16)  # ragged: 2 pair tiles, the 2nd mostly empty
     b = torch.randn(264, 72).to(torch.bfloat16)
-    out = pair.run(a, b)
-    check_recorded_launch(recorder, pair, a, b, out)
+    out = module.run(a, b)
+    check_recorded_launch(recorder, module, a, b, out)
 
 
 @pytest.mark.compile
-def test_prepare_goes_through_the_ladder_on_a_fake_b200(monkeypatch):
-    recorder = fake_b200_host(monkeypatch, pair)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_prepare_goes_through_the_ladder_on_a_fake_b200(monkeypatch, name):
+    module = KERNELS[name][0]
+    recorder = fake_b200_host(monkeypatch, module)
     problem = GemmProblem(512, 256, 128)
-    gemm = prepare("cta_pair_clc_gemm", problem)
+    gemm = prepare(name, problem)
     a, b = problem.operands(device="cpu")
     c = torch.empty(512, 256, dtype=torch.bfloat16)
     gemm(a, b, c)
-    check_recorded_launch(recorder, pair, a, b, c)
+    check_recorded_launch(recorder, module, a, b, c)
 
 
 # ---------------------------------------------------------------- live, on sm_100 only
@@ -185,10 +218,12 @@ SHAPES = [(256, 128, 64), (256, 256, 256), (1, 8, 8), (129, 136, 72), (300, 264,
 
 
 @pytest.mark.gpu(needs="sm_100a")
+@pytest.mark.parametrize("name", sorted(KERNELS))
 @pytest.mark.parametrize("m,n,k", SHAPES)
 @pytest.mark.parametrize("dtype", pair.DTYPES)
-def test_matches_torch(m, n, k, dtype):
-    verdict = check_gemm(lambda a, b, c: pair.run(a, b, c), GemmProblem(m, n, k, dtype))
+def test_matches_torch(name, m, n, k, dtype):
+    module = KERNELS[name][0]
+    verdict = check_gemm(lambda a, b, c: module.run(a, b, c), GemmProblem(m, n, k, dtype))
     assert verdict.ok, verdict
 
 

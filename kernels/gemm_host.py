@@ -1,0 +1,253 @@
+"""The surface of every GEMM step, written once: C[M,N] = A[M,K] . B[N,K]^T.
+
+A step module describes its kernel (a class whose `__call__` is the `@cute.jit` host
+function taking `(a_ptr, b_ptr, c_ptr, m, n, k, *extra, stream)`), the operands it accepts
+(`Operands`) and the GPU it needs; `GemmHost` turns that into the functions a learner and
+the course call:
+
+    compile(dtype, config)          the launchable handle for this GPU, compiled once
+    artifacts(arch, dtype, config)  PTX / cubin / SASS for any target, without a GPU
+    run(a, b, out=None, config)     validate the torch operands, then launch
+    prepare(problem, config)        compile once for a benchmark problem; gemm(a, b, c)
+
+`validate_gemm` is the one set of operand rules, parameterised by what the kernel's loads
+need: 16-byte copies and TMA need K-major, compact rows whose strides (K for A and B, N for
+C) are multiples of 16 bytes; the naive kernel takes either major and any size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from . import host
+from .artifacts import Artifacts
+from .host import KernelInputError, check_tensor, dtype_name
+
+HALF_TYPES = (torch.bfloat16, torch.float16)
+SHORT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+
+
+@dataclass(frozen=True)
+class Operands:
+    """What a GEMM kernel accepts. Majors: 'k' = stored row-major as (rows, K);
+    'm' (A) or 'n' (B) = contiguous down the rows, stride (1, rows)."""
+
+    dtypes: tuple[torch.dtype, ...] = HALF_TYPES
+    out_dtypes: tuple[torch.dtype, ...] | None = None  # None: C in A's dtype
+    a_majors: tuple[str, ...] = ("k",)
+    b_majors: tuple[str, ...] = ("k",)
+    vector: int = 8  # elements per 16-byte copy; 1: element-wise loads, any K and N
+    int32_offsets: bool = False  # the kernel indexes elements with 32-bit integers
+
+    def align(self, dtype: torch.dtype) -> int:
+        """Bytes the kernel may assume its operands' base addresses are aligned to."""
+        return self.vector * dtype.itemsize
+
+    def dtype_names(self) -> str:
+        return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.dtypes)
+
+    def out_dtype(self, dtype: torch.dtype, wanted: torch.dtype | None = None) -> torch.dtype:
+        allowed = self.out_dtypes or (dtype,)
+        out = wanted or dtype
+        if out not in allowed:
+            raise KernelInputError(f"C in {dtype_name(out)}: this kernel stores C in "
+                                   f"{', '.join(dtype_name(d) for d in allowed)}")
+        return out
+
+
+def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> str:
+    """'k' if `t` (rows, K) is stored row-major with packed rows, the rows' name ('m' or
+    'n') if it is stored the other way round; refuse anything else this kernel cannot read."""
+    n_rows, n_cols = t.shape
+    if t.numel() == 0 or (t.stride(1) == 1 and (t.stride(0) == n_cols or n_rows == 1)):
+        found = "k"
+    elif t.stride(0) == 1 and (t.stride(1) == n_rows or n_cols == 1):
+        found = rows.lower()
+    elif t.stride(1) == 1:
+        raise KernelInputError(
+            f"{name}'s rows are not packed (row stride {t.stride(0)} for {n_cols} columns: a "
+            f"column slice?); pass {name}.contiguous()")
+    else:
+        found = None
+    if found not in majors:
+        if majors == ("k",):
+            raise KernelInputError(
+                f"{name} must be K-major (stored row-major as ({rows}, K)); it has strides "
+                f"{tuple(t.stride())} (a transposed view?). This kernel takes K-major operands "
+                f"only: pass {name}.contiguous()")
+        raise KernelInputError(
+            f"{name} with strides {tuple(t.stride())} is neither {rows.lower()}-major (stride "
+            f"(1,{n_rows})) nor K-major (stride ({n_cols},1)); pass .contiguous() or a "
+            f"transposed contiguous tensor")
+    return found
+
+
+def validate_gemm(a: Any, b: Any, out: Any, *, kernel: str, operands: Operands,
+                  out_dtype: torch.dtype | None = None) -> tuple[torch.Tensor, str, str]:
+    """Check A (M,K), B (N,K) and C (M,N) before a launch; return (C, A's major, B's major),
+    allocating C when `out` is None."""
+    vector = operands.vector
+    for t, name in ((a, "a"), (b, "b")):
+        dtypes = operands.dtypes if name == "a" else (a.dtype,)
+        check_tensor(t, name, dtypes=dtypes, ndim=2, contiguous_dim=None,
+                     align_bytes=vector * t.element_size() if isinstance(t, torch.Tensor) else 1)
+    (m, k), (n, kb) = a.shape, b.shape
+    if k != kb:
+        raise KernelInputError(f"a is {m}x{k} and b is {n}x{kb}: C = A.B^T needs the same K "
+                               f"(B given as N x K)")
+    if a.device != b.device:
+        raise KernelInputError(f"a is on {a.device} and b on {b.device}: use one device")
+    a_major = major_of(a, "a", operands.a_majors, "M")
+    b_major = major_of(b, "b", operands.b_majors, "N")
+    if vector > 1 and k % vector:
+        raise KernelInputError(
+            f"K = {k} is not a multiple of {vector}: rows of A and B are copied in 16-byte "
+            f"pieces. Pad K with zeros to a multiple of {vector}")
+    if vector > 1 and n % vector:
+        raise KernelInputError(
+            f"N = {n} is not a multiple of {vector}: rows of C are stored in 16-byte pieces. "
+            f"Pad N to a multiple of {vector}")
+    if max(m, n, k) >= 2**31 or (operands.int32_offsets
+                                 and max(a.numel(), b.numel(), m * n) >= 2**31):
+        raise KernelInputError(f"{kernel} indexes with 32-bit integers: sizes and operands "
+                               f"must stay below 2^31 elements")
+    if out is None:
+        out = torch.empty(m, n, dtype=operands.out_dtype(a.dtype, out_dtype), device=a.device)
+    check_tensor(out, "out", dtypes=operands.out_dtypes or (a.dtype,), ndim=2,
+                 contiguous_dim=None, align_bytes=vector * out.element_size())
+    if tuple(out.shape) != (m, n):
+        raise KernelInputError(f"out must be {m}x{n} (M x N), got {tuple(out.shape)}")
+    if out.device != a.device:
+        raise KernelInputError(f"out is on {out.device}, a on {a.device}: use one device")
+    if out.numel() and (out.stride(1) != 1 or (m > 1 and out.stride(0) != n)):
+        raise KernelInputError(f"out must be a compact row-major {m}x{n} tensor "
+                               f"(strides {tuple(out.stride())}); pass a fresh tensor")
+    return out, a_major, b_major
+
+
+@dataclass(frozen=True)
+class LaunchExtra:
+    """Arguments a kernel takes after (m, n, k): stand-ins to compile with, the real values
+    (computed after validation, e.g. from the operands' GPU), and a check after the launch."""
+
+    placeholders: Callable[[Any], tuple]
+    values: Callable[[torch.Tensor, Any], tuple]
+    after: Callable[[torch.Tensor, Any], None] | None = None
+
+
+NO_EXTRA = LaunchExtra(lambda config: (), lambda a, config: ())
+
+
+@dataclass
+class GemmHost:
+    """compile / artifacts / run / prepare for one GEMM step.
+
+    `kernel(ab_dtype, c_dtype, config, arch, a_major, b_major)` builds the step's kernel
+    object (CuTe DSL numeric types in). A kernel object with a `smem_bytes` attribute is
+    checked against the target's shared-memory capacity before it is compiled.
+    """
+
+    name: str
+    needs: str
+    kernel: Callable[..., Any]
+    config_type: type
+    operands: Operands = field(default_factory=Operands)
+    extra: LaunchExtra = NO_EXTRA
+
+    def __post_init__(self):
+        self.compiler = host.Compiler(self.name, self.needs, self.build)
+
+    # -- compiling
+    def build(self, arch: str, dtype: torch.dtype, out_dtype: torch.dtype, config,
+              a_major: str, b_major: str) -> tuple:
+        """The kernel object and the arguments to compile it with for `arch` (no tensors)."""
+        if a_major not in self.operands.a_majors or b_major not in self.operands.b_majors:
+            raise KernelInputError(f"{self.name} takes a_major in {self.operands.a_majors} and "
+                                   f"b_major in {self.operands.b_majors}, got {a_major!r}, "
+                                   f"{b_major!r}")
+        if dtype not in self.operands.dtypes:
+            raise KernelInputError(f"{self.name} takes {self.operands.dtype_names()}, not "
+                                   f"{dtype_name(dtype)}")
+        obj = self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
+                          arch, a_major, b_major)
+        if hasattr(obj, "smem_bytes"):
+            host.check_smem(self.name, obj.smem_bytes, arch)
+        align = self.operands.align(dtype)
+        pointers = (host.gmem_pointer(None, dtype, align), host.gmem_pointer(None, dtype, align),
+                    host.gmem_pointer(None, out_dtype, align))
+        size = host_int32(8)
+        return (obj, *pointers, size, size, size, *self.extra.placeholders(config),
+                host.fake_stream())
+
+    def _key(self, dtype, out_dtype, config, a_major, b_major) -> tuple:
+        config = self.config_type() if config is None else config
+        return (dtype, self.operands.out_dtype(dtype, out_dtype), config, a_major, b_major)
+
+    def compile(self, dtype: torch.dtype = torch.bfloat16, config=None, *,
+                out_dtype: torch.dtype | None = None, a_major: str = "k", b_major: str = "k",
+                device: torch.device | None = None):
+        """The launchable kernel for this machine's GPU (compiled once per configuration)."""
+        return self.compiler.compile(*self._key(dtype, out_dtype, config, a_major, b_major),
+                                     device=device)
+
+    def artifacts(self, arch: str | None = None, dtype: torch.dtype = torch.bfloat16,
+                  config=None, *, out_dtype: torch.dtype | None = None, a_major: str = "k",
+                  b_major: str = "k") -> Artifacts:
+        """PTX and cubin for `arch` (default: the step's compile-only target), compiled here
+        without a GPU."""
+        return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major,
+                                                        b_major))
+
+    # -- running
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+            config=None, *, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """C = A . B^T on the GPU; every input is validated before anything launches."""
+        device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
+        host.require(self.needs, self.name, device)
+        config = self.config_type() if config is None else config
+        out, a_major, b_major = validate_gemm(a, b, out, kernel=self.name,
+                                              operands=self.operands, out_dtype=out_dtype)
+        (m, k), n = a.shape, b.shape[0]
+        if m == 0 or n == 0:
+            return out
+        if k == 0:  # no K-block: the accumulators would never be written
+            return out.zero_()
+        kernel = self.compile(a.dtype, config, out_dtype=out.dtype, a_major=a_major,
+                              b_major=b_major, device=device)
+        align = self.operands.align(a.dtype)
+        args = (host.gmem_pointer(a, a.dtype, align), host.gmem_pointer(b, b.dtype, align),
+                host.gmem_pointer(out, out.dtype, align), host_int32(m), host_int32(n),
+                host_int32(k), *self.extra.values(a, config))
+        self.launch(kernel, args)
+        if self.extra.after is not None:
+            self.extra.after(a, config)
+        return out
+
+    def launch(self, kernel, args: tuple) -> None:
+        """Launch a compiled kernel on torch's current stream (the one line that needs the GPU;
+        tests replace it to stop just before the launch)."""
+        kernel(*args, host.current_stream())
+
+    def prepare(self, problem, config=None) -> Callable:
+        """For a benchmark: refuse what the kernel cannot do, compile once for `problem`
+        (dtype, C's dtype, majors), return gemm(a, b, c)."""
+        if problem.a_major not in self.operands.a_majors or \
+                problem.b_major not in self.operands.b_majors:
+            majors = "K-major A and B only" if self.operands.a_majors == ("k",) else \
+                f"A {self.operands.a_majors}-major and B {self.operands.b_majors}-major"
+            raise KernelInputError(f"{self.name} takes {majors}, not {problem}")
+        if problem.dtype not in self.operands.dtypes:
+            raise KernelInputError(f"{self.name} takes {self.operands.dtype_names()}, not "
+                                   f"{problem}")
+        self.operands.out_dtype(problem.dtype, problem.c_dtype)
+        self.compile(problem.dtype, config, out_dtype=problem.c_dtype, a_major=problem.a_major,
+                     b_major=problem.b_major)
+        return lambda a, b, c: self.run(a, b, c, config)
+
+
+def host_int32(value: int):
+    import cutlass
+
+    return cutlass.Int32(value)
