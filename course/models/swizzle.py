@@ -95,7 +95,9 @@ class SwizzledLayout:
 
 def _scaled(stride, factor: int):
     """Every stride of a (nested) stride tuple times `factor`."""
-    return tuple(_scaled(d, factor) for d in stride) if isinstance(stride, tuple) else stride * factor
+    if isinstance(stride, tuple):
+        return tuple(_scaled(d, factor) for d in stride)
+    return stride * factor
 
 
 def tma_atom(mode: str, elem_bytes: int) -> SwizzledLayout:

@@ -161,7 +161,8 @@ class Hazard:
     message: str
 
     def __str__(self) -> str:
-        return f"HAZARD ({self.kind.replace('_', ' ')}) at t={fmt_cycles(self.time)}: {self.message}"
+        return (f"HAZARD ({self.kind.replace('_', ' ')}) at t={fmt_cycles(self.time)}: "
+                f"{self.message}")
 
 
 class SimulationFault(RuntimeError):
