@@ -5,7 +5,7 @@ import pytest
 from course.models import bank_model
 from course.models import smem_access as sa
 from course.models.bank_model import Request, analyze
-from course.models.swizzle import Layout, Swizzle
+from course.models.layout import Layout, Swizzle
 
 
 def req(addrs, width=4):

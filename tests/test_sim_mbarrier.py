@@ -50,6 +50,16 @@ def test_bytes_may_land_before_their_expect_tx():
     assert b.phase == 1
 
 
+def test_every_byte_landing_before_the_arm_completes_on_the_arrive():
+    """A CTA pair's leader barrier (the emulator's): both CTAs' copies land before the
+    leader's arrive.expect_tx announces them; the arrive itself completes the phase."""
+    b = MBarrier(1, "ab_full[0]")
+    assert not b.complete_tx(300) and not b.complete_tx(300)
+    assert b.tx == -600 and b.pending == 1 and not b.try_wait(0)
+    assert b.arrive(tx=600)
+    assert b.phase == 1 and b.tx == 0 and b.try_wait(0)
+
+
 def test_separate_expect_tx():
     b = MBarrier(2, "b")
     b.expect_tx(64)
@@ -71,8 +81,9 @@ def test_over_arrival_is_an_error():
     with pytest.raises(MBarrierError, match="over-arrival in phase 0"):
         b.arrive()
     c = MBarrier(2, "c")
-    with pytest.raises(MBarrierError, match="3 arrival"):
+    with pytest.raises(MBarrierError, match="3 arrival") as err:
         c.arrive(count=3)
+    assert "waits only for" not in str(err.value)   # arrivals were still pending
 
 
 def test_bad_arguments():
@@ -121,6 +132,13 @@ def test_producer_starts_on_the_opposite_parity():
         make_pipeline_state("both", 4)
     with pytest.raises(ValueError):
         make_pipeline_state(PRODUCER, 0)
+
+
+def test_role_constructors_are_make_pipeline_state():
+    assert PipelineState.producer(3) == make_pipeline_state(PRODUCER, 3) == PipelineState(3, 0, 1)
+    assert PipelineState.consumer(3) == make_pipeline_state(CONSUMER, 3) == PipelineState(3)
+    with pytest.raises(ValueError, match="at least 1 stage"):
+        PipelineState.consumer(0)
 
 
 def test_one_stage_ring_by_hand():

@@ -9,6 +9,7 @@ import pytest
 matplotlib.use("Agg")
 
 from course.sim import pipeline_sim  # noqa: E402
+from course.viz import pipeline_pictures  # noqa: E402
 from course.sim.pipeline_diagnosis import CAUSES  # noqa: E402
 from course.sim.event_engine import Arrive, Busy, Engine, Issue, Signal, Wait  # noqa: E402
 
@@ -214,16 +215,17 @@ def test_remote_arrive_lands_later():
 
 def test_figures_are_labelled():
     sim = pipeline_sim.simulate(stages=2, k_tiles=6)
-    fig = sim.figure()
+    fig = pipeline_pictures.timeline(sim)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "time (cycles)"
     assert "2-stage" in ax.get_title() and ax.get_legend() is not None
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[-1] == "TMA warp (producer)" and "tensor core" in labels   # top row last
-    dead = pipeline_sim.simulate(stages=2, k_tiles=6, bug="missing_arrive").figure()
+    dead = pipeline_pictures.timeline(pipeline_sim.simulate(stages=2, k_tiles=6,
+                                                            bug="missing_arrive"))
     assert "deadlock" in dead.axes[0].get_title()
-    sweep = pipeline_sim.sweep_figure(pipeline_sim.sweep(range(1, 5), k_tiles=8),
-                                  measured={1: 9.0, 2: 5.0, 4: 3.0})
+    sweep = pipeline_pictures.sweep(pipeline_sim.sweep(range(1, 5), k_tiles=8),
+                                    measured={1: 9.0, 2: 5.0, 4: 3.0})
     ax = sweep.axes[0]
     assert ax.get_xlabel() == "pipeline stages" and "speed-up" in ax.get_ylabel()
     import matplotlib.pyplot as plt

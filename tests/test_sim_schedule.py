@@ -5,6 +5,7 @@ import pytest
 matplotlib.use("Agg")
 
 from course.sim import schedule_sim  # noqa: E402
+from course.viz import schedule_pictures  # noqa: E402
 
 SMALL = dict(sms=4, tiles_m=4, tiles_n=4, k_tiles=6)
 
@@ -98,15 +99,29 @@ def test_clc_balances_uneven_work_and_late_sms():
 
 def test_lesson_figures_and_timeline_are_labelled():
     sim = schedule_sim.simulate(scheduler="clc", sm_busy_until=(3000,), **SMALL)
-    fig = sim.figure(warps=True)
+    fig = schedule_pictures.timeline(sim, warps=True)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "time (cycles)" and "clc scheduling" in ax.get_title()
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "SM 0 tensor core" in labels and "SM 3 epilogue" in labels
     assert "SM 0 TMA warp" in labels
     lesson = schedule_sim.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL)
-    ax = lesson.figure().axes[0]
+    ax = schedule_pictures.lesson(lesson).axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def test_every_lesson_kind_has_its_chart():
+    lessons = [schedule_sim.handshake_lesson(stages=(1, 4), **SMALL),
+               schedule_sim.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL),
+               schedule_sim.scheduler_lesson(seeds=range(1), sms=4, tiles_m=4, tiles_n=4,
+                                             k_tiles=4)]
+    assert {lesson.kind for lesson in lessons} == set(schedule_pictures.CHARTS)
+    for lesson in lessons:
+        ax = schedule_pictures.lesson(lesson).axes[0]
+        series = 2 if lesson.kind == "pingpong" else 3
+        assert ax.get_title() and len(ax.get_legend().get_texts()) == series, lesson.kind
     import matplotlib.pyplot as plt
     plt.close("all")
 

@@ -1,12 +1,12 @@
-"""course.models.swizzle: Swizzle<B,M,S> on offsets, composition with layouts, the TMA modes --
-by hand, and against CuTe DSL's own algebra evaluated on the CPU."""
+"""Swizzle<B,M,S> on offsets (course.models.layout), composition with layouts, the TMA modes
+(course.models.swizzle) -- by hand, and against CuTe DSL's own algebra evaluated on the CPU."""
 import random
 
 import numpy as np
 import pytest
 
-from course.models.swizzle import (TMA_SWIZZLES, Layout, Swizzle, SwizzledLayout, tma_atom,
-                            tma_row_bytes)
+from course.models.layout import Layout, Swizzle
+from course.models.swizzle import TMA_SWIZZLES, SwizzledLayout, tma_atom, tma_row_bytes
 
 
 def test_seed_example_by_hand():
@@ -53,7 +53,7 @@ def test_units_convert_between_bytes_and_elements():
 
 
 def test_layouts():
-    assert Layout.col_major(8, 8).offsets()[3, 2] == 19
+    assert Layout.col_major(8, 8).grid()[3, 2] == 19
     assert Layout.row_major(4, 5, ld=6)(2, 3) == 15
     assert Layout.col_major(32, 32, ld=33).cosize == 31 + 33 * 31 + 1
     assert str(Layout.col_major(8, 8)) == "(8,8):(1,8)"

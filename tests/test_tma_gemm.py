@@ -47,6 +47,13 @@ def test_a_consumer_waiting_on_the_wrong_parity_races_instead_of_hanging():
     assert "race" in outcomes
 
 
+def test_a_deadlock_after_some_warps_finished_is_reported():
+    # a producer that never waits runs ahead until a consumer falls two phases behind on
+    # full[0]; warps that finished meanwhile are no longer waiting on anything
+    verdict = ring_protocol.run(2, 5, bug="missing_arrive", producer_parity=lambda j, s: 1)
+    assert verdict.startswith("deadlock: warp 2 waiting for k-tile 2"), verdict
+
+
 def test_parity_helpers():
     assert [tma_gemm.producer_parity(j, 2) for j in range(6)] == [1, 1, 0, 0, 1, 1]
     assert [tma_gemm.consumer_parity(t, 2) for t in range(6)] == [0, 0, 1, 1, 0, 0]

@@ -167,8 +167,7 @@ class Result:
 
 
 def _expression(op: str, operands: tuple) -> str:
-    text = ", ".join(pl.format_tiler(o) if not isinstance(o, (pl.Swizzle, pl.ComposedLayout))
-                     else str(o) for o in operands)
+    text = ", ".join(pl.format_tiler(o) for o in operands)
     return f"{op}({text})"
 
 
@@ -261,7 +260,7 @@ def explore(layout, op: str = "none", operand=None, swizzle=None) -> Result:
     name = "identity" if op == "none" else op
     expression = _expression(name, (lay, *args)) if name != "identity" else str(lay)
     if swz is not None:
-        expression = f"{swz} o 0 o {expression}"
+        expression = f"{swz.cute_str} o 0 o {expression}"
 
     def job():
         import cutlass.cute as cute

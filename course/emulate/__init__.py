@@ -1,7 +1,8 @@
 """CPU emulators of the Blackwell kernels: what runs where no sm_100 GPU is available.
 
     course.emulate.blackwell_gemm      the 1-CTA tcgen05 GEMM and the CTA-pair CLC GEMM, warp by warp
-    course.emulate.warp_scheduler      mbarriers, named barriers, pipeline states, the warp scheduler
+    course.emulate.warp_scheduler      the warp scheduler and named barriers (bar.sync)
+    course.models.mbarrier   the mbarriers and pipeline states the warps wait on
     course.emulate.blackwell_memory    TMEM (lanes x columns, power-of-two allocation), TMA boxes
     course.emulate.clc       Cluster Launch Control's launch queue (and broken variants)
     course.models.tmem_ownership  which epilogue thread reads which TMEM lane and column

@@ -17,8 +17,8 @@ CTA is a generator doing what the kernel's warp does, in the kernel's order:
                    release the slot on the leader's empty barrier
     all warps      read each CLC answer, release it (32 arrivals per warp)
 
-The barriers are real mbarrier models (course.emulate.warp_scheduler): counts, phases, byte counts,
-multicast arrivals. Stage buffers and accumulator slots are tagged with the (tile,
+The barriers are the course's mbarrier model (course.models.mbarrier): counts, phases, byte
+counts, multicast arrivals. Stage buffers and accumulator slots are tagged with the (tile,
 K-block) they hold, so a ring or ping-pong bookkeeping error raises `RingCorruption` at
 the first wrong read; a wrong count or phase deadlocks (`EmulatedDeadlock`). The result
 records how many times each element of C was written, which cluster took which tile in
@@ -40,7 +40,8 @@ import numpy as np
 
 from course.emulate.clc import ClcHardware
 from course.emulate.blackwell_memory import Tmem, round_to, tma_load, tma_store, tmem_alloc_columns
-from course.emulate.warp_scheduler import Mbarrier, NamedBarrier, PipelineState, Scheduler, sync_named, wait_barrier
+from course.emulate.warp_scheduler import NamedBarrier, Scheduler, sync_named, wait_barrier
+from course.models.mbarrier import MBarrier, PipelineState
 
 TILE_K = 64
 EPI_COLS = 32  # columns per epilogue sub-tile (one tcgen05.ld 32x32b.x32)
@@ -268,13 +269,13 @@ class _Cta:
         self.stage_tag = [None] * s.stages
         self.slot_tag = [None] * s.acc_slots
         readers = 32 * WARPS_PER_CTA * s.ctas  # every thread of the pair reads each answer
-        self.ab_full = [Mbarrier(f"{self.name}.ab_full[{i}]", 1) for i in range(s.stages)]
-        self.ab_empty = [Mbarrier(f"{self.name}.ab_empty[{i}]", 1) for i in range(s.stages)]
-        self.acc_full = [Mbarrier(f"{self.name}.acc_full[{i}]", 1) for i in range(s.acc_slots)]
-        self.acc_empty = [Mbarrier(f"{self.name}.acc_empty[{i}]", EPILOGUE_WARPS * s.ctas)
+        self.ab_full = [MBarrier(1, f"{self.name}.ab_full[{i}]") for i in range(s.stages)]
+        self.ab_empty = [MBarrier(1, f"{self.name}.ab_empty[{i}]") for i in range(s.stages)]
+        self.acc_full = [MBarrier(1, f"{self.name}.acc_full[{i}]") for i in range(s.acc_slots)]
+        self.acc_empty = [MBarrier(EPILOGUE_WARPS * s.ctas, f"{self.name}.acc_empty[{i}]")
                           for i in range(s.acc_slots)]
-        self.clc_full = Mbarrier(f"{self.name}.clc_full", 1)
-        self.clc_empty = Mbarrier(f"{self.name}.clc_empty", readers)
+        self.clc_full = MBarrier(1, f"{self.name}.clc_full")
+        self.clc_empty = MBarrier(readers, f"{self.name}.clc_empty")
         self.clc_response = None
         self.epi_sync = NamedBarrier(f"{self.name}.epilogue_bar", EPILOGUE_WARPS)
         self.staging = [np.zeros((s.cta_m, EPI_COLS), np.float32) for _ in range(2)]
@@ -331,7 +332,7 @@ def _request_next_tile(run: _Run, ctas: list[_Cta], cluster: int, state: Pipelin
     """The leader's TMA warp: try_cancel; the answer lands in both CTAs (multicast)."""
     yield wait_barrier(ctas[0].clc_empty, state.phase)
     for cta in ctas:
-        cta.clc_full.arrive_expect_tx(CLC_RESPONSE_BYTES)
+        cta.clc_full.arrive(tx=CLC_RESPONSE_BYTES)
     response = run.clc.try_cancel(cluster)
     run.log(cluster, 0, "tma", "request", None, response=response)
     for cta in ctas:
@@ -352,7 +353,7 @@ def _tma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
         for kb in range(run.k_blocks):
             yield wait_barrier(me.ab_empty[ab.index], ab.phase)
             if rank == 0:  # only the leader's full barrier is armed: it expects both CTAs
-                leader.ab_full[ab.index].arrive_expect_tx(full_barrier_bytes(s))
+                leader.ab_full[ab.index].arrive(tx=full_barrier_bytes(s))
             k0 = kb * s.tile_k
             me.smem_a[ab.index] = tma_load(run.a, s.a_rows(tm, rank), k0, s.cta_m, s.tile_k)
             me.smem_b[ab.index] = tma_load(run.b, s.b_rows(tn, rank), k0, s.b_rows_per_cta,

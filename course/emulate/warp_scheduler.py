@@ -1,4 +1,4 @@
-"""The synchronisation the Blackwell kernels use, as plain Python objects, and a warp scheduler.
+"""The warp scheduler of the Blackwell emulators, and the named barrier (bar.sync).
 
 Each warp of an emulated kernel is a Python generator. Where the real warp would spin
 on `mbarrier.try_wait.parity` or a named barrier it yields a `Wait`; the `Scheduler`
@@ -7,18 +7,10 @@ end under *any* interleaving the scheduler picks, and a wrong one either compute
 something wrong (caught by the result checks) or leaves every warp waiting, which the
 scheduler reports as `EmulatedDeadlock`, naming who waits on what.
 
-The mbarrier model follows the PTX rules the kernels rely on:
-
-  * a barrier is initialised with an expected arrival count;
-  * `arrive()` counts one arrival, `expect_tx(b)` adds b bytes to wait for, the async
-    copy that delivers them calls `complete_tx(b)` (the byte count may go transiently
-    negative, as on the hardware, when bytes land before they are expected);
-  * when all arrivals are in and the byte count is zero, the current phase completes
-    and the barrier re-arms for the next phase;
-  * `try_wait(parity)` succeeds once the phase with that parity has completed, i.e.
-    when the current phase's parity differs from `parity`. A fresh barrier is in phase
-    0, so waiting for parity 1 succeeds at once: that is why a producer's first wait
-    on an empty barrier never blocks.
+The mbarriers and pipeline states are the course's one model of them
+(course.models.mbarrier: `MBarrier`, `PipelineState`); an operation the hardware leaves
+undefined (an over-arrival, a tx underflow) raises its `MBarrierError`. Only the named
+barrier, which is not an mbarrier, is modelled here.
 """
 from __future__ import annotations
 
@@ -26,61 +18,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterable
 
+from course.models.mbarrier import MBarrier
+
 
 class EmulatedDeadlock(RuntimeError):
     """Every unfinished warp waits on a condition no other warp can make true."""
-
-
-class BarrierMisuse(RuntimeError):
-    """An operation the hardware would not allow (e.g. more arrivals than expected)."""
-
-
-class Mbarrier:
-    """One 64-bit mbarrier in shared memory."""
-
-    def __init__(self, name: str, count: int):
-        if count < 1:
-            raise ValueError("an mbarrier needs an arrival count >= 1")
-        self.name = name
-        self.count = count
-        self.pending = count
-        self.tx = 0
-        self.completed = 0  # phases completed so far
-
-    @property
-    def parity(self) -> int:
-        """Parity of the phase in progress."""
-        return self.completed & 1
-
-    def _maybe_complete(self) -> None:
-        if self.pending == 0 and self.tx == 0:
-            self.completed += 1
-            self.pending = self.count
-
-    def arrive(self, n: int = 1) -> None:
-        if n > self.pending:
-            raise BarrierMisuse(f"{self.name}: {n} arrivals but only {self.pending} "
-                                f"pending in phase {self.completed}")
-        self.pending -= n
-        self._maybe_complete()
-
-    def expect_tx(self, nbytes: int) -> None:
-        self.tx += nbytes
-
-    def arrive_expect_tx(self, nbytes: int) -> None:
-        self.expect_tx(nbytes)
-        self.arrive()
-
-    def complete_tx(self, nbytes: int) -> None:
-        self.tx -= nbytes
-        self._maybe_complete()
-
-    def try_wait(self, parity: int) -> bool:
-        return self.parity != parity
-
-    def __repr__(self) -> str:
-        return (f"Mbarrier({self.name}: phase {self.completed}, {self.pending}/{self.count} "
-                f"arrivals pending, tx {self.tx})")
 
 
 class NamedBarrier:
@@ -105,36 +47,6 @@ class NamedBarrier:
         return self.generation > generation
 
 
-@dataclass
-class PipelineState:
-    """Where a producer or consumer is in a ring of `stages` buffers (CuTe's PipelineState).
-
-    A producer starts at phase 1 (its first empty-barrier waits pass at once), a consumer
-    at phase 0. Every time the index wraps around, the phase flips. Kernels keep these
-    across tiles, so the ring continues where the previous tile left it.
-    """
-
-    stages: int
-    index: int = 0
-    phase: int = 0
-    count: int = 0
-
-    @classmethod
-    def producer(cls, stages: int) -> "PipelineState":
-        return cls(stages, 0, 1, 0)
-
-    @classmethod
-    def consumer(cls, stages: int) -> "PipelineState":
-        return cls(stages, 0, 0, 0)
-
-    def advance(self) -> None:
-        self.index += 1
-        self.count += 1
-        if self.index == self.stages:
-            self.index = 0
-            self.phase ^= 1
-
-
 @dataclass(frozen=True)
 class Wait:
     """What a warp yields when it must wait: `ready()` says whether it may continue."""
@@ -143,7 +55,8 @@ class Wait:
     ready: Callable[[], bool]
 
 
-def wait_barrier(bar: Mbarrier, parity: int) -> Wait:
+def wait_barrier(bar: MBarrier, parity: int) -> Wait:
+    """`yield wait_barrier(bar, parity)`: mbarrier.try_wait.parity in a loop."""
     return Wait(f"{bar.name} parity {parity}", lambda: bar.try_wait(parity))
 
 

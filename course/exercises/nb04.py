@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from course.exercises.check import Wrong, exercise, number
 from course.models.smem_access import SmemTile, ldmatrix_x4_down_m, rows
-from course.models.swizzle import TMA_SWIZZLES, Layout, Swizzle
+from course.models.layout import Layout, Swizzle
+from course.models.swizzle import TMA_SWIZZLES
 
 
 @exercise("04.bank", "In the 8x8 float tile (8,8):(1,8) composed with Swizzle<3,2,3>, which bank "

@@ -23,8 +23,6 @@ from typing import Any, Iterable, Union
 
 import numpy as np
 
-from course.models.swizzle import Swizzle as _BaseSwizzle
-
 IntTuple = Union[int, tuple]
 
 
@@ -197,6 +195,18 @@ class Layout:
             raise LayoutError(f"negative extent in shape {_fmt(shape)}")
         self.shape = shape
         self.stride = stride
+
+    @classmethod
+    def col_major(cls, rows: int, cols: int, ld: int | None = None) -> "Layout":
+        """A rows x cols matrix stored column by column, columns `ld` apart (default
+        `rows`; more pads each column): (rows,cols):(1,ld)."""
+        return cls((rows, cols), (1, ld or rows))
+
+    @classmethod
+    def row_major(cls, rows: int, cols: int, ld: int | None = None) -> "Layout":
+        """A rows x cols matrix stored row by row, rows `ld` apart (default `cols`; more
+        pads each row): (rows,cols):(ld,1)."""
+        return cls((rows, cols), (ld or cols, 1))
 
     # -- identity and printing
     def __str__(self) -> str:
@@ -604,23 +614,110 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
 # ---------------------------------------------------------------- swizzle
 
 @dataclass(frozen=True)
-class Swizzle(_BaseSwizzle):
-    """course.models.swizzle.Swizzle, printed as CuTe DSL prints it (S<B,M,S>), raising
-    LayoutError for bad parameters like the rest of this module, and returning plain
-    ints for scalar offsets."""
+class Swizzle:
+    """Swizzle<B,M,S>: the XOR that moves shared-memory data off colliding banks.
+
+    A function on an integer offset. It keeps the lowest M bits (a block of 2^M units
+    stays contiguous), takes the B bits that start S places above them, and XORs those
+    into the B bits just above the M kept bits:
+
+        Swizzle<B,M,S>(x) = x ^ ((x & source_mask) >> S)      (S > 0)
+        source_mask = (2^B - 1) << (M + S),   target_mask = (2^B - 1) << M
+
+    Whether x counts elements or bytes is the caller's to say (course.models.swizzle
+    explains why it matters). `str()` writes it as the course does, Swizzle<B,M,S>;
+    `cute_str` as CuTe DSL prints it, S<B,M,S>.
+    """
+
+    bits: int  # B: how many bits are XORed
+    base: int  # M: how many low bits are left alone
+    shift: int  # S: how far above the target bits the source bits start
 
     def __post_init__(self):
-        try:
-            super().__post_init__()
-        except ValueError as exc:
-            raise LayoutError(str(exc)) from None
+        if self.bits < 0 or self.base < 0:
+            raise LayoutError(f"{self}: B and M must be >= 0")
+        if abs(self.shift) < self.bits:
+            raise LayoutError(f"{self}: |S| must be >= B, or the source and target bits "
+                              "would overlap")
+
+    @property
+    def target_mask(self) -> int:
+        """The bits that get changed (the 'bank' bits when the unit is right)."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, -self.shift))
+
+    @property
+    def source_mask(self) -> int:
+        """The bits that are read (the 'row' bits) and XORed into the target bits."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
+
+    @property
+    def is_identity(self) -> bool:
+        return self.bits == 0
+
+    def _moved(self, offset):
+        """The source bits of `offset`, shifted onto the target bits."""
+        if self.shift >= 0:
+            return (offset & self.source_mask) >> self.shift
+        return (offset & self.source_mask) << -self.shift
 
     def __call__(self, offset):
-        out = super().__call__(np.asarray(offset) if not isinstance(offset, int) else offset)
+        """The swizzled offset: an int for an int (or numpy scalar), an array for arrays."""
+        offset = offset if isinstance(offset, int) else np.asarray(offset)
+        out = offset ^ self._moved(offset)
         return int(out) if np.ndim(out) == 0 else out
 
-    def __str__(self) -> str:
+    def on_elements(self, elem_bytes: int) -> "Swizzle":
+        """This byte-address swizzle as a swizzle on element offsets of `elem_bytes` each."""
+        log = _log2(elem_bytes)
+        if self.is_identity:
+            return Swizzle(0, max(0, self.base - log), self.shift)
+        if self.base < log:
+            raise ValueError(f"{self} keeps only {2 ** self.base}-byte blocks whole: it cannot "
+                             f"be written on {elem_bytes}-byte elements")
+        return Swizzle(self.bits, self.base - log, self.shift)
+
+    def on_bytes(self, elem_bytes: int) -> "Swizzle":
+        """This element-offset swizzle as a swizzle on byte addresses."""
+        return Swizzle(self.bits, self.base + _log2(elem_bytes), self.shift)
+
+    def bit_roles(self, width: int | None = None) -> list[str]:
+        """Role of each bit, lowest first: 'kept' (below M), 'target', 'source' or 'other'."""
+        width = width or self.base + abs(self.shift) + self.bits + 1
+        roles = []
+        for b in range(width):
+            if (self.target_mask >> b) & 1:
+                roles.append("target")
+            elif (self.source_mask >> b) & 1:
+                roles.append("source")
+            elif b < self.base:
+                roles.append("kept")
+            else:
+                roles.append("other")
+        return roles
+
+    def trace(self, offset: int, width: int | None = None) -> dict:
+        """The worked XOR for one offset, as the bit diagram shows it."""
+        width = width or max(self.base + abs(self.shift) + self.bits + 1, int(offset).bit_length())
+        moved, result = int(self._moved(int(offset))), self(int(offset))
+        return {"offset": int(offset), "source_bits": int(offset & self.source_mask),
+                "moved": moved, "result": result, "width": width,
+                "binary": format(int(offset), f"0{width}b"),
+                "moved_binary": format(moved, f"0{width}b"),
+                "result_binary": format(result, f"0{width}b")}
+
+    @property
+    def cute_str(self) -> str:
+        """As CuTe DSL prints it: S<B,M,S>."""
         return f"S<{self.bits},{self.base},{self.shift}>"
+
+    def __str__(self) -> str:
+        return f"Swizzle<{self.bits},{self.base},{self.shift}>"
+
+
+def _log2(n: int) -> int:
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"{n} is not a power of two")
+    return n.bit_length() - 1
 
 
 class ComposedLayout:
@@ -635,7 +732,7 @@ class ComposedLayout:
         return self.swizzle(self.offset + self.layout(*coord))
 
     def __str__(self) -> str:
-        return f"{self.swizzle} o {self.offset} o {self.layout}"
+        return f"{self.swizzle.cute_str} o {self.offset} o {self.layout}"
 
     def __repr__(self) -> str:
         return f"ComposedLayout('{self}')"
@@ -767,15 +864,18 @@ def parse_swizzle(text: str) -> Swizzle:
 
 
 def _fmt_tiler(t: Tiler) -> str:
-    if isinstance(t, Layout):
+    if isinstance(t, (Layout, ComposedLayout)):
         return str(t)
+    if isinstance(t, Swizzle):
+        return t.cute_str
     if is_tuple(t):
         return "(" + ",".join(_fmt_tiler(e) for e in t) + ")"
     return _fmt(t)
 
 
 def format_tiler(t: Tiler) -> str:
-    """A tiler written back in the syntax parse_tiler reads."""
+    """A tiler (or a swizzle, or a composed layout) written back in CuTe's syntax, which
+    parse_tiler and parse_swizzle read."""
     return _fmt_tiler(t)
 
 

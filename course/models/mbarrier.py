@@ -1,5 +1,9 @@
 """An mbarrier, and the PipelineState that kernels use to walk a ring of them.
 
+The one model of the mbarrier in the course: the pipeline simulator (course.sim), the
+ring protocol of notebook 08 (course.sim.ring_protocol) and the Blackwell emulators
+(course.emulate) all run on `MBarrier` and `PipelineState`.
+
 The model follows the PTX semantics of `mbarrier.*` (sm_90+):
 
 * `mbarrier.init(count)` puts the barrier in phase 0 with `count` pending arrivals and
@@ -91,10 +95,11 @@ class MBarrier:
         if tx < 0:
             raise MBarrierError(f"{self.name}: expect_tx bytes must be >= 0, got {tx}")
         if count > self.pending:
+            waiting = (f" (the phase is complete on arrivals and waits only for {self.tx} more "
+                       f"transaction bytes)" if self.pending == 0 else "")
             raise MBarrierError(
                 f"{self.name}: over-arrival in phase {self.phase}: {count} arrival(s) but only "
-                f"{self.pending} pending of {self.count} (the phase is complete on arrivals and "
-                f"waits only for {self.tx} more transaction bytes); more threads arrive than "
+                f"{self.pending} pending of {self.count}{waiting}; more threads arrive than "
                 f"the barrier was initialised for")
         self.tx += tx
         self.pending -= count
@@ -146,12 +151,28 @@ class PipelineState:
     """Where a role stands in a ring of `stages` buffers, as CuTe DSL keeps it:
     `index` (which stage), `phase` (the parity it waits with) and `count` (how many
     stages it has passed in all). `advance()` moves to the next stage and flips the
-    phase bit when the index wraps to 0."""
+    phase bit when the index wraps to 0. Kernels keep these across tiles, so the ring
+    continues where the previous tile left it."""
 
     stages: int
     index: int = 0
     phase: int = 0
     count: int = 0
+
+    def __post_init__(self):
+        if self.stages < 1:
+            raise ValueError(f"a pipeline needs at least 1 stage, got {self.stages}")
+
+    @classmethod
+    def producer(cls, stages: int) -> "PipelineState":
+        """Phase bit 1: the producer's first wait on each fresh empty barrier must pass."""
+        return cls(stages, 0, 1, 0)
+
+    @classmethod
+    def consumer(cls, stages: int) -> "PipelineState":
+        """Phase bit 0: the consumer's first wait on each full barrier must block until
+        the producer fills the stage."""
+        return cls(stages, 0, 0, 0)
 
     def advance(self) -> None:
         self.index += 1
@@ -170,13 +191,10 @@ class PipelineState:
 
 
 def make_pipeline_state(kind: str, stages: int) -> PipelineState:
-    """A producer starts with phase bit 1 (its first wait on each fresh empty barrier
-    must pass), a consumer with 0 (its first wait on each full barrier must block until
-    the producer fills the stage). Mirrors `cutlass.pipeline.make_pipeline_state`."""
-    if stages < 1:
-        raise ValueError(f"a pipeline needs at least 1 stage, got {stages}")
+    """`PipelineState.producer` or `.consumer` by name. Mirrors
+    `cutlass.pipeline.make_pipeline_state(PipelineUserType.Producer / Consumer, stages)`."""
     if kind == PRODUCER:
-        return PipelineState(stages, 0, 1, 0)
+        return PipelineState.producer(stages)
     if kind == CONSUMER:
-        return PipelineState(stages, 0, 0, 0)
+        return PipelineState.consumer(stages)
     raise ValueError(f"kind must be {PRODUCER!r} or {CONSUMER!r}, got {kind!r}")

@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from course.models import bank_model
-from course.models.swizzle import TMA_SWIZZLES, Layout, Swizzle, SwizzledLayout, tma_row_bytes
+from course.models.layout import Layout, Swizzle
+from course.models.swizzle import TMA_SWIZZLES, SwizzledLayout, tma_row_bytes
 
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 
@@ -37,7 +38,7 @@ class SmemTile:
     def __post_init__(self):
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"element type {self.dtype!r}: expected one of {sorted(ELEMENT_BYTES)}")
-        if len(self.layout.shape) != 2:
+        if self.layout.rank != 2:
             raise ValueError("a tile is 2-D: (rows, cols)")
 
     @property
@@ -46,7 +47,7 @@ class SmemTile:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.layout.shape)  # type: ignore[return-value]
+        return self.layout[0].size, self.layout[1].size
 
     @property
     def mapping(self) -> SwizzledLayout:

@@ -5,11 +5,15 @@ anywhere, with no GPU and no CuTe DSL.
     course.sim.pipeline_diagnosis   why a simulated kernel deadlocked, in words
     course.sim.pipeline_sim   notebook 08: a TMA -> MMA ring of stages, with injectable bugs
     course.sim.schedule_sim   notebook 12: SMs, CTA pairs, static vs CLC scheduling, TMEM slots
+    course.sim.ring_protocol  notebook 08: the kernel's exact barrier protocol, interleaved
 
     from course.sim import pipeline_sim, schedule_sim
-    pipeline_sim.simulate(stages=4).figure()
-    schedule_sim.simulate(scheduler="clc").figure()
-"""
-from course.sim import event_engine, pipeline_diagnosis, pipeline_sim, schedule_sim
+    pipeline_sim.simulate(stages=4).summary()
+    schedule_sim.simulate(scheduler="clc").per_sm_utilisation
 
-__all__ = ["event_engine", "pipeline_diagnosis", "pipeline_sim", "schedule_sim"]
+Simulators return data and draw nothing: course.viz.pipeline_pictures and
+course.viz.schedule_pictures draw their results.
+"""
+from course.sim import event_engine, pipeline_diagnosis, pipeline_sim, ring_protocol, schedule_sim
+
+__all__ = ["event_engine", "pipeline_diagnosis", "pipeline_sim", "ring_protocol", "schedule_sim"]

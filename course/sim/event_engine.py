@@ -161,7 +161,8 @@ class Hazard:
     message: str
 
     def __str__(self) -> str:
-        return f"HAZARD ({self.kind.replace('_', ' ')}) at t={_fmt(self.time)}: {self.message}"
+        return (f"HAZARD ({self.kind.replace('_', ' ')}) at t={fmt_cycles(self.time)}: "
+                f"{self.message}")
 
 
 class SimulationFault(RuntimeError):
@@ -172,10 +173,11 @@ class SimulationFault(RuntimeError):
         self.kind, self.time, self.message = kind, time, message
 
     def __str__(self) -> str:
-        return f"FAULT ({self.kind}) at t={_fmt(self.time)}: {self.message}"
+        return f"FAULT ({self.kind}) at t={fmt_cycles(self.time)}: {self.message}"
 
 
-def _fmt(t: float) -> str:
+def fmt_cycles(t: float) -> str:
+    """A cycle count as the summaries and pictures print it: 1,234 (or 1,234.5)."""
     return f"{t:,.0f}" if float(t).is_integer() else f"{t:,.1f}"
 
 
@@ -532,7 +534,7 @@ class Engine:
             self._hazard("read_before_write", buf.name,
                          f"{rec.label} starts reading {buf.name} (expecting {expected}) while "
                          f"{buf.writer.label} is still writing it (lands at "
-                         f"t={_fmt(buf.writer.end)}){self._why(rec)}")
+                         f"t={fmt_cycles(buf.writer.end)}){self._why(rec)}")
         elif buf.value != expected:
             held = "nothing yet" if buf.value is None else f"{buf.value}"
             self._hazard("stale_read", buf.name,
@@ -551,7 +553,7 @@ class Engine:
             r = buf.readers[0]
             self._hazard("overwrite_before_read", buf.name,
                          f"{rec.label} starts overwriting {buf.name} while {r.label} is still "
-                         f"reading it (until t={_fmt(r.end)}){self._why(rec)}")
+                         f"reading it (until t={fmt_cycles(r.end)}){self._why(rec)}")
         elif buf.writer is not None:
             self._hazard("double_write", buf.name,
                          f"{rec.label} and {buf.writer.label} write {buf.name} at the same time"
@@ -576,12 +578,12 @@ class Engine:
             done = ("no phase of it had completed yet" if phase < 0
                     else f"only phase {phase} had completed")
             return (f"; {role.name} went ahead because its wait on {b.name} passed at "
-                    f"t={_fmt(t)} although {done} and its count needs phase {needs}: "
+                    f"t={fmt_cycles(t)} although {done} and its count needs phase {needs}: "
                     f"its phase bit is wrong")
         if phase < 0:
-            return f"; {role.name} went ahead on its first pass over {b.name} at t={_fmt(t)}"
+            return f"; {role.name} went ahead on its first pass over {b.name} at t={fmt_cycles(t)}"
         arrivals = [(at, who) for at, who, ph, _ in self.log[id(b)].arrivals if ph == phase]
-        who = ", ".join(f"{w} at t={_fmt(a)}" for a, w in arrivals) or "no arrivals"
+        who = ", ".join(f"{w} at t={fmt_cycles(a)}" for a, w in arrivals) or "no arrivals"
         return (f"; {role.name} went ahead because phase {phase} of {b.name} completed "
                 f"(arrivals: {who})")
 

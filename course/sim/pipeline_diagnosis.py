@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from course.sim.event_engine import Engine, Role, _fmt
+from course.sim.event_engine import Engine, Role, fmt_cycles
 
 CAUSES = ("wrong_parity", "tx_bytes", "arrival_count", "missing_arrive", "circular_wait")
 
@@ -55,7 +55,7 @@ class BlockedWait:
             if self.needs < 0 else f" (its count needs phase {self.needs})")
         tx = f", {self.tx} bytes still expected" if self.tx > 0 else ""
         return (f"{self.role} waits on {self.barrier} with parity {self.parity} since "
-                f"t={_fmt(self.since)}{need}; {self.barrier} is in phase {self.phase} "
+                f"t={fmt_cycles(self.since)}{need}; {self.barrier} is in phase {self.phase} "
                 f"(parity {self.phase & 1}) with {self.arrived}/{self.count} arrivals{tx}")
 
 
@@ -74,10 +74,10 @@ class Deadlock:
 
     @property
     def summary(self) -> str:
-        return f"deadlock at t={_fmt(self.time)}: {_TITLES[self.cause]}"
+        return f"deadlock at t={fmt_cycles(self.time)}: {_TITLES[self.cause]}"
 
     def __str__(self) -> str:
-        lines = [f"DEADLOCK at t={_fmt(self.time)} cycles: no role can make progress "
+        lines = [f"DEADLOCK at t={fmt_cycles(self.time)} cycles: no role can make progress "
                  f"({len(self.blocked)} blocked"
                  + (f", finished: {', '.join(self.finished)}" if self.finished else "") + ")."]
         lines += [f"  - {b}" for b in self.blocked]

@@ -3,9 +3,10 @@
     from course.sim import pipeline_sim
     sim = pipeline_sim.simulate(stages=4, k_tiles=16, load_latency=600, mma_latency=200)
     sim.total_cycles, sim.utilisation      # cycles, tensor-core busy fraction
-    sim.figure()                           # the timeline: who waits on what, when
     sim.deadlock                           # None, or an explanation (print it)
     pipeline_sim.simulate(stages=4, bug="producer_parity").deadlock   # caught, explained
+
+Results are data; course.viz.pipeline_pictures draws them (the timeline, a stage sweep).
 
 The roles are written the way a CuTe DSL kernel writes them, with the same pipeline
 bookkeeping (`PipelineState` index/phase/count, `producer_acquire` = wait on the empty
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 
 from course.sim.pipeline_diagnosis import Deadlock, diagnose
 from course.sim.event_engine import (Arrive, Busy, CompleteTx, Engine, Hazard, Issue, Signal,
-                     SimulationFault, Wait, _fmt)
+                     SimulationFault, Wait, fmt_cycles)
 from course.models.mbarrier import CONSUMER, PRODUCER, PipelineState, make_pipeline_state
 
 BUGS: dict[str | None, str] = {
@@ -356,81 +357,19 @@ class PipelineSim:
     def summary(self) -> str:
         c = self.config
         head = (f"{c.stages} stage(s), {c.k_tiles} k-tiles x {c.tiles} tile(s), load "
-                f"{_fmt(c.load_latency)} / MMA {_fmt(c.mma_latency)} cycles"
+                f"{fmt_cycles(c.load_latency)} / MMA {fmt_cycles(c.mma_latency)} cycles"
                 + (f", {c.consumers} consumer warpgroups" if c.consumers > 1 else ""))
         if self.deadlock is not None:
             return f"{head}: {self.deadlock.summary}"
         if self.fault is not None:
             return f"{head}: stopped, {self.fault.kind}"
-        s = (f"{head}: {_fmt(self.total_cycles)} cycles, tensor core busy "
+        s = (f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor core busy "
              f"{self.utilisation:.0%}")
         if c.tiles == 1:
-            s += f" (formula: {_fmt(self.predicted_cycles)})"
+            s += f" (formula: {fmt_cycles(self.predicted_cycles)})"
         if self.hazards or self.engine.hazard_count:
             s += f"; {self.engine.hazard_count} race(s) detected"
         return s
-
-    def timeline(self):
-        """The rows of the timeline figure (course.viz.timeline.Row)."""
-        from course.viz.timeline import Bar, Marker, Row
-        e, p = self.engine, self.parts
-        roles = {r.name: r for r in e.roles}
-
-        def role_row(name, busy_kind="busy"):
-            r = roles[name]
-            bars = []
-            for i in r.intervals:
-                kind = i.kind if i.kind != "busy" else busy_kind
-                text = i.label.replace("wait ", "").replace("blocked ", "") \
-                    if i.kind != "busy" else (f"t{i.tag}" if self.config.tiles > 1 else "")
-                bars.append(Bar(i.start, i.end, kind, text))
-            return Row(r.label, bars)
-
-        rows = [role_row("producer")]
-        buf_rows = {}
-        for b in p["ab"].buffers:
-            bars = []
-            for i in b.intervals:
-                bars.append(Bar(i.start, i.end, i.kind, str(i.tag) if i.tag is not None else ""))
-            buf_rows[b.name] = len(rows)
-            rows.append(Row(b.name.replace("ab ", "smem "), bars))
-        for r in e.roles:
-            if r.name.startswith("mma"):
-                rows.append(role_row(r.name))
-        rows.append(Row("tensor core", [Bar(i.start, i.end, "mma", str(i.tag))
-                                        for i in p["tc"].intervals]))
-        rows.append(role_row("epilogue", busy_kind="epilogue"))
-        markers = [Marker(h.time, buf_rows.get(h.where, 0)) for h in self.hazards]
-        return rows, markers
-
-    def figure(self, ax=None, title: str | None = None):
-        """The timeline: each warp role, each smem stage, the tensor core."""
-        from course.viz.timeline import gantt
-        rows, markers = self.timeline()
-        c = self.config
-        if title is None:
-            title = (f"{c.stages}-stage TMA->MMA pipeline, {c.k_tiles} k-tiles, load "
-                     f"{_fmt(c.load_latency)} / MMA {_fmt(c.mma_latency)} cycles")
-            if self.deadlock is not None:
-                title += f"\n{self.deadlock.summary}"
-            elif self.fault is not None:
-                title += f"\nstopped: {self.fault.kind}"
-            else:
-                title += (f"\n{_fmt(self.total_cycles)} cycles, tensor core busy "
-                          f"{self.utilisation:.0%}")
-                if self.engine.hazard_count:
-                    title += f", {self.engine.hazard_count} race(s)"
-            if c.bug:
-                title += f"  [injected bug: {c.bug}]"
-        vlines = []
-        if self.deadlock is not None:
-            vlines.append((self.deadlock.time, "deadlock: nothing can move"))
-        elif self.fault is not None:
-            vlines.append((self.fault.time, f"stopped: {self.fault.kind}"))
-        end = self.engine.now if self.deadlock is not None or self.fault else None
-        return gantt(rows, title, markers=markers, vlines=vlines, ax=ax,
-                     end=(end * 1.15 + 1) if end is not None else None,
-                     source="course.sim.pipeline_sim (simulated; illustrative cycle counts)")
 
     def _repr_html_(self) -> str:
         import html
@@ -468,39 +407,6 @@ def simulate(stages: int = 4, k_tiles: int = 16, load_latency: float = 600,
 def sweep(stages=range(1, 9), **kwargs) -> list[PipelineSim]:
     """One simulation per stage count (everything else fixed)."""
     return [simulate(stages=s, **kwargs) for s in stages]
-
-
-def sweep_figure(sims: list[PipelineSim], measured: dict | None = None,
-                 measured_label: str = "measured", ax=None, title: str | None = None):
-    """Speed-up over 1 stage against the stage count: simulated, the formula, and (if
-    given) measured times {stages: time}. Normalising to each series' own 1-stage (or
-    first) point compares shapes, whatever the units."""
-    import matplotlib.pyplot as plt
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4))
-    xs = [s.config.stages for s in sims]
-    base = sims[0].total_cycles
-    ax.plot(xs, [base / s.total_cycles for s in sims], "o-", label="simulated")
-    pred = [s.predicted_cycles for s in sims]
-    ax.plot(xs, [pred[0] / p for p in pred], "--", color="grey", label="formula")
-    if measured:
-        ms = sorted(measured)
-        ax.plot(ms, [measured[ms[0]] / measured[m] for m in ms], "s-", color="#cf222e",
-                label=measured_label)
-    c = sims[0].config
-    ideal = predicted_cycles(xs[0], c.k_tiles, c.load_latency, c.mma_latency,
-                             c.load_interval) / predicted_cycles(
-        c.k_tiles, c.k_tiles, c.load_latency, c.mma_latency, c.load_interval)
-    ax.axhline(ideal, color="#2da44e", lw=1, ls=":", label="tensor core never waits")
-    ax.axvline(stages_to_hide_latency(c.load_latency, c.mma_latency), color="#8250df", lw=1,
-               ls=":", label="load/mma + 1 stages")
-    ax.set_xlabel("pipeline stages")
-    ax.set_ylabel(f"speed-up over {xs[0]} stage(s)")
-    ax.set_title(title or f"Stage-count sweep: load {_fmt(c.load_latency)}, MMA "
-                          f"{_fmt(c.mma_latency)} cycles, {c.k_tiles} k-tiles")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 @dataclass(frozen=True)
@@ -546,5 +452,4 @@ def calibrate(measured: dict, k_tiles: int) -> Calibration:
 
 
 __all__ = ["BUGS", "Pipeline", "PipelineConfig", "PipelineSim", "simulate", "sweep",
-           "sweep_figure", "predicted_cycles", "stages_to_hide_latency", "calibrate",
-           "Calibration"]
+           "predicted_cycles", "stages_to_hide_latency", "calibrate", "Calibration"]

@@ -15,32 +15,9 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from course.models.mbarrier import MBarrier
+
 Parity = Callable[[int, int], int]
-
-
-class Barrier:
-    """An mbarrier: arrival count, tx-count, and the index of the current phase."""
-
-    def __init__(self, count: int, name: str):
-        self.count, self.pending, self.tx, self.phase, self.name = count, count, 0, 0, name
-
-    def arrive(self, expect_tx: int = 0) -> None:
-        self.tx += expect_tx
-        self.pending -= 1
-        self._complete()
-
-    def complete_tx(self, nbytes: int) -> None:
-        self.tx -= nbytes
-        self._complete()
-
-    def _complete(self) -> None:
-        if self.pending == 0 and self.tx == 0:
-            self.phase += 1
-            self.pending = self.count
-
-    def try_wait(self, parity: int) -> bool:
-        """True once the phase with this parity has completed: the current one's differs."""
-        return self.phase % 2 != parity
 
 
 def kernel_parities(bug: str = "") -> tuple[Parity, Parity]:
@@ -57,9 +34,9 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
     producer_parity = producer_parity or kp
     consumer_parity = consumer_parity or kc
     rng = random.Random(seed)
-    full = [Barrier(2 if bug == "arrival_count" else 1, f"full[{s}]") for s in range(stages)]
+    full = [MBarrier(2 if bug == "arrival_count" else 1, f"full[{s}]") for s in range(stages)]
     empty_count = warps * 32 if bug == "thread_arrival_count" else warps
-    empty = [Barrier(empty_count, f"empty[{s}]") for s in range(stages)]
+    empty = [MBarrier(empty_count, f"empty[{s}]") for s in range(stages)]
     content: list[int | None] = [None] * stages  # which k-tile each stage holds
     readers: list[set] = [set() for _ in range(stages)]
     in_flight: list[tuple[int, int]] = []  # (stage, k-tile) copies issued, not landed
@@ -68,7 +45,7 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
     def produce(j):
         s = j % stages
         yield (empty[s], producer_parity(j, stages), f"warp 0 refilling stage {s} with k-tile {j}")
-        full[s].arrive(expect_tx=1)
+        full[s].arrive(tx=1)
         in_flight.append((s, j))
 
     def warp(w):
@@ -111,7 +88,7 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
             try:
                 waiting[x] = next(agents[x])
             except StopIteration:
-                del agents[x]
+                del agents[x], waiting[x]
         if problems:
             return problems[0]
     return "ok"

@@ -3,10 +3,12 @@
     from course.sim import schedule_sim
     s = schedule_sim.simulate(sms=8, cluster=2, stages=4, acc_slots=2, scheduler="clc")
     s.total_cycles, s.utilisation, s.per_sm_utilisation
-    s.figure()                       # per-SM timeline: tensor core and epilogue, by tile
-    schedule_sim.handshake_lesson().figure()   # a deep pipeline hides the pair's handshake
-    schedule_sim.pingpong_lesson().figure()    # two TMEM accumulators hide the epilogue
-    schedule_sim.scheduler_lesson().figure()   # CLC balances uneven work, static does not
+    print(schedule_sim.handshake_lesson())   # a deep pipeline hides the pair's handshake
+    print(schedule_sim.pingpong_lesson())    # two TMEM accumulators hide the epilogue
+    print(schedule_sim.scheduler_lesson())   # CLC balances uneven work, static does not
+
+Results are data; course.viz.schedule_pictures draws them (the per-SM timeline by tile,
+each lesson's chart).
 
 It extends course.sim.pipeline_sim (same engine, mbarriers and Pipeline rings) to the
 kernel of notebook 12 (the seed's `gemm_sol_clc_multicast_4_stage_pipeline`):
@@ -51,7 +53,7 @@ from dataclasses import dataclass, field
 
 from course.sim.pipeline_diagnosis import Deadlock, diagnose
 from course.sim.event_engine import (Arrive, Busy, Call, CompleteTx, Effect, Engine, Hazard, Issue, Signal,
-                     SimulationFault, _fmt)
+                     SimulationFault, fmt_cycles)
 from course.models.mbarrier import CONSUMER, PRODUCER, make_pipeline_state
 from course.sim.pipeline_sim import Pipeline
 
@@ -404,67 +406,8 @@ class ScheduleSim:
             return f"{head}: " + (self.deadlock.summary if self.deadlock else
                                   str(self.fault) if self.fault else "races detected")
         u = self.per_sm_utilisation
-        return (f"{head}: {_fmt(self.total_cycles)} cycles, tensor cores busy "
+        return (f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor cores busy "
                 f"{self.utilisation:.0%} (SMs from {min(u):.0%} to {max(u):.0%})")
-
-    def timeline(self, sms: int | None = None, warps: bool = False):
-        """Rows per SM: [TMA warp,] tensor core, epilogue -- coloured by tile."""
-        from course.viz.timeline import Bar, Row, tile_colour
-        cfg, k = self.config, self.kernel
-        rows = []
-        for sm in range(min(sms or cfg.sms, cfg.sms)):
-            other = ([Bar(0, k.sm_busy[sm], "other", "other work")]
-                     if k.sm_busy[sm] > 0 else [])
-            if warps:
-                bars = list(other)
-                for r in self.engine.roles:
-                    if r.group == f"SM {sm}" and r.name.endswith(".tma"):
-                        bars += [Bar(i.start, i.end, i.kind,
-                                     i.label.split(".")[-1] if i.kind != "busy" else "")
-                                 for i in r.intervals]
-                bars += [Bar(o.issued, o.end, "clc", "") for o in self.engine.ops
-                         if o.unit is k.clc and o.issuer.group == f"SM {sm}"]
-                rows.append(Row(f"SM {sm} TMA warp", bars))
-            unit = k.tensor[sm // cfg.cluster]
-            rows.append(Row(f"SM {sm} tensor core", other + [
-                Bar(s, e, "mma", f"T{tag}", tile_colour(tag))
-                for s, e, tag in _merge(unit.intervals)]))
-            ep = list(other)
-            for r in self.engine.roles:
-                if r.group == f"SM {sm}" and r.name.endswith(".epilogue"):
-                    ep += [Bar(i.start, i.end, "epilogue" if i.kind == "busy" else i.kind,
-                               f"T{i.tag}" if i.kind == "busy" else "",
-                               tile_colour(i.tag) if i.kind == "busy" else None)
-                           for i in r.intervals if i.kind in ("busy", "blocked")]
-            rows.append(Row(f"SM {sm} epilogue", ep))
-        return rows
-
-    def figure(self, sms: int | None = None, warps: bool = False, ax=None,
-               title: str | None = None):
-        """The per-SM timeline (the first `sms` SMs; `warps` adds the TMA warp's waits)."""
-        from course.viz.timeline import gantt
-        c = self.config
-        if title is None:
-            title = (f"{c.scheduler} scheduling, {c.sms} SMs as "
-                     f"{'CTA pairs' if c.cluster == 2 else 'single CTAs'}, {c.stages} stages, "
-                     f"{c.acc_slots} TMEM slot(s)\n")
-            title += (f"{_fmt(self.total_cycles)} cycles, tensor cores busy "
-                      f"{self.utilisation:.0%}" if self.ok else self.summary())
-        vlines = [(self.deadlock.time, "deadlock")] if self.deadlock else []
-        return gantt(self.timeline(sms, warps), title, vlines=vlines, ax=ax,
-                     source="course.sim.schedule_sim (simulated; illustrative cycle counts); "
-                            "colour = output tile")
-
-
-def _merge(intervals):
-    """Back-to-back intervals of the same tile as one bar (start, end, tile)."""
-    out = []
-    for i in sorted(intervals, key=lambda i: i.start):
-        if out and out[-1][2] == i.tag and i.start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], i.end)
-        else:
-            out.append([i.start, i.end, i.tag])
-    return [tuple(x) for x in out]
 
 
 def simulate(sms: int = 8, cluster: int = 2, tiles_m: int = 8, tiles_n: int = 4,
@@ -483,21 +426,22 @@ def simulate(sms: int = 8, cluster: int = 2, tiles_m: int = 8, tiles_n: int = 4,
 
 
 # --------------------------------------------------------------------------------------
-# The seed document's lessons, as small tables with a figure
+# The seed document's lessons, as small tables
 # --------------------------------------------------------------------------------------
 
 
 @dataclass
 class Lesson:
-    """A small experiment: rows of numbers, the claim they support, and a picture."""
+    """A small experiment: rows of numbers and the claim they support. `kind` names the
+    experiment (course.viz.schedule_pictures.lesson draws each kind's chart)."""
 
+    kind: str               # "handshake", "pingpong" or "scheduler"
     title: str
     columns: list[str]
     formats: list[str]      # per column: "" (as is), "cycles", "%", "x"
     rows: list[list]
     claim: str
     sims: dict = field(repr=False, default_factory=dict)
-    _plot: object = field(repr=False, default=None)
 
     def column(self, name: str) -> list:
         i = self.columns.index(name)
@@ -513,9 +457,6 @@ class Lesson:
 
     def __str__(self) -> str:
         return self.table()
-
-    def figure(self):
-        return self._plot(self)
 
 
 def _cell(v, fmt: str) -> str:
@@ -544,32 +485,14 @@ def handshake_lesson(stages=(1, 2, 3, 4, 6), **kw) -> Lesson:
                      pair.total_cycles / free.total_cycles - 1,
                      single.total_cycles / pair.total_cycles])
     h = simulate(**base).config.handshake_latency
-    claim = (f"The handshake ({_fmt(h)} cycles each way) costs "
+    claim = (f"The handshake ({fmt_cycles(h)} cycles each way) costs "
              f"{rows[0][4]:.0%} at {rows[0][0]} stage(s) and {rows[-1][4]:.0%} at "
              f"{rows[-1][0]}: a deep pipeline hides it, a shallow one does not.")
 
-    def plot(lesson):
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6.8, 4))
-        xs = [r[0] for r in lesson.rows]
-        ax.plot(xs, [r[1] for r in lesson.rows], "s-", label="single CTAs (no handshake, "
-                                                             "no multicast)")
-        ax.plot(xs, [r[2] for r in lesson.rows], "o-", label="CTA pairs")
-        ax.plot(xs, [r[3] for r in lesson.rows], ":", color="grey",
-                label="CTA pairs if the handshake were free")
-        ax.set_xlabel("pipeline stages")
-        ax.set_ylabel("total cycles (lower is better)")
-        ax.set_title("A deep pipeline hides the CTA pair's handshake")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.text(0.01, 0.005, "course.sim.schedule_sim (simulated)", fontsize=7, color="grey")
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        return fig
-
-    return Lesson("Cluster handshake vs pipeline depth",
+    return Lesson("handshake", "Cluster handshake vs pipeline depth",
                   ["stages", "single CTAs", "CTA pairs", "pairs, free handshake",
                    "handshake cost", "pair speed-up"],
-                  ["", "cycles", "cycles", "cycles", "%", "x"], rows, claim, sims, plot)
+                  ["", "cycles", "cycles", "cycles", "%", "x"], rows, claim, sims)
 
 
 def pingpong_lesson(epilogue_latencies=(0, 400, 800, 1600), **kw) -> Lesson:
@@ -586,25 +509,9 @@ def pingpong_lesson(epilogue_latencies=(0, 400, 800, 1600), **kw) -> Lesson:
              "epilogue of tile n runs under the MMAs of tile n+1 "
              f"({rows[-1][5]:.2f}x faster at an epilogue of {rows[-1][0]} cycles).")
 
-    def plot(lesson):
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6.8, 4))
-        xs = [r[0] for r in lesson.rows]
-        ax.plot(xs, [r[3] for r in lesson.rows], "s-", label="1 TMEM accumulator")
-        ax.plot(xs, [r[4] for r in lesson.rows], "o-", label="2 TMEM accumulators (ping-pong)")
-        ax.set_xlabel("epilogue cycles per tile")
-        ax.set_ylabel("tensor core utilisation")
-        ax.set_ylim(0, 1.05)
-        ax.set_title("TMEM ping-pong hides the epilogue")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.text(0.01, 0.005, "course.sim.schedule_sim (simulated)", fontsize=7, color="grey")
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        return fig
-
-    return Lesson("TMEM accumulators vs epilogue length",
+    return Lesson("pingpong", "TMEM accumulators vs epilogue length",
                   ["epilogue", "1 slot", "2 slots", "util 1 slot", "util 2 slots",
-                   "speed-up"], ["", "cycles", "cycles", "%", "%", "x"], rows, claim, sims, plot)
+                   "speed-up"], ["", "cycles", "cycles", "%", "%", "x"], rows, claim, sims)
 
 
 def scheduler_lesson(seeds=range(8), **kw) -> Lesson:
@@ -640,26 +547,9 @@ def scheduler_lesson(seeds=range(8), **kw) -> Lesson:
              "static round-robin leaves some pairs with more work; a launch per tile pays "
              "its start-up and cannot overlap one tile's epilogue with the next.")
 
-    def plot(lesson):
-        import matplotlib.pyplot as plt
-        import numpy as np
-        fig, ax = plt.subplots(figsize=(7.2, 4))
-        x = np.arange(len(lesson.rows))
-        for i, (s, col) in enumerate(zip(SCHEDULERS, ("#8c959f", "#2da44e", "#0969da"))):
-            ax.bar(x + (i - 1) * 0.27, [r[1 + i] for r in lesson.rows], 0.27, label=s,
-                   color=col)
-        ax.set_xticks(x, [r[0].replace(" (", "\n(") for r in lesson.rows], fontsize=8)
-        ax.set_ylabel("total cycles (lower is better)")
-        ax.set_title("Static persistent vs Cluster Launch Control vs a launch per tile")
-        ax.legend(fontsize=8)
-        ax.grid(True, axis="y", alpha=0.3)
-        fig.text(0.01, 0.005, "course.sim.schedule_sim (simulated)", fontsize=7, color="grey")
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        return fig
-
-    return Lesson("Tile scheduling", ["workload", "static", "clc", "launch", "static / clc",
-                                      "worst", "best"],
-                  ["", "cycles", "cycles", "cycles", "x", "x", "x"], rows, claim, sims, plot)
+    return Lesson("scheduler", "Tile scheduling",
+                  ["workload", "static", "clc", "launch", "static / clc", "worst", "best"],
+                  ["", "cycles", "cycles", "cycles", "x", "x", "x"], rows, claim, sims)
 
 
 __all__ = ["ScheduleConfig", "ScheduleSim", "SCHEDULERS", "simulate", "uneven_work",

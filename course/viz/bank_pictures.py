@@ -11,7 +11,7 @@ from matplotlib.patches import Rectangle
 
 from course.models import bank_model
 from course.models.smem_access import SmemTile
-from course.models.swizzle import Swizzle
+from course.models.layout import Swizzle
 
 # 32 distinguishable colours, cycling twice through a qualitative palette with two shades
 _BANK_COLOURS = ListedColormap(

@@ -17,7 +17,8 @@ import ipywidgets as w
 import matplotlib.pyplot as plt
 
 from course.models import bank_model, smem_access as sa
-from course.models.swizzle import TMA_SWIZZLES, Layout, Swizzle
+from course.models.layout import Layout, Swizzle
+from course.models.swizzle import TMA_SWIZZLES
 from course.viz.bank_pictures import bank_map, request_heat
 from course.widgets.static_widget import StaticWidget
 

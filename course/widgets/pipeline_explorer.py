@@ -12,6 +12,7 @@ import html
 import ipywidgets as w
 
 from course.sim import pipeline_sim
+from course.viz import pipeline_pictures
 from course.widgets.static_widget import StaticWidget
 
 
@@ -55,7 +56,7 @@ def pipeline_explorer(stages: int = 4, k_tiles: int = 12, load_latency: int = 60
         out.clear_output(wait=True)
         with out:
             import matplotlib.pyplot as plt
-            fig = sim.figure()
+            fig = pipeline_pictures.timeline(sim)
             plt.show()
             plt.close(fig)
 
@@ -63,4 +64,4 @@ def pipeline_explorer(stages: int = 4, k_tiles: int = 12, load_latency: int = 60
         control.observe(redraw, "value")
     redraw()
     view = w.VBox([w.HBox([stages_w, k_w, bug_w]), w.HBox([load_w, mma_w]), text, out])
-    return StaticWidget(view, lambda: current().figure())
+    return StaticWidget(view, lambda: pipeline_pictures.timeline(current()))

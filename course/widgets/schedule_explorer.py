@@ -14,6 +14,7 @@ import html
 import ipywidgets as w
 
 from course.sim import schedule_sim
+from course.viz import schedule_pictures
 from course.widgets.static_widget import StaticWidget
 
 WORKLOADS = ("even tiles", "uneven tiles", "2 SMs busy at start")
@@ -86,7 +87,7 @@ def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
         out.clear_output(wait=True)
         with out:
             import matplotlib.pyplot as plt
-            fig = sim.figure()
+            fig = schedule_pictures.timeline(sim)
             plt.show()
             plt.close(fig)
 
@@ -95,4 +96,4 @@ def schedule_explorer(stages: int = 4, cluster: int = 2, acc_slots: int = 2,
     redraw()
     view = w.VBox([w.HBox([stages_w, ep_w, hs_w]), w.HBox([cluster_w, acc_w]),
                    w.HBox([sched_w, work_w, draw_w]), text, out])
-    return StaticWidget(view, lambda: current().figure())
+    return StaticWidget(view, lambda: schedule_pictures.timeline(current()))
