@@ -117,36 +117,16 @@ class CtaPairClcGemm(CtaPairGemm):
 GEMM = pair_gemm_host("cta_pair_clc_gemm", CtaPairClcGemm, Config)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-            out_dtype: torch.dtype | None = None):
-    """The launchable kernel for this machine's GPU (compiled once per dtypes/config)."""
-    return GEMM.compile(dtype, config, out_dtype=out_dtype)
-
-
-def artifacts(arch: str = "sm_100a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config(), *, out_dtype: torch.dtype | None = None):
-    """PTX and cubin for `arch` (an sm_100-family target), compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config, out_dtype=out_dtype)
+# compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
+# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
               out_dtype: torch.dtype | None = None) -> dict:
     """What one CTA holds for this configuration (no compile, no GPU)."""
-    from .host import cutlass_dtype
+    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
 
-    return CtaPairClcGemm(cutlass_dtype(dtype), cutlass_dtype(out_dtype or dtype),
-                          config).footprint()
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T on a Blackwell GPU; validates everything before launching."""
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: refuse what the kernel cannot do, compile once, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
 
 
 if __name__ == "__main__":

@@ -261,14 +261,8 @@ class CtaPairGemm:
     def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
                       acc_pipeline, scheduler, first):
         """Warps 0-3: drain this CTA's 128 rows of each tile from its slot, then free TMEM."""
-        tmem.wait_for_alloc()
-        tmem_ptr = tmem.retrieve_ptr(self.acc_dtype)
-        accumulators = cute.make_tensor(tmem_ptr, acc_layout)
-        c_pipeline = pipeline.PipelineTmaStore.create(
-            num_stages=self.epi_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
-                                                     single.EPILOGUE_THREADS))
-        epi_barrier = pipeline.NamedBarrier(single.EPILOGUE_SYNC_BARRIER, single.EPILOGUE_THREADS)
+        tmem_ptr, accumulators, c_pipeline, epi_barrier = single.epilogue_setup(
+            tmem, acc_layout, self.acc_dtype, self.epi_stages)
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer,
                                                  self.acc_slots)
         _, read_state = self.scheduler_states()
@@ -299,36 +293,16 @@ def pair_gemm_host(name: str, kernel_class, config_type) -> GemmHost:
 GEMM = pair_gemm_host("cta_pair_gemm", CtaPairGemm, Config)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-            out_dtype: torch.dtype | None = None):
-    """The launchable kernel for this machine's GPU (compiled once per dtypes/config)."""
-    return GEMM.compile(dtype, config, out_dtype=out_dtype)
-
-
-def artifacts(arch: str = "sm_100a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config(), *, out_dtype: torch.dtype | None = None):
-    """PTX and cubin for `arch` (an sm_100-family target), compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config, out_dtype=out_dtype)
+# compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
+# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
               out_dtype: torch.dtype | None = None) -> dict:
     """What one CTA holds for this configuration (no compile, no GPU)."""
-    from .host import cutlass_dtype
+    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
 
-    return CtaPairGemm(cutlass_dtype(dtype), cutlass_dtype(out_dtype or dtype),
-                       config).footprint()
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T on a Blackwell GPU; validates everything before launching."""
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: refuse what the kernel cannot do, compile once, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
 
 
 if __name__ == "__main__":

@@ -155,6 +155,8 @@ class GemmHost:
     config_type: type
     operands: Operands = field(default_factory=Operands)
     extra: LaunchExtra = NO_EXTRA
+    default_dtype: torch.dtype = torch.bfloat16
+    default_majors: tuple[str, str] = ("k", "k")
 
     def __post_init__(self):
         self.compiler = host.Compiler(self.name, self.needs, self.build)
@@ -182,23 +184,35 @@ class GemmHost:
                 host.fake_stream())
 
     def _key(self, dtype, out_dtype, config, a_major, b_major) -> tuple:
+        """(dtype, C's dtype, config, majors), the step's defaults filled in."""
+        dtype = self.default_dtype if dtype is None else dtype
         config = self.config_type() if config is None else config
-        return (dtype, self.operands.out_dtype(dtype, out_dtype), config, a_major, b_major)
+        return (dtype, self.operands.out_dtype(dtype, out_dtype), config,
+                a_major or self.default_majors[0], b_major or self.default_majors[1])
 
-    def compile(self, dtype: torch.dtype = torch.bfloat16, config=None, *,
-                out_dtype: torch.dtype | None = None, a_major: str = "k", b_major: str = "k",
-                device: torch.device | None = None):
+    def compile(self, dtype: torch.dtype | None = None, config=None, *,
+                out_dtype: torch.dtype | None = None, a_major: str | None = None,
+                b_major: str | None = None, device: torch.device | None = None):
         """The launchable kernel for this machine's GPU (compiled once per configuration)."""
         return self.compiler.compile(*self._key(dtype, out_dtype, config, a_major, b_major),
                                      device=device)
 
-    def artifacts(self, arch: str | None = None, dtype: torch.dtype = torch.bfloat16,
-                  config=None, *, out_dtype: torch.dtype | None = None, a_major: str = "k",
-                  b_major: str = "k") -> Artifacts:
+    def artifacts(self, arch: str | None = None, dtype: torch.dtype | None = None,
+                  config=None, *, out_dtype: torch.dtype | None = None,
+                  a_major: str | None = None, b_major: str | None = None) -> Artifacts:
         """PTX and cubin for `arch` (default: the step's compile-only target), compiled here
         without a GPU."""
         return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major,
                                                         b_major))
+
+    def kernel_object(self, dtype: torch.dtype | None = None, config=None, *,
+                      out_dtype: torch.dtype | None = None, arch: str | None = None):
+        """The step's kernel object for a configuration, without compiling (e.g. to read
+        its footprint)."""
+        dtype, out_dtype, config, a_major, b_major = self._key(dtype, out_dtype, config,
+                                                               None, None)
+        return self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
+                           arch or host.COMPILE_TARGET[self.needs], a_major, b_major)
 
     # -- running
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,

@@ -211,33 +211,13 @@ GEMM = GemmHost(
     NaiveGemm(ab, config, a_major, b_major), Config,
     # element-wise loads: either major, any size, element-aligned views; 32-bit indexing
     Operands(dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), vector=1,
-             int32_offsets=True))
+             int32_offsets=True),
+    default_dtype=torch.float32, default_majors=("m", "n"))  # as notebook 02 traces it
 
 
-def compile(dtype: torch.dtype = torch.float32, config: Config = Config(), a_major: str = "m",
-            b_major: str = "n"):
-    """The launchable kernel for this machine's GPU (compiled once per configuration)."""
-    return GEMM.compile(dtype, config, a_major=a_major, b_major=b_major)
-
-
-def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32, config: Config = Config(),
-              a_major: str = "m", b_major: str = "n"):
-    """PTX and cubin for `arch`, compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config, a_major=a_major, b_major=b_major)
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T on the GPU: A (M,K), B (N,K), C (M,N) row-major; validates before launch.
-
-    A may be M-major (a.stride() == (1, M)) or K-major; B N-major or K-major.
-    """
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: compile once for `problem`, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
+# compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
+# prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from typing import NamedTuple
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
@@ -345,26 +344,9 @@ GEMM = GemmHost("sm80_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major
                 Sm80Gemm(ab, config), Config)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
-    """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    return GEMM.compile(dtype, config)
-
-
-def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()):
-    """PTX and cubin for `arch`, compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config)
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T on tensor cores; validates every input before launching."""
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: compile once for `problem`'s dtype, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
+# compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
+# prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 if __name__ == "__main__":

@@ -305,6 +305,19 @@ def make_epilogue_tmem_load(acc_subtile: cute.Tensor) -> cute.TiledCopy:
     return tcgen05.make_tmem_copy(atom, acc_subtile)
 
 
+def epilogue_setup(tmem: TmemAllocator, acc_layout: cute.Layout, acc_dtype, epi_stages: int):
+    """Epilogue warps, once: wait for the TMEM allocation and view the accumulators there;
+    the TMA-store ring of staging buffers; the named barrier the 4 warps sync on.
+    Returns (tmem_ptr, accumulators, c_pipeline, epi_barrier)."""
+    tmem.wait_for_alloc()
+    tmem_ptr = tmem.retrieve_ptr(acc_dtype)
+    c_pipeline = pipeline.PipelineTmaStore.create(
+        num_stages=epi_stages,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, EPILOGUE_THREADS))
+    return (tmem_ptr, cute.make_tensor(tmem_ptr, acc_layout), c_pipeline,
+            pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS))
+
+
 @cute.jit
 def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
                   accumulator: cute.Tensor, tma_c: cpasync.TmaInfo, sC: cute.Tensor,
@@ -502,14 +515,8 @@ class Tcgen05Gemm:
     def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
                       acc_pipeline, tile_m, tile_n):
         """Warps 0-3: wait for the accumulator, drain it to C, free TMEM."""
-        tmem.wait_for_alloc()
-        tmem_ptr = tmem.retrieve_ptr(self.acc_dtype)
-        accumulators = cute.make_tensor(tmem_ptr, acc_layout)
-        c_pipeline = pipeline.PipelineTmaStore.create(
-            num_stages=self.epi_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
-                                                     EPILOGUE_THREADS))
-        epi_barrier = pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS)
+        tmem_ptr, accumulators, c_pipeline, epi_barrier = epilogue_setup(
+            tmem, acc_layout, self.acc_dtype, self.epi_stages)
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer,
                                                  self.acc_slots)
         acc_pipeline.consumer_wait(acc_state)
@@ -534,35 +541,16 @@ GEMM = GemmHost("tcgen05_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_ma
                 Tcgen05Gemm(ab, c, config), Config, OPERANDS)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-            out_dtype: torch.dtype | None = None):
-    """The launchable kernel for this machine's GPU (compiled once per dtypes/config)."""
-    return GEMM.compile(dtype, config, out_dtype=out_dtype)
-
-
-def artifacts(arch: str = "sm_100a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config(), *, out_dtype: torch.dtype | None = None):
-    """PTX and cubin for `arch` (an sm_100-family target), compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config, out_dtype=out_dtype)
+# compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
+# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
               out_dtype: torch.dtype | None = None) -> dict:
     """What one CTA holds for this configuration (no compile, no GPU)."""
-    from .host import cutlass_dtype
+    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
 
-    return Tcgen05Gemm(cutlass_dtype(dtype), cutlass_dtype(out_dtype or dtype), config).footprint()
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T on a Blackwell GPU; validates everything before launching."""
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: refuse what the kernel cannot do, compile once, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
 
 
 if __name__ == "__main__":

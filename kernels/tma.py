@@ -458,8 +458,8 @@ def tiles(shape: tuple[int, int], config: Config = Config()) -> tuple[int, int]:
     return (-(-shape[0] // config.box_rows), -(-shape[1] // config.box_cols))
 
 
-def load(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
-    """out = x, moved global -> shared by TMA and shared -> global by plain stores."""
+def _copy(kernel: str, x: torch.Tensor, out: torch.Tensor | None, config: Config) -> torch.Tensor:
+    """out = x through shared memory with the `kernel` ("load" or "store") variant."""
     _require(x)
     _check_matrix(x, "x")
     config.check(x.element_size())
@@ -469,8 +469,13 @@ def load(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Conf
     if out.shape != x.shape or out.device != x.device:
         raise KernelInputError("out must have x's shape and device")
     if x.numel():
-        _launch_pair("load", x, out, config)
+        _launch_pair(kernel, x, out, config)
     return out
+
+
+def load(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
+    """out = x, moved global -> shared by TMA and shared -> global by plain stores."""
+    return _copy("load", x, out, config)
 
 
 def boxes(x: torch.Tensor, config: Config = Config(), physical: bool = False) -> torch.Tensor:
@@ -491,17 +496,7 @@ def boxes(x: torch.Tensor, config: Config = Config(), physical: bool = False) ->
 
 def store(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
     """out = x, moved global -> shared by plain loads and shared -> global by TMA."""
-    _require(x)
-    _check_matrix(x, "x")
-    config.check(x.element_size())
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _check_matrix(out, "out", (x.dtype,))
-    if out.shape != x.shape or out.device != x.device:
-        raise KernelInputError("out must have x's shape and device")
-    if x.numel():
-        _launch_pair("store", x, out, config)
-    return out
+    return _copy("store", x, out, config)
 
 
 def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig(),

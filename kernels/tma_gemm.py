@@ -46,6 +46,7 @@ Run buggy configurations in a child process anyway (course.runtime.watchdog.isol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -145,6 +146,22 @@ def consumer_parity(t, stages: int):
 
 
 # ------------------------------------------------------------------ the pieces later steps reuse
+
+def cta_coordinates():
+    """(thread index, block index, warp index): where this thread stands in the grid. The
+    warp index is made warp-uniform, so branches on it do not diverge inside a warp."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    return tidx, bidx, cute.arch.make_warp_uniform(cute.arch.warp_idx())
+
+
+@cute.jit
+def prefetch_descriptors(warp: cutlass.Int32, atoms: cutlass.Constexpr):
+    """Warp 0 pulls the TMA descriptors (tensor maps) into the cache before the first copy."""
+    if warp == 0:
+        for atom in atoms:
+            cute.nvgpu.cpasync.prefetch_descriptor(atom)
+
 
 def stage_bytes(tile_m: int, tile_n: int, elem_bytes: int) -> int:
     """Bytes of A and B one k-tile (TILE_K wide) brings into a stage."""
@@ -269,12 +286,8 @@ class TmaGemm:
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
                tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
         cfg = self.cfg
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp == 0:
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+        tidx, bidx, warp = cta_coordinates()
+        prefetch_descriptors(warp, (tma_a, tma_b))
 
         # shared memory: the full and empty barriers, then the A and B rings
         smem = SmemAllocator()
@@ -401,6 +414,38 @@ class TmaGemm:
         return self.cfg.debug_timeout_ms * (2 if kind == FULL else 1)
 
 
+class RingTile(NamedTuple):
+    """A PipelineTmaAsync ring in shared memory and this CTA's tile, ready to stream."""
+
+    ring: pipeline.PipelineTmaAsync
+    sA: cute.Tensor
+    sB: cute.Tensor
+    sC: cute.Tensor
+    tile_m: cutlass.Int32
+    tile_n: cutlass.Int32
+    tAgA: cute.Tensor
+    tAsA: cute.Tensor
+    tBgB: cute.Tensor
+    tBsB: cute.Tensor
+    k_tiles: cutlass.Int32
+
+
+def ring_and_tile(cfg, dtype, tx_bytes: int, consumer_warps: int, sA_layout, sB_layout,
+                  sC_layout, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
+                  mB: cute.Tensor, bidx, tiles_m, tiles_n) -> RingTile:
+    """Shared memory for a PipelineTmaAsync ring (the full/empty barrier pairs, then the A
+    and B stages, C's staging tile over them), and this CTA's tile in the grouped order
+    with its k-tiles in TMA coordinates. Traced inline in a kernel."""
+    smem = SmemAllocator()
+    barriers = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
+    sA, sB, sC = allocate_ring(smem, dtype, sA_layout, sB_layout, sC_layout)
+    ring = make_tma_ring(barriers, cfg.stages, tx_bytes, consumer_warps)
+    tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
+    return RingTile(ring, sA, sB, sC, tile_m, tile_n,
+                    *tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m, tile_n, cfg.tile_m,
+                                 cfg.tile_n))
+
+
 def allocate_ring(smem: SmemAllocator, dtype, sA_layout, sB_layout, sC_layout):
     """The A and B rings (1024-byte aligned, as the 128B swizzle needs) and C's staging
     tile, which reuses the ring's space once the main loop is over."""
@@ -426,22 +471,13 @@ class TmaPipelineGemm(TmaGemm):
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
                tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
         cfg = self.cfg
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp == 0:
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+        tidx, bidx, warp = cta_coordinates()
+        prefetch_descriptors(warp, (tma_a, tma_b))
 
-        # shared memory: the ring's full/empty barrier pairs, then the A and B rings
-        smem = SmemAllocator()
-        barriers = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
-        sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
-        ring = make_tma_ring(barriers, cfg.stages, self.tx_bytes, cfg.warps)
-
-        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
-                                                       tile_n, cfg.tile_m, cfg.tile_n)
+        # the ring (full/empty pairs: one expect_tx arrival; one arrival per warp) and tile
+        ring, sA, sB, sC, tile_m, tile_n, tAgA, tAsA, tBgB, tBsB, k_tiles = ring_and_tile(
+            cfg, self.dtype, self.tx_bytes, cfg.warps, sA_layout, sB_layout, sC_layout, tma_a,
+            mA, tma_b, mB, bidx, tiles_m, tiles_n)
         produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
         if warp == 0:  # the whole warp: TMA issue and expect_tx elect a lane themselves
@@ -512,30 +548,9 @@ GEMM = GemmHost("tma_gemm", NEEDS, _kernel, Config, extra=LaunchExtra(
     values=_report_pointer, after=_raise_if_a_wait_gave_up))
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
-    """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    return GEMM.compile(dtype, config)
-
-
-def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()):
-    """PTX and cubin for `arch`, compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config)
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T: TMA loads, an mbarrier ring, mma.sync. Validates inputs first.
-
-    A buggy config hangs the GPU unless debug_timeout_ms > 0 (then PipelineHang is
-    raised here); run it in a child process (course.runtime.watchdog.isolated) either way.
-    """
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: compile once for `problem`'s dtype, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
+# compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
+# prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 if __name__ == "__main__":

@@ -22,15 +22,13 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
-import torch
-from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
 from .gemm_host import HALF_TYPES, GemmHost
-from .sm80_gemm import (epilogue_through_smem, grouped_tile, operand_tensors, row_copy,
-                        swizzled_rows)
-from .tma_gemm import (TILE_K, allocate_ring, load_k_tile, make_tma_ring, operand_tma,
-                       ring_smem_bytes, stage_bytes, staged_smem_layout, tma_k_tiles)
+from .sm80_gemm import epilogue_through_smem, operand_tensors, row_copy, swizzled_rows
+from .tma_gemm import (TILE_K, cta_coordinates, load_k_tile, operand_tma,
+                       prefetch_descriptors, ring_and_tile, ring_smem_bytes, stage_bytes,
+                       staged_smem_layout)
 
 NEEDS = "sm_90a"
 DTYPES = HALF_TYPES
@@ -112,24 +110,14 @@ class WgmmaGemm:
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
                tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
         cfg = self.cfg
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp == 0:
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+        tidx, bidx, warp = cta_coordinates()
+        prefetch_descriptors(warp, (tma_a, tma_b))
 
-        # shared memory: full/empty barrier pairs, then the A and B rings
-        smem = SmemAllocator()
-        barriers = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
-        sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
         # step 08's ring: full[s] one arrival (the TMA thread's expect_tx) + tx_bytes of
-        # data; empty[s] one arrival per consumer warp
-        ring = make_tma_ring(barriers, cfg.stages, self.tx_bytes, cfg.threads // 32)
-
-        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
-                                                       tile_n, cfg.tile_m, cfg.tile_n)
+        # data; empty[s] one arrival per consumer warp. And this CTA's tile.
+        ring, sA, sB, sC, tile_m, tile_n, tAgA, tAsA, tBgB, tBsB, k_tiles = ring_and_tile(
+            cfg, self.dtype, self.tx_bytes, cfg.threads // 32, sA_layout, sB_layout, sC_layout,
+            tma_a, mA, tma_b, mB, bidx, tiles_m, tiles_n)
 
         thr_mma = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))  # smem descriptors
@@ -181,26 +169,9 @@ GEMM = GemmHost("wgmma_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_majo
                 WgmmaGemm(ab, config), Config)
 
 
-def compile(dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
-    """The launchable kernel for this machine's GPU (compiled once per dtype/config)."""
-    return GEMM.compile(dtype, config)
-
-
-def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()):
-    """PTX and cubin for `arch`, compiled here without a GPU."""
-    return GEMM.artifacts(arch, dtype, config)
-
-
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
-    """C = A . B^T with TMA and WGMMA; validates every input before launching."""
-    return GEMM.run(a, b, out, config)
-
-
-def prepare(problem, config: Config = Config()):
-    """For a benchmark: compile once for `problem`'s dtype, return gemm(a, b, c)."""
-    return GEMM.prepare(problem, config)
+# compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
+# prepare(problem, config): the step's surface, from kernels.gemm_host
+compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
 
 
 if __name__ == "__main__":
