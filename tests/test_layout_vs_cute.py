@@ -11,6 +11,8 @@ import random
 import pytest
 
 from course.cute import algebra
+from course.cute.partition_ownership import elements
+from course.cute.trace import on_cpu
 from course.models import layout as pl
 from course.cute.layout_agreement import SEED, cases, rand_layout
 
@@ -75,7 +77,7 @@ def test_evaluation_matches_cute():
             out.append([int(C(i)) for i in range(c.size)])
         return out
 
-    ref = algebra.on_cpu(job)
+    ref = on_cpu(job)
     for lay, (offsets, crds, size, cosize, rank, depth) in zip(layouts, ref):
         assert lay.offsets().tolist() == offsets, lay
         assert [lay(i) for i in range(lay.size)] == offsets
@@ -130,10 +132,9 @@ def test_local_partition_is_an_outer_partition():
         tile = cute.local_tile(cute.make_identity_tensor((8, 8)), (4, 4), (0, 0))
         outer = cute.local_partition(tile, cute.make_layout((2, 2)), cutlass.Int32(0))
         inner = cute.local_tile(tile, (2, 2), (0, 0))
-        return (outer.layout, algebra.coordinates(outer), inner.layout,
-                algebra.coordinates(inner))
+        return (outer.layout, elements(outer), inner.layout, elements(inner))
 
-    outer, outer_cells, inner, inner_cells = algebra.on_cpu(job)
+    outer, outer_cells, inner, inner_cells = on_cpu(job)
     assert outer_cells == [(0, 0), (2, 0), (0, 2), (2, 2)]  # offsets 0 2 16 18 of (8,8):(1,8)
     assert inner_cells == [(0, 0), (1, 0), (0, 1), (1, 1)]  # offsets 0 1 8 9
     col_major = pl.Layout((8, 8), (1, 8))

@@ -71,7 +71,7 @@ def test_c_ownership_is_the_seed_partition():
 
 
 def test_fast_coordinates_agree_with_cutes_own_evaluation(seed_trace):
-    """course.cute.algebra.coordinates (numpy) vs CuTe's element-by-element evaluation."""
+    """course.cute.partition_ownership (numpy) vs CuTe's element-by-element evaluation."""
     own = kernel_traces.c_ownership()
     assert [(r, c) for r, c, _ in own.cells_of(0)] == seed_trace["c_cells"]
     t = kernel_traces.thread_trace(256, 128, 32, thread=173)

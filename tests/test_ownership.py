@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from course.cute import algebra
+from course.cute.trace import on_cpu
 from course.models import layout as pl
 from course.models.ownership import Ownership, from_thread_value_function
 from course.viz import ownership_pictures as vo
@@ -58,7 +59,7 @@ def test_tiled_copy_tv_layout_from_cute_gives_the_seed_map():
         tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((4, 8)), cute.make_layout((4, 1)))
         return tiled.layout_tv_tiled, tiled.tiler_mn
 
-    tv, tiler = algebra.on_cpu(job)
+    tv, tiler = on_cpu(job)
     assert str(tv) == "(32,4):(4,1)"
     own = Ownership.from_tv_layout(tv, (16, 8))
     assert own.threads == 32 and (own.count == 1).all()
@@ -73,7 +74,7 @@ def test_from_tv_layout_accepts_every_form():
     lay = pl.parse_layout(COPY_TV)
     a = Ownership.from_tv_layout(lay, (16, 8))
     b = Ownership.from_tv_layout(COPY_TV, (16, 8))
-    c = algebra.on_cpu(lambda: Ownership.from_tv_layout(algebra.to_cute(lay), (16, 8)).thread)
+    c = on_cpu(lambda: Ownership.from_tv_layout(algebra.to_cute(lay), (16, 8)).thread)
     assert (a.thread == b.thread).all() and (a.thread == c).all()
 
 

@@ -73,7 +73,7 @@ def test_tma_modes_spread_16_byte_chunks_over_rows():
 # ---------------------------------------------------------------- against CuTe DSL
 
 def _cute(job):
-    from course.cute.algebra import on_cpu
+    from course.cute.trace import on_cpu
 
     return on_cpu(job)
 

@@ -1,9 +1,10 @@
-"""The seed's TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
-from course.cute.tiled_copy import ownership_pairs, seed_tiled_copy
+"""Notebook 03's 16x8 TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
+from course.cute.tiled_copy import tiled_copy_16x8
+from course.models import smem_access
 
 
-def test_seed_ownership():
-    m = seed_tiled_copy()
+def test_tiled_copy_16x8_ownership():
+    m = tiled_copy_16x8()
     assert m.shape == (16, 8) and (m.threads, m.values) == (32, 4)
     assert m.cells_of(0) == [(0, 0), (1, 0), (2, 0), (3, 0)]  # T00: rows 0-3 of column 0
     assert m.cells_of(1) == [(4, 0), (5, 0), (6, 0), (7, 0)]  # T01: rows 4-7 of column 0
@@ -13,7 +14,7 @@ def test_seed_ownership():
 
 
 def test_every_cell_owned_once():
-    m = seed_tiled_copy()
+    m = tiled_copy_16x8()
     cells = [rc for _, rc in m.pairs]
     assert len(cells) == 128 and len(set(cells)) == 128
     g = m.grid()
@@ -22,5 +23,13 @@ def test_every_cell_owned_once():
 
 
 def test_pairs_for_the_ownership_model():
-    pairs = ownership_pairs()
+    pairs = tiled_copy_16x8().pairs
     assert pairs[0] == ((0, 0), (0, 0)) and ((31, 3), (15, 7)) in pairs
+
+
+def test_the_bank_model_reads_the_copy_cute_builds():
+    """course.models.smem_access states the copy's TV layout without CuTe; CuTe agrees."""
+    m = tiled_copy_16x8()
+    assert m.tv_layout == smem_access.TILED_COPY_16X8_TV
+    cute_access = smem_access.from_ownership("TiledCopy (4,8) threads x 4 floats", m.pairs, 4)
+    assert smem_access.tiled_copy_16x8_fragment() == cute_access

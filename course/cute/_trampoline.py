@@ -1,4 +1,4 @@
-"""The one @cute.jit trampoline behind course.cute.algebra (kept in its own module because
+"""The @cute.jit functions behind course.cute.trace.on_cpu (kept in their own module because
 importing CuTe DSL costs about a second, and jit functions must live in .py files)."""
 import cutlass
 import cutlass.cute as cute
@@ -9,7 +9,7 @@ def run_traced(job: cutlass.Constexpr, box: cutlass.Constexpr):
     """Call job() while CuTe DSL traces this function; keep its result in `box`.
 
     No kernel is launched, so this runs on a machine without a GPU. CuTe values are
-    only valid during the trace, so `job` converts what it returns (course.cute.algebra
+    only valid during the trace, so `job` converts what it returns (course.cute.trace
     does) before the trace ends.
     """
     box.append(job())

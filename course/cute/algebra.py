@@ -1,127 +1,23 @@
 """CuTe DSL's own layout algebra, called from plain Python on a CPU.
 
-A `@cute.jit` function that launches no kernel can be called on a machine without a
-GPU: CuTe DSL traces it, and every static layout it builds is computed by CuTe's
-algebra at trace time. `on_cpu(job)` runs `job()` inside such a trace and hands back
-what it returned, with CuTe layouts converted to `course.models.layout` objects (so they
-outlive the trace and can be drawn). Everything the course prints as "what CuTe
-says" comes through here; `course.models.layout` only draws and is tested against it.
+`apply("zipped_divide", "(8,8):(1,8)", "(2,4)")` asks CuTe DSL (one trace through
+course.cute.trace.on_cpu) for an operation on course layouts and returns its result as
+a `course.models.layout` object with CuTe's own printout. Everything the course prints
+as "what CuTe says" about a layout comes through here; `course.models.layout` only
+draws and is tested against it.
 
-    from course.cute.algebra import on_cpu, apply
-    on_cpu(lambda: cute.zipped_divide(cute.make_layout((8, 8)), (2, 4)))
+    from course.cute.algebra import apply
     apply("zipped_divide", "(8,8):(1,8)", "(2,4)").printed   # '((2,4),(4,2)):((1,8),(2,32))'
 
-Each call is one trace: about 0.1-0.2 s, so batch many questions into one job.
+Each call is one trace, so batch many questions with `apply_many`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from course.cute.trace import on_cpu, to_python
 from course.models import layout as pl
-
-
-def _trampolines():
-    """The @cute.jit trampolines (imported on first use: importing CuTe DSL takes ~1 s)."""
-    from course.cute import _trampoline
-
-    return _trampoline
-
-
-def to_python(x: Any) -> Any:
-    """Convert CuTe DSL values (valid only inside a trace) into plain Python values."""
-    import cutlass.cute as cute
-
-    if isinstance(x, cute.ComposedLayout):
-        inner = x.inner
-        if isinstance(inner, cute.Swizzle):
-            return pl.ComposedLayout(to_python(inner), int(x.offset), to_python(x.outer))
-        return str(x)
-    if isinstance(x, cute.Layout):
-        try:
-            return pl.Layout(x.shape, x.stride)
-        except TypeError:  # dynamic or basis strides: keep CuTe's own words
-            return str(x)
-    if isinstance(x, cute.Swizzle):
-        return pl.Swizzle(x.num_bits, x.num_base, x.num_shift)
-    if isinstance(x, cute.ScaledBasis):
-        return Basis(int(x.value), tuple(x.mode))
-    if isinstance(x, (list, tuple)):
-        return type(x)(to_python(e) for e in x)
-    if isinstance(x, dict):
-        return {k: to_python(v) for k, v in x.items()}
-    module = type(x).__module__ or ""
-    if module.startswith(("cutlass", "_mlir", "mlir")):  # other CuTe values: CuTe's own words
-        return str(x)
-    return x  # plain Python (and numpy) values pass through
-
-
-@dataclass(frozen=True)
-class Basis:
-    """A CuTe ScaledBasis value@mode (e.g. 64@1: 64 steps along mode 1 of a coordinate)."""
-
-    value: int
-    mode: tuple
-
-    def __str__(self) -> str:
-        return f"{self.value}@{','.join(map(str, self.mode))}"
-
-
-def on_cpu(job: Callable[..., Any], pointers: tuple = ()) -> Any:
-    """Run `job()` inside a CuTe DSL trace on the CPU and return its result as Python.
-
-    With `pointers` (up to three CuTe numeric types, e.g. (cutlass.Float32,) * 3) the
-    job is called as job(p0, p1, ...) with global-memory pointers at address 0, so it
-    can build tensors the way a kernel's host code does. Nothing is dereferenced.
-    """
-    box: list = []
-    tr = _trampolines()
-    if not pointers:
-        tr.run_traced(lambda: to_python(job()), box)
-        return box[0]
-    if len(pointers) > 3:
-        raise ValueError("on_cpu passes at most three pointers")
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_ptr
-
-    ptrs = [make_ptr(dtype, 0, cute.AddressSpace.gmem, assumed_align=16) for dtype in pointers]
-    ptrs += [ptrs[0]] * (3 - len(ptrs))
-    n = len(pointers)
-    tr.run_traced_with_pointers(lambda *p: to_python(job(*p[:n])), box, *ptrs)
-    return box[0]
-
-
-def coordinates(tensor) -> list[tuple]:
-    """The coordinate held by each element of a static coordinate tensor (a partitioned
-    `cute.make_identity_tensor`), in element order. Call inside a trace.
-
-    CuTe writes such a tensor as offset o layout, with ScaledBasis strides (1@0 steps
-    the row, 64@1 the column by 64); the layout is split into one integer layout per
-    coordinate mode and evaluated with course.models.layout (CuTe's own element-by-element
-    evaluation costs ~0.3 ms per element); tests/test_naive_gemm.py checks the two agree.
-    """
-    import cutlass.cute as cute
-
-    origin = tensor.iterator
-    origin = tuple(int(v) for v in (origin if isinstance(origin, tuple) else (origin,)))
-    lay = tensor.layout
-
-    def part(stride, mode):
-        if isinstance(stride, tuple):
-            return tuple(part(s, mode) for s in stride)
-        if isinstance(stride, cute.ScaledBasis):
-            modes = stride.mode
-            return int(stride.value) if list(modes) == [mode] else 0
-        return 0 if int(stride) == 0 else _not_a_basis(stride)
-
-    shape = lay.shape
-    columns = [origin[d] + pl.Layout(shape, part(lay.stride, d)).offsets()
-               for d in range(len(origin))]
-    return [tuple(int(c[i]) for c in columns) for i in range(len(columns[0]))]
-
-
-def _not_a_basis(stride):
-    raise ValueError(f"not a coordinate tensor: integer stride {stride} among basis strides")
 
 
 def to_cute(x: Any):

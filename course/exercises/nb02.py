@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 
-from course.cute import algebra
 from course.models import layout as pl
 from course.exercises.check import Wrong, exercise
 from course.exercises.nb01 import read_layout
@@ -29,7 +28,7 @@ def _pair(answer) -> tuple[int, int]:
 
 
 @exercise("02.owner",
-          "In the naive GEMM (seed configuration), which thread of block (0,0) holds "
+          "In the naive GEMM (default configuration), which thread of block (0,0) holds "
           "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
           "(thread, value).",
           "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
@@ -81,23 +80,12 @@ def _tcgc(answer):
 def copy_sectors(thread_layout, tile=(32, 32), row_major: bool = True) -> tuple[int, list]:
     """32-byte sectors a warp touches when each of 32 threads loads its first float of
     a fp32 tile through CuTe's make_tiled_copy_tv(thread_layout, (1,1)); and where
-    threads 0..31 read. Computed by CuTe DSL."""
+    threads 0..31 read. Computed by CuTe DSL (course.cute.tiled_copy)."""
+    from course.cute.tiled_copy import tiled_copy_map
+
     thr = read_layout(thread_layout) if not isinstance(thread_layout, pl.Layout) else thread_layout
-
-    def job():
-        import cutlass
-        import cutlass.cute as cute
-
-        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
-        tiled = cute.make_tiled_copy_tv(atom, algebra.to_cute(thr), cute.make_layout((1, 1)))
-        return tiled.layout_tv_tiled, tiled.tiler_mn
-
-    tv, tiler = algebra.on_cpu(job)
-    tile_rows = pl.product(tiler[0].shape) if isinstance(tiler[0], pl.Layout) else tiler[0]
-    cells = []
-    for t in range(min(32, tv[0].size)):
-        idx = tv((t, 0))
-        cells.append((idx % tile_rows, idx // tile_rows))
+    copy = tiled_copy_map(thr.shape, thr.stride, (1, 1), (1, 1), bits_per_copy=32)
+    cells = [rc for (t, v), rc in copy.pairs if v == 0 and t < 32]
     addr = [(r * tile[1] + c) if row_major else (r + c * tile[0]) for r, c in cells]
     return len({a * 4 // 32 for a in addr}), cells
 

@@ -23,18 +23,18 @@ def _useful(answer):
     return number(answer, 100 * acc.efficiency, rel=0.01, unit="%")
 
 
-@exercise("03.owner", "In the seed's TiledCopy (16x8 column-major tile, 32 threads laid out (4,8) "
+@exercise("03.owner", "In notebook 03's TiledCopy (16x8 column-major tile, 32 threads laid out (4,8) "
           "column-major, 4 contiguous floats each along mode 0), which thread copies row 9 of "
           "column 2? Answer with the thread number.",
           "rows 0-3, 4-7, 8-11, 12-15 of a column go to 4 consecutive threads; each column "
           "starts 4 threads further on.",
           "10: row 9 is in the third group of 4 rows (thread 2 of its column), and column 2 "
-          "starts at thread 2 * 4 = 8. course.cute.tiled_copy.seed_tiled_copy().owner(9, 2) "
+          "starts at thread 2 * 4 = 8. course.cute.tiled_copy.tiled_copy_16x8().owner(9, 2) "
           "== [(10, 1)] (value 1: the second of T10's floats).")
 def _owner(answer):
-    from course.cute.tiled_copy import seed_tiled_copy
+    from course.cute.tiled_copy import tiled_copy_16x8
 
-    (thread, _value), = seed_tiled_copy().owner(9, 2)
+    (thread, _value), = tiled_copy_16x8().owner(9, 2)
     if isinstance(answer, str) and answer.strip().upper().startswith("T"):
         answer = answer.strip()[1:]
     try:
@@ -47,9 +47,9 @@ def _owner(answer):
 
 
 def _rows(thread: int) -> str:
-    from course.cute.tiled_copy import seed_tiled_copy
+    from course.cute.tiled_copy import tiled_copy_16x8
 
-    cells = seed_tiled_copy().cells_of(thread)
+    cells = tiled_copy_16x8().cells_of(thread)
     if not cells:
         return "nothing (there are 32 threads)"
     return f"{cells[0][0]}-{cells[-1][0]} of column {cells[0][1]}"

@@ -7,7 +7,8 @@ which thread (or warp, or CTA) holds it, and in which of its values (registers)?
 (course.viz.ownership_pictures) and one widget (course.widgets.ownership_map) serve them all.
 
 Build one from
-  * explicit pairs: Ownership.from_pairs(shape, [((thread, value), (row, col)), ...]);
+  * explicit pairs: Ownership.from_pairs(shape, [((thread, value), (row, col)), ...]),
+    or the same as an (n, 4) array of (thread, value, row, col): Ownership.from_rows;
   * a TV layout: Ownership.from_tv_layout(tv, (rows, cols)), where tv maps
     (thread, value) to the column-major index of a cell, as CuTe's TV layouts do.
 """
@@ -40,9 +41,16 @@ class Ownership:
     def from_pairs(cls, shape, pairs: Iterable, title: str = "",
                    thread_label: str = "T") -> "Ownership":
         """pairs: iterable of ((thread, value), (row, col)); duplicates (replication) allowed."""
-        rows, cols = (int(s) for s in shape)
         flat = [(int(t), int(v), int(r), int(c)) for (t, v), (r, c) in pairs]
-        arr = np.array(flat, dtype=np.int64).reshape(-1, 4)
+        return cls.from_rows(shape, np.array(flat, dtype=np.int64), title, thread_label)
+
+    @classmethod
+    def from_rows(cls, shape, rows_tvrc, title: str = "",
+                  thread_label: str = "T") -> "Ownership":
+        """The same from an (n, 4) integer array of (thread, value, row, col) rows, for
+        maps too large to spell out as Python pairs (a CTA tile has 16K of them)."""
+        rows, cols = (int(s) for s in shape)
+        arr = np.asarray(rows_tvrc, dtype=np.int64).reshape(-1, 4)
         if len(arr):
             bad = (arr[:, 2] < 0) | (arr[:, 2] >= rows) | (arr[:, 3] < 0) | (arr[:, 3] >= cols)
             if bad.any():

@@ -19,6 +19,7 @@ import numpy as np
 
 from course.models import bank_model
 from course.models.layout import Layout, Swizzle
+from course.models.ownership import Ownership
 from course.models.swizzle import TMA_SWIZZLES, SwizzledLayout, tma_row_bytes
 
 ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
@@ -188,6 +189,19 @@ def mma_a_fragment() -> Access:
     return Access("mma.sync m16n8k16 A fragment, 32-bit loads", tuple(reqs), vector=2, along=1)
 
 
+# Notebook 03's TiledCopy: 32 threads (4,8) column-major over a 16x8 column-major fp32 tile,
+# 4 contiguous floats each. CuTe DSL gives it this TV layout, (thread, value) -> column-major
+# index of the tile; tests/test_tiled_copy.py checks it against course.cute.tiled_copy.
+TILED_COPY_16X8_TV = "(32,4):(4,1)"
+
+
+def tiled_copy_16x8_fragment() -> Access:
+    """Notebook 03's TiledCopy as one request: each lane reads its 4 floats (16 bytes)."""
+    own = Ownership.from_tv_layout(TILED_COPY_16X8_TV, (16, 8))
+    pairs = [((t, v), (r, c)) for t, v, r, c in own.pairs.tolist()]
+    return from_ownership("TiledCopy (4,8) threads x 4 floats", pairs, 4)
+
+
 def _pad(lanes: Sequence[Coord | None]) -> tuple[Coord | None, ...]:
     return tuple(lanes) + (None,) * (bank_model.WARP - len(lanes))
 
@@ -226,11 +240,6 @@ class Case:
         return table
 
 
-def _seed_copy_pairs():
-    from course.cute.tiled_copy import seed_tiled_copy
-
-    return seed_tiled_copy().pairs
-
 
 def _tma_cases() -> list[Case]:
     out = []
@@ -265,9 +274,8 @@ def build_cases() -> list[Case]:
              SmemTile("fp32", Layout.col_major(32, 32, ld=33)), rows((32, 32)), "transpose"),
         Case("transpose_rows_swizzled", "32x32 fp32 with Swizzle<5,0,5>, rows",
              SmemTile("fp32", t32, Swizzle(5, 0, 5)), rows((32, 32)), "transpose"),
-        Case("tiled_copy_128", "the seed's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
-             SmemTile("fp32", Layout.col_major(16, 8)),
-             from_ownership("TiledCopy (4,8) threads x 4 floats", _seed_copy_pairs(), 4), "vector"),
+        Case("tiled_copy_128", "notebook 03's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
+             SmemTile("fp32", Layout.col_major(16, 8)), tiled_copy_16x8_fragment(), "vector"),
         Case("vec128_rows", "32x32 fp32 row-major, lane l reads row l's first 16 bytes",
              SmemTile("fp32", rowmajor),
              lane_vectors("lane l: 4 floats of row l", lambda l: (l, 0), 4), "vector"),
@@ -293,7 +301,7 @@ _CASES: list[Case] | None = None
 
 
 def cases() -> list[Case]:
-    """The cases (built once; the TiledCopy one asks CuTe DSL for its map)."""
+    """The cases (built once)."""
     global _CASES
     if _CASES is None:
         _CASES = build_cases()

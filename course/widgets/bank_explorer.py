@@ -2,7 +2,7 @@
 
 Choose the element type, the tile's shape and storage order, a swizzle (CuTe's
 Swizzle<B,M,S> on element offsets, or a TMA mode on byte addresses) and an access
-pattern (a warp reading a row or a column, the seed's TiledCopy fragment, an
+pattern (a warp reading a row or a column, notebook 03's TiledCopy fragment, an
 ldmatrix-style 16-byte row read, an mma.sync operand fragment, 64/128-bit vectors).
 The explorer shows the bank of every element with the current request's cells
 outlined, that request's bank heat per phase, and the wavefronts and conflicts of
@@ -34,7 +34,7 @@ SWIZZLES: dict[str, tuple[Swizzle | None, str]] = {
     "TMA 128B: Swizzle<3,4,3> on bytes": (TMA_SWIZZLES["128B"], "bytes"),
 }
 ACCESSES = ("a warp reads a row", "a warp reads a column",
-            "TiledCopy fragment (the seed's 16x8, 16 B per thread)",
+            "TiledCopy fragment (notebook 03's 16x8, 16 B per thread)",
             "ldmatrix.x4: lane l reads 16 B of row l", "mma.sync m16n8k16 A fragment (32-bit)",
             "lane l reads 8 B of row l", "lane l reads 4 B of row l")
 CUSTOM = "(custom)"
@@ -61,10 +61,8 @@ def make_access(name: str, tile: sa.SmemTile) -> sa.Access:
         return sa.columns(tile.shape)
     if name == ACCESSES[2]:
         if tile.dtype != "fp32" or (rows, cols) != (16, 8):
-            raise ValueError("the seed's TiledCopy covers a 16x8 fp32 tile: pick fp32 and 16x8")
-        from course.cute.tiled_copy import seed_tiled_copy
-
-        return sa.from_ownership("TiledCopy fragment", seed_tiled_copy().pairs, 4)
+            raise ValueError("notebook 03's TiledCopy covers a 16x8 fp32 tile: pick fp32 and 16x8")
+        return sa.tiled_copy_16x8_fragment()
     if name == ACCESSES[4]:
         if e != 2 or rows < 16 or cols < 16:
             raise ValueError("the m16n8k16 A fragment is 16-bit and needs a 16x16 tile or larger")
