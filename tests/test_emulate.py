@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import torch
 
-from course.emulate import (EmulatedDeadlock, RingCorruption, emulate_cta_pair_clc_gemm,
-                            emulate_tcgen05_gemm, random_operands)
+from course.emulate import (EmulatedDeadlock, RingCorruption, cta_pair_clc_gemm_shape,
+                            cta_pair_gemm_shape, emulate_cta_pair_clc_gemm,
+                            emulate_cta_pair_gemm, emulate_tcgen05_gemm, random_operands)
 from course.emulate import blackwell_gemm as emu
 from course.emulate.clc import ClcHardware, DuplicateTile, SkipTile
 from course.emulate.blackwell_memory import Tmem, TmemError, round_to, tma_load, tma_store, \
@@ -173,6 +174,30 @@ def test_tcgen05_gemm_emulation(m, n, k):
     assert verdict.ok, verdict
     assert len(run.tiles) == run.grid_tiles[0] * run.grid_tiles[1]
     assert all(t.source == "home" and t.acc_slot == 0 for t in run.tiles)
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("seed", [None, 3])
+def test_cta_pair_gemm_emulation(m, n, k, seed):
+    """The CTA pair without CLC: every cluster computes its own tile, in one slot."""
+    a, b = random_operands(m, n, k, seed=m * n + k)
+    run = emulate_cta_pair_gemm(a, b, seed=seed)
+    verdict = run.check(a, b)
+    assert verdict.ok, verdict
+    assert len(run.tiles) == run.grid_tiles[0] * run.grid_tiles[1]
+    assert all(t.source == "home" and t.acc_slot == 0 for t in run.tiles)
+
+
+def test_the_pair_kernels_shapes_match_their_kernels():
+    from kernels import cta_pair_clc_gemm, cta_pair_gemm
+
+    for shape, module in ((cta_pair_gemm_shape(), cta_pair_gemm),
+                          (cta_pair_clc_gemm_shape(), cta_pair_clc_gemm)):
+        plan = module.footprint()
+        assert plan["accumulator_slots"] == shape.acc_slots
+        assert plan["tmem_columns"] == shape.tmem_columns
+        assert plan["stage_bytes"] == shape.stage_bytes
+        assert plan["ctas_per_mma"] == shape.ctas
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)

@@ -122,6 +122,22 @@ def test_report_reads_as_a_sentence():
     assert "k-tile 5" in text and "200 ms" in text
 
 
+@pytest.mark.compile
+@pytest.mark.parametrize("stages", [1, 2, 4])
+def test_the_pipeline_ring_compiles_to_the_same_instructions(stages):
+    """ring="pipeline" (CuTe DSL's PipelineTmaAsync) is the hand-written ring: the same
+    barrier inits, TMA copies, expect_tx, waits, arrivals, ldmatrix and mma.sync."""
+    hand = tma_gemm.artifacts("sm_90a", torch.bfloat16, tma_gemm.Config(stages=stages))
+    lib = tma_gemm.artifacts("sm_90a", torch.bfloat16,
+                             tma_gemm.Config(stages=stages, ring="pipeline"))
+    for pattern in (r"mbarrier\.init\.shared", r"cp\.async\.bulk\.tensor",
+                    r"mbarrier\.arrive\.expect_tx", r"mbarrier\.try_wait", r"mbarrier\.arrive",
+                    r"ldmatrix\.sync", r"mma\.sync"):
+        assert lib.count_ptx(pattern) == hand.count_ptx(pattern), pattern
+    (res,) = lib.resource_usage().values()
+    assert res["stack_frame_bytes"] == 0
+
+
 def test_validation_before_launch(monkeypatch):
     pretend_gpu(monkeypatch)
     a = torch.zeros(64, 64, dtype=torch.bfloat16)
@@ -136,10 +152,12 @@ SHAPES = [(128, 256, 64), (4096, 4096, 4096), (1000, 1016, 520), (1, 8, 8), (129
 
 
 @pytest.mark.gpu(needs="sm_90+")
+@pytest.mark.parametrize("ring", tma_gemm.RINGS)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_matches_torch(mnk, dtype):
-    verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c), GemmProblem(*mnk, dtype))
+def test_matches_torch(mnk, dtype, ring):
+    cfg = tma_gemm.Config(ring=ring)
+    verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c, cfg), GemmProblem(*mnk, dtype))
     assert verdict.ok, verdict
 
 
@@ -148,10 +166,12 @@ def test_matches_torch(mnk, dtype):
 @pytest.mark.parametrize("mnk", [(1000, 1016, 520), (512, 256, 2048), (129, 264, 72)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_every_stage_count_matches_torch(mnk, stages):
-    cfg = tma_gemm.Config(stages=stages)
-    for dtype in (torch.bfloat16, torch.float16):
-        verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c, cfg), GemmProblem(*mnk, dtype))
-        assert verdict.ok, (stages, verdict)
+    for ring in tma_gemm.RINGS:
+        cfg = tma_gemm.Config(stages=stages, ring=ring)
+        for dtype in (torch.bfloat16, torch.float16):
+            verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c, cfg),
+                                 GemmProblem(*mnk, dtype))
+            assert verdict.ok, (stages, ring, verdict)
 
 
 @pytest.mark.gpu(needs="sm_90+")

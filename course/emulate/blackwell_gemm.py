@@ -105,6 +105,12 @@ def tcgen05_gemm_shape(tile_n: int = 128, stages: int = 4,
     return KernelShape(1, tile_n, stages, acc_slots=1, persistent=False, out_dtype=out_dtype)
 
 
+def cta_pair_gemm_shape(tile_n: int = 128, stages: int = 4,
+                        out_dtype: str = "bfloat16") -> KernelShape:
+    """kernels.cta_pair_gemm: CTA pairs, one TMEM slot, one tile per cluster (no CLC)."""
+    return KernelShape(2, tile_n, stages, acc_slots=1, persistent=False, out_dtype=out_dtype)
+
+
 def cta_pair_clc_gemm_shape(tile_n: int = 128, stages: int = 4,
                             out_dtype: str = "bfloat16") -> KernelShape:
     """kernels.cta_pair_clc_gemm: CTA pairs, two TMEM slots, persistent under CLC."""
@@ -504,6 +510,12 @@ def emulate_tcgen05_gemm(a, b, tile_n: int = 128, stages: int = 4, out_dtype: st
                          seed: int | None = None) -> Emulation:
     """Replay kernels.tcgen05_gemm on A (M,K) and B (N,K): C = A.B^T."""
     return _emulate(a, b, tcgen05_gemm_shape(tile_n, stages, out_dtype), None, seed, ClcHardware)
+
+
+def emulate_cta_pair_gemm(a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16",
+                          seed: int | None = None) -> Emulation:
+    """Replay kernels.cta_pair_gemm on A (M,K) and B (N,K): C = A.B^T."""
+    return _emulate(a, b, cta_pair_gemm_shape(tile_n, stages, out_dtype), None, seed, ClcHardware)
 
 
 def emulate_cta_pair_clc_gemm(a, b, tile_n: int = 128, stages: int = 4,

@@ -1,0 +1,109 @@
+"""The layout ARCHITECTURE.md describes, checked: which way imports may point.
+
+Every import statement is read from the source (also those inside functions), so a lazy
+import cannot hide a dependency that points the wrong way.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
+
+# The ladder, in order: a step may import the host modules and earlier steps only.
+STEPS = ["vector_add", "naive_gemm", "copies", "smem_banks", "mma_atom", "sm80_gemm", "tma",
+         "tma_gemm", "wgmma_gemm", "hopper_gemm", "tcgen05_gemm", "cta_pair_gemm",
+         "cta_pair_clc_gemm"]
+KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest"}
+
+# course/<layer> -> the course layers it may import (besides itself and the package root,
+# which holds ROOT); True: it may also import kernels.
+LAYERS = {
+    "models": (set(), False),
+    "sim": ({"models"}, True),  # the ring protocol runs the kernel's own parity functions
+    "emulate": ({"models"}, False),
+    "cute": ({"models"}, True),
+    "runtime": (set(), True),  # kernels.host only (checked below)
+    "bench": ({"runtime", "models"}, True),
+    "viz": ({"models", "sim", "emulate"}, False),
+    "widgets": ({"models", "sim", "emulate", "cute", "viz"}, False),
+    "exercises": ({"models", "sim", "emulate", "cute", "runtime", "bench", "viz"}, True),
+    "lessons": ({"models", "sim", "emulate", "cute", "runtime", "bench", "viz", "widgets"}, True),
+    "tools": (None, True),  # anything
+}
+MAX_TOP_LEVEL_MODULES = 8
+
+
+def imports(path: Path) -> set[str]:
+    """Every module name `path` imports, absolute (relative imports resolved)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names |= {f"{base}.{a.name}" for a in node.names}
+    return names
+
+
+def course_layer(module: str) -> str | None:
+    """'models' for course.models.layout; None for the package root or a top-level module."""
+    parts = module.split(".")
+    if parts[0] != "course" or len(parts) < 2:
+        return None
+    return parts[1] if (COURSE / parts[1]).is_dir() else None
+
+
+@pytest.mark.parametrize("path", sorted(KERNELS.glob("*.py")), ids=lambda p: p.name)
+def test_kernels_import_nothing_from_the_course(path):
+    bad = sorted(m for m in imports(path) if m == "course" or m.startswith("course."))
+    assert not bad, f"{path.name} imports {bad}: kernels/ must work with torch and CuTe DSL only"
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_step_builds_only_on_earlier_steps(step):
+    allowed = KERNEL_HOST | set(STEPS[:STEPS.index(step)])
+    used = {m.split(".")[1] for m in imports(KERNELS / f"{step}.py")
+            if m.startswith("kernels.") and (KERNELS / f"{m.split('.')[1]}.py").exists()}
+    assert used <= allowed, f"{step} imports {sorted(used - allowed)}, a later step"
+
+
+def test_every_kernel_module_is_a_step_or_the_host_side():
+    assert {p.stem for p in KERNELS.glob("*.py")} - {"__init__"} == set(STEPS) | KERNEL_HOST
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_course_imports_point_one_way(layer):
+    allowed, kernels_ok = LAYERS[layer]
+    problems = []
+    for path in sorted((COURSE / layer).rglob("*.py")):
+        for module in imports(path):
+            target = course_layer(module)
+            if allowed is not None and target not in (None, layer) and target not in allowed:
+                problems.append(f"{path.relative_to(ROOT)} imports {module}")
+            if module.startswith("kernels") and not kernels_ok:
+                problems.append(f"{path.relative_to(ROOT)} imports {module}")
+            if layer == "runtime" and module.startswith("kernels") and \
+                    module.split(".")[:2] != ["kernels", "host"]:
+                problems.append(f"{path.relative_to(ROOT)} imports {module} (runtime: "
+                                f"kernels.host only)")
+    assert not problems, "\n".join(problems)
+
+
+def test_course_keeps_few_top_level_modules():
+    top = sorted(p.name for p in COURSE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    assert {p.name for p in COURSE.iterdir() if p.is_dir() and p.name != "__pycache__"} == \
+        set(LAYERS), "a course/ folder that ARCHITECTURE.md does not describe"
+
+
+def test_module_names_say_what_they_are_without_their_folder():
+    names = [p.stem for p in COURSE.rglob("*.py") if p.stem not in ("__init__", "__main__")]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    assert not repeated, f"module names used in more than one folder: {repeated}"
