@@ -76,7 +76,7 @@ def check_and_time(shapes=CHECK_SHAPES, sizes=(4096, 8192)) -> list:
     from course.lessons.gemm_lesson import bench_live, check_sweep
     from kernels import cta_pair_clc_gemm as pair
 
-    check_sweep(lambda a, b, c: pair.run(a, b, c), shapes=shapes)
+    check_sweep(pair.run, shapes=shapes)
     return bench_live("cta_pair_clc_gemm", sizes=sizes)
 
 

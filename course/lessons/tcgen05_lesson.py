@@ -22,6 +22,7 @@ from course.emulate.blackwell_memory import TMEM_COLUMNS, TMEM_LANES, Tmem, Tmem
 from course.models.tmem_ownership import epilogue_tmem_pairs, warp_of_lane
 
 SHAPES = [(128, 128, 64), (129, 136, 72), (300, 264, 200), (1000, 520, 1032)]
+LIVE_SHAPES = SHAPES + [(4096, 4096, 4096)]   # on the GPU, a full-size problem as well
 
 PTX_CHECKS = {
     "tcgen05.alloc (warp 0)": r"tcgen05\.alloc\.",

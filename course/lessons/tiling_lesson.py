@@ -91,7 +91,7 @@ def check_and_time(shapes=SHAPES, size: int = 2048) -> tuple[list, list]:
     from kernels import naive_gemm
 
     dtypes = (torch.float32, torch.bfloat16)
-    verdicts = check_sweep(lambda a, b, c: naive_gemm.run(a, b, c), shapes, dtypes=dtypes,
+    verdicts = check_sweep(naive_gemm.run, shapes, dtypes=dtypes,
                            a_major="m", b_major="n")
     rows = [row for dtype in dtypes
             for row in bench_live("naive", sizes=(size,), dtype=dtype, rounds=4, reps=5)]
