@@ -14,25 +14,13 @@ from course.cute.tiled_copy import tiled_copy_map  # noqa: E402
 from course.lessons import banks_lesson, ceilings_lesson, copies_lesson  # noqa: E402
 from course.models import smem_access as sa  # noqa: E402
 from course.models.swizzle import Swizzle  # noqa: E402
-from course.runtime import live, results  # noqa: E402
+from course.runtime import live  # noqa: E402
 from course.viz.bank_pictures import bank_maps  # noqa: E402
 
-from .helpers import CPU, use_machine  # noqa: E402
 
 
-@pytest.fixture
-def cpu_with_results(tmp_path, monkeypatch):
-    """A CPU machine and an empty results folder; `copy(name)` brings in a committed record."""
-    use_machine(monkeypatch, CPU)
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-
-    def copy(name):
-        (tmp_path / f"{name}.json").write_text((results.ROOT / "results" / f"{name}.json").read_text())
-    return copy
-
-
-def test_copy_ceiling_is_the_recorded_one_with_its_citation(cpu_with_results, capsys):
-    cpu_with_results("ceilings")
+def test_copy_ceiling_is_the_recorded_one_with_its_citation(cpu_results, capsys):
+    cpu_results("ceilings")
     out = ceilings_lesson.copy_ceiling()
     assert out.mode is live.Mode.RECORDED
     text = capsys.readouterr().out
@@ -74,7 +62,7 @@ def test_the_coalescing_bound_ranks_strided_last():
     assert bound["strided"] < bound["scalar"] <= bound["vector"] == 1
 
 
-def test_copies_before_a_record_show_the_models_bound_and_draw_nothing(cpu_with_results, capsys):
+def test_copies_before_a_record_show_the_models_bound_and_draw_nothing(cpu_results, capsys):
     bw = copies_lesson.measure_copies()
     assert bw.mode is live.Mode.SIMULATED
     text = capsys.readouterr().out
@@ -84,8 +72,8 @@ def test_copies_before_a_record_show_the_models_bound_and_draw_nothing(cpu_with_
     assert "once an H100 run is recorded" in capsys.readouterr().out
 
 
-def test_recorded_copies_are_tabled_and_drawn(cpu_with_results, capsys):
-    cpu_with_results("copies")
+def test_recorded_copies_are_tabled_and_drawn(cpu_results, capsys):
+    cpu_results("copies")
     bw = copies_lesson.measure_copies()
     assert bw.mode is live.Mode.RECORDED
     assert f"best: {bw.value['best']} at" in capsys.readouterr().out
@@ -139,7 +127,7 @@ def test_prediction_table_has_a_row_per_case(capsys):
     assert len(capsys.readouterr().out.splitlines()) == len(predicted) + 1
 
 
-def test_banks_before_a_record_are_the_prediction_only(cpu_with_results, capsys):
+def test_banks_before_a_record_are_the_prediction_only(cpu_results, capsys):
     predicted = bench_banks.predict()
     meas = banks_lesson.measure_banks(predicted)
     assert meas.mode is live.Mode.SIMULATED
@@ -151,8 +139,8 @@ def test_banks_before_a_record_are_the_prediction_only(cpu_with_results, capsys)
     plt.close("all")
 
 
-def test_recorded_banks_report_the_agreement(cpu_with_results, capsys):
-    cpu_with_results("bank_conflicts")
+def test_recorded_banks_report_the_agreement(cpu_results, capsys):
+    cpu_results("bank_conflicts")
     meas = banks_lesson.measure_banks(bench_banks.predict())
     agree = [r["agree"] for r in meas.value["cases"]]
     assert f"agrees with the model on {agree.count(True)} of {len(agree)} cases" in \

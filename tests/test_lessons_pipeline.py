@@ -1,17 +1,13 @@
 """Notebook 08's lessons: the ring's parities, the mistakes and the watchdog, and the
 stage sweep's three sources (measured, recorded, predicted)."""
-import json
-
 import matplotlib
 
 matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from course.lessons import pipeline_lesson, stage_sweep_lesson  # noqa: E402
-from course.runtime import live, results, watchdog  # noqa: E402
+from course.runtime import live, watchdog  # noqa: E402
 from kernels import tma_gemm  # noqa: E402
-
-from .helpers import CPU, use_machine  # noqa: E402
 
 
 def test_parities_flip_every_trip_round_the_ring(capsys):
@@ -65,15 +61,7 @@ def test_every_kernel_bug_is_caught_on_the_gpu():
     assert caught and all(v is not None for v in caught.values())
 
 
-@pytest.fixture
-def empty_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    return tmp_path
-
-
-def test_stage_sweep_before_anything_is_recorded_is_the_prediction(monkeypatch, capsys,
-                                                                   empty_results):
-    use_machine(monkeypatch, CPU)
+def test_stage_sweep_before_anything_is_recorded_is_the_prediction(capsys, cpu_results):
     out = stage_sweep_lesson.stage_sweep()
     assert out.mode is live.Mode.SIMULATED and out.value is None
     text = capsys.readouterr().out
@@ -82,10 +70,8 @@ def test_stage_sweep_before_anything_is_recorded_is_the_prediction(monkeypatch, 
     assert stage_sweep_lesson.calibrated_figure(out) is None
 
 
-def test_recorded_stage_sweep_is_fitted_and_drawn(monkeypatch, capsys, empty_results):
-    use_machine(monkeypatch, CPU)
-    data = json.loads((results.ROOT / "results" / "stage_sweep.json").read_text())
-    (empty_results / "stage_sweep.json").write_text(json.dumps(data))
+def test_recorded_stage_sweep_is_fitted_and_drawn(capsys, cpu_results):
+    cpu_results("stage_sweep")
     out = stage_sweep_lesson.stage_sweep()
     assert out.mode is live.Mode.RECORDED
     assert "stages=1:" in capsys.readouterr().out

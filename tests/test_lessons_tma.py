@@ -1,6 +1,5 @@
 """Notebook 07's lessons: tensor maps, the TMA checks over shapes (judged here on a CPU
 stand-in, and on a Hopper GPU for real) and the multicast cell's fallbacks."""
-import json
 import types
 
 import pytest
@@ -8,10 +7,8 @@ import torch
 
 from course.lessons import multicast_lesson, tma_checks, tma_lesson
 from course.models import tensormap
-from course.runtime import live, results
+from course.runtime import live
 from kernels import tma
-
-from .helpers import CPU, use_machine
 
 
 def test_copy_instructions_counts_cp_async_per_thread(capsys):
@@ -106,13 +103,13 @@ def test_store_checks_catch_a_write_outside_the_view(capsys):
 
 
 @pytest.mark.compile
-def test_instruction_views_show_the_tma_instructions(capsys):
-    tma_checks.load_instructions("sm_90a")
-    out = capsys.readouterr().out
-    assert "cp.async.bulk.tensor.2d.shared::cta.global" in out and "'UTMALDG': 1" in out
-    tma_checks.store_instructions("sm_90a")
-    out = capsys.readouterr().out
-    assert "cp.async.bulk.tensor.2d.global.shared::cta" in out and "'UTMASTG': 1" in out
+@pytest.mark.parametrize("view, ptx, sass", [
+    (tma_checks.load_instructions, "cp.async.bulk.tensor.2d.shared::cta.global", "'UTMALDG': 1"),
+    (tma_checks.store_instructions, "cp.async.bulk.tensor.2d.global.shared::cta", "'UTMASTG': 1")])
+def test_instruction_views_show_the_tma_instructions(view, ptx, sass, capsys):
+    view("sm_90a")
+    shown = capsys.readouterr().out
+    assert ptx in shown and sass in shown
 
 
 @pytest.mark.gpu(needs="sm_90+")
@@ -121,35 +118,25 @@ def test_tma_kernels_pass_the_notebook_checks():
     assert all(tma_checks.check_stores().values())
 
 
-@pytest.fixture
-def empty_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    return tmp_path
-
-
 def test_multicast_without_a_record_compiles_and_says_how_to_record(monkeypatch, capsys,
-                                                                    empty_results):
-    use_machine(monkeypatch, CPU)
+                                                                    cpu_results):
     monkeypatch.setattr(multicast_lesson, "multicast_ptx", lambda arch: f"ptx for {arch}")
     out = multicast_lesson.measure_multicast()
     assert out.mode is live.Mode.COMPILE_ONLY and out.value == "ptx for sm_90a"
     assert multicast_lesson.RECORD_COMMAND in capsys.readouterr().out
 
 
-def test_multicast_with_a_record_prints_its_rows(monkeypatch, capsys, empty_results):
-    use_machine(monkeypatch, CPU)
-    data = json.loads((results.ROOT / "results" / "tma.json").read_text())
-    (empty_results / "tma.json").write_text(json.dumps(data))
+def test_multicast_with_a_record_prints_its_rows(capsys, cpu_results):
+    cpu_results("tma")
     out = multicast_lesson.measure_multicast()
     assert out.mode is live.Mode.RECORDED
     text = capsys.readouterr().out
     assert all(r["variant"] in text for r in out.value["results"])
 
 
-def test_traffic_report_says_how_to_record_when_nothing_is(capsys, empty_results):
+def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
     assert multicast_lesson.traffic_report() is None
     assert multicast_lesson.TRAFFIC_COMMAND in capsys.readouterr().out
-    data = json.loads((results.ROOT / "results" / "tma_traffic.json").read_text())
-    (empty_results / "tma_traffic.json").write_text(json.dumps(data))
+    cpu_results("tma_traffic")
     rec = multicast_lesson.traffic_report()
     assert rec is not None and rec.citation() in capsys.readouterr().out
