@@ -9,7 +9,7 @@ import pytest
 
 from course.emulate import random_operands
 from course.emulate.blackwell_memory import Tmem
-from course.lessons import cta_pair_lesson, tcgen05_lesson
+from course.lessons import cta_pair_lesson, tcgen05_instructions, tcgen05_lesson
 from course.models.instruction_descriptor import InstructionDescriptor
 
 
@@ -42,11 +42,11 @@ def test_ptx_counts_and_the_descriptor_search(capsys):
     ptx = f"tcgen05.commit x\ntcgen05.commit y\nmov.b32 %r1, {idesc.encode()};"
     art = types.SimpleNamespace(ptx=ptx, count_ptx=lambda p: sum(
         1 for line in ptx.splitlines() if re.search(p, line)))
-    counts = tcgen05_lesson.ptx_counts(art, idesc)
+    counts = tcgen05_instructions.ptx_counts(art, idesc)
     assert counts["tcgen05.commit -> mbarrier"] == 2 and counts["tcgen05.dealloc"] == 0
     assert "appears in the PTX: True" in capsys.readouterr().out
     art.ptx = "nothing"
-    tcgen05_lesson.ptx_counts(art, idesc)
+    tcgen05_instructions.ptx_counts(art, idesc)
     assert "appears in the PTX: False" in capsys.readouterr().out
 
 
@@ -56,9 +56,9 @@ def test_compile_views_of_the_tcgen05_kernel(capsys):
     from kernels import tcgen05_gemm
 
     art = tcgen05_gemm.artifacts("sm_100a", torch.bfloat16)
-    tcgen05_lesson.print_ptx_lines(art)
+    tcgen05_instructions.print_ptx_lines(art)
     assert "tcgen05.mma.cta_group::1" in capsys.readouterr().out
-    res = tcgen05_lesson.print_sass(art)
+    res = tcgen05_instructions.print_sass(art)
     assert "UTCHMMA" in capsys.readouterr().out and res["registers"] > 0
     plan = tcgen05_lesson.occupancy("sm_100a")
     assert f"{plan['threads']} threads x {plan['registers']} registers" in capsys.readouterr().out

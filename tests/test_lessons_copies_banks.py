@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 
 from course.bench import bank_conflicts as bench_banks  # noqa: E402
 from course.cute.tiled_copy import tiled_copy_map  # noqa: E402
-from course.lessons import banks_lesson, ceilings_lesson, copies_lesson  # noqa: E402
+from course.lessons import bank_measurement, banks_lesson, ceilings_lesson, copies_lesson  # noqa: E402
 from course.models import smem_access as sa  # noqa: E402
 from course.models.swizzle import Swizzle  # noqa: E402
 from course.runtime import live  # noqa: E402
@@ -116,36 +116,36 @@ def test_tma_modes_are_listed_with_cutes_atoms(capsys):
 
 @pytest.mark.compile
 def test_each_load_width_compiles_to_its_lds(capsys):
-    found = banks_lesson.print_load_widths(banks_lesson.load_widths("sm_90a"))
+    found = bank_measurement.print_load_widths(bank_measurement.load_widths("sm_90a"))
     assert {vec: sass for vec, (_, sass) in found.items()} == {1: ["LDS"], 2: ["LDS.64"],
                                                                4: ["LDS.128"]}
 
 
 def test_prediction_table_has_a_row_per_case(capsys):
     predicted = bench_banks.predict()
-    banks_lesson.print_prediction(predicted)
+    bank_measurement.print_prediction(predicted)
     assert len(capsys.readouterr().out.splitlines()) == len(predicted) + 1
 
 
 def test_banks_before_a_record_are_the_prediction_only(cpu_results, capsys):
     predicted = bench_banks.predict()
-    meas = banks_lesson.measure_banks(predicted)
+    meas = bank_measurement.measure_banks(predicted)
     assert meas.mode is live.Mode.SIMULATED
     assert [r["case"] for r in meas.value["cases"]] == list(predicted)
     text = capsys.readouterr().out
-    assert banks_lesson.RECORD_COMMAND in text and "agrees with the model" not in text
-    figs = banks_lesson.bank_figures(meas)
+    assert bank_measurement.RECORD_COMMAND in text and "agrees with the model" not in text
+    figs = bank_measurement.bank_figures(meas)
     assert len(figs) == 1 and any("model only" in t.get_text() for t in figs[0].texts)
     plt.close("all")
 
 
 def test_recorded_banks_report_the_agreement(cpu_results, capsys):
     cpu_results("bank_conflicts")
-    meas = banks_lesson.measure_banks(bench_banks.predict())
+    meas = bank_measurement.measure_banks(bench_banks.predict())
     agree = [r["agree"] for r in meas.value["cases"]]
     assert f"agrees with the model on {agree.count(True)} of {len(agree)} cases" in \
         capsys.readouterr().out
-    assert len(banks_lesson.bank_figures(meas)) == 2
+    assert len(bank_measurement.bank_figures(meas)) == 2
     plt.close("all")
 
 
