@@ -5,6 +5,8 @@ Notebooks start with `import course` and use:
     course.machine()            this machine and its tier
     course.live_or(...)         run a live cell or take its labelled fallback
     course.recorded / compile_only / simulated   the three fallbacks
+    course.recorded_or(...)     recorded if measured yet, else a labelled stand-in
+    course.compiled_here(...)   compile for this GPU, or for the target arch without one
 """
 from pathlib import Path
 
@@ -12,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from course.runtime.hardware import machine  # noqa: E402
-from course.runtime.live import Mode, compile_only, live_or, recorded, simulated  # noqa: E402
+from course.runtime.live import (Mode, compile_only, compiled_here, live_or, recorded,  # noqa: E402
+                                 recorded_or, simulated)
 
-__all__ = ["ROOT", "machine", "live_or", "recorded", "compile_only", "simulated", "Mode"]
+__all__ = ["ROOT", "machine", "live_or", "recorded", "recorded_or", "compile_only", "simulated",
+           "compiled_here", "Mode"]

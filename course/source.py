@@ -9,17 +9,31 @@ import difflib
 import inspect
 
 
+class MarkerNotFound(ValueError):
+    """An excerpt's start or end marker is not in the function's source: the kernel changed
+    under the notebook, and the excerpt must name lines that exist."""
+
+
+def _name(obj) -> str:
+    return getattr(obj, "__qualname__", None) or repr(obj)[:60]
+
+
 def excerpt(obj, start: str, end: str | None = None, dedent: bool = True) -> str:
     """The lines of `obj`'s source from the first line containing `start` up to (not
-    including) the first later line containing `end` (or to the end)."""
+    including) the first later line containing `end`; with `end=None`, to the end of
+    `obj`. A marker is matched within one line; a missing marker raises MarkerNotFound
+    naming the marker and the function."""
     lines = inspect.getsource(obj).splitlines()
-    try:
-        i = next(n for n, line in enumerate(lines) if start in line)
-    except StopIteration:
-        raise ValueError(f"{start!r} not found in {getattr(obj, '__qualname__', obj)}")
+    i = next((n for n, line in enumerate(lines) if start in line), None)
+    if i is None:
+        raise MarkerNotFound(f"start marker {start!r} not found in {_name(obj)}")
     j = len(lines)
     if end is not None:
-        j = next((n for n, line in enumerate(lines[i + 1:], i + 1) if end in line), len(lines))
+        j = next((n for n, line in enumerate(lines[i + 1:], i + 1) if end in line), None)
+        if j is None:
+            raise MarkerNotFound(f"end marker {end!r} not found after {start!r} in {_name(obj)}"
+                                 + (" (a marker is matched within one line: it cannot hold a "
+                                    "newline)" if "\n" in end else ""))
     chunk = lines[i:j]
     if dedent:
         pad = min((len(l) - len(l.lstrip()) for l in chunk if l.strip()), default=0)
@@ -28,6 +42,7 @@ def excerpt(obj, start: str, end: str | None = None, dedent: bool = True) -> str
 
 
 def show(obj, start: str, end: str | None = None) -> None:
+    """Print `excerpt(obj, start, end)`."""
     print(excerpt(obj, start, end))
 
 

@@ -40,6 +40,7 @@ class CtaPairClcGemm(CtaPairGemm):
     acc_slots = 2  # TMEM ping-pong: epilogue of tile t overlaps the MMA of tile t+1
 
     def __init__(self, ab_dtype, c_dtype, config: Config = Config()):
+        """The pair kernel's set-up, plus how many threads read each CLC answer."""
         super().__init__(ab_dtype, c_dtype, config)
         # every warp of both CTAs reads each CLC answer, then frees the buffer
         self.clc_readers = 32 * 6 * self.tile.ctas

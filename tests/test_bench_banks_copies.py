@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from course.runtime import live, measured, results
+from course.runtime import live, results
 from course.bench import bank_conflicts as bench_banks
 from course.bench import copy_bandwidth as bench_copies
 from course.bench import report
@@ -67,8 +67,8 @@ def test_not_measured_yet_fallback(monkeypatch, tmp_path):
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     shown = []
     monkeypatch.setattr(live, "show", shown.append)
-    fb = measured.recorded_or_prediction("bank_conflicts", lambda: "the model", "the prediction",
-                                         "python -m course.bench banks --record")
+    fb = live.recorded_or("bank_conflicts", live.simulated(lambda: "the model", "the prediction"),
+                          "python -m course.bench banks --record")
     out = live.live_or("gpu", lambda: "live!", fb)
     assert out.mode is live.Mode.SIMULATED and out.value == "the model" and out.record is None
     assert "No GPU measurement" in str(out.banner) and "banks --record" in str(out.banner)

@@ -60,3 +60,47 @@ def test_simulated_fallback(monkeypatch, capsys):
 def test_banner_renders_as_html_and_text():
     b = live.Banner(Mode.RECORDED, "a <b> c")
     assert "RECORDED" in str(b) and "&lt;b&gt;" in b._repr_html_()
+
+
+def test_recorded_or_shows_the_record_when_there_is_one(monkeypatch, capsys, results_dir):
+    use_machine(monkeypatch, CPU)
+    fb = live.recorded_or("x", simulated(lambda: pytest.fail("must not simulate"), "a model"),
+                          "python -m course.bench x --record")
+    out = live_or("gpu", lambda: pytest.fail("must not run live"), fb)
+    assert out.mode is Mode.RECORDED and out.value == {"v": 2} and out.record is not None
+    assert "No GPU measurement" not in capsys.readouterr().out
+
+
+def test_recorded_or_says_nothing_is_recorded_and_runs_the_stand_in(monkeypatch, capsys,
+                                                                   results_dir):
+    use_machine(monkeypatch, CPU)
+    fb = live.recorded_or("nothing", compile_only(lambda arch: f"compiled for {arch}"),
+                          "python -m course.bench nothing --record")
+    out = live_or("sm_90a", lambda: pytest.fail("must not run live"), fb)
+    assert out.mode is Mode.COMPILE_ONLY and out.value == "compiled for sm_90a"
+    assert out.record is None
+    text = capsys.readouterr().out
+    assert text.count("COMPILE-ONLY") == 1 and "No GPU measurement of this has been recorded" in text
+    assert "`python -m course.bench nothing --record`" in text and "results/nothing.json" in text
+    assert str(out.banner) in text   # the outcome carries the banner that was shown
+
+
+def test_outcome_caption_names_where_the_value_came_from(monkeypatch, results_dir):
+    use_machine(monkeypatch, H100)
+    out = live_or("gpu", lambda: 1, recorded("x"), quiet=True)
+    assert out.caption("x") == f"measured now on {H100.describe()}"
+    use_machine(monkeypatch, CPU)
+    out = live_or("gpu", lambda: 1, recorded("x"), quiet=True)
+    assert out.caption("x").startswith("x measured on NVIDIA H100") and "2026-11-22" in out.caption("x")
+    out = live_or("gpu", lambda: 1, simulated(lambda: 0, "a model"), quiet=True)
+    assert out.caption("x", otherwise="the model only") == "the model only"
+
+
+def test_compiled_here_compiles_for_this_gpu_or_the_target(monkeypatch, capsys):
+    use_machine(monkeypatch, H100)
+    out = live.compiled_here("gpu", lambda arch: f"for {arch}")
+    assert out.mode is Mode.LIVE and out.value == f"for {H100.arch}"
+    use_machine(monkeypatch, CPU)
+    out = live.compiled_here("sm_90+", lambda arch: f"for {arch}")
+    assert out.mode is Mode.COMPILE_ONLY and out.value == "for sm_90a"
+    assert "nothing was launched" in capsys.readouterr().out

@@ -28,7 +28,7 @@ def _pair(answer) -> tuple[int, int]:
 
 
 @exercise("02.owner",
-          "In the naive GEMM (default configuration), which thread of block (0,0) holds "
+          "In the naive GEMM (its default configuration), which thread of block (0,0) holds "
           "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
           "(thread, value).",
           "rows and columns come in runs of 4 per thread, repeated every 64; thread = "

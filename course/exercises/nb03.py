@@ -23,13 +23,13 @@ def _useful(answer):
     return number(answer, 100 * acc.efficiency, rel=0.01, unit="%")
 
 
-@exercise("03.owner", "In notebook 03's TiledCopy (16x8 column-major tile, 32 threads laid out (4,8) "
+@exercise("03.owner", "In section 5's TiledCopy (16x8 column-major tile, 32 threads laid out (4,8) "
           "column-major, 4 contiguous floats each along mode 0), which thread copies row 9 of "
           "column 2? Answer with the thread number.",
           "rows 0-3, 4-7, 8-11, 12-15 of a column go to 4 consecutive threads; each column "
           "starts 4 threads further on.",
           "10: row 9 is in the third group of 4 rows (thread 2 of its column), and column 2 "
-          "starts at thread 2 * 4 = 8. course.cute.tiled_copy.tiled_copy_16x8().owner(9, 2) "
+          "starts at thread 2 * 4 = 8. The notebook's copy.owner(9, 2) "
           "== [(10, 1)] (value 1: the second of T10's floats).")
 def _owner(answer):
     from course.cute.tiled_copy import tiled_copy_16x8

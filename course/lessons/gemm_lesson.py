@@ -1,9 +1,10 @@
 """What the GEMM notebooks (06-12) do with a kernel, in one place.
 
-  check_sweep     fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
-  bench_live      the paired benchmark against cuBLAS at a few sizes (live)
-  recorded_rows   the same numbers from results/gemm.json (fallback)
-  compile_report  what the compiler produced: resources, instruction counts, lines
+  check_sweep        fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
+  bench_live         the paired benchmark against cuBLAS at a few sizes (live)
+  recorded_rows      the same numbers from results/gemm.json (fallback)
+  bench_or_recorded  bench_live on a GPU that can, the recorded rows elsewhere (a live cell)
+  compile_report     what the compiler produced: resources, instruction counts, lines
 """
 from __future__ import annotations
 
@@ -12,20 +13,23 @@ from typing import Callable, Iterable
 import torch
 
 from course.runtime import results
-from course.runtime.live import Fallback, recorded
-from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare
+from course.runtime.live import Fallback, Outcome, live_or, recorded
+from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare, problem_for
 
 RAGGED = [(128, 256, 64), (1000, 1016, 520), (129, 264, 72), (3000, 2056, 1000), (1, 8, 8),
           (4096, 4096, 4096)]
 
 
 def check_sweep(run: Callable, shapes: Iterable = RAGGED,
-                dtypes=(torch.bfloat16, torch.float16)) -> list:
-    """Verdicts of `run(a, b, c)` on every shape and dtype (prints one line each)."""
+                dtypes=(torch.bfloat16, torch.float16), device: str = "cuda",
+                a_major: str = "k", b_major: str = "k") -> list:
+    """Verdicts of `run(a, b, c)` on every shape and dtype (prints one line each), with
+    operands stored `a_major` / `b_major` (see GemmProblem)."""
     verdicts = []
     for dtype in dtypes:
         for shape in shapes:
-            verdict = check_gemm(run, GemmProblem(*shape, dtype))
+            problem = GemmProblem(*shape, dtype, a_major=a_major, b_major=b_major)
+            verdict = check_gemm(run, problem, device=device)
             print(verdict)
             verdicts.append(verdict)
     print(f"{sum(v.ok for v in verdicts)}/{len(verdicts)} passed")
@@ -34,10 +38,11 @@ def check_sweep(run: Callable, shapes: Iterable = RAGGED,
 
 def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5,
                reps: int = 10, **config) -> list[dict]:
-    """Time ladder kernel `kernel` against cuBLAS now, on this GPU."""
+    """Time ladder kernel `kernel` against cuBLAS now, on this GPU (on the operand
+    majors it is measured on)."""
     rows = []
     for size in sizes:
-        problem = GemmProblem(size, size, size, dtype)
+        problem = problem_for(kernel, size, size, size, dtype)
         gemm = prepare(kernel, problem, **config)
         res = benchmark_gemm(gemm, problem, kernel, rounds=rounds, reps=reps)
         print(f"{problem}: {res.kernel_tflops:6.1f} TFLOP/s vs cuBLAS {res.cublas_tflops:6.1f} "
@@ -73,13 +78,28 @@ def recorded_gemm(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str =
 
 
 def print_rows(rows: list[dict]) -> None:
+    """One line per recorded (or measured) row: TFLOP/s against cuBLAS."""
     for r in rows:
         print(f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
               f"{r['cublas_tflops']:6.1f} -> {r['pct_of_cublas']:5.1f}% of cuBLAS")
 
 
-def compile_report(art, patterns: dict[str, str], show: int = 2) -> dict[str, int]:
-    """Print resources and, per named PTX pattern, its count and first lines."""
+def bench_or_recorded(kernel: str, needs: str, sizes=(2048, 4096, 8192),
+                      preset: str = "") -> Outcome:
+    """The benchmark cell: `kernel` (and `preset`) against cuBLAS at `sizes` on a GPU that
+    satisfies `needs`; elsewhere the rows recorded on the H100, printed the same way."""
+    config = {"preset": preset} if preset else {}
+    out = live_or(needs, lambda: bench_live(kernel, sizes=sizes, **config),
+                  recorded_gemm(kernel, preset))
+    if not out.live:
+        print_rows(out.value)
+    return out
+
+
+def compile_report(art, patterns: dict[str, str], show: int = 2,
+                   sass: Iterable[str] = ()) -> dict[str, int]:
+    """Print resources and, per named PTX pattern, its count and first lines; then how
+    often each SASS opcode in `sass` occurs."""
     for kernel, res in art.resource_usage().items():
         print(f"{kernel[:60]}...: {res['registers']} registers/thread, "
               f"{res['stack_frame_bytes']} B stack (spills), compiled in {art.compile_seconds:.1f} s")
@@ -90,4 +110,7 @@ def compile_report(art, patterns: dict[str, str], show: int = 2) -> dict[str, in
         print(f"\n{name}: {len(lines)} in the PTX")
         for line in lines[:show]:
             print("   " + (line if len(line) < 150 else line[:147] + "..."))
+    if sass:
+        text = art.sass()
+        print("\nSASS:", {op: text.count(op) for op in sass})
     return counts

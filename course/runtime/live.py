@@ -11,6 +11,13 @@ Elsewhere the fallback runs and says exactly what it is:
     compile_only(fn)  compile for the target arch and show what came out (PTX/SASS)
     simulated(fn)     run the course's simulator or functional emulator instead
     recorded(name)    show a result measured earlier, naming GPU, date and command
+    recorded_or(name, fallback, command)
+                      the recorded result when there is one; else `fallback` (a simulation,
+                      a prediction, a compile), its banner saying first that nothing has
+                      been recorded yet and which command records it
+
+Every choice between a live run, a recorded result and a stand-in is made here, so a
+notebook cell never decides for itself what to show.
 
 It never silently skips and never pretends: the banner is printed first, and the
 returned `Outcome` carries the mode so later cells can say "measured" or "recorded".
@@ -78,28 +85,47 @@ def show(obj: Any) -> None:
 
 @dataclass
 class Outcome:
-    """What a live cell produced, and how."""
+    """What a live cell produced, and how (`where`: the machine it ran on)."""
 
     mode: Mode
     value: Any
     banner: Banner
     record: results.Record | None = None
+    where: str = ""
 
     @property
     def live(self) -> bool:
         return self.mode is Mode.LIVE
 
+    def caption(self, name: str = "", otherwise: str = "") -> str:
+        """Where the value came from, for a figure's source line: 'measured now on <this
+        machine>' when live, '<name> measured on <GPU> ... by `<command>`' when recorded,
+        else `otherwise` (what a simulation or compile stands in for)."""
+        if self.live:
+            return f"measured now on {self.where}"
+        if self.record is not None:
+            return f"{name} {self.record.citation()}".strip()
+        return otherwise
+
 
 @dataclass(frozen=True)
 class Fallback:
-    """What to do on a machine that cannot run the cell live."""
+    """What to do on a machine that cannot run the cell live: `run(machine, needs, why,
+    announce)`, where `why` is the banner's first sentence (why the cell is not live)."""
 
     mode: Mode
-    run: Callable[[Machine, str, Callable[[Banner], None]], Outcome]
+    run: Callable[[Machine, str, str, Callable[[Banner], None]], Outcome]
 
 
 def _why_not(m: Machine, needs: str) -> str:
     return f"This cell needs {needs} (tier {tiers_for(needs)}); this machine is {m.describe()}"
+
+
+def _recorded_outcome(rec: results.Record, why: str, announce: Callable[[Banner], None],
+                      select: Callable[[results.Record], Any]) -> Outcome:
+    banner = Banner(Mode.RECORDED, f"{why}. Showing the result {rec.citation()}.")
+    announce(banner)
+    return Outcome(Mode.RECORDED, select(rec), banner, rec)
 
 
 def recorded(name: str, gpu: str | None = None,
@@ -108,16 +134,34 @@ def recorded(name: str, gpu: str | None = None,
     """Fall back to the newest recorded result of family `name` (on a `gpu` if given,
     satisfying `match` if given); `select` picks what the cell gets from the record."""
 
-    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
+    def run(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
         rec = results.latest(name, gpu=gpu, match=match)
         if rec is None:
             raise LookupError(
                 f"no recorded result {name!r}{' on ' + gpu if gpu else ''} in "
                 f"{results.RESULTS_DIR}: it must be measured on a GPU and committed")
-        banner = Banner(Mode.RECORDED, f"{_why_not(m, needs)}. Showing the result "
-                                       f"{rec.citation()}.")
-        announce(banner)
-        return Outcome(Mode.RECORDED, select(rec), banner, rec)
+        return _recorded_outcome(rec, why, announce, select)
+
+    return Fallback(Mode.RECORDED, run)
+
+
+def recorded_or(name: str, otherwise: Fallback, command: str, gpu: str | None = None,
+                select: Callable[[results.Record], Any] = lambda rec: rec.data,
+                match: Callable[[results.Record], bool] | None = None) -> Fallback:
+    """The newest recorded result of family `name` when results/<name>.json has one
+    (labelled RECORDED, like `recorded`); when nothing has been recorded yet, the fallback
+    `otherwise` (a simulation, a prediction, a compile), whose banner first says so and
+    names the `command` that would record it: never a made-up measurement, never a
+    traceback. The Outcome's mode tells the cell which one it got."""
+
+    def run(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
+        rec = results.latest(name, gpu=gpu, match=match)
+        if rec is not None:
+            return _recorded_outcome(rec, why, announce, select)
+        not_yet = (f"{why}. No GPU measurement of this has been recorded yet"
+                   f"{' on ' + gpu if gpu else ''} (it is recorded by `{command}` on a GPU "
+                   f"into results/{name}.json)")
+        return otherwise.run(m, needs, not_yet, announce)
 
     return Fallback(Mode.RECORDED, run)
 
@@ -125,11 +169,11 @@ def recorded(name: str, gpu: str | None = None,
 def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> Fallback:
     """Fall back to compiling for the target arch; `compile_for(arch)` returns artifacts."""
 
-    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
+    def run(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
         target = arch or COMPILE_TARGET[needs]
-        banner = Banner(Mode.COMPILE_ONLY, f"{_why_not(m, needs)}. Compiling for {target} "
-                                           f"instead and showing what the compiler produced; "
-                                           f"nothing was launched.")
+        banner = Banner(Mode.COMPILE_ONLY, f"{why}. Compiling for {target} instead and "
+                                           f"showing what the compiler produced; nothing "
+                                           f"was launched.")
         announce(banner)
         return Outcome(Mode.COMPILE_ONLY, compile_for(target), banner)
 
@@ -137,14 +181,21 @@ def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> 
 
 
 def simulated(simulate: Callable[[], Any], what: str) -> Fallback:
-    """Fall back to a CPU simulator/emulator; `what` names it in the banner."""
+    """Fall back to a CPU simulator/emulator (or a model's prediction); `what` names it in
+    the banner."""
 
-    def run(m: Machine, needs: str, announce: Callable[[Banner], None]) -> Outcome:
-        banner = Banner(Mode.SIMULATED, f"{_why_not(m, needs)}. Running {what} instead.")
+    def run(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
+        banner = Banner(Mode.SIMULATED, f"{why}. Running {what} instead.")
         announce(banner)
         return Outcome(Mode.SIMULATED, simulate(), banner)
 
     return Fallback(Mode.SIMULATED, run)
+
+
+def compiled_here(needs: str, compile_for: Callable[[str], Any]) -> Outcome:
+    """`compile_for(arch)` for this machine's GPU when it satisfies `needs` (LIVE: the code
+    that would run here), else for the target arch of `needs` (COMPILE-ONLY)."""
+    return live_or(needs, lambda: compile_for(machine().arch), compile_only(compile_for))
 
 
 def live_or(needs: str, live: Callable[[], Any], fallback: Fallback,
@@ -155,5 +206,7 @@ def live_or(needs: str, live: Callable[[], Any], fallback: Fallback,
     if m.can(needs):
         banner = Banner(Mode.LIVE, f"running now on {m.describe()}.")
         announce(banner)
-        return Outcome(Mode.LIVE, live(), banner)
-    return fallback.run(m, needs, announce)
+        return Outcome(Mode.LIVE, live(), banner, where=m.describe())
+    out = fallback.run(m, needs, _why_not(m, needs), announce)
+    out.where = m.describe()
+    return out

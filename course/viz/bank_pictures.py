@@ -180,3 +180,15 @@ def time_vs_wavefronts(rows: Sequence[dict], title: str, source: str = "", ax=No
     fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
     _caption(fig, source)
     return fig
+
+
+def bank_maps(tiles: Sequence[SmemTile], titles: Sequence[str], lanes: dict | None = None,
+              source: str = "", label: bool = False):
+    """Bank maps of several tiles side by side, the same cells `lanes` {(r, c): lane}
+    outlined in each (one request, or one phase of it); colours are banks."""
+    fig, axes = plt.subplots(1, len(tiles), figsize=(6.5 * len(tiles), 4.6), squeeze=False)
+    for ax, tile, title in zip(axes[0], tiles, titles):
+        bank_map(tile, ax=ax, lanes=lanes, label=label, title=title)
+    fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
+    _caption(fig, source)
+    return fig

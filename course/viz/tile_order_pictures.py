@@ -31,3 +31,18 @@ def draw(tiles_m: int, tiles_n: int, group: int, wave: int, ax=None, title: str 
     ax.set_ylabel("tile row m (A panel)")
     fig.tight_layout()
     return fig
+
+
+def compare_orders(tiles_m: int, tiles_n: int, groups=(1, 8), wave: int = 40):
+    """Side by side, the visit order of a tiles_m x tiles_n grid of C tiles for each group
+    size (1 = row-major), the first `wave` CTAs outlined and their panel count in the title."""
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4.6))
+    for ax, group in zip(np.atleast_1d(axes), groups):
+        order = "row-major order" if group == 1 else f"groups of {group} rows"
+        draw(tiles_m, tiles_n, group, wave, ax=ax,
+             title=f"{order}: first {wave} CTAs (red) touch "
+                   f"{wave_panels(tiles_m, tiles_n, group, wave)[0]} panels")
+    fig.suptitle(f"Visit order of a {tiles_m} x {tiles_n} grid of C tiles "
+                 "(colour = when the tile is computed)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,60 @@
+"""A learner's own configuration of a GEMM: measured on a GPU, or compiled and compared
+with what was recorded on the H100 elsewhere.
+
+  try_config        one configuration: live against cuBLAS, or its compile and record
+  recorded_configs  the configurations recorded on the H100, at one size
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from types import ModuleType
+
+import torch
+
+from course.bench.gemm_bench import LADDER
+from course.lessons.gemm_lesson import bench_live, print_rows, recorded_rows
+from course.runtime.live import Outcome, compile_only, live_or
+
+
+def overrides(module: ModuleType, config: dict) -> dict:
+    """The entries of `config` that differ from the kernel's default Config (the way
+    results/gemm.json names a configuration)."""
+    default = module.Config()
+    names = {f.name for f in fields(default)}
+    unknown = set(config) - names
+    if unknown:
+        raise KeyError(f"{module.__name__}.Config has no field {sorted(unknown)}")
+    return {k: v for k, v in config.items() if v != getattr(default, k)}
+
+
+def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
+               arch: str = "sm_90a") -> Outcome:
+    """Print the configuration's shared memory and threads; then, on a GPU the kernel
+    runs on, time it against cuBLAS at size^3; elsewhere compile it for `arch`, print its
+    registers and stack, and the H100's recorded rows for it if there are any."""
+    cfg = module.Config(**config)
+    print(f"{cfg}: {cfg.smem_bytes(2):,} bytes of shared memory, {cfg.threads} threads")
+
+    def offline(arch: str):
+        (res,) = module.artifacts(arch, torch.bfloat16, cfg).resource_usage().values()
+        print(f"{res['registers']} registers per thread, {res['stack_frame_bytes']} bytes of stack")
+        rows, _ = recorded_rows(kernel, config=overrides(module, config))
+        print_rows(rows) if rows else print("no H100 measurement recorded for this configuration")
+        return res
+
+    return live_or(LADDER[kernel][1], lambda: bench_live(kernel, sizes=(size,), **config),
+                   compile_only(offline, arch=arch))
+
+
+def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list[dict]:
+    """One line per recorded configuration (overrides of the default Config) at size^3:
+    TFLOP/s and % of cuBLAS. Returns the rows shown."""
+    shown = []
+    for config in configs:
+        rows, _ = recorded_rows(kernel, config=config)
+        for r in rows:
+            if r["problem"].startswith(f"{size}x"):
+                print(f"{str(config or 'default'):48s} {r['kernel_tflops']:6.1f} TFLOP/s  "
+                      f"{r['pct_of_cublas']:5.1f}% of cuBLAS")
+                shown.append(r)
+    return shown

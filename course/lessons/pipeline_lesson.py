@@ -1,0 +1,154 @@
+"""Notebook 08's mbarrier ring: the parities of each k-tile, the classic mistakes run to a
+standstill by the simulator, the kernel's own protocol checked on a CPU, the watchdog that
+keeps a hung kernel from freezing the notebook, and what the compiler made of the ring.
+
+  print_parities        k-tile -> stage, trip and the parities both sides wait for
+  print_deadlocks       each injected mistake: what happens and the most likely cause
+  print_protocol_checks the kernel's barrier sequence checked, correct and with each bug
+  watchdog_demo         a wait that never completes, stopped by the watchdog
+  bugs_on_gpu           each kernel bug through the watchdog and the debug mode (live)
+  bugs_modelled         the same bugs in the protocol model (fallback)
+  ring_instructions     the TMA GEMM's barriers, loads and MMAs in PTX and SASS (fallback)
+  compare_rings         the ring by hand and as PipelineTmaAsync: the same instructions
+  check_pipeline_ring   the PipelineTmaAsync version against torch (live)
+"""
+from __future__ import annotations
+
+import time
+
+from course.lessons.gemm_lesson import compile_report
+from course.lessons.pipeline_checks import check_tma_gemm
+from course.runtime import watchdog
+from course.sim import pipeline_sim, ring_protocol
+
+
+def _tma_gemm():
+    from kernels import tma_gemm
+    return tma_gemm
+
+
+def print_parities(stages: int = 3, k_tiles: int = 9) -> list[tuple[int, int]]:
+    """For each k-tile: its stage and trip round the ring, the parity consumers wait for on
+    full[s] and the parity the producer's load of it waits for on empty[s]."""
+    tma_gemm = _tma_gemm()
+    print("k-tile  stage  trip | consumers wait full[s] for parity | producer's load of it "
+          "waits empty[s] for parity")
+    parities = []
+    for t in range(k_tiles):
+        full, empty = tma_gemm.consumer_parity(t, stages), tma_gemm.producer_parity(t, stages)
+        parities.append((full, empty))
+        print(f"{t:6d}  {t % stages:5d}  {t // stages:4d} | {full:32d} | {empty:d}")
+    return parities
+
+
+def print_deadlocks(bugs=("producer_parity", "missing_arrive", "arrival_count", "tx_bytes",
+                          "early_release"), stages: int = 4, k_tiles: int = 12) -> dict:
+    """Simulate each mistake: its description, the run's summary, and the diagnosis (the
+    most likely cause of a deadlock, or the last line of the explanation otherwise)."""
+    sims = {}
+    for bug in bugs:
+        sim = pipeline_sim.simulate(stages=stages, k_tiles=k_tiles, bug=bug)
+        sims[bug] = sim
+        print(f"--- {bug}: {pipeline_sim.BUGS[bug]}")
+        print(sim.summary())
+        lines = sim.explain().splitlines()
+        print(lines[-1] if sim.deadlock is None else
+              next(line for line in lines if line.startswith("Most likely")))
+    return sims
+
+
+def print_protocol_checks(width: int = 150) -> dict[str, str]:
+    """The kernel's exact barrier sequence, checked by course.sim.ring_protocol: correct, and
+    with each of the kernel's bugs."""
+    verdicts = {}
+    for bug in _tma_gemm().BUGS:
+        verdicts[bug] = ring_protocol.check(bug=bug)
+        print(f"{bug or 'correct':22s} {verdicts[bug][:width]}")
+    return verdicts
+
+
+def watchdog_demo(timeout_s: float = 2) -> watchdog.PipelineHang | None:
+    """Run a wait for a phase that never completes in a child process; the watchdog stops it
+    after `timeout_s` and says what hung."""
+    start = time.perf_counter()
+    try:
+        watchdog.isolated(watchdog.spin_wait, 1, timeout_s=timeout_s)
+    except watchdog.PipelineHang as err:
+        print(f"after {time.perf_counter() - start:.1f} s: PipelineHang: {str(err)[:220]}...")
+        return err
+    print("the wait finished: no hang to catch")
+    return None
+
+
+def bugs_on_gpu(stages: int = 2) -> dict:
+    """Each of the kernel's bugs, run through the watchdog and then with the bounded-wait
+    debug mode (needs a Hopper GPU)."""
+    tma_gemm = _tma_gemm()
+    caught = {}
+    for bug in tma_gemm.BUGS[1:]:
+        for debug in (0, 200):
+            cfg = tma_gemm.Config(stages=stages, bug=bug, debug_timeout_ms=debug)
+            try:
+                watchdog.isolated(check_tma_gemm, 256, 256, 1024, "bf16", cfg, timeout_s=10)
+                print(f"{bug}: finished?!")
+                caught[bug, debug] = None
+            except watchdog.PipelineHang as err:
+                what = "debug mode" if debug else "watchdog  "
+                print(f"{bug:22s} {what}: {str(err)[:160]}")
+                caught[bug, debug] = str(err)
+    return caught
+
+
+def bugs_modelled(stages: int = 2, k_tiles: int = 16) -> dict[str, str]:
+    """Each of the kernel's bugs in the protocol model: who waits for what, forever."""
+    verdicts = {}
+    for bug in _tma_gemm().BUGS[1:]:
+        verdicts[bug] = ring_protocol.run(stages, k_tiles, bug=bug)
+        print(f"{bug:22s} {verdicts[bug][:170]}")
+    return verdicts
+
+
+def ring_instructions(arch: str):
+    """The TMA GEMM's TMA loads, barrier operations, ldmatrix and mma.sync in PTX, and the
+    SASS opcodes they become."""
+    import torch
+
+    art = _tma_gemm().artifacts(arch, torch.bfloat16)
+    compile_report(art, {"TMA loads": r"cp\.async\.bulk\.tensor", "barrier init": r"mbarrier\.init",
+                         "arm with bytes": r"mbarrier\.arrive\.expect_tx",
+                         "release (arrive on empty)": r"mbarrier\.arrive\.shared",
+                         "parity waits": r"mbarrier\.try_wait\.parity", "ldmatrix": r"ldmatrix",
+                         "mma.sync": r"mma\.sync", "cp.async (notebook 06)": r"cp\.async\.cg"},
+                   show=1, sass=("UTMALDG", "SYNCS", "LDSM", "HMMA.16816.F32"))
+    return art
+
+
+RING_INSTRUCTIONS = {"TMA loads": r"cp\.async\.bulk\.tensor", "barrier init": r"mbarrier\.init",
+                     "arm with bytes": r"mbarrier\.arrive\.expect_tx",
+                     "arrivals": r"mbarrier\.arrive", "parity waits": r"mbarrier\.try_wait",
+                     "ldmatrix": r"ldmatrix", "mma.sync": r"mma\.sync"}
+
+
+def compare_rings(arch: str = "sm_90a") -> dict[str, tuple[int, int]]:
+    """The same GEMM with the ring written by hand and as PipelineTmaAsync, compiled for
+    `arch`: each instruction's count in both PTX listings, side by side."""
+    import torch
+
+    tma_gemm = _tma_gemm()
+    arts = {ring: tma_gemm.artifacts(arch, torch.bfloat16, tma_gemm.Config(ring=ring))
+            for ring in tma_gemm.RINGS}
+    counts = {name: tuple(arts[ring].count_ptx(pattern) for ring in tma_gemm.RINGS)
+              for name, pattern in RING_INSTRUCTIONS.items()}
+    print(f"{'PTX instruction':18s} {'by hand':>8s} {'PipelineTmaAsync':>17s}")
+    for name, (hand, lib) in counts.items():
+        print(f"{name:18s} {hand:8d} {lib:17d}")
+    return counts
+
+
+def check_pipeline_ring() -> list:
+    """The PipelineTmaAsync version of the kernel against torch on ragged shapes (live)."""
+    from course.lessons.gemm_lesson import check_sweep
+
+    tma_gemm = _tma_gemm()
+    config = tma_gemm.Config(ring="pipeline")
+    return check_sweep(lambda a, b, c: tma_gemm.run(a, b, c, config))

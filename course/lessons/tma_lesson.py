@@ -1,0 +1,126 @@
+"""Notebook 07's tensor maps: what TMA saves over cp.async, encoding a map with the driver
+(or checking the driver's rules in Python), the maps the driver refuses, CuTe DSL's
+version of the same map, and the swizzle TMA applies.
+
+  copy_instructions      copy instructions per k-tile: cp.async against TMA
+  encode_for_real        encode a map with the CUDA driver (live)
+  check_rules            the driver's rules checked by the model (fallback)
+  print_rejections       argument sets the driver refuses, and why
+  print_cute_tensor_map  what CuTe DSL builds for the same tensor
+  compare_with_driver    CuTe's descriptor bytes against the driver's (live)
+  descriptor_ptx         how the descriptor reaches the kernel, in PTX (fallback)
+  print_swizzle_agreement  CuTe's swizzle against the model, per mode
+"""
+from __future__ import annotations
+
+import torch
+
+from course.models import tensormap
+
+# argument sets the driver refuses, one rule each (bf16 unless said)
+REJECTED = [
+    ("100 x 100 bf16: rows of 200 bytes", tensormap.tiled(100, 100)),
+    ("base address off by 8 bytes", tensormap.tiled(64, 64, address=0x1008)),
+    ("a 64 x 128 bf16 box with the 128B swizzle", tensormap.tiled(64, 256, box=(64, 128))),
+    ("a 300-element box", tensormap.tiled(64, 512, box=(64, 300), swizzle=0)),
+]
+
+
+def copy_instructions(cfg, elem_bytes: int = 2) -> dict[str, int]:
+    """Print what one k-tile of an SM80 GEMM configuration `cfg` costs in copy instructions:
+    16-byte cp.async per thread, against TMA's one box of A and one of B."""
+    tile_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * elem_bytes
+    cp_async = tile_bytes // 16
+    print(f"one k-tile of a {cfg.tile_m}x{cfg.tile_n} CTA tile, K = {cfg.tile_k}: "
+          f"{tile_bytes:,} bytes of A and B (bf16)")
+    print(f"  cp.async, 16 B each: {cp_async:,} instructions, {cp_async // cfg.threads} "
+          f"per thread, every one with an address the thread computed")
+    print("  TMA: 2 instructions (one box of A, one of B) from one thread; the TMA unit does "
+          "the addresses")
+    return {"bytes": tile_bytes, "cp.async": cp_async, "tma": 2}
+
+
+def encode_for_real(rows: int = 8192, cols: int = 8192) -> bytes:
+    """Encode the example's map for a real (rows, cols) bf16 tensor with the CUDA driver and
+    print its 128 opaque bytes (needs a GPU)."""
+    x = torch.empty(rows, cols, dtype=torch.bfloat16, device="cuda")
+    args = tensormap.for_tensor(x)   # the example's arguments, with x's real address
+    data = tensormap.encode(args)
+    print(f"globalAddress 0x{args.global_address:x}: {len(data)} bytes")
+    print(tensormap.hexdump(data))
+    return data
+
+
+def check_rules(args: tensormap.TensorMapArgs) -> list[str]:
+    """Try to encode `args` (saying why it cannot here) and check the driver's documented
+    rules in Python; returns the rules it breaks."""
+    print(tensormap.try_encode(args))
+    bad = tensormap.rule_violations(args)
+    print("the driver's documented rules, checked in Python: " +
+          ("all satisfied" if not bad else "; ".join(bad)))
+    return bad
+
+
+def print_rejections(cases=REJECTED) -> None:
+    """Each (label, args) and every rule of the driver's that it breaks."""
+    for label, args in cases:
+        print(f"{label}:")
+        for why in tensormap.rule_violations(args):
+            print(f"    {why}")
+
+
+def print_cute_tensor_map(rows: int = 8192, cols: int = 8192,
+                          dtype: torch.dtype = torch.bfloat16) -> dict[str, str]:
+    """CuTe DSL's layouts, copy atom and TMA tensor for a (rows, cols) tensor, indented."""
+    from course.cute import kernel_traces
+
+    built = kernel_traces.cute_tensor_map(rows, cols, dtype)
+    for what, text in built.items():
+        print(f"{what}:\n    " + text.replace("\n", "\n    "))
+    return built
+
+
+def compare_with_driver(rows: int = 8192, cols: int = 8192) -> dict[str, list[int]]:
+    """The tensor map CuTe built for a real tensor against the driver's, encoded with and
+    without L2 promotion: the offsets of the bytes that differ (needs a GPU)."""
+    from kernels import tma
+
+    x = torch.empty(rows, cols, dtype=torch.bfloat16, device="cuda")
+    cute_bytes = tma.descriptor(x)
+    print(f"CuTe's tensor map (first {len(cute_bytes)} bytes, what copy_tensormap copies):")
+    print(tensormap.hexdump(cute_bytes))
+    differ = {}
+    for promotion in ("NONE", "L2_128B"):
+        driver = tensormap.encode(tensormap.for_tensor(x, l2_promotion=promotion))
+        differ[promotion] = tensormap.differing_bytes(cute_bytes, driver[:len(cute_bytes)])
+        diff = differ[promotion]
+        print(f"vs the driver with L2 promotion {promotion}: "
+              + ("identical" if not diff else f"{len(diff)} bytes differ, at offsets {diff}"))
+    return differ
+
+
+def descriptor_ptx(arch: str):
+    """How the 128-byte descriptor reaches the kernel: the kernel parameter, and the PTX
+    that copies it."""
+    from kernels import tma
+
+    art = tma.artifacts(arch, "descriptor")
+    print("\n".join(line for line in art.ptx.splitlines() if "param_0[128]" in line))
+    print("\n".join("    " + line for line in art.ptx_lines(r"ld\.param\.v2|st\.global")))
+    return art
+
+
+def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> dict[int, bool]:
+    """For each swizzle mode: whether CuTe's Swizzle and course.models.tensormap put every
+    16-byte chunk of `nbytes` in the same place, and where bytes 128-255 land."""
+    from course.cute import kernel_traces
+
+    agree = {}
+    for swizzle in swizzles:
+        cute_says = kernel_traces.cute_swizzle_offsets(swizzle, nbytes)
+        model = [tensormap.swizzle_byte_offset(b, swizzle) for b in range(0, nbytes, 16)]
+        agree[swizzle] = cute_says == model
+        print(f"{swizzle:3d}B swizzle: CuTe and the model agree on all {len(model)} chunks: "
+              f"{cute_says == model};  bytes 128-255 land in slots "
+              f"{[o % 128 // 16 for o in cute_says[8:16]]}")
+    return agree
