@@ -203,7 +203,8 @@ def artifacts(arch: str = "sm_90a", config: Config = Config()):
 def run(src: torch.Tensor, dst: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """dst = src with the chosen variant; validates the inputs before launching."""
-    require(NEEDS, "copies", src.device if isinstance(src, torch.Tensor) and src.is_cuda else None)
+    arch = require(NEEDS, "copies",
+                   src.device if isinstance(src, torch.Tensor) and src.is_cuda else None)
     check_tensor(src, "src", dtypes=(torch.float32,), ndim=1)
     if dst is None:
         dst = torch.empty_like(src)
@@ -220,7 +221,7 @@ def run(src: torch.Tensor, dst: torch.Tensor | None = None,
                                f"a multiple of {VEC} (got {n})")
     if n == 0:
         return dst
-    kernel = compile(config)
+    kernel = COMPILER.for_arch(arch, config)
     kernel(gmem_pointer(src, torch.float32), gmem_pointer(dst, torch.float32), cutlass.Int32(n),
            current_stream())
     return dst

@@ -160,6 +160,7 @@ class GemmHost:
 
     def __post_init__(self):
         self.compiler = host.Compiler(self.name, self.needs, self.build)
+        self.default_config = self.config_type()  # made once: a run() costs no validation
 
     # -- compiling
     def build(self, arch: str, dtype: torch.dtype, out_dtype: torch.dtype, config,
@@ -186,7 +187,7 @@ class GemmHost:
     def _key(self, dtype, out_dtype, config, a_major, b_major) -> tuple:
         """(dtype, C's dtype, config, majors), the step's defaults filled in."""
         dtype = self.default_dtype if dtype is None else dtype
-        config = self.config_type() if config is None else config
+        config = self.default_config if config is None else config
         return (dtype, self.operands.out_dtype(dtype, out_dtype), config,
                 a_major or self.default_majors[0], b_major or self.default_majors[1])
 
@@ -219,8 +220,8 @@ class GemmHost:
             config=None, *, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         """C = A . B^T on the GPU; every input is validated before anything launches."""
         device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
-        host.require(self.needs, self.name, device)
-        config = self.config_type() if config is None else config
+        arch = host.require(self.needs, self.name, device)
+        config = self.default_config if config is None else config
         out, a_major, b_major = validate_gemm(a, b, out, kernel=self.name,
                                               operands=self.operands, out_dtype=out_dtype)
         (m, k), n = a.shape, b.shape[0]
@@ -228,8 +229,8 @@ class GemmHost:
             return out
         if k == 0:  # no K-block: the accumulators would never be written
             return out.zero_()
-        kernel = self.compile(a.dtype, config, out_dtype=out.dtype, a_major=a_major,
-                              b_major=b_major, device=device)
+        kernel = self.compiler.for_arch(arch, *self._key(a.dtype, out.dtype, config, a_major,
+                                                         b_major))
         align = self.operands.align(a.dtype)
         args = (host.gmem_pointer(a, a.dtype, align), host.gmem_pointer(b, b.dtype, align),
                 host.gmem_pointer(out, out.dtype, align), host_int32(m), host_int32(n),

@@ -64,12 +64,23 @@ def arch_for(compute_capability: tuple[int, int]) -> str:
 
 def device_capability(device: torch.device | None = None) -> tuple[int, int] | None:
     """The compute capability of `device` (default: the current CUDA device); None without
-    a CUDA GPU. Tests replace this function to pretend to be another GPU."""
-    if not torch.cuda.is_available():
+    a CUDA GPU. Asked on every launch, so it is cached per device. Tests replace this
+    function to pretend to be another GPU."""
+    if not _cuda_available():
         return None
-    if device is not None and device.type != "cuda":
-        device = None
-    return tuple(torch.cuda.get_device_capability(device))
+    if device is None or device.type != "cuda" or device.index is None:
+        return _capability(torch.cuda.current_device())
+    return _capability(device.index)
+
+
+@functools.cache
+def _cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+@functools.cache
+def _capability(index: int) -> tuple[int, int]:
+    return tuple(torch.cuda.get_device_capability(index))
 
 
 def satisfies(compute_capability: tuple[int, int] | None, needs: str) -> bool:
@@ -92,6 +103,7 @@ def require(needs: str, kernel: str, device: torch.device | None = None) -> str:
     return arch_for(cc)
 
 
+@functools.cache
 def smem_capacity(arch: str) -> int:
     """Bytes of shared memory one CTA may use on `arch` (CuTe DSL's table: 227 KB on
     sm_90 and sm_100, 163 KB on an A100, 99 KB on consumer parts)."""
@@ -120,7 +132,7 @@ def max_active_clusters(device_index: int, cluster_size: int) -> int:
     import cutlass.utils
 
     with torch.cuda.device(device_index):
-        torch.cuda.init()
+        torch.zeros(1, device=f"cuda:{device_index}")  # the device's context, made current
         return cutlass.utils.HardwareInfo(device_index).get_max_active_clusters(cluster_size)
 
 
@@ -156,14 +168,19 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def cutlass_dtype(dtype: torch.dtype):
     """The CuTe DSL numeric type for a torch dtype."""
-    import cutlass
-
-    table = {torch.float32: cutlass.Float32, torch.float16: cutlass.Float16,
-             torch.bfloat16: cutlass.BFloat16, torch.int32: cutlass.Int32,
-             torch.int8: cutlass.Int8, torch.uint8: cutlass.Uint8}
+    table = _cutlass_types()
     if dtype not in table:
         raise KernelInputError(f"no CuTe DSL type for {dtype}")
     return table[dtype]
+
+
+@functools.cache
+def _cutlass_types() -> dict:
+    import cutlass  # on first use: importing CuTe DSL takes about a second
+
+    return {torch.float32: cutlass.Float32, torch.float16: cutlass.Float16,
+            torch.bfloat16: cutlass.BFloat16, torch.int32: cutlass.Int32,
+            torch.int8: cutlass.Int8, torch.uint8: cutlass.Uint8}
 
 
 def gmem_pointer(t: torch.Tensor | None, dtype: torch.dtype, align_bytes: int = 16):
@@ -233,7 +250,10 @@ class Compiler:
 
     def compile(self, *key, device: torch.device | None = None):
         """The launchable handle for this machine's GPU (or `device`'s), compiled once."""
-        arch = require(self.needs, self.name, device)
+        return self.for_arch(require(self.needs, self.name, device), *key)
+
+    def for_arch(self, arch: str, *key):
+        """The handle for `arch`, compiled once (the caller has checked the GPU)."""
         return compile_cached((self.name, *key), arch,
                               lambda: compile_for(arch, *self.signature(arch, *key)))
 

@@ -54,11 +54,13 @@ def events_ms(fn: Callable[[], object], reps: int) -> float:
     return start.elapsed_time(end) / reps
 
 
-def paired_rounds(candidates: dict[str, Callable[[int], object]], rounds: int = 15,
+def paired_rounds(candidates: dict[str, Callable[[int], object]], rounds: int = 16,
                   reps: int = 20, warmup: int = 5) -> dict[str, list[float]]:
     """Time each candidate `fn(i)` (i picks one of the rotated input sets) in alternating
     rounds; return each one's milliseconds per round. The order of the candidates rotates
-    from round to round, so none always runs on a GPU warmed by the others."""
+    from round to round and reverses every other round, so each candidate starts rounds
+    and follows every other one equally often: none always runs on a GPU (clocks, caches)
+    left in the same state by the same predecessor."""
     counter = [0]
 
     def rotating(fn):
@@ -73,7 +75,8 @@ def paired_rounds(candidates: dict[str, Callable[[int], object]], rounds: int = 
     times: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in (order if r % 2 == 0 else order[::-1]):
             times[name].append(events_ms(calls[name], reps))
     return times
 

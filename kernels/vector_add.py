@@ -72,7 +72,8 @@ def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32,
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         config: Config = Config()) -> torch.Tensor:
     """c = a + b on the GPU; validates the inputs before launching."""
-    require(NEEDS, "vector_add", a.device if isinstance(a, torch.Tensor) and a.is_cuda else None)
+    arch = require(NEEDS, "vector_add",
+                   a.device if isinstance(a, torch.Tensor) and a.is_cuda else None)
     check_tensor(a, "a", dtypes=DTYPES, ndim=1)
     check_tensor(b, "b", dtypes=(a.dtype,), ndim=1)
     if a.shape != b.shape or a.device != b.device:
@@ -87,7 +88,7 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
         raise KernelInputError("out must have the shape and device of a")
     if a.numel() == 0:
         return out
-    kernel = compile(a.dtype, config)
+    kernel = COMPILER.for_arch(arch, a.dtype, config)
     kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, out)), cutlass.Int32(a.numel()),
            current_stream())
     return out
