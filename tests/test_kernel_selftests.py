@@ -27,7 +27,8 @@ NO_COURSE = "import sys; sys.modules['course'] = None\n"
 
 def run_step(step: str, tmp_path: Path) -> subprocess.CompletedProcess:
     (tmp_path / "sitecustomize.py").write_text(NO_COURSE)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    path = [str(tmp_path), str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run([sys.executable, "-m", f"kernels.{step}"], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=900)
 
