@@ -22,7 +22,6 @@ this kernel's decomposition in numpy.
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import torch
 
 from . import selftest
 from . import cta_pair_gemm as pair
@@ -119,15 +118,10 @@ GEMM = pair_gemm_host("cta_pair_clc_gemm", CtaPairClcGemm, Config)
 
 
 # compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
-# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+# run(a, b, out, config) / prepare(problem, config) / footprint(dtype, config): the step's
+# surface, from kernels.gemm_host
 compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
-
-
-def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-              out_dtype: torch.dtype | None = None) -> dict:
-    """What one CTA holds for this configuration (no compile, no GPU)."""
-    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
-
+footprint = GEMM.footprint
 
 
 if __name__ == "__main__":

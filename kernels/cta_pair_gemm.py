@@ -36,7 +36,6 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import torch
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator, TmemAllocator
 
@@ -294,15 +293,10 @@ GEMM = pair_gemm_host("cta_pair_gemm", CtaPairGemm, Config)
 
 
 # compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
-# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+# run(a, b, out, config) / prepare(problem, config) / footprint(dtype, config): the step's
+# surface, from kernels.gemm_host
 compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
-
-
-def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-              out_dtype: torch.dtype | None = None) -> dict:
-    """What one CTA holds for this configuration (no compile, no GPU)."""
-    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
-
+footprint = GEMM.footprint
 
 
 if __name__ == "__main__":

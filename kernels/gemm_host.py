@@ -215,6 +215,12 @@ class GemmHost:
         return self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
                            arch or host.COMPILE_TARGET[self.needs], a_major, b_major)
 
+    def footprint(self, dtype: torch.dtype | None = None, config=None, *,
+                  out_dtype: torch.dtype | None = None) -> dict:
+        """What one CTA of this configuration holds (threads, TMEM, shared memory), for the
+        steps whose kernel reports it; no compile, no GPU."""
+        return self.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
+
     # -- running
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
             config=None, *, out_dtype: torch.dtype | None = None) -> torch.Tensor:

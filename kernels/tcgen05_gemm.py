@@ -41,7 +41,6 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.blackwell_helpers as sm100_utils
-import torch
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import LayoutEnum
@@ -542,15 +541,10 @@ GEMM = GemmHost("tcgen05_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_ma
 
 
 # compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /
-# run(a, b, out, config) / prepare(problem, config): the step's surface, from kernels.gemm_host
+# run(a, b, out, config) / prepare(problem, config) / footprint(dtype, config): the step's
+# surface, from kernels.gemm_host
 compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.prepare
-
-
-def footprint(dtype: torch.dtype = torch.bfloat16, config: Config = Config(), *,
-              out_dtype: torch.dtype | None = None) -> dict:
-    """What one CTA holds for this configuration (no compile, no GPU)."""
-    return GEMM.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
-
+footprint = GEMM.footprint
 
 
 if __name__ == "__main__":
