@@ -107,11 +107,11 @@ def require(needs: str, kernel: str, device: torch.device | None = None) -> str:
 def smem_capacity(arch: str) -> int:
     """Bytes of shared memory one CTA may use on `arch` (CuTe DSL's table: 227 KB on
     sm_90 and sm_100, 163 KB on an A100, 99 KB on consumer parts)."""
-    import cutlass.utils
+    import cutlass.memory
 
     family = arch.rstrip("af")
     try:
-        return cutlass.utils.get_smem_capacity_in_bytes(family)
+        return cutlass.memory.get_smem_capacity_in_bytes(family)
     except ValueError as e:
         raise KernelInputError(f"CuTe DSL knows no shared-memory capacity for {arch}") from e
 
