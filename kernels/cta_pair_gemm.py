@@ -30,8 +30,6 @@ Control, with two accumulator slots so the epilogue of one tile overlaps the nex
 Ragged M/N/K are handled as in notebook 11 (TMA zero-fill and store clipping).
 """
 
-from dataclasses import dataclass
-
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -48,16 +46,9 @@ DTYPES = single.DTYPES
 CLUSTER = (2, 1, 1)  # one CTA pair per cluster, along M
 
 
-@dataclass(frozen=True)
-class Config:
-    tile_n: int = 128  # columns of C per pair tile: 128 or 256 (the MMA is 256 x tile_n x 16)
-    stages: int = 4  # depth of the shared-memory ring of A/B K-blocks
-
-    def __post_init__(self):
-        if self.tile_n not in (128, 256):
-            raise ValueError("tile_n must be 128 or 256")
-        if not 2 <= self.stages <= 8:
-            raise ValueError("stages must be in [2, 8]")
+# tile_n: columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16); stages: the
+# depth of the A/B ring. The same knobs as notebook 11's kernel, so the same Config.
+Config = single.Config
 
 
 class CtaPairGemm:
