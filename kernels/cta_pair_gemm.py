@@ -124,12 +124,9 @@ class CtaPairGemm:
 
         # stage ring. Both CTAs' copies complete on the leader's full barrier, so it
         # expects the bytes of both; the leader's MMA commit frees the stage in both.
-        ab_pipeline = pipeline.PipelineTmaUmma.create(
-            barrier_storage=bars.ab.data_ptr(), num_stages=self.stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            tx_count=single.stage_bytes(self.ab_dtype, tma_a, tma_b) * self.tile.ctas,
-            cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+        ab_pipeline = single.make_stage_ring(
+            bars.ab.data_ptr(), self.stages,
+            single.stage_bytes(self.ab_dtype, tma_a, tma_b) * self.tile.ctas, cta_layout_vmnk)
         # accumulator slots: the leader's MMA fills a slot in both CTAs; the 4 epilogue
         # warps of BOTH CTAs release it on the leader's empty barrier
         acc_pipeline = pipeline.PipelineUmmaAsync.create(

@@ -48,6 +48,17 @@ class Operands:
     def dtype_names(self) -> str:
         return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.dtypes)
 
+    def check(self, kernel: str, dtype: torch.dtype, out_dtype: torch.dtype | None,
+              a_major: str, b_major: str) -> None:
+        """Refuse a configuration (dtypes, majors) these rules do not take, before compiling."""
+        if a_major not in self.a_majors or b_major not in self.b_majors:
+            only = " (K-major A and B only)" if self.a_majors == self.b_majors == ("k",) else ""
+            raise KernelInputError(f"{kernel} takes a_major in {self.a_majors} and b_major in "
+                                   f"{self.b_majors}{only}, got {a_major!r}, {b_major!r}")
+        if dtype not in self.dtypes:
+            raise KernelInputError(f"{kernel} takes {self.dtype_names()}, not {dtype_name(dtype)}")
+        self.out_dtype(dtype, out_dtype)
+
     def out_dtype(self, dtype: torch.dtype, wanted: torch.dtype | None = None) -> torch.dtype:
         allowed = self.out_dtypes or (dtype,)
         out = wanted or dtype
@@ -166,13 +177,7 @@ class GemmHost:
     def build(self, arch: str, dtype: torch.dtype, out_dtype: torch.dtype, config,
               a_major: str, b_major: str) -> tuple:
         """The kernel object and the arguments to compile it with for `arch` (no tensors)."""
-        if a_major not in self.operands.a_majors or b_major not in self.operands.b_majors:
-            raise KernelInputError(f"{self.name} takes a_major in {self.operands.a_majors} and "
-                                   f"b_major in {self.operands.b_majors}, got {a_major!r}, "
-                                   f"{b_major!r}")
-        if dtype not in self.operands.dtypes:
-            raise KernelInputError(f"{self.name} takes {self.operands.dtype_names()}, not "
-                                   f"{dtype_name(dtype)}")
+        self.operands.check(self.name, dtype, out_dtype, a_major, b_major)
         obj = self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
                           arch, a_major, b_major)
         if hasattr(obj, "smem_bytes"):
@@ -254,15 +259,8 @@ class GemmHost:
     def prepare(self, problem, config=None) -> Callable:
         """For a benchmark: refuse what the kernel cannot do, compile once for `problem`
         (dtype, C's dtype, majors), return gemm(a, b, c)."""
-        if problem.a_major not in self.operands.a_majors or \
-                problem.b_major not in self.operands.b_majors:
-            majors = "K-major A and B only" if self.operands.a_majors == ("k",) else \
-                f"A {self.operands.a_majors}-major and B {self.operands.b_majors}-major"
-            raise KernelInputError(f"{self.name} takes {majors}, not {problem}")
-        if problem.dtype not in self.operands.dtypes:
-            raise KernelInputError(f"{self.name} takes {self.operands.dtype_names()}, not "
-                                   f"{problem}")
-        self.operands.out_dtype(problem.dtype, problem.c_dtype)
+        self.operands.check(self.name, problem.dtype, problem.c_dtype, problem.a_major,
+                            problem.b_major)
         self.compile(problem.dtype, config, out_dtype=problem.c_dtype, a_major=problem.a_major,
                      b_major=problem.b_major)
         return lambda a, b, c: self.run(a, b, c, config)

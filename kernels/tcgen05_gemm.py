@@ -178,6 +178,18 @@ def make_operand_tma(a: cute.Tensor, b: cute.Tensor, tiled_mma: cute.TiledMma,
     return tma_a, tma_b
 
 
+def make_stage_ring(barriers: cute.Pointer, stages: int, tx_count: int,
+                    cta_layout_vmnk: cute.Layout) -> pipeline.PipelineTmaUmma:
+    """The A/B stage ring: one TMA thread arms each stage's full barrier with `tx_count`
+    bytes; the MMA warp's tcgen05.commit releases it (barrier init left to the caller's
+    pipeline_init_arrive / wait)."""
+    return pipeline.PipelineTmaUmma.create(
+        barrier_storage=barriers, num_stages=stages,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        tx_count=tx_count, cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+
+
 def stage_bytes(ab_dtype, tma_a, tma_b) -> int:
     """Bytes one stage of A and B holds in one CTA (what its TMA copies deliver)."""
     return (cute.size_in_bytes(ab_dtype, cute.select(tma_a.smem_layout, mode=[0, 1, 2]))
@@ -446,12 +458,8 @@ class Tcgen05Gemm:
                 cpasync.prefetch_descriptor(tma.atom)
 
         # stage ring: TMA (one thread) produces, tcgen05.commit from the MMA warp consumes
-        ab_pipeline = pipeline.PipelineTmaUmma.create(
-            barrier_storage=bars.ab.data_ptr(), num_stages=self.stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            tx_count=stage_bytes(self.ab_dtype, tma_a, tma_b),
-            cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+        ab_pipeline = make_stage_ring(bars.ab.data_ptr(), self.stages,
+                                      stage_bytes(self.ab_dtype, tma_a, tma_b), cta_layout_vmnk)
         # accumulator hand-off: the MMA warp produces, each epilogue warp consumes
         acc_pipeline = pipeline.PipelineUmmaAsync.create(
             barrier_storage=bars.acc.data_ptr(), num_stages=self.acc_slots,
