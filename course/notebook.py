@@ -44,6 +44,17 @@ def header(number: int, assumes: str = "") -> Markdown:
     return Markdown(text)
 
 
+def rows_table(rows: list[dict], key: str | None = None) -> Markdown:
+    """A list of dicts (one per row, same keys) as a Markdown table; `key` first."""
+    columns = list(rows[0]) if rows else []
+    if key in columns:
+        columns.remove(key)
+        columns.insert(0, key)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
+    return Markdown("\n".join(lines))
+
+
 def course_map_table() -> Markdown:
     """The ladder as a Markdown table with what each notebook does on this machine."""
     rows = course_map()
@@ -53,4 +64,4 @@ def course_map_table() -> Markdown:
     return Markdown("\n".join(lines))
 
 
-__all__ = ["header", "course_map_table", "show", "Markdown"]
+__all__ = ["header", "course_map_table", "rows_table", "show", "Markdown"]

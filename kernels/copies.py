@@ -1,4 +1,4 @@
-"""Notebook 03's copies: the same dst = src, five ways, from slow to the memory system's limit.
+"""Notebook 04's copies: the same dst = src, five ways, from slow to the memory system's limit.
 
     scalar     one float per thread; a warp reads 32 consecutive floats (coalesced)
     strided    one float per thread, but consecutive threads walk down a column of a

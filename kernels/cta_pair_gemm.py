@@ -1,4 +1,4 @@
-"""Notebook 12, first kernel: notebook 11's tcgen05 GEMM on CTA pairs.
+"""Notebook 13, first kernel: notebook 12's tcgen05 GEMM on CTA pairs.
 
 C[M,N] = A[M,K] . B[N,K]^T, bf16 or fp16 in, fp32 accumulate, bf16 or fp16 out. It is
 kernels.tcgen05_gemm plus one idea, the CTA pair:
@@ -27,7 +27,7 @@ nothing), so kernels.cta_pair_clc_gemm replaces only the scheduler: Cluster Laun
 Control, with two accumulator slots so the epilogue of one tile overlaps the next.
 
 6 warps per CTA with fixed roles (4 epilogue, 1 TMA, 1 MMA), 4 stages of 64-wide K-blocks.
-Ragged M/N/K are handled as in notebook 11 (TMA zero-fill and store clipping).
+Ragged M/N/K are handled as in notebook 12 (TMA zero-fill and store clipping).
 """
 
 import cuda.bindings.driver as cuda
@@ -47,7 +47,7 @@ CLUSTER = (2, 1, 1)  # one CTA pair per cluster, along M
 
 
 # tile_n: columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16); stages: the
-# depth of the A/B ring. The same knobs as notebook 11's kernel, so the same Config.
+# depth of the A/B ring. The same knobs as notebook 12's kernel, so the same Config.
 Config = single.Config
 
 

@@ -1,6 +1,6 @@
-"""Notebook 10: the Hopper speed-of-light GEMM, one idea at a time.
+"""Notebook 11: the Hopper speed-of-light GEMM, one idea at a time.
 
-Starting from notebook 09's TMA + WGMMA kernel, each Config flag adds one idea:
+Starting from notebook 10's TMA + WGMMA kernel, each Config flag adds one idea:
 
   specialization (always on here): warpgroup 0 only moves data -- one elected
       thread issues the TMA loads -- and gives its registers away (setmaxnreg 40);
@@ -23,7 +23,7 @@ Starting from notebook 09's TMA + WGMMA kernel, each Config flag adds one idea:
       epilogue the other keeps the tensor cores busy with the next mainloop.
 
 PRESETS names the ladder's steps; `Config()` is the final kernel.
-Operands as in notebooks 06 and 09: A (M,K), B (N,K) K-major, C (M,N) row-major.
+Operands as in notebooks 07 and 10: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
 from __future__ import annotations
 

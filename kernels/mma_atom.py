@@ -1,4 +1,4 @@
-"""Notebook 05: one tensor-core instruction, mma.sync.m16n8k16, and who holds what.
+"""Notebook 06: one tensor-core instruction, mma.sync.m16n8k16, and who holds what.
 
 A warp of 32 threads computes C(16x8, fp32) += A(16x16) . B(8x16)^T together; each
 thread holds a fixed piece of each operand in its registers: 8 A halves, 4 B halves
@@ -54,7 +54,7 @@ def tiled_mma(dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1):
     """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators).
 
     With atoms_n_per_warp = 2 each warp covers 16 columns with two n8 atoms (a permutation
-    of N), so that one ldmatrix.x4 of B feeds both: the tiled GEMMs of notebooks 06 and 08.
+    of N), so that one ldmatrix.x4 of B feeds both: the tiled GEMMs of notebooks 07 and 09.
     """
     op = cute.nvgpu.warp.MmaF16BF16Op(dtype, cutlass.Float32, ATOM)
     warps = cute.make_layout((warps_m, warps_n, 1))

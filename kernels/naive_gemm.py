@@ -1,4 +1,4 @@
-"""Notebook 02's kernel: the naive CuTe GEMM, C = A . B^T with one FMA per thread per step.
+"""Notebook 03's kernel: the naive CuTe GEMM, C = A . B^T with one FMA per thread per step.
 
 Every thread of a 256-thread CTA owns 64 elements of a 128x128 tile of C (an 8x8
 grid of them, in four 4x4 blocks, thanks to the M/N permutation of the TiledMMA).
@@ -10,7 +10,7 @@ threads that share its rows. That is the bottleneck the rest of the course remov
 The partitioning is split into small functions -- `make_tiled_mma`,
 `global_tensors`, `cta_tiles`, `thread_partitions` -- that the kernel calls and
 that course.cute.kernel_traces calls again in a trace on a CPU, so the layouts
-notebook 02 prints are the ones this kernel uses, computed by CuTe itself.
+notebook 03 prints are the ones this kernel uses, computed by CuTe itself.
 
 Operands: A is (M,K), B is (N,K),
 C = A . B^T is (M,N) row-major. A may be M-major (stride (1,M), as in the traced example)
@@ -212,7 +212,7 @@ GEMM = GemmHost(
     # element-wise loads: either major, any size, element-aligned views; 32-bit indexing
     Operands(dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), vector=1,
              int32_offsets=True),
-    default_dtype=torch.float32, default_majors=("m", "n"))  # as notebook 02 traces it
+    default_dtype=torch.float32, default_majors=("m", "n"))  # as notebook 03 traces it
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /

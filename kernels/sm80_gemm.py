@@ -1,6 +1,6 @@
-"""Notebook 06: the SM80-style tiled GEMM, C = A . B^T with tensor cores (mma.sync).
+"""Notebook 07: the SM80-style tiled GEMM, C = A . B^T with tensor cores (mma.sync).
 
-Every idea the notebook adds to the naive kernel of notebook 02, in the order it
+Every idea the notebook adds to the naive kernel of notebook 03, in the order it
 adds them:
 
   1. CTA tiles of C (bM x bN) walked over K in bK-wide k-tiles;
@@ -105,7 +105,7 @@ class Sm80Gemm:
         # shared -> global for C: 16-byte pieces of rows
         copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
 
-        # tensor cores: notebook 05's m16n8k16 atoms on a warps_m x warps_n grid, two n8
+        # tensor cores: notebook 06's m16n8k16 atoms on a warps_m x warps_n grid, two n8
         # atoms per warp so one ldmatrix.x4 of B feeds both
         tiled_mma = tiled_mma_sync(self.dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2)
 
@@ -182,6 +182,23 @@ class Sm80Gemm:
 
         # 5-6. fragments: ldmatrix views of shared memory and mma.sync registers
         f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+        self.mainloop(tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles,
+                      next_k)
+
+        # 7. epilogue: registers -> shared (converted) -> coalesced 16-byte stores
+        cute.arch.cp_async_wait_group(0)
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
+
+    @cute.jit
+    def mainloop(self, tiled_mma: cute.TiledMma, f: Fragments, copy_a: cute.TiledCopy,
+                 tAgA: cute.Tensor, tAsA: cute.Tensor, pA: cute.Tensor, copy_b: cute.TiledCopy,
+                 tBgB: cute.Tensor, tBsB: cute.Tensor, pB: cute.Tensor, k_tiles: cutlass.Int32,
+                 next_k: cutlass.Int32):
+        """The multistage main loop over all k-tiles, accumulating into f.acc. The prologue
+        has committed stages-1 groups of cp.async (k-tiles 0 .. stages-2); next_k is the
+        first k-tile not issued yet. A separate method so that a subclass can replace it."""
+        cfg = self.cfg
         s2r_a, tXsA, tXrA, s2r_b, tXsB, tXrB = f.s2r_a, f.tXsA, f.tXrA, f.s2r_b, f.tXsB, f.tXrB
         tCrA, tCrB, acc = f.tCrA, f.tCrB, f.acc
         k_blocks = cute.size(tCrA, mode=[2])
@@ -214,11 +231,6 @@ class Sm80Gemm:
                     cute.arch.cp_async_commit_group()
                     write = write + 1 if write + 1 < cfg.stages else cutlass.Int32(0)
                 cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
-
-        # 7. epilogue: registers -> shared (converted) -> coalesced 16-byte stores
-        cute.arch.cp_async_wait_group(0)
-        epilogue_through_smem(acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
 
     def row_predicate(self, tXcX: cute.Tensor, rows: cutlass.Int32):
         """(copy rows x k-chunks) booleans: does this thread's copied row exist?

@@ -1,4 +1,4 @@
-"""Notebook 04's measuring kernel: warps read shared memory at given addresses, many times.
+"""Notebook 05's measuring kernel: warps read shared memory at given addresses, many times.
 
 Every warp of every CTA replays the same access pattern: request q, lane l reads
 `vec` 4-byte words at shared-memory offset offsets[q, l] * vec words (-1: the lane
@@ -28,7 +28,7 @@ from .host import (Compiler, KernelInputError, check_tensor, current_stream, fak
 
 NEEDS = "gpu"
 WARP = 32
-SMEM_WORDS = 4096  # 16 KiB of 4-byte words: room for every tile of notebook 04
+SMEM_WORDS = 4096  # 16 KiB of 4-byte words: room for every tile of notebook 05
 VECTORS = (1, 2, 4)  # 4-byte words per lane per load: LDS, LDS.64, LDS.128
 
 

@@ -1,4 +1,4 @@
-"""Notebook 11's kernel: a 1-CTA Blackwell GEMM on tcgen05 with its accumulator in TMEM.
+"""Notebook 12's kernel: a 1-CTA Blackwell GEMM on tcgen05 with its accumulator in TMEM.
 
 C[M,N] = A[M,K] . B[N,K]^T, bf16 or fp16 in, fp32 accumulate, bf16 or fp16 out.
 One CTA computes one 128 x N tile of C (N = 128 or 256):
@@ -18,7 +18,7 @@ Ragged shapes: TMA fills out-of-bounds rows/columns of A and B with zeros and cl
 store of C, so M, N and K need not be multiples of the tile; K and N must be multiples
 of 8 (TMA needs 16-byte row strides), which run() checks.
 
-The pieces notebook 12's kernels reuse live here too, in the order data flows through them:
+The pieces notebook 13's kernels reuse live here too, in the order data flows through them:
 
     operands        torch pointers + sizes -> CuTe tensors (K-major A, B; row-major C)
     tiled MMA       one tcgen05.mma atom: 128xN (cta_group::1) or 256xN (cta_group::2)
@@ -29,7 +29,7 @@ The pieces notebook 12's kernels reuse live here too, in the order data flows th
 
 Warp roles are fixed: warps 0-3 are the epilogue (each may touch only its own 32-lane
 quarter of TMEM), warp 4 the TMA producer, warp 5 the MMA issuer. 6 warps = 192 threads.
-Notebook 12's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm) build on
+Notebook 13's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm) build on
 this one: CTA pairs first, then Cluster Launch Control with two accumulator slots.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Notebook 07: the Tensor Memory Accelerator, one instruction at a time.
+"""Notebook 08: the Tensor Memory Accelerator, one instruction at a time.
 
 Four small kernels, each checked bit for bit against its input:
 

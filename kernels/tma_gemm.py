@@ -1,10 +1,10 @@
-"""Notebook 08: notebook 06's tensor-core GEMM, fed by TMA through an mbarrier ring.
+"""Notebook 09: notebook 07's tensor-core GEMM, fed by TMA through an mbarrier ring.
 
 What changes from kernels/sm80_gemm.py (the math -- ldmatrix + mma.sync m16n8k16 on a
-2 x 4 grid of warps, the swizzled shared memory, the epilogue -- is step 06's, imported):
+2 x 4 grid of warps, the swizzled shared memory, the epilogue -- is step 07's, imported):
 
   * loads: instead of every thread issuing 16-byte cp.async copies, one warp hands each
-    k-tile to TMA (step 07): one bulk tensor copy for the bM x 64 tile of A and one for the
+    k-tile to TMA (step 08): one bulk tensor copy for the bM x 64 tile of A and one for the
     bN x 64 tile of B. They land 128B-swizzled (the tensor map says so) and zero-filled
     past the edges of A and B, so the kernel needs no predicates and no K-residue logic;
   * completion: cp.async groups are gone. Each stage s of the ring has two mbarriers,
@@ -19,7 +19,7 @@ What changes from kernels/sm80_gemm.py (the math -- ldmatrix + mma.sync m16n8k16
     a fresh barrier is in phase 0, so waiting for parity 1 returns at once and the
     first trip around the ring does not wait for releases that never happened.
 
-Warp 0 is the producer *and* a consumer (notebook 10 gives loading its own warps). It
+Warp 0 is the producer *and* a consumer (notebook 11 gives loading its own warps). It
 fills every stage up front and refills stage s with k-tile t + stages once all warps
 have released it. TMA issue and expect_tx are done by the whole converged warp (each
 elects a lane itself), never from one diverged lane.
@@ -27,7 +27,7 @@ elects a lane itself), never from one diverged lane.
 `Config(ring="pipeline")` is the same kernel with the ring written with CuTe DSL's
 `PipelineTmaAsync` (`TmaPipelineGemm`): the same full/empty pairs, the same parities,
 kept in a `PipelineState` (index, phase) instead of computed from the k-tile number.
-Step 09 starts from that version.
+Step 10 starts from that version.
 
 Config.bug injects the classic mistakes for the notebook's exercise (the first three
 are named as in the simulator, course.sim.pipeline_sim.BUGS); each deadlocks:
@@ -64,7 +64,7 @@ from .sm80_gemm import (epilogue_through_smem, grouped_tile, ldmatrix_fragments,
                         row_copy, swizzled_rows, tiled_mma_sync)
 
 NEEDS = "sm_90+"
-DTYPES = HALF_TYPES  # same operands, same rules as notebooks 06 and 09
+DTYPES = HALF_TYPES  # same operands, same rules as notebooks 07 and 10
 BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
 RINGS = ("mbarrier", "pipeline")  # written by hand, or CuTe DSL's PipelineTmaAsync
 REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
@@ -177,7 +177,7 @@ def ring_smem_bytes(tile_m: int, tile_n: int, stages: int, elem_bytes: int) -> i
 
 def staged_smem_layout(dtype, rows: int, stages: int):
     """(rows, 64, stages), K-major with the 128-byte swizzle that TMA writes (and that
-    WGMMA's descriptors read in step 09)."""
+    WGMMA's descriptors read in step 10)."""
     atom = cute.nvgpu.warpgroup.make_smem_layout_atom(
         sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, dtype, TILE_K), dtype)
     return cute.tile_to_shape(atom, (rows, TILE_K, stages), order=(0, 1, 2))
@@ -231,7 +231,7 @@ def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
 
 
 def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
-    """Step 06's math on one k-tile in stage `stage`: ldmatrix one k-block ahead of the
+    """Step 07's math on one k-tile in stage `stage`: ldmatrix one k-block ahead of the
     mma.sync that uses it (`f` from sm80_gemm.ldmatrix_fragments)."""
     k_blocks = cute.size(f.tCrA, mode=[2])
     cute.copy(f.s2r_a, f.tXsA[None, None, 0, stage], f.tXrA[None, None, 0])
@@ -267,7 +267,7 @@ class TmaGemm:
         sC_layout = cute.tile_to_shape(swizzled_rows(64, 8), (cfg.tile_m, cfg.tile_n), (0, 1))
         # TMA: one tensor map per operand, boxes of (tile rows x 64) with the 128B swizzle
         tma_a, tA, tma_b, tB = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
-        # notebook 06's tensor cores: m16n8k16 on a warps_m x warps_n grid
+        # notebook 07's tensor cores: m16n8k16 on a warps_m x warps_n grid
         tiled_mma = tiled_mma_sync(self.dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2)
         copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
 
@@ -320,7 +320,7 @@ class TmaGemm:
             for j in range(cutlass.min(cfg.stages, k_tiles)):
                 self.produce(j, full, empty, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, report)
 
-        # 4. fragments: ldmatrix views of shared memory and mma.sync registers (notebook 06)
+        # 4. fragments: ldmatrix views of shared memory and mma.sync registers (notebook 07)
         gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
         f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
 
@@ -341,7 +341,7 @@ class TmaGemm:
                     self.produce(t + cfg.stages, full, empty, tma_a, tAgA, tAsA, tma_b, tBgB,
                                  tBsB, report)
 
-        # 6. epilogue (notebook 06's): registers -> shared (converted) -> 16-byte stores.
+        # 6. epilogue (notebook 07's): registers -> shared (converted) -> 16-byte stores.
         #    Every load issued has landed: each was waited for before it was read.
         epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
                               (tile_m, tile_n), tidx, self.dtype)

@@ -4,7 +4,7 @@ The smallest complete CuTe DSL program, shown only to make the course's workflow
 concrete: a `@cute.kernel` (what one thread does), a `@cute.jit` host wrapper
 (build tensors from pointers, choose the grid, launch), a compile that happens
 once per configuration, and Python-side validation before every launch.
-It is deliberately naive; notebook 03 is where copies get fast.
+It is deliberately naive; notebook 04 is where copies get fast.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Notebook 09: step 08's TMA + PipelineTmaAsync ring, with WGMMA in place of mma.sync.
+"""Notebook 10: step 09's TMA + PipelineTmaAsync ring, with WGMMA in place of mma.sync.
 
 What changes from kernels/tma_gemm.py with `ring="pipeline"` (loads, ring, tile order and
-epilogue are imported from it and from step 06):
+epilogue are imported from it and from step 07):
 
   * math: wgmma.mma_async, issued by a whole warpgroup (4 warps, 128 threads), reads
     A and B straight from shared memory through matrix descriptors; there is no
@@ -9,9 +9,9 @@ epilogue are imported from it and from step 06):
     bM = 128 uses two warpgroups;
   * asynchrony: the wgmma of k-tile t is left in flight (commit_group, wait_group(1))
     while k-tile t+1 is issued, so a stage is released only once the tensor cores have
-    finished reading it: one k-tile later than step 08 releases it.
+    finished reading it: one k-tile later than step 09 releases it.
 
-Notebook 10 adds warp specialization, persistence, clusters and a TMA-store epilogue.
+Notebook 11 adds warp specialization, persistence, clusters and a TMA-store epilogue.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class WgmmaGemm:
         sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, cfg.stages)
         sC_layout = cute.tile_to_shape(swizzled_rows(64, 8), (cfg.tile_m, cfg.tile_n), (0, 1))
 
-        # TMA (step 08): one descriptor per operand, boxes of (tile rows x 64)
+        # TMA (step 09): one descriptor per operand, boxes of (tile rows x 64)
         tma_a, tA, tma_b, tB = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
 
         # wgmma m64 x tile_n x k16, one atom per warpgroup stacked along M
@@ -113,7 +113,7 @@ class WgmmaGemm:
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
 
-        # step 08's ring: full[s] one arrival (the TMA thread's expect_tx) + tx_bytes of
+        # step 09's ring: full[s] one arrival (the TMA thread's expect_tx) + tx_bytes of
         # data; empty[s] one arrival per consumer warp. And this CTA's tile.
         ring, sA, sB, sC, tile_m, tile_n, tAgA, tAsA, tBgB, tBsB, k_tiles = ring_and_tile(
             cfg, self.dtype, self.tx_bytes, cfg.threads // 32, sA_layout, sB_layout, sC_layout,
@@ -158,7 +158,7 @@ class WgmmaGemm:
                         produce.advance()
         cute.nvgpu.warpgroup.wait_group(0)
 
-        # epilogue (step 06's): registers -> shared (converted) -> global, all threads
+        # epilogue (step 07's): registers -> shared (converted) -> global, all threads
         epilogue_through_smem(acc, thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
                               (tile_m, tile_n), tidx, self.dtype)
 

@@ -32,7 +32,7 @@ if has hopper; then
   done
   bench --kernel hopper --dtype fp16 --config preset=tma_store
 fi
-if has tma; then  # notebook 08's stage sweep and notebook 07's TMA multicast measurement
+if has tma; then  # notebook 09's stage sweep and notebook 08's TMA multicast measurement
   echo "=== stages"; timeout -k 5 600 "$PY" -m course.bench stages --record || echo "=== FAILED: stages"
   echo "=== tma"; timeout -k 5 300 "$PY" -m course.bench tma --record || echo "=== FAILED: tma"
   # the multicast L2 traffic needs Nsight Compute: python -m course.bench.tma_traffic --record

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
 
 # The ladder, in order: a step may import the host modules and earlier steps only.
-STEPS = ["vector_add", "naive_gemm", "copies", "smem_banks", "mma_atom", "sm80_gemm", "tma",
+STEPS = ["vector_add", "naive_gemm", "copies", "smem_banks", "smem_transpose", "mma_atom",
+         "sm80_gemm", "tma",
          "tma_gemm", "wgmma_gemm", "hopper_gemm", "tcgen05_gemm", "cta_pair_gemm",
          "cta_pair_clc_gemm"]
 KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest"}

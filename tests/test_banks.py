@@ -1,4 +1,4 @@
-"""course.models.bank_model: the bank model on hand-worked cases, and notebook 04's cases."""
+"""course.models.bank_model: the bank model on hand-worked cases, and notebook 05's cases."""
 import numpy as np
 import pytest
 

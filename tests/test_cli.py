@@ -38,7 +38,7 @@ def test_course_map_depends_on_the_machine():
     from course.runtime.live import Mode
     wgmma = Lesson(0, "orientation", "t", "t", "sm_90a", (Mode.RECORDED,))  # an existing file
     assert wgmma.here(H100) == "live" and wgmma.here(B200) == "recorded"
-    assert len(on["cpu"]) == 13
+    assert len(on["cpu"]) == 14
 
 
 def test_bench_cli_lists_and_refuses_to_record_without_gpu():

@@ -1,4 +1,4 @@
-"""Notebook 03's copies: each variant compiles to the instructions it is about (checked
+"""Notebook 04's copies: each variant compiles to the instructions it is about (checked
 here without a GPU), validates its inputs, and on a GPU equals its source exactly."""
 import pytest
 import torch

@@ -85,7 +85,7 @@ def test_a_tv_layout_partitions_a_tile_as_the_pure_python_model_says():
     """tv_partitions of a coordinate tensor == Ownership.from_tv_layout (course.models)."""
     import cutlass.cute as cute
 
-    tv = "((4,8),4):((4,16),1)"  # notebook 03's copy, written with nested thread modes
+    tv = "((4,8),4):((4,16),1)"  # notebook 04's copy, written with nested thread modes
 
     def views():
         lay = pl.parse_layout(tv)

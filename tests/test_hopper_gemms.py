@@ -1,4 +1,4 @@
-"""Notebooks 09-10: the WGMMA GEMM and the Hopper speed-of-light GEMM."""
+"""Notebooks 10-11: the WGMMA GEMM and the Hopper speed-of-light GEMM."""
 import pytest
 import torch
 

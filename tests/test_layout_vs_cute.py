@@ -124,7 +124,7 @@ def test_the_seed_examples_in_cute_itself():
 
 def test_local_partition_is_an_outer_partition():
     """The seed's tutorial 02 prints (_2,_2):(_1,_8), 'thread 0 owns 0 1 8 9' for
-    local_partition; CuTe computes the outer partition. Notebook 02 shows both."""
+    local_partition; CuTe computes the outer partition. Notebook 03 shows both."""
     def job():
         import cutlass
         import cutlass.cute as cute

@@ -1,4 +1,4 @@
-"""Notebooks 11 and 12's lessons: TMEM sizes and allocation, the instruction descriptor,
+"""Notebooks 12 and 13's lessons: TMEM sizes and allocation, the instruction descriptor,
 the compile views, the epilogue's TMEM reads, the emulator's checks (right and broken)
 and the pair's maps."""
 import re

@@ -1,4 +1,4 @@
-"""Notebooks 03 and 04's lessons: the copy ceiling, the copies' instructions and
+"""Notebooks 04 and 05's lessons: the copy ceiling, the copies' instructions and
 measurement (recorded, or the model's bound), the TiledCopy's description, the bank
 model's tables, its check against CuTe DSL, and the figures."""
 import types

@@ -1,4 +1,4 @@
-"""The GEMM notebooks' lessons (06, 09, 10): the check sweep (judged here on torch's own
+"""The GEMM notebooks' lessons (07, 10, 11): the check sweep (judged here on torch's own
 matmul on a CPU, right and wrong), benchmarks or their recorded rows, compile reports,
 configurations, the WGMMA accumulator formula, the Hopper presets and the goal."""
 import dataclasses

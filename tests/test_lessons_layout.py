@@ -1,4 +1,4 @@
-"""Notebook 01's lessons: operations checked against the model, a layout with its
+"""Notebook 02's lessons: operations checked against the model, a layout with its
 complement, a matrix painted by tile, and the agreement sample."""
 import numpy as np
 import pytest

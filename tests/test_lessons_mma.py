@@ -1,4 +1,4 @@
-"""Notebook 05's lessons: fragment sizes, C's owners, a TiledMMA's warps, the compiled
+"""Notebook 06's lessons: fragment sizes, C's owners, a TiledMMA's warps, the compiled
 mma.sync, and the stamp and micro-GEMM on a GPU."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Notebook 08's lessons: the ring's parities, the mistakes and the watchdog, and the
+"""Notebook 09's lessons: the ring's parities, the mistakes and the watchdog, and the
 stage sweep's three sources (measured, recorded, predicted)."""
 import matplotlib
 
@@ -51,7 +51,7 @@ def test_watchdog_demo_stops_the_hung_wait(capsys):
 def test_ring_instructions_count_the_barriers(capsys):
     pipeline_lesson.ring_instructions("sm_90a")
     out = capsys.readouterr().out
-    assert "TMA loads: " in out and "cp.async (notebook 06): 0 in the PTX" in out
+    assert "TMA loads: " in out and "cp.async (notebook 07): 0 in the PTX" in out
     assert "'UTMALDG'" in out
 
 

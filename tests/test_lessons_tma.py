@@ -1,4 +1,4 @@
-"""Notebook 07's lessons: tensor maps, the TMA checks over shapes (judged here on a CPU
+"""Notebook 08's lessons: tensor maps, the TMA checks over shapes (judged here on a CPU
 stand-in, and on a Hopper GPU for real) and the multicast cell's fallbacks."""
 import types
 

@@ -1,4 +1,4 @@
-"""Notebook 05: the mma.sync m16n8k16 atom's fragments, from CuTe and from the GPU."""
+"""Notebook 06: the mma.sync m16n8k16 atom's fragments, from CuTe and from the GPU."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""Notebook 02's naive GEMM: the seed's thread trace from the kernel's own partitioning
+"""Notebook 03's naive GEMM: the seed's thread trace from the kernel's own partitioning
 (on a CPU), compile-only checks for every tier, validation, and live checks on a GPU."""
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Notebook 08's pipeline simulator: correctness, the speed-up shape, and every injected
+"""Notebook 09's pipeline simulator: correctness, the speed-up shape, and every injected
 mistake caught with the right explanation (never a hang)."""
 import itertools
 import time

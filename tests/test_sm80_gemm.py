@@ -1,4 +1,4 @@
-"""Notebook 06's tensor-core GEMM: compiled everywhere, checked on a GPU."""
+"""Notebook 07's tensor-core GEMM: compiled everywhere, checked on a GPU."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""Notebook 04's measuring kernel: compiled here (load widths checked), run on a GPU, and
+"""Notebook 05's measuring kernel: compiled here (load widths checked), run on a GPU, and
 counted by Nsight Compute where it can read the GPU's counters."""
 import pytest
 import torch

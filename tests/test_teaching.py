@@ -29,7 +29,7 @@ def test_a_run_report_updates_only_its_rows(tmp_path):
     report = tmp_path / "run-report.json"
     report.write_text(json.dumps({"machine": "m", "date": "2026-01-02T03:04:05+00:00", "notebooks": [
         {"name": "00_orientation.ipynb", "seconds": 12.4, "error": None, "modes": {}},
-        {"name": "01_layouts.ipynb", "seconds": 5, "error": "boom", "modes": {}}]}))
+        {"name": "02_layouts.ipynb", "seconds": 5, "error": "boom", "modes": {}}]}))
     new = teachers_table.updated_readme("intro\n" + text + "\noutro", report)
     assert "| 12 s (2026-01-02) |" in new and "99 s" not in new
     assert new.startswith("intro\n") and new.endswith("\noutro")

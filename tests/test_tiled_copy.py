@@ -1,4 +1,4 @@
-"""Notebook 03's 16x8 TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
+"""Notebook 04's 16x8 TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
 from course.cute.tiled_copy import tiled_copy_16x8
 from course.models import smem_access
 

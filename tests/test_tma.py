@@ -1,4 +1,4 @@
-"""Notebook 07: TMA load / store / multicast kernels and the raw tensor map."""
+"""Notebook 08: TMA load / store / multicast kernels and the raw tensor map."""
 import pytest
 import torch
 

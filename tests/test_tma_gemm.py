@@ -1,4 +1,4 @@
-"""Notebook 08's TMA + mbarrier GEMM: its barrier protocol (modelled on the CPU with the
+"""Notebook 09's TMA + mbarrier GEMM: its barrier protocol (modelled on the CPU with the
 kernel's own parity functions), its compiled code, and -- on a GPU -- its results and
 its injected bugs, which must come back as a clear error in bounded time."""
 import time

@@ -1,4 +1,4 @@
-"""Notebook 07's pictures and explorer: labelled, reactive, with a static rendering."""
+"""Notebook 08's pictures and explorer: labelled, reactive, with a static rendering."""
 import matplotlib
 
 matplotlib.use("Agg")

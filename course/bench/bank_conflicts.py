@@ -1,4 +1,4 @@
-"""Notebook 04's measurement: bank conflicts predicted by the model, then counted by the GPU.
+"""Notebook 05's measurement: bank conflicts predicted by the model, then counted by the GPU.
 
 For every case of `course.models.smem_access.cases()`:
 

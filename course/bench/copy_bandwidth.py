@@ -1,4 +1,4 @@
-"""Notebook 03's benchmark: every copy variant's bandwidth against the device's copy ceiling.
+"""Notebook 04's benchmark: every copy variant's bandwidth against the device's copy ceiling.
 
 Each variant is first checked (exact equality with its source over ragged sizes, the
 output NaN-poisoned first); then all of them and torch's own device-to-device copy

@@ -162,27 +162,27 @@ LADDER: dict[str, tuple[str, str, str]] = {
     "cublas": ("course.bench.gemm_bench:prepare_cublas", "gpu",
                "cuBLAS against itself: the harness's self-check (should read ~100%)"),
     "naive": ("kernels.naive_gemm:prepare", "gpu",
-              "notebook 02: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
+              "notebook 03: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
     "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
-             "notebook 06: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
+             "notebook 07: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
     "tma": ("kernels.tma_gemm:prepare", "sm_90+",
-            "notebook 08: TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync "
+            "notebook 09: TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync "
             "(--config ring=pipeline: the ring as PipelineTmaAsync)"),
     "wgmma": ("kernels.wgmma_gemm:prepare", "sm_90a",
-              "notebook 09: TMA + PipelineTmaAsync ring + WGMMA"),
+              "notebook 10: TMA + PipelineTmaAsync ring + WGMMA"),
     "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
-               "notebook 10: warp-specialized, persistent, clustered, TMA-store epilogue"),
+               "notebook 11: warp-specialized, persistent, clustered, TMA-store epilogue"),
     "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
-                     "notebook 11: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
+                     "notebook 12: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
     "cta_pair_gemm": ("kernels.cta_pair_gemm:prepare", "sm_100a",
-                      "notebook 12: CTA pairs (cta_group::2), 256x128 tiles, one tile per cluster"),
+                      "notebook 13: CTA pairs (cta_group::2), 256x128 tiles, one tile per cluster"),
     "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
-                          "notebook 12: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
+                          "notebook 13: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
                           "CLC"),
 }
 
 # The operand majors a ladder kernel is benchmarked with (default: both K-major).
-# The naive GEMM of notebook 02 is traced with A M-major and B N-major: so it is measured.
+# The naive GEMM of notebook 03 is traced with A M-major and B N-major: so it is measured.
 MAJORS: dict[str, tuple[str, str]] = {
     "naive": ("m", "n"),
 }

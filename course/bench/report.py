@@ -85,6 +85,12 @@ def _tma_traffic(rec: results.Record) -> list[str]:
             for r in rec.data["ratios"]]
 
 
+def _kernel_exercises(rec: results.Record) -> list[str]:
+    return [f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {c['expected']} | "
+            f"{c['verdict']} | {'yes' if c['as_expected'] else '**no**'} | `{rec.command}` |"
+            for c in rec.data["cases"]]
+
+
 def _generic(rec: results.Record) -> list[str]:
     keys = ", ".join(sorted(rec.data))
     return [f"| {rec.gpu} | {rec.date} | {keys} | `{rec.command}` |"]
@@ -109,6 +115,8 @@ FORMATS = {
             "command |", _tma),
     "tma_traffic": ("| GPU | date | cluster | metric | separate loads | multicast | ratio | "
                     "command |", _tma_traffic),
+    "kernel_exercises": ("| GPU | date | exercise | variant | expected | verdict | as expected | "
+                         "command |", _kernel_exercises),
 }
 
 

@@ -1,6 +1,6 @@
 """The stage sweep: one ladder GEMM with 1, 2, 3, ... stages in its ring, against cuBLAS.
 
-Notebook 08 puts the measured curve next to the pipeline simulator's prediction: with
+Notebook 09 puts the measured curve next to the pipeline simulator's prediction: with
 one stage every k-tile's load waits for the previous k-tile's math (nothing overlaps);
 with enough stages the loads hide behind the math and the kernel runs at the speed of
 its tensor-core work. Each point is checked for correctness before it is timed.

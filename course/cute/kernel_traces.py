@@ -23,7 +23,7 @@ from kernels import mma_atom, naive_gemm, tcgen05_gemm, tma
 from kernels.host import cutlass_dtype
 
 
-# ---------------------------------------------------------------- notebook 02: the naive GEMM
+# ---------------------------------------------------------------- notebook 03: the naive GEMM
 
 def thread_trace(m: int = 256, n: int = 128, k: int = 32, thread: int = 0,
                  block: tuple[int, int] = (0, 0), config: naive_gemm.Config = naive_gemm.Config(),
@@ -113,7 +113,7 @@ def cta_ownership(m: int = 256, n: int = 128, config: naive_gemm.Config = naive_
                                f"{config.tile_m}x{config.tile_n} tile", thread_label="CTA")
 
 
-# ---------------------------------------------------------------- notebooks 05 and 09: MMA fragments
+# ---------------------------------------------------------------- notebooks 06 and 10: MMA fragments
 
 def mma_atom_pairs(operand: str = "C", config: mma_atom.Config = mma_atom.Config(),
                    dtype: torch.dtype = torch.bfloat16) -> list:
@@ -136,7 +136,7 @@ def wgmma_accumulator_pairs(tile_n: int = 64, dtype: torch.dtype = torch.bfloat1
     return tiled_mma_pairs(tiled, "C", (64, tile_n), 128, arch="sm_90a")
 
 
-# ---------------------------------------------------------------- notebook 07: TMA
+# ---------------------------------------------------------------- notebook 08: TMA
 
 def cute_tensor_map(rows: int = 8192, cols: int = 8192, dtype: torch.dtype = torch.bfloat16,
                     config: tma.Config = tma.Config()) -> dict[str, str]:
@@ -173,7 +173,7 @@ def cute_swizzle_offsets(swizzle: int = 128, nbytes: int = 1024) -> list[int]:
     return on_cpu(offsets)
 
 
-# ---------------------------------------------------------------- notebooks 11 and 12: tcgen05
+# ---------------------------------------------------------------- notebooks 12 and 13: tcgen05
 
 TMEM_LANE = 1 << 16  # a TMEM address is lane << 16 | column
 

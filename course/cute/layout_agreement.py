@@ -2,7 +2,7 @@
 
 The course's evaluator must agree with CuTe DSL on every operation it implements;
 tests/test_layout_vs_cute.py checks hundreds of these cases on every test run, and
-notebook 01 re-runs a sample live. Generation is seeded, so a failure reproduces.
+notebook 02 re-runs a sample live. Generation is seeded, so a failure reproduces.
 """
 from __future__ import annotations
 

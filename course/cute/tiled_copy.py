@@ -1,6 +1,6 @@
 """Who copies what: the (thread, value) -> (row, col) map of a CuTe TiledCopy, from CuTe DSL.
 
-Notebook 03's TiledCopy moves a 16x8 column-major float tile with one warp: 32 threads
+Notebook 04's TiledCopy moves a 16x8 column-major float tile with one warp: 32 threads
 laid out (4,8) column-major, each moving 4 contiguous floats (one 128-bit access) along
 mode 0. So T00 owns rows 0-3 of column 0, T01 rows 4-7 of column 0, T04 rows 0-3 of
 column 1. Written with the atom's 4 floats implied, its value layout is (1,1); CuTe DSL's
@@ -84,6 +84,6 @@ def tiled_copy_map(thr_shape, thr_stride, val_shape, val_stride, bits_per_copy: 
 
 
 def tiled_copy_16x8() -> TiledCopyMap:
-    """Notebook 03's TiledCopy of a 16x8 column-major fp32 tile: 32 threads (4,8)
+    """Notebook 04's TiledCopy of a 16x8 column-major fp32 tile: 32 threads (4,8)
     column-major, 4 contiguous floats (one 128-bit access) each."""
     return tiled_copy_map((4, 8), (1, 4), (4, 1), (1, 4))

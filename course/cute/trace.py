@@ -76,6 +76,12 @@ def _dry_run_for(arch: str | None):
             env.arch = saved_arch
 
 
+def dry_run(arch: str | None):
+    """Inside this context a @cute.jit call traces (and checks) its code for `arch` but
+    compiles and launches nothing: what a re-tracing call costs on the host."""
+    return _dry_run_for(arch)
+
+
 def _null_pointers(dtypes: tuple) -> list:
     """Global-memory pointers at address 0, padded to the trampoline's three."""
     import cutlass.cute as cute

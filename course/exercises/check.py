@@ -32,6 +32,7 @@ class Exercise:
 
 
 REGISTRY: dict[str, Exercise] = {}
+NOT_SOLVED = "not solved yet: "  # how a kernel exercise's checker says "still the skeleton"
 
 
 def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[Checker], Checker]:
@@ -51,7 +52,10 @@ class Verdict:
 
     def __str__(self) -> str:
         mark = {True: "✅ correct", False: "❌ not yet", None: "✏️  not answered yet"}[self.ok]
-        return f"[{self.id}] {mark}: {self.message}"
+        message = self.message
+        if self.ok is None and message.startswith(NOT_SOLVED):  # a kernel still a skeleton
+            mark, message = "✏️  not solved yet", message[len(NOT_SOLVED):]
+        return f"[{self.id}] {mark}: {message}"
 
     def __repr__(self) -> str:
         return str(self)
@@ -77,17 +81,19 @@ def _lookup(id: str) -> Exercise:
     return REGISTRY[id]
 
 
-def check(id: str, answer: Any = ..., quiet: bool = False) -> Verdict:
-    """Judge `answer` to exercise `id`; prints and returns the Verdict."""
+def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict:
+    """Judge `answer` to exercise `id`; prints and returns the Verdict. Kernel exercises
+    take options (course.exercises.kernel_check: `sanitize=True`, `gpu=False`)."""
     ex = _lookup(id)
     if answer is ...:
         verdict = Verdict(id, None, f"{ex.prompt} Replace `...` with your answer. "
                                     f"Hint: {ex.hint}")
     else:
         try:
-            result = ex.checker(answer)
+            result = ex.checker(answer, **options)
             ok, msg = result if isinstance(result, tuple) else (bool(result), "")
-            verdict = Verdict(id, ok, msg or ("well done." if ok else f"hint: {ex.hint}"))
+            verdict = Verdict(id, ok, msg or ("well done." if ok or ok is None
+                                              else f"hint: {ex.hint}"))
         except Wrong as why:
             verdict = Verdict(id, False, f"{why} (hint: {ex.hint})")
         except Exception as exc:  # the learner's code failed: explain, don't explode

@@ -44,7 +44,7 @@ def _intensity(answer):
           "'compute'.",
           "use course.models.gemm_model.Gemm(4096, 4096, 4096).intensity(128, 128) and compare.",
           "memory: 128x128 tiles with no reuse give ~63 FLOP/B, far below 246. L2 reuse "
-          "between concurrently running CTAs is what rescues it (notebook 10).")
+          "between concurrently running CTAs is what rescues it (notebook 11).")
 def _bound(answer):
     if not isinstance(answer, str) or answer.strip().lower() not in ("memory", "compute"):
         raise Wrong("answer 'memory' or 'compute'")

@@ -1,129 +1,114 @@
-"""Notebook 01's exercises: writing and predicting layouts.
+"""Notebook 01's exercises: a first kernel, written by the learner.
 
-Answers are layouts written as 'shape:stride' strings (a course.models.layout.Layout or a
-(shape, stride) pair also works). The expected answers are computed by CuTe DSL
-(course.cute.algebra), never typed in here.
+`01.saxpy`: the learner writes the `@cute.kernel` of out = alpha * x + y, one element per
+thread; the course supplies the host side (tensors from pointers, grid of 256-thread
+blocks, launch), the way `kernels.vector_add` does for its own kernel.
 """
-from __future__ import annotations
+# no `from __future__ import annotations`: CuTe DSL evaluates the launcher's annotations
 
-from course.cute import algebra
-from course.models import layout as pl
-from course.exercises.check import Wrong, exercise
+from course.exercises.kernel_check import expect, kernel_exercise
 
-
-def read_layout(answer) -> pl.Layout:
-    """A learner's layout answer, or Wrong with what to write instead."""
-    if isinstance(answer, pl.Layout):
-        return answer
-    if isinstance(answer, str):
-        try:
-            return pl.parse_layout(answer)
-        except pl.LayoutError as exc:
-            raise Wrong(f"could not read {answer!r} as a layout ({exc}); write it like "
-                        f"'(2,4):(1,2)'")
-    if isinstance(answer, tuple) and len(answer) == 2:
-        try:
-            return pl.Layout(*answer)
-        except (pl.LayoutError, TypeError) as exc:
-            raise Wrong(f"{answer!r} is not a (shape, stride) pair: {exc}")
-    raise Wrong(f"answer with a layout string like '(2,4):(1,2)', got {type(answer).__name__}")
+THREADS = 256
+SIZES = (1, 255, 257, 4099, 100_003, 1 << 20)
+QUICK_SIZES = (257, 1000)
 
 
-def _same_function(a: pl.Layout, b: pl.Layout) -> bool:
-    return a.size == b.size and (a.offsets() == b.offsets()).all()
+def _launcher():
+    """The host side: 1-D tensors over the three pointers, ceil(n / 256) blocks."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+
+    @cute.jit
+    def launch(x: cute.Pointer, y: cute.Pointer, out: cute.Pointer, alpha: cutlass.Float32,
+               n: cutlass.Int32, stream: cuda.CUstream, kernel: cutlass.Constexpr):
+        layout = cute.make_layout(n)
+        gX, gY, gOut = (cute.make_tensor(p, layout) for p in (x, y, out))
+        kernel(gX, gY, gOut, alpha, n).launch(grid=[(n + THREADS - 1) // THREADS, 1, 1],
+                                              block=[THREADS, 1, 1], stream=stream)
+    return launch
 
 
-@exercise("01.padded",
-          "A 4x8 tile of floats is stored row by row, each row padded to 9 floats so that "
-          "the columns do not fall into the same shared-memory bank. Write its layout "
-          "(rows, cols) as 'shape:stride'.",
-          "mode 0 is the row, mode 1 the column; moving one column is +1, moving one row "
-          "skips a whole padded row.",
-          "(4,8):(9,1): shape (rows, cols) = (4,8); the column stride is 1 and the row "
-          "stride is the padded row length, 9. Its cosize is 3*9 + 7 + 1 = 35.")
-def _padded(answer):
-    lay = read_layout(answer)
-    want = pl.Layout((4, 8), (9, 1))
-    if lay.shape == (8, 4):
-        raise Wrong("the shape is (rows, cols) = (4, 8): 4 rows of 8 floats")
-    if pl.product(lay.shape) != 32:
-        raise Wrong(f"a 4x8 tile has 32 elements; {lay} has {lay.size}")
-    if lay(0, 1) != 1:
-        raise Wrong(f"moving one column should move one float (row-major), but {lay} moves "
-                    f"{lay(0, 1)}")
-    if lay(1, 0) == 8:
-        raise Wrong("that is the unpadded row-major tile (4,8):(8,1); each row takes 9 floats")
-    if lay == want or _same_function(lay, want):
-        return True, f"{lay}: row r starts at 9r, so column c of row r is at 9r + c."
-    return False, f"{lay} puts row 1 at offset {lay(1, 0)}; a padded row is 9 floats long."
+_LAUNCH = []
 
 
-@exercise("01.zipped",
-          "The tile (8,8):(8,1) is ROW-major. What does cute.zipped_divide give for it with "
-          "the tiler (2,4)? Predict the layout, then check.",
-          "divide each mode separately (8:8 by 2, 8:1 by 4), then gather the two tile modes "
-          "first and the two rest modes second.",
-          "((2,4),(4,2)):((8,1),(16,4)): rows 8:8 split into 2:8 within the tile and 4:16 "
-          "across tiles; columns 8:1 into 4:1 and 2:4; zipped: ((2,4),(4,2)) with strides "
-          "((8,1),(16,4)).")
-def _zipped(answer):
-    lay = read_layout(answer)
-    cute = algebra.apply("zipped_divide", "(8,8):(8,1)", "(2,4)").layout
-    logical = algebra.apply("logical_divide", "(8,8):(8,1)", "(2,4)").layout
-    if lay == cute:
-        return True, f"{cute}: mode 0 walks one 2x4 tile, mode 1 picks which of the 4x2 tiles."
-    if lay == logical:
-        raise Wrong(f"{lay} is logical_divide's answer: ((tile,rest) of rows, (tile,rest) of "
-                    f"columns). zipped_divide regroups it as ((tiles), (rests))")
-    if lay == pl.zipped_divide(pl.Layout((8, 8), (1, 8)), (2, 4)):
-        raise Wrong("that is the column-major (8,8):(1,8) case; here a row step is 8, a "
-                    "column step is 1")
-    if lay.shape != cute.shape:
-        raise Wrong(f"the shape should be ((2,4),(4,2)): (tile) then (rest); you wrote "
-                    f"{pl._fmt(lay.shape)}")
-    return False, "the shape is right; check the strides: within a tile a row step is 8"
+def launcher():
+    if not _LAUNCH:
+        _LAUNCH.append(_launcher())
+    return _LAUNCH[0]
 
 
-@exercise("01.complement",
-          "The layout 4:2 touches offsets 0, 2, 4, 6. What is cute.complement(4:2, 16): "
-          "the layout that steps over everything 4:2 leaves out, up to 16?",
-          "first fill the hole between 0 and 2 (size 2, stride 1), then repeat 4:2's whole "
-          "span of 8 to reach 16 (size 2, stride 8).",
-          "(2,2):(1,8): together with 4:2 it covers 0..15 exactly once: "
-          "make_layout(4:2, (2,2):(1,8)) is a bijection onto [0,16).")
-def _complement(answer):
-    lay = read_layout(answer)
-    cute = algebra.apply("complement", "4:2", "16").layout
-    if lay == cute or (lay.size == cute.size and pl.coalesce(lay) == pl.coalesce(cute)):
-        return True, f"{cute}: 4:2 and its complement together hit each of 0..15 once."
-    sums = [a + b for a in range(0, 8, 2) for b in lay.offsets().tolist()]
-    missing = sorted(set(range(16)) - set(sums))
-    twice = len(sums) - len(set(sums))
-    if missing or twice:
-        raise Wrong(f"4:2 together with {lay} misses offsets {missing[:6]}"
-                    f"{'...' if len(missing) > 6 else ''} and reaches {twice} offsets more than "
-                    f"once; the pair must hit each of 0..15 exactly once")
-    return False, f"{lay} covers the gaps but not in CuTe's order (smallest stride first)"
+def _build(fn, arch):
+    import cutlass
+    import torch
+
+    from kernels.host import fake_stream, gmem_pointer
+
+    p = gmem_pointer(None, torch.float32)
+    return (launcher(), p, p, p, cutlass.Float32(1.0), cutlass.Int32(1), fake_stream(), fn)
 
 
-@exercise("01.product",
-          "Block (2,2):(1,2), tiler (3,4). In one of blocked_product and raked_product the "
-          "block's four elements (offsets 0-3) sit in one 2x2 corner; in the other they are "
-          "spread out, 3 rows and 4 columns apart. Which product puts offset 1 at row 3, "
-          "column 0? Answer 'blocked' or 'raked'.",
-          "blocked: each mode is (block, tiler), so the block varies fastest; raked: each mode "
-          "is (tiler, block). Draw both with course.viz.layout_pictures.side_by_side.",
-          "raked: raked_product = ((3,2),(4,2)):((4,1),(12,2)); row 3 = (0,1) in mode 0, "
-          "offset 1. In blocked_product ((2,3),(2,4)):((1,4),(2,12)) offset 1 is at row 1.")
-def _product(answer):
-    if not isinstance(answer, str) or answer.strip().lower() not in ("blocked", "raked"):
-        raise Wrong("answer 'blocked' or 'raked'")
-    res = algebra.apply_many([("blocked_product", "(2,2):(1,2)", "(3,4):(1,3)"),
-                              ("raked_product", "(2,2):(1,2)", "(3,4):(1,3)")])
-    truth = "raked" if res[1].layout(3, 0) == 1 else "blocked"
-    where = {name: [tuple(map(int, x)) for x in zip(*((r.layout.grid() == 1).nonzero()))][0]
-             for name, r in zip(("blocked", "raked"), res)}
-    if answer.strip().lower() == truth:
-        return True, f"{truth}: offset 1 is at {where[truth]} there, and at " \
-                     f"{where['blocked' if truth == 'raked' else 'raked']} in the other."
-    return False, f"in {answer.strip().lower()}_product offset 1 is at {where[answer.strip().lower()]}"
+def computes_alpha_x_plus_y(c):
+    fused = c.count(r"fma\.rn\.f32")
+    separate = c.count(r"mul(\.rn)?\.f32") and c.count(r"add(\.rn)?\.f32")
+    return expect("PTX computes alpha * x + y", bool(fused or separate),
+                  f"{fused} fma.rn.f32" if fused else "mul.f32 + add.f32" if separate
+                  else "no float multiply-add in the PTX",
+                  "out[i] must be alpha * gX[i] + gY[i]")
+
+
+def reads_block_index(c):
+    uses = c.count(r"%ctaid\.x")
+    return expect("each block takes its own elements", uses > 0,
+                  "reads %ctaid.x (block_idx)" if uses else "never reads block_idx",
+                  "every block computes the same first 256 elements: the global index is "
+                  "block_idx * block_dim + thread_idx")
+
+
+def guards_the_tail(c):
+    compares = c.count(r"setp\.")
+    return expect("the last block stays inside n", compares > 0,
+                  f"{compares} comparison(s) before the store" if compares
+                  else "no comparison: every thread stores",
+                  "missing predicate at the edge: n is rarely a multiple of 256, so the last "
+                  "block's extra threads must not store (guard with `if i < n:`)")
+
+
+def gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import cutlass
+    import torch
+
+    from course.exercises.gpu_run import guarded_output, judge_output
+    from kernels.host import arch_for, compile_for, current_stream, gmem_pointer
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    p = gmem_pointer(None, torch.float32)
+    compiled = compile_for(arch, launcher(), p, p, p, cutlass.Float32(1.0), cutlass.Int32(1),
+                           current_stream(), fn)
+    launching()
+    findings = []
+    for n in QUICK_SIZES if quick else SIZES:
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        alpha = float(torch.randn(()))
+        out, buffer = guarded_output((n,), torch.float32)
+        compiled(*(gmem_pointer(t, torch.float32) for t in (x, y, out)), cutlass.Float32(alpha),
+                 cutlass.Int32(n), current_stream())
+        torch.cuda.synchronize()
+        findings.append(judge_output(f"n = {n:,} against torch", out, alpha * x.double() + y.double(),
+                                     buffer, wrong_hint="every block computes the same first 256 "
+                                     "elements? the global index is block_idx * block_dim + "
+                                     "thread_idx",
+                                     edge_hint="missing predicate at the edge: guard the store "
+                                     "with `if i < n:`"))
+    return findings
+
+
+kernel_exercise(
+    id="01.saxpy",
+    prompt="Write saxpy_kernel: out[i] = alpha * x[i] + y[i], one element per thread, with "
+           "256-thread blocks and as many blocks as n needs.",
+    hint="the global index is block_idx * block_dim + thread_idx; the last block runs past n.",
+    arch="sm_90a", needs="gpu", build=_build,
+    cpu_checks=(computes_alpha_x_plus_y, reads_block_index, guards_the_tail),
+    gpu_checks=gpu_checks,
+    solution="course/exercises/solutions/nb01_solutions.py: saxpy_kernel")

@@ -1,112 +1,279 @@
-"""Notebook 02's exercises: who owns what, and which thread layouts coalesce.
+"""Notebook 02's exercises: writing and predicting layouts.
 
-Expected answers come from the naive GEMM's own partitioning and from CuTe DSL's
-TiledCopy, computed on a CPU when the answer is checked.
+Answers are layouts written as 'shape:stride' strings (a course.models.layout.Layout or a
+(shape, stride) pair also works). The expected answers are computed by CuTe DSL
+(course.cute.algebra), never typed in here.
+
+`02.padded_tiles` is a kernel exercise: the learner writes a function that builds a layout
+with CuTe's own calls; it is traced on the CPU (course.cute.trace.on_cpu) and compared with
+the reference, and a tiny kernel that writes layout(i) for every i is compiled with it.
 """
-from __future__ import annotations
+# no `from __future__ import annotations`: CuTe DSL evaluates the kernel's annotations
 
-import functools
-
+from course.cute import algebra
 from course.models import layout as pl
 from course.exercises.check import Wrong, exercise
-from course.exercises.nb01 import read_layout
+from course.exercises.kernel_check import expect, kernel_exercise
 
 
-@functools.cache
-def _c_ownership():
-    from course.cute import kernel_traces
-
-    return kernel_traces.c_ownership()
-
-
-def _pair(answer) -> tuple[int, int]:
-    try:
-        t, v = answer
-        return int(t), int(v)
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair: (thread, value index)")
-
-
-@exercise("02.owner",
-          "In the naive GEMM (its default configuration), which thread of block (0,0) holds "
-          "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
-          "(thread, value).",
-          "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
-          "16 * (atom row) + (atom column); value = i + 4*gm + 8*j + 32*gn for row "
-          "i + 4*(atom row) + 64*gm and column j + 4*(atom column) + 64*gn.",
-          "(0, 29): row 65 = 1 + 4*0 + 64*1 (i=1, atom row 0, gm=1); column 3 = "
-          "3 + 4*0 + 64*0 (j=3, atom column 0, gn=0); thread 16*0 + 0 = 0, value "
-          "1 + 4*1 + 8*3 + 0 = 29. Likewise C[70, 100] is (25, 38).")
-def _owner(answer):
-    t, v = _pair(answer)
-    own = _c_ownership()
-    (want_t, want_v), = own.owners(65, 3)
-    if (t, v) == (want_t, want_v):
-        return True, f"T{t}, accumulator {v}. {own.describe_thread(t, limit=4)}"
-    if t == want_t:
-        held = f"C[{own.cells_of(t)[v][0]}, {own.cells_of(t)[v][1]}]" if 0 <= v < 64 else "nothing"
-        return False, f"right thread; its accumulators are numbered like tCrC " \
-                      f"(1,(4,2),(4,2)):(0,(1,4),(8,32)): value {v} holds {held}"
-    if 0 <= t < 256:
-        cells = own.cells_of(t)
-        rows = sorted({r for r, _, _ in cells})
-        cols = sorted({c for _, c, _ in cells})
-        return False, f"T{t} holds rows {rows} and columns {cols} -- not C[65, 3]"
-    raise Wrong("a CTA has 256 threads: 0..255")
+def read_layout(answer) -> pl.Layout:
+    """A learner's layout answer, or Wrong with what to write instead."""
+    if isinstance(answer, pl.Layout):
+        return answer
+    if isinstance(answer, str):
+        try:
+            return pl.parse_layout(answer)
+        except pl.LayoutError as exc:
+            raise Wrong(f"could not read {answer!r} as a layout ({exc}); write it like "
+                        f"'(2,4):(1,2)'")
+    if isinstance(answer, tuple) and len(answer) == 2:
+        try:
+            return pl.Layout(*answer)
+        except (pl.LayoutError, TypeError) as exc:
+            raise Wrong(f"{answer!r} is not a (shape, stride) pair: {exc}")
+    raise Wrong(f"answer with a layout string like '(2,4):(1,2)', got {type(answer).__name__}")
 
 
-@exercise("02.tCgC",
-          "Change the permutation to (16,2):(2,1) (naive_gemm.Config(group=2)). Predict "
-          "tCgC for thread 0 of the traced problem (M=256, N=128, K=32) as CuTe prints it, "
-          "then check it with kernel_traces.thread_trace(config=...).",
-          "each thread now owns runs of 2 rows and 2 columns, repeated every 32: 4 groups "
-          "of 2 per mode; C is row-major with 128 columns.",
-          "(1,(2,4),(2,4)):(0,(128,4096),(1,32)): rows i + 32*g (stride 128 per row, 32*128 "
-          "per group), columns j + 32*g.")
-def _tcgc(answer):
-    from course.cute import kernel_traces
-    from kernels import naive_gemm
+def _same_function(a: pl.Layout, b: pl.Layout) -> bool:
+    return a.size == b.size and (a.offsets() == b.offsets()).all()
 
+
+@exercise("02.padded",
+          "A 4x8 tile of floats is stored row by row, each row padded to 9 floats so that "
+          "the columns do not fall into the same shared-memory bank. Write its layout "
+          "(rows, cols) as 'shape:stride'.",
+          "mode 0 is the row, mode 1 the column; moving one column is +1, moving one row "
+          "skips a whole padded row.",
+          "(4,8):(9,1): shape (rows, cols) = (4,8); the column stride is 1 and the row "
+          "stride is the padded row length, 9. Its cosize is 3*9 + 7 + 1 = 35.")
+def _padded(answer):
     lay = read_layout(answer)
-    want = pl.parse_layout(kernel_traces.thread_trace(config=naive_gemm.Config(group=2))["tCgC"])
-    if lay == want:
-        return True, f"{want}: 64 values in 16 blocks of 2x2."
-    if lay.shape != want.shape:
-        raise Wrong(f"the shape is (V, M-part, N-part) = {pl._fmt(want.shape)}: runs of 2, "
-                    f"4 of them, per mode")
-    return False, "the shape is right; a row of C is 128 elements, a group is 32 rows/columns"
+    want = pl.Layout((4, 8), (9, 1))
+    if lay.shape == (8, 4):
+        raise Wrong("the shape is (rows, cols) = (4, 8): 4 rows of 8 floats")
+    if pl.product(lay.shape) != 32:
+        raise Wrong(f"a 4x8 tile has 32 elements; {lay} has {lay.size}")
+    if lay(0, 1) != 1:
+        raise Wrong(f"moving one column should move one float (row-major), but {lay} moves "
+                    f"{lay(0, 1)}")
+    if lay(1, 0) == 8:
+        raise Wrong("that is the unpadded row-major tile (4,8):(8,1); each row takes 9 floats")
+    if lay == want or _same_function(lay, want):
+        return True, f"{lay}: row r starts at 9r, so column c of row r is at 9r + c."
+    return False, f"{lay} puts row 1 at offset {lay(1, 0)}; a padded row is 9 floats long."
 
 
-def copy_sectors(thread_layout, tile=(32, 32), row_major: bool = True) -> tuple[int, list]:
-    """32-byte sectors a warp touches when each of 32 threads loads its first float of
-    a fp32 tile through CuTe's make_tiled_copy_tv(thread_layout, (1,1)); and where
-    threads 0..31 read. Computed by CuTe DSL (course.cute.tiled_copy)."""
-    from course.cute.tiled_copy import tiled_copy_map
+@exercise("02.zipped",
+          "The tile (8,8):(8,1) is ROW-major. What does cute.zipped_divide give for it with "
+          "the tiler (2,4)? Predict the layout, then check.",
+          "divide each mode separately (8:8 by 2, 8:1 by 4), then gather the two tile modes "
+          "first and the two rest modes second.",
+          "((2,4),(4,2)):((8,1),(16,4)): rows 8:8 split into 2:8 within the tile and 4:16 "
+          "across tiles; columns 8:1 into 4:1 and 2:4; zipped: ((2,4),(4,2)) with strides "
+          "((8,1),(16,4)).")
+def _zipped(answer):
+    lay = read_layout(answer)
+    cute = algebra.apply("zipped_divide", "(8,8):(8,1)", "(2,4)").layout
+    logical = algebra.apply("logical_divide", "(8,8):(8,1)", "(2,4)").layout
+    if lay == cute:
+        return True, f"{cute}: mode 0 walks one 2x4 tile, mode 1 picks which of the 4x2 tiles."
+    if lay == logical:
+        raise Wrong(f"{lay} is logical_divide's answer: ((tile,rest) of rows, (tile,rest) of "
+                    f"columns). zipped_divide regroups it as ((tiles), (rests))")
+    if lay == pl.zipped_divide(pl.Layout((8, 8), (1, 8)), (2, 4)):
+        raise Wrong("that is the column-major (8,8):(1,8) case; here a row step is 8, a "
+                    "column step is 1")
+    if lay.shape != cute.shape:
+        raise Wrong(f"the shape should be ((2,4),(4,2)): (tile) then (rest); you wrote "
+                    f"{pl._fmt(lay.shape)}")
+    return False, "the shape is right; check the strides: within a tile a row step is 8"
 
-    thr = read_layout(thread_layout) if not isinstance(thread_layout, pl.Layout) else thread_layout
-    copy = tiled_copy_map(thr.shape, thr.stride, (1, 1), (1, 1), bits_per_copy=32)
-    cells = [rc for (t, v), rc in copy.pairs if v == 0 and t < 32]
-    addr = [(r * tile[1] + c) if row_major else (r + c * tile[0]) for r, c in cells]
-    return len({a * 4 // 32 for a in addr}), cells
+
+@exercise("02.complement",
+          "The layout 4:2 touches offsets 0, 2, 4, 6. What is cute.complement(4:2, 16): "
+          "the layout that steps over everything 4:2 leaves out, up to 16?",
+          "first fill the hole between 0 and 2 (size 2, stride 1), then repeat 4:2's whole "
+          "span of 8 to reach 16 (size 2, stride 8).",
+          "(2,2):(1,8): together with 4:2 it covers 0..15 exactly once: "
+          "make_layout(4:2, (2,2):(1,8)) is a bijection onto [0,16).")
+def _complement(answer):
+    lay = read_layout(answer)
+    cute = algebra.apply("complement", "4:2", "16").layout
+    if lay == cute or (lay.size == cute.size and pl.coalesce(lay) == pl.coalesce(cute)):
+        return True, f"{cute}: 4:2 and its complement together hit each of 0..15 once."
+    sums = [a + b for a in range(0, 8, 2) for b in lay.offsets().tolist()]
+    missing = sorted(set(range(16)) - set(sums))
+    twice = len(sums) - len(set(sums))
+    if missing or twice:
+        raise Wrong(f"4:2 together with {lay} misses offsets {missing[:6]}"
+                    f"{'...' if len(missing) > 6 else ''} and reaches {twice} offsets more than "
+                    f"once; the pair must hit each of 0..15 exactly once")
+    return False, f"{lay} covers the gaps but not in CuTe's order (smallest stride first)"
 
 
-@exercise("02.coalesced",
-          "A 32x32 fp32 tile is stored ROW-major, (32,32):(32,1). A TiledCopy with one float per "
-          "thread per step (val layout (1,1)) and 32 threads: pick the thread layout "
-          "(shape:stride, 32 threads, (rows, cols) of threads) so that one warp-wide load "
-          "touches as few 32-byte sectors as possible (coalesced: 4 sectors = 128 bytes).",
-          "consecutive thread ids must walk along the contiguous mode, which for row-major "
-          "data is mode 1 (the columns).",
-          "(1,32) -- or (4,8):(8,1): thread t reads row t // 8, column t % 8, whole 32-byte "
-          "sectors. The column-major default (32,1) touches 32 sectors, 8x the traffic.")
-def _coalesced(answer):
-    thr = read_layout(answer)
-    if thr.size != 32:
-        raise Wrong(f"{thr} has {thr.size} threads; a warp is 32")
-    if sorted(thr.offsets().tolist()) != list(range(32)):
-        raise Wrong(f"{thr} does not number the threads 0..31 once each")
-    sectors, cells = copy_sectors(thr)
-    if sectors == 4:
-        return True, f"{thr}: threads 0..31 read {cells[:4]}... = 4 sectors, 128 bytes."
-    return False, f"{thr}: the warp touches {sectors} sectors (4 is ideal); threads 0-3 read " \
-                  f"{cells[:4]} -- make consecutive threads read consecutive columns"
+@exercise("02.product",
+          "Block (2,2):(1,2), tiler (3,4). In one of blocked_product and raked_product the "
+          "block's four elements (offsets 0-3) sit in one 2x2 corner; in the other they are "
+          "spread out, 3 rows and 4 columns apart. Which product puts offset 1 at row 3, "
+          "column 0? Answer 'blocked' or 'raked'.",
+          "blocked: each mode is (block, tiler), so the block varies fastest; raked: each mode "
+          "is (tiler, block). Draw both with course.viz.layout_pictures.side_by_side.",
+          "raked: raked_product = ((3,2),(4,2)):((4,1),(12,2)); row 3 = (0,1) in mode 0, "
+          "offset 1. In blocked_product ((2,3),(2,4)):((1,4),(2,12)) offset 1 is at row 1.")
+def _product(answer):
+    if not isinstance(answer, str) or answer.strip().lower() not in ("blocked", "raked"):
+        raise Wrong("answer 'blocked' or 'raked'")
+    res = algebra.apply_many([("blocked_product", "(2,2):(1,2)", "(3,4):(1,3)"),
+                              ("raked_product", "(2,2):(1,2)", "(3,4):(1,3)")])
+    truth = "raked" if res[1].layout(3, 0) == 1 else "blocked"
+    where = {name: [tuple(map(int, x)) for x in zip(*((r.layout.grid() == 1).nonzero()))][0]
+             for name, r in zip(("blocked", "raked"), res)}
+    if answer.strip().lower() == truth:
+        return True, f"{truth}: offset 1 is at {where[truth]} there, and at " \
+                     f"{where['blocked' if truth == 'raked' else 'raked']} in the other."
+    return False, f"in {answer.strip().lower()}_product offset 1 is at {where[answer.strip().lower()]}"
+
+
+# ---------------------------------------------------------------- kernel exercise 02.padded_tiles
+
+PADDED_TILE = pl.Layout((4, 8), (9, 1))  # 02.padded's answer
+TILER = (2, 4)
+OFFSET_THREADS = 64  # one block; a layout of more than 32 elements writes past the output
+
+
+def padded_tiles_reference() -> pl.Layout:
+    """What the learner's layout must be: 02.padded's tile, zipped_divide'd by (2, 4)."""
+    return pl.zipped_divide(PADDED_TILE, TILER)
+
+
+def _offsets_launcher():
+    """A kernel whose thread i writes layout(i): the learner's layout used on the device."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+
+    @cute.kernel
+    def write_offsets(out: cute.Tensor, make: cutlass.Constexpr):
+        layout = make()
+        i, _, _ = cute.arch.thread_idx()
+        if i < cute.size(layout):
+            out[i] = cutlass.Float32(layout(i))
+
+    @cute.jit
+    def launch(out_ptr: cute.Pointer, stream: cuda.CUstream, make: cutlass.Constexpr):
+        out = cute.make_tensor(out_ptr, cute.make_layout(OFFSET_THREADS))
+        write_offsets(out, make).launch(grid=[1, 1, 1], block=[OFFSET_THREADS, 1, 1],
+                                        stream=stream)
+    return launch
+
+
+_OFFSETS = []
+
+
+def offsets_launcher():
+    if not _OFFSETS:
+        _OFFSETS.append(_offsets_launcher())
+    return _OFFSETS[0]
+
+
+def _build_offsets(fn, arch):
+    import torch
+
+    from kernels.host import fake_stream, gmem_pointer
+
+    return offsets_launcher(), gmem_pointer(None, torch.float32), fake_stream(), fn
+
+
+def traced_layout(fn) -> pl.Layout:
+    """The learner's layout, as CuTe DSL computes it in a trace on the CPU."""
+    from course.cute.trace import on_cpu
+
+    lay = on_cpu(fn)
+    if not isinstance(lay, pl.Layout):
+        raise Wrong(f"the function returned {lay!r}; return the layout CuTe built "
+                    f"(cute.make_layout, then cute.zipped_divide)")
+    return lay
+
+
+def _shape_mistakes() -> dict:
+    """Shape of a known wrong answer -> the hint that names the mistake."""
+    return {
+        pl.logical_divide(PADDED_TILE, TILER).shape:
+            "logical_divide keeps (tile, rest) inside each mode; zipped_divide gathers the "
+            "tile modes first and the rest modes second: ((2,4),(2,2))",
+        pl.zipped_divide(PADDED_TILE, TILER[::-1]).shape:
+            "tiler transposed: (2,4) means 2 rows by 4 columns, applied mode by mode "
+            "(rows first)",
+        pl.zipped_divide(pl.Layout((8, 4), (1, 9)), TILER).shape:
+            "the tile is 4 rows (mode 0) by 8 columns (mode 1): shape (4,8)",
+    }
+
+
+def _offset_mistakes() -> list:
+    """(wrong layout, hint) pairs: same shape as the reference, other offsets."""
+    return [
+        (pl.zipped_divide(pl.Layout((4, 8), (1, 9)), TILER),
+         "swapped strides: that is column-major; stored row by row, one column is +1 "
+         "and one row is +9: stride (9,1)"),
+        (pl.zipped_divide(pl.Layout((4, 8), (1, 4)), TILER),
+         "swapped strides: that is the column-major (4,8):(1,4); stored row by row with "
+         "padding the stride is (9,1)"),
+        (pl.zipped_divide(pl.Layout((4, 8), (8, 1)), TILER),
+         "no padding: each row takes 9 floats, so one row is +9, not +8"),
+    ]
+
+
+def tile_shape_matches(c):
+    lay, want = traced_layout(c.fn), padded_tiles_reference()
+    hint = _shape_mistakes().get(lay.shape, f"the shape should be ((2,4),(2,2)): a 2x4 tile, "
+                                            f"then 2x2 of them; you built {pl._fmt(lay.shape)}")
+    return expect("shape ((tile), (which tile))", lay.shape == want.shape,
+                  f"{lay}" if lay.shape == want.shape else f"{lay}, expected shape "
+                  f"{pl._fmt(want.shape)}", hint)
+
+
+def every_offset_matches(c):
+    lay, want = traced_layout(c.fn), padded_tiles_reference()
+    if lay.size == want.size and (lay.offsets() == want.offsets()).all():
+        return expect("every coordinate's offset", True, f"{want.size} offsets equal {want}'s")
+    hint = next((h for wrong, h in _offset_mistakes() if _same_function(lay, wrong)),
+                "a row step is 9 (the padded row), a column step is 1")
+    index = next(i for i in range(min(lay.size, want.size))
+                 if lay.offsets()[i] != want.offsets()[i]) if lay.size == want.size else 0
+    crd = pl.idx2crd(index, want.shape)
+    return expect("every coordinate's offset", False,
+                  f"{lay} puts coordinate {pl._fmt(crd)} at {lay.offsets()[index]}, the "
+                  f"reference at {want.offsets()[index]}", hint)
+
+
+def gpu_offsets(fn, quick: bool = False, launching=lambda: None):
+    """Run the tiny kernel and compare what it wrote with the reference's offsets."""
+    import torch
+
+    from course.exercises.gpu_run import guarded_output, judge_output
+    from kernels.host import arch_for, compile_for, current_stream, gmem_pointer
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    compiled = compile_for(arch, offsets_launcher(), gmem_pointer(None, torch.float32),
+                           current_stream(), fn)
+    launching()
+    want = torch.tensor(padded_tiles_reference().offsets(), dtype=torch.float64, device="cuda")
+    out, buffer = guarded_output((want.numel(),), torch.float32)
+    compiled(gmem_pointer(buffer, torch.float32), current_stream())
+    torch.cuda.synchronize()
+    return [judge_output("layout(i) written by a kernel, for every i", out, want, buffer,
+                         wrong_hint="a row step is 9 (the padded row), a column step is 1",
+                         edge_hint="the layout has more than 32 elements: 4x8 in all")]
+
+
+kernel_exercise(
+    id="02.padded_tiles",
+    prompt="Write padded_tiles(): build the 4x8 float tile of exercise 1 (row by row, rows "
+           "padded to 9 floats) with cute.make_layout, cut it into 2x4 tiles with "
+           "cute.zipped_divide, and return the result.",
+    hint="mode 0 is the row: one step skips a padded row; mode 1 is the column: one step is "
+         "one float. zipped_divide applies the tiler (2, 4) mode by mode: rows, then columns.",
+    arch="sm_90a", needs="gpu", build=_build_offsets,
+    cpu_checks=(tile_shape_matches, every_offset_matches),
+    gpu_checks=gpu_offsets,
+    solution="course/exercises/solutions/nb02_solutions.py: padded_tiles")

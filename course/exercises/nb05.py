@@ -1,30 +1,209 @@
-"""Notebook 05's exercises: mma.sync fragments."""
+"""Notebook 05's exercises: banks, swizzles and the TMA modes."""
 from __future__ import annotations
 
 from course.exercises.check import Wrong, exercise, number
+from course.models.smem_access import SmemTile, columns, ldmatrix_x4_down_m, rows
+from course.models.layout import Layout, Swizzle
+from course.models.swizzle import TMA_SWIZZLES
 
 
-@exercise("05.owner", "Which lane (0-31) holds C[13][6] of the mma.sync m16n8k16 accumulator?",
-          "row r belongs to lanes 4*(r % 8) .. 4*(r % 8) + 3; column c to lane % 4 == c // 2.",
-          "row 13 -> 13 % 8 = 5 -> lanes 20-23; column 6 -> lane % 4 = 3: lane 23.")
-def _owner(answer):
-    from course.cute.kernel_traces import mma_atom_pairs
-
-    truth = next(t for (t, v), rc in mma_atom_pairs("C") if rc == (13, 6))
-    return number(answer, truth)
-
-
-@exercise("05.a_values", "How many A values does each thread hold for one m16n8k16 instruction?",
-          "16 x 16 values over 32 threads.", "256 / 32 = 8.")
-def _a(answer):
-    return number(answer, 16 * 16 // 32)
+@exercise("05.bank", "In the 8x8 float tile (8,8):(1,8) composed with Swizzle<3,2,3>, which bank "
+          "holds element (1, 5)?",
+          "offset = 1 + 8*5 = 41 = 0b101001; XOR bits 5-7 (shifted down by 3) into bits 2-4; "
+          "the bank is the swizzled offset mod 32.",
+          "13: 41 ^ ((41 & 0b11100000) >> 3) = 41 ^ 4 = 45, and 45 % 32 = 13.")
+def _bank(answer):
+    tile = SmemTile("fp32", Layout.col_major(8, 8), Swizzle(3, 2, 3))
+    return number(answer, int(tile.bank_map()[1, 5]))
 
 
-@exercise("05.tile", "A TiledMMA of 2 x 4 warps (M x N) of m16n8k16 atoms covers a C tile of "
-          "what shape (rows, cols)?", "each warp covers 16 x 8.", "(32, 32).")
-def _tile(answer):
+@exercise("05.transpose", "A warp reads one row of a 32x32 float tile stored column-major, "
+          "(32,32):(1,32). How many wavefronts does that request take?",
+          "all 32 elements of a row are 32 floats (128 bytes) apart: which banks are they in?",
+          "32: every element of row r is in bank r, each a different word, so the bank serves "
+          "them one per wavefront (a 32-way conflict).")
+def _transpose(answer):
+    tile = SmemTile("fp32", Layout.col_major(32, 32))
+    return number(answer, rows((32, 32)).predict(tile).analyses[0].wavefronts)
+
+
+@exercise("05.padding", "Which leading dimension (column stride) makes row reads of a column-major "
+          "32x32 float tile conflict-free with the smallest padding?",
+          "try 33: where do the 32 elements of a row land now?",
+          "33: element (r, c) is at r + 33c, bank (r + c) % 32: a row's 32 elements hit 32 "
+          "different banks. Padding costs 32 floats of shared memory; a Swizzle<5,0,5> costs none.")
+def _padding(answer):
     try:
-        rows, cols = answer
+        ld = int(answer)
     except (TypeError, ValueError):
-        raise Wrong("answer with a pair (rows, cols)")
-    return (rows, cols) == (32, 32), ""
+        raise Wrong("answer with a number (the stride of mode 1)")
+    if ld < 32:
+        raise Wrong("the columns would overlap: the stride must be at least 32")
+    tile = SmemTile("fp32", Layout.col_major(32, 32, ld=ld))
+    conflicts = rows((32, 32)).predict(tile).conflicts
+    if conflicts:
+        return False, f"with stride {ld} the row reads still have {conflicts} conflicts."
+    if ld != 33:
+        return False, f"{ld} works, but a smaller padding does too."
+    return True, "33: one extra float per column spreads every row over all 32 banks."
+
+
+@exercise("05.tma_mode", "A K-major bf16 tile has 64-byte rows (32 elements per row, 32 rows). "
+          "ldmatrix reads the first 16 bytes of each row, 8 rows per phase. What is the smallest "
+          "TMA swizzle mode ('none', '32B', '64B' or '128B') that makes it conflict-free?",
+          "rows are 64 bytes, so rows r and r+2 start in the same bank; which mode XORs enough "
+          "row bits into the 16-byte chunk index? Try them in the BankConflictExplorer.",
+          "'64B' (Swizzle<2,4,3> on byte addresses): it XORs (row // 2) % 4 into the chunk "
+          "index, spreading 8 rows over 8 different groups of 4 banks; 32B leaves a 2-way conflict.")
+def _tma_mode(answer):
+    if not isinstance(answer, str) or answer.strip() not in TMA_SWIZZLES:
+        raise Wrong("answer with one of 'none', '32B', '64B', '128B'")
+    smallest = next(mode for mode in TMA_SWIZZLES if _free(mode))
+    if answer.strip() == smallest:
+        return True, f"{smallest} is the smallest conflict-free mode for 64-byte rows."
+    if _free(answer.strip()):
+        return False, "that one works, but a smaller mode does too."
+    return False, f"with {answer.strip()} the reads still conflict."
+
+
+def _free(mode: str) -> bool:
+    tile = SmemTile("bf16", Layout.row_major(32, 32), TMA_SWIZZLES[mode], "bytes")
+    return ldmatrix_x4_down_m().predict(tile).conflicts == 0
+
+
+# ---------------------------------------------------------------- 05.transpose_swizzle (a kernel)
+# The learner writes the shared-memory layout of kernels.smem_transpose's 32x32 float tile:
+# a warp writes one tile row (lane l -> (r, l)) and later reads one tile column (lane l ->
+# (l, c)). The bank model must predict no extra wavefront either way, every element must
+# keep its own word, and on a GPU the transpose must equal torch's on ragged shapes.
+
+TRANSPOSE_SHAPES = ((32, 32), (100, 67), (1024, 520), (1, 33))
+TRANSPOSE_QUICK = ((32, 32), (100, 67))
+TIMED_SIDE = 4096
+
+
+def _transpose_build(fn, arch):
+    import cutlass
+    import torch
+
+    from kernels import smem_transpose
+    from kernels.host import fake_stream, gmem_pointer
+
+    p = gmem_pointer(None, torch.float32, align_bytes=4)
+    one = cutlass.Int32(1)
+    return (smem_transpose.transpose, p, p, one, one, fake_stream(), fn)
+
+
+def traced_tile(fn) -> SmemTile:
+    """The learner's layout as CuTe DSL builds it, as the bank model's fp32 tile."""
+    from course.cute.trace import on_cpu
+    from course.models.layout import ComposedLayout
+
+    built = on_cpu(fn)
+    if isinstance(built, ComposedLayout):
+        if built.offset:
+            raise Wrong(f"{built}: compose with offset 0, the tile starts the buffer")
+        return SmemTile("fp32", built.layout, built.swizzle)
+    if not isinstance(built, Layout):
+        raise Wrong(f"return a CuTe layout of the tile (got {built!r})")
+    return SmemTile("fp32", built)
+
+
+def each_element_its_own_word(c):
+    from course.exercises.kernel_check import expect
+
+    tile = traced_tile(c.fn)
+    words = len(set(tile.byte_offsets().ravel().tolist()))
+    ok = tile.shape == (32, 32) and words == 32 * 32
+    return expect("a 32x32 tile, every element in its own word", ok,
+                  f"{tile}: shape {tile.shape}, {words} distinct words for {32 * 32} elements",
+                  "the layout must map the 32x32 tile one-to-one: here elements overlap "
+                  "(a row stride below 32?), so the transpose reads values another element "
+                  "overwrote")
+
+
+def conflict_free_both_ways(c):
+    from course.exercises.kernel_check import expect
+
+    tile = traced_tile(c.fn)
+    writes, reads = rows((32, 32)).predict(tile), columns((32, 32)).predict(tile)
+    worst = max(writes.degree, reads.degree)
+    detail = (f"{tile}: writes by rows {writes.conflicts} extra wavefront(s), reads by columns "
+              f"{reads.conflicts} extra wavefront(s) (worst {worst}-way)")
+    if worst >= 32:
+        hint = ("bank conflicts: a 32-way conflict, every lane of a column read in one bank: "
+                "XOR the row into the bank bits with a swizzle (or pad each row)")
+    else:
+        hint = (f"swizzle bits: a {worst}-way conflict remains, the swizzle XORs too few row "
+                f"bits into the 5 bank bits (B)")
+    return expect("no bank conflicts writing rows or reading columns",
+                  writes.conflicts == 0 and reads.conflicts == 0, detail, hint)
+
+
+def transpose_gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import cutlass
+    import torch
+
+    from course.exercises.gpu_run import guarded_output, judge_output
+    from kernels.host import arch_for, compile_for, current_stream, gmem_pointer
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    compiled = compile_for(arch, *_transpose_build(fn, arch)[:-2], current_stream(), fn)
+    launching()
+    findings = []
+    for m, n in TRANSPOSE_QUICK if quick else TRANSPOSE_SHAPES:
+        x = torch.randn(m, n, device="cuda")
+        out, buffer = guarded_output((n, m), torch.float32)
+        compiled(gmem_pointer(x, torch.float32, 4), gmem_pointer(out, torch.float32, 4),
+                 cutlass.Int32(m), cutlass.Int32(n), current_stream())
+        torch.cuda.synchronize()
+        findings.append(judge_output(
+            f"{m}x{n} against torch's .t()", out, x.double().t(), buffer,
+            wrong_hint="the layout must give every (row, col) of the tile its own word",
+            edge_hint="a write outside the output"))
+    if not quick and all(f.status == "pass" for f in findings):
+        findings.append(_against_plain_tile(compiled))
+    return findings
+
+
+def _against_plain_tile(compiled):
+    """Time against the plain row-major tile in alternating rounds: reported, not required."""
+    import cutlass
+    import torch
+
+    from course.exercises.kernel_check import passed
+    from kernels import smem_transpose
+    from kernels.host import current_stream, gmem_pointer
+    from kernels.selftest import paired_rounds, ratio_summary
+
+    side = cutlass.Int32(TIMED_SIDE)
+    mats = [torch.randn(TIMED_SIDE, TIMED_SIDE, device="cuda") for _ in range(3)]
+    ptrs = [(gmem_pointer(x, torch.float32, 4), gmem_pointer(torch.empty_like(x), torch.float32,
+                                                             4)) for x in mats]
+    plain = smem_transpose.compile(smem_transpose.Config("plain"))
+    stream = current_stream()
+    t = paired_rounds({"plain": lambda i: plain(*ptrs[i % 3], side, side, stream),
+                       "yours": lambda i: compiled(*ptrs[i % 3], side, side, stream)}, rounds=8)
+    return passed("speed against the unswizzled tile (reported)",
+                  f"{TIMED_SIDE}x{TIMED_SIDE}: {ratio_summary(t['plain'], t['yours'])} of the "
+                  f"plain tile's time per transpose (above 100%: yours is faster)")
+
+
+def _register_transpose_swizzle():
+    from course.exercises.kernel_check import kernel_exercise
+
+    kernel_exercise(
+        id="05.transpose_swizzle",
+        prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 32x32 "
+               "float tile, (row, col) -> offset, with which a warp writes a tile row and "
+               "reads a tile column without bank conflicts.",
+        hint="start from the row-major tile (32,32):(32,1): a column read then hits one bank "
+             "32 times. Compose it with a Swizzle<B,M,S> that XORs all 5 row bits into the 5 "
+             "bank bits: cute.make_composed_layout(cute.make_swizzle(B, M, S), 0, layout).",
+        arch="sm_90a", needs="gpu", build=_transpose_build,
+        cpu_checks=(each_element_its_own_word, conflict_free_both_ways),
+        gpu_checks=transpose_gpu_checks, timeout_s=90,
+        solution="course/exercises/solutions/nb05_solutions.py: transpose_tile_layout")
+
+
+_register_transpose_swizzle()

@@ -1,40 +1,229 @@
-"""Notebook 06's exercises: the SM80 kernel's budget and bookkeeping."""
-from __future__ import annotations
+"""Notebook 06's exercises: mma.sync fragments, and a one-tile GEMM kernel.
+
+`06.mma_tile`: the learner writes the `@cute.kernel` of C = A . B^T for exactly one tile of a
+TiledMMA (kernels.mma_atom's micro-GEMM): slice, partition, fragments, copies, one
+cute.gemm, store. The course supplies the host side (the TiledMMA of kernels.mma_atom and
+the tensors over the three pointers) and passes the kernel in as a Constexpr.
+"""
+# no `from __future__ import annotations`: CuTe DSL evaluates the launcher's annotations
+import re
 
 from course.exercises.check import Wrong, exercise, number
+from course.exercises.kernel_check import expect, kernel_exercise
 
 
-@exercise("06.smem", "How many bytes of shared memory does the ring of Config(tile_m=128, "
-          "tile_n=256, tile_k=64, stages=3) take for bf16 operands?",
-          "each stage holds a tile_m x tile_k tile of A and a tile_n x tile_k tile of B.",
-          "(128 + 256) * 64 * 2 bytes * 3 stages = 147,456 bytes.")
-def _smem(answer):
-    return number(answer, (128 + 256) * 64 * 2 * 3, unit="bytes")
+@exercise("06.owner", "Which lane (0-31) holds C[13][6] of the mma.sync m16n8k16 accumulator?",
+          "row r belongs to lanes 4*(r % 8) .. 4*(r % 8) + 3; column c to lane % 4 == c // 2.",
+          "row 13 -> 13 % 8 = 5 -> lanes 20-23; column 6 -> lane % 4 = 3: lane 23.")
+def _owner(answer):
+    from course.cute.kernel_traces import mma_atom_pairs
+
+    truth = next(t for (t, v), rc in mma_atom_pairs("C") if rc == (13, 6))
+    return number(answer, truth)
 
 
-@exercise("06.stages_fit", "With 227 KB (232,448 bytes) of shared memory, how many stages of "
-          "128 x 256 x 64 bf16 tiles fit at most?",
-          "divide the budget by one stage's bytes and round down.",
-          "232448 // ((128 + 256) * 64 * 2) = 232448 // 49152 = 4.")
-def _fit(answer):
-    return number(answer, 232448 // ((128 + 256) * 64 * 2))
+@exercise("06.a_values", "How many A values does each thread hold for one m16n8k16 instruction?",
+          "16 x 16 values over 32 threads.", "256 / 32 = 8.")
+def _a(answer):
+    return number(answer, 16 * 16 // 32)
 
 
-@exercise("06.stage_of", "With a 4-stage ring, which shared-memory stage does k-tile 10 land in?",
-          "the ring is filled in order and wraps around.", "10 % 4 = 2.")
-def _stage(answer):
-    return number(answer, 10 % 4)
-
-
-@exercise("06.order", "With 16 x 16 tiles of C and groups of 8 tile rows, which tile "
-          "(tile_m, tile_n) does the CTA with linear id 11 compute?",
-          "groups of 8 rows are walked column by column: id 11 is in the second column.",
-          "(3, 1): ids 0-7 are column 0 of rows 0-7, ids 8-15 column 1.")
-def _order(answer):
-    from course.models.tile_order import grouped_tile
-
+@exercise("06.tile", "A TiledMMA of 2 x 4 warps (M x N) of m16n8k16 atoms covers a C tile of "
+          "what shape (rows, cols)?", "each warp covers 16 x 8.", "(32, 32).")
+def _tile(answer):
     try:
-        m, n = answer
+        rows, cols = answer
     except (TypeError, ValueError):
-        raise Wrong("answer with a pair (tile_m, tile_n)")
-    return (m, n) == grouped_tile(11, 16, 16, 8), ""
+        raise Wrong("answer with a pair (rows, cols)")
+    return (rows, cols) == (32, 32), ""
+
+
+# ---------------------------------------------------------------- kernel exercise: one MMA tile
+
+CPU_WARPS = (2, 2)  # the warp grid the CPU compiles
+WARP_GRIDS = ((1, 1), (2, 2), (2, 4))  # ... and the ones a GPU runs
+DTYPES = ("bfloat16", "float16")
+RUNS_PER_CASE = 3
+
+
+def _launcher():
+    """The host side: kernels.mma_atom's TiledMMA for the config, A (M,K) and B (N,K)
+    K-major, C (M,N) fp32 row-major, one CTA of 32 threads per warp."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+
+    from kernels import mma_atom
+
+    @cute.jit
+    def launch(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
+               stream: cuda.CUstream, config: cutlass.Constexpr, kernel: cutlass.Constexpr):
+        m, n, k = config.shape_mnk
+        tiled_mma = mma_atom.tiled_mma(a_ptr.dtype, config.warps_m, config.warps_n)
+        mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
+        mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
+        mC = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n, 1)))
+        kernel(tiled_mma, mA, mB, mC).launch(grid=[1, 1, 1], block=[config.threads, 1, 1],
+                                             stream=stream)
+    return launch
+
+
+_LAUNCH = []
+
+
+def launcher():
+    if not _LAUNCH:
+        _LAUNCH.append(_launcher())
+    return _LAUNCH[0]
+
+
+def _arguments(dtype, warps, stream):
+    import torch
+
+    from kernels import mma_atom
+    from kernels.host import gmem_pointer
+
+    p = gmem_pointer(None, dtype, 16)
+    return (p, p, gmem_pointer(None, torch.float32, 16), stream, mma_atom.Config(*warps))
+
+
+def _build(fn, arch):
+    import torch
+
+    from kernels.host import fake_stream
+
+    return (launcher(), *_arguments(torch.bfloat16, CPU_WARPS, fake_stream()), fn)
+
+
+def _mma(c) -> tuple[str, list[list[str]]] | None:
+    """The PTX before the first mma.sync and its four register groups (D, A, B, C)."""
+    found = re.search(r"mma\.sync\.aligned\.m16n8k16[^;]*;", c.ptx)
+    if not found:
+        return None
+    groups = [re.findall(r"%\w+", g) for g in re.findall(r"\{([^}]*)\}", found.group(0))]
+    return c.ptx[:found.start()], groups
+
+
+def _unset(before: str, registers: list[str]) -> list[str]:
+    """Registers no instruction before the mma mentions: read before anything wrote them."""
+    return [r for r in registers if not re.search(re.escape(r) + r"\b", before)]
+
+
+def one_mma_per_warp(c):
+    count = c.count(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32")
+    return expect("one mma.sync m16n8k16 (bf16 in, fp32 accumulate) per thread", count == 1,
+                  f"{count} in the PTX (each warp computes one 16x8x16 atom of the tile)",
+                  "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
+                  "made by tiled_mma.make_fragment_A/B/C")
+
+
+def slices_by_thread(c):
+    reads = c.count(r"%tid\.x")
+    return expect("each thread takes its own slice of the TiledMMA", reads > 0,
+                  "reads %tid.x" if reads else "never reads thread_idx: every thread holds "
+                                                "the same fragment",
+                  "every thread took the same slice: tiled_mma.get_slice(tid) with tid from "
+                  "cute.arch.thread_idx()")
+
+
+def loads_a_and_b(c):
+    found = _mma(c)
+    if found is None:
+        return expect("A and B fragments loaded before the mma", False, "no mma.sync",
+                      "load the fragments, then cute.gemm")
+    before, (_, a, b, _) = found
+    unset = _unset(before, a + b)
+    return expect("A and B fragments loaded before the mma", not unset,
+                  f"{len(unset)} of {len(a) + len(b)} A/B registers never loaded" if unset
+                  else f"{len(a)} A and {len(b)} B registers loaded from global memory",
+                  "a fragment is never loaded: cute.autovec_copy(tCgA, tCrA) and "
+                  "cute.autovec_copy(tCgB, tCrB) before cute.gemm")
+
+
+def accumulator_cleared(c):
+    found = _mma(c)
+    if found is None:
+        return expect("the accumulator starts at zero", False, "no mma.sync",
+                      "tCrC.fill(0.0), then cute.gemm")
+    before, (_, _, _, acc) = found
+    unset = _unset(before, acc)
+    return expect("the accumulator starts at zero", not unset,
+                  f"the mma adds to {len(unset)} register(s) nothing wrote" if unset
+                  else "the mma's C input is written first (zeros)",
+                  "accumulator not cleared: mma.sync computes D = A.B + C, and a fresh "
+                  "register fragment holds garbage: tCrC.fill(0.0) before cute.gemm")
+
+
+def stores_the_accumulator(c):
+    found = _mma(c)
+    after = c.ptx[c.ptx.find(found[0]) + len(found[0]):] if found else ""
+    stored = found and all(re.search(r"st\.global[^;]*" + re.escape(r) + r"\b", after)
+                           for r in found[1][0])
+    return expect("the accumulator is stored to C", bool(stored),
+                  "every mma result register reaches a st.global" if stored
+                  else "some mma results are never stored",
+                  "store the accumulator: cute.autovec_copy(tCrC, tCgC) after cute.gemm")
+
+
+def _swapped_b(b):
+    """B's memory read with swapped strides: what a kernel that takes B as (K,N) sees."""
+    n, k = b.shape
+    return b.reshape(-1).view(k, n).T
+
+
+def gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import torch
+
+    from course.exercises.gpu_run import guarded_output, judge_output
+    from kernels import mma_atom
+    from kernels.host import arch_for, compile_for, current_stream, gmem_pointer
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    cases = [(getattr(torch, d), w) for d in DTYPES for w in WARP_GRIDS]
+    if quick:
+        cases = cases[:2]
+    compiled = {case: compile_for(arch, launcher(), *_arguments(*case, current_stream()), fn)
+                for case in cases}
+    launching()
+    findings = []
+    for (dtype, warps), kernel in compiled.items():
+        m, n, k = mma_atom.Config(*warps).shape_mnk
+        for _ in range(1 if quick else RUNS_PER_CASE):
+            a = torch.randn(m, k, device="cuda").to(dtype)
+            b = torch.randn(n, k, device="cuda").to(dtype)
+            out, buffer = guarded_output((m, n), torch.float32)
+            kernel(gmem_pointer(a, dtype, 16), gmem_pointer(b, dtype, 16),
+                   gmem_pointer(out, torch.float32, 16), current_stream())
+            torch.cuda.synchronize()
+            hint = "wrong values: check the partition of each operand and the store of tCrC"
+            if torch.allclose(out, (a.double() @ _swapped_b(b).double().T).float(), rtol=1e-3,
+                              atol=1e-3):
+                hint = ("B read with swapped strides: B is (N,K) K-major, like A; partition "
+                        "mB as it comes, with thr_mma.partition_B")
+            finding = judge_output(f"{str(dtype)[6:]} {m}x{n}x{k} on {warps[0]}x{warps[1]} "
+                                   f"warps against torch", out, a.double() @ b.double().T,
+                                   buffer, wrong_hint=hint)
+            findings.append(finding)
+            if finding.status != "pass":
+                break
+    return findings
+
+
+kernel_exercise(
+    id="06.mma_tile",
+    prompt="Write mma_tile_kernel(tiled_mma, mA, mB, mC): C = A . B^T for exactly one tile of "
+           "the TiledMMA (A M x 16, B N x 16 K-major, C fp32): take this thread's slice, "
+           "partition A, B and C, make register fragments, load them, clear the "
+           "accumulator, one cute.gemm, store C.",
+    hint="thr_mma = tiled_mma.get_slice(tid); partition_A/B/C; make_fragment_A/B/C; "
+         "autovec_copy in; tCrC.fill(0.0); cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC); "
+         "autovec_copy out.",
+    arch="sm_80", needs="sm_80+", build=_build,
+    cpu_checks=(one_mma_per_warp, slices_by_thread, loads_a_and_b, accumulator_cleared,
+                stores_the_accumulator),
+    gpu_checks=gpu_checks, timeout_s=60,
+    compile_hints=((r"expects A's M == D'M|B's N == D'N|mode|shape",
+                    "wrong partition mode: A's fragment comes from partition_A, B's from "
+                    "partition_B and C's from partition_C (each is a different slice of the "
+                    "TiledMMA's thread-value layout)"),),
+    solution="course/exercises/solutions/nb06_solutions.py: mma_tile_kernel")

@@ -1,75 +1,82 @@
-"""Notebook 08's exercises: phases, arrival counts, ring depth, and a parity to write."""
+"""Notebook 08's exercises: tensor maps, boxes, the swizzle, multicast."""
 from __future__ import annotations
 
-import math
-
 from course.exercises.check import Wrong, exercise, number
-from course.sim import ring_protocol
+from course.models.tensormap import swizzle_byte_offset, tiled
 
 
-@exercise("08.parities",
-          "A ring of 3 stages. List the parities the producer waits for on the empty barrier for "
-          "its loads j = 0..6 (a list of 7 numbers).",
-          "load j uses stage j % 3 on trip j // 3; the producer waits for the phase completed one "
-          "trip earlier, and on the first trip for parity 1 (a fresh barrier's 'previous' phase).",
-          "[1, 1, 1, 0, 0, 0, 1]: ((j // 3) % 2) ^ 1.")
-def _parities(answer):
+def _pair(answer, what: str):
     try:
-        got = [int(x) for x in answer]
+        a, b = answer
     except (TypeError, ValueError):
-        raise Wrong("answer with a list of 7 numbers, each 0 or 1")
-    want = [((j // 3) % 2) ^ 1 for j in range(7)]
-    if got == want:
-        return True, "parity 1 on the first trip, then flipping every time the stage index wraps."
-    if got == [1 - p for p in want]:
-        raise Wrong("that is the consumer's sequence: the producer starts at parity 1")
-    return False, "not quite: work out each load's stage and trip first"
+        raise Wrong(f"answer with a pair: {what}")
+    return a, b
 
 
-@exercise("08.counts",
-          "The course's kernel has 8 warps; one elected lane per warp releases a stage, and one "
-          "elected lane of warp 0 does arrive.expect_tx. What arrival counts must the full and "
-          "the empty barriers be initialised with? Answer (full, empty).",
-          "count the mbarrier.arrive instructions that really execute per phase; TMA's bytes are "
-          "counted separately (expect_tx / complete_tx), not as arrivals.",
-          "(1, 8).")
-def _counts(answer):
-    try:
-        full, empty = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair: (full, empty)")
-    if (int(full), int(empty)) == (1, 8):
-        return True, "one arrival with the bytes, eight releases."
-    if int(empty) == 256:
-        raise Wrong("256 counts threads, but only one lane per warp arrives: that barrier never "
-                    "completes (the kernel's 'thread_arrival_count' bug)")
-    if int(full) == 2:
-        raise Wrong("the TMA copy brings bytes, not an arrival: a full barrier expecting 2 never "
-                    "completes (the kernel's 'arrival_count' bug)")
-    return False, ""
+@exercise("08.dims",
+          "A row-major fp16 matrix has 4096 rows and 1024 columns (no padding). Give "
+          "(globalDim, globalStrides) exactly as cuTensorMapEncodeTiled takes them.",
+          "dimension 0 is the fastest one (the columns); strides are in bytes and dimension "
+          "0's stride is not passed.",
+          "((1024, 4096), (2048,)): 1024 columns then 4096 rows; a row is 1024 x 2 = 2048 bytes.")
+def _dims(answer):
+    dims, strides = _pair(answer, "(globalDim, globalStrides)")
+    want = tiled(4096, 1024, "fp16")
+    if tuple(dims) != want.global_dim:
+        if tuple(dims) == want.global_dim[::-1]:
+            raise Wrong("the dimensions are reversed: dimension 0 is the contiguous one")
+        raise Wrong(f"globalDim {tuple(dims)} is off")
+    if tuple(strides) != want.global_strides:
+        if tuple(strides) == (1024,):
+            raise Wrong("strides are in bytes, not elements")
+        raise Wrong(f"globalStrides {tuple(strides)} is off (one entry per dimension after "
+                    "the first)")
+    return True, "dimension 0 = 1024 columns, rows 2048 bytes apart."
 
 
-@exercise("08.depth",
-          "A TMA load takes 600 cycles and the MMAs of one k-tile 200. What is the fewest stages "
-          "with which the tensor core never waits for data (after the first load)?",
-          "a stage's round trip is load + MMA; while it is away the other stages must keep the "
-          "tensor core busy: S x MMA >= load + MMA.",
-          "4: (600 + 200) / 200.")
-def _depth(answer):
-    return number(answer, math.ceil((600 + 200) / 200))
+@exercise("08.boxes",
+          "A 1000 x 1000 bf16 matrix is loaded in 64 x 64 boxes. How many TMA loads cover it, "
+          "and how many bytes must the mbarrier expect for one load at the bottom-right corner? "
+          "Answer (loads, bytes).",
+          "ceil(1000 / 64) boxes each way. A box that sticks out is still a whole box: TMA "
+          "writes the outside part as zeros and counts those bytes too.",
+          "(256, 8192): 16 x 16 boxes; every load brings 64 x 64 x 2 = 8192 bytes, edge or not.")
+def _boxes(answer):
+    loads, nbytes = _pair(answer, "(loads, bytes)")
+    ok_loads, _ = number(loads, 256)
+    ok_bytes, _ = number(nbytes, 8192)
+    if ok_loads and ok_bytes:
+        return True, "256 loads of 8192 bytes each, even at the edges."
+    if ok_loads and float(nbytes) < 8192:
+        raise Wrong("an edge box is counted whole: the zero fill lands in shared memory too")
+    return False, ("the number of loads is off. " if not ok_loads else "") + \
+        ("the byte count is off." if not ok_bytes else "")
 
 
-@exercise("08.producer_parity",
-          "Write producer_parity(j, stages): the parity the producer's j-th load waits for on "
-          "empty[j % stages]. It is checked by running the kernel's whole barrier protocol "
-          "(course.sim.ring_protocol) with it, over several ring depths and interleavings.",
-          "the trip round the ring is j // stages; on trip 0 no stage was ever released, so the "
-          "wait must pass at once on a fresh barrier.",
-          "def producer_parity(j, stages): return ((j // stages) % 2) ^ 1")
-def _producer_parity(fn):
-    if not callable(fn):
-        raise Wrong("pass a function of (j, stages)")
-    verdict = ring_protocol.check(producer_parity=lambda j, s: int(fn(j, s)) & 1)
-    if verdict == "ok":
-        return True, "no deadlock and no race over every depth, length and interleaving tried."
-    return False, verdict
+@exercise("08.swizzle",
+          "A box with 128-byte rows is loaded with the 128B swizzle. In row 5 of the box, which "
+          "16-byte slot of shared memory (0-7) holds the row's logical chunk 2 (bytes 32-47)?",
+          "the slot is the chunk index XOR (row mod 8).",
+          "7: 2 XOR 5 = 7.")
+def _swizzle(answer):
+    want = swizzle_byte_offset(5 * 128 + 2 * 16, 128) % 128 // 16
+    return number(answer, want)
+
+
+@exercise("08.multicast",
+          "A cluster of 4 CTAs all need the same 128 x 64 bf16 tile; each CTA loads a quarter "
+          "and multicasts it. How many bytes does each CTA's own TMA load request from L2, and "
+          "how many bytes must each CTA's mbarrier expect? Answer (requested, expected).",
+          "each CTA issues 1/4 of the tile; every CTA receives all four quarters.",
+          "(4096, 16384): 128 x 64 x 2 = 16384 bytes per tile, a quarter each from L2, the "
+          "whole tile landing in every CTA.")
+def _multicast(answer):
+    requested, expected = _pair(answer, "(requested, expected)")
+    ok_r, _ = number(requested, 4096)
+    ok_e, _ = number(expected, 16384)
+    if ok_r and ok_e:
+        return True, "a quarter each from L2, the whole tile into every CTA."
+    if ok_r and float(expected) == 4096:
+        raise Wrong("the barrier counts every byte that lands in this CTA, from all four slices")
+    return False, ("the requested bytes are off. " if not ok_r else "") + \
+        ("the expected bytes are off." if not ok_e else "")

@@ -1,31 +1,75 @@
-"""Notebook 09's exercises: warpgroups, descriptors and the accumulator."""
+"""Notebook 09's exercises: phases, arrival counts, ring depth, and a parity to write."""
 from __future__ import annotations
 
-from course.exercises.check import exercise, number
+import math
+
+from course.exercises.check import Wrong, exercise, number
+from course.sim import ring_protocol
 
 
-@exercise("09.owner", "In a 64x64 wgmma accumulator, which thread (0-127) holds C[17][10]?",
-          "warp = row // 16; within the warp, lane // 4 is the row mod 8 and lane % 4 picks "
-          "the column pair (columns 16j + 2(lane%4) + {0,1,8,9}).",
-          "row 17: warp 1, row 1 of its 8-row group -> lane // 4 = 1; column 10 = 8 + 2: "
-          "2*(lane%4) = 2 -> lane % 4 = 1; lane = 5; thread 32 + 5 = 37.")
-def _owner(answer):
-    from course.cute.kernel_traces import wgmma_accumulator_pairs
+@exercise("09.parities",
+          "A ring of 3 stages. List the parities the producer waits for on the empty barrier for "
+          "its loads j = 0..6 (a list of 7 numbers).",
+          "load j uses stage j % 3 on trip j // 3; the producer waits for the phase completed one "
+          "trip earlier, and on the first trip for parity 1 (a fresh barrier's 'previous' phase).",
+          "[1, 1, 1, 0, 0, 0, 1]: ((j // 3) % 2) ^ 1.")
+def _parities(answer):
+    try:
+        got = [int(x) for x in answer]
+    except (TypeError, ValueError):
+        raise Wrong("answer with a list of 7 numbers, each 0 or 1")
+    want = [((j // 3) % 2) ^ 1 for j in range(7)]
+    if got == want:
+        return True, "parity 1 on the first trip, then flipping every time the stage index wraps."
+    if got == [1 - p for p in want]:
+        raise Wrong("that is the consumer's sequence: the producer starts at parity 1")
+    return False, "not quite: work out each load's stage and trip first"
 
-    truth = next(t for (t, v), rc in wgmma_accumulator_pairs(64) if rc == (17, 10))
-    return number(answer, truth)
+
+@exercise("09.counts",
+          "The course's kernel has 8 warps; one elected lane per warp releases a stage, and one "
+          "elected lane of warp 0 does arrive.expect_tx. What arrival counts must the full and "
+          "the empty barriers be initialised with? Answer (full, empty).",
+          "count the mbarrier.arrive instructions that really execute per phase; TMA's bytes are "
+          "counted separately (expect_tx / complete_tx), not as arrivals.",
+          "(1, 8).")
+def _counts(answer):
+    try:
+        full, empty = answer
+    except (TypeError, ValueError):
+        raise Wrong("answer with a pair: (full, empty)")
+    if (int(full), int(empty)) == (1, 8):
+        return True, "one arrival with the bytes, eight releases."
+    if int(empty) == 256:
+        raise Wrong("256 counts threads, but only one lane per warp arrives: that barrier never "
+                    "completes (the kernel's 'thread_arrival_count' bug)")
+    if int(full) == 2:
+        raise Wrong("the TMA copy brings bytes, not an arrival: a full barrier expecting 2 never "
+                    "completes (the kernel's 'arrival_count' bug)")
+    return False, ""
 
 
-@exercise("09.acc_regs", "How many fp32 accumulator registers does each of a warpgroup's 128 "
-          "threads need for one m64n256 tile?", "64 * 256 values over 128 threads.",
-          "64 * 256 / 128 = 128 registers (of 255).")
-def _regs(answer):
-    return number(answer, 64 * 256 // 128)
+@exercise("09.depth",
+          "A TMA load takes 600 cycles and the MMAs of one k-tile 200. What is the fewest stages "
+          "with which the tensor core never waits for data (after the first load)?",
+          "a stage's round trip is load + MMA; while it is away the other stages must keep the "
+          "tensor core busy: S x MMA >= load + MMA.",
+          "4: (600 + 200) / 200.")
+def _depth(answer):
+    return number(answer, math.ceil((600 + 200) / 200))
 
 
-@exercise("09.sbo", "What is the stride byte offset (SBO) of a K-major bf16 operand tile "
-          "stored with the 128-byte swizzle?",
-          "SBO is the distance between consecutive 8-row groups of core matrices; one row is "
-          "128 bytes.", "8 rows x 128 bytes = 1024.")
-def _sbo(answer):
-    return number(answer, 1024, unit="bytes")
+@exercise("09.producer_parity",
+          "Write producer_parity(j, stages): the parity the producer's j-th load waits for on "
+          "empty[j % stages]. It is checked by running the kernel's whole barrier protocol "
+          "(course.sim.ring_protocol) with it, over several ring depths and interleavings.",
+          "the trip round the ring is j // stages; on trip 0 no stage was ever released, so the "
+          "wait must pass at once on a fresh barrier.",
+          "def producer_parity(j, stages): return ((j // stages) % 2) ^ 1")
+def _producer_parity(fn):
+    if not callable(fn):
+        raise Wrong("pass a function of (j, stages)")
+    verdict = ring_protocol.check(producer_parity=lambda j, s: int(fn(j, s)) & 1)
+    if verdict == "ok":
+        return True, "no deadlock and no race over every depth, length and interleaving tried."
+    return False, verdict

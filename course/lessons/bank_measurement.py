@@ -1,4 +1,4 @@
-"""Notebook 04's measurement of bank conflicts: the load widths the measuring kernel
+"""Notebook 05's measurement of bank conflicts: the load widths the measuring kernel
 compiles to, the model's prediction table, and the prediction beside Nsight Compute's
 counters (measured now, recorded, or the prediction alone before anything is recorded).
 

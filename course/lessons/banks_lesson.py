@@ -1,4 +1,4 @@
-"""Notebook 04's bank model: the swizzle checked against CuTe DSL, and the model's
+"""Notebook 05's bank model: the swizzle checked against CuTe DSL, and the model's
 predictions for the transposes and the TMA modes (measured in course.lessons.bank_measurement).
 
   compare_with_cute  a swizzled layout's offsets from CuTe DSL against the course's model

@@ -1,4 +1,4 @@
-"""This machine's two ceilings (notebooks 00 and 03): measured now on a GPU or recorded on
+"""This machine's two ceilings (notebooks 00 and 04): measured now on a GPU or recorded on
 one, printed with where they came from, and the GEMM's kernels placed under the roofline.
 
   machine_ceilings   matmul peak, copy bandwidth and ridge point (live or recorded)

@@ -1,4 +1,4 @@
-"""Notebook 03's copies: the instructions each variant compiles to, the TiledCopy's
+"""Notebook 04's copies: the instructions each variant compiles to, the TiledCopy's
 ownership, and every copy measured against the ceiling (or recorded, or predicted by the
 coalescing model before anything is recorded).
 

@@ -1,4 +1,4 @@
-"""Notebook 10's Hopper GEMM: its ladder of presets, the register split of warp
+"""Notebook 11's Hopper GEMM: its ladder of presets, the register split of warp
 specialization, what multicast saves, each step measured against cuBLAS, and the verdict
 on the course's goal from the recorded numbers.
 

@@ -2,7 +2,7 @@
 
 Each rung is a (kernel, preset) pair in results/gemm.json; its newest record on a
 GPU gives TFLOP/s and % of cuBLAS at each problem size, measured in the same
-process as cuBLAS (see course.bench). Notebooks 06-12 extend the same table and
+process as cuBLAS (see course.bench). Notebooks 07-13 extend the same table and
 bar chart, so a learner always sees where the current idea puts the kernel.
 """
 from __future__ import annotations

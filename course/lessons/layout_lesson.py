@@ -1,4 +1,4 @@
-"""Notebook 01's layouts: operations run through CuTe DSL and checked against the course's
+"""Notebook 02's layouts: operations run through CuTe DSL and checked against the course's
 model, a layout beside its complement, a matrix painted by tile, and a fresh sample of the
 model's agreement with CuTe.
 

@@ -1,4 +1,4 @@
-"""Notebook 05's mma.sync atom: fragment sizes, who owns which C element (from CuTe, and as
+"""Notebook 06's mma.sync atom: fragment sizes, who owns which C element (from CuTe, and as
 the GPU writes it), the micro-GEMM checked against torch, and the PTX it compiles to.
 
   fragment_sizes   values of A, B and C per thread of one m16n8k16 instruction

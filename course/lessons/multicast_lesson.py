@@ -1,4 +1,4 @@
-"""Notebook 07's TMA multicast: checked and timed on a Hopper GPU, recorded or compiled
+"""Notebook 08's TMA multicast: checked and timed on a Hopper GPU, recorded or compiled
 elsewhere, and the Nsight Compute counters that confirm the L2 -> SM bytes.
 
   measure_multicast  the live cell: check every variant and time it, or its fallback

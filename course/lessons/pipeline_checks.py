@@ -1,4 +1,4 @@
-"""Notebook 08's check of the TMA GEMM in a child process, where a deadlock costs a
+"""Notebook 09's check of the TMA GEMM in a child process, where a deadlock costs a
 killed process instead of a frozen notebook (run it through course.runtime.watchdog.isolated).
 """
 from __future__ import annotations

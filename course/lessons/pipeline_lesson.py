@@ -1,4 +1,4 @@
-"""Notebook 08's mbarrier ring: the parities of each k-tile, the classic mistakes run to a
+"""Notebook 09's mbarrier ring: the parities of each k-tile, the classic mistakes run to a
 standstill by the simulator, the kernel's own protocol checked on a CPU, the watchdog that
 keeps a hung kernel from freezing the notebook, and what the compiler made of the ring.
 
@@ -118,7 +118,7 @@ def ring_instructions(arch: str):
                          "arm with bytes": r"mbarrier\.arrive\.expect_tx",
                          "release (arrive on empty)": r"mbarrier\.arrive\.shared",
                          "parity waits": r"mbarrier\.try_wait\.parity", "ldmatrix": r"ldmatrix",
-                         "mma.sync": r"mma\.sync", "cp.async (notebook 06)": r"cp\.async\.cg"},
+                         "mma.sync": r"mma\.sync", "cp.async (notebook 07)": r"cp\.async\.cg"},
                    show=1, sass=("UTMALDG", "SYNCS", "LDSM", "HMMA.16816.F32"))
     return art
 

@@ -1,4 +1,4 @@
-"""Notebook 08's stage sweep: the TMA GEMM with 1-4 stages timed against cuBLAS (live or
+"""Notebook 09's stage sweep: the TMA GEMM with 1-4 stages timed against cuBLAS (live or
 recorded), or the simulator's prediction before anything is recorded; then the ring model
 fitted to the measurement and drawn beside it.
 

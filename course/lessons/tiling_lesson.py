@@ -1,4 +1,4 @@
-"""Notebook 02's tiling and partitioning: which thread owns which cells under the outer and
+"""Notebook 03's tiling and partitioning: which thread owns which cells under the outer and
 inner partitions and a TiledCopy, the thread trace of the naive GEMM read out, the kernel
 checked and timed (or compiled), and why it is slow, in numbers.
 

@@ -1,4 +1,4 @@
-"""Notebook 07's live checks of the TMA kernels over shapes, the sibling of
+"""Notebook 08's live checks of the TMA kernels over shapes, the sibling of
 gemm_lesson.check_sweep for copies: bit-exact loads and stores for several shapes (ragged
 ones included), dtypes and swizzle modes, and what the compiler made of each kernel.
 

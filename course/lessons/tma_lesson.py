@@ -1,4 +1,4 @@
-"""Notebook 07's tensor maps: what TMA saves over cp.async, encoding a map with the driver
+"""Notebook 08's tensor maps: what TMA saves over cp.async, encoding a map with the driver
 (or checking the driver's rules in Python), the maps the driver refuses, CuTe DSL's
 version of the same map, and the swizzle TMA applies.
 

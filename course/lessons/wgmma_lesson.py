@@ -1,4 +1,4 @@
-"""Notebook 09's WGMMA: who holds which accumulator value (checked against the formula the
+"""Notebook 10's WGMMA: who holds which accumulator value (checked against the formula the
 notebook states), and what the compiler made of the kernel.
 
   accumulator_rows    each thread's values and rows, against the store-mapping formula

@@ -1,7 +1,7 @@
 """An mbarrier, and the PipelineState that kernels use to walk a ring of them.
 
 The one model of the mbarrier in the course: the pipeline simulator (course.sim), the
-ring protocol of notebook 08 (course.sim.ring_protocol) and the Blackwell emulators
+ring protocol of notebook 09 (course.sim.ring_protocol) and the Blackwell emulators
 (course.emulate) all run on `MBarrier` and `PipelineState`.
 
 The model follows the PTX semantics of `mbarrier.*` (sm_90+):

@@ -6,7 +6,7 @@ each request, and how many contiguous elements (the vector) it reads at once. Pu
 together they give the `course.models.bank_model.Request`s whose wavefronts the model counts
 and whose byte addresses the measuring kernel (kernels/smem_banks.py) reads.
 
-`CASES` are notebook 04's measured cases: the seed tutorial's 8x8 float tile, the
+`CASES` are notebook 05's measured cases: the seed tutorial's 8x8 float tile, the
 classic 32x32 transpose, 128-bit and 64-bit vectors, the TMA swizzle modes read the
 way ldmatrix reads them, and an mma.sync operand fragment.
 """
@@ -189,14 +189,14 @@ def mma_a_fragment() -> Access:
     return Access("mma.sync m16n8k16 A fragment, 32-bit loads", tuple(reqs), vector=2, along=1)
 
 
-# Notebook 03's TiledCopy: 32 threads (4,8) column-major over a 16x8 column-major fp32 tile,
+# Notebook 04's TiledCopy: 32 threads (4,8) column-major over a 16x8 column-major fp32 tile,
 # 4 contiguous floats each. CuTe DSL gives it this TV layout, (thread, value) -> column-major
 # index of the tile; tests/test_tiled_copy.py checks it against course.cute.tiled_copy.
 TILED_COPY_16X8_TV = "(32,4):(4,1)"
 
 
 def tiled_copy_16x8_fragment() -> Access:
-    """Notebook 03's TiledCopy as one request: each lane reads its 4 floats (16 bytes)."""
+    """Notebook 04's TiledCopy as one request: each lane reads its 4 floats (16 bytes)."""
     own = Ownership.from_tv_layout(TILED_COPY_16X8_TV, (16, 8))
     pairs = [((t, v), (r, c)) for t, v, r, c in own.pairs.tolist()]
     return from_ownership("TiledCopy (4,8) threads x 4 floats", pairs, 4)
@@ -210,7 +210,7 @@ def _pad(lanes: Sequence[Coord | None]) -> tuple[Coord | None, ...]:
 
 @dataclass(frozen=True)
 class Case:
-    """One tile + access pattern that notebook 04 predicts and the GPU measures."""
+    """One tile + access pattern that notebook 05 predicts and the GPU measures."""
 
     name: str
     title: str
@@ -256,7 +256,7 @@ def _tma_cases() -> list[Case]:
 
 
 def build_cases() -> list[Case]:
-    """Notebook 04's cases, in the order the notebook shows them."""
+    """Notebook 05's cases, in the order the notebook shows them."""
     seed = Layout.col_major(8, 8)
     t32 = Layout.col_major(32, 32)
     rowmajor = Layout.row_major(32, 32)
@@ -274,7 +274,7 @@ def build_cases() -> list[Case]:
              SmemTile("fp32", Layout.col_major(32, 32, ld=33)), rows((32, 32)), "transpose"),
         Case("transpose_rows_swizzled", "32x32 fp32 with Swizzle<5,0,5>, rows",
              SmemTile("fp32", t32, Swizzle(5, 0, 5)), rows((32, 32)), "transpose"),
-        Case("tiled_copy_128", "notebook 03's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
+        Case("tiled_copy_128", "notebook 04's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
              SmemTile("fp32", Layout.col_major(16, 8)), tiled_copy_16x8_fragment(), "vector"),
         Case("vec128_rows", "32x32 fp32 row-major, lane l reads row l's first 16 bytes",
              SmemTile("fp32", rowmajor),

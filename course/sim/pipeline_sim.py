@@ -1,4 +1,4 @@
-"""Notebook 08's simulator: a TMA -> MMA ring of S stages, and an epilogue.
+"""Notebook 09's simulator: a TMA -> MMA ring of S stages, and an epilogue.
 
     from course.sim import pipeline_sim
     sim = pipeline_sim.simulate(stages=4, k_tiles=16, load_latency=600, mma_latency=200)

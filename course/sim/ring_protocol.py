@@ -1,4 +1,4 @@
-"""The barrier protocol of notebook 08's kernel (kernels/tma_gemm.py), executed on the CPU.
+"""The barrier protocol of notebook 09's kernel (kernels/tma_gemm.py), executed on the CPU.
 
 No timing here (course.sim models that): this runs the exact sequence of mbarrier
 operations the kernel's warps perform -- warp 0 fills the ring, every warp waits on

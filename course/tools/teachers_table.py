@@ -29,18 +29,19 @@ CPU = Machine(tier="cpu", reason="no GPU")
 # One lecture per notebook: the lecture slot a teacher shows it in.
 LECTURES = {
     0: "1. Why GEMM, the roofline, how the course runs",
-    1: "2. CuTe layouts as functions",
-    2: "3. Tiling, partitioning, thread-value layouts",
-    3: "4. Global memory: coalescing and copies",
-    4: "5. Shared memory: banks and swizzles",
-    5: "6. Tensor cores I: MMA atoms",
-    6: "7. A complete tiled GEMM (Ampere style)",
-    7: "8. Hopper data movement: TMA",
-    8: "9. Asynchronous pipelines with mbarriers",
-    9: "10. Tensor cores II: WGMMA",
-    10: "11. The Hopper speed-of-light GEMM",
-    11: "12. Blackwell: tensor memory and tcgen05",
-    12: "13. Capstone: the CTA-pair CLC GEMM",
+    1: "2. Writing a kernel in CuTe DSL: static and dynamic, compile once, PTX",
+    2: "3. CuTe layouts as functions",
+    3: "4. Tiling, partitioning, thread-value layouts",
+    4: "5. Global memory: coalescing and copies",
+    5: "6. Shared memory: banks and swizzles",
+    6: "7. Tensor cores I: MMA atoms",
+    7: "8. A complete tiled GEMM (Ampere style)",
+    8: "9. Hopper data movement: TMA",
+    9: "10. Asynchronous pipelines with mbarriers",
+    10: "11. Tensor cores II: WGMMA",
+    11: "12. The Hopper speed-of-light GEMM",
+    12: "13. Blackwell: tensor memory and tcgen05",
+    13: "14. Capstone: the CTA-pair CLC GEMM",
 }
 NOT_MEASURED = "not measured"
 

@@ -1,4 +1,4 @@
-"""Pictures for notebook 03: a TiledCopy's ownership map, a warp's lines and sectors,
+"""Pictures for notebook 04: a TiledCopy's ownership map, a warp's lines and sectors,
 and the copies' bandwidth against the ceiling."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pictures of notebook 08's pipeline simulations (course.sim.pipeline_sim).
+"""Pictures of notebook 09's pipeline simulations (course.sim.pipeline_sim).
 
     from course.sim import pipeline_sim
     from course.viz import pipeline_pictures

@@ -1,4 +1,4 @@
-"""Pictures for notebook 07: a global tensor cut into TMA boxes, the swizzle a box gets
+"""Pictures for notebook 08: a global tensor cut into TMA boxes, the swizzle a box gets
 on its way into shared memory, and a cluster multicasting one tile."""
 from __future__ import annotations
 

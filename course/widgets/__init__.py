@@ -2,8 +2,8 @@
 current state, so a notebook saved with outputs still teaches on a static viewer.
 
     tile_roofline.tile_roofline      notebook 00: tile size vs the roofline
-    layout_explorer.LayoutExplorer   notebook 01: shape:stride and CuTe's algebra, as a grid
-    ownership_map.OwnershipMap       notebook 02 on: who holds each cell of a tile, and where
+    layout_explorer.LayoutExplorer   notebook 02: shape:stride and CuTe's algebra, as a grid
+    ownership_map.OwnershipMap       notebook 03 on: who holds each cell of a tile, and where
 """
 from course.widgets.static_widget import StaticWidget, figure_png
 

@@ -2,12 +2,12 @@
 
 Choose the element type, the tile's shape and storage order, a swizzle (CuTe's
 Swizzle<B,M,S> on element offsets, or a TMA mode on byte addresses) and an access
-pattern (a warp reading a row or a column, notebook 03's TiledCopy fragment, an
+pattern (a warp reading a row or a column, notebook 04's TiledCopy fragment, an
 ldmatrix-style 16-byte row read, an mma.sync operand fragment, 64/128-bit vectors).
 The explorer shows the bank of every element with the current request's cells
 outlined, that request's bank heat per phase, and the wavefronts and conflicts of
-every request: the course.models.bank_model model's prediction, which notebook 04 then measures.
-A preset loads each of notebook 04's measured cases.
+every request: the course.models.bank_model model's prediction, which notebook 05 then measures.
+A preset loads each of notebook 05's measured cases.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ SWIZZLES: dict[str, tuple[Swizzle | None, str]] = {
     "TMA 128B: Swizzle<3,4,3> on bytes": (TMA_SWIZZLES["128B"], "bytes"),
 }
 ACCESSES = ("a warp reads a row", "a warp reads a column",
-            "TiledCopy fragment (notebook 03's 16x8, 16 B per thread)",
+            "TiledCopy fragment (notebook 04's 16x8, 16 B per thread)",
             "ldmatrix.x4: lane l reads 16 B of row l", "mma.sync m16n8k16 A fragment (32-bit)",
             "lane l reads 8 B of row l", "lane l reads 4 B of row l")
 CUSTOM = "(custom)"
@@ -61,7 +61,7 @@ def make_access(name: str, tile: sa.SmemTile) -> sa.Access:
         return sa.columns(tile.shape)
     if name == ACCESSES[2]:
         if tile.dtype != "fp32" or (rows, cols) != (16, 8):
-            raise ValueError("notebook 03's TiledCopy covers a 16x8 fp32 tile: pick fp32 and 16x8")
+            raise ValueError("notebook 04's TiledCopy covers a 16x8 fp32 tile: pick fp32 and 16x8")
         return sa.tiled_copy_16x8_fragment()
     if name == ACCESSES[4]:
         if e != 2 or rows < 16 or cols < 16:
@@ -186,5 +186,5 @@ class BankConflictExplorer:
 
 
 def bank_conflict_explorer(preset: str = "seed_rows") -> StaticWidget:
-    """The explorer, opened on one of notebook 04's cases (or '(custom)')."""
+    """The explorer, opened on one of notebook 05's cases (or '(custom)')."""
     return BankConflictExplorer(preset).widget()

@@ -1,4 +1,4 @@
-"""Notebook 08's explorer: why 1 stage serializes and 4 stages hide the load latency.
+"""Notebook 09's explorer: why 1 stage serializes and 4 stages hide the load latency.
 
 Sliders set the stage count, the k-tiles, the load and MMA latencies; a selector injects
 one of the classic mbarrier mistakes. The picture is the simulated timeline; the text

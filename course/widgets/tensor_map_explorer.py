@@ -1,4 +1,4 @@
-"""Notebook 07's explorer: a tensor, a box, a swizzle -> the tensor map and its boxes.
+"""Notebook 08's explorer: a tensor, a box, a swizzle -> the tensor map and its boxes.
 
 Sliders set the matrix shape, the box and the swizzle; the picture shows the boxes
 (hatched where they stick out of the tensor), the text the cuTensorMapEncodeTiled

@@ -1,4 +1,4 @@
-"""Notebook 10's explorer: tile visit order and the L2 footprint of a wave of CTAs.
+"""Notebook 11's explorer: tile visit order and the L2 footprint of a wave of CTAs.
 
 Sliders: the problem (tiles of C), the group size of the grouped order, and the wave
 (how many CTAs run at once: ~132 on an H100). The picture colours tiles by visit

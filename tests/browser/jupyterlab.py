@@ -3,7 +3,7 @@
 The pieces a browser test needs, so that a test for a new widget is a few lines:
 
     def test_layout_explorer(lab):
-        nb = lab.notebook("01_layouts.ipynb")          # opened and run (Run All) once per session
+        nb = lab.notebook("02_layouts.ipynb")          # opened and run (Run All) once per session
         w = nb.widget("layout_explorer(")              # the live view in the output of the cell
         before = w.state()                             #   whose source contains this text
         w.type_text("layout", "(4,8):(8,1)")           # or w.press_slider / drag_slider / choose / click

@@ -92,9 +92,9 @@ def test_widgets_work_in_presentation_mode(lab):
 
 
 def test_layout_explorer_takes_a_typed_layout(lab):
-    """Notebook 01: type a new shape:stride (the CuTe printout and the grid follow), then
+    """Notebook 02: type a new shape:stride (the CuTe printout and the grid follow), then
     click a cell (its index, coordinate and offset are named)."""
-    nb = lab.notebook("01_layouts.ipynb")
+    nb = lab.notebook("02_layouts.ipynb")
     w = nb.widget('LayoutExplorer("(8,8):(1,8)"')
     before = w.state()
     w.type_text("layout", "(4,8):(8,1)")
@@ -115,9 +115,9 @@ def test_layout_explorer_takes_a_typed_layout(lab):
 
 
 def test_ownership_map_picks_a_thread(lab):
-    """Notebook 05: pick thread 5 in the mma.sync C map (its four accumulators are named),
+    """Notebook 06: pick thread 5 in the mma.sync C map (its four accumulators are named),
     then click a cell (its owner is named and highlighted)."""
-    nb = lab.notebook("05_mma_atoms.ipynb")
+    nb = lab.notebook("06_mma_atoms.ipynb")
     w = nb.widget("OwnershipMap(c_map)")
     before = w.state()
     w.press_slider("T (-1: all)", "ArrowRight", times=6)  # -1 (all) -> thread 5
@@ -138,9 +138,9 @@ def test_ownership_map_picks_a_thread(lab):
 
 
 def test_bank_explorer_swizzle_removes_the_conflicts(lab):
-    """Notebook 04: the seed's 8x8 float tile read row-wise has 8 conflicts; with
+    """Notebook 05: the seed's 8x8 float tile read row-wise has 8 conflicts; with
     Swizzle<3,2,3> it has none."""
-    nb = lab.notebook("04_swizzle.ipynb")
+    nb = lab.notebook("05_swizzle.ipynb")
     w = nb.widget('bank_conflict_explorer("seed_rows")')
     before = w.state()
     assert " 8 bank conflict(s)" in before[0]
@@ -151,9 +151,9 @@ def test_bank_explorer_swizzle_removes_the_conflicts(lab):
 
 
 def test_tensor_map_explorer_flags_a_box_too_wide_for_its_swizzle(lab):
-    """Notebook 07: widen the box to 256 bf16 columns (512 B) under the 128B swizzle; the
+    """Notebook 08: widen the box to 256 bf16 columns (512 B) under the 128B swizzle; the
     explorer says the driver would reject it, and why."""
-    nb = lab.notebook("07_tma.ipynb")
+    nb = lab.notebook("08_tma.ipynb")
     w = nb.widget("tensor_map_explorer(rows=200, cols=136)")
     before = w.state()
     assert "the driver would accept these arguments" in before[0]
@@ -166,8 +166,8 @@ def test_tensor_map_explorer_flags_a_box_too_wide_for_its_swizzle(lab):
 
 
 def test_pipeline_explorer_explains_an_injected_bug(lab):
-    """Notebook 08: one stage serializes; a wrong producer parity is caught and explained."""
-    nb = lab.notebook("08_pipelines.ipynb")
+    """Notebook 09: one stage serializes; a wrong producer parity is caught and explained."""
+    nb = lab.notebook("09_pipelines.ipynb")
     w = nb.widget("pipeline_explorer(stages=4")
     before = w.state()
     assert "tensor core busy 80%" in before[0]
@@ -181,8 +181,8 @@ def test_pipeline_explorer_explains_an_injected_bug(lab):
 
 
 def test_tile_order_explorer_counts_panels(lab):
-    """Notebook 10: groups of 1 row (raster order) make each wave touch more A/B panels."""
-    nb = lab.notebook("10_hopper_sol.ipynb")
+    """Notebook 11: groups of 1 row (raster order) make each wave touch more A/B panels."""
+    nb = lab.notebook("11_hopper_sol.ipynb")
     w = nb.widget("tile_order_explorer(tiles_m=16")
     before = w.state()
     assert "groups of 8 rows" in before[0] and "touches 16-21 panels" in before[0]
@@ -193,9 +193,9 @@ def test_tile_order_explorer_counts_panels(lab):
 
 
 def test_schedule_explorer_compares_with_static(lab):
-    """Notebook 12: the same workload under the static schedule is shown beside CLC; an
+    """Notebook 13: the same workload under the static schedule is shown beside CLC; an
     unlucky random draw is visible as such; picking static drops the comparison."""
-    nb = lab.notebook("12_cta_pair_clc_gemm.ipynb")
+    nb = lab.notebook("13_cta_pair_clc_gemm.ipynb")
     w = nb.widget("schedule_explorer()")
     before = w.state()
     assert "clc scheduling" in before[0] and "static takes 1.10x as long as clc" in before[0]

@@ -1,0 +1,77 @@
+"""python -m course.exercises verify [--record] [--sanitize] [ID ...]
+
+Run every kernel exercise's reference solution and known wrong variants through the checker
+on this machine, and print one line each: the reference must pass, each wrong variant must
+fail with its hint. On a GPU that includes the live checks (correctness against torch under
+the watchdog, speed where asked, compute-sanitizer where the exercise asks or with
+--sanitize). `--record` appends the verdicts to results/kernel_exercises.json with the GPU,
+date and this command (refused without a GPU: a CPU verdict is not a GPU result).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from course.exercises import kernel_check, solutions
+
+
+def verify(ids: list[str], sanitize: bool | None) -> list[dict]:
+    """One row per reference and wrong variant: expected and actual verdict, hint, checks."""
+    rows = []
+    for mod in solutions.modules():
+        for id, ref in mod.REFERENCE.items():
+            if ids and id not in ids:
+                continue
+            ex = kernel_check.lookup(id)
+            cases = [(ref, None, None)] + [(fn, word, where)
+                                           for fn, (word, where) in mod.WRONG.get(id, {}).items()]
+            for fn, word, where in cases:
+                start = time.perf_counter()
+                report = kernel_check.run_checks(ex, fn, sanitize=sanitize)
+                hint = report.first_hint()
+                expected_ok = word is None
+                as_expected = (report.ok is True) if expected_ok else (
+                    report.ok is False and (word in hint or word in report.text()))
+                rows.append({"exercise": id, "variant": _name(fn),
+                             "expected": "pass" if expected_ok else f"fail ({word}, {where})",
+                             "verdict": {True: "pass", False: "fail", None: "unwritten"}[report.ok],
+                             "as_expected": bool(as_expected), "hint": hint,
+                             "checks": [[f.check, f.status, f.detail] for f in report.findings],
+                             "seconds": round(time.perf_counter() - start, 1)})
+                print(f"{'ok ' if as_expected else 'BAD'} {id:22s} {_name(fn):48s} "
+                      f"{rows[-1]['verdict']:5s} {rows[-1]['seconds']:6.1f} s  {hint[:70]}")
+                if not as_expected:
+                    print(report.text())
+    return rows
+
+
+def _name(fn) -> str:
+    return getattr(getattr(fn, "__wrapped__", fn), "__name__", repr(fn))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course.exercises", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("verify", help="run every reference and known wrong variant")
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--sanitize", action="store_true", default=None,
+                   help="run compute-sanitizer memcheck + racecheck on every case (GPU)")
+    p.add_argument("--record", action="store_true")
+    args = parser.parse_args(argv)
+    rows = verify(args.ids, args.sanitize)
+    bad = [r for r in rows if not r["as_expected"]]
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} as expected")
+    if args.record:
+        from course.runtime import results
+
+        rec = results.record("kernel_exercises", {"cases": rows,
+                                                  "as_expected": len(rows) - len(bad),
+                                                  "total": len(rows)})
+        print(f"recorded: {rec.citation()}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The GPU half of a kernel exercise's check: the learner's kernel run where it cannot hurt.
+
+`in_child` runs the exercise's `gpu_checks` on the learner's code in a child process under
+`course.runtime.watchdog`: a kernel that hangs is stopped and reported, a crash (an illegal
+address poisons a CUDA context for good) takes down the child only, and the notebook's own
+GPU context stays clean. `under_sanitizer` runs the same checks, on their small problem,
+under NVIDIA's compute-sanitizer (memcheck, racecheck, synccheck) in a subprocess with a
+time limit, and turns its report into one sentence.
+
+The helpers below are what the exercises' GPU checks share: fresh inputs, an output poisoned
+with NaN and followed by a guard zone (a write past the end is caught, not just a wrong
+value), and one comparison against a float64 torch reference.
+
+    python -m course.exercises.gpu_run ID FILE NAME [--quick]   (what the sanitizer runs)
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from course.exercises.kernel_check import FAIL, PASS, Finding, KernelExercise, failed, lookup
+from course.exercises.learner_code import PREAMBLE, LearnerCode
+
+GUARD = 256  # elements after the output that no kernel may write
+TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+HANG_HINT = ("a kernel that never finishes: a loop whose bound never changes, or a wait for "
+             "something no thread does")
+SANITIZER_TIMEOUT_S = 240
+
+
+# ---------------------------------------------------------------- run in a child process
+
+def in_child(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
+    """The exercise's GPU checks on the learner's code, in a child process with a watchdog."""
+    from course.runtime import watchdog
+
+    try:
+        rows = watchdog.isolated(_child_checks, ex.id, code.name, code.source, False,
+                                 timeout_s=ex.timeout_s, what=f"your {code.name}")
+    except watchdog.PipelineHang as exc:
+        return [failed("ran on the GPU", f"stopped after {ex.timeout_s:g} s: {_short(exc)}",
+                       HANG_HINT)]
+    except watchdog.ChildFailed as exc:
+        return [failed("ran on the GPU", _short(exc),
+                       "the kernel crashed: an out-of-bounds address is the usual cause")]
+    return [Finding(*row) for row in rows]
+
+
+def _child_checks(id: str, name: str, source: str, quick: bool) -> list[tuple]:
+    """Run in the child: rebuild the learner's function from source, run its checks."""
+    from course.runtime import watchdog
+
+    ex = lookup(id)
+    fn = LearnerCode(name, source).load()
+    findings = ex.gpu_checks(fn, quick=quick, launching=watchdog.launching)
+    return [(f.check, f.status, f.detail, f.hint) for f in findings]
+
+
+# ---------------------------------------------------------------- compute-sanitizer
+
+def sanitizer() -> str | None:
+    """Path of compute-sanitizer (on PATH or in the CUDA toolkit), or None."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/compute-sanitizer")
+    return str(default) if default.exists() else None
+
+
+def under_sanitizer(ex: KernelExercise, code: LearnerCode, tools: tuple[str, ...]
+                    ) -> list[Finding]:
+    """Each tool's verdict on the exercise's small problem, run in a subprocess."""
+    tool_path = sanitizer()
+    if tool_path is None:
+        return [Finding(f"compute-sanitizer {t}", "not run", "not run: compute-sanitizer is not "
+                        "installed on this machine") for t in tools]
+    return [_one_tool(tool_path, tool, ex, code) for tool in tools]
+
+
+def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) -> Finding:
+    what = f"compute-sanitizer {tool}"
+    cmd = [tool_path, f"--tool={tool}", "--error-exitcode=99", "--report-api-errors=no",
+           sys.executable, "-m",
+           "course.exercises.gpu_run", ex.id, str(code.path()), code.name, "--quick"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=SANITIZER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return failed(what, f"did not finish within {SANITIZER_TIMEOUT_S} s", HANG_HINT)
+    return sanitizer_finding(what, tool, out.returncode, out.stdout + out.stderr)
+
+
+# memcheck/synccheck end with "ERROR SUMMARY: N errors"; racecheck with
+# "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error")
+_FIRST_REPORT = re.compile(r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
+                           r"Out-of-range|Misaligned|Program hit).*)$", re.M)
+
+
+def sanitizer_finding(what: str, tool: str, returncode: int, log: str) -> Finding:
+    """One sentence from a compute-sanitizer log: clean, or the first problem it reports."""
+    counts = [int(a or b) for a, b in _SUMMARY.findall(log)]
+    errors = sum(counts)
+    if counts and errors == 0 and returncode == 0:
+        return Finding(what, PASS, "0 errors")
+    first = _FIRST_REPORT.search(log)
+    detail = (f"{errors} error(s); first: {first.group(1).strip()}" if first
+              else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}")
+    hint = {"racecheck": "two threads touch the same shared-memory bytes with no barrier between "
+                         "them: a missing sync (or a stage reused too early)",
+            "synccheck": "a barrier not every thread of the block reaches",
+            "memcheck": "an address outside the buffer: a missing predicate at the edge"}[tool]
+    return failed(what, detail, hint)
+
+
+# ---------------------------------------------------------------- helpers for gpu_checks
+
+def guarded_output(shape: tuple[int, ...], dtype, device="cuda"):
+    """(out, buffer): `out` poisoned with NaN, followed in `buffer` by GUARD poisoned
+    elements that no correct kernel writes."""
+    import torch
+
+    numel = 1
+    for s in shape:
+        numel *= s
+    buffer = torch.full((numel + GUARD,), float("nan"), dtype=dtype, device=device)
+    return buffer[:numel].view(shape), buffer
+
+
+def judge_output(check: str, out, ref, buffer=None, *, wrong_hint: str = "",
+                 edge_hint: str = "") -> Finding:
+    """Compare a kernel's output with a torch reference; name what went wrong."""
+    import torch
+
+    if buffer is not None and not torch.isnan(buffer[out.numel():].float()).all():
+        written = int((~torch.isnan(buffer[out.numel():].float())).sum())
+        return failed(check, f"wrote {written} element(s) past the end of the output",
+                      edge_hint or "a missing predicate at the edge")
+    unwritten = torch.isnan(out.float())
+    if unwritten.any():
+        first = tuple(int(i) for i in unwritten.nonzero()[0])
+        return failed(check, f"{int(unwritten.sum())} of {out.numel()} outputs never written "
+                             f"(the first at {first})", wrong_hint or edge_hint)
+    err = _relative_error(out, ref)
+    tol = TOLERANCE[str(out.dtype).removeprefix("torch.")]
+    if err > tol:
+        bad = (out.double() - ref.double()).abs() > tol * ref.double().abs().clamp_min(1.0)
+        first = tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else ()
+        return failed(check, f"relative error {err:.1e} > {tol:.0e}"
+                             + (f"; the first wrong output at {first}" if first else ""),
+                      wrong_hint)
+    return Finding(check, PASS, f"relative error {err:.1e}")
+
+
+def _relative_error(out, ref) -> float:
+    import torch
+
+    out, ref = out.double(), ref.double()
+    return float(torch.linalg.vector_norm(out - ref)
+                 / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+
+
+def _short(exc: BaseException) -> str:
+    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0][:300] if lines else type(exc).__name__
+
+
+def main(argv: list[str]) -> int:
+    """The sanitizer's subprocess: run the checks once, in this process."""
+    id, path, name = argv[:3]
+    source = Path(path).read_text().removeprefix(PREAMBLE).lstrip("\n")
+    rows = _child_checks(id, name, source, "--quick" in argv)
+    for row in rows:
+        print(Finding(*row).line())
+    return 1 if any(row[1] == FAIL for row in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

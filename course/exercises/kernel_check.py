@@ -1,0 +1,254 @@
+"""Kernel exercises: the learner writes CuTe DSL code; one call checks it with all this
+machine allows and says which checks ran.
+
+    check("01.saxpy", saxpy_kernel)            # same entry point as every exercise
+    check("08.cp_async_mainloop", mainloop, sanitize=True)
+
+A kernel exercise (registered with `kernel_exercise(...)`) describes:
+
+  * **on any machine** -- `build(fn, arch)`: the `@cute.jit` function and stand-in
+    arguments that compile the learner's code for the exercise's target arch (no GPU
+    needed), and `cpu_checks`: functions of a `Compiled` (the PTX/SASS, resources, the
+    learner's function) that look for the instructions the idea needs, for spills, and
+    compare what CuTe's own trace gives with the reference;
+  * **on a GPU that can run it** -- `gpu_checks`: a module-level function of the
+    learner's function that runs it on fresh random inputs over several shapes, ragged
+    ones included, with the output poisoned first, against torch, and times it where
+    speed is the point. It runs in a child process under `course.runtime.watchdog`: a
+    kernel that hangs is reported and the notebook stays alive. With `sanitize=True`
+    (or an exercise's default) the same run repeats under compute-sanitizer.
+
+Every check returns a `Finding`; a failing one carries the hint that names the likely
+mistake. The mistakes are the known wrong variants of each exercise (kept beside its
+reference solution in `course.exercises.solutions`); tests prove each reference passes
+and each wrong variant fails with its hint. A function that still holds the skeleton's
+bare `...` is "not solved yet": nothing is compiled and nothing raises.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong
+from course.exercises.learner_code import LearnerCode, NotALearnerFunction
+
+PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
+_MARK = {PASS: "✔", FAIL: "✘", NOT_RUN: "–"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's outcome: what was checked, how it went, and (if it failed) why."""
+
+    check: str
+    status: str
+    detail: str = ""
+    hint: str = ""
+
+    def line(self) -> str:
+        text = f"  {_MARK[self.status]} {self.check}"
+        if self.detail:
+            text += f": {self.detail}"
+        if self.status == FAIL and self.hint:
+            text += f"\n      hint: {self.hint}"
+        return text
+
+
+def passed(check: str, detail: str = "") -> Finding:
+    return Finding(check, PASS, detail)
+
+
+def failed(check: str, detail: str, hint: str = "") -> Finding:
+    return Finding(check, FAIL, detail, hint)
+
+
+def expect(check: str, ok: bool, detail: str, hint: str = "") -> Finding:
+    return Finding(check, PASS if ok else FAIL, detail, "" if ok else hint)
+
+
+@dataclass
+class Compiled:
+    """What the CPU checks look at: the learner's function and what it compiled to."""
+
+    fn: Any
+    code: LearnerCode
+    arch: str
+    artifacts: Any  # kernels.artifacts.Artifacts
+
+    @property
+    def ptx(self) -> str:
+        return self.artifacts.ptx
+
+    def count(self, pattern: str) -> int:
+        return self.artifacts.count_ptx(pattern)
+
+    def resources(self) -> dict:
+        """Registers, spills (stack frame) and static shared memory of the one kernel."""
+        usage = self.artifacts.resource_usage()
+        return next(iter(usage.values())) if usage else {}
+
+
+CpuCheck = Callable[[Compiled], "Finding | Sequence[Finding]"]
+
+
+@dataclass(frozen=True)
+class KernelExercise:
+    id: str
+    prompt: str
+    hint: str
+    arch: str  # what the CPU compiles for
+    needs: str  # what a live run needs (course.runtime.hardware.NEEDS)
+    build: Callable[[Any, str], tuple]  # (fn, arch) -> (jit_fn, *stand-in args)
+    cpu_checks: tuple[CpuCheck, ...] = ()
+    gpu_checks: Callable[[Any], list] | None = None  # module-level: runs in a child
+    sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run by default on a GPU
+    solution: str = ""
+    timeout_s: float = 30.0
+    # (regular expression on CuTe DSL's error, the mistake it means) for code that does
+    # not even compile, e.g. a fragment from the wrong partition fails cute.gemm's checks
+    compile_hints: tuple[tuple[str, str], ...] = ()
+
+
+KERNEL_EXERCISES: dict[str, KernelExercise] = {}
+
+
+def kernel_exercise(**fields) -> KernelExercise:
+    """Register a kernel exercise; `check(id, fn)` then runs it."""
+    ex = KernelExercise(**fields)
+    KERNEL_EXERCISES[ex.id] = ex
+    REGISTRY[ex.id] = Exercise(ex.id, ex.prompt, ex.hint,
+                               lambda fn, **opts: judge(ex, fn, **opts), ex.solution)
+    return ex
+
+
+@dataclass(frozen=True)
+class Report:
+    """All findings of one check, and the overall answer: right, wrong, or unwritten."""
+
+    findings: tuple[Finding, ...]
+    unwritten: bool = False
+
+    @property
+    def ok(self) -> bool | None:
+        if self.unwritten:
+            return None
+        return all(f.status != FAIL for f in self.findings) and any(
+            f.status == PASS for f in self.findings)
+
+    def first_hint(self) -> str:
+        return next((f.hint for f in self.findings if f.status == FAIL and f.hint), "")
+
+    def text(self) -> str:
+        return "\n".join(f.line() for f in self.findings)
+
+
+def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | None = None
+          ) -> tuple[bool | None, str]:
+    """check()'s checker for kernel exercises: (ok, the report as text)."""
+    report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu)
+    if report.unwritten:
+        return None, (f"{NOT_SOLVED}replace the `...` in {_name(fn)} with your code, then "
+                      f"run this check again. {ex.prompt} Hint: {ex.hint}")
+    summary = "all checks passed." if report.ok else (report.first_hint() or ex.hint)
+    return report.ok, f"{summary}\n{report.text()}"
+
+
+def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
+               gpu: bool | None = None) -> Report:
+    """Every check this machine allows, in order: compile, CPU checks, GPU run, sanitizer."""
+    try:
+        code = LearnerCode.from_function(fn)
+    except NotALearnerFunction as exc:
+        raise Wrong(str(exc)) from None
+    if code.unwritten():
+        return Report((), unwritten=True)
+    findings: list[Finding] = []
+    compiled = _compile(ex, code, findings)
+    if compiled is not None:
+        for cpu_check in ex.cpu_checks:
+            findings.extend(_as_findings(_guarded(cpu_check.__name__, cpu_check, compiled)))
+    findings.extend(_live_findings(ex, code, compiled is not None, sanitize, gpu))
+    return Report(tuple(findings))
+
+
+def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> Compiled | None:
+    from kernels.artifacts import compile_artifacts
+
+    what = f"traced and compiled for {ex.arch}"
+    try:
+        fn = code.load()
+        start = time.perf_counter()
+        art = compile_artifacts(("exercise", ex.id, code.digest), ex.arch, *ex.build(fn, ex.arch))
+    except Exception as exc:  # the learner's code did not trace or compile: explain it
+        text = f"{type(exc).__name__}: {exc}"
+        hint = next((h for pattern, h in ex.compile_hints if re.search(pattern, text)),
+                    "read the first line of the error: CuTe DSL names the call and the "
+                    "argument it could not use")
+        findings.append(failed(what, _first_lines(exc), hint))
+        return None
+    compiled = Compiled(fn, code, ex.arch, art)
+    res = compiled.resources()
+    findings.append(passed(what, f"{time.perf_counter() - start:.1f} s, "
+                                 f"{res.get('registers', '?')} registers per thread"))
+    spills = res.get("stack_frame_bytes", 0)
+    findings.append(expect("no spills", not spills,
+                           f"{spills} bytes of stack frame per thread" if spills
+                           else "no local memory",
+                           "registers spill to local memory: hold fewer values per thread"))
+    return compiled
+
+
+def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
+                   sanitize: bool | None, gpu: bool | None) -> list[Finding]:
+    from course.runtime.hardware import machine
+
+    if ex.gpu_checks is None:
+        return []
+    m = machine()
+    if gpu is False or not m.can(ex.needs):
+        why = "asked not to" if gpu is False else f"this machine ({m.describe()}) cannot run it"
+        return [Finding("run on the GPU against torch", NOT_RUN,
+                        f"not run: {why}; the kernel was compiled, not executed")]
+    if not compiled_ok:
+        return [Finding("run on the GPU against torch", NOT_RUN, "not run: it did not compile")]
+    from course.exercises import gpu_run
+
+    findings = gpu_run.in_child(ex, code)
+    tools = ex.sanitize if sanitize is None else (("memcheck", "racecheck") if sanitize else ())
+    if tools and all(f.status != FAIL for f in findings):
+        findings += gpu_run.under_sanitizer(ex, code, tools)
+    return findings
+
+
+def _guarded(name: str, fn: Callable, *args) -> Finding | Sequence[Finding]:
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return failed(name.strip("_").replace("_", " "), f"could not check: {_first_lines(exc)}")
+
+
+def _as_findings(result) -> list[Finding]:
+    return [result] if isinstance(result, Finding) else list(result)
+
+
+def _first_lines(exc: BaseException, lines: int = 3) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return " / ".join(line.strip() for line in text[:lines] if line.strip())
+
+
+def _name(fn) -> str:
+    return getattr(getattr(fn, "__wrapped__", fn), "__name__", "your function")
+
+
+def exercise_module(id: str):
+    """Import the module that registers exercise `id` (course.exercises.nbNN)."""
+    return importlib.import_module(f"course.exercises.nb{id.split('.')[0]}")
+
+
+def lookup(id: str) -> KernelExercise:
+    if id not in KERNEL_EXERCISES:
+        exercise_module(id)
+    return KERNEL_EXERCISES[id]

@@ -1,0 +1,95 @@
+"""The learner's code of a kernel exercise, as source that can be compiled anywhere.
+
+A kernel exercise hands the checker a function the learner wrote in a notebook cell
+(tagged `exercise-kernel`). The checker works from that function's *source*, not the
+object: CuTe DSL reads a kernel's source to trace it, and a GPU check runs in a child
+process (so a hang cannot freeze the notebook), which cannot receive a function defined
+in a notebook. `LearnerCode.load()` writes the source, after a fixed preamble of imports,
+into a small module file and imports it: the same code then compiles here, in a child
+process, or under compute-sanitizer.
+
+A function whose body still holds a bare `...` statement (the skeleton's "your code
+here") is not written yet: the checker says so and compiles nothing.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import inspect
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+# What every exercise function may use without importing it.
+PREAMBLE = """\
+import math
+import cutlass
+import cutlass.cute as cute
+from cutlass import Constexpr, Float32, Int32, const_expr, range_constexpr
+from cutlass.cute.nvgpu import cpasync, warp
+"""
+CODE_DIR = Path(tempfile.gettempdir()) / "course-exercises"
+
+
+class NotALearnerFunction(TypeError):
+    """The object handed to the checker is not a function whose source can be read."""
+
+
+@dataclass(frozen=True)
+class LearnerCode:
+    """One function's source and name: everything the checker needs to rebuild it."""
+
+    name: str
+    source: str
+
+    @classmethod
+    def from_function(cls, fn) -> "LearnerCode":
+        fn = getattr(fn, "__wrapped__", fn)  # @cute.kernel / @cute.jit keep the function here
+        if not inspect.isfunction(fn):
+            raise NotALearnerFunction(f"pass the function you wrote (got {type(fn).__name__})")
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError) as exc:
+            raise NotALearnerFunction(f"cannot read the source of {fn.__name__}: {exc}") from exc
+        return cls(fn.__name__, textwrap.dedent(source))
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha1(self.source.encode()).hexdigest()[:12]
+
+    def unwritten(self) -> bool:
+        """True while the function still contains the skeleton's bare `...` statement."""
+        tree = ast.parse(self.source)
+        return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                   and node.value.value is Ellipsis for node in ast.walk(tree))
+
+    def path(self) -> Path:
+        """The module file that holds this source (written once per distinct source)."""
+        CODE_DIR.mkdir(parents=True, exist_ok=True)
+        path = CODE_DIR / f"learner_{self.name}_{self.digest}.py"
+        if not path.exists():
+            path.write_text(PREAMBLE + "\n\n" + self.source)
+        return path
+
+    def load(self):
+        """The function, compiled from its source in a fresh module."""
+        path = self.path()
+        module_name = path.stem
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module  # CuTe DSL looks the module up while tracing
+            spec.loader.exec_module(module)
+        return _function(module, self.name)
+
+
+def _function(module: ModuleType, name: str):
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise NotALearnerFunction(f"{name} is not defined by its own source") from None

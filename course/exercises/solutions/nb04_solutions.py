@@ -1,0 +1,28 @@
+"""Notebook 04's kernel exercise: the TiledCopy of a vectorized, coalesced copy."""
+import cutlass
+import cutlass.cute as cute
+
+
+def make_vector_copy(threads):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                               num_bits_per_copy=128)
+    return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(4))
+
+
+def make_vector_copy__scalar_atom(threads):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                               num_bits_per_copy=32)
+    return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(4))
+
+
+def make_vector_copy__thread_owns_a_chunk(threads):
+    # 16 contiguous floats per thread: each thread's 4 vectors are its own, so lane l+1's
+    # first vector is 64 bytes after lane l's
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                               num_bits_per_copy=128)
+    return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(16))
+
+
+REFERENCE = {"04.vector_copy": make_vector_copy}
+WRONG = {"04.vector_copy": {make_vector_copy__scalar_atom: ("vector width", "cpu"),
+                            make_vector_copy__thread_owns_a_chunk: ("uncoalesced", "cpu")}}

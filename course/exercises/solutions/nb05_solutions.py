@@ -1,0 +1,26 @@
+"""Notebook 05's kernel exercise: the swizzled shared-memory tile of a transpose."""
+import cutlass.cute as cute
+
+
+def transpose_tile_layout():
+    tile = cute.make_layout((32, 32), stride=(32, 1))
+    return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, tile)
+
+
+def transpose_tile_layout__no_swizzle():
+    return cute.make_layout((32, 32), stride=(32, 1))
+
+
+def transpose_tile_layout__three_row_bits():
+    tile = cute.make_layout((32, 32), stride=(32, 1))
+    return cute.make_composed_layout(cute.make_swizzle(3, 0, 5), 0, tile)
+
+
+def transpose_tile_layout__overlapping_rows():
+    return cute.make_layout((32, 32), stride=(31, 1))  # "padding" below 32: rows overlap
+
+
+REFERENCE = {"05.transpose_swizzle": transpose_tile_layout}
+WRONG = {"05.transpose_swizzle": {transpose_tile_layout__no_swizzle: ("32-way", "cpu"),
+                                  transpose_tile_layout__three_row_bits: ("4-way", "cpu"),
+                                  transpose_tile_layout__overlapping_rows: ("overlap", "cpu")}}

@@ -1,0 +1,142 @@
+"""Notebook 07's kernel exercise: the multistage cp.async main loop of the SM80 GEMM.
+
+`mainloop` is a method of kernels.sm80_gemm.Sm80Gemm (`self.cfg` is the Config); the
+prologue has committed k-tiles 0 .. stages-2, one group each, and next_k = stages - 1.
+"""
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.jit
+def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles,
+             next_k):
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    read = cutlass.Int32(0)  # the stage holding k-tile t
+    write = cutlass.Int32(stages - 1)  # the stage read last iteration: free once all synced
+    for t in range(k_tiles):
+        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)
+        cute.arch.sync_threads()  # ... everyone's; and nobody still reads stage `write`
+        if next_k < k_tiles:
+            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
+                      pred=pA)
+            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
+                      pred=pB)
+        cute.arch.cp_async_commit_group()  # one group per iteration, even an empty one
+        next_k = next_k + 1
+        # ldmatrix k-block kb + 1 while the tensor cores multiply k-block kb
+        cute.copy(f.s2r_a, f.tXsA[None, None, 0, read], f.tXrA[None, None, 0])
+        cute.copy(f.s2r_b, f.tXsB[None, None, 0, read], f.tXrB[None, None, 0])
+        for kb in cutlass.range_constexpr(k_blocks):
+            if kb + 1 < k_blocks:
+                cute.copy(f.s2r_a, f.tXsA[None, None, kb + 1, read], f.tXrA[None, None, kb + 1])
+                cute.copy(f.s2r_b, f.tXsB[None, None, kb + 1, read], f.tXrB[None, None, kb + 1])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+        read = (read + 1) % stages
+        write = (write + 1) % stages
+
+
+@cute.jit
+def mainloop__wait_all(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
+                       k_tiles, next_k):
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    read = cutlass.Int32(0)
+    write = cutlass.Int32(stages - 1)
+    for t in range(k_tiles):
+        cute.arch.cp_async_wait_group(0)  # waits for the prefetched k-tiles too
+        cute.arch.sync_threads()
+        if next_k < k_tiles:
+            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
+                      pred=pA)
+            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
+                      pred=pB)
+        cute.arch.cp_async_commit_group()
+        next_k = next_k + 1
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
+            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+        read = (read + 1) % stages
+        write = (write + 1) % stages
+
+
+@cute.jit
+def mainloop__no_sync(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
+                      k_tiles, next_k):
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    read = cutlass.Int32(0)
+    write = cutlass.Int32(stages - 1)
+    for t in range(k_tiles):
+        cute.arch.cp_async_wait_group(stages - 2)  # only this thread's copies: no barrier
+        if next_k < k_tiles:
+            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
+                      pred=pA)
+            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
+                      pred=pB)
+        cute.arch.cp_async_commit_group()
+        next_k = next_k + 1
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
+            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+        read = (read + 1) % stages
+        write = (write + 1) % stages
+
+
+@cute.jit
+def mainloop__next_stage(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
+                         k_tiles, next_k):
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    read = cutlass.Int32(0)
+    write = cutlass.Int32(1)  # the stage of k-tile t+1, still in flight
+    for t in range(k_tiles):
+        cute.arch.cp_async_wait_group(stages - 2)
+        cute.arch.sync_threads()
+        if next_k < k_tiles:
+            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
+                      pred=pA)
+            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
+                      pred=pB)
+        cute.arch.cp_async_commit_group()
+        next_k = next_k + 1
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
+            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+        read = (read + 1) % stages
+        write = (write + 1) % stages
+
+
+@cute.jit
+def mainloop__one_k_tile_short(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB,
+                               pB, k_tiles, next_k):
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    read = cutlass.Int32(0)
+    write = cutlass.Int32(stages - 1)
+    for t in range(k_tiles - 1):  # the last k-tile is never multiplied
+        cute.arch.cp_async_wait_group(stages - 2)
+        cute.arch.sync_threads()
+        if next_k < k_tiles:
+            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
+                      pred=pA)
+            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
+                      pred=pB)
+        cute.arch.cp_async_commit_group()
+        next_k = next_k + 1
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
+            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+        read = (read + 1) % stages
+        write = (write + 1) % stages
+
+
+REFERENCE = {"07.mainloop": mainloop}
+WRONG = {"07.mainloop": {mainloop__wait_all: ("overlap", "cpu"),
+                         mainloop__no_sync: ("missing sync", "cpu"),
+                         mainloop__next_stage: ("stage", "gpu"),
+                         mainloop__one_k_tile_short: ("k-tile", "gpu")}}

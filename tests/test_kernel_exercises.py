@@ -1,0 +1,98 @@
+"""Kernel exercises: each reference passes, each known wrong variant fails with its hint,
+the shipped skeletons say "not solved yet", and every notebook from 01 to 07 has one.
+
+On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace); the
+`gpu`-marked tests run the same exercises live on the GPU (correctness against torch under
+the watchdog, speed where asked, compute-sanitizer where the exercise asks for it).
+"""
+import json
+
+import pytest
+
+from course import ROOT
+from course.exercises import kernel_check, solutions
+from course.exercises.check import check
+from course.exercises.learner_code import LearnerCode
+
+CASES = [(id, ref) for mod in solutions.modules() for id, ref in mod.REFERENCE.items()]
+WRONG = [(id, fn, word, where) for mod in solutions.modules()
+         for id, variants in mod.WRONG.items() for fn, (word, where) in variants.items()]
+KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
+                    "06_mma_atoms", "07_tiled_gemm"]
+
+
+def _name(fn):
+    return getattr(fn, "__wrapped__", fn).__name__
+
+
+@pytest.mark.parametrize("id,ref", CASES, ids=[c[0] for c in CASES])
+def test_reference_passes_every_check_this_machine_runs(id, ref):
+    verdict = check(id, ref, quiet=True, gpu=False)
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("id,fn,word,where", WRONG, ids=[f"{w[0]}-{_name(w[1])}" for w in WRONG])
+def test_wrong_variant_fails_with_its_hint_on_a_cpu(id, fn, word, where):
+    if where != "cpu":
+        pytest.skip("this mistake shows only when the kernel runs: see the gpu test")
+    verdict = check(id, fn, quiet=True, gpu=False)
+    assert verdict.ok is False, verdict.message
+    assert word in verdict.message.splitlines()[0], verdict.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("id,ref", CASES, ids=[c[0] for c in CASES])
+def test_reference_passes_on_the_gpu(id, ref):
+    report = kernel_check.run_checks(kernel_check.lookup(id), ref)
+    ran = [f for f in report.findings if f.status != kernel_check.NOT_RUN]
+    assert report.ok, report.text()
+    assert any("torch" in f.check or "against" in f.check for f in ran), report.text()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("id,fn,word,where", WRONG, ids=[f"{w[0]}-{_name(w[1])}" for w in WRONG])
+def test_wrong_variant_fails_on_the_gpu_with_its_hint(id, fn, word, where):
+    ex = kernel_check.lookup(id)
+    report = kernel_check.run_checks(ex, fn)
+    assert report.ok is False, report.text()
+    assert word in report.first_hint() or word in report.text(), report.text()
+
+
+def _tagged_cells(stem):
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+    cells = nb["cells"]
+    return [(i, c) for i, c in enumerate(cells)
+            if "exercise-kernel" in c.get("metadata", {}).get("tags", [])], cells
+
+
+@pytest.mark.parametrize("stem", KERNEL_NOTEBOOKS)
+def test_each_notebook_has_a_kernel_exercise_shipped_unsolved(stem):
+    tagged, cells = _tagged_cells(stem)
+    assert tagged, f"{stem} has no cell tagged exercise-kernel"
+    for i, cell in tagged:
+        source = "".join(cell["source"])
+        assert "..." in source, "the shipped skeleton must hold a bare `...`"
+        follow = "".join(cells[i + 1]["source"])
+        assert "check(" in follow, "the cell after a kernel exercise checks it"
+        shown = "".join("".join(o.get("text", "")) for o in cells[i + 1].get("outputs", []))
+        assert "not solved yet" in shown, f"{stem} cell {i + 1} should report 'not solved yet'"
+
+
+def test_every_kernel_exercise_has_a_reference_and_wrong_variants():
+    for mod in solutions.modules():
+        for id in mod.REFERENCE:
+            kernel_check.lookup(id)
+    ids = {id for mod in solutions.modules() for id in mod.REFERENCE}
+    assert ids == set(kernel_check.KERNEL_EXERCISES)
+    for id in ids:
+        assert any(w[0] == id for w in WRONG), f"{id} has no known wrong variant"
+
+
+def test_unwritten_means_a_bare_ellipsis():
+    assert LearnerCode("f", "def f(x):\n    ...  # your code\n").unwritten()
+    assert not LearnerCode("f", "def f(x):\n    return x[...]\n").unwritten()
+
+
+def test_a_non_function_is_a_friendly_wrong_answer():
+    verdict = check("01.saxpy", 42, quiet=True)
+    assert verdict.ok is False and "pass the function" in verdict.message
