@@ -6,6 +6,8 @@ blocks, launch), the way `kernels.vector_add` does for its own kernel.
 """
 # no `from __future__ import annotations`: CuTe DSL evaluates the launcher's annotations
 
+import functools
+
 from course.exercises.kernel_check import expect, kernel_exercise
 
 THREADS = 256
@@ -29,13 +31,7 @@ def _launcher():
     return launch
 
 
-_LAUNCH = []
-
-
-def launcher():
-    if not _LAUNCH:
-        _LAUNCH.append(_launcher())
-    return _LAUNCH[0]
+launcher = functools.cache(_launcher)  # built once: every compile reuses one @cute.jit
 
 
 def _build(fn, arch):

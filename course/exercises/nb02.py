@@ -10,6 +10,8 @@ the reference, and a tiny kernel that writes layout(i) for every i is compiled w
 """
 # no `from __future__ import annotations`: CuTe DSL evaluates the kernel's annotations
 
+import functools
+
 from course.cute import algebra
 from course.models import layout as pl
 from course.exercises.check import Wrong, exercise
@@ -167,13 +169,7 @@ def _offsets_launcher():
     return launch
 
 
-_OFFSETS = []
-
-
-def offsets_launcher():
-    if not _OFFSETS:
-        _OFFSETS.append(_offsets_launcher())
-    return _OFFSETS[0]
+offsets_launcher = functools.cache(_offsets_launcher)  # built once, reused by every compile
 
 
 def _build_offsets(fn, arch):

@@ -186,13 +186,7 @@ def _gemm_launcher():
     return launch
 
 
-_GEMM = []
-
-
-def gemm_launcher():
-    if not _GEMM:
-        _GEMM.append(_gemm_launcher())
-    return _GEMM[0]
+gemm_launcher = functools.cache(_gemm_launcher)  # built once, reused by every compile
 
 
 def _gemm_args(tensors, stream):

@@ -7,7 +7,8 @@ compiling (any machine) or running (a GPU) a few lines of real device code.
   const_expr_table    a branch on a Constexpr is compiled away; on a dynamic value it is kept
   scale_ptx / scale_check   TensorSSA and a register tensor: 4 values per thread, one v4 load
   compile_once        what a call costs when it re-traces, against a compiled handle
-  local_memory        dynamic indexing into a register tensor: the stack frame, STL/LDL in SASS
+  local_memory_report two ways into local memory: a register tensor indexed at run time, and
+                      more live values than the 255 registers a thread can have (a spill)
 
 The demo device code is below, kept small so the notebook can show all of it.
 """
@@ -254,12 +255,39 @@ def local_memory(x_ptr: cute.Pointer, out_ptr: cute.Pointer, k: Int32, stream: c
                         k).launch(grid=[1, 1, 1], block=[256, 1, 1], stream=stream)
 
 
+@cute.kernel
+def live_values_kernel(g: cute.Tensor, out: cute.Tensor, n: Int32, values: Constexpr):
+    acc = cute.make_rmem_tensor(values, Float32)  # `values` accumulators per thread...
+    acc.fill(0.0)
+    for k in cutlass.range(n, unroll=1):  # ...all alive across a run-time loop
+        x = g[k]
+        for i in cutlass.range_constexpr(values):
+            acc[i] = acc[i] * x + Float32(i)
+    for i in cutlass.range_constexpr(values):
+        out[i] = acc[i]
+
+
+@cute.jit
+def live_values(g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cuda.CUstream,
+                values: Constexpr):
+    g = cute.make_tensor(g_ptr, cute.make_layout(n))
+    out = cute.make_tensor(out_ptr, cute.make_layout(values))
+    live_values_kernel(g, out, n, values).launch(grid=[1, 1, 1], block=[32, 1, 1],
+                                                 stream=stream)
+
+
+SPILL_DEMOS = (200, 320)  # live fp32 values per thread: fits in registers / does not
+
+
 def local_memory_report(arch: str = ARCH) -> list[dict]:
-    """Registers, stack frame and the SASS local-memory instructions of the two demos."""
+    """Registers, stack frame and the SASS local-memory instructions of the demos."""
     p = gmem_pointer(None, torch.float32)
     demos = {"scale": compile_artifacts(("dsl_basics.scale",), arch, scale, *_scale_args()),
-             "local_memory": compile_artifacts(("dsl_basics.local",), arch, local_memory, p, p,
-                                               Int32(3), fake_stream())}
+             "local_memory (run-time index)": compile_artifacts(
+                 ("dsl_basics.local",), arch, local_memory, p, p, Int32(3), fake_stream())}
+    for values in SPILL_DEMOS:
+        demos[f"live_values, {values} values"] = compile_artifacts(
+            ("dsl_basics.live", values), arch, live_values, p, p, Int32(4), fake_stream(), values)
     report = []
     for name, art in demos.items():
         res = next(iter(art.resource_usage().values()))
