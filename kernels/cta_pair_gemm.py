@@ -254,12 +254,13 @@ class CtaPairGemm:
                                                  self.acc_slots)
         _, read_state = self.scheduler_states()
         pair_m, tile_n, valid = first
+        stores = cutlass.Int32(0)  # TMA stores issued so far: picks the staging buffers
         while valid:
             acc_pipeline.consumer_wait(acc_state)
-            single.epilogue_tile(tidx, warp_idx,
-                                 accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
-                                 tCgC[((None, None), 0, 0, pair_m, tile_n)], epi_tile,
-                                 self.c_dtype, epi_barrier, c_pipeline)
+            stores = single.epilogue_tile(
+                tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
+                tCgC[((None, None), 0, 0, pair_m, tile_n)], epi_tile, self.c_dtype,
+                epi_barrier, c_pipeline, stores)
             with cute.arch.elect_one():
                 acc_pipeline.consumer_release(acc_state)  # on the leader's empty barrier
             acc_state.advance()

@@ -329,12 +329,25 @@ def epilogue_setup(tmem: TmemAllocator, acc_layout: cute.Layout, acc_dtype, epi_
             pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS))
 
 
+def staging_buffer(store, epi_stages: int):
+    """The staging buffer of this CTA's `store`-th TMA store of C, counted over every tile
+    the CTA has stored. PipelineTmaStore releases buffers in the order the stores were
+    issued, so the count must run on across tiles: restarting it at 0 on each tile would
+    write buffer 0 while the previous tile's last store may still read it, whenever a tile
+    has a number of sub-tiles that is not a multiple of the stages (tests/test_tcgen05_gemm.py
+    plays the ring both ways)."""
+    return store % epi_stages
+
+
 @cute.jit
 def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
                   accumulator: cute.Tensor, tma_c: cpasync.TmaInfo, sC: cute.Tensor,
                   gC: cute.Tensor, epi_tile: cute.Tile, c_dtype: cutlass.Constexpr,
-                  epi_barrier: pipeline.NamedBarrier, c_pipeline: pipeline.PipelineTmaStore):
+                  epi_barrier: pipeline.NamedBarrier, c_pipeline: pipeline.PipelineTmaStore,
+                  stores_before: cutlass.Int32):
     """Epilogue warps: drain one CTA's 128 x N accumulator to C, one sub-tile at a time.
+    `stores_before` counts the TMA stores this CTA issued for earlier tiles; returns the
+    count after this tile's.
 
     TMEM -> registers: tcgen05.ld 32x32b, so thread t of epilogue warp w reads TMEM lane
     32*w + t (row 32*w + t of the tile), 32 consecutive columns per instruction.
@@ -371,7 +384,7 @@ def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
         cute.copy(tmem_load, tTR_tAcc[(None, None, None, sub)], tTR_rAcc)  # tcgen05.ld
         cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld: the registers are filled
         tRS_rC.store(tRS_rAcc.load().to(c_dtype))
-        buffer = sub % epi_stages
+        buffer = staging_buffer(stores_before + sub, epi_stages)
         cute.copy(smem_store, tRS_rC, tRS_sC[(None, None, None, buffer)])
         cute.arch.fence_view_async_shared()  # make the smem writes visible to TMA
         epi_barrier.arrive_and_wait()
@@ -380,6 +393,7 @@ def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
             c_pipeline.producer_commit()
             c_pipeline.producer_acquire()  # the buffer written next is free again
         epi_barrier.arrive_and_wait()
+    return stores_before + subtiles
 
 
 # ---------------------------------------------------------------- the kernel
@@ -530,7 +544,7 @@ class Tcgen05Gemm:
         epilogue_tile(tidx, warp_idx,
                             accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
                             tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile, self.c_dtype,
-                            epi_barrier, c_pipeline)
+                            epi_barrier, c_pipeline, cutlass.Int32(0))
         with cute.arch.elect_one():
             acc_pipeline.consumer_release(acc_state)
         c_pipeline.producer_tail()  # every TMA store of C has read its staging buffer

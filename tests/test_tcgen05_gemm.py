@@ -32,6 +32,45 @@ def sass(art):
 
 # ---------------------------------------------------------------- what the compiler produced
 
+# ---------------------------------------------------------------- the epilogue's staging buffers
+
+def _store_ring_conflicts(buffer_of, subtiles: int, tiles: int, epi_stages: int) -> list:
+    """Play a CTA's epilogue TMA stores the way PipelineTmaStore runs them: each store writes
+    a staging buffer, commits its bulk group, and producer_acquire then waits until at most
+    epi_stages - 1 stores are still reading theirs. Returns the (tile, sub-tile) of every
+    store that wrote a buffer an earlier store in flight was still reading."""
+    in_flight, conflicts, store = [], [], 0
+    for tile in range(tiles):
+        for sub in range(subtiles):
+            buffer = buffer_of(store, sub)
+            if buffer in in_flight:
+                conflicts.append((tile, sub))
+            in_flight.append(buffer)
+            del in_flight[:max(0, len(in_flight) - (epi_stages - 1))]
+            store += 1
+    return conflicts
+
+
+@pytest.mark.parametrize("epi_stages", (2, 3, 4))
+@pytest.mark.parametrize("subtiles", range(1, 10))
+def test_staging_buffers_are_never_written_while_a_store_reads_them(subtiles, epi_stages):
+    """The kernel's rule (a count of stores that runs on across tiles), for any number of
+    sub-tiles per tile, over three tiles of a persistent CTA."""
+    def kernel_rule(store, sub):
+        return tcgen05_gemm.staging_buffer(store, epi_stages)
+    assert _store_ring_conflicts(kernel_rule, subtiles, 3, epi_stages) == []
+
+
+def test_restarting_the_count_on_every_tile_overwrites_a_store_in_flight():
+    """The rule the epilogue used before (buffer = sub % stages, from 0 on each tile) is
+    right only when a tile's sub-tiles are a multiple of the stages: 4 or 8 sub-tiles of 32
+    columns pass, an odd count overwrites the buffer of the previous tile's last store."""
+    def per_tile(store, sub):
+        return sub % 2
+    assert _store_ring_conflicts(per_tile, 4, 3, 2) == []
+    assert _store_ring_conflicts(per_tile, 3, 3, 2) == [(1, 0), (2, 0)]
+
+
 @pytest.mark.compile
 def test_ptx_has_the_tcgen05_instructions(art):
     assert ".target sm_100a" in art.ptx
