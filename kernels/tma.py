@@ -129,7 +129,10 @@ def _arm_and_load(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, bar: c
 
 
 class TmaLoad:
-    """Global -> shared by TMA, then shared -> global by plain stores."""
+    """Global -> shared by TMA, then shared -> global by plain stores. `arm_and_load` is
+    the step a subclass may replace (notebook 08's kernel exercise does)."""
+
+    arm_and_load = staticmethod(_arm_and_load)
 
     def __init__(self, dtype, config: Config, mode: str):
         self.dtype, self.cfg, self.mode = dtype, config, mode
@@ -181,7 +184,7 @@ class TmaLoad:
         tAs, tAg = cute.nvgpu.cpasync.tma_partition(
             tma, 0, cute.make_layout(1), cute.group_modes(box, 0, 2), cute.group_modes(gSrc, 0, 2))
         if warp == 0:  # a whole, converged warp: the copy and expect_tx elect their lane
-            _arm_and_load(tma, tAg[(None, bm, bn)], tAs, bar, self.tx_bytes)
+            self.arm_and_load(tma, tAg[(None, bm, bn)], tAs, bar, self.tx_bytes)
         cute.arch.mbarrier_wait(bar, 0)  # phase 0 completes when all the bytes have landed
 
         view = raw if cutlass.const_expr(self.mode == "physical") else box

@@ -1,5 +1,5 @@
 """Kernel exercises: each reference passes, each known wrong variant fails with its hint,
-the shipped skeletons say "not solved yet", and every notebook from 01 to 07 has one.
+the shipped skeletons say "not solved yet", and every notebook from 01 to 08 has one.
 
 On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace); the
 `gpu`-marked tests run the same exercises live on the GPU (correctness against torch under
@@ -18,7 +18,7 @@ CASES = [(id, ref) for mod in solutions.modules() for id, ref in mod.REFERENCE.i
 WRONG = [(id, fn, word, where) for mod in solutions.modules()
          for id, variants in mod.WRONG.items() for fn, (word, where) in variants.items()]
 KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
-                    "06_mma_atoms", "07_tiled_gemm"]
+                    "06_mma_atoms", "07_tiled_gemm", "08_tma"]
 
 
 def _name(fn):

@@ -1,0 +1,130 @@
+"""Notebook 08's kernel exercise `08.arm_and_load`: hand a box to TMA and count its bytes.
+
+The learner writes `arm_and_load(tma, src, dst, bar, tx_bytes)`, the step of
+`kernels.tma.TmaLoad` that one whole warp runs: arm the mbarrier with one arrival and the
+bytes TMA will deliver (expect_tx, from one lane), then issue the TMA copy with its
+completion counted on that barrier. The course's kernel does the rest: it initialises the
+barrier for one arrival, waits on phase 0, and copies the box back out with plain stores.
+"""
+# no `from __future__ import annotations`: CuTe DSL evaluates the kernel's annotations
+import re
+
+from course.exercises.kernel_check import expect, kernel_exercise
+
+SHAPES = ((64, 64), (100, 72), (257, 40), (1024, 512))  # ragged against 64 x 64 boxes
+QUICK_SHAPES = ((100, 72),)
+PTX_WINDOW = 8  # instructions before expect_tx in which its lane is elected
+
+
+def _load_class(fn):
+    """kernels.tma.TmaLoad with the learner's step in place of the course's."""
+    from kernels import tma
+
+    return type("LearnerTmaLoad", (tma.TmaLoad,), {"arm_and_load": staticmethod(fn)})
+
+
+def _kernel_args(fn, tensors=None, stream=None):
+    """(the kernel object, src, dst, rows, cols, ld_src, ld_dst, stream) for the bf16
+    default box: stand-ins for compiling (tensors None), or a real call."""
+    import cutlass
+    import torch
+
+    from kernels import tma
+    from kernels.host import cutlass_dtype, fake_stream, gmem_pointer
+
+    obj = _load_class(fn)(cutlass_dtype(torch.bfloat16), tma.Config(), "copy")
+    if tensors is None:
+        p, i = gmem_pointer(None, torch.bfloat16), cutlass.Int32(64)
+        return (obj, p, p, i, i, i, i, fake_stream())
+    src, dst = tensors
+    rows, cols = src.shape
+    return (obj, gmem_pointer(src, src.dtype), gmem_pointer(dst, dst.dtype),
+            cutlass.Int32(rows), cutlass.Int32(cols), cutlass.Int32(src.stride(0)),
+            cutlass.Int32(dst.stride(0)), stream)
+
+
+def _build(fn, arch):
+    return _kernel_args(fn)
+
+
+def _box_bytes() -> int:
+    from kernels import tma
+
+    return tma.Config().box_bytes(2)
+
+
+def _code(c) -> list[str]:
+    return [line.strip() for line in c.ptx.splitlines() if line.strip().endswith(";")]
+
+
+def announces_the_bytes(c):
+    code = _code(c)
+    arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
+    if not arms:
+        return expect("the barrier expects TMA's bytes", False, "no mbarrier.arrive.expect_tx",
+                      "missing expect_tx: a plain arrive completes the phase at once, before "
+                      "any byte has landed; arm it with the bytes TMA will deliver")
+    operand = code[arms[0]].rstrip(";").split(",")[-1].strip()
+    value = operand if operand.isdigit() else next(
+        (m.group(1) for line in reversed(code[:arms[0]])
+         if (m := re.match(rf"mov\.b32\s+{re.escape(operand)},\s*(\d+);", line))), "?")
+    want = _box_bytes()
+    return expect("the barrier expects TMA's bytes", value == str(want),
+                  f"expect_tx of {value} bytes; one 64x64 bf16 box is {want}",
+                  "expect_tx must announce exactly the bytes of the box (tx_bytes): fewer and "
+                  "the phase completes before the data is all there, more and it never does")
+
+
+def one_lane_arms(c):
+    code = _code(c)
+    arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
+    elected = all(any(line.startswith("elect.sync") for line in code[max(0, i - PTX_WINDOW):i])
+                  for i in arms)
+    return expect("one lane arms the barrier", bool(arms) and elected,
+                  "expect_tx under elect.sync" if elected else "every lane runs expect_tx",
+                  "one lane arms the barrier: it was initialised for one arrival, and 32 lanes "
+                  "each adding the box's bytes make it wait for 32 boxes "
+                  "(with cute.arch.elect_one(): ...)")
+
+
+def copies_with_tma(c):
+    n = c.count(r"cp\.async\.bulk\.tensor\.\S*global\S*mbarrier::complete_tx::bytes")
+    return expect("TMA copies the box, counted on the barrier", n > 0,
+                  f"{n} cp.async.bulk.tensor ... complete_tx::bytes",
+                  "hand the box to TMA with cute.copy(tma, src, dst, tma_bar_ptr=bar): the bytes "
+                  "are counted on `bar` as they land")
+
+
+def gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import torch
+
+    from course.exercises.gpu_run import judge_output
+    from kernels.host import arch_for, compile_for, current_stream
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    obj, *stand_ins = _kernel_args(fn)
+    compiled = compile_for(arch, obj, *stand_ins)
+    launching()
+    findings = []
+    for rows, cols in QUICK_SHAPES if quick else SHAPES:
+        src = torch.randn(rows, cols, device="cuda").to(torch.bfloat16)
+        dst = torch.full_like(src, float("nan"))
+        compiled(*_kernel_args(fn, (src, dst), current_stream())[1:])
+        torch.cuda.synchronize()
+        findings.append(judge_output(f"{rows}x{cols} bf16 copied through TMA", dst, src,
+                                     wrong_hint="the wait returned before the box had landed: "
+                                                "does expect_tx announce the box's bytes?"))
+    return findings
+
+
+kernel_exercise(
+    id="08.arm_and_load",
+    prompt="Write arm_and_load(tma, src, dst, bar, tx_bytes), run by one whole warp: arm the "
+           "mbarrier `bar` with one arrival and the tx_bytes TMA will deliver (from one lane), "
+           "then issue the TMA copy of the box src -> dst, its completion counted on `bar`.",
+    hint="with cute.arch.elect_one(): cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes); "
+         "then cute.copy(tma, src, dst, tma_bar_ptr=bar) from the whole warp.",
+    arch="sm_90a", needs="sm_90+", build=_build,
+    cpu_checks=(announces_the_bytes, one_lane_arms, copies_with_tma),
+    gpu_checks=gpu_checks, timeout_s=60,
+    solution="course/exercises/solutions/nb08_solutions.py: arm_and_load")

@@ -1,0 +1,40 @@
+"""Notebook 08's kernel exercise: arm an mbarrier and hand a box to TMA."""
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.jit
+def arm_and_load(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, bar: cute.Pointer,
+                 tx_bytes: cutlass.Constexpr):
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
+@cute.jit
+def arm_and_load__no_expect_tx(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
+                               bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive(bar)
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
+@cute.jit
+def arm_and_load__half_the_bytes(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
+                                 bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes // 2)
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
+@cute.jit
+def arm_and_load__every_lane_arms(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
+                                  bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+    cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
+REFERENCE = {"08.arm_and_load": arm_and_load}
+WRONG = {"08.arm_and_load": {arm_and_load__no_expect_tx: ("missing expect_tx", "cpu"),
+                             arm_and_load__half_the_bytes: ("exactly the bytes", "cpu"),
+                             arm_and_load__every_lane_arms: ("one lane arms", "cpu")}}
