@@ -29,6 +29,7 @@ PREAMBLE = """\
 import math
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 from cutlass import Constexpr, Float32, Int32, const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync, warp
 """
@@ -59,7 +60,7 @@ class LearnerCode:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha1(self.source.encode()).hexdigest()[:12]
+        return hashlib.sha1((PREAMBLE + self.source).encode()).hexdigest()[:12]
 
     def unwritten(self) -> bool:
         """True while the function still contains the skeleton's bare `...` statement."""

@@ -1,0 +1,130 @@
+"""Notebook 12's kernel exercise `12.epilogue_role`: the epilogue warps' side of TMEM.
+
+The learner writes the `epilogue_role` method of `kernels.tcgen05_gemm.Tcgen05Gemm`: wait
+for the accumulator the MMA warp committed, drain it (the course's `epilogue_tile`: tcgen05.ld,
+convert, stage, TMA store), release the accumulator, drain the TMA stores, meet the other
+epilogue warps, and free TMEM. No Blackwell GPU is needed to check it: the kernel compiles
+for sm_100a here, and the synchronisation read back from its PTX (course.cute.ptx_protocol)
+must keep every rule; on a GPU of compute capability 10.x it also runs against torch.
+"""
+# no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
+import re
+
+from course.exercises.kernel_check import Finding, expect, failed, kernel_exercise, passed
+
+SHAPES = ((256, 256, 128), (300, 264, 200), (129, 130, 72))
+QUICK_SHAPES = ((129, 130, 72),)
+PROTOCOL_HINTS = {
+    "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)",
+    "tma_stores_drained": "the TMA stores are not drained before TMEM is freed and the kernel "
+                          "ends: c_pipeline.producer_tail() waits for every store to finish",
+    "tmem_load_waited": "tcgen05.ld's registers used without tcgen05.wait::ld",
+    "staging_visible_to_tma": "the staging buffer is stored without fence.proxy.async before "
+                              "the TMA store reads it",
+    "barriers_ready": "a barrier is used before it is initialised and fenced",
+}
+
+
+def gemm_with(epilogue_role):
+    """The course's Tcgen05Gemm with the learner's `epilogue_role`, as a GemmHost; the
+    epilogue's building blocks are reachable as self.epilogue_setup / self.epilogue_tile."""
+    import cutlass.cute as cute
+
+    from kernels import tcgen05_gemm as step
+    from kernels.gemm_host import GemmHost
+
+    method = epilogue_role if hasattr(epilogue_role, "__wrapped__") else cute.jit(epilogue_role)
+    cls = type("YourTcgen05Gemm", (step.Tcgen05Gemm,),
+               {"epilogue_role": method, "epilogue_setup": staticmethod(step.epilogue_setup),
+                "epilogue_tile": staticmethod(step.epilogue_tile)})
+    name = f"12.epilogue_role/{epilogue_role.__module__}.{epilogue_role.__qualname__}"
+    return GemmHost(name, step.NEEDS, lambda ab, c, config, arch, a_major, b_major:
+                    cls(ab, c, config), step.Config, step.OPERANDS)
+
+
+def _build(fn, arch):
+    import torch
+
+    from kernels import tcgen05_gemm as step
+
+    return gemm_with(fn).build(arch, torch.bfloat16, torch.bfloat16, step.Config(), "k", "k")
+
+
+def _code(c) -> list[str]:
+    from course.cute.ptx_protocol import instructions
+
+    return instructions(c.ptx)
+
+
+def keeps_the_protocol(c) -> list[Finding]:
+    """course.cute.ptx_protocol's rules, each one a finding."""
+    from course.cute import ptx_protocol
+
+    broken = {v.rule: v.detail for v in ptx_protocol.check(c.ptx)}
+    return [failed(f"protocol: {rule}", broken[rule], PROTOCOL_HINTS.get(rule, broken[rule]))
+            if rule in broken else passed(f"protocol: {rule}")
+            for rule in ptx_protocol.RULES if rule != "clc_response_waited"]
+
+
+def waits_for_the_accumulator(c):
+    code = _code(c)
+    commits = [i for i, line in enumerate(code) if line.startswith("tcgen05.commit")]
+    loads = [i for i, line in enumerate(code) if line.startswith("tcgen05.ld")]
+    start = commits[-1] if commits else 0
+    waited = bool(loads) and any(line.startswith("mbarrier.try_wait")
+                                 for line in code[start + 1:loads[0]])
+    return expect("the epilogue waits for the accumulator", waited,
+                  "an mbarrier wait before the first tcgen05.ld" if waited
+                  else "tcgen05.ld with no wait on the accumulator's barrier before it",
+                  "the accumulator is read before the MMAs finished: "
+                  "acc_pipeline.consumer_wait(acc_state) before draining it")
+
+
+def all_warps_done_before_free(c):
+    code = _code(c)
+    frees = [i for i, line in enumerate(code) if line.startswith("tcgen05.dealloc")]
+    if not frees:
+        return expect("the epilogue warps meet before TMEM is freed", False, "no tcgen05.dealloc",
+                      PROTOCOL_HINTS["tmem_freed"])
+    before = [line for line in code[:frees[0]]
+              if not re.match(r"(mov|setp|not|@|bra|cvt|add|and|or)\b", line)][-2:]
+    met = any(re.match(r"bar(rier)?\.sync", line) for line in before)
+    return expect("the epilogue warps meet before TMEM is freed", met,
+                  "a named barrier right before tcgen05.dealloc" if met
+                  else f"tcgen05.dealloc right after {before[-1][:40] if before else '?'}",
+                  "warp 0 frees TMEM while warps 1-3 may still be reading it: "
+                  "epi_barrier.arrive_and_wait() before tmem.free")
+
+
+def gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import torch
+
+    from course.exercises.gpu_run import judge_output
+
+    gemm = gemm_with(fn)
+    gemm.compile(torch.bfloat16)
+    launching()
+    findings = []
+    for m, n, k in QUICK_SHAPES if quick else SHAPES:
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm.run(a, b, out)
+        torch.cuda.synchronize()
+        findings.append(judge_output(f"{m}x{n}x{k} bf16 against torch", out,
+                                     a.double() @ b.double().T))
+    return findings
+
+
+kernel_exercise(
+    id="12.epilogue_role",
+    prompt="Write epilogue_role, warps 0-3 of the 1-CTA tcgen05 GEMM: set up "
+           "(self.epilogue_setup), wait for the accumulator, drain it to C "
+           "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
+           "warps, and free TMEM.",
+    hint="consumer_wait before reading TMEM; producer_tail before freeing; "
+         "epi_barrier.arrive_and_wait() so no warp still reads TMEM when warp 0 frees it.",
+    arch="sm_100a", needs="sm_100a", build=_build,
+    cpu_checks=(waits_for_the_accumulator, keeps_the_protocol, all_warps_done_before_free),
+    gpu_checks=gpu_checks, timeout_s=90,
+    solution="course/exercises/solutions/nb12_solutions.py: epilogue_role")
