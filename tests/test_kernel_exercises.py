@@ -18,7 +18,8 @@ CASES = [(id, ref) for mod in solutions.modules() for id, ref in mod.REFERENCE.i
 WRONG = [(id, fn, word, where) for mod in solutions.modules()
          for id, variants in mod.WRONG.items() for fn, (word, where) in variants.items()]
 KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
-                    "06_mma_atoms", "07_tiled_gemm", "08_tma", "12_tcgen05"]
+                    "06_mma_atoms", "07_tiled_gemm", "08_tma", "12_tcgen05",
+                    "13_cta_pair_clc_gemm"]
 
 
 def _name(fn):

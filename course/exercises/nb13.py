@@ -37,3 +37,6 @@ def _issuer(answer):
     except (TypeError, ValueError):
         raise Wrong("answer with a pair (warp, cta_rank)")
     return (warp, rank) == (5, 0), ""
+
+
+from course.exercises import nb13_clc_kernel  # noqa: E402,F401  registers 13.read_next_tile

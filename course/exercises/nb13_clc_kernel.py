@@ -1,0 +1,132 @@
+"""Notebook 13's kernel exercise `13.read_next_tile`: read one answer of Cluster Launch Control.
+
+The learner writes the `read_next_tile` method of `kernels.cta_pair_clc_gemm.CtaPairClcGemm`,
+which every warp of both CTAs runs to learn its next tile: wait for the 16-byte answer that
+clusterlaunchcontrol.try_cancel writes into shared memory, decode it (query_cancel: was a
+cluster cancelled, and which), make the read visible before the buffer is written again (a
+proxy fence), free the buffer for the next request, and return (pair_m, tile_n, valid).
+Checked without a GPU: the kernel compiles for sm_100a, and at every place a role reads an
+answer the PTX must wait, decode, fence and release in that order.
+"""
+# no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
+import re
+
+from course.exercises.kernel_check import Finding, expect, kernel_exercise
+
+SHAPES = ((512, 512, 128), (600, 392, 200))
+QUICK_SHAPES = ((600, 392, 200),)
+
+
+def gemm_with(read_next_tile):
+    """The CLC GEMM with the learner's `read_next_tile`, as a GemmHost."""
+    import cutlass.cute as cute
+
+    from kernels import cta_pair_clc_gemm as step
+    from kernels.cta_pair_gemm import pair_gemm_host
+
+    method = read_next_tile if hasattr(read_next_tile, "__wrapped__") else cute.jit(read_next_tile)
+    cls = type("YourClcGemm", (step.CtaPairClcGemm,), {"read_next_tile": method})
+    name = f"13.read_next_tile/{read_next_tile.__module__}.{read_next_tile.__qualname__}"
+    return pair_gemm_host(name, cls, step.Config)
+
+
+def _build(fn, arch):
+    import torch
+
+    from kernels import cta_pair_clc_gemm as step
+
+    return gemm_with(fn).build(arch, torch.bfloat16, torch.bfloat16, step.Config(), "k", "k")
+
+
+def _reads(c) -> tuple[list[str], list[tuple[int, int]]]:
+    """The PTX instructions, and (first, last) index of each place an answer is decoded."""
+    from course.cute.ptx_protocol import instructions
+
+    code = instructions(c.ptx)
+    places, i = [], 0
+    while i < len(code):
+        if "query_cancel" in code[i]:
+            j = i
+            while j + 1 < len(code) and ("query_cancel" in code[j + 1]
+                                         or code[j + 1].startswith("mov.b128")):
+                j += 1
+            places.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return code, places
+
+
+def _next(code, start, pattern):
+    rx = re.compile(pattern)
+    return next((k for k in range(start, len(code)) if rx.search(code[k])), None)
+
+
+def waits_before_decoding(c):
+    from course.cute import ptx_protocol
+
+    broken = [v for v in ptx_protocol.check(c.ptx) if v.rule == "clc_response_waited"]
+    return expect("each answer is read after its barrier completes", not broken,
+                  broken[0].detail if broken else "a wait on the CLC barrier before query_cancel",
+                  "the answer is decoded before it has arrived: clc_pipeline.consumer_wait("
+                  "read_state) first")
+
+
+def releases_each_answer(c):
+    code, places = _reads(c)
+    following = [_next(code, last, r"mbarrier\.") for _, last in places]  # the next barrier op
+    released = [k is not None and "mbarrier.arrive" in code[k] for k in following]
+    return expect("every reader frees the answer buffer", bool(places) and all(released),
+                  f"{sum(released)} of {len(places)} places release it",
+                  "the buffer is never freed: the leader's next request waits for every reader "
+                  "forever (clc_pipeline.consumer_release(read_state))")
+
+
+def fences_before_release(c) -> Finding:
+    code, places = _reads(c)
+    fenced = []
+    for _, last in places:
+        arrive = _next(code, last, r"mbarrier\.")
+        fenced.append(arrive is not None and any("fence.proxy.async" in line
+                                                 for line in code[last + 1:arrive]))
+    return expect("the read is fenced before the buffer is freed", bool(places) and all(fenced),
+                  f"{sum(fenced)} of {len(places)} places fence",
+                  "the answer was read through the generic proxy and is rewritten by the async "
+                  "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
+                  "space='cta') before consumer_release")
+
+
+def gpu_checks(fn, quick: bool = False, launching=lambda: None):
+    import torch
+
+    from course.exercises.gpu_run import judge_output
+
+    gemm = gemm_with(fn)
+    gemm.compile(torch.bfloat16)
+    launching()
+    findings = []
+    for m, n, k in QUICK_SHAPES if quick else SHAPES:
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm.run(a, b, out)
+        torch.cuda.synchronize()
+        findings.append(judge_output(f"{m}x{n}x{k} bf16 against torch", out,
+                                     a.double() @ b.double().T,
+                                     wrong_hint="a tile computed twice or never: the answer's "
+                                                "first CTA x is a CTA index (divide by the CTAs "
+                                                "per pair for pair_m)"))
+    return findings
+
+
+kernel_exercise(
+    id="13.read_next_tile",
+    prompt="Write read_next_tile(self, scheduler, read_state): wait for the CLC answer, decode "
+           "it, fence the read, free the buffer, advance, and return ((pair_m, tile_n, valid), "
+           "read_state).",
+    hint="clc_pipeline, clc_response = scheduler; consumer_wait; cute.arch.clc_response; "
+         "cute.arch.fence_proxy('async.shared', space='cta'); consumer_release; advance.",
+    arch="sm_100a", needs="sm_100a", build=_build,
+    cpu_checks=(waits_before_decoding, releases_each_answer, fences_before_release),
+    gpu_checks=gpu_checks, timeout_s=90,
+    solution="course/exercises/solutions/nb13_solutions.py: read_next_tile")
