@@ -77,10 +77,9 @@ def _compiled_without(monkeypatch, call: str, key: str) -> str:
     """The 1-CTA kernel compiled for sm_100a with `cute.arch.<call>` made a no-op: a real
     kernel change, compiled by CuTe DSL like any other."""
     monkeypatch.setattr(cute.arch, call, lambda *a, **k: None)
-    gemm = tcgen05_gemm.GEMM
-    config_key = gemm._key(torch.bfloat16, None, tcgen05_gemm.Config(), None, None)
     art = compile_artifacts(("protocol-mutant", key), "sm_100a",
-                            *gemm.compiler.signature("sm_100a", *config_key))
+                            *tcgen05_gemm.GEMM.build("sm_100a", torch.bfloat16, torch.bfloat16,
+                                                     tcgen05_gemm.Config(), "k", "k"))
     return art.ptx
 
 

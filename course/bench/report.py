@@ -87,7 +87,7 @@ def _tma_traffic(rec: results.Record) -> list[str]:
 
 def _kernel_exercises(rec: results.Record) -> list[str]:
     return [f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {c['expected']} | "
-            f"{c['verdict']} | {'yes' if c['as_expected'] else '**no**'} | `{rec.command}` |"
+            f"{c['verdict']} | { {True: 'yes', False: '**no**', None: 'not run'}[c['as_expected']] } | `{rec.command}` |"
             for c in rec.data["cases"]]
 
 

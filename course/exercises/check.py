@@ -69,7 +69,8 @@ class Verdict:
             print(self)
 
 
-def _lookup(id: str) -> Exercise:
+def find_exercise(id: str) -> Exercise:
+    """Exercise `id`, importing its notebook's module (course.exercises.nbNN) if need be."""
     if id not in REGISTRY:
         notebook = id.split(".")[0]
         try:
@@ -84,7 +85,7 @@ def _lookup(id: str) -> Exercise:
 def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict:
     """Judge `answer` to exercise `id`; prints and returns the Verdict. Kernel exercises
     take options (course.exercises.kernel_check: `sanitize=True`, `gpu=False`)."""
-    ex = _lookup(id)
+    ex = find_exercise(id)
     if answer is ...:
         verdict = Verdict(id, None, f"{ex.prompt} Replace `...` with your answer. "
                                     f"Hint: {ex.hint}")
@@ -107,12 +108,12 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
 
 
 def prompt(id: str) -> str:
-    return _lookup(id).prompt
+    return find_exercise(id).prompt
 
 
 def solution(id: str) -> str:
     """The worked answer, for teachers and for learners who are truly stuck."""
-    ex = _lookup(id)
+    ex = find_exercise(id)
     return ex.solution or "(no worked solution written for this exercise)"
 
 

@@ -25,7 +25,6 @@ from course.exercises.kernel_check import FAIL, PASS, Finding, KernelExercise, f
 from course.exercises.learner_code import PREAMBLE, LearnerCode
 
 GUARD = 256  # elements after the output that no kernel may write
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 HANG_HINT = ("a kernel that never finishes: a loop whose bound never changes, or a wait for "
              "something no thread does")
 SANITIZER_TIMEOUT_S = 240
@@ -134,6 +133,8 @@ def judge_output(check: str, out, ref, buffer=None, *, wrong_hint: str = "",
     """Compare a kernel's output with a torch reference; name what went wrong."""
     import torch
 
+    from kernels.selftest import TOLERANCE, relative_error
+
     if buffer is not None and not torch.isnan(buffer[out.numel():].float()).all():
         written = int((~torch.isnan(buffer[out.numel():].float())).sum())
         return failed(check, f"wrote {written} element(s) past the end of the output",
@@ -143,8 +144,8 @@ def judge_output(check: str, out, ref, buffer=None, *, wrong_hint: str = "",
         first = tuple(int(i) for i in unwritten.nonzero()[0])
         return failed(check, f"{int(unwritten.sum())} of {out.numel()} outputs never written "
                              f"(the first at {first})", wrong_hint or edge_hint)
-    err = _relative_error(out, ref)
-    tol = TOLERANCE[str(out.dtype).removeprefix("torch.")]
+    err = relative_error(out, ref)
+    tol = TOLERANCE[out.dtype]
     if err > tol:
         bad = (out.double() - ref.double()).abs() > tol * ref.double().abs().clamp_min(1.0)
         first = tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else ()
@@ -154,12 +155,28 @@ def judge_output(check: str, out, ref, buffer=None, *, wrong_hint: str = "",
     return Finding(check, PASS, f"relative error {err:.1e}")
 
 
-def _relative_error(out, ref) -> float:
+def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="",
+                  edge_hint="") -> list[Finding]:
+    """A GEMM step (a kernels.gemm_host.GemmHost) against torch on each (m, n, k): compiled
+    first, then launching() (the watchdog's clock starts), then K-major operands, C poisoned
+    and guarded. `wrong_hint` may be a function of (a, b, out) that names the mistake."""
     import torch
 
-    out, ref = out.double(), ref.double()
-    return float(torch.linalg.vector_norm(out - ref)
-                 / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+    dtype = dtype or torch.bfloat16
+    gemm.compile(dtype, config)
+    launching()
+    findings = []
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device="cuda").to(dtype)
+        b = torch.randn(n, k, device="cuda").to(dtype)
+        out, buffer = guarded_output((m, n), dtype)
+        gemm.run(a, b, out, config)
+        torch.cuda.synchronize()
+        hint = wrong_hint(a, b, out) if callable(wrong_hint) else wrong_hint
+        findings.append(judge_output(f"{m}x{n}x{k} {str(dtype)[6:]} against torch", out,
+                                     a.double() @ b.double().T, buffer, wrong_hint=hint,
+                                     edge_hint=edge_hint))
+    return findings
 
 
 def _short(exc: BaseException) -> str:

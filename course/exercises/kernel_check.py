@@ -26,13 +26,13 @@ bare `...` is "not solved yet": nothing is compiled and nothing raises.
 """
 from __future__ import annotations
 
-import importlib
+import functools
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong
+from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
 from course.exercises.learner_code import LearnerCode, NotALearnerFunction
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
@@ -84,6 +84,13 @@ class Compiled:
 
     def count(self, pattern: str) -> int:
         return self.artifacts.count_ptx(pattern)
+
+    @functools.cached_property
+    def instructions(self) -> list[str]:
+        """The PTX's instruction lines, in order (course.cute.ptx_protocol's reading)."""
+        from course.cute.ptx_protocol import instructions
+
+        return instructions(self.ptx)
 
     def resources(self) -> dict:
         """Registers, spills (stack frame) and static shared memory of the one kernel."""
@@ -150,7 +157,7 @@ def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | N
     """check()'s checker for kernel exercises: (ok, the report as text)."""
     report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu)
     if report.unwritten:
-        return None, (f"{NOT_SOLVED}replace the `...` in {_name(fn)} with your code, then "
+        return None, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your code, then "
                       f"run this check again. {ex.prompt} Hint: {ex.hint}")
     summary = "all checks passed." if report.ok else (report.first_hint() or ex.hint)
     return report.ok, f"{summary}\n{report.text()}"
@@ -239,16 +246,29 @@ def _first_lines(exc: BaseException, lines: int = 3) -> str:
     return " / ".join(line.strip() for line in text[:lines] if line.strip())
 
 
-def _name(fn) -> str:
+def function_name(fn) -> str:
     return getattr(getattr(fn, "__wrapped__", fn), "__name__", "your function")
 
 
-def exercise_module(id: str):
-    """Import the module that registers exercise `id` (course.exercises.nbNN)."""
-    return importlib.import_module(f"course.exercises.nb{id.split('.')[0]}")
-
-
 def lookup(id: str) -> KernelExercise:
-    if id not in KERNEL_EXERCISES:
-        exercise_module(id)
+    """The kernel exercise `id`, its notebook's module imported if need be."""
+    find_exercise(id)
     return KERNEL_EXERCISES[id]
+
+
+# ---------------------------------------------------------------- a step with one method replaced
+
+def subclass_with(kernel_class, method: str, fn, **helpers):
+    """`kernel_class` with the learner's `fn` as `method` (jitted if the learner did not
+    decorate it), and `helpers` as static methods the learner's code reaches via self."""
+    import cutlass.cute as cute
+
+    jitted = fn if hasattr(fn, "__wrapped__") else cute.jit(fn)
+    body = {method: jitted, **{k: staticmethod(v) for k, v in helpers.items()}}
+    return type(f"Your{kernel_class.__name__}", (kernel_class,), body)
+
+
+def variant_name(id: str, fn) -> str:
+    """A compile-cache name per exercise and per learner function: two versions of the
+    learner's code never share a compiled kernel."""
+    return f"{id}/{fn.__module__}.{fn.__qualname__}"

@@ -7,7 +7,7 @@ k-tiles); the course builds a subclass with that method and runs the whole GEMM.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 
 from course.exercises.check import Wrong, exercise, number
-from course.exercises.kernel_check import expect, kernel_exercise
+from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
 
 @exercise("07.smem", "How many bytes of shared memory does the ring of Config(tile_m=128, "
@@ -66,16 +66,13 @@ def exercise_config():
 def gemm_with(mainloop):
     """The course's Sm80Gemm with the learner's `mainloop` method, as a GemmHost (compile /
     artifacts / run), named after the function so two versions never share a compile."""
-    import cutlass.cute as cute
-
     from kernels import sm80_gemm
     from kernels.gemm_host import GemmHost
 
-    method = mainloop if hasattr(mainloop, "__wrapped__") else cute.jit(mainloop)
-    cls = type("YourGemm", (sm80_gemm.Sm80Gemm,), {"mainloop": method})
-    name = f"07.mainloop/{mainloop.__module__}.{mainloop.__qualname__}"
-    return GemmHost(name, sm80_gemm.NEEDS, lambda ab, c, config, arch, a_major, b_major:
-                    cls(ab, config), sm80_gemm.Config)
+    cls = subclass_with(sm80_gemm.Sm80Gemm, "mainloop", mainloop)
+    return GemmHost(variant_name("07.mainloop", mainloop), sm80_gemm.NEEDS,
+                    lambda ab, c, config, arch, a_major, b_major: cls(ab, config),
+                    sm80_gemm.Config)
 
 
 def _build(fn, arch):
@@ -184,26 +181,17 @@ def k_tile_miscounted(out, a, b, tile_k: int) -> bool:
     return False
 
 
-def _check_shape(gemm, m, n, k):
+def _mistake(a, b, out) -> str:
+    """A wrong result that is one k-tile's product off, or anything else."""
     import torch
 
-    from course.exercises.gpu_run import guarded_output, judge_output
-
-    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-    out, buffer = guarded_output((m, n), torch.bfloat16)
-    gemm.run(a, b, out, exercise_config())
-    torch.cuda.synchronize()
-    wrong = ("wrong stage: the next k-tile's copies must go to the stage freed last iteration "
-             "(write = read + stages - 1, modulo stages), never into one still being read or "
-             "still in flight")
     if not torch.isnan(out.float()).any() and k_tile_miscounted(out, a, b,
                                                                 exercise_config().tile_k):
-        wrong = ("one k-tile too few or too many: the loop runs k_tiles times, and the copies "
-                 "are guarded with next_k < k_tiles")
-    return judge_output(f"{m}x{n}x{k} bf16 against torch", out, a.double() @ b.double().T,
-                        buffer, wrong_hint=wrong,
-                        edge_hint="keep the copies' predicates (pred=pA, pred=pB)")
+        return ("one k-tile too few or too many: the loop runs k_tiles times, and the copies "
+                "are guarded with next_k < k_tiles")
+    return ("wrong stage: the next k-tile's copies must go to the stage freed last iteration "
+            "(write = read + stages - 1, modulo stages), never into one still being read or "
+            "still in flight")
 
 
 def _speed(gemm, reference):
@@ -233,14 +221,15 @@ def _speed(gemm, reference):
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     import torch
 
+    from course.exercises.gpu_run import gemm_findings
     from kernels import sm80_gemm
 
     gemm, cfg = gemm_with(fn), exercise_config()
-    gemm.compile(torch.bfloat16, cfg)
     if not quick:
         sm80_gemm.GEMM.compile(torch.bfloat16, cfg)
-    launching()
-    findings = [_check_shape(gemm, *shape) for shape in (QUICK_SHAPES if quick else SHAPES)]
+    findings = gemm_findings(gemm, QUICK_SHAPES if quick else SHAPES, launching, config=cfg,
+                             wrong_hint=_mistake,
+                             edge_hint="keep the copies' predicates (pred=pA, pred=pB)")
     if not quick and all(f.status == "pass" for f in findings):
         findings.append(_speed(gemm, sm80_gemm.GEMM))
     return findings

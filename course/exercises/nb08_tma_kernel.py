@@ -53,12 +53,8 @@ def _box_bytes() -> int:
     return tma.Config().box_bytes(2)
 
 
-def _code(c) -> list[str]:
-    return [line.strip() for line in c.ptx.splitlines() if line.strip().endswith(";")]
-
-
 def announces_the_bytes(c):
-    code = _code(c)
+    code = c.instructions
     arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
     if not arms:
         return expect("the barrier expects TMA's bytes", False, "no mbarrier.arrive.expect_tx",
@@ -76,7 +72,7 @@ def announces_the_bytes(c):
 
 
 def one_lane_arms(c):
-    code = _code(c)
+    code = c.instructions
     arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
     elected = all(any(line.startswith("elect.sync") for line in code[max(0, i - PTX_WINDOW):i])
                   for i in arms)

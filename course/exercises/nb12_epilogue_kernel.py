@@ -10,7 +10,8 @@ must keep every rule; on a GPU of compute capability 10.x it also runs against t
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
-from course.exercises.kernel_check import Finding, expect, failed, kernel_exercise, passed
+from course.exercises.kernel_check import (Finding, expect, failed, kernel_exercise, passed,
+                                           subclass_with, variant_name)
 
 SHAPES = ((256, 256, 128), (300, 264, 200), (129, 130, 72))
 QUICK_SHAPES = ((129, 130, 72),)
@@ -28,18 +29,14 @@ PROTOCOL_HINTS = {
 def gemm_with(epilogue_role):
     """The course's Tcgen05Gemm with the learner's `epilogue_role`, as a GemmHost; the
     epilogue's building blocks are reachable as self.epilogue_setup / self.epilogue_tile."""
-    import cutlass.cute as cute
-
     from kernels import tcgen05_gemm as step
     from kernels.gemm_host import GemmHost
 
-    method = epilogue_role if hasattr(epilogue_role, "__wrapped__") else cute.jit(epilogue_role)
-    cls = type("YourTcgen05Gemm", (step.Tcgen05Gemm,),
-               {"epilogue_role": method, "epilogue_setup": staticmethod(step.epilogue_setup),
-                "epilogue_tile": staticmethod(step.epilogue_tile)})
-    name = f"12.epilogue_role/{epilogue_role.__module__}.{epilogue_role.__qualname__}"
-    return GemmHost(name, step.NEEDS, lambda ab, c, config, arch, a_major, b_major:
-                    cls(ab, c, config), step.Config, step.OPERANDS)
+    cls = subclass_with(step.Tcgen05Gemm, "epilogue_role", epilogue_role,
+                        epilogue_setup=step.epilogue_setup, epilogue_tile=step.epilogue_tile)
+    return GemmHost(variant_name("12.epilogue_role", epilogue_role), step.NEEDS,
+                    lambda ab, c, config, arch, a_major, b_major: cls(ab, c, config),
+                    step.Config, step.OPERANDS)
 
 
 def _build(fn, arch):
@@ -48,12 +45,6 @@ def _build(fn, arch):
     from kernels import tcgen05_gemm as step
 
     return gemm_with(fn).build(arch, torch.bfloat16, torch.bfloat16, step.Config(), "k", "k")
-
-
-def _code(c) -> list[str]:
-    from course.cute.ptx_protocol import instructions
-
-    return instructions(c.ptx)
 
 
 def keeps_the_protocol(c) -> list[Finding]:
@@ -67,7 +58,7 @@ def keeps_the_protocol(c) -> list[Finding]:
 
 
 def waits_for_the_accumulator(c):
-    code = _code(c)
+    code = c.instructions
     commits = [i for i, line in enumerate(code) if line.startswith("tcgen05.commit")]
     loads = [i for i, line in enumerate(code) if line.startswith("tcgen05.ld")]
     start = commits[-1] if commits else 0
@@ -81,7 +72,7 @@ def waits_for_the_accumulator(c):
 
 
 def all_warps_done_before_free(c):
-    code = _code(c)
+    code = c.instructions
     frees = [i for i, line in enumerate(code) if line.startswith("tcgen05.dealloc")]
     if not frees:
         return expect("the epilogue warps meet before TMEM is freed", False, "no tcgen05.dealloc",
@@ -97,23 +88,9 @@ def all_warps_done_before_free(c):
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
-    import torch
+    from course.exercises.gpu_run import gemm_findings
 
-    from course.exercises.gpu_run import judge_output
-
-    gemm = gemm_with(fn)
-    gemm.compile(torch.bfloat16)
-    launching()
-    findings = []
-    for m, n, k in QUICK_SHAPES if quick else SHAPES:
-        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        gemm.run(a, b, out)
-        torch.cuda.synchronize()
-        findings.append(judge_output(f"{m}x{n}x{k} bf16 against torch", out,
-                                     a.double() @ b.double().T))
-    return findings
+    return gemm_findings(gemm_with(fn), QUICK_SHAPES if quick else SHAPES, launching)
 
 
 kernel_exercise(

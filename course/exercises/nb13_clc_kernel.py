@@ -11,7 +11,8 @@ answer the PTX must wait, decode, fence and release in that order.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
-from course.exercises.kernel_check import Finding, expect, kernel_exercise
+from course.exercises.kernel_check import (Finding, expect, kernel_exercise, subclass_with,
+                                           variant_name)
 
 SHAPES = ((512, 512, 128), (600, 392, 200))
 QUICK_SHAPES = ((600, 392, 200),)
@@ -19,15 +20,11 @@ QUICK_SHAPES = ((600, 392, 200),)
 
 def gemm_with(read_next_tile):
     """The CLC GEMM with the learner's `read_next_tile`, as a GemmHost."""
-    import cutlass.cute as cute
-
     from kernels import cta_pair_clc_gemm as step
     from kernels.cta_pair_gemm import pair_gemm_host
 
-    method = read_next_tile if hasattr(read_next_tile, "__wrapped__") else cute.jit(read_next_tile)
-    cls = type("YourClcGemm", (step.CtaPairClcGemm,), {"read_next_tile": method})
-    name = f"13.read_next_tile/{read_next_tile.__module__}.{read_next_tile.__qualname__}"
-    return pair_gemm_host(name, cls, step.Config)
+    cls = subclass_with(step.CtaPairClcGemm, "read_next_tile", read_next_tile)
+    return pair_gemm_host(variant_name("13.read_next_tile", read_next_tile), cls, step.Config)
 
 
 def _build(fn, arch):
@@ -40,9 +37,7 @@ def _build(fn, arch):
 
 def _reads(c) -> tuple[list[str], list[tuple[int, int]]]:
     """The PTX instructions, and (first, last) index of each place an answer is decoded."""
-    from course.cute.ptx_protocol import instructions
-
-    code = instructions(c.ptx)
+    code = c.instructions
     places, i = [], 0
     while i < len(code):
         if "query_cancel" in code[i]:
@@ -97,26 +92,11 @@ def fences_before_release(c) -> Finding:
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
-    import torch
+    from course.exercises.gpu_run import gemm_findings
 
-    from course.exercises.gpu_run import judge_output
-
-    gemm = gemm_with(fn)
-    gemm.compile(torch.bfloat16)
-    launching()
-    findings = []
-    for m, n, k in QUICK_SHAPES if quick else SHAPES:
-        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        gemm.run(a, b, out)
-        torch.cuda.synchronize()
-        findings.append(judge_output(f"{m}x{n}x{k} bf16 against torch", out,
-                                     a.double() @ b.double().T,
-                                     wrong_hint="a tile computed twice or never: the answer's "
-                                                "first CTA x is a CTA index (divide by the CTAs "
-                                                "per pair for pair_m)"))
-    return findings
+    return gemm_findings(gemm_with(fn), QUICK_SHAPES if quick else SHAPES, launching,
+                         wrong_hint="a tile computed twice or never: the answer's first CTA x "
+                                    "is a CTA index (divide by the CTAs per pair for pair_m)")
 
 
 kernel_exercise(

@@ -25,7 +25,8 @@ from cutlass import Constexpr, Float32, Int32
 
 from course.runtime.live import compile_only, live_or
 from kernels.artifacts import compile_artifacts
-from kernels.host import compile_for, current_stream, fake_stream, gmem_pointer
+from kernels.host import (arch_for, compile_cached, compile_for, current_stream,
+                          device_capability, fake_stream, gmem_pointer)
 
 ARCH = "sm_90a"  # what the CPU compiles for
 
@@ -301,17 +302,11 @@ def local_memory_report(arch: str = ARCH) -> list[dict]:
 
 # ---------------------------------------------------------------- helpers
 
-_HANDLES: dict = {}
-
-
 def _arch() -> str:
-    from kernels.host import arch_for
-
-    return arch_for(torch.cuda.get_device_capability())
+    return arch_for(device_capability())
 
 
 def _handle(key, jit_fn, *args):
-    """One compiled handle per demo for this process's GPU."""
-    if key not in _HANDLES:
-        _HANDLES[key] = compile_for(_arch(), jit_fn, *args)
-    return _HANDLES[key]
+    """One compiled handle per demo for this process's GPU (the kernels' compile cache)."""
+    arch = _arch()
+    return compile_cached(("dsl_basics", *key), arch, lambda: compile_for(arch, jit_fn, *args))
