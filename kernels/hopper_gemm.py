@@ -28,6 +28,7 @@ Operands as in notebooks 07 and 10: A (M,K), B (N,K) K-major, C (M,N) row-major.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -354,31 +355,60 @@ class HopperGemm:
             gC_chunks = cute.zipped_divide(gC, self.epi_tile)
             cC_chunks = cute.zipped_divide(cute.local_tile(
                 cute.make_identity_tensor(mC.shape), self.tile, (tile_m, col)), self.epi_tile)
+            epi = ChunkStore(r2s, tRS_sC, chunk_sync, warp, store_warp, tma_c, bSG_sC, bSG_gC,
+                             copy_chunk, sC, gC_chunks, cC_chunks, mC.shape, mma_tid_all)
             for e in cutlass.range_constexpr(chunks):
                 for v in cutlass.range_constexpr(per_chunk):
                     chunk_f32[v] = acc_r2s[e * per_chunk + v]
                 chunk_out.store(chunk_f32.load().to(self.dtype))
                 buf = first_buf + (done * chunks + e) % cfg.epi_stages
-                cute.copy(r2s, chunk_out, tRS_sC[None, None, None, buf])
-                at = (e // chunk_cols, e % chunk_cols)
-                if cutlass.const_expr(cfg.tma_store):
-                    # stmatrix writes must be visible to the TMA unit (async proxy)
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    chunk_sync.arrive_and_wait()
-                    if warp == store_warp:
-                        cute.copy(tma_c, bSG_sC[None, buf], bSG_gC[None, at])
-                        stores.producer_commit()
-                        stores.producer_acquire()  # bound the stores in flight
-                    chunk_sync.arrive_and_wait()
-                else:  # every consumer thread copies 16-byte pieces, predicated at the edges
-                    chunk_sync.arrive_and_wait()
-                    store_tile(copy_chunk, sC[None, None, buf], gC_chunks[(None, None), at],
-                               cC_chunks[(None, None), at], mC.shape, mma_tid_all)
-                    chunk_sync.arrive_and_wait()
+                self.store_chunk(chunk_out, buf, (e // chunk_cols, e % chunk_cols), epi, stores)
             done += 1
             item += step * clusters
         if cutlass.const_expr(cfg.tma_store):
             stores.producer_tail()
+
+    @cute.jit
+    def store_chunk(self, chunk: cute.Tensor, buf: cutlass.Int32, at: cutlass.Constexpr,
+                    epi: ChunkStore, stores: pipeline.PipelineTmaStore):
+        """One converted chunk of the accumulator: registers -> staging buffer `buf` of shared
+        memory (stmatrix) -> chunk `at` (row, column) of C's tile; `stores` commits and waits
+        for the TMA stores' bulk groups. A separate method so that a subclass can replace it."""
+        cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
+        if cutlass.const_expr(self.cfg.tma_store):
+            # stmatrix writes must be visible to the TMA unit (async proxy)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            epi.chunk_sync.arrive_and_wait()
+            if epi.warp == epi.store_warp:
+                cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
+                stores.producer_commit()
+                stores.producer_acquire()  # bound the stores in flight
+            epi.chunk_sync.arrive_and_wait()
+        else:  # every consumer thread copies 16-byte pieces, predicated at the edges
+            epi.chunk_sync.arrive_and_wait()
+            store_tile(epi.copy_chunk, epi.sC[None, None, buf], epi.gC_chunks[(None, None), at],
+                       epi.cC_chunks[(None, None), at], epi.shape, epi.tid)
+            epi.chunk_sync.arrive_and_wait()
+
+
+class ChunkStore(NamedTuple):
+    """What storing one epilogue chunk needs, built by `consume` once per tile."""
+
+    r2s: cute.TiledCopy  # stmatrix: registers -> shared memory
+    tRS_sC: cute.Tensor  # this thread's stmatrix destinations, (R2S, R2S_M, R2S_N, buffer)
+    chunk_sync: pipeline.NamedBarrier  # the consumer threads sharing a chunk
+    warp: cutlass.Int32  # this thread's warp
+    store_warp: cutlass.Int32  # the warp that issues the TMA stores
+    tma_c: cute.CopyAtom  # TMA store: buffer b -> bSG_sC[None, b], chunk at -> bSG_gC[None, at]
+    bSG_sC: cute.Tensor
+    bSG_gC: cute.Tensor
+    # without TMA stores: every consumer thread copies 16-byte pieces of buffer `buf`
+    copy_chunk: cute.TiledCopy
+    sC: cute.Tensor
+    gC_chunks: cute.Tensor
+    cC_chunks: cute.Tensor
+    shape: tuple
+    tid: cutlass.Int32
 
 
 # ------------------------------------------------------------------ the surface

@@ -218,6 +218,25 @@ def make_tma_ring(barriers: cute.Pointer, stages: int, tx_bytes: int,
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps))
 
 
+class KTileLoads(NamedTuple):
+    """What the TMA copies of one k-tile need: each operand's tensor map (copy atom), its
+    k-tiles in TMA coordinates and the ring's stage slots (from tma_k_tiles)."""
+
+    tma_a: cute.CopyAtom
+    tAgA: cute.Tensor
+    tAsA: cute.Tensor
+    tma_b: cute.CopyAtom
+    tBgB: cute.Tensor
+    tBsB: cute.Tensor
+
+
+def copy_k_tile(loads: KTileLoads, j, stage, bar: cute.Pointer) -> None:
+    """Start the TMA copies of k-tile j of A and B into `stage`, their bytes counted on the
+    mbarrier `bar` as they land. Called by a whole warp (the copy elects its own lane)."""
+    cute.copy(loads.tma_a, loads.tAgA[None, j], loads.tAsA[None, stage], tma_bar_ptr=bar)
+    cute.copy(loads.tma_b, loads.tBgB[None, j], loads.tBsB[None, stage], tma_bar_ptr=bar)
+
+
 @cute.jit
 def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
                 tma_a: cute.CopyAtom, tAgA: cute.Tensor, tAsA: cute.Tensor, tma_b: cute.CopyAtom,
@@ -225,9 +244,8 @@ def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
     """Wait until stage `state.index` is empty, arm its full barrier with the expected
     bytes, and start the two TMA copies of k-tile `state.count`. Called by a whole warp."""
     ring.producer_acquire(state)
-    bar = ring.producer_get_barrier(state)
-    cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
-    cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+    copy_k_tile(KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB), state.count, state.index,
+                ring.producer_get_barrier(state))
 
 
 def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
@@ -289,12 +307,37 @@ class TmaGemm:
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
 
-        # shared memory: the full and empty barriers, then the A and B rings
+        # shared memory: the full and empty barriers (stages each), then the A and B rings
         smem = SmemAllocator()
-        full = smem.allocate_array(cutlass.Int64, cfg.stages, byte_alignment=8)
-        empty = smem.allocate_array(cutlass.Int64, cfg.stages, byte_alignment=8)
+        full = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
+        empty = full + cfg.stages
         sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
 
+        # this CTA's tile, its k-tiles of A and B in TMA coordinates and their stage slots,
+        # and the ldmatrix views of shared memory and mma.sync registers (notebook 07)
+        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
+        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
+                                                       tile_n, cfg.tile_m, cfg.tile_n)
+        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
+        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+
+        # the ring: every k-tile loaded by TMA, waited for, multiplied, released
+        self.ring(k_tiles, warp, full, empty, KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB),
+                  tiled_mma, f, report)
+
+        # the epilogue (notebook 07's): registers -> shared (converted) -> 16-byte stores.
+        # Every load issued has landed: each was waited for before it was read.
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
+
+    @cute.jit
+    def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
+             empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
+             report: cute.Tensor):
+        """The mbarrier ring, run by every warp: initialise the barriers, warp 0 fills every
+        stage, then each k-tile t is waited for on full[t % stages], multiplied, released on
+        empty[t % stages], and warp 0 refills the stage with k-tile t + stages."""
+        cfg = self.cfg
         # 1. barriers: initialised by one thread, made visible, then everyone syncs
         full_count = 1  # the producer's arrive.expect_tx (the bytes are counted apart)
         empty_count = cfg.warps  # one arrival per warp per trip around the ring
@@ -310,46 +353,30 @@ class TmaGemm:
             cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
 
-        # 2. this CTA's k-tiles of A and B, in TMA coordinates, and their stage slots
-        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
-                                                       tile_n, cfg.tile_m, cfg.tile_n)
-
-        # 3. prologue: warp 0 fills every stage (the first trip's empty waits pass at once)
+        # 2. prologue: warp 0 fills every stage (the first trip's empty waits pass at once)
         if warp == 0:
             for j in range(cutlass.min(cfg.stages, k_tiles)):
-                self.produce(j, full, empty, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, report)
+                self.produce(j, full, empty, loads, report)
 
-        # 4. fragments: ldmatrix views of shared memory and mma.sync registers (notebook 07)
-        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
-        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
-
-        # 5. main loop over k-tiles t, stage t % stages, trip t // stages around the ring.
+        # 3. main loop over k-tiles t, stage t % stages, trip t // stages around the ring.
         #    All warps: wait until k-tile t has landed, read it into registers one k-block
         #    ahead of the MMAs, then release the stage (one arrival per warp). Warp 0 then
         #    refills that stage with k-tile t + stages, once every warp has released it.
         for t in range(k_tiles):
             stage = t % cfg.stages
-            self.wait(full + stage, consumer_parity(t, cfg.stages), FULL, stage, t, report)
-            mma_sync_k_tile(tiled_mma, f, stage)
+            self.wait_full(full + stage, consumer_parity(t, cfg.stages), t, report)
+            self.mma_k_tile(tiled_mma, f, stage)
             # the stage's last ldmatrix fed an MMA above, so the warp is done reading it
             if cutlass.const_expr(cfg.bug != "missing_arrive"):
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive(empty + stage)
             if warp == 0:
                 if t + cfg.stages < k_tiles:
-                    self.produce(t + cfg.stages, full, empty, tma_a, tAgA, tAsA, tma_b, tBgB,
-                                 tBsB, report)
-
-        # 6. epilogue (notebook 07's): registers -> shared (converted) -> 16-byte stores.
-        #    Every load issued has landed: each was waited for before it was read.
-        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
+                    self.produce(t + cfg.stages, full, empty, loads, report)
 
     @cute.jit
     def produce(self, j: cutlass.Int32, full: cute.Pointer, empty: cute.Pointer,
-                tma_a: cute.CopyAtom, tAgA: cute.Tensor, tAsA: cute.Tensor,
-                tma_b: cute.CopyAtom, tBgB: cute.Tensor, tBsB: cute.Tensor, report: cute.Tensor):
+                loads: KTileLoads, report: cute.Tensor):
         """Load k-tile j into stage j % stages. Called by all of warp 0.
 
         Wait until the stage is empty (its previous k-tile released by every warp), arm
@@ -358,11 +385,26 @@ class TmaGemm:
         cfg = self.cfg
         s = j % cfg.stages
         parity = producer_parity(j, cfg.stages, cfg.bug)  # 1 on the first trip: passes at once
-        self.wait(empty + s, parity, EMPTY, s, j, report)
+        self.wait_empty(empty + s, parity, j, report)
         with cute.arch.elect_one():
             cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)
-        cute.copy(tma_a, tAgA[None, j], tAsA[None, s], tma_bar_ptr=full + s)
-        cute.copy(tma_b, tBgB[None, j], tBsB[None, s], tma_bar_ptr=full + s)
+        self.copy_k_tile(loads, j, s, full + s)
+
+    # the ring's other steps, reached through self so an exercise can swap the ring alone
+    copy_k_tile = staticmethod(copy_k_tile)
+    mma_k_tile = staticmethod(mma_sync_k_tile)
+
+    @cute.jit
+    def wait_full(self, bar: cute.Pointer, parity: cutlass.Int32, t: cutlass.Int32,
+                  report: cute.Tensor):
+        """A consumer waits on full[t % stages] (`bar`) until k-tile t has landed."""
+        self.wait(bar, parity, FULL, t % self.cfg.stages, t, report)
+
+    @cute.jit
+    def wait_empty(self, bar: cute.Pointer, parity: cutlass.Int32, j: cutlass.Int32,
+                   report: cute.Tensor):
+        """The producer waits on empty[j % stages] (`bar`) until it may load k-tile j."""
+        self.wait(bar, parity, EMPTY, j % self.cfg.stages, j, report)
 
     @cute.jit
     def wait(self, bar: cute.Pointer, parity: cutlass.Int32, kind: cutlass.Constexpr,
@@ -459,46 +501,39 @@ def allocate_ring(smem: SmemAllocator, dtype, sA_layout, sB_layout, sC_layout):
 # ------------------------------------------------------------------ the same ring, as PipelineTmaAsync
 
 class TmaPipelineGemm(TmaGemm):
-    """TmaGemm with the ring kept by CuTe DSL's PipelineTmaAsync: barrier storage, init and
-    counts in `make_tma_ring`, the producer's wait-arm-copy in `load_k_tile`, and
-    `consumer_wait` / `consumer_release` for the consumers' full wait and empty arrival.
-    The host side is TmaGemm's; the debug report is not used (the waits are not bounded)."""
+    """TmaGemm with the ring kept by CuTe DSL's PipelineTmaAsync: barrier init, counts, the
+    fence and the CTA sync in `make_tma_ring`, the producer's wait-arm-copy in
+    `load_k_tile`, and `consumer_wait` / `consumer_release` for the consumers' full wait
+    and empty arrival. Only `ring` differs; the debug report is not used (the waits are
+    not bounded)."""
 
-    @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
-               copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    @cute.jit
+    def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
+             empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
+             report: cute.Tensor):
+        """The same ring through PipelineTmaAsync (its barrier pairs start at `full`)."""
         cfg = self.cfg
-        tidx, bidx, warp = cta_coordinates()
-        prefetch_descriptors(warp, (tma_a, tma_b))
-
-        # the ring (full/empty pairs: one expect_tx arrival; one arrival per warp) and tile
-        ring, sA, sB, sC, tile_m, tile_n, tAgA, tAsA, tBgB, tBsB, k_tiles = ring_and_tile(
-            cfg, self.dtype, self.tx_bytes, cfg.warps, sA_layout, sB_layout, sC_layout, tma_a,
-            mA, tma_b, mB, bidx, tiles_m, tiles_n)
+        # 1. barriers: full/empty pairs (one expect_tx arrival; one arrival per warp)
+        pipe = make_tma_ring(full, cfg.stages, self.tx_bytes, cfg.warps)
         produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
-        if warp == 0:  # the whole warp: TMA issue and expect_tx elect a lane themselves
+
+        # 2. prologue: the whole warp 0 (TMA issue and expect_tx elect a lane themselves)
+        if warp == 0:
             for _ in range(cutlass.min(cfg.stages, k_tiles)):
-                load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                load_k_tile(pipe, produce, *loads)
                 produce.advance()
 
-        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
-        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+        # 3. main loop: the state (index, phase) advances instead of being computed from t
         for _ in range(k_tiles):
-            ring.consumer_wait(read)  # full[s], the consumer's phase
-            mma_sync_k_tile(tiled_mma, f, read.index)
-            ring.consumer_release(read)  # one arrival per warp on empty[s]
+            pipe.consumer_wait(read)  # full[s], the consumer's phase
+            self.mma_k_tile(tiled_mma, f, read.index)
+            pipe.consumer_release(read)  # one arrival per warp on empty[s]
             read.advance()
             if warp == 0:
                 if produce.count < k_tiles:
-                    load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                    load_k_tile(pipe, produce, *loads)
                     produce.advance()
-
-        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
 
 
 # ------------------------------------------------------------------ the surface

@@ -73,6 +73,8 @@ def wgmma_tiled_mma(dtype, warpgroups: int, tile_n: int) -> cute.TiledMma:
 
 
 class WgmmaGemm:
+    load_k_tile = staticmethod(load_k_tile)  # step 09's TMA load: the main loop's refill
+
     def __init__(self, dtype: type[cutlass.Numeric], config: Config):
         self.dtype = dtype
         self.cfg = config
@@ -139,6 +141,24 @@ class WgmmaGemm:
                 load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
                 produce.advance()
 
+        self.mainloop(tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp,
+                      (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB))
+        cute.nvgpu.warpgroup.wait_group(0)
+
+        # epilogue (step 07's): registers -> shared (converted) -> global, all threads
+        epilogue_through_smem(acc, thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
+                              (tile_m, tile_n), tidx, self.dtype)
+
+    @cute.jit
+    def mainloop(self, tiled_mma: cute.TiledMma, acc: cute.Tensor, tCrA: cute.Tensor,
+                 tCrB: cute.Tensor, ring: pipeline.PipelineTmaAsync,
+                 read: pipeline.PipelineState, release: pipeline.PipelineState,
+                 produce: pipeline.PipelineState, k_tiles: cutlass.Int32, warp: cutlass.Int32,
+                 loads: tuple):
+        """Every k-tile t: wait for its stage, issue its wgmmas and leave them in flight;
+        once k-tile t-1's wgmmas are done reading, hand its stage back and let warp 0 refill
+        it (`loads`: self.load_k_tile's TMA arguments). The prologue has filled the ring up to
+        `produce`. A separate method so that a subclass can replace it."""
         k_blocks = cute.size(tCrA, mode=[2])
         for t in range(k_tiles):
             ring.consumer_wait(read)  # TMA bytes of k-tile t have landed
@@ -154,13 +174,8 @@ class WgmmaGemm:
                 release.advance()
                 if warp == 0:
                     if produce.count < k_tiles:
-                        load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                        self.load_k_tile(ring, produce, *loads)
                         produce.advance()
-        cute.nvgpu.warpgroup.wait_group(0)
-
-        # epilogue (step 07's): registers -> shared (converted) -> global, all threads
-        epilogue_through_smem(acc, thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
 
 
 # ------------------------------------------------------------------ the surface

@@ -1,11 +1,12 @@
 """Kernel exercises: each reference passes, each known wrong variant fails with its hint,
-the shipped skeletons say "not solved yet", and every notebook from 01 to 08 has one.
+the shipped skeletons say "not solved yet", and every notebook from 01 to 13 has one.
 
 On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace); the
 `gpu`-marked tests run the same exercises live on the GPU (correctness against torch under
 the watchdog, speed where asked, compute-sanitizer where the exercise asks for it).
 """
 import json
+import re
 
 import pytest
 
@@ -18,8 +19,8 @@ CASES = [(id, ref) for mod in solutions.modules() for id, ref in mod.REFERENCE.i
 WRONG = [(id, fn, word, where) for mod in solutions.modules()
          for id, variants in mod.WRONG.items() for fn, (word, where) in variants.items()]
 KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
-                    "06_mma_atoms", "07_tiled_gemm", "08_tma", "12_tcgen05",
-                    "13_cta_pair_clc_gemm"]
+                    "06_mma_atoms", "07_tiled_gemm", "08_tma", "09_pipelines", "10_wgmma",
+                    "11_hopper_sol", "12_tcgen05", "13_cta_pair_clc_gemm"]
 
 
 def _name(fn):
@@ -84,9 +85,16 @@ def test_each_notebook_has_a_kernel_exercise_shipped_unsolved(stem):
     assert tagged, f"{stem} has no cell tagged exercise-kernel"
     for i, cell in tagged:
         source = "".join(cell["source"])
-        assert "..." in source, "the shipped skeleton must hold a bare `...`"
         follow = "".join(cells[i + 1]["source"])
         assert "check(" in follow, "the cell after a kernel exercise checks it"
+        ex = kernel_check.lookup(re.search(r'check\("([\w.]+)"', follow).group(1))
+        if ex.shipped is not None:  # find and fix: the cell holds the broken code as shipped
+            name = re.search(r"^def (\w+)\(", source, re.M).group(1)
+            cell_fn = LearnerCode(name, source[source.index(f"def {name}("):])
+            assert cell_fn.same_statements(ex.shipped), f"{stem}: the cell is not {ex.id}'s code"
+        else:
+            assert LearnerCode("f", source).unwritten() or "..." in source, \
+                "the shipped skeleton must hold a bare `...`"
         shown = "".join("".join(o.get("text", "")) for o in cells[i + 1].get("outputs", []))
         assert "not solved yet" in shown, f"{stem} cell {i + 1} should report 'not solved yet'"
 
@@ -109,3 +117,30 @@ def test_unwritten_means_a_bare_ellipsis():
 def test_a_non_function_is_a_friendly_wrong_answer():
     verdict = check("01.saxpy", 42, quiet=True)
     assert verdict.ok is False and "pass the function" in verdict.message
+
+
+def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():
+    """The log as racecheck printed it on the H100 for notebook 07's ring with its barrier
+    removed (the first race at +0x1d60), read against the same kernel compiled here."""
+    from course.exercises import gpu_run
+    from kernels.artifacts import compile_artifacts
+    from tests.planted_mistakes import CP_ASYNC_RACE
+
+    id, fn = CP_ASYNC_RACE
+    ex, code = kernel_check.lookup(id), LearnerCode.from_function(fn)
+    sass = compile_artifacts(("exercise", id, code.digest), "sm_90a",
+                             *ex.build(code.load(), "sm_90a")).sass()
+    read = re.search(r"/\*([0-9a-f]{4})\*/\s+LDSM", sass).group(1)
+    log = (f"========= Error: Race reported between Write access at kernel_x+0x1d60 and Read "
+           f"access at kernel_x+0x{read} [12 hazards]\n"
+           f"========= RACECHECK SUMMARY: 56 hazards displayed (56 errors, 0 warnings)\n")
+    finding = gpu_run.sanitizer_finding("racecheck", "racecheck", 99, log, sass=lambda: sass)
+    assert finding.status == kernel_check.FAIL
+    assert ("56 error(s); first: a cp.async copy into shared memory (LDGSTS at +0x1d60) and an "
+            f"ldmatrix read (LDSM at +0x{read}) touch the same shared-memory bytes") \
+        in finding.detail, finding.detail
+    clean = gpu_run.sanitizer_finding("racecheck", "racecheck", 1,
+                                      "  ✘ 200x296x200 bf16 against torch: 3% wrong\n"
+                                      "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
+                                      "errors, 0 warnings)\n")
+    assert clean.status == kernel_check.FAIL and "no racecheck error" in clean.detail

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from course.exercises.kernel_check import FAIL, PASS, Finding, KernelExercise, failed, lookup
 from course.exercises.learner_code import PREAMBLE, LearnerCode
@@ -88,7 +89,8 @@ def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) 
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=SANITIZER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return failed(what, f"did not finish within {SANITIZER_TIMEOUT_S} s", HANG_HINT)
-    return sanitizer_finding(what, tool, out.returncode, out.stdout + out.stderr)
+    return sanitizer_finding(what, tool, out.returncode, out.stdout + out.stderr,
+                             sass=lambda: _gpu_sass(ex, code))
 
 
 # memcheck/synccheck end with "ERROR SUMMARY: N errors"; racecheck with
@@ -96,22 +98,76 @@ def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) 
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error")
 _FIRST_REPORT = re.compile(r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
                            r"Out-of-range|Misaligned|Program hit).*)$", re.M)
+_RACE = re.compile(r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+) and "
+                   r"(Write|Read) access at \S+?\+0x([0-9a-f]+)")
+# what a SASS instruction that touches shared memory is, in the words of the course
+SASS_ACCESS = {"LDGSTS": "a cp.async copy into shared memory", "LDSM": "an ldmatrix read",
+               "STSM": "an stmatrix write", "STS": "a store to shared memory",
+               "LDS": "a load from shared memory", "ATOMS": "a shared-memory atomic",
+               "UTMALDG": "a TMA load", "UTMASTG": "a TMA store", "HGMMA": "a WGMMA read",
+               "SYNCS": "an mbarrier operation"}
 
 
-def sanitizer_finding(what: str, tool: str, returncode: int, log: str) -> Finding:
-    """One sentence from a compute-sanitizer log: clean, or the first problem it reports."""
+def sanitizer_finding(what: str, tool: str, returncode: int, log: str,
+                      sass: Callable[[], str] | None = None) -> Finding:
+    """One sentence from a compute-sanitizer log: clean, the first problem it reports (a
+    race named by the two instructions, where the kernel's SASS is at hand), or a run
+    that failed its own checks under the tool with no problem reported."""
     counts = [int(a or b) for a, b in _SUMMARY.findall(log)]
     errors = sum(counts)
     if counts and errors == 0 and returncode == 0:
         return Finding(what, PASS, "0 errors")
-    first = _FIRST_REPORT.search(log)
-    detail = (f"{errors} error(s); first: {first.group(1).strip()}" if first
-              else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}")
     hint = {"racecheck": "two threads touch the same shared-memory bytes with no barrier between "
                          "them: a missing sync (or a stage reused too early)",
             "synccheck": "a barrier not every thread of the block reaches",
             "memcheck": "an address outside the buffer: a missing predicate at the edge"}[tool]
+    if counts and errors == 0:
+        failing = next((line.strip() for line in log.splitlines() if "✘" in line), "")
+        return failed(what, f"no {tool} error, but the run under it failed its checks: "
+                            f"{failing or f'exit code {returncode}'}",
+                      "the result is wrong though no hazard was reported: look at the "
+                      "checks above")
+    first = _FIRST_REPORT.search(log)
+    race = _RACE.search(log)
+    if race and sass is not None:
+        return failed(what, f"{errors} error(s); first: {describe_race(race, sass)}", hint)
+    detail = (f"{errors} error(s); first: {first.group(1).strip()}" if first
+              else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}")
     return failed(what, detail, hint)
+
+
+def describe_race(race: re.Match, sass: Callable[[], str]) -> str:
+    """'a cp.async copy into shared memory (LDGSTS at +0x1d60) and an ldmatrix read (LDSM
+    at +0x1e40) touch the same shared-memory bytes with no barrier between them'."""
+    try:
+        text = sass()
+    except Exception:  # no disassembler here: the offsets alone
+        text = ""
+    sides = []
+    for kind, offset in (race.group(1, 2), race.group(3, 4)):
+        op = _sass_opcode(text, int(offset, 16))
+        meaning = next((m for prefix, m in SASS_ACCESS.items() if op.startswith(prefix)),
+                       f"a {kind.lower()}")
+        sides.append(f"{meaning} ({op.split('.')[0] or kind.lower()} at +0x{offset})")
+    return f"{sides[0]} and {sides[1]} touch the same shared-memory bytes with no barrier " \
+           f"between them"
+
+
+def _sass_opcode(sass: str, offset: int) -> str:
+    m = re.search(rf"/\*{offset:04x}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+    return m.group(1) if m else ""
+
+
+def _gpu_sass(ex: KernelExercise, code: LearnerCode) -> str:
+    """The learner's kernel compiled for this GPU, disassembled (cached per source)."""
+    import torch
+
+    from kernels.artifacts import compile_artifacts
+    from kernels.host import arch_for
+
+    arch = arch_for(torch.cuda.get_device_capability())
+    fn = code.load()
+    return compile_artifacts(("exercise", ex.id, code.digest), arch, *ex.build(fn, arch)).sass()
 
 
 # ---------------------------------------------------------------- helpers for gpu_checks

@@ -117,6 +117,10 @@ class KernelExercise:
     # (regular expression on CuTe DSL's error, the mistake it means) for code that does
     # not even compile, e.g. a fragment from the wrong partition fails cute.gemm's checks
     compile_hints: tuple[tuple[str, str], ...] = ()
+    # a find-and-fix exercise ships broken code: while the learner's function is still that
+    # code (same statements, any name or comments) the check says "not solved yet" and
+    # shows what the checker finds wrong with it
+    shipped: Callable | None = None
 
 
 KERNEL_EXERCISES: dict[str, KernelExercise] = {}
@@ -137,10 +141,11 @@ class Report:
 
     findings: tuple[Finding, ...]
     unwritten: bool = False
+    as_shipped: bool = False  # still the broken code a find-and-fix exercise shipped
 
     @property
     def ok(self) -> bool | None:
-        if self.unwritten:
+        if self.unwritten or self.as_shipped:
             return None
         return all(f.status != FAIL for f in self.findings) and any(
             f.status == PASS for f in self.findings)
@@ -159,6 +164,10 @@ def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | N
     if report.unwritten:
         return None, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your code, then "
                       f"run this check again. {ex.prompt} Hint: {ex.hint}")
+    if report.as_shipped:
+        return None, (f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and the "
+                      f"checker finds it broken. {ex.prompt} First clue: "
+                      f"{report.first_hint() or ex.hint}\n{report.text()}")
     summary = "all checks passed." if report.ok else (report.first_hint() or ex.hint)
     return report.ok, f"{summary}\n{report.text()}"
 
@@ -177,8 +186,10 @@ def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
     if compiled is not None:
         for cpu_check in ex.cpu_checks:
             findings.extend(_as_findings(_guarded(cpu_check.__name__, cpu_check, compiled)))
-    findings.extend(_live_findings(ex, code, compiled is not None, sanitize, gpu))
-    return Report(tuple(findings))
+    as_shipped = ex.shipped is not None and code.same_statements(ex.shipped)
+    if not as_shipped:  # the shipped code is not run: its mistakes may hang the GPU
+        findings.extend(_live_findings(ex, code, compiled is not None, sanitize, gpu))
+    return Report(tuple(findings), as_shipped=as_shipped)
 
 
 def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> Compiled | None:

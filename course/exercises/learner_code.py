@@ -68,6 +68,12 @@ class LearnerCode:
         return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
                    and node.value.value is Ellipsis for node in ast.walk(tree))
 
+    def same_statements(self, other_fn) -> bool:
+        """Does this function do what `other_fn` does, statement for statement? (Its name,
+        docstring and comments aside.)"""
+        return _statements(self.source) == _statements(
+            textwrap.dedent(inspect.getsource(inspect.unwrap(other_fn))))
+
     def path(self) -> Path:
         """The module file that holds this source (written once per distinct source)."""
         CODE_DIR.mkdir(parents=True, exist_ok=True)
@@ -87,6 +93,26 @@ class LearnerCode:
             sys.modules[module_name] = module  # CuTe DSL looks the module up while tracing
             spec.loader.exec_module(module)
         return _function(module, self.name)
+
+
+def edited(fn, name: str, old: str, new: str):
+    """`fn` with the text `old` (found exactly once in its source) replaced by `new`, as a
+    function named `name` built like a learner's: a known mistake made from a reference
+    by one edit, so the two differ in one place only."""
+    source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))
+    source = source.replace(f"def {fn.__name__}(", f"def {name}(", 1)
+    if source.count(old) != 1:
+        raise ValueError(f"{name}: {old!r} is not in {fn.__name__} exactly once")
+    return LearnerCode(name, source.replace(old, new)).load()
+
+
+def _statements(source: str) -> str:
+    """A function's body as an AST dump, without its name, decorators and docstring."""
+    fn = ast.parse(source).body[0]
+    body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr)
+                           and isinstance(fn.body[0].value, ast.Constant)
+                           and isinstance(fn.body[0].value.value, str)) else fn.body
+    return ast.dump(ast.Module(body=body, type_ignores=[])) + ast.dump(fn.args)
 
 
 def _function(module: ModuleType, name: str):

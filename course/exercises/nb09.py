@@ -73,3 +73,5 @@ def _producer_parity(fn):
     if verdict == "ok":
         return True, "no deadlock and no race over every depth, length and interleaving tried."
     return False, verdict
+
+from course.exercises import nb09_ring_kernel  # noqa: E402,F401  registers 09.ring

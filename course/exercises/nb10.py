@@ -29,3 +29,6 @@ def _regs(answer):
           "128 bytes.", "8 rows x 128 bytes = 1024.")
 def _sbo(answer):
     return number(answer, 1024, unit="bytes")
+
+
+from course.exercises import nb10_mainloop_kernel  # noqa: E402,F401  registers 10.wgmma_mainloop

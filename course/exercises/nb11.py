@@ -23,3 +23,6 @@ def _regs(answer):
           "2 (each CTA loads half).")
 def _mcast(answer):
     return number(answer, 2)
+
+
+from course.exercises import nb11_tma_store_kernel  # noqa: E402,F401  registers 11.tma_store
