@@ -131,8 +131,8 @@ def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():
     sass = compile_artifacts(("exercise", id, code.digest), "sm_90a",
                              *ex.build(code.load(), "sm_90a")).sass()
     read = re.search(r"/\*([0-9a-f]{4})\*/\s+LDSM", sass).group(1)
-    log = (f"========= Error: Race reported between Write access at kernel_x+0x1d60 and Read "
-           f"access at kernel_x+0x{read} [12 hazards]\n"
+    log = (f"========= Error: Race reported between Write access at kernel_x+0x1d60\n"
+           f"=========     and Read access at kernel_x+0x{read} [12 hazards]\n"
            f"========= RACECHECK SUMMARY: 56 hazards displayed (56 errors, 0 warnings)\n")
     finding = gpu_run.sanitizer_finding("racecheck", "racecheck", 99, log, sass=lambda: sass)
     assert finding.status == kernel_check.FAIL

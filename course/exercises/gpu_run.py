@@ -98,8 +98,10 @@ def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) 
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error")
 _FIRST_REPORT = re.compile(r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
                            r"Out-of-range|Misaligned|Program hit).*)$", re.M)
-_RACE = re.compile(r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+) and "
-                   r"(Write|Read) access at \S+?\+0x([0-9a-f]+)")
+# racecheck prints the two accesses of a race on two lines of its log ("... Write access at
+# kernel+0x1d60" / "=========     and Read access at kernel+0x2040 ...")
+_RACE = re.compile(r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+)"
+                   r"[\s=]{0,80}?and (Write|Read) access at \S+?\+0x([0-9a-f]+)")
 # what a SASS instruction that touches shared memory is, in the words of the course
 SASS_ACCESS = {"LDGSTS": "a cp.async copy into shared memory", "LDSM": "an ldmatrix read",
                "STSM": "an stmatrix write", "STS": "a store to shared memory",
