@@ -75,7 +75,12 @@ ensure_chromium() {
 cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
-  lab) setup; exec "$PY" -m jupyter lab --notebook-dir="$ROOT/notebooks" "$@" ;;
+  lab)
+    setup
+    # root is the normal user in containers and on rented GPU machines; JupyterLab refuses
+    # to start as root unless told it is meant
+    root_ok=(); [[ "$(id -u)" -eq 0 ]] && root_ok=(--allow-root)
+    exec "$PY" -m jupyter lab --notebook-dir="$ROOT/notebooks" ${root_ok[@]+"${root_ok[@]}"} "$@" ;;
   doctor) setup; exec "$PY" -m course doctor ;;
   run) setup; exec "$PY" -m course run "$@" ;;
   slides) setup; exec "$PY" -m course slides "$@" ;;

@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="execute every notebook headless and report")
     p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
     p.add_argument("--inplace", action="store_true", help="save the executed notebooks")
+    p.add_argument("--record", action="store_true",
+                   help="on a GPU: record the run's times in results/notebook_runs.json")
     p = sub.add_parser("slides", help="export notebooks as offline slides (build/slides/)")
     p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
     p.add_argument("--out", type=Path, default=None, help="output folder (default build/slides)")
@@ -66,9 +68,11 @@ def main(argv=None) -> int:
         from course.tools import teachers_table
 
         return teachers_table.main(write=args.write)
-    from course.tools.notebook_runner import run_all
+    from course.tools.notebook_runner import record_runs, run_all
 
     runs = run_all(args.numbers or None, args.inplace)
+    if args.record:
+        record_runs(runs)
     return 1 if any(r.error for r in runs) else 0
 
 

@@ -5,7 +5,7 @@
                1024-wide row-major view: a warp touches 32 different 128-byte lines
     vector     four floats per thread with one 128-bit load and store (LDG.E.128)
     tiled      a CuTe TiledCopy: 256 threads x 128-bit atoms, `values` atoms per thread
-               in flight at once (the seed tutorial's recipe, scaled up)
+               in flight at once (the TiledCopy of notebook 04, scaled up)
     cp_async   the TiledCopy with a cp.async atom: global -> shared without passing
                through registers (LDGSTS), then shared -> global
 

@@ -10,9 +10,9 @@ from course.exercises.solutions import nb07_solutions, nb09_solutions
 CP_ASYNC_RACE = ("07.mainloop", nb07_solutions.mainloop__no_sync)
 CP_ASYNC_NO_WAIT = ("07.mainloop", edited(
     nb07_solutions.mainloop, "mainloop__no_wait",
-    "        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)\n",
-    ""))
+    ("        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's "
+     "copies)\n", "")))
 TMA_NO_WAIT = ("09.ring", edited(
     nb09_solutions.ring, "ring__no_wait",
-    "        self.wait_full(full + s, (t // stages) % 2, t, report)\n", ""))
+    ("        self.wait_full(full + s, (t // stages) % 2, t, report)\n", "")))
 TMA_EARLY_RELEASE = ("09.ring", nb09_solutions.ring__early_release)

@@ -6,16 +6,16 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_presets_show_the_model():
-    e = BankConflictExplorer("seed_rows")
+    e = BankConflictExplorer("float8x8_rows")
     assert "16 wavefronts, ideal 8, 8 bank conflict(s)" in e.summary()
-    e.preset.value = "seed_rows_swizzled"
+    e.preset.value = "float8x8_rows_swizzled"
     assert "0 bank conflict(s)" in e.summary()
     e.preset.value = "vec128_rows"
     assert "per phase 8, 8, 8, 8" in e.summary()
 
 
 def test_custom_choices_and_request_slider():
-    e = BankConflictExplorer("seed_rows")
+    e = BankConflictExplorer("float8x8_rows")
     e.shape.value = "32x32"  # switches to custom: fp32 32x32 column-major, rows
     assert e.preset.value == "(custom)"
     assert "1024 wavefronts" in e.summary() and e.request.max == 31
@@ -26,7 +26,7 @@ def test_custom_choices_and_request_slider():
 
 
 def test_impossible_choices_explain_instead_of_failing():
-    e = BankConflictExplorer("seed_rows")
+    e = BankConflictExplorer("float8x8_rows")
     e.access.value = ACCESSES[4]  # mma fragment on fp32
     assert e.summary().startswith("cannot apply") and "16-bit" in e.summary()
     assert e.widget().snapshot().startswith(PNG)

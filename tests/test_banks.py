@@ -80,9 +80,9 @@ def test_bank_of():
     assert list(bank_model.bank_of(np.array([0, 4, 128, 260]))) == [0, 1, 0, 1]
 
 
-# ---------------------------------------------------------------- the seed's tutorial 05
+# ---------------------------------------------------------------- notebook 05's 8x8 float tile
 
-def test_seed_tile_bank_maps_and_row_conflicts():
+def test_float8x8_tile_bank_maps_and_row_conflicts():
     plain = sa.SmemTile("fp32", Layout.col_major(8, 8))
     swz = sa.SmemTile("fp32", Layout.col_major(8, 8), Swizzle(3, 2, 3))
     assert list(plain.bank_map()[0]) == [0, 8, 16, 24, 0, 8, 16, 24]
@@ -97,9 +97,9 @@ def test_seed_tile_bank_maps_and_row_conflicts():
 
 
 EXPECTED = {  # case: (requests, wavefronts, ideal, conflicts), worked out by hand
-    "seed_rows": (8, 16, 8, 8),
-    "seed_rows_swizzled": (8, 8, 8, 0),
-    "seed_columns": (8, 8, 8, 0),
+    "float8x8_rows": (8, 16, 8, 8),
+    "float8x8_rows_swizzled": (8, 8, 8, 0),
+    "float8x8_columns": (8, 8, 8, 0),
     "transpose_rows": (32, 1024, 32, 992),
     "transpose_rows_padded": (32, 32, 32, 0),
     "transpose_rows_swizzled": (32, 32, 32, 0),
@@ -148,5 +148,5 @@ def test_access_contiguity_is_checked():
 
 
 def test_heat_of_a_pattern():
-    h = bank_model.heat(sa.case("seed_rows").predict())
+    h = bank_model.heat(sa.case("float8x8_rows").predict())
     assert h.shape == (8, 1, 32) and h.max() == 2

@@ -28,7 +28,7 @@ COPIES = {"bytes": 2**30, "ceiling_gbps": 3000.0, "ceiling_spread": 0.01, "best"
 
 
 def banks_record():
-    data = bench_banks.run(["seed_rows", "seed_rows_swizzled"], with_ncu=False, with_timing=False)
+    data = bench_banks.run(["float8x8_rows", "float8x8_rows_swizzled"], with_ncu=False, with_timing=False)
     data["cases"][0]["measured"] = {"requests": 8.0, "wavefronts": 16.0, "conflicts": 8.0}
     data["cases"][0]["agree"] = True
     data["cases"][0]["timing"] = {"ns_per_request": 1.1, "ns_per_wavefront": 0.55, "ms": 1.0,
@@ -37,17 +37,35 @@ def banks_record():
 
 
 def test_predict_and_table_without_a_gpu():
-    pred = bench_banks.predict(["seed_rows", "transpose_rows"])
-    assert pred["seed_rows"]["conflicts"] == 8 and pred["transpose_rows"]["worst_degree"] == 32
+    pred = bench_banks.predict(["float8x8_rows", "transpose_rows"])
+    assert pred["float8x8_rows"]["conflicts"] == 8 and pred["transpose_rows"]["worst_degree"] == 32
     data = banks_record()
     text = bench_banks.table(data)
-    assert "seed_rows " in text and "yes" in text and "1.100" in text
-    assert "seed_rows_swizzled" in text and " - " in text  # not measured: shown as such
+    assert "float8x8_rows " in text and "yes" in text and "1.100" in text
+    assert "float8x8_rows_swizzled" in text and " - " in text  # not measured: shown as such
 
 
 def test_copies_table():
     text = bench_copies.table(COPIES)
     assert "tiled" in text and "95.0%" in text and "ceiling" in text
+    assert text.splitlines()[0].split()[-1] == "spread"  # each timing's noise, ceiling's too
+    assert all(line.split()[4] == "1.00%" for line in text.splitlines()[1:])
+
+
+def past_the_ceiling(edge_pct: float, spread: float) -> dict:
+    """COPIES with its best copy `edge_pct` percent past the ceiling, both spreads `spread`."""
+    best = {**COPIES["variants"][1], "pct_of_ceiling": 100 + edge_pct, "spread": spread}
+    return {**COPIES, "ceiling_spread": spread, "best_pct_of_ceiling": 100 + edge_pct,
+            "variants": [COPIES["variants"][0], best]}
+
+
+def test_a_copy_past_the_ceiling_is_explained_against_the_spreads():
+    assert bench_copies.above_ceiling(COPIES) is None  # 95%: nothing to explain
+    real = bench_copies.above_ceiling(past_the_ceiling(0.5, 0.002))
+    assert real.startswith("Above 100%: tiled is 0.5% past the ceiling")
+    assert "torch's copy_" in real and "0.20% (tiled) and 0.20% (ceiling)" in real
+    assert "more than either spread" in real
+    assert "within the noise" in bench_copies.above_ceiling(past_the_ceiling(0.5, 0.01))
 
 
 def test_report_formats_both_families(monkeypatch, tmp_path):
@@ -58,8 +76,8 @@ def test_report_formats_both_families(monkeypatch, tmp_path):
                    command="python -m course.bench banks --record", root=tmp_path)
     md = report.markdown(tmp_path)
     assert "## copies" in md and "| tiled | 2850 | 95.0% | 3000 |" in md
-    assert "## bank_conflicts" in md and "| seed_rows | 4 B | 16 / 8 | 16 / 8 | yes | 1.10 |" in md
-    assert "| seed_rows_swizzled | 4 B | 8 / 0 | not measured | - | - |" in md
+    assert "## bank_conflicts" in md and "| float8x8_rows | 4 B | 16 / 8 | 16 / 8 | yes | 1.10 |" in md
+    assert "| float8x8_rows_swizzled | 4 B | 8 / 0 | not measured | - | - |" in md
 
 
 def test_not_measured_yet_fallback(monkeypatch, tmp_path):

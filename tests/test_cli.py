@@ -60,3 +60,16 @@ def test_runner_counts_banners():
     nb.cells = [cell]
     counts = _count_modes(nb)
     assert counts["live"] == 2 and counts["recorded"] == 1 and counts["simulated"] == 0
+
+
+def test_recording_a_notebook_run_is_refused_without_a_gpu(monkeypatch):
+    import pytest
+
+    from course.tools import notebook_runner
+
+    monkeypatch.setenv("COURSE_TIER", "cpu")
+    from course.runtime import hardware
+    if hasattr(hardware.machine, "cache_clear"):
+        hardware.machine.cache_clear()
+    with pytest.raises(SystemExit, match="recording needs a GPU"):
+        notebook_runner.record_runs([])

@@ -76,7 +76,9 @@ def test_recorded_copies_are_tabled_and_drawn(cpu_results, capsys):
     cpu_results("copies")
     bw = copies_lesson.measure_copies()
     assert bw.mode is live.Mode.RECORDED
-    assert f"best: {bw.value['best']} at" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"best: {bw.value['best']} at" in out and "spread" in out
+    assert ("Above 100%" in out) == (bw.value["best_pct_of_ceiling"] > 100)
     fig = copies_lesson.bandwidth_figure(bw)
     assert len(fig.axes[0].patches) == len(bw.value["variants"])
     assert any("copies measured on" in t.get_text() for t in fig.texts)

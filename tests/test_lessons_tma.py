@@ -139,4 +139,19 @@ def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
     assert multicast_lesson.TRAFFIC_COMMAND in capsys.readouterr().out
     cpu_results("tma_traffic")
     rec = multicast_lesson.traffic_report()
-    assert rec is not None and rec.citation() in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert rec is not None and rec.citation() in text
+    assert "(model: 0.50x)" in text  # the counters are read against the model, not as it
+
+
+def test_the_l2_sectors_are_read_against_the_models_one_over_n():
+    def ratio(cluster, value):
+        return {"cluster": cluster, "metric": multicast_lesson.L2_SECTORS, "ratio": value,
+                "separate": 1.0, "multicast": value}
+
+    data = {"ratios": [ratio(2, 1.355), ratio(4, 0.857), ratio(8, 0.13),
+                       {**ratio(2, 1.0), "metric": "l1tex__m_xbar2l1tex_read_bytes.sum"}]}
+    more, fewer, as_model = multicast_lesson.model_vs_counters(data)
+    assert more.startswith("cluster 2: multicast read 1.35x") and "more, not fewer" in more
+    assert "(model: 0.25x)" in fewer and "far from the model's n-fold" in fewer
+    assert as_model.endswith("as the model predicts")

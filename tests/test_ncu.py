@@ -104,24 +104,24 @@ def fake_ncu(tmp_path, monkeypatch):
 
 
 def test_counters_through_a_fake_ncu(fake_ncu, monkeypatch):
-    names = ["seed_rows", "seed_rows_swizzled", "vec128_rows"]
+    names = ["float8x8_rows", "float8x8_rows_swizzled", "vec128_rows"]
     pred = bench_banks.predict(names)
     values = {n: (pred[n]["conflicts"], pred[n]["wavefronts"], pred[n]["requests"]) for n in names}
     values["vec128_rows"] = (27, 31, 1)  # a GPU that disagrees with the model
     monkeypatch.setenv("FAKE_NCU_VALUES", json.dumps(values))
     got = bench_banks.measure_counters(names)
-    assert got["seed_rows"]["conflicts"] == 8 and got["seed_rows"]["wavefronts"] == 16
-    assert bench_banks.compare(pred["seed_rows"], got["seed_rows"]) == {"agree": True}
-    assert bench_banks.compare(pred["seed_rows_swizzled"], got["seed_rows_swizzled"])["agree"]
+    assert got["float8x8_rows"]["conflicts"] == 8 and got["float8x8_rows"]["wavefronts"] == 16
+    assert bench_banks.compare(pred["float8x8_rows"], got["float8x8_rows"]) == {"agree": True}
+    assert bench_banks.compare(pred["float8x8_rows_swizzled"], got["float8x8_rows_swizzled"])["agree"]
     assert bench_banks.compare(pred["vec128_rows"], got["vec128_rows"]) == {"agree": False}
-    assert bench_banks.compare(pred["seed_rows"], None) == {"agree": None}
+    assert bench_banks.compare(pred["float8x8_rows"], None) == {"agree": None}
 
 
 def test_ncu_failure_reaches_the_record(fake_ncu, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_FAIL", "1")
     with pytest.raises(ncu.NcuError, match="permission|ERR_NVGPUCTRPERM"):
-        bench_banks.measure_counters(["seed_rows"])
-    data = bench_banks.run(["seed_rows"], with_ncu=True, with_timing=False)
+        bench_banks.measure_counters(["float8x8_rows"])
+    data = bench_banks.run(["float8x8_rows"], with_ncu=True, with_timing=False)
     assert "ERR_NVGPUCTRPERM" in data["ncu_error"]
     assert data["cases"][0]["measured"] is None and data["cases"][0]["agree"] is None
     assert "Nsight Compute:" in bench_banks.table(data)

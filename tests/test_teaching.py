@@ -34,3 +34,30 @@ def test_a_run_report_updates_only_its_rows(tmp_path):
     assert "| 12 s (2026-01-02) |" in new and "99 s" not in new
     assert new.startswith("intro\n") and new.endswith("\noutro")
     assert teachers_table.times_in_readme(new) == {"00_orientation.ipynb": "12 s (2026-01-02)"}
+
+
+def test_every_notebook_has_its_recorded_h100_time():
+    """The H100 column comes from the newest `python -m course run --record` on an H100."""
+    times = teachers_table.gpu_times()
+    for lesson in LESSONS:
+        if lesson.written:
+            assert times.get(lesson.path.name, "").endswith(")"), \
+                f"{lesson.path.name}: no H100 run recorded (`python -m course run --record` there)"
+
+
+def test_the_h100_column_shows_the_newest_clean_run(monkeypatch):
+    from course.runtime import results
+
+    class Rec:
+        def __init__(self, gpu, date, rows):
+            self.gpu, self.date, self.data = gpu, date, {"notebooks": rows}
+
+    row = lambda name, s, err=None: {"name": name, "seconds": s, "error": err, "modes": {}}
+    records = [Rec("NVIDIA H100 80GB HBM3", "2026-01-01", [row("00_orientation.ipynb", 20)]),
+               Rec("NVIDIA A100", "2026-01-02", [row("00_orientation.ipynb", 5)]),
+               Rec("NVIDIA H100 80GB HBM3", "2026-01-03", [row("00_orientation.ipynb", 16),
+                                                           row("02_layouts.ipynb", 9, "boom")])]
+    monkeypatch.setattr(results, "load", lambda name, root=None: records)
+    assert teachers_table.gpu_times() == {"00_orientation.ipynb": "16 s (2026-01-03)"}
+    line = next(l for l in teachers_table.table({}).splitlines() if "00_orientation" in l)
+    assert line.endswith("| not measured | 16 s (2026-01-03) |")

@@ -30,6 +30,7 @@ def test_swizzle_and_multicast_pictures():
     assert "128B swizzle" in _texts(viz.swizzle_picture(128))
     assert "chunks stay in order" in _texts(viz.swizzle_picture(0))
     assert "cluster of 4" in _texts(viz.multicast_picture(4))
+    assert "the model: each slice read from L2 once" in _texts(viz.multicast_picture(2))
 
 
 def test_explorer_reacts_and_reports_broken_rules():

@@ -41,3 +41,19 @@ def test_tile_order_explorer_reacts():
     sliders[2].value = 1  # row-major order: a wave touches more panels
     assert text.value != before
     assert widget.snapshot().startswith(PNG)
+
+
+def test_tile_order_counts_clusters_when_a_cluster_computes_a_tile():
+    """Notebook 11: a wave of 66 2-CTA clusters is labelled as clusters, not as 66 CTAs."""
+    import matplotlib.pyplot as plt
+
+    from course.viz.tile_order_pictures import draw
+    from course.widgets.tile_order_explorer import tile_order_explorer
+
+    widget = tile_order_explorer(tiles_m=16, tiles_n=16, group=8, wave=66, unit="clusters")
+    assert "waves of 66 clusters" in widget.view.children[2].value
+    assert widget.view.children[1].children[1].description == "wave (clusters)"
+    fig = draw(16, 16, 8, 66, unit="clusters")
+    assert "first wave (66 clusters, red)" in fig.axes[0].get_title()
+    assert "CTAs" in draw(16, 16, 8, 132).axes[0].get_title()  # the default: one CTA per tile
+    plt.close("all")

@@ -50,6 +50,7 @@ def cmd_ceilings(args) -> dict:
 
 def cmd_gemm(args) -> dict:
     from course.bench.gemm_bench import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
+    from course.bench.report import pct_with_control
 
     _need_gpu("benchmarking a GEMM")
     needs = LADDER[args.kernel][1]
@@ -68,7 +69,7 @@ def cmd_gemm(args) -> dict:
                              graph=False if args.eager else "auto")
         rows.append(res.as_dict())
         print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
-              f"{res.cublas_tflops:7.1f} TFLOP/s | {res.pct_of_cublas:6.1f}% of cuBLAS "
+              f"{res.cublas_tflops:7.1f} TFLOP/s | {pct_with_control(res.as_dict())} "
               f"({res.samples} samples each, {res.input_sets} input sets, {res.method}) | {verdict}")
     data = {"kernel": args.kernel, "dtype": args.dtype, "config": overrides, "checks": checks,
             "results": rows}

@@ -1,7 +1,9 @@
 """The machine's two ceilings: how fast it can multiply, and how fast it can move bytes.
 
-Both are measured, not read off a datasheet:
-  * matmul peak: cuBLAS (torch.mm) on large random square matrices, TFLOP/s;
+Both are measured, not read off a datasheet (course.models.datasheet holds the published
+numbers, drawn beside these):
+  * matmul ceiling: the rate cuBLAS (torch.mm) reaches on large random square matrices,
+    TFLOP/s (`matmul_peak`: the best the course measures, below the datasheet's peak);
   * copy bandwidth: a large device-to-device copy, counting bytes read plus bytes
     written, GB/s (10^9 bytes per second).
 Together they draw the roofline every later notebook places its kernels on.

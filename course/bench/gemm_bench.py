@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 
 from course.bench.correctness import Check, compare, poison_
-from course.bench.timing import alternating, graphed, rotation_count
+from course.bench.timing import alternating, graphed, rotation_count, round_ratios
 
 Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
 
@@ -106,13 +106,35 @@ class PairedResult:
     input_sets: int
     samples: int
     method: str = "eager"
+    # per-round 100 x cuBLAS / kernel time as (median, lowest, highest), and the same for a
+    # second cuBLAS timed in the same rounds (the control: what "equal" looks like)
+    rounds_pct: tuple = ()
+    control_pct: tuple = ()
 
     @property
     def pct_of_cublas(self) -> float:
-        return 100.0 * self.cublas_ms / self.kernel_ms
+        """The median of the per-round ratios (of the medians, in older records)."""
+        return self.rounds_pct[0] if self.rounds_pct else 100.0 * self.cublas_ms / self.kernel_ms
+
+    @property
+    def standing(self) -> str:
+        return standing(self.rounds_pct, self.control_pct)
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1)}
+        return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1),
+                "standing": self.standing}
+
+
+def standing(rounds_pct, control_pct) -> str:
+    """'above cuBLAS' / 'below cuBLAS' only when the kernel's median ratio lies outside the
+    range the control (cuBLAS against itself, same rounds) covered; else 'level'."""
+    if not rounds_pct or not control_pct:
+        return "no control"
+    if rounds_pct[0] > control_pct[2]:
+        return "above cuBLAS"
+    if rounds_pct[0] < control_pct[1]:
+        return "below cuBLAS"
+    return "level with cuBLAS"
 
 
 # Below this many FLOP a call is short enough (~0.1 ms on an H100) that launching it
@@ -144,7 +166,8 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
         return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(inputs, outs)]
 
     launches = max(sets, 8) if graph else 1
-    contenders = {"kernel": calls(gemm), "cublas": calls(cublas)}
+    # cuBLAS twice: the second is the control, what "as fast as cuBLAS" reads in these rounds
+    contenders = {"kernel": calls(gemm), "cublas": calls(cublas), "control": calls(cublas)}
     if graph:
         contenders = {k: [graphed(v, launches)] for k, v in contenders.items()}
     t = alternating(contenders, rounds, reps, warmup)
@@ -154,7 +177,8 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
     method = f"cuda-graph ({launches} launches per replay)" if graph else "eager"
     return PairedResult(str(problem), name, k.median_ms, c.median_ms,
                         problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
-                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method)
+                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method,
+                        round_ratios(c, k, reps), round_ratios(c, t["control"], reps))
 
 
 # name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)

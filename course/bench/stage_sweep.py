@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from course.bench.gemm_bench import benchmark_gemm, check_gemm, prepare, GemmProblem
+from course.bench.report import pct_with_control
 
 
 def sweep(kernel: str = "tma", size: int = 4096, stages=(1, 2, 3, 4),
@@ -32,4 +33,4 @@ def sweep(kernel: str = "tma", size: int = 4096, stages=(1, 2, 3, 4),
 def print_rows(data: dict) -> None:
     for r in data["results"]:
         print(f"stages={r['stages']}: {r['kernel_ms']:7.3f} ms  {r['kernel_tflops']:6.1f} TFLOP/s  "
-              f"{r['pct_of_cublas']:5.1f}% of cuBLAS ({r['cublas_tflops']:.0f} TFLOP/s)")
+              f"{pct_with_control(r)} ({r['cublas_tflops']:.0f} TFLOP/s)")

@@ -85,6 +85,11 @@ class Timing:
     def median_ms(self) -> float:
         return statistics.median(self.samples_ms)
 
+    def round_medians(self, reps: int) -> list[float]:
+        """The median of each round's `reps` samples (as `alternating` appends them)."""
+        return [statistics.median(self.samples_ms[i:i + reps])
+                for i in range(0, len(self.samples_ms) - reps + 1, reps)]
+
     @property
     def spread(self) -> float:
         """Interquartile range over median: how noisy this contender's timing was."""
@@ -110,3 +115,12 @@ def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: i
         for name in (names if r % 2 == 0 else names[::-1]):
             timings[name].samples_ms += time_calls(contenders[name], reps)
     return timings
+
+
+def round_ratios(reference: Timing, candidate: Timing, reps: int) -> tuple[float, float, float]:
+    """(median, lowest, highest) over rounds of 100 x reference / candidate time: the
+    speed of `candidate` in percent of `reference`, one ratio per alternating round (the
+    two ran back to back, on the same clock), so drift between rounds cancels."""
+    ratios = [100 * r / c for r, c in zip(reference.round_medians(reps),
+                                          candidate.round_medians(reps))]
+    return (round(statistics.median(ratios), 2), round(min(ratios), 2), round(max(ratios), 2))

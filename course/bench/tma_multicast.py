@@ -79,7 +79,7 @@ def print_rows(data: dict) -> None:
     print(f"{data['tiles_per_cta']} tiles of {data['tile'][0]}x{data['tile'][1]} "
           f"{data['dtype']} per CTA, {data['rounds']} rounds, {data['waves']} CTAs per SM:")
     for r in data["results"]:
-        extra = (f"  {r['speedup_vs_separate']:.2f}x faster than separate loads"
+        extra = (f"  {r['speedup_vs_separate']:.2f}x the speed of separate loads"
                  if "speedup_vs_separate" in r else "")
         print(f"  {r['variant']:28s} {r['median_ms']:8.3f} ms  delivered {r['delivered_gbps']:7.0f} "
               f"GB/s  L2->SM (model) {r['l2_to_sm_bytes_model'] / 2**20:8.1f} MiB{extra}")

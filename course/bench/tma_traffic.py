@@ -7,10 +7,11 @@ child process under `ncu`, profiles one launch of the multicast benchmark kernel
 reads these Hopper metrics (raw counters, --print-units base):
 
   lts__t_sectors_op_read.sum             32-byte sectors read out of L2 by anyone: the
-                                         supply side. Multicast should divide it by n.
+                                         supply side. The model says multicast divides
+                                         it by n (each byte read once per cluster).
   lts__t_sectors_srcunit_tex_op_read.sum the same, restricted to requests from the SMs'
                                          memory pipeline (L1TEX, which TMA loads go
-                                         through): should also drop n-fold.
+                                         through): the model says n-fold less too.
   l1tex__m_xbar2l1tex_read_bytes.sum     bytes the crossbar delivered into the SMs: the
                                          receive side. Every CTA still receives its
                                          tiles, so expect little change here -- multicast
@@ -18,8 +19,9 @@ reads these Hopper metrics (raw counters, --print-units base):
   dram__bytes_read.sum                   DRAM reads: ~0, the tiles live in L2 (a control).
   gpu__time_duration.sum                 the launch's duration under the profiler.
 
-Which counter a given ncu/driver attributes TMA traffic to is exactly what this
-measures; the report prints every ratio (multicast / separate) so the right one is
+These counters test the model; they are not assumed to agree with it (on the H100 run in
+results/tma_traffic.json they did not, and why is still open). Which counter a
+given ncu/driver attributes TMA traffic to is also part of what this measures; the report prints every ratio (multicast / separate) so the right one is
 visible rather than assumed. A metric this ncu does not know is retried alone and
 then reported as missing. `parse_csv` reads `ncu --csv` output (tested on canned
 output); results go to results/tma_traffic.json with provenance.
@@ -120,7 +122,7 @@ def ratios(rows: list[dict]) -> list[dict]:
 
 def report(data: dict) -> str:
     lines = [f"{'cluster':>7}  {'metric':42s} {'separate':>14} {'multicast':>14} {'ratio':>7}"
-             "  (1/n = n-fold saving)"]
+             "  (the model predicts 1/n)"]
     for r in data["ratios"]:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
         lines.append(f"{r['cluster']:>7}  {r['metric']:42s} {r['separate']:>14,.0f} "

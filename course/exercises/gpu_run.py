@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from course.exercises.kernel_check import FAIL, PASS, Finding, KernelExercise, failed, lookup
+from course.exercises.kernel_check import (FAIL, PASS, Finding, KernelExercise, expect, failed,
+                                           lookup)
 from course.exercises.learner_code import PREAMBLE, LearnerCode
 
 GUARD = 256  # elements after the output that no kernel may write
@@ -235,6 +236,30 @@ def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="
                                      a.double() @ b.double().T, buffer, wrong_hint=hint,
                                      edge_hint=edge_hint))
     return findings
+
+
+def speed_against(gemm, reference, config, size: int, required: float, hint: str,
+                  what: str = "the course's kernel (same Config)") -> Finding:
+    """The learner's GEMM step timed against the course's (both GemmHosts, same `config`) at
+    size^3 bf16 in alternating rounds in this process: the median of the per-round ratios
+    must reach `required`; the finding shows it with its range."""
+    import statistics
+
+    import torch
+
+    from kernels.selftest import gemm_inputs, paired_rounds, ratio_summary
+
+    inputs = gemm_inputs(size, size, size, torch.bfloat16, sets=2)
+    outs = [torch.empty(size, size, dtype=torch.bfloat16, device="cuda") for _ in inputs]
+
+    def runner(host):
+        return lambda i: host.run(*inputs[i % 2], outs[i % 2], config)
+
+    t = paired_rounds({"course": runner(reference), "yours": runner(gemm)}, rounds=8, reps=10)
+    ratio = statistics.median(r / c for r, c in zip(t["course"], t["yours"]))
+    return expect(f"speed at {size}^3 against {what}", ratio >= required,
+                  f"{ratio_summary(t['course'], t['yours'])} of the course's kernel",
+                  f"below {required:.0%}: {hint}")
 
 
 def _short(exc: BaseException) -> str:

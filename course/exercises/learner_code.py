@@ -95,15 +95,18 @@ class LearnerCode:
         return _function(module, self.name)
 
 
-def edited(fn, name: str, old: str, new: str):
-    """`fn` with the text `old` (found exactly once in its source) replaced by `new`, as a
-    function named `name` built like a learner's: a known mistake made from a reference
-    by one edit, so the two differ in one place only."""
+def edited(fn, name: str, *edits: tuple[str, str]):
+    """`fn` with each (old, new) of `edits` applied to its source (each `old` found exactly
+    once), as a function named `name` built like a learner's: a known mistake made from a
+    reference (or a reference from the broken code an exercise ships) by a few edits, so
+    the two differ only there."""
     source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))
     source = source.replace(f"def {fn.__name__}(", f"def {name}(", 1)
-    if source.count(old) != 1:
-        raise ValueError(f"{name}: {old!r} is not in {fn.__name__} exactly once")
-    return LearnerCode(name, source.replace(old, new)).load()
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{name}: {old!r} is not in {fn.__name__} exactly once")
+        source = source.replace(old, new)
+    return LearnerCode(name, source).load()
 
 
 def _statements(source: str) -> str:

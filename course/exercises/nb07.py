@@ -195,27 +195,13 @@ def _mistake(a, b, out) -> str:
 
 
 def _speed(gemm, reference):
-    import statistics
+    from course.exercises.gpu_run import speed_against
 
-    import torch
-
-    from kernels.selftest import gemm_inputs, paired_rounds, ratio_summary
-
-    size, cfg = TIMED_SIZE, exercise_config()
-    inputs = gemm_inputs(size, size, size, torch.bfloat16, sets=2)
-    outs = [torch.empty(size, size, dtype=torch.bfloat16, device="cuda") for _ in inputs]
-
-    def runner(host):
-        return lambda i: host.run(*inputs[i % 2], outs[i % 2], cfg)
-
-    t = paired_rounds({"course": runner(reference), "yours": runner(gemm)}, rounds=8, reps=10)
-    ratio = statistics.median(r / c for r, c in zip(t["course"], t["yours"]))
-    return expect(f"speed at {size}^3 against the course's main loop (same Config)",
-                   ratio >= REQUIRED_SPEED,
-                   f"{ratio_summary(t['course'], t['yours'])} of the course's kernel",
-                   f"below {REQUIRED_SPEED:.0%}: keep stages - 1 k-tiles in flight (wait_group "
-                   f"stages - 2, not 0), issue the next copies before the k-tile's math, and "
-                   f"load k-block kb + 1 with ldmatrix before the mma of k-block kb")
+    return speed_against(gemm, reference, exercise_config(), TIMED_SIZE, REQUIRED_SPEED,
+                         "keep stages - 1 k-tiles in flight (wait_group stages - 2, not 0), "
+                         "issue the next copies before the k-tile's math, and load k-block "
+                         "kb + 1 with ldmatrix before the mma of k-block kb",
+                         what="the course's main loop (same Config)")
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):

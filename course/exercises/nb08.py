@@ -65,17 +65,20 @@ def _swizzle(answer):
 
 @exercise("08.multicast",
           "A cluster of 4 CTAs all need the same 128 x 64 bf16 tile; each CTA loads a quarter "
-          "and multicasts it. How many bytes does each CTA's own TMA load request from L2, and "
-          "how many bytes must each CTA's mbarrier expect? Answer (requested, expected).",
+          "and multicasts it. How many bytes does each CTA's own TMA load ask for (the slice its "
+          "copy names), and how many bytes must each CTA's mbarrier expect? Answer (requested, "
+          "expected).",
           "each CTA issues 1/4 of the tile; every CTA receives all four quarters.",
-          "(4096, 16384): 128 x 64 x 2 = 16384 bytes per tile, a quarter each from L2, the "
-          "whole tile landing in every CTA.")
+          "(4096, 16384): 128 x 64 x 2 = 16384 bytes per tile, each CTA's copy names a quarter, "
+          "the whole tile lands in every CTA. How many bytes L2 then reads is what section 8's "
+          "counters measure.")
 def _multicast(answer):
     requested, expected = _pair(answer, "(requested, expected)")
     ok_r, _ = number(requested, 4096)
     ok_e, _ = number(expected, 16384)
     if ok_r and ok_e:
-        return True, "a quarter each from L2, the whole tile into every CTA."
+        return True, ("each copy names a quarter, the whole tile lands in every CTA (what L2 "
+                      "actually reads is section 8's measurement).")
     if ok_r and float(expected) == 4096:
         raise Wrong("the barrier counts every byte that lands in this CTA, from all four slices")
     return False, ("the requested bytes are off. " if not ok_r else "") + \

@@ -129,7 +129,7 @@ def _hang_hint(report: str) -> str:
 @cute.jit
 def broken_ring(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
     stages = self.cfg.stages
-    # 1. barriers: one thread initialises them, then the whole CTA syncs
+    # 1. barriers: one thread initialises them; then the whole CTA syncs
     if warp == 0:
         with cute.arch.elect_one():
             for s in cutlass.range_constexpr(stages):
@@ -145,8 +145,8 @@ def broken_ring(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
                 cute.arch.mbarrier_arrive_and_expect_tx(full + j, self.tx_bytes)
             self.copy_k_tile(loads, j, j, full + j)
 
-    # 3. every warp, every k-tile: wait for it, release the stage, multiply; then warp 0
-    #    refills the stage with k-tile j = t + stages
+    # 3. every warp, every k-tile: wait for it, multiply, release its stage; then warp 0
+    #    refills the stage with k-tile j = t + stages once every warp has released it
     for t in range(k_tiles):
         s = t % stages
         self.wait_full(full + s, (t // stages) % 2, t, report)

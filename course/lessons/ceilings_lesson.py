@@ -1,9 +1,11 @@
 """This machine's two ceilings (notebooks 00 and 04): measured now on a GPU or recorded on
 one, printed with where they came from, and the GEMM's kernels placed under the roofline.
 
-  machine_ceilings   matmul peak, copy bandwidth and ridge point (live or recorded)
+  machine_ceilings   matmul rate, copy bandwidth and ridge point (live or recorded), each
+                     also as a fraction of the GPU's datasheet where the course knows it
   copy_ceiling       the copy bandwidth alone (live or recorded)
-  gemm_roofline      the roofline with the tiling model's predictions and cuBLAS on it
+  gemm_roofline      the measured roofline (and the datasheet's), the tiling model's
+                     predictions and cuBLAS on it
   tiling_table       DRAM traffic and intensity of a GEMM for a few square tile sizes
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from course.bench import ceilings
+from course.models.datasheet import Datasheet, datasheet
 from course.models.gemm_model import Gemm
 from course.runtime.hardware import machine
 from course.runtime.live import Outcome, live_or, recorded
@@ -19,25 +22,45 @@ from course.viz.roofline import Point, roofline
 
 @dataclass(frozen=True)
 class Ceilings:
-    """The two ceilings and where they were measured."""
+    """The two measured ceilings and where they were measured. They are what cuBLAS and a
+    copy reach, not the hardware's published peak: see `datasheet`."""
 
-    peak_tflops: float       # bf16 matmul, cuBLAS at 8192^3
-    bandwidth_gbps: float    # device-to-device copy, read + write
-    ridge: float             # FLOP per byte where the roofs meet
+    matmul_tflops: float     # bf16 matmul, cuBLAS at 8192^3 (measured)
+    bandwidth_gbps: float    # device-to-device copy, read + write (measured)
+    ridge: float             # FLOP per byte where the measured roofs meet
     gpu: str                 # the GPU they belong to
     source: str              # 'measured now on ...' or the record's citation
 
+    @property
+    def datasheet(self) -> Datasheet | None:
+        """The GPU's published ceilings, None when the course does not list this GPU."""
+        return datasheet(self.gpu)
+
+
+def datasheet_fractions(ceil: Ceilings) -> str:
+    """What fraction of the datasheet each measured ceiling reaches, with the source; or
+    that this GPU has no datasheet entry (then only the measured roofs are drawn)."""
+    ds = ceil.datasheet
+    if ds is None:
+        return (f"no datasheet entry for {ceil.gpu}: only the measured ceilings are shown "
+                "(course.models.datasheet lists the GPUs it knows)")
+    return (f"datasheet: {ds.tflops:.1f} TFLOP/s and {ds.gbps:,.0f} GB/s, so the measured "
+            f"ceilings are {100 * ceil.matmul_tflops / ds.tflops:.0f}% (matmul) and "
+            f"{100 * ceil.bandwidth_gbps / ds.gbps:.0f}% (copy) of it\n  ({ds.source})")
+
 
 def machine_ceilings() -> Ceilings:
-    """Measure both ceilings on a GPU, or show the recorded ones; prints the three numbers."""
+    """Measure both ceilings on a GPU, or show the recorded ones; prints the three numbers and
+    how they compare with the datasheet."""
     out = live_or("gpu", ceilings.measure, recorded("ceilings"))
     ceil = Ceilings(out.value["matmul"]["tflops"], out.value["copy"]["gbps"],
                     out.value["ridge_flop_per_byte"],
                     out.record.gpu if out.record is not None else machine().gpu_name,
                     out.caption())
-    print(f"bf16 matmul peak (cuBLAS, 8192^3): {ceil.peak_tflops:7.1f} TFLOP/s")
-    print(f"device-to-device copy:             {ceil.bandwidth_gbps:7.0f} GB/s")
-    print(f"ridge point:                       {ceil.ridge:7.0f} FLOP/byte")
+    print(f"bf16 matmul, cuBLAS at 8192^3 (measured): {ceil.matmul_tflops:7.1f} TFLOP/s")
+    print(f"device-to-device copy (measured):         {ceil.bandwidth_gbps:7.0f} GB/s")
+    print(f"ridge point (measured):                   {ceil.ridge:7.0f} FLOP/byte")
+    print(datasheet_fractions(ceil))
     return ceil
 
 
@@ -52,17 +75,17 @@ def copy_ceiling(rounds: int = 4) -> Outcome:
 
 
 def gemm_roofline(ceil: Ceilings, g: Gemm, tile: int = 128, measured: int = 8192):
-    """The roofline of `ceil` with the tiling model's predictions for `g` (1x1 tiles,
-    tile x tile tiles without L2 reuse, each operand read once) and cuBLAS as measured at
-    measured^3."""
+    """The measured roofline of `ceil` (and the datasheet's, dashed, where known) with the
+    tiling model's predictions for `g` (1x1 tiles, tile x tile tiles without L2 reuse, each
+    operand read once) and cuBLAS as measured at measured^3."""
     size = f"{g.m}^3" if g.m == g.n == g.k else f"{g.m}x{g.n}x{g.k}"
     points = [Point(f"naive GEMM {size} (1x1 tiles)", g.intensity(1, 1)),
               Point(f"{tile}x{tile} tiles, no L2 reuse", g.intensity(tile, tile)),
               Point(f"{size}, each operand read once", g.intensity()),
               Point(f"cuBLAS {measured}^3 (measured)", Gemm(measured, measured, measured).intensity(),
-                    ceil.peak_tflops)]
-    return roofline(ceil.peak_tflops, ceil.bandwidth_gbps, points, title="Roofline of " + ceil.gpu,
-                    source="ceilings " + ceil.source)
+                    ceil.matmul_tflops)]
+    return roofline(ceil.matmul_tflops, ceil.bandwidth_gbps, points, title="Roofline of " + ceil.gpu,
+                    source="ceilings " + ceil.source, datasheet=ceil.datasheet)
 
 
 def tiling_table(g: Gemm, tiles=(1, 16, 32, 64, 128, 256)) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from collections import Counter
 
 from course.bench import copy_bandwidth as bench_copies
@@ -74,6 +75,9 @@ def measure_copies() -> Outcome:
         print(bench_copies.table(out.value))
         print(f"\nbest: {out.value['best']} at {out.value['best_pct_of_ceiling']:.1f}% of the "
               f"copy ceiling (the target is at least 90%)")
+        note = bench_copies.above_ceiling(out.value)
+        if note:
+            print(textwrap.fill(note, 96))
     return out
 
 

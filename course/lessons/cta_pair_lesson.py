@@ -80,6 +80,28 @@ def compare_instructions(arch: str = "sm_100a") -> dict[str, tuple[int, int]]:
     return counts
 
 
+# clears bit 24 (the bit that tells the pair's two CTAs apart in the shared-memory window, so
+# the address names the leader's barrier) and the low 3 bits (a barrier is 8-byte aligned)
+PEER_BIT_MASK = 0xFEFFFFF8
+
+
+def print_peer_bit_mask(arch: str = "sm_100a") -> list[str]:
+    """The PTX line that masks the barrier address with 0xFEFFFFF8 (PTX prints the 32-bit
+    constant as a signed decimal), compiled here for `arch`: the completion bytes of the
+    peer CTA's TMA copies are counted on the leader's barrier."""
+    import torch
+
+    from kernels import cta_pair_gemm
+
+    signed = PEER_BIT_MASK - (1 << 32)
+    lines = cta_pair_gemm.artifacts(arch, torch.bfloat16, cta_pair_gemm.Config()).ptx_lines(
+        rf"and\.b32\s+%r\d+, %r\d+, {signed};")
+    print(f"0x{PEER_BIT_MASK:08X} as a signed 32-bit value is {signed}; in the {arch} PTX:")
+    for line in lines:
+        print("   ", line)
+    return lines
+
+
 def epilogue_warp_map(tile_n: int = 128) -> Ownership:
     """The 256 x tile_n pair tile, each element labelled with the epilogue warp that reads it:
     W0-3 are the leader's warps, W4-7 the follower's (thread 128r + t is thread t of CTA r)."""

@@ -14,6 +14,7 @@ import torch
 from course.bench.gemm_bench import LADDER
 from course.lessons.gemm_lesson import bench_live, print_rows, recorded_rows
 from course.runtime.live import Outcome, compile_only, live_or
+from course.bench.report import pct_with_control
 
 
 def overrides(module: ModuleType, config: dict) -> dict:
@@ -55,6 +56,6 @@ def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list
         for r in rows:
             if r["problem"].startswith(f"{size}x"):
                 print(f"{str(config or 'default'):48s} {r['kernel_tflops']:6.1f} TFLOP/s  "
-                      f"{r['pct_of_cublas']:5.1f}% of cuBLAS")
+                      f"{pct_with_control(r)}")
                 shown.append(r)
     return shown

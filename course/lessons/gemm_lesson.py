@@ -15,6 +15,7 @@ import torch
 from course.runtime import results
 from course.runtime.live import Fallback, Outcome, live_or, recorded
 from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare, problem_for
+from course.bench.report import pct_with_control
 
 RAGGED = [(128, 256, 64), (1000, 1016, 520), (129, 264, 72), (3000, 2056, 1000), (1, 8, 8),
           (4096, 4096, 4096)]
@@ -46,7 +47,7 @@ def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5
         gemm = prepare(kernel, problem, **config)
         res = benchmark_gemm(gemm, problem, kernel, rounds=rounds, reps=reps)
         print(f"{problem}: {res.kernel_tflops:6.1f} TFLOP/s vs cuBLAS {res.cublas_tflops:6.1f} "
-              f"-> {res.pct_of_cublas:5.1f}% of cuBLAS")
+              f"-> {pct_with_control(res.as_dict())}")
         rows.append(res.as_dict())
     return rows
 
@@ -81,7 +82,7 @@ def print_rows(rows: list[dict]) -> None:
     """One line per recorded (or measured) row: TFLOP/s against cuBLAS."""
     for r in rows:
         print(f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
-              f"{r['cublas_tflops']:6.1f} -> {r['pct_of_cublas']:5.1f}% of cuBLAS")
+              f"{r['cublas_tflops']:6.1f} -> {pct_with_control(r)}")
 
 
 def bench_or_recorded(kernel: str, needs: str, sizes=(2048, 4096, 8192),

@@ -4,7 +4,7 @@ on the course's goal from the recorded numbers.
 
   print_presets        one line per preset: tile, cluster, stages, features
   register_budget      producer and consumer registers against the register file
-  multicast_savings    L2 -> SM bytes of a CTA tile with and without B multicast
+  multicast_savings    the model's L2 -> SM bytes of a CTA tile with and without B multicast
   hopper_instructions  setmaxnreg, multicast loads, stmatrix and TMA stores in PTX (fallback)
   bench_presets        every preset against cuBLAS (live), or as recorded on the H100
   goal_verdict         the recorded rows of the final kernel against the % of cuBLAS goal
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from course.lessons.gemm_lesson import bench_live, compile_report, print_rows, recorded_rows
 from course.runtime.live import Outcome, live_or, recorded
+from course.bench.report import pct_with_control
 
 GOAL_PCT = 105          # the course's goal, % of cuBLAS
 GOAL_SIZES = (4096, 8192)
@@ -38,15 +39,16 @@ def register_budget(producer_regs: int, consumer_regs: int, producer_threads: in
 
 def multicast_savings(tile_m: int = 128, tile_n: int = 256, k: int = 4096,
                       elem_bytes: int = 2, cluster: int = 2) -> float:
-    """B's bytes per CTA tile without and with a cluster sharing it, and A + B together;
-    returns the fraction of L2 -> SM bytes saved."""
+    """The model's count (each byte of B read from L2 once per cluster): B's bytes per CTA tile
+    without and with a cluster sharing it, and A + B together; returns the fraction of
+    L2 -> SM bytes the model says is saved. A prediction: notebook 08's counters test it."""
     b_tile = tile_n * k * elem_bytes
     a_tile = tile_m * k * elem_bytes
     before, after = a_tile + b_tile, a_tile + b_tile / cluster
-    print(f"B bytes per CTA tile: {b_tile / 2**20:.0f} MiB without multicast, "
+    print(f"model: B bytes per CTA tile: {b_tile / 2**20:.0f} MiB without multicast, "
           f"{b_tile / cluster / 2**20:.0f} MiB with a {cluster}-CTA cluster")
     saved = 1 - after / before
-    print(f"A + B from L2 per CTA tile: {before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB "
+    print(f"model: A + B from L2 per CTA tile: {before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB "
           f"({100 * saved:.0f}% less)")
     return saved
 
@@ -66,8 +68,9 @@ def hopper_instructions(arch: str):
 
 def bench_presets(presets, kernel: str = "hopper", size: int = 4096,
                   needs: str = "sm_90a") -> Outcome:
-    """Each preset against cuBLAS at size^3 on a GPU that can; elsewhere every preset's rows
-    as recorded (the banner cites the newest record of `kernel`). Value: {preset: rows}."""
+    """Each preset against cuBLAS at size^3 on a GPU that can; elsewhere every preset's bf16
+    rows as recorded, each preset's under the citation of its own record (the banner cites
+    the newest of them). Value: {preset: rows}."""
     def measure():
         rows = {}
         for name in presets:
@@ -77,11 +80,15 @@ def bench_presets(presets, kernel: str = "hopper", size: int = 4096,
 
     out = live_or(needs, measure, recorded(
         "gemm", select=lambda rec: {name: recorded_rows(kernel, preset=name)[0] for name in presets},
-        match=lambda rec: rec.data.get("kernel") == kernel))
+        match=lambda rec: rec.data.get("kernel") == kernel and rec.data.get("dtype") == "bf16"
+        and (rec.data.get("config") or {}).get("preset") in presets))
     if not out.live:
         for name, rows in out.value.items():
             print(f"--- {name}")
             print_rows(rows)
+            _, rec = recorded_rows(kernel, preset=name)
+            if rec is not None:
+                print(f"    ({rec.citation()})")
     return out
 
 
@@ -100,7 +107,32 @@ def goal_verdict(kernel: str = "hopper", preset: str = "tma_store",
                 verdict = ("  goal met" if met[r["problem"]]
                            else f"  below the {GOAL_PCT}% goal")
             print(f"{r['problem']:24s} {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
-                  f"{r['cublas_tflops']:6.1f}: {r['pct_of_cublas']:5.1f}%{verdict}")
+                  f"{r['cublas_tflops']:6.1f}: {pct_with_control(r)}{verdict}")
         if rec:
             print(f"  ({rec.citation()})")
     return met
+
+
+PROFILE_METRICS = ("Duration", "L2 Hit Rate", "Compute (SM) Throughput", "DRAM Throughput")
+
+
+def print_profiles(presets=("specialized", "persistent"), size: int = 4096) -> dict:
+    """The recorded Nsight Compute headline of each preset's launch at size^3 (one launch
+    each, under the profiler), ours and cuBLAS's side by side; {preset: headline}."""
+    from course.runtime import results
+
+    shown = {}
+    for preset in presets:
+        rec = results.latest("profile", match=lambda r: r.data.get("config") == {
+            "preset": preset} and r.data.get("size") == size)
+        if rec is None:
+            print(f"{preset}: no profile recorded (`python -m course.bench.profile --kernel "
+                  f"hopper --size {size} --config preset={preset} --record` on an H100)")
+            continue
+        ours, theirs = rec.data["ours"]["headline"], rec.data["cublas"]["headline"]
+        cells = [f"{m} {ours[m]['value']} {ours[m]['unit']} (cuBLAS {theirs[m]['value']})"
+                 for m in PROFILE_METRICS if m in ours and m in theirs]
+        print(f"{preset:12s} " + " | ".join(cells))
+        print(f"             ({rec.citation()})")
+        shown[preset] = ours
+    return shown

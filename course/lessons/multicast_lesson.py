@@ -1,9 +1,11 @@
 """Notebook 08's TMA multicast: checked and timed on a Hopper GPU, recorded or compiled
-elsewhere, and the Nsight Compute counters that confirm the L2 -> SM bytes.
+elsewhere, and the Nsight Compute counters that test the model's L2 -> SM bytes (each byte
+read from L2 once per cluster: an n-fold saving the counters have to confirm or refute).
 
   measure_multicast  the live cell: check every variant and time it, or its fallback
   multicast_ptx      the multicast load and its CTA mask in PTX (compile-only fallback)
   traffic_report     the recorded Nsight Compute counters, or how to record them
+  model_vs_counters  per cluster size: the L2 sectors multicast read, against the model's 1/n
 """
 from __future__ import annotations
 
@@ -59,4 +61,27 @@ def traffic_report() -> results.Record | None:
 
     print(f"recorded: {rec.citation()}")
     print(report(rec.data))
+    print("\n".join(model_vs_counters(rec.data)))
     return rec
+
+
+L2_SECTORS = "lts__t_sectors_op_read.sum"
+
+
+def model_vs_counters(data: dict) -> list[str]:
+    """One line per cluster size: the L2 sectors read with multicast over those with separate
+    loads, against the model's prediction 1/n, and which of the two the counters side with."""
+    lines = []
+    for r in data["ratios"]:
+        if r["metric"] != L2_SECTORS or r["ratio"] is None:
+            continue
+        model = 1 / r["cluster"]
+        if r["ratio"] <= 1.1 * model:
+            verdict = "as the model predicts"
+        elif r["ratio"] < 1:
+            verdict = "fewer, but far from the model's n-fold saving"
+        else:
+            verdict = "more, not fewer: the model's saving is not seen"
+        lines.append(f"cluster {r['cluster']}: multicast read {r['ratio']:.2f}x the L2 sectors of "
+                     f"separate loads (model: {model:.2f}x) -> {verdict}")
+    return lines

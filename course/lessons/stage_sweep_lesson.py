@@ -4,6 +4,8 @@ fitted to the measurement and drawn beside it.
 
   stage_sweep        the live cell: measured now, recorded, or predicted (labelled)
   calibrated_figure  the model's two latencies fitted to the measured times, and the curves
+  wgmma_sweeps       the same sweep of notebook 10's WGMMA kernel (recorded), where the math
+                     per k-tile is short enough for the loads to show
 """
 from __future__ import annotations
 
@@ -13,6 +15,16 @@ from course.sim import pipeline_sim
 from course.viz import pipeline_pictures
 
 RECORD_COMMAND = "python -m course.bench stages --record"
+WGMMA_COMMANDS = ("python -m course.bench stages --kernel wgmma --stages 2 3 4 --rounds 10 "
+                  "--record",
+                  "python -m course.bench stages --kernel wgmma --stages 2 3 4 5 6 --rounds 10 "
+                  "--config tile_n=128 --record")
+
+
+def _is_sweep(kernel: str, config: dict | None = None):
+    """A record predicate: a stage sweep of `kernel` with exactly these Config overrides."""
+    return lambda rec: rec.data["kernel"] == kernel and (rec.data.get("config") or {}) == (
+        config or {})
 
 
 def sweep_now(size: int = 4096, stages=(1, 2, 3, 4)) -> dict:
@@ -38,7 +50,7 @@ def stage_sweep() -> Outcome:
     one is recorded, the simulator's prediction alone."""
     out = live_or("sm_90+", sweep_now,
                   recorded_or("stage_sweep", simulated(predicted, "the pipeline simulator alone"),
-                              RECORD_COMMAND))
+                              RECORD_COMMAND, match=_is_sweep("tma")))
     if out.mode is Mode.RECORDED:
         stage_bench.print_rows(out.value)
     return out
@@ -60,4 +72,27 @@ def calibrated_figure(sweep: Outcome):
     sims = pipeline_sim.sweep(stages=range(1, 9), k_tiles=k_tiles,
                               load_latency=cal.load_latency, mma_latency=cal.mma_latency)
     gpu = sweep.record.gpu if sweep.record is not None else "this GPU"
-    return pipeline_pictures.sweep(sims, measured=measured, measured_label=f"measured ({gpu})")
+    # the fit is in the measurement's unit (ms of the whole grid per k-loop), not cycles
+    title = (f"Stage sweep fitted to {gpu}: load {cal.load_latency * 1e3:.2f} µs, MMA "
+             f"{cal.mma_latency * 1e3:.2f} µs per k-tile (whole grid), {k_tiles} k-tiles")
+    return pipeline_pictures.sweep(sims, measured=measured, measured_label=f"measured ({gpu})",
+                                   title=title)
+
+
+def wgmma_sweeps() -> list:
+    """The recorded stage sweeps of the WGMMA kernel (default 128x256 tiles, and 128x128
+    tiles, which fit up to 6 stages), each printed with its record's citation; [] before
+    one is recorded."""
+    from course.runtime import results
+
+    shown = []
+    for config, command in zip(({}, {"tile_n": 128}), WGMMA_COMMANDS):
+        rec = results.latest("stage_sweep", match=_is_sweep("wgmma", config))
+        if rec is None:
+            print(f"wgmma {config or 'default'}: not recorded yet (`{command}` on a Hopper GPU)")
+            continue
+        print(f"wgmma {config or '(128x256 tiles)'} at {rec.data['size']}^3 {rec.data['dtype']}:")
+        stage_bench.print_rows(rec.data)
+        print(f"  ({rec.citation()})")
+        shown.append(rec.data)
+    return shown

@@ -112,7 +112,8 @@ def descriptor_ptx(arch: str):
 
 def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> dict[int, bool]:
     """For each swizzle mode: whether CuTe's Swizzle and course.models.tensormap put every
-    16-byte chunk of `nbytes` in the same place, and where bytes 128-255 land."""
+    16-byte chunk of `nbytes` in the same place, and the XOR mask of each 128-byte row
+    (row r's chunk c lands in slot c ^ mask[r]): the modes differ only from row 2 on."""
     from course.cute import kernel_traces
 
     agree = {}
@@ -120,7 +121,7 @@ def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> di
         cute_says = kernel_traces.cute_swizzle_offsets(swizzle, nbytes)
         model = [tensormap.swizzle_byte_offset(b, swizzle) for b in range(0, nbytes, 16)]
         agree[swizzle] = cute_says == model
+        masks = [cute_says[8 * row] % 128 // 16 for row in range(8)]
         print(f"{swizzle:3d}B swizzle: CuTe and the model agree on all {len(model)} chunks: "
-              f"{cute_says == model};  bytes 128-255 land in slots "
-              f"{[o % 128 // 16 for o in cute_says[8:16]]}")
+              f"{cute_says == model};  rows 0-7 XOR their chunk index with {masks}")
     return agree

@@ -6,7 +6,7 @@ each request, and how many contiguous elements (the vector) it reads at once. Pu
 together they give the `course.models.bank_model.Request`s whose wavefronts the model counts
 and whose byte addresses the measuring kernel (kernels/smem_banks.py) reads.
 
-`CASES` are notebook 05's measured cases: the seed tutorial's 8x8 float tile, the
+`CASES` are notebook 05's measured cases: an 8x8 float tile (`float8x8_*`), the
 classic 32x32 transpose, 128-bit and 64-bit vectors, the TMA swizzle modes read the
 way ldmatrix reads them, and an mma.sync operand fragment.
 """
@@ -257,17 +257,17 @@ def _tma_cases() -> list[Case]:
 
 def build_cases() -> list[Case]:
     """Notebook 05's cases, in the order the notebook shows them."""
-    seed = Layout.col_major(8, 8)
+    float8x8 = Layout.col_major(8, 8)
     t32 = Layout.col_major(32, 32)
     rowmajor = Layout.row_major(32, 32)
     mma_tile = Layout.row_major(16, 64)
     cases = [
-        Case("seed_rows", "8x8 fp32 (8,8):(1,8), a warp reads each row", SmemTile("fp32", seed),
-             rows((8, 8)), "seed"),
-        Case("seed_rows_swizzled", "the same tile composed with Swizzle<3,2,3>, rows",
-             SmemTile("fp32", seed, Swizzle(3, 2, 3)), rows((8, 8)), "seed"),
-        Case("seed_columns", "8x8 fp32 (8,8):(1,8), a warp reads each column",
-             SmemTile("fp32", seed), columns((8, 8)), "seed"),
+        Case("float8x8_rows", "8x8 fp32 (8,8):(1,8), a warp reads each row", SmemTile("fp32", float8x8),
+             rows((8, 8)), "float8x8"),
+        Case("float8x8_rows_swizzled", "the same tile composed with Swizzle<3,2,3>, rows",
+             SmemTile("fp32", float8x8, Swizzle(3, 2, 3)), rows((8, 8)), "float8x8"),
+        Case("float8x8_columns", "8x8 fp32 (8,8):(1,8), a warp reads each column",
+             SmemTile("fp32", float8x8), columns((8, 8)), "float8x8"),
         Case("transpose_rows", "32x32 fp32 (32,32):(1,32), rows (a transpose's reads)",
              SmemTile("fp32", t32), rows((32, 32)), "transpose"),
         Case("transpose_rows_padded", "32x32 fp32 padded (32,32):(1,33), rows",

@@ -4,8 +4,8 @@
 offset. The *unit* of that offset matters and this module never guesses it:
 
 * composed with a layout, as in `composition(Swizzle<3,2,3>, (8,8):(1,8))`, the
-  swizzle acts on the layout's output, an offset in **elements** (the seed tutorial's
-  8x8 float tile, where M=2 keeps 4 floats = 16 bytes together): CuTe's ComposedLayout;
+  swizzle acts on the layout's output, an offset in **elements** (notebook 05's 8x8
+  float tile, where M=2 keeps 4 floats = 16 bytes together): CuTe's ComposedLayout;
 * the TMA / tensor-core modes (none, 32B, 64B, 128B) are Swizzle<0..3,4,3> on
   **byte** addresses: M=4 keeps 16-byte chunks whole, and the chunk index inside a
   2^B x 16-byte row is XORed with the row number. CuTe DSL attaches these to the

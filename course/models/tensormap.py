@@ -116,7 +116,8 @@ def tiled(rows: int, cols: int, dtype: str = "bf16", box: tuple[int, int] = (64,
                          l2_promotion=l2_promotion, oob_fill=oob_fill)
 
 
-# The Hopper notes' example: 128 x 128 boxes of 64 x 64 bf16 cover an 8192 x 8192 matrix.
+# The course's example tensor map: 128 x 128 boxes of 64 x 64 bf16 (128B swizzle) cover an
+# 8192 x 8192 matrix.
 SEED = tiled(8192, 8192, "bf16", box=(64, 64), swizzle=128)
 
 

@@ -471,9 +471,9 @@ def _cell(v, fmt: str) -> str:
 
 def handshake_lesson(stages=(1, 2, 3, 4, 6), **kw) -> Lesson:
     """CTA pairs with their per-stage cluster handshake vs the same pairs with a free
-    handshake vs single CTAs, across pipeline depths. The seed's lesson: the pair (and its
-    multicast) loses while the pipeline is shallow and wins once it is deep enough to
-    hide the handshake."""
+    handshake vs single CTAs, across pipeline depths: the argument that the pair (and its
+    multicast) loses while the pipeline is shallow and wins once it is deep enough to hide
+    the handshake, as a model whose outcome depends on `handshake_latency`."""
     base = dict(scheduler="static", acc_slots=2) | kw
     rows, sims = [], {}
     for s in stages:

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 from course import ROOT  # noqa: E402
 from course.runtime import results  # noqa: E402
+from course.models.datasheet import datasheet  # noqa: E402
 from course.models.gemm_model import Gemm  # noqa: E402
 from course.viz.roofline import Point, roofline  # noqa: E402
 from course.widgets.static_widget import figure_png  # noqa: E402
@@ -26,7 +27,7 @@ FIGURES_DIR = ROOT / "figures"
 
 
 def roofline_h100():
-    """The H100 roofline with the GEMM of notebook 00 placed on it."""
+    """The H100 roofline (measured, and the datasheet's) with the GEMM of notebook 00 on it."""
     rec = results.latest("ceilings", gpu="H100")
     d = rec.data
     g, big = Gemm(4096, 4096, 4096), Gemm(8192, 8192, 8192)
@@ -43,7 +44,8 @@ def roofline_h100():
             points.append(Point(f"{rung.label.split(' ', 1)[1]} 4096^3 (measured)",
                                 g.intensity(), row["kernel_tflops"]))
     return roofline(d["matmul"]["tflops"], d["copy"]["gbps"], points,
-                    title=f"Roofline of the {rec.gpu}", source="ceilings " + rec.citation())
+                    title=f"Roofline of the {rec.gpu}", source="ceilings " + rec.citation(),
+                    datasheet=datasheet(rec.gpu))
 
 
 FIGURES: dict[str, Callable] = {"roofline_h100.png": roofline_h100}

@@ -90,3 +90,18 @@ def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[Not
         "notebooks": [asdict(r) for r in runs]}, indent=1) + "\n")
     print(f"\nreport: {REPORT} (and {REPORT_JSON.name})")
     return runs
+
+
+def record_runs(runs: list[NotebookRun]) -> None:
+    """Record a run's per-notebook times, with provenance, in results/notebook_runs.json
+    (the teachers' table shows the GPU's times from there). Only on a GPU: a CPU's times
+    are the table's other column, from build/run-report.json."""
+    from course.runtime import results
+    from course.runtime.hardware import machine
+
+    m = machine()
+    if not m.has_gpu:
+        raise SystemExit("course run --record: recording needs a GPU; this machine is "
+                         + m.describe())
+    results.record("notebook_runs", {"machine": m.describe(),
+                                     "notebooks": [asdict(r) for r in runs]})

@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from course.runtime import results
 from course import ROOT
 from course.catalogue import LESSONS
 from course.runtime.hardware import Machine
@@ -44,6 +45,7 @@ LECTURES = {
     13: "14. Capstone: the CTA-pair CLC GEMM",
 }
 NOT_MEASURED = "not measured"
+GPU_COLUMN = "H100"  # the course's reference GPU: its recorded run times get a column
 
 
 def times_from_report(path: Path = RUN_REPORT) -> dict[str, str]:
@@ -57,14 +59,25 @@ def times_from_report(path: Path = RUN_REPORT) -> dict[str, str]:
 
 
 def times_in_readme(text: str) -> dict[str, str]:
-    """The times column of the table currently in README.md."""
+    """The CPU times column of the table currently in README.md."""
     block = _block(text) or ""
     times = {}
     for line in block.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if (len(cells) == 5 and cells[1].startswith("`") and cells[1].endswith(".ipynb`")
+        if (len(cells) >= 5 and cells[1].startswith("`") and cells[1].endswith(".ipynb`")
                 and cells[4] not in ("-", NOT_MEASURED)):
             times[cells[1].strip("`")] = cells[4]
+    return times
+
+
+def gpu_times(gpu: str = GPU_COLUMN) -> dict[str, str]:
+    """notebook file name -> "N s (date)" from the newest recorded run on a `gpu`
+    (`python -m course run --record` on that GPU), for the notebooks that ran cleanly."""
+    times = {}
+    for rec in results.load("notebook_runs"):  # oldest first: a newer run wins
+        if gpu.lower() in rec.gpu.lower():
+            times.update({r["name"]: f"{r['seconds']:.0f} s ({rec.date})"
+                          for r in rec.data["notebooks"] if r["error"] is None})
     return times
 
 
@@ -75,18 +88,19 @@ def without_gpu(lesson) -> str:
     return " + ".join(mode.value for mode in lesson.fallback)
 
 
-def table(times: dict[str, str]) -> str:
-    rows = ["| # | notebook | lecture | without a GPU | headless run on a 2-core CPU |",
-            "|---|---|---|---|---|"]
+def table(times: dict[str, str], on_gpu: dict[str, str] | None = None) -> str:
+    on_gpu = gpu_times() if on_gpu is None else on_gpu
+    rows = ["| # | notebook | lecture | without a GPU | headless run on a 2-core CPU | "
+            f"headless run on an {GPU_COLUMN} (live) |", "|---|---|---|---|---|---|"]
     for lesson in LESSONS:
         name = lesson.path.name
         without = without_gpu(lesson)
         if lesson.written:
-            took = times.get(name, NOT_MEASURED)
+            took, took_gpu = times.get(name, NOT_MEASURED), on_gpu.get(name, NOT_MEASURED)
         else:
-            without, took = without + " (not written yet)", "-"
+            without, took, took_gpu = without + " (not written yet)", "-", "-"
         rows.append(f"| {lesson.number:02d} | `{name}` | {LECTURES[lesson.number]} | "
-                    f"{without} | {took} |")
+                    f"{without} | {took} | {took_gpu} |")
     return "\n".join(rows)
 
 

@@ -12,8 +12,11 @@ import numpy as np
 from course.models.tile_order import visit_order, wave_panels
 
 
-def draw(tiles_m: int, tiles_n: int, group: int, wave: int, ax=None, title: str = ""):
-    """Tiles coloured by visit time; the first wave outlined, with its panel count."""
+def draw(tiles_m: int, tiles_n: int, group: int, wave: int, ax=None, title: str = "",
+         unit: str = "CTAs"):
+    """Tiles coloured by visit time; the first wave outlined, with its panel count. `unit` names
+    what computes one tile and runs `wave` at a time: "CTAs", or "clusters" when a tile is a
+    cluster's (notebook 11's 2-CTA clusters, 66 at a time on an H100)."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.2, 4.6))
     order = np.array(visit_order(tiles_m, tiles_n, group))
     ax.imshow(order, cmap="viridis", origin="upper")
@@ -25,7 +28,7 @@ def draw(tiles_m: int, tiles_n: int, group: int, wave: int, ax=None, title: str 
         for (m, n), t in np.ndenumerate(order):
             ax.text(n, m, str(t), ha="center", va="center", fontsize=6, color="white")
     panels = wave_panels(tiles_m, tiles_n, group, wave)
-    ax.set_title(title or f"group of {group} tile rows: first wave ({wave} CTAs, red) "
+    ax.set_title(title or f"group of {group} tile rows: first wave ({wave} {unit}, red) "
                           f"touches {panels[0]} panels", fontsize=9)
     ax.set_xlabel("tile column n (B panel)")
     ax.set_ylabel("tile row m (A panel)")

@@ -114,9 +114,9 @@ def multicast_picture(cluster: int = 2, ax=None):
     ax.set_xlim(-0.2, 3 + cluster * 1.8)
     ax.set_ylim(-0.8, 2.4)
     ax.axis("off")
-    ax.set_title(f"TMA multicast in a cluster of {cluster}: each slice leaves L2 once and lands "
-                 f"in all {cluster} CTAs\n(L2 -> SM traffic for the tile: 1x instead of "
-                 f"{cluster}x)", fontsize=10)
+    ax.set_title(f"TMA multicast in a cluster of {cluster}: CTA i issues slice i, which lands "
+                 f"in all {cluster} CTAs\n(the model: each slice read from L2 once, 1x instead of "
+                 f"{cluster}x; a prediction the counters have to confirm)", fontsize=10)
     fig.text(0.01, 0.005, "source: kernels/tma.py TmaMulticast (schematic)", fontsize=7,
              color="grey")
     fig.tight_layout(rect=(0, 0.03, 1, 1))

@@ -78,7 +78,7 @@ def make_access(name: str, tile: sa.SmemTile) -> sa.Access:
 class BankConflictExplorer:
     """The explorer's state and controls; `widget()` returns the StaticWidget."""
 
-    def __init__(self, preset: str = "seed_rows"):
+    def __init__(self, preset: str = "float8x8_rows"):
         self.cases = {c.name: c for c in sa.cases()}
         self.preset = w.Dropdown(options=[CUSTOM, *self.cases], value=preset, description="case")
         self.dtype = w.Dropdown(options=list(sa.ELEMENT_BYTES), value="fp32", description="element")
@@ -185,6 +185,6 @@ class BankConflictExplorer:
         return StaticWidget(w.VBox([controls, self.text, self.out]), self.figure)
 
 
-def bank_conflict_explorer(preset: str = "seed_rows") -> StaticWidget:
+def bank_conflict_explorer(preset: str = "float8x8_rows") -> StaticWidget:
     """The explorer, opened on one of notebook 05's cases (or '(custom)')."""
     return BankConflictExplorer(preset).widget()

@@ -138,10 +138,10 @@ def test_ownership_map_picks_a_thread(lab):
 
 
 def test_bank_explorer_swizzle_removes_the_conflicts(lab):
-    """Notebook 05: the seed's 8x8 float tile read row-wise has 8 conflicts; with
+    """Notebook 05: the 8x8 float tile read row-wise has 8 conflicts; with
     Swizzle<3,2,3> it has none."""
     nb = lab.notebook("05_swizzle.ipynb")
-    w = nb.widget('bank_conflict_explorer("seed_rows")')
+    w = nb.widget('bank_conflict_explorer("float8x8_rows")')
     before = w.state()
     assert " 8 bank conflict(s)" in before[0]
     w.choose("swizzle", "Swizzle<3,2,3> on elements")

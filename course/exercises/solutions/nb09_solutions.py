@@ -1,60 +1,39 @@
 """Notebook 09's kernel exercise: the TMA + mbarrier ring, fixed; and rings broken one way each.
 
-The wrong variants are the reference with one edit, made from its source (so each is
-real code the checker compiles and runs, and differs from the reference in one place).
+The reference is the shipped broken ring with its four fixes; the wrong variants are the
+reference with one edit each, made from its source (so each is real code the checker
+compiles and runs, and differs from the reference in one place).
 """
-import cutlass
-import cutlass.cute as cute
-
 from course.exercises.learner_code import edited
+from course.exercises.nb09_ring_kernel import broken_ring
 
 
-@cute.jit
-def ring(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
-    stages = self.cfg.stages
-    # 1. barriers: one thread initialises them, a fence shows them to TMA, the CTA syncs
-    if warp == 0:
-        with cute.arch.elect_one():
-            for s in cutlass.range_constexpr(stages):
-                cute.arch.mbarrier_init(full + s, 1)  # the producer's arrive.expect_tx
-                cute.arch.mbarrier_init(empty + s, self.cfg.warps)  # one release per warp
-        cute.arch.mbarrier_init_fence()
-    cute.arch.sync_threads()
-
-    # 2. prologue: warp 0 fills every stage (fresh barriers: parity 1 passes at once)
-    if warp == 0:
-        for j in range(cutlass.min(stages, k_tiles)):
-            self.wait_empty(empty + j, 1, j, report)
-            with cute.arch.elect_one():
-                cute.arch.mbarrier_arrive_and_expect_tx(full + j, self.tx_bytes)
-            self.copy_k_tile(loads, j, j, full + j)
-
-    # 3. every warp, every k-tile: wait for it, multiply, then release the stage; then
-    #    warp 0 refills the stage with k-tile j = t + stages once every warp released it
-    for t in range(k_tiles):
-        s = t % stages
-        self.wait_full(full + s, (t // stages) % 2, t, report)
-        self.mma_k_tile(tiled_mma, f, s)
-        with cute.arch.elect_one():
-            cute.arch.mbarrier_arrive(empty + s)
-        j = t + stages
-        if warp == 0:
-            if j < k_tiles:
-                self.wait_empty(empty + s, ((j // stages) % 2) ^ 1, j, report)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)
-                self.copy_k_tile(loads, j, s, full + s)
+# the shipped broken ring (course.exercises.nb09_ring_kernel.broken_ring) with its four
+# mistakes fixed: the fence, the release after the MMAs, the producer's parity, expect_tx
+ring = edited(
+    broken_ring, "ring",
+    ("                cute.arch.mbarrier_init(empty + s, self.cfg.warps)  # one release per warp\n",
+     "                cute.arch.mbarrier_init(empty + s, self.cfg.warps)  # one release per warp\n"
+     "        cute.arch.mbarrier_init_fence()  # the barriers, visible to TMA\n"),
+    ("        with cute.arch.elect_one():\n            cute.arch.mbarrier_arrive(empty + s)\n"
+     "        self.mma_k_tile(tiled_mma, f, s)\n",
+     "        self.mma_k_tile(tiled_mma, f, s)\n        with cute.arch.elect_one():\n"
+     "            cute.arch.mbarrier_arrive(empty + s)\n"),
+    ("(j // stages) % 2, j, report)", "((j // stages) % 2) ^ 1, j, report)"),
+    ("                    cute.arch.mbarrier_arrive(full + s)\n",
+     "                    cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)\n"))
 
 
 def one_edit(name: str, old: str, new: str):
-    return edited(ring, name, old, new)
+    return edited(ring, name, (old, new))
 
 
 RELEASE = ("        with cute.arch.elect_one():\n"
            "            cute.arch.mbarrier_arrive(empty + s)\n")
 MMA = "        self.mma_k_tile(tiled_mma, f, s)\n"
 
-ring__no_fence = one_edit("ring__no_fence", "        cute.arch.mbarrier_init_fence()\n", "")
+ring__no_fence = one_edit("ring__no_fence",
+                          "        cute.arch.mbarrier_init_fence()  # the barriers, visible to TMA\n", "")
 ring__producer_parity = one_edit("ring__producer_parity", "((j // stages) % 2) ^ 1",
                                  "(j // stages) % 2")
 ring__consumer_parity = one_edit("ring__consumer_parity", "(t // stages) % 2, t",

@@ -6,6 +6,8 @@ for each 128 x 32 chunk of C; `epi` is a kernels.hopper_gemm.ChunkStore.
 import cutlass
 import cutlass.cute as cute
 
+from course.exercises.learner_code import edited
+
 
 @cute.jit
 def store_chunk(self, chunk, buf, at, epi, stores):
@@ -19,72 +21,28 @@ def store_chunk(self, chunk, buf, at, epi, stores):
     epi.chunk_sync.arrive_and_wait()  # nobody writes a buffer before that wait
 
 
-@cute.jit
-def store_chunk__no_fence(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    epi.chunk_sync.arrive_and_wait()
-    if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
-        stores.producer_commit()
-        stores.producer_acquire()
-    epi.chunk_sync.arrive_and_wait()
+FENCE = ('    cute.arch.fence_proxy("async.shared", space="cta")  # ... visible to the async '
+         'proxy (TMA)\n')
+STORE = "        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])\n"
+ACQUIRE = ("        stores.producer_acquire()  # at most epi_stages - 1 stores still read shared "
+           "memory\n")
+SECOND_BARRIER = "    epi.chunk_sync.arrive_and_wait()  # nobody writes a buffer before that wait\n"
 
-
-@cute.jit
-def store_chunk__fence_in_the_store_warp(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    epi.chunk_sync.arrive_and_wait()
-    if epi.warp == epi.store_warp:
-        cute.arch.fence_proxy("async.shared", space="cta")
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
-        stores.producer_commit()
-        stores.producer_acquire()
-    epi.chunk_sync.arrive_and_wait()
-
-
-@cute.jit
-def store_chunk__every_thread_stores(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    cute.arch.fence_proxy("async.shared", space="cta")
-    epi.chunk_sync.arrive_and_wait()
-    cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
-    stores.producer_commit()
-    stores.producer_acquire()
-    epi.chunk_sync.arrive_and_wait()
-
-
-@cute.jit
-def store_chunk__no_wait(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    cute.arch.fence_proxy("async.shared", space="cta")
-    epi.chunk_sync.arrive_and_wait()
-    if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
-        stores.producer_commit()
-    epi.chunk_sync.arrive_and_wait()
-
-
-@cute.jit
-def store_chunk__no_second_barrier(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    cute.arch.fence_proxy("async.shared", space="cta")
-    epi.chunk_sync.arrive_and_wait()
-    if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
-        stores.producer_commit()
-        stores.producer_acquire()
-
-
-@cute.jit
-def store_chunk__stored_at_its_buffer(self, chunk, buf, at, epi, stores):
-    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
-    cute.arch.fence_proxy("async.shared", space="cta")
-    epi.chunk_sync.arrive_and_wait()
-    if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, buf])
-        stores.producer_commit()
-        stores.producer_acquire()
-    epi.chunk_sync.arrive_and_wait()
+store_chunk__no_fence = edited(store_chunk, "store_chunk__no_fence", (FENCE, ""))
+store_chunk__fence_in_the_store_warp = edited(
+    store_chunk, "store_chunk__fence_in_the_store_warp",
+    (FENCE, ""), (STORE, '        cute.arch.fence_proxy("async.shared", space="cta")\n' + STORE))
+COMMIT = "        stores.producer_commit()  # one bulk group per chunk\n"
+store_chunk__every_thread_stores = edited(  # no branch on the warp: all 256 threads store
+    store_chunk, "store_chunk__every_thread_stores",
+    ("    if epi.warp == epi.store_warp:\n" + STORE + COMMIT + ACQUIRE,
+     STORE[4:] + COMMIT[4:] + ACQUIRE[4:]))
+store_chunk__no_wait = edited(store_chunk, "store_chunk__no_wait", (ACQUIRE, ""))
+store_chunk__no_second_barrier = edited(store_chunk, "store_chunk__no_second_barrier",
+                                        (SECOND_BARRIER, ""))
+store_chunk__stored_at_its_buffer = edited(
+    store_chunk, "store_chunk__stored_at_its_buffer",
+    ("epi.bSG_gC[None, at]", "epi.bSG_gC[None, buf]"))
 
 
 REFERENCE = {"11.tma_store": store_chunk}
