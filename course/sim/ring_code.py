@@ -13,7 +13,8 @@ phase.
 
 A warp is one agent: code inside `with cute.arch.elect_one():` runs once, code outside it
 once per lane (32 arrivals from an `mbarrier_arrive` outside it). Methods the ring calls
-on `self` are the kernel class's own methods, run the same way.
+on `self` are the kernel class's own methods, run the same way. The CTA's state, and
+what a run found, are course.sim.ring_cta's.
 
     verdict(TmaGemm.ring, TmaGemm, stages=2, k_tiles=5)   ->  Verdict("ok", ...)
 """
@@ -27,116 +28,21 @@ import random
 import textwrap
 import threading
 import types
-from dataclasses import dataclass, field
 
 from course.models.mbarrier import MBarrier, MBarrierError
+from course.sim.ring_cta import (OK, BarrierPointer, Cta, Found, Verdict, deadlock, end_read,
+                                 finished, issue, land, start_read)
 
 LANES = 32
 MAX_STEPS = 200_000  # a warp spinning on try_wait for longer than this is stuck
-OK = "ok"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one run (or the first failing run of a sweep) found."""
-
-    kind: str  # "ok", "deadlock", "race", "misuse", or "unmodelled" (the model cannot tell)
-    detail: str = ""
-    mistake: str = ""  # the likely mistake, in the words a hint uses ("" when ok)
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == OK
 
 
 class _Stop(BaseException):
     """Ends a warp's thread when the run is over (BaseException: learners catch Exception)."""
 
 
-class _Found(Exception):
-    def __init__(self, kind: str, detail: str, mistake: str):
-        super().__init__(detail)
-        self.verdict = Verdict(kind, detail, mistake)
-
-
 class Unmodelled(Exception):
     """The ring calls something this model does not know."""
-
-
-# ------------------------------------------------------------------ the CTA's shared state
-
-class _Barriers:
-    """The ring's 2 x stages mbarriers in shared memory: full[0..S-1], then empty[0..S-1]."""
-
-    def __init__(self, stages: int):
-        self.stages = stages
-        self.bars: list[MBarrier | None] = [None] * (2 * stages)
-        self.fenced = False
-        self.armed = [0] * (2 * stages)  # expect_tx bytes announced in the current phase
-        self.last_armed = [None] * (2 * stages)  # ... in the last completed phase
-
-    def note(self, i: int, completed: bool) -> None:
-        """After an arrival or a landing: remember what the phase it completed expected."""
-        if completed:
-            self.last_armed[i], self.armed[i] = self.armed[i], 0
-
-    def name(self, i: int) -> str:
-        return f"full[{i}]" if i < self.stages else f"empty[{i - self.stages}]"
-
-    def get(self, i: int, use: str) -> MBarrier:
-        if not 0 <= i < len(self.bars):
-            raise _Found("misuse", f"{use} a barrier past the ring's {2 * self.stages} "
-                         f"barriers (index {i})", "stage index")
-        if self.bars[i] is None:
-            raise _Found("race", f"{use} {self.name(i)} before it was initialised",
-                         "missing sync")
-        return self.bars[i]
-
-
-@dataclass(frozen=True)
-class BarrierPointer:
-    """What `full + s` is in the model: an index into the ring's barriers."""
-
-    index: int
-
-    def __add__(self, other):
-        return BarrierPointer(self.index + int(other))
-
-    __radd__ = __add__
-
-
-@dataclass
-class _Copy:
-    stage: int
-    k_tile: int
-    barrier: int
-    nbytes: int
-    half: str  # "A" or "B"
-
-
-@dataclass
-class _Cta:
-    stages: int
-    k_tiles: int
-    warps: int
-    bytes_a: int
-    bytes_b: int
-    barriers: _Barriers = None
-    content: list = None  # which k-tile each stage holds (both halves landed)
-    halves: list = None  # {stage: {k_tile: set of halves landed}}
-    readers: list = None  # per stage: {(warp, k_tile)}
-    reads: list = None  # per warp: k-tiles read so far
-    waited: list = None  # per warp: the barriers waited on since its last read
-    loaded: list = field(default_factory=list)
-    in_flight: list = field(default_factory=list)
-
-    def __post_init__(self):
-        self.barriers = _Barriers(self.stages)
-        self.content = [None] * self.stages
-        self.halves = [dict() for _ in range(self.stages)]
-        self.readers = [set() for _ in range(self.stages)]
-        self.reads = [0] * self.warps
-        self.waited = [set() for _ in range(self.warps)]
 
 
 # ------------------------------------------------------------------ one warp
@@ -191,7 +97,7 @@ class _Warp:
 class _Arch:
     """`cute.arch` for one warp: barrier calls become steps of the model."""
 
-    def __init__(self, warp: _Warp, cta: _Cta):
+    def __init__(self, warp: _Warp, cta: Cta):
         self._warp, self._cta = warp, cta
 
     def elect_one(self):
@@ -210,7 +116,7 @@ class _Arch:
         def init():
             bars = self._cta.barriers
             if not 0 <= bar.index < len(bars.bars):
-                raise _Found("misuse", f"mbarrier_init past the ring's barriers", "stage index")
+                raise Found("misuse", "mbarrier_init past the ring's barriers", "stage index")
             bars.bars[bar.index] = MBarrier(int(count), bars.name(bar.index))
             bars.fenced = False
         self._warp.step(("act", init))
@@ -260,13 +166,13 @@ class _Arch:
                 completed = barrier.arrive(tx=nbytes)
                 bars.note(bar.index, completed)
                 if completed and lane < lanes - 1:
-                    raise _Found("misuse", f"all {lanes} lanes of warp {self._warp.index} ran "
+                    raise Found("misuse", f"all {lanes} lanes of warp {self._warp.index} ran "
                                  f"{what} on {bars.name(bar.index)}: lane {lane} completed its "
                                  f"phase (of {barrier.count} arrivals) and the rest arrive on "
                                  f"the next one", "every lane arrives")
         except MBarrierError as exc:
             lanes_said = f"all {lanes} lanes ran {what}: " if lanes > 1 else ""
-            raise _Found("misuse", f"warp {self._warp.index}: {lanes_said}{exc}",
+            raise Found("misuse", f"warp {self._warp.index}: {lanes_said}{exc}",
                          "every lane arrives" if lanes > 1 else "arrival count") from None
 
     def __getattr__(self, name):
@@ -328,7 +234,7 @@ class _Self:
     """`self` for one warp: cfg and tx_bytes from the kernel object's config; the leaf
     steps modelled; any other method the kernel class's own, run as plain Python."""
 
-    def __init__(self, kernel_cls, cfg, tx_bytes, warp: _Warp, cta: _Cta, names: dict):
+    def __init__(self, kernel_cls, cfg, tx_bytes, warp: _Warp, cta: Cta, names: dict):
         self.cfg, self.tx_bytes = cfg, tx_bytes
         self._kernel_cls, self._warp, self._cta, self._names = kernel_cls, warp, cta, names
 
@@ -345,86 +251,12 @@ class _Self:
         self._warp.step(("wait", bar.index, int(parity), f"k-tile {ktile}", self._warp.index))
 
     def copy_k_tile(self, loads, j, stage, bar):
-        self._warp.step(("act", lambda: _issue(self._cta, int(j), int(stage), bar.index)))
+        self._warp.step(("act", lambda: issue(self._cta, int(j), int(stage), bar.index)))
 
     def mma_k_tile(self, tiled_mma, f, stage):
         warp = self._warp.index
-        self._warp.step(("act", lambda: _start_read(self._cta, warp, int(stage))))
-        self._warp.step(("act", lambda: _end_read(self._cta, warp, int(stage))))
-
-
-def _issue(cta: _Cta, j: int, stage: int, bar: int):
-    bars = cta.barriers
-    if not bars.fenced:
-        raise _Found("race", f"TMA was handed k-tile {j} counted on {bars.name(bar)} while the "
-                     f"barriers' initialisation was never fenced (fence.mbarrier_init): the "
-                     f"copy engine may not see them initialised", "missing fence")
-    if not 0 <= j < cta.k_tiles:
-        raise _Found("misuse", f"a load of k-tile {j}: there are only {cta.k_tiles}",
-                     "past the last k-tile")
-    if bar != stage:
-        raise _Found("misuse", f"k-tile {j} copied into stage {stage} but counted on "
-                     f"{bars.name(bar)}; its bytes belong on full[{stage}]", "stage index")
-    bars.get(bar, f"a TMA copy counted on")
-    cta.loaded.append(j)
-    cta.in_flight += [_Copy(stage, j, bar, cta.bytes_a, "A"), _Copy(stage, j, bar, cta.bytes_b, "B")]
-
-
-def _land(cta: _Cta, copy: _Copy):
-    readers = cta.readers[copy.stage]
-    if readers:
-        warp, t = min(readers)
-        raise _Found("race", f"k-tile {copy.k_tile}'s {copy.half} landed in stage {copy.stage} "
-                     f"while warp {warp} was still reading k-tile {t} from it",
-                     _overwrite_mistake(cta, copy.stage, copy.k_tile))
-    landed = cta.halves[copy.stage].setdefault(copy.k_tile, set())
-    landed.add(copy.half)
-    if landed == {"A", "B"}:
-        cta.content[copy.stage] = copy.k_tile
-        del cta.halves[copy.stage][copy.k_tile]
-    barrier = cta.barriers.bars[copy.barrier]
-    try:
-        cta.barriers.note(copy.barrier, barrier.complete_tx(copy.nbytes))
-    except MBarrierError as exc:
-        raise _Found("misuse", str(exc), "expect_tx bytes") from None
-
-
-def _start_read(cta: _Cta, warp: int, stage: int):
-    t = cta.reads[warp]
-    if t >= cta.k_tiles:
-        raise _Found("misuse", f"warp {warp} reads a k-tile past the last ({cta.k_tiles})",
-                     "past the last k-tile")
-    if stage != t % cta.stages:
-        raise _Found("misuse", f"warp {warp} read stage {stage} for k-tile {t}, which lands in "
-                     f"stage {t % cta.stages}", "stage index")
-    if cta.content[stage] is not None and cta.content[stage] > t:
-        raise _Found("race", f"warp {warp} read stage {stage} for k-tile {t}, but k-tile "
-                     f"{cta.content[stage]} had already been loaded over it",
-                     _overwrite_mistake(cta, stage, cta.content[stage]))
-    if stage not in cta.waited[warp] and cta.content[stage] != t:
-        raise _Found("race", f"warp {warp} read stage {stage} for k-tile {t} without waiting "
-                     f"on full[{stage}] since its last read", "missing wait")
-    if cta.content[stage] != t:
-        held = "nothing yet" if cta.content[stage] is None else f"k-tile {cta.content[stage]}"
-        unarmed = cta.barriers.last_armed[stage] == 0  # its phase completed with no bytes due
-        raise _Found("race", f"warp {warp} read stage {stage} for k-tile {t} while it held "
-                     f"{held}: the wait on full[{stage}] returned before the bytes landed",
-                     "missing expect_tx" if unarmed else "wrong parity")
-    cta.readers[stage].add((warp, t))
-    cta.waited[warp].clear()
-
-
-def _overwrite_mistake(cta: _Cta, stage: int, j: int) -> str:
-    """k-tile j overwrote a stage still needed: did every warp release the stage's previous
-    k-tile (then some released it before reading it), or did the producer not wait?"""
-    empty = cta.barriers.bars[cta.stages + stage]
-    trip = j // cta.stages
-    return "released too early" if empty is not None and empty.phase >= trip else "wrong parity"
-
-
-def _end_read(cta: _Cta, warp: int, stage: int):
-    cta.readers[stage].discard((warp, cta.reads[warp]))
-    cta.reads[warp] += 1
+        self._warp.step(("act", lambda: start_read(self._cta, warp, int(stage))))
+        self._warp.step(("act", lambda: end_read(self._cta, warp, int(stage))))
 
 
 # ------------------------------------------------------------------ the scheduler
@@ -435,7 +267,7 @@ def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
     from kernels.tma_gemm import TILE_K
 
     elem = 2  # 16-bit operands: the bytes one k-tile of A and of B bring
-    cta = _Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * TILE_K * elem,
+    cta = Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * TILE_K * elem,
                cfg.tile_n * TILE_K * elem)
     parked = threading.Semaphore(0)
     warps = [_Warp(w, parked) for w in range(cfg.warps)]
@@ -459,39 +291,39 @@ def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
                 parked.acquire()
 
 
-def _schedule(cta: _Cta, warps: list[_Warp], rng: random.Random) -> Verdict:
+def _schedule(cta: Cta, warps: list[_Warp], rng: random.Random) -> Verdict:
     for _ in range(MAX_STEPS):
         failed = next((w for w in warps if w.error is not None), None)
         if failed is not None:
             return _error_verdict(failed)
         live = [w for w in warps if not w.done]
         if not live and not cta.in_flight:
-            return _finished(cta)
+            return finished(cta)
         choices = [("warp", w) for w in live if _enabled(cta, w, warps)]
         choices += [("copy", i) for i in range(len(cta.in_flight))]
         if not choices:
-            return _deadlock(cta, live)
+            return deadlock(cta, live)
         kind, x = rng.choice(choices)
         try:
             if kind == "copy":
                 copy = cta.in_flight.pop(x)
                 if not live:
-                    raise _Found("race", f"k-tile {copy.k_tile} landed after every warp had left "
+                    raise Found("race", f"k-tile {copy.k_tile} landed after every warp had left "
                                  f"the ring: nothing waited for it, and its stage is C's "
                                  f"staging buffer in the epilogue", "past the last k-tile")
-                _land(cta, copy)
+                land(cta, copy)
             elif x.pending[0] == "sync":
                 for w in live:
                     _resume(w, None)
             else:
                 _resume(x, _take(cta, x.pending))
-        except _Found as found:
+        except Found as found:
             return found.verdict
     return Verdict("deadlock", f"no progress after {MAX_STEPS} steps: a warp spins on "
                    f"try_wait for a phase that never completes", "wrong parity")
 
 
-def _enabled(cta: _Cta, warp: _Warp, warps: list[_Warp]) -> bool:
+def _enabled(cta: Cta, warp: _Warp, warps: list[_Warp]) -> bool:
     op = warp.pending
     if op[0] == "sync":  # every warp of the CTA there (one that already left never comes)
         return all(w.pending and w.pending[0] == "sync" for w in warps)
@@ -501,8 +333,8 @@ def _enabled(cta: _Cta, warp: _Warp, warps: list[_Warp]) -> bool:
     return True
 
 
-def _take(cta: _Cta, op):
-    """Do a step's effect; a _Found is handed to the warp (and raised in the run)."""
+def _take(cta: Cta, op):
+    """Do a step's effect; a Found is handed to the warp (and raised in the run)."""
     if op[0] == "wait":
         cta.barriers.get(op[1], "a wait on")
         cta.waited[op[4]].add(op[1])
@@ -518,7 +350,7 @@ def _resume(warp: _Warp, result) -> None:
 
 def _error_verdict(warp: _Warp) -> Verdict:
     exc = warp.error
-    if isinstance(exc, _Found):
+    if isinstance(exc, Found):
         return exc.verdict
     if isinstance(exc, Unmodelled):
         return Verdict("unmodelled", f"the CPU model of the ring does not know {exc}")
@@ -539,74 +371,6 @@ def _library_frame(exc: BaseException) -> str:
             return f"{module}.{tb.tb_frame.f_code.co_name}"
         tb = tb.tb_next
     return ""
-
-
-def _finished(cta: _Cta) -> Verdict:
-    short = [(w, n) for w, n in enumerate(cta.reads) if n != cta.k_tiles]
-    if short:
-        w, n = short[0]
-        return Verdict("misuse", f"warp {w} read {n} of the {cta.k_tiles} k-tiles",
-                       "every k-tile")
-    if sorted(cta.loaded) != list(range(cta.k_tiles)):
-        return Verdict("misuse", f"the k-tiles loaded were {sorted(cta.loaded)}",
-                       "every k-tile")
-    return Verdict(OK, f"{cta.warps} warps, {cta.stages} stage(s), {cta.k_tiles} k-tile(s): "
-                       f"every k-tile loaded once, waited for and read by every warp")
-
-
-def _deadlock(cta: _Cta, live: list[_Warp]) -> Verdict:
-    """Who waits on what, the producer's waits (on empty barriers) first: a full barrier
-    that never completes is usually the symptom of an empty one that never did."""
-    groups: dict[tuple, list[int]] = {}
-    for w in live:
-        op = w.pending
-        key = (op[1] < cta.stages, op[1], op[2]) if op[0] == "wait" else (2, -1, -1)
-        groups.setdefault(key, []).append(w.index)
-    lines = []
-    for (_, i, parity), ids in sorted(groups.items()):
-        who = (f"warp {ids[0]} waits" if len(ids) == 1
-               else f"warps {', '.join(map(str, ids))} wait")
-        if i < 0:
-            lines.append(f"{who} at sync_threads, which not every warp reaches")
-            continue
-        bar = cta.barriers.bars[i]
-        want = _expected_parity(cta, i, ids[0])
-        lines.append(f"{who} on {bar.name} for parity {parity} "
-                     f"({_role(cta, i, ids[0])}, which needs parity {want}), but {bar.describe()}")
-    return Verdict("deadlock", "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else ""),
-                   _deadlock_mistake(cta, live))
-
-
-def _role(cta: _Cta, i: int, warp: int) -> str:
-    if i >= cta.stages:
-        return f"loading k-tile {len(cta.loaded)}"
-    return f"reading k-tile {cta.reads[warp]}"
-
-
-def _expected_parity(cta: _Cta, i: int, warp: int) -> int:
-    """The parity the kernel's protocol waits for here: the producer's next load j on
-    empty[j % S] waits for ((j // S) % 2) ^ 1, warp w's next read t on full[t % S] for
-    (t // S) % 2."""
-    if i >= cta.stages:
-        return ((len(cta.loaded) // cta.stages) % 2) ^ 1
-    return (cta.reads[warp] // cta.stages) % 2
-
-
-def _deadlock_mistake(cta: _Cta, live: list[_Warp]) -> str:
-    waits = sorted(((w.pending[1] < cta.stages, w.pending[1], w.pending[2], w.index)
-                    for w in live if w.pending[0] == "wait"))
-    if not waits:
-        return "sync_threads"
-    for _, i, parity, warp in waits:
-        if parity != _expected_parity(cta, i, warp):
-            return "wrong parity"
-    _, i, _, _ = waits[0]
-    bar = cta.barriers.bars[i]
-    if bar.pending == 0 and bar.tx > 0:
-        return "expect_tx bytes"
-    if bar.arrived == 0 and i >= cta.stages:
-        return "missing release"
-    return "arrival count"
 
 
 def verdict(ring_fn, kernel_cls, stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5, 9),
