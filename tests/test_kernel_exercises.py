@@ -144,3 +144,25 @@ def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():
                                       "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
                                       "errors, 0 warnings)\n")
     assert clean.status == kernel_check.FAIL and "no racecheck error" in clean.detail
+
+
+def test_an_interrupted_verify_records_the_cases_it_finished(monkeypatch):
+    """A time limit's SIGTERM (or Ctrl-C) mid-run keeps the finished cases in the record."""
+    from course.exercises import __main__ as cli
+    from course.runtime import results
+
+    calls, recorded = [], {}
+    real = kernel_check.run_checks
+
+    def second_call_interrupted(ex, fn, **kw):
+        calls.append(fn)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(ex, fn, **kw)
+
+    monkeypatch.setattr(kernel_check, "run_checks", second_call_interrupted)
+    monkeypatch.setattr(results, "record", lambda name, data, command=None: recorded.update(
+        name=name, data=data) or type("R", (), {"citation": lambda self: "test"})())
+    assert cli.main(["verify", "01.saxpy", "--record"]) == 1
+    assert recorded["name"] == "kernel_exercises" and recorded["data"]["interrupted"] is True
+    assert [c["variant"] for c in recorded["data"]["cases"]] == ["saxpy_kernel"]

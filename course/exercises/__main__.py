@@ -5,20 +5,24 @@ on this machine, and print one line each: the reference must pass, each wrong va
 fail with its hint. On a GPU that includes the live checks (correctness against torch under
 the watchdog, speed where asked, compute-sanitizer where the exercise asks or with
 --sanitize). `--record` appends the verdicts to results/kernel_exercises.json with the GPU,
-date and this command (refused without a GPU: a CPU verdict is not a GPU result).
+date and this command (refused without a GPU: a CPU verdict is not a GPU result). A run
+cut short (Ctrl-C, or the SIGTERM of a time limit) still records the cases it finished,
+marked as interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
 from course.exercises import kernel_check, solutions
 
 
-def verify(ids: list[str], sanitize: bool | None) -> list[dict]:
-    """One row per reference and wrong variant: expected and actual verdict, hint, checks."""
-    rows = []
+def verify(ids: list[str], sanitize: bool | None, rows: list[dict] | None = None) -> list[dict]:
+    """One row per reference and wrong variant: expected and actual verdict, hint, checks
+    (appended to `rows` as each case finishes, so an interrupted run keeps what it did)."""
+    rows = [] if rows is None else rows
     for mod in solutions.modules():
         for id, ref in mod.REFERENCE.items():
             if ids and id not in ids:
@@ -61,7 +65,16 @@ def main(argv=None) -> int:
                    help="run compute-sanitizer memcheck + racecheck on every case (GPU)")
     p.add_argument("--record", action="store_true")
     args = parser.parse_args(argv)
-    rows = verify(args.ids, args.sanitize)
+    rows: list[dict] = []
+    interrupted = False
+    previous = signal.signal(signal.SIGTERM, _stop)  # a time limit's kill, as Ctrl-C
+    try:
+        verify(args.ids, args.sanitize, rows)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"\ninterrupted after {len(rows)} case(s)")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     bad = [r for r in rows if r["as_expected"] is False]
     unchecked = sum(r["as_expected"] is None for r in rows)
     print(f"\n{len(rows) - len(bad) - unchecked} of {len(rows)} as expected"
@@ -71,9 +84,13 @@ def main(argv=None) -> int:
 
         rec = results.record("kernel_exercises", {"cases": rows,
                                                   "as_expected": len(rows) - len(bad) - unchecked,
-                                                  "total": len(rows)})
+                                                  "total": len(rows), "interrupted": interrupted})
         print(f"recorded: {rec.citation()}")
-    return 1 if bad else 0
+    return 1 if bad or interrupted else 0
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
