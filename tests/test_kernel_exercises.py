@@ -166,3 +166,14 @@ def test_an_interrupted_verify_records_the_cases_it_finished(monkeypatch):
     assert cli.main(["verify", "01.saxpy", "--record"]) == 1
     assert recorded["name"] == "kernel_exercises" and recorded["data"]["interrupted"] is True
     assert [c["variant"] for c in recorded["data"]["cases"]] == ["saxpy_kernel"]
+
+
+def test_a_traced_function_still_reads_back_with_its_decorator():
+    """CuTe DSL rebuilds what it decorates; checking a function twice must see the same code."""
+    from course.exercises.solutions import nb07_solutions
+
+    fn = nb07_solutions.mainloop__no_sync
+    before = LearnerCode.from_function(fn)
+    check("07.mainloop", fn, quiet=True, gpu=False)  # traces it
+    after = LearnerCode.from_function(fn)
+    assert after.source == before.source and after.source.startswith("@cute.jit")

@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 
 from course.bench.correctness import Check, compare, poison_
+from course.bench.report import standing
 from course.bench.timing import alternating, graphed, rotation_count, round_ratios
 
 Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
@@ -124,17 +125,6 @@ class PairedResult:
         return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1),
                 "standing": self.standing}
 
-
-def standing(rounds_pct, control_pct) -> str:
-    """'above cuBLAS' / 'below cuBLAS' only when the kernel's median ratio lies outside the
-    range the control (cuBLAS against itself, same rounds) covered; else 'level'."""
-    if not rounds_pct or not control_pct:
-        return "no control"
-    if rounds_pct[0] > control_pct[2]:
-        return "above cuBLAS"
-    if rounds_pct[0] < control_pct[1]:
-        return "below cuBLAS"
-    return "level with cuBLAS"
 
 
 # Below this many FLOP a call is short enough (~0.1 ms on an H100) that launching it

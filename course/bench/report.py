@@ -20,14 +20,24 @@ outside the control's range. Records taken before the control existed say "no co
 """
 
 
+def standing(rounds_pct, control_pct) -> str:
+    """'above cuBLAS' / 'below cuBLAS' only when the kernel's median ratio lies outside the
+    range the control (cuBLAS against itself, same rounds) covered; else 'level'."""
+    if not rounds_pct or not control_pct:
+        return "no control"
+    if rounds_pct[0] > control_pct[2]:
+        return "above cuBLAS"
+    if rounds_pct[0] < control_pct[1]:
+        return "below cuBLAS"
+    return "level with cuBLAS"
+
+
 def pct_with_control(r: dict) -> str:
     """'101.2% of cuBLAS (99.0-103.1%; control 100.1%, 98.2-101.9%: level with cuBLAS)'."""
     pct = f"{r['pct_of_cublas']:.1f}% of cuBLAS"
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
         return pct + " (no control)"
-    from course.bench.gemm_bench import standing
-
     return (f"{pct} ({rounds[1]:.1f}-{rounds[2]:.1f}%; control {control[0]:.1f}%, "
             f"{control[1]:.1f}-{control[2]:.1f}%: {standing(rounds, control)})")
 
@@ -36,8 +46,6 @@ def _control_cells(r: dict) -> str:
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
         return f"{r['pct_of_cublas']:.1f}% | no control | - |"
-    from course.bench.gemm_bench import standing
-
     return (f"{rounds[0]:.1f}% ({rounds[1]:.1f}-{rounds[2]:.1f}) | {control[0]:.1f}% "
             f"({control[1]:.1f}-{control[2]:.1f}) | {standing(rounds, control)} |")
 

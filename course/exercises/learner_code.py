@@ -17,6 +17,7 @@ import ast
 import hashlib
 import importlib.util
 import inspect
+import linecache
 import sys
 import tempfile
 import textwrap
@@ -53,10 +54,10 @@ class LearnerCode:
         if not inspect.isfunction(fn):
             raise NotALearnerFunction(f"pass the function you wrote (got {type(fn).__name__})")
         try:
-            source = inspect.getsource(fn)
+            source = function_source(fn)
         except (OSError, TypeError) as exc:
             raise NotALearnerFunction(f"cannot read the source of {fn.__name__}: {exc}") from exc
-        return cls(fn.__name__, textwrap.dedent(source))
+        return cls(fn.__name__, source)
 
     @property
     def digest(self) -> str:
@@ -71,8 +72,7 @@ class LearnerCode:
     def same_statements(self, other_fn) -> bool:
         """Does this function do what `other_fn` does, statement for statement? (Its name,
         docstring and comments aside.)"""
-        return _statements(self.source) == _statements(
-            textwrap.dedent(inspect.getsource(inspect.unwrap(other_fn))))
+        return _statements(self.source) == _statements(function_source(other_fn))
 
     def path(self) -> Path:
         """The module file that holds this source (written once per distinct source)."""
@@ -95,13 +95,25 @@ class LearnerCode:
         return _function(module, self.name)
 
 
+def function_source(fn) -> str:
+    """A function's source with its decorators, dedented. CuTe DSL's decorators rebuild the
+    function they wrap, and the rebuilt one's first line is its `def`: the decorator lines
+    above it are read back from the file, so the source compiles to a kernel again."""
+    raw = inspect.unwrap(fn)
+    lines, start = inspect.getsourcelines(raw)
+    above = linecache.getlines(inspect.getsourcefile(raw) or "")[:max(start - 1, 0)]
+    if not lines[0].lstrip().startswith("@"):
+        while above and above[-1].lstrip().startswith("@"):
+            lines.insert(0, above.pop())
+    return textwrap.dedent("".join(lines))
+
+
 def edited(fn, name: str, *edits: tuple[str, str]):
     """`fn` with each (old, new) of `edits` applied to its source (each `old` found exactly
     once), as a function named `name` built like a learner's: a known mistake made from a
     reference (or a reference from the broken code an exercise ships) by a few edits, so
     the two differ only there."""
-    source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))
-    source = source.replace(f"def {fn.__name__}(", f"def {name}(", 1)
+    source = function_source(fn).replace(f"def {fn.__name__}(", f"def {name}(", 1)
     for old, new in edits:
         if source.count(old) != 1:
             raise ValueError(f"{name}: {old!r} is not in {fn.__name__} exactly once")

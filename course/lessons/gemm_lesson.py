@@ -52,7 +52,8 @@ def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5
     return rows
 
 
-def _is(kernel: str, preset: str, dtype: str, config: dict | None):
+def matches_run(kernel: str, preset: str, dtype: str, config: dict | None):
+    """A record predicate: a gemm run of `kernel` (preset, Config overrides) in `dtype`."""
     want = dict(config or {})
     if preset:
         want["preset"] = preset
@@ -67,14 +68,14 @@ def _is(kernel: str, preset: str, dtype: str, config: dict | None):
 def recorded_rows(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
                   config: dict | None = None) -> tuple[list[dict], results.Record | None]:
     """The newest recorded rows for a kernel (and preset / config) on `gpu`."""
-    rec = results.latest("gemm", gpu=gpu, match=_is(kernel, preset, dtype, config))
+    rec = results.latest("gemm", gpu=gpu, match=matches_run(kernel, preset, dtype, config))
     return (rec.data["results"], rec) if rec else ([], None)
 
 
 def recorded_gemm(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
                   config: dict | None = None) -> Fallback:
     """The live-cell fallback: that kernel's newest recorded rows, cited in the banner."""
-    return recorded("gemm", gpu=gpu, match=_is(kernel, preset, dtype, config),
+    return recorded("gemm", gpu=gpu, match=matches_run(kernel, preset, dtype, config),
                     select=lambda rec: rec.data["results"])
 
 

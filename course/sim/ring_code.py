@@ -239,12 +239,17 @@ class _Self:
         self._kernel_cls, self._warp, self._cta, self._names = kernel_cls, warp, cta, names
 
     def __getattr__(self, name):
+        """Only reached for what this class does not define; the result is kept on the
+        instance, so each method is rebuilt once per warp, not once per call."""
         attr = inspect.getattr_static(self._kernel_cls, name)
         if isinstance(attr, staticmethod):
-            return _python_version(attr.__func__, self._names)
-        if callable(attr):
-            return types.MethodType(_python_version(attr, self._names), self)
-        return getattr(self._kernel_cls, name)
+            value = _python_version(attr.__func__, self._names)
+        elif callable(attr):
+            value = types.MethodType(_python_version(attr, self._names), self)
+        else:
+            return getattr(self._kernel_cls, name)
+        setattr(self, name, value)
+        return value
 
     # the leaf steps ------------------------------------------------------------------
     def wait(self, bar, parity, kind, stage, ktile, report):

@@ -17,9 +17,9 @@ import json
 import re
 from pathlib import Path
 
-from course.runtime import results
 from course import ROOT
 from course.catalogue import LESSONS
+from course.runtime import results
 from course.runtime.hardware import Machine
 
 README = ROOT / "README.md"

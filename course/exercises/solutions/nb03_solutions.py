@@ -1,6 +1,8 @@
 """Notebook 03's kernel exercise: the naive GEMM's partitioning, CTA tiles then threads."""
 import cutlass.cute as cute
 
+from course.exercises.learner_code import edited
+
 
 def gemm_partitions(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
     coord = (bm, bn, None)  # this CTA's tile along M and N, every tile along K
@@ -11,31 +13,15 @@ def gemm_partitions(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
     return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
 
 
-def gemm_partitions__blocks_swapped(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
-    coord = (bn, bm, None)
-    gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(1, None, 1))
-    gB = cute.local_tile(mB, tiler=tiler, coord=coord, proj=(None, 1, 1))
-    gC = cute.local_tile(mC, tiler=tiler, coord=coord, proj=(1, 1, None))
-    thr = tiled_mma.get_slice(tid)
-    return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
-
-
-def gemm_partitions__a_projected_like_b(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
-    coord = (bm, bn, None)
-    gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(None, 1, 1))
-    gB = cute.local_tile(mB, tiler=tiler, coord=coord, proj=(None, 1, 1))
-    gC = cute.local_tile(mC, tiler=tiler, coord=coord, proj=(1, 1, None))
-    thr = tiled_mma.get_slice(tid)
-    return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
-
-
-def gemm_partitions__b_with_partition_a(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
-    coord = (bm, bn, None)
-    gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(1, None, 1))
-    gB = cute.local_tile(mB, tiler=tiler, coord=coord, proj=(None, 1, 1))
-    gC = cute.local_tile(mC, tiler=tiler, coord=coord, proj=(1, 1, None))
-    thr = tiled_mma.get_slice(tid)
-    return thr.partition_A(gA), thr.partition_A(gB), thr.partition_C(gC)
+gemm_partitions__blocks_swapped = edited(gemm_partitions, "gemm_partitions__blocks_swapped",
+                                         ("coord = (bm, bn, None)", "coord = (bn, bm, None)"))
+gemm_partitions__a_projected_like_b = edited(
+    gemm_partitions, "gemm_partitions__a_projected_like_b",
+    ("gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(1, None, 1))",
+     "gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(None, 1, 1))"))
+gemm_partitions__b_with_partition_a = edited(
+    gemm_partitions, "gemm_partitions__b_with_partition_a",
+    ("thr.partition_B(gB)", "thr.partition_A(gB)"))
 
 
 REFERENCE = {"03.partition": gemm_partitions}

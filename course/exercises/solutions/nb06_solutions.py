@@ -1,6 +1,7 @@
 """Notebook 06's kernel exercise: one TiledMMA tile of C = A . B^T with mma.sync."""
-import cutlass
 import cutlass.cute as cute
+
+from course.exercises.learner_code import edited
 
 
 @cute.kernel
@@ -19,68 +20,23 @@ def mma_tile_kernel(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
     cute.autovec_copy(tCrC, tCgC)
 
 
-@cute.kernel
-def mma_tile_kernel__a_as_b(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
-                            mC: cute.Tensor):
-    tid, _, _ = cute.arch.thread_idx()
-    thr_mma = tiled_mma.get_slice(tid)
-    tCgA, tCgB, tCgC = thr_mma.partition_B(mA), thr_mma.partition_B(mB), thr_mma.partition_C(mC)
-    tCrA = tiled_mma.make_fragment_A(tCgA)
-    tCrB = tiled_mma.make_fragment_B(tCgB)
-    tCrC = tiled_mma.make_fragment_C(tCgC)
-    cute.autovec_copy(tCgA, tCrA)
-    cute.autovec_copy(tCgB, tCrB)
-    tCrC.fill(0.0)
-    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
-    cute.autovec_copy(tCrC, tCgC)
+PARTITIONS = "thr_mma.partition_A(mA), thr_mma.partition_B(mB)"
 
-
-@cute.kernel
-def mma_tile_kernel__no_clear(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
-                              mC: cute.Tensor):
-    tid, _, _ = cute.arch.thread_idx()
-    thr_mma = tiled_mma.get_slice(tid)
-    tCgA, tCgB, tCgC = thr_mma.partition_A(mA), thr_mma.partition_B(mB), thr_mma.partition_C(mC)
-    tCrA = tiled_mma.make_fragment_A(tCgA)
-    tCrB = tiled_mma.make_fragment_B(tCgB)
-    tCrC = tiled_mma.make_fragment_C(tCgC)
-    cute.autovec_copy(tCgA, tCrA)
-    cute.autovec_copy(tCgB, tCrB)
-    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
-    cute.autovec_copy(tCrC, tCgC)
-
-
-@cute.kernel
-def mma_tile_kernel__slice_zero(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
-                                mC: cute.Tensor):
-    thr_mma = tiled_mma.get_slice(0)
-    tCgA, tCgB, tCgC = thr_mma.partition_A(mA), thr_mma.partition_B(mB), thr_mma.partition_C(mC)
-    tCrA = tiled_mma.make_fragment_A(tCgA)
-    tCrB = tiled_mma.make_fragment_B(tCgB)
-    tCrC = tiled_mma.make_fragment_C(tCgC)
-    cute.autovec_copy(tCgA, tCrA)
-    cute.autovec_copy(tCgB, tCrB)
-    tCrC.fill(0.0)
-    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
-    cute.autovec_copy(tCrC, tCgC)
-
-
-@cute.kernel
-def mma_tile_kernel__b_transposed(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
-                                  mC: cute.Tensor):
-    tid, _, _ = cute.arch.thread_idx()
-    thr_mma = tiled_mma.get_slice(tid)
-    n, k = mB.shape
-    mB_nk = cute.make_tensor(mB.iterator, cute.make_layout((n, k), stride=(1, n)))  # as if (K,N)
-    tCgA, tCgB, tCgC = thr_mma.partition_A(mA), thr_mma.partition_B(mB_nk), thr_mma.partition_C(mC)
-    tCrA = tiled_mma.make_fragment_A(tCgA)
-    tCrB = tiled_mma.make_fragment_B(tCgB)
-    tCrC = tiled_mma.make_fragment_C(tCgC)
-    cute.autovec_copy(tCgA, tCrA)
-    cute.autovec_copy(tCgB, tCrB)
-    tCrC.fill(0.0)
-    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
-    cute.autovec_copy(tCrC, tCgC)
+mma_tile_kernel__a_as_b = edited(mma_tile_kernel, "mma_tile_kernel__a_as_b",
+                                 (PARTITIONS, "thr_mma.partition_B(mA), thr_mma.partition_B(mB)"))
+mma_tile_kernel__no_clear = edited(mma_tile_kernel, "mma_tile_kernel__no_clear",
+                                   ("    tCrC.fill(0.0)\n", ""))
+mma_tile_kernel__slice_zero = edited(
+    mma_tile_kernel, "mma_tile_kernel__slice_zero",
+    ("    tid, _, _ = cute.arch.thread_idx()\n", ""), ("get_slice(tid)", "get_slice(0)"))
+mma_tile_kernel__b_transposed = edited(
+    mma_tile_kernel, "mma_tile_kernel__b_transposed",
+    ("    tCgA, tCgB, tCgC = " + PARTITIONS + ", thr_mma.partition_C(mC)\n",
+     "    n, k = mB.shape\n"
+     "    mB_nk = cute.make_tensor(mB.iterator, cute.make_layout((n, k), stride=(1, n)))"
+     "  # as if (K,N)\n"
+     "    tCgA, tCgB, tCgC = thr_mma.partition_A(mA), thr_mma.partition_B(mB_nk), "
+     "thr_mma.partition_C(mC)\n"))
 
 
 REFERENCE = {"06.mma_tile": mma_tile_kernel}

@@ -6,6 +6,8 @@ prologue has committed k-tiles 0 .. stages-2, one group each, and next_k = stage
 import cutlass
 import cutlass.cute as cute
 
+from course.exercises.learner_code import edited
+
 
 @cute.jit
 def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles,
@@ -36,103 +38,39 @@ def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
         write = (write + 1) % stages
 
 
-@cute.jit
-def mainloop__wait_all(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
-                       k_tiles, next_k):
-    stages = self.cfg.stages
-    k_blocks = cute.size(f.tCrA, mode=[2])
-    read = cutlass.Int32(0)
-    write = cutlass.Int32(stages - 1)
-    for t in range(k_tiles):
-        cute.arch.cp_async_wait_group(0)  # waits for the prefetched k-tiles too
-        cute.arch.sync_threads()
-        if next_k < k_tiles:
-            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
-                      pred=pA)
-            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
-                      pred=pB)
-        cute.arch.cp_async_commit_group()
-        next_k = next_k + 1
+# the variants read every k-block with its own ldmatrix (no prefetch of k-block kb + 1)
+PREFETCHED = """        # ldmatrix k-block kb + 1 while the tensor cores multiply k-block kb
+        cute.copy(f.s2r_a, f.tXsA[None, None, 0, read], f.tXrA[None, None, 0])
+        cute.copy(f.s2r_b, f.tXsB[None, None, 0, read], f.tXrB[None, None, 0])
         for kb in cutlass.range_constexpr(k_blocks):
+            if kb + 1 < k_blocks:
+                cute.copy(f.s2r_a, f.tXsA[None, None, kb + 1, read], f.tXrA[None, None, kb + 1])
+                cute.copy(f.s2r_b, f.tXsB[None, None, kb + 1, read], f.tXrB[None, None, kb + 1])
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+"""
+PLAIN = """        for kb in cutlass.range_constexpr(k_blocks):
             cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
             cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
             cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
-        read = (read + 1) % stages
-        write = (write + 1) % stages
+"""
+WAIT = "        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)\n"
+SYNC = "        cute.arch.sync_threads()  # ... everyone's; and nobody still reads stage `write`\n"
 
 
-@cute.jit
-def mainloop__no_sync(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
-                      k_tiles, next_k):
-    stages = self.cfg.stages
-    k_blocks = cute.size(f.tCrA, mode=[2])
-    read = cutlass.Int32(0)
-    write = cutlass.Int32(stages - 1)
-    for t in range(k_tiles):
-        cute.arch.cp_async_wait_group(stages - 2)  # only this thread's copies: no barrier
-        if next_k < k_tiles:
-            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
-                      pred=pA)
-            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
-                      pred=pB)
-        cute.arch.cp_async_commit_group()
-        next_k = next_k + 1
-        for kb in cutlass.range_constexpr(k_blocks):
-            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
-            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
-            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
-        read = (read + 1) % stages
-        write = (write + 1) % stages
+def plain_loop_with(name: str, *edits):
+    return edited(mainloop, name, (PREFETCHED, PLAIN), *edits)
 
 
-@cute.jit
-def mainloop__next_stage(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
-                         k_tiles, next_k):
-    stages = self.cfg.stages
-    k_blocks = cute.size(f.tCrA, mode=[2])
-    read = cutlass.Int32(0)
-    write = cutlass.Int32(1)  # the stage of k-tile t+1, still in flight
-    for t in range(k_tiles):
-        cute.arch.cp_async_wait_group(stages - 2)
-        cute.arch.sync_threads()
-        if next_k < k_tiles:
-            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
-                      pred=pA)
-            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
-                      pred=pB)
-        cute.arch.cp_async_commit_group()
-        next_k = next_k + 1
-        for kb in cutlass.range_constexpr(k_blocks):
-            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
-            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
-            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
-        read = (read + 1) % stages
-        write = (write + 1) % stages
-
-
-@cute.jit
-def mainloop__one_k_tile_short(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB,
-                               pB, k_tiles, next_k):
-    stages = self.cfg.stages
-    k_blocks = cute.size(f.tCrA, mode=[2])
-    read = cutlass.Int32(0)
-    write = cutlass.Int32(stages - 1)
-    for t in range(k_tiles - 1):  # the last k-tile is never multiplied
-        cute.arch.cp_async_wait_group(stages - 2)
-        cute.arch.sync_threads()
-        if next_k < k_tiles:
-            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
-                      pred=pA)
-            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
-                      pred=pB)
-        cute.arch.cp_async_commit_group()
-        next_k = next_k + 1
-        for kb in cutlass.range_constexpr(k_blocks):
-            cute.copy(f.s2r_a, f.tXsA[None, None, kb, read], f.tXrA[None, None, kb])
-            cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
-            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
-        read = (read + 1) % stages
-        write = (write + 1) % stages
+mainloop__wait_all = plain_loop_with(
+    "mainloop__wait_all",
+    (WAIT, "        cute.arch.cp_async_wait_group(0)  # waits for the prefetched k-tiles too\n"))
+mainloop__no_sync = plain_loop_with("mainloop__no_sync", (SYNC, ""))
+mainloop__next_stage = plain_loop_with(
+    "mainloop__next_stage",
+    ("write = cutlass.Int32(stages - 1)", "write = cutlass.Int32(1)  # k-tile t+1's, in flight"))
+mainloop__one_k_tile_short = plain_loop_with(
+    "mainloop__one_k_tile_short",
+    ("for t in range(k_tiles):", "for t in range(k_tiles - 1):  # the last is never multiplied"))
 
 
 REFERENCE = {"07.mainloop": mainloop}

@@ -3,7 +3,6 @@
 `store_chunk` is a method of kernels.hopper_gemm.HopperGemm, run by the 256 consumer threads
 for each 128 x 32 chunk of C; `epi` is a kernels.hopper_gemm.ChunkStore.
 """
-import cutlass
 import cutlass.cute as cute
 
 from course.exercises.learner_code import edited

@@ -3,6 +3,8 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 
+from course.exercises.learner_code import edited
+
 
 @cute.jit
 def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
@@ -21,68 +23,14 @@ def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_t
     tmem.free(tmem_ptr)
 
 
-@cute.jit
-def epilogue_role__no_wait(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                           acc_pipeline, tile_m, tile_n):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages)
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    self.epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)],
-                       tma_c, sC, tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile,
-                       self.c_dtype, epi_barrier, c_pipeline, cutlass.Int32(0))
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    c_pipeline.producer_tail()
-    epi_barrier.arrive_and_wait()
-    tmem.free(tmem_ptr)
-
-
-@cute.jit
-def epilogue_role__no_tail(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                           acc_pipeline, tile_m, tile_n):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages)
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    acc_pipeline.consumer_wait(acc_state)
-    self.epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)],
-                       tma_c, sC, tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile,
-                       self.c_dtype, epi_barrier, c_pipeline, cutlass.Int32(0))
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    epi_barrier.arrive_and_wait()
-    tmem.free(tmem_ptr)
-
-
-@cute.jit
-def epilogue_role__free_without_barrier(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC,
-                                        tCgC, epi_tile, acc_pipeline, tile_m, tile_n):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages)
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    acc_pipeline.consumer_wait(acc_state)
-    self.epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)],
-                       tma_c, sC, tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile,
-                       self.c_dtype, epi_barrier, c_pipeline, cutlass.Int32(0))
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    c_pipeline.producer_tail()
-    tmem.free(tmem_ptr)
-
-
-@cute.jit
-def epilogue_role__never_freed(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC,
-                               epi_tile, acc_pipeline, tile_m, tile_n):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages)
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    acc_pipeline.consumer_wait(acc_state)
-    self.epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)],
-                       tma_c, sC, tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile,
-                       self.c_dtype, epi_barrier, c_pipeline, cutlass.Int32(0))
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    c_pipeline.producer_tail()
-    epi_barrier.arrive_and_wait()
+ACC_WAIT = "    acc_pipeline.consumer_wait(acc_state)\n"
+epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
+epilogue_role__no_tail = edited(epilogue_role, "epilogue_role__no_tail",
+                                ("    c_pipeline.producer_tail()\n", ""))
+epilogue_role__free_without_barrier = edited(epilogue_role, "epilogue_role__free_without_barrier",
+                                             ("    epi_barrier.arrive_and_wait()\n", ""))
+epilogue_role__never_freed = edited(epilogue_role, "epilogue_role__never_freed",
+                                    ("    tmem.free(tmem_ptr)\n", ""))
 
 
 REFERENCE = {"12.epilogue_role": epilogue_role}

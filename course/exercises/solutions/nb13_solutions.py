@@ -1,6 +1,8 @@
 """Notebook 13's kernel exercise: read one answer of Cluster Launch Control."""
 import cutlass.cute as cute
 
+from course.exercises.learner_code import edited
+
 
 @cute.jit
 def read_next_tile(self, scheduler, read_state):
@@ -13,35 +15,16 @@ def read_next_tile(self, scheduler, read_state):
     return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
 
 
-@cute.jit
-def read_next_tile__decoded_before_the_wait(self, scheduler, read_state):
-    clc_pipeline, clc_response = scheduler
-    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)
-    clc_pipeline.consumer_wait(read_state)
-    cute.arch.fence_proxy("async.shared", space="cta")
-    clc_pipeline.consumer_release(read_state)
-    read_state.advance()
-    return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
+WAIT = "    clc_pipeline.consumer_wait(read_state)\n"
+DECODE = "    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)\n"
 
-
-@cute.jit
-def read_next_tile__never_released(self, scheduler, read_state):
-    clc_pipeline, clc_response = scheduler
-    clc_pipeline.consumer_wait(read_state)
-    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)
-    cute.arch.fence_proxy("async.shared", space="cta")
-    read_state.advance()
-    return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
-
-
-@cute.jit
-def read_next_tile__no_fence(self, scheduler, read_state):
-    clc_pipeline, clc_response = scheduler
-    clc_pipeline.consumer_wait(read_state)
-    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)
-    clc_pipeline.consumer_release(read_state)
-    read_state.advance()
-    return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
+read_next_tile__decoded_before_the_wait = edited(
+    read_next_tile, "read_next_tile__decoded_before_the_wait", (WAIT + DECODE, DECODE + WAIT))
+read_next_tile__never_released = edited(read_next_tile, "read_next_tile__never_released",
+                                        ("    clc_pipeline.consumer_release(read_state)\n", ""))
+read_next_tile__no_fence = edited(
+    read_next_tile, "read_next_tile__no_fence",
+    ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""))
 
 
 REFERENCE = {"13.read_next_tile": read_next_tile}
