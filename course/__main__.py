@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
     p.add_argument("--inplace", action="store_true", help="save the executed notebooks")
     p.add_argument("--record", action="store_true",
-                   help="on a GPU: record the run's times in results/notebook_runs.json")
+                   help="on a GPU: record the run's times in results/notebook_runs.json and "
+                        "what its live cells printed in results/live_outputs.json")
     p = sub.add_parser("slides", help="export notebooks as offline slides (build/slides/)")
     p.add_argument("numbers", nargs="*", type=int, help="only these notebooks")
     p.add_argument("--out", type=Path, default=None, help="output folder (default build/slides)")
@@ -68,8 +69,10 @@ def main(argv=None) -> int:
         from course.tools import teachers_table
 
         return teachers_table.main(write=args.write)
-    from course.tools.notebook_runner import record_runs, run_all
+    from course.tools.notebook_runner import record_live_outputs, record_runs, run_all
 
+    if args.record:
+        record_live_outputs()
     runs = run_all(args.numbers or None, args.inplace)
     if args.record:
         record_runs(runs)

@@ -13,6 +13,9 @@ Starting from notebook 10's TMA + WGMMA kernel, each Config flag adds one idea:
       They need the same B tile, so each loads half of it and TMA *multicasts*
       both halves into both CTAs' shared memory: B traffic from L2 halves. A
       consumer must then release a stage to both CTAs' producers.
+  cluster_n=2: the same for A, between CTAs computing horizontally adjacent tiles
+      (a 2 x 2 cluster multicasts both operands; a consumer releases a stage to
+      the CTAs of its row and of its column).
   tma_store: the epilogue converts the accumulator and writes it to shared memory
       in 128 x 32 chunks (stmatrix) either way; with tma_store one thread hands each
       chunk to TMA, which stores it asynchronously while the next chunk is prepared,
@@ -22,7 +25,9 @@ Starting from notebook 10's TMA + WGMMA kernel, each Config flag adds one idea:
       after the other through the same ring, so while one warpgroup runs its
       epilogue the other keeps the tensor cores busy with the next mainloop.
 
-PRESETS names the ladder's steps; `Config()` is the final kernel.
+PRESETS names the ladder's steps; `Config()` is the final kernel. `pingpong_2x2` is an
+experiment that did not pay: it multicasts both operands, but clusters of 4 leave 12 of an
+H100's 132 SMs idle (notebook 11 shows the counters).
 Operands as in notebooks 07 and 10: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
 from __future__ import annotations
@@ -53,11 +58,20 @@ EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warp
 MAINLOOP_TURN_BARRIER = 3  # pingpong: warpgroup w waits on id 3 + w for its turn (ids 3-4)
 
 
+def load_op(sharers: int):
+    """The TMA load of an operand tile that `sharers` CTAs of a cluster need: a multicast
+    load (each loads 1/sharers of it, for all) when shared, else a plain one."""
+    if sharers > 1:
+        return cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp()
+    return cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
+
+
 @dataclass(frozen=True)
 class Config:
     tile_m: int = 128  # two consumer warpgroups, 64 rows each (pingpong: one, 128 rows)
     tile_n: int = 256
     cluster_m: int = 2  # CTAs per cluster along M (they share, and multicast, B)
+    cluster_n: int = 1  # CTAs per cluster along N (they share, and multicast, A)
     persistent: bool = True
     tma_store: bool = True
     group_m: int = 8  # tile order: clusters walk groups of tile rows column by column
@@ -74,8 +88,10 @@ class Config:
             raise ValueError("pingpong tiles are at most 128 x 128 (a warpgroup's registers)")
         if self.tile_n % 32 or not 64 <= self.tile_n <= 256:
             raise ValueError("tile_n must be a multiple of 32 in [64, 256]")
-        if self.cluster_m not in (1, 2, 4):
-            raise ValueError("cluster_m must be 1, 2 or 4")
+        if self.cluster_m not in (1, 2, 4) or self.cluster_n not in (1, 2, 4):
+            raise ValueError("cluster_m and cluster_n must be 1, 2 or 4")
+        if self.cluster_size > 4:
+            raise ValueError("at most 4 CTAs per cluster (cluster_m * cluster_n)")
         if self.tile_n % self.epi_n:
             raise ValueError("epi_n must divide tile_n")
         if self.ring_stages(2) < 2:
@@ -84,6 +100,10 @@ class Config:
     @property
     def consumer_warpgroups(self) -> int:
         return 2
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
 
     @property
     def threads(self) -> int:
@@ -116,6 +136,7 @@ PRESETS: dict[str, Config] = {
     "cluster": Config(tma_store=False),
     "tma_store": Config(),
     "pingpong": Config(tile_n=128, pingpong=True, epi_stages=2),
+    "pingpong_2x2": Config(tile_n=128, pingpong=True, epi_stages=2, cluster_n=2),
 }
 
 
@@ -127,8 +148,8 @@ class HopperGemm:
         self.stages = config.ring_stages(dtype.width // 8, arch)
         self.tile = (config.tile_m, config.tile_n)
         self.epi_tile = config.epi_tile
-        # bytes landing in THIS CTA's stage: its A tile and the whole B tile (half of
-        # it multicast by the partner CTA when clustered)
+        # bytes landing in THIS CTA's stage: its whole A and B tiles (parts of them
+        # multicast by partner CTAs when clustered)
         self.tx_bytes = (config.tile_m + config.tile_n) * TILE_K * dtype.width // 8
         # warps that read (and so release) one stage: one warpgroup's when pingpong
         self.stage_readers = 4 * (1 if config.pingpong else config.consumer_warpgroups)
@@ -145,13 +166,11 @@ class HopperGemm:
             self.dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers)
 
         tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mA,
-            cute.slice_(sA_layout, (None, None, 0)), (cfg.tile_m, TILE_K))
-        b_op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_m > 1
-                else cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp())
+            load_op(cfg.cluster_n), mA, cute.slice_(sA_layout, (None, None, 0)),
+            (cfg.tile_m, TILE_K), num_multicast=cfg.cluster_n)
         tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            b_op, mB, cute.slice_(sB_layout, (None, None, 0)), (cfg.tile_n, TILE_K),
-            num_multicast=cfg.cluster_m)
+            load_op(cfg.cluster_m), mB, cute.slice_(sB_layout, (None, None, 0)),
+            (cfg.tile_n, TILE_K), num_multicast=cfg.cluster_m)
         tma_c, tC = cute.nvgpu.cpasync.make_tiled_tma_atom(
             cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mC,
             cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
@@ -162,14 +181,15 @@ class HopperGemm:
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
         cluster_rows = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
-        work = cluster_rows * tiles_n  # tiles of cluster_m x 1 CTAs
+        cluster_cols = (tiles_n + cfg.cluster_n - 1) // cfg.cluster_n
+        work = cluster_rows * cluster_cols  # blocks of cluster_m x cluster_n tiles
         clusters = work
         if cutlass.const_expr(cfg.persistent):
             clusters = cutlass.min(work, max_clusters)
         self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, tiled_mma, sA_layout, sB_layout,
-                    sC_layout, cluster_rows, tiles_n).launch(
-            grid=[clusters * cfg.cluster_m, 1, 1], block=[cfg.threads, 1, 1],
-            cluster=[cfg.cluster_m, 1, 1], smem=self.smem_capacity, min_blocks_per_mp=1,
+                    sC_layout, cluster_rows, cluster_cols).launch(
+            grid=[clusters * cfg.cluster_size, 1, 1], block=[cfg.threads, 1, 1],
+            cluster=[cfg.cluster_size, 1, 1], smem=self.smem_capacity, min_blocks_per_mp=1,
             stream=stream)
 
     @cute.kernel
@@ -177,13 +197,17 @@ class HopperGemm:
                mB: cute.Tensor, tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor,
                tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               cluster_rows: cutlass.Int32, tiles_n: cutlass.Int32):
+               cluster_rows: cutlass.Int32, cluster_cols: cutlass.Int32):
         cfg = self.cfg
         tidx, _, warp = cta_coordinates()
         warpgroup = warp // 4
         prefetch_descriptors(warp, (tma_a, tma_b, tma_c))
-        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())  # 0..cluster_m-1
-        cluster_layout = cute.make_layout((cfg.cluster_m, 1, 1))
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        # this CTA's place in its cluster_m x cluster_n block of tiles (rank = rm + rn * cm)
+        rm, rn = rank, cutlass.Int32(0)
+        if cutlass.const_expr(cfg.cluster_n > 1):
+            rm, rn = rank % cfg.cluster_m, rank // cfg.cluster_m
+        cluster_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, 1))
 
         smem = SmemAllocator()
         barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=8)
@@ -192,33 +216,41 @@ class HopperGemm:
         sC = smem.allocate_tensor(self.dtype, sC_layout.outer, 1024, sC_layout.inner)
 
         # full[s]: the producer's expect_tx + tx_bytes; empty[s]: every consumer warp of
-        # every CTA that writes into this CTA's stage s (cluster_m CTAs multicast B)
+        # every CTA whose stage s this CTA's loads write into: its column (B multicast)
+        # and its row (A multicast), itself counted once
         ring = pipeline.PipelineTmaAsync.create(
             num_stages=self.stages, barrier_storage=barriers, tx_count=self.tx_bytes,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, self.stage_readers * cfg.cluster_m),
-            cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, 1, 1)), defer_sync=True)
-        pipeline.pipeline_init_arrive(cluster_shape_mn=(cfg.cluster_m, 1), is_relaxed=True)
+                pipeline.Agent.Thread,
+                self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)),
+            cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, 1)),
+            defer_sync=True)
+        cluster_mn = (cfg.cluster_m, cfg.cluster_n)
+        pipeline.pipeline_init_arrive(cluster_shape_mn=cluster_mn, is_relaxed=True)
 
         # per-CTA views of the operands: all k-tiles of every tile row / column
         gA = cute.local_tile(mA, (cfg.tile_m, TILE_K), (None, None))  # (bM,64,tiles_m,k)
         gB = cute.local_tile(mB, (cfg.tile_n, TILE_K), (None, None))  # (bN,64,tiles_n,k)
         k_tiles = cute.size(gA, mode=[3])
+        # A: this CTA loads slice rn of its tile and multicasts it along its cluster row;
+        # B: slice rm, multicast along its cluster column (a slice is the whole tile when
+        # that dimension of the cluster is 1)
         tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-        # B: this CTA loads slice `rank` of the tile and multicasts it to the cluster
+            tma_a, rn, cute.make_layout(cfg.cluster_n), cute.group_modes(sA, 0, 2),
+            cute.group_modes(gA, 0, 2))
         tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-            tma_b, rank, cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2),
+            tma_b, rm, cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2),
             cute.group_modes(gB, 0, 2))
-        b_mask = cute.make_layout_image_mask(cluster_layout, (rank, 0, 0), mode=0)
+        a_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=1)
+        b_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=0)
 
-        pipeline.pipeline_init_wait(cluster_shape_mn=(cfg.cluster_m, 1))
+        pipeline.pipeline_init_wait(cluster_shape_mn=cluster_mn)
 
         # the persistent schedule: cluster c takes work items c, c + clusters, ...
-        cluster_id = cute.arch.block_idx()[0] // cfg.cluster_m
-        clusters = cute.arch.grid_dim()[0] // cfg.cluster_m
-        work = cluster_rows * tiles_n
+        cluster_id = cute.arch.block_idx()[0] // cfg.cluster_size
+        clusters = cute.arch.grid_dim()[0] // cfg.cluster_size
+        work = cluster_rows * cluster_cols
 
         if warpgroup == 0:  # ----------------------------------------- producer
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
@@ -227,23 +259,41 @@ class HopperGemm:
                                                      self.stages)
                 item = cluster_id
                 while item < work:
-                    row, col = grouped_tile(item, cluster_rows, tiles_n, cfg.group_m)
-                    tile_m = row * cfg.cluster_m + rank
+                    tile_m, tile_n = self.cta_tile(item, cluster_rows, cluster_cols, rm, rn)
                     for kt in range(k_tiles):
                         ring.producer_acquire(state)
                         bar = ring.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA[None, tile_m, kt], tAsA[None, state.index],
-                                  tma_bar_ptr=bar)
-                        cute.copy(tma_b, tBgB[None, col, kt], tBsB[None, state.index],
-                                  tma_bar_ptr=bar, mcast_mask=b_mask)
+                        self.load_operand(tma_a, tAgA[None, tile_m, kt], tAsA[None, state.index],
+                                          bar, a_mask, cfg.cluster_n)
+                        self.load_operand(tma_b, tBgB[None, tile_n, kt], tBsB[None, state.index],
+                                          bar, b_mask, cfg.cluster_m)
                         state.advance()
                     item += clusters
                 ring.producer_tail(state)  # do not exit while partners still read
         else:  # ----------------------------------------------------------- consumers
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
             self.consume(tiled_mma, ring, sA, sB, sC, mC, tma_c, mC_tma, warp, warpgroup - 1,
-                         tidx - 128, cluster_id, clusters, work, cluster_rows, tiles_n, rank,
-                         k_tiles)
+                         tidx - 128, cluster_id, clusters, work, cluster_rows, cluster_cols, rm,
+                         rn, k_tiles)
+
+    @cute.jit
+    def cta_tile(self, item: cutlass.Int32, cluster_rows: cutlass.Int32,
+                 cluster_cols: cutlass.Int32, rm: cutlass.Int32, rn: cutlass.Int32):
+        """Work item -> this CTA's (tile_m, tile_n): the cluster's block of tiles in the
+        grouped order, then this CTA's place in the block."""
+        row, col = grouped_tile(item, cluster_rows, cluster_cols, self.cfg.group_m)
+        if cutlass.const_expr(self.cfg.cluster_n == 1):
+            return row * self.cfg.cluster_m + rm, col
+        return row * self.cfg.cluster_m + rm, col * self.cfg.cluster_n + rn
+
+    @cute.jit
+    def load_operand(self, tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
+                     bar: cute.Pointer, mask: cutlass.Int16, sharers: cutlass.Constexpr):
+        """One operand's k-tile into stage `dst`, multicast to the CTAs that share it."""
+        if cutlass.const_expr(sharers > 1):
+            cute.copy(tma, src, dst, tma_bar_ptr=bar, mcast_mask=mask)
+        else:
+            cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
     @cute.jit
     def consume(self, tiled_mma: cute.TiledMma, ring: pipeline.PipelineTmaAsync,
@@ -251,7 +301,8 @@ class HopperGemm:
                 tma_c: cute.CopyAtom, mC_tma: cute.Tensor, warp: cutlass.Int32,
                 wg: cutlass.Int32, ctid: cutlass.Int32, cluster_id: cutlass.Int32,
                 clusters: cutlass.Int32, work: cutlass.Int32, cluster_rows: cutlass.Int32,
-                tiles_n: cutlass.Int32, rank: cutlass.Int32, k_tiles: cutlass.Int32):
+                cluster_cols: cutlass.Int32, rm: cutlass.Int32, rn: cutlass.Int32,
+                k_tiles: cutlass.Int32):
         """The math warpgroups: mainloop over the ring, then the epilogue, tile by tile.
 
         cooperative: both warpgroups share every tile (64 rows each).
@@ -316,8 +367,7 @@ class HopperGemm:
                     release.advance()
         done = cutlass.Int32(0)
         while item < work:
-            row, col = grouped_tile(item, cluster_rows, tiles_n, cfg.group_m)
-            tile_m = row * cfg.cluster_m + rank
+            tile_m, tile_n = self.cta_tile(item, cluster_rows, cluster_cols, rm, rn)
             acc.fill(0.0)
             tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             if cutlass.const_expr(cfg.pingpong):
@@ -348,13 +398,13 @@ class HopperGemm:
 
             # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C
             gC = cute.local_tile(mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
-                                 self.tile, (tile_m, col))
+                                 self.tile, (tile_m, tile_n))
             bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
                 tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
                 cute.zipped_divide(gC, self.epi_tile))
             gC_chunks = cute.zipped_divide(gC, self.epi_tile)
             cC_chunks = cute.zipped_divide(cute.local_tile(
-                cute.make_identity_tensor(mC.shape), self.tile, (tile_m, col)), self.epi_tile)
+                cute.make_identity_tensor(mC.shape), self.tile, (tile_m, tile_n)), self.epi_tile)
             epi = ChunkStore(r2s, tRS_sC, chunk_sync, warp, store_warp, tma_c, bSG_sC, bSG_gC,
                              copy_chunk, sC, gC_chunks, cC_chunks, mC.shape, mma_tid_all)
             for e in cutlass.range_constexpr(chunks):
@@ -417,7 +467,7 @@ def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
     """Clusters that can be resident at once on the operands' GPU (one CTA per SM, all of
     its shared memory): the persistent grid."""
     device = a.device.index if a.device.index is not None else torch.cuda.current_device()
-    return (host_int32(max_active_clusters(device, config.cluster_m)),)
+    return (host_int32(max_active_clusters(device, config.cluster_size)),)
 
 
 GEMM = GemmHost("hopper_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:

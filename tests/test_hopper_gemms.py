@@ -1,4 +1,6 @@
 """Notebooks 10-11: the WGMMA GEMM and the Hopper speed-of-light GEMM."""
+import re
+
 import pytest
 import torch
 
@@ -31,7 +33,11 @@ def test_hopper_presets_compile_to_what_they_claim(preset):
     assert art.count_ptx(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40;") == 1
     assert art.count_ptx(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+232;") == 1
     assert art.count_ptx(r"wgmma\.mma_async") > 0
-    assert (art.count_ptx(r"multicast::cluster") > 0) == (cfg.cluster_m > 1)
+    # each operand is loaded either multicast (shared along the cluster) or plain
+    loads = r"cp\.async\.bulk\.tensor\.2d\.shared::\w+\.global\.tile\.mbarrier\S*"
+    kinds = {("multicast" in line) for line in re.findall(loads, art.ptx)}
+    shared = {cfg.cluster_n > 1, cfg.cluster_m > 1}  # A, B multicast?
+    assert kinds == shared
     assert art.count_ptx(r"stmatrix") > 0  # the epilogue stages C through shared memory
     assert (art.count_ptx(r"st\.global\.v4") > 0) == (not cfg.tma_store)
     assert (art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta") > 0) == cfg.tma_store
@@ -45,6 +51,8 @@ def test_hopper_config_rules():
         hopper_gemm.Config(tile_m=64)
     with pytest.raises(ValueError):
         hopper_gemm.Config(cluster_m=3)
+    with pytest.raises(ValueError, match="at most 4"):
+        hopper_gemm.Config(cluster_m=4, cluster_n=2)
     with pytest.raises(ValueError):
         wgmma_gemm.Config(tile_m=96)
 

@@ -93,3 +93,31 @@ def test_cli_refuses_to_measure_tma_or_sweep_stages_without_a_gpu():
         out = _cli(*args)
         assert out.returncode != 0 and "needs a CUDA GPU" in out.stderr, out
     assert "tma" in _cli("list").stdout
+
+
+def test_unit_metrics_lists_one_unit_s_counters_from_ncu(monkeypatch):
+    from course.bench import tma_traffic
+
+    listing = ("Device NVIDIA H100 80GB HBM3 (GH100)\n"
+               "Metric Name          Metric Type  Metric Unit  Metric Description\n"
+               "lrc__xbar2lrc_requests_op_read   Counter  request  # of LRC requests for read\n"
+               "lrc__lrc2xbar_sectors_op_read    Counter  sector   # of LRC read sectors\n"
+               "lts__t_sectors                   Counter  sector   # of LTS sectors\n"
+               "lrc__xbar2lrc_requests_op_read   Counter  request  (listed twice)\n")
+
+    class Done:
+        stdout = listing
+
+    monkeypatch.setattr(tma_traffic, "ncu_binary", lambda: "ncu")
+    monkeypatch.setattr(tma_traffic.subprocess, "run", lambda *a, **k: Done())
+    assert tma_traffic.unit_metrics("lrc") == ["lrc__xbar2lrc_requests_op_read.sum",
+                                               "lrc__lrc2xbar_sectors_op_read.sum"]
+
+
+def test_ratios_cover_every_metric_either_variant_read():
+    from course.bench import tma_traffic
+
+    rows = [{"cluster": 2, "multicast": False, "metrics": {"a": 4.0, "lrc__x.sum": 2.0}},
+            {"cluster": 2, "multicast": True, "metrics": {"a": 2.0, "lrc__x.sum": 1.0}}]
+    got = {r["metric"]: r["ratio"] for r in tma_traffic.ratios(rows)}
+    assert got == {"a": 0.5, "lrc__x.sum": 0.5}

@@ -6,6 +6,7 @@
     python -m course.bench banks [--cases A,B] [--no-ncu] [--no-timing] [--record]
     python -m course.bench stages [--kernel tma] [--size 4096] [--stages 1 2 3 4] [--record]
     python -m course.bench tma [--record]
+    python -m course.bench clocks --kernel hopper --configs preset=A preset=B,group_m=4 [--record]
     python -m course.bench list
     python -m course.bench table
 
@@ -49,6 +50,7 @@ def cmd_ceilings(args) -> dict:
 
 
 def cmd_gemm(args) -> dict:
+    from course.bench.clocks import describe_clock
     from course.bench.gemm_bench import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
     from course.bench.report import pct_with_control
 
@@ -70,7 +72,8 @@ def cmd_gemm(args) -> dict:
         rows.append(res.as_dict())
         print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
               f"{res.cublas_tflops:7.1f} TFLOP/s | {pct_with_control(res.as_dict())} "
-              f"({res.samples} samples each, {res.input_sets} input sets, {res.method}) | {verdict}")
+              f"({res.samples} samples each, {res.input_sets} input sets, {res.method}"
+              f"{'; ' + describe_clock(res.sm_clock) if res.sm_clock else ''}) | {verdict}")
     data = {"kernel": args.kernel, "dtype": args.dtype, "config": overrides, "checks": checks,
             "results": rows}
     if args.record:
@@ -93,6 +96,23 @@ def cmd_stages(args) -> dict:
     stage_sweep.print_rows(data)
     if args.record:
         results.record("stage_sweep", data)
+    return data
+
+
+def cmd_clocks(args) -> dict:
+    from course.bench import clocks
+    from course.bench.gemm_bench import LADDER
+
+    _need_gpu("sampling the clock under load")
+    if not machine().can(LADDER[args.kernel][1]):
+        sys.exit(f"{args.kernel} needs {LADDER[args.kernel][1]}; {machine().describe()}")
+    configs = [dict(_parse_override(f) for f in c.split(",")) for c in args.configs]
+    data = clocks.measure(args.kernel, configs, args.size, args.rounds, args.reps,
+                          DTYPES[args.dtype])
+    print(machine().describe())
+    clocks.print_summary(data)
+    if args.record:
+        results.record("clocks", data)
     return data
 
 
@@ -225,6 +245,16 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=6, help="alternating timing rounds")
     p.add_argument("--record", action="store_true")
     p.set_defaults(fn=cmd_tma)
+    p = sub.add_parser("clocks", help="paired rounds with the SM clock and power sampled (NVML)")
+    p.add_argument("--kernel", required=True)
+    p.add_argument("--configs", nargs="+", required=True, metavar="FIELD=VALUE[,FIELD=VALUE]",
+                   help="one contender per item, e.g. preset=persistent")
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--rounds", type=int, default=12)
+    p.add_argument("--reps", type=int, default=100)
+    p.add_argument("--record", action="store_true")
+    p.set_defaults(fn=cmd_clocks)
     sub.add_parser("list", help="the GEMMs of the ladder").set_defaults(fn=cmd_list)
     sub.add_parser("table", help="regenerate results/README.md").set_defaults(fn=cmd_table)
     args = parser.parse_args(argv)

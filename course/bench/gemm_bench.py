@@ -12,11 +12,12 @@ are listed in LADDER, imported lazily so this module loads without CuTe DSL.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
 
+from course.bench.clocks import sampled_clock
 from course.bench.correctness import Check, compare, poison_
 from course.bench.report import standing
 from course.bench.timing import alternating, graphed, rotation_count, round_ratios
@@ -111,6 +112,8 @@ class PairedResult:
     # second cuBLAS timed in the same rounds (the control: what "equal" looks like)
     rounds_pct: tuple = ()
     control_pct: tuple = ()
+    # the SM clock over the run (course.bench.clocks), where NVML could be read
+    sm_clock: dict = field(default_factory=dict)
 
     @property
     def pct_of_cublas(self) -> float:
@@ -125,6 +128,21 @@ class PairedResult:
         return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1),
                 "standing": self.standing}
 
+
+
+class RotatingInputs:
+    """Input sets for `problem`, together over 3x the L2 (so a launch does not find its
+    operands left in L2 by the one before); `calls(fn)` is one call of fn per set, in turn."""
+
+    def __init__(self, problem: GemmProblem):
+        free, _ = torch.cuda.mem_get_info()
+        bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
+        self.sets = rotation_count(bytes_per_set, free_bytes=free)
+        self.inputs = [problem.operands() for _ in range(self.sets)]
+        self.outs = [problem.output() for _ in range(self.sets)]
+
+    def calls(self, fn: Gemm) -> list[Callable[[], object]]:
+        return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(self.inputs, self.outs)]
 
 
 # Below this many FLOP a call is short enough (~0.1 ms on an H100) that launching it
@@ -146,21 +164,15 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
     """
     if graph == "auto":
         graph = problem.flops < GRAPH_BELOW_FLOPS
-    free, _ = torch.cuda.mem_get_info()
-    bytes_per_set = problem.operand_bytes + problem.m * problem.n * problem.c_dtype.itemsize
-    sets = rotation_count(bytes_per_set, free_bytes=free)
-    inputs = [problem.operands() for _ in range(sets)]
-    outs = [problem.output() for _ in range(sets)]
-
-    def calls(fn):
-        return [(lambda a=a, b=b, c=c: fn(a, b, c)) for (a, b), c in zip(inputs, outs)]
-
+    rotation = RotatingInputs(problem)
+    calls, sets = rotation.calls, rotation.sets
     launches = max(sets, 8) if graph else 1
     # cuBLAS twice: the second is the control, what "as fast as cuBLAS" reads in these rounds
     contenders = {"kernel": calls(gemm), "cublas": calls(cublas), "control": calls(cublas)}
     if graph:
         contenders = {k: [graphed(v, launches)] for k, v in contenders.items()}
-    t = alternating(contenders, rounds, reps, warmup)
+    with sampled_clock() as sampler:
+        t = alternating(contenders, rounds, reps, warmup)
     for timing in t.values():
         timing.samples_ms = [ms / launches for ms in timing.samples_ms]
     k, c = t["kernel"], t["cublas"]
@@ -168,7 +180,8 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
     return PairedResult(str(problem), name, k.median_ms, c.median_ms,
                         problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
                         round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method,
-                        round_ratios(c, k, reps), round_ratios(c, t["control"], reps))
+                        round_ratios(c, k, reps), round_ratios(c, t["control"], reps),
+                        sampler.summary() if sampler else {})
 
 
 # name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)

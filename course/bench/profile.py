@@ -18,9 +18,10 @@ import sys
 
 SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "Occupancy",
             "LaunchStats")
-HEADLINE = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
-            "L2 Hit Rate", "Registers Per Thread", "Achieved Occupancy", "Executed Ipc Active",
-            "SM Busy", "L1/TEX Hit Rate", "Max Bandwidth")
+HEADLINE = ("Duration", "Elapsed Cycles", "SM Frequency", "SM Active Cycles",
+            "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
+            "L2 Cache Throughput", "L2 Hit Rate", "Registers Per Thread", "Achieved Occupancy",
+            "Executed Ipc Active", "SM Busy", "L1/TEX Hit Rate", "Max Bandwidth")
 
 
 def ncu_binary() -> str:
@@ -41,23 +42,29 @@ def parse_csv(text: str) -> dict[str, dict[str, str]]:
             for r in rows}
 
 
-def profile(kernel: str, size: int, config: dict, which: str) -> dict:
-    """Run ncu on a child that launches `which` ('kernel' or 'cublas') a few times."""
+def profile(kernel: str, size: int, config: dict, which: str, sections=SECTIONS,
+            metrics: tuple[str, ...] = (), clock_control: str = "base") -> dict:
+    """Run ncu on a child that launches `which` ('kernel' or 'cublas') a few times, reading
+    `sections` and the raw counters `metrics`. ncu holds the SM clock at its base value
+    by default (`clock_control="base"`); "none" lets it run as it would unprofiled."""
     # cuBLAS's GEMM kernels on Hopper are named nvjet_* or *gemm*/*xmma*; the operands'
     # conversion kernels that run first must not be caught
     regex = "regex:kernel_cutlass" if which == "kernel" else "regex:nvjet|gemm|xmma"
     cmd = [ncu_binary(), "--csv", "--page", "details", "-k", regex, "--launch-skip", "3",
-           "--launch-count", "1"]
-    for s in SECTIONS:
+           "--launch-count", "1", "--clock-control", clock_control]
+    for s in sections:
         cmd += ["--section", s]
+    if metrics:
+        cmd += ["--metrics", ",".join(metrics)]
     cmd += [sys.executable, "-m", "course.bench.profile", "_launch", kernel, str(size), which]
     cmd += [f"{k}={v}" for k, v in config.items()]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"ncu failed ({out.returncode}): {out.stderr[-2000:]}")
+    metrics_asked = set(metrics)
     metrics = parse_csv(out.stdout)
     return {"kernel_name": next(iter(metrics.values()))["kernel"][:120],
-            "headline": {k: v for k, v in metrics.items() if k in HEADLINE},
+            "headline": {k: v for k, v in metrics.items() if k in HEADLINE or k in metrics_asked},
             "all": metrics}
 
 
@@ -90,13 +97,29 @@ def main(argv=None) -> int:
     p.add_argument("--kernel", required=True)
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--config", nargs="*", default=[])
+    p.add_argument("--sections", nargs="*", default=list(SECTIONS))
+    p.add_argument("--metrics", nargs="*", default=[], help="raw counters to read as well")
+    p.add_argument("--no-cublas", action="store_true", help="profile the course's kernel only")
+    p.add_argument("--clock-control", choices=("base", "none"), default="base",
+                   help="none: let the SM clock run free, as it does outside the profiler")
+    p.add_argument("--dump", help="write every metric read to this JSON file")
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
     config = dict(o.split("=", 1) for o in args.config)
     data = {"kernel": args.kernel, "size": args.size, "config": config,
-            "ours": profile(args.kernel, args.size, config, "kernel"),
-            "cublas": profile(args.kernel, args.size, config, "cublas")}
+            "clock_control": args.clock_control}
+    for who, which in (("ours", "kernel"), ("cublas", "cublas")):
+        if not (args.no_cublas and which == "cublas"):
+            data[who] = profile(args.kernel, args.size, config, which, args.sections,
+                                tuple(args.metrics), args.clock_control)
+    if args.dump:
+        import json
+
+        with open(args.dump, "w") as f:
+            json.dump(data, f, indent=1)
     for who in ("ours", "cublas"):
+        if who not in data:
+            continue
         print(f"== {who}: {data[who]['kernel_name']}")
         for name, m in data[who]["headline"].items():
             print(f"   {name:28s} {m['value']:>12s} {m['unit']}")
@@ -105,7 +128,8 @@ def main(argv=None) -> int:
         from course.bench import report
 
         for who in ("ours", "cublas"):
-            data[who].pop("all")  # keep the file small: headline metrics only
+            if who in data:
+                data[who].pop("all")  # keep the file small: headline metrics only
         results.record("profile", data)
         report.write()
     return 0

@@ -69,12 +69,14 @@ def _gemm(rec: results.Record) -> list[tuple]:
 def _profile(rec: results.Record) -> list[str]:
     d = rec.data
     def pick(who, name):
-        m = d[who]["headline"].get(name)
+        m = d.get(who, {}).get("headline", {}).get(name)
         return f"{m['value']} {m['unit']}".strip() if m else "-"
     cells = [f"{pick(w, 'Duration')} / SM {pick(w, 'Compute (SM) Throughput')} / "
              f"mem {pick(w, 'Memory Throughput')}" for w in ("ours", "cublas")]
-    return [((rec.gpu, d["kernel"], str(d.get("config") or ""), d["size"]),
-             f"| {rec.gpu} | {rec.date} | {d['kernel']} {d.get('config') or ''} {d['size']}^3 | "
+    clock = d.get("clock_control", "base")
+    return [((rec.gpu, d["kernel"], str(d.get("config") or ""), d["size"], clock),
+             f"| {rec.gpu} | {rec.date} | {d['kernel']} {d.get('config') or ''} {d['size']}^3 "
+             f"(SM clock: {'free' if clock == 'none' else 'held at base'}) | "
              f"{cells[0]} | {cells[1]} | `{rec.command}` |")]
 
 
@@ -121,12 +123,42 @@ def _tma(rec: results.Record) -> list[str]:
     return lines
 
 
+# of the L2 Request Coalescer's many counters, the ones the table shows (the JSON has all)
+LRC_SHOWN = ("lrc__xbar2lrc_requests_op_read.sum", "lrc__request_sectors_op_read_coalescable.sum",
+             "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum",
+             "lrc__request_sectors_op_read_coalescing_type_programmatic.sum")
+
+
 def _tma_traffic(rec: results.Record) -> list[str]:
     return [((rec.gpu, r["cluster"], r["metric"]),
              f"| {rec.gpu} | {rec.date} | {r['cluster']} | {r['metric']} | {r['separate']:,.0f} | "
              f"{r['multicast']:,.0f} | "
              + (f"{r['ratio']:.3f}" if r["ratio"] is not None else "-") + f" | `{rec.command}` |")
-            for r in rec.data["ratios"]]
+            for r in rec.data["ratios"]
+            if not r["metric"].startswith("lrc__") or r["metric"] in LRC_SHOWN]
+
+
+def _clocks(rec: results.Record) -> list[tuple]:
+    d = rec.data
+    rows = []
+    for name, r in d["summary"].items():
+        pct = "-"
+        if "pct_of_cublas" in r:
+            t, c = r["pct_of_cublas"], r["pct_of_cublas_in_cycles"]
+            pct = f"{t[0]:.1f}% ({t[1]:.1f}-{t[2]:.1f}) | {c[0]:.1f}% ({c[1]:.1f}-{c[2]:.1f})"
+        else:
+            pct = "- | -"
+        rows.append(((rec.gpu, d["kernel"], d["problem"], name),
+                     f"| {rec.gpu} | {rec.date} | {d['kernel']} {name} | {d['problem']} | "
+                     f"{r['ms']:.3f} | {r['mhz']:.0f} | {r['mcycles']:.3f} | {r['watts']:.0f} | "
+                     f"{100 * r['power_capped']:.0f}% | {pct} | `{rec.command}` |"))
+    return rows
+
+
+def _live_outputs(rec: results.Record) -> list[tuple]:
+    d = rec.data
+    return [((rec.gpu, d["label"]), f"| {rec.gpu} | {rec.date} | {d['label']} | "
+             f"{d.get('notebook', '-')} | {len(d['text']):,} | `{rec.command}` |")]
 
 
 def _kernel_exercises(rec: results.Record) -> list[str]:
@@ -171,6 +203,10 @@ FORMATS = {
                     "command |", _tma_traffic),
     "notebook_runs": ("| GPU | date | notebook | result | seconds | cells by mode | command |",
                       _notebook_runs),
+    "clocks": ("| GPU | date | contender | problem | ms | SM MHz | Mcycles per launch | W | "
+               "power-capped | % of cuBLAS in time | in cycles | command |", _clocks),
+    "live_outputs": ("| GPU | date | cell | notebook | characters printed | command |",
+                     _live_outputs),
     "kernel_exercises": ("| GPU | date | exercise | variant | expected | verdict | as expected | "
                          "command |", _kernel_exercises),
 }

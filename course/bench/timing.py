@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -100,12 +101,17 @@ class Timing:
 
 
 def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: int = 10,
-                warmup: int = 5) -> dict[str, Timing]:
+                warmup: int = 5,
+                round_done: Callable[[str, float, float, list[float]], None] | None = None
+                ) -> dict[str, Timing]:
     """Time every contender in `rounds` rounds of `reps` calls, alternating the order.
 
     Each contender is warmed up first. Round r runs the contenders forwards when r
     is even and backwards when odd, so no contender always runs on a hotter or
-    cooler GPU than another.
+    cooler GPU than another. `round_done(name, start, end, ms)` gets the host's
+    perf_counter times around each contender's round and the round's samples: the GPU
+    is idle at `start` and has finished the round at `end` (time_calls synchronises),
+    so whatever was sampled in between belongs to that contender.
     """
     names = list(contenders)
     for name in names:
@@ -113,7 +119,11 @@ def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: i
     timings = {name: Timing(name) for name in names}
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
-            timings[name].samples_ms += time_calls(contenders[name], reps)
+            start = time.perf_counter()
+            ms = time_calls(contenders[name], reps)
+            timings[name].samples_ms += ms
+            if round_done is not None:
+                round_done(name, start, time.perf_counter(), ms)
     return timings
 
 

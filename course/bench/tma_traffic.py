@@ -39,6 +39,7 @@ from course.bench.profile import ncu_binary
 METRICS = {
     "lts__t_sectors_op_read.sum": "L2 sectors read (all requesters)",
     "lts__t_sectors_srcunit_tex_op_read.sum": "L2 sectors read for SM (L1TEX/TMA) requests",
+    "lts__t_requests_srcunit_tex_op_read.sum": "L2 read requests from the SMs",
     "l1tex__m_xbar2l1tex_read_bytes.sum": "bytes delivered from the crossbar into the SMs",
     "dram__bytes_read.sum": "DRAM bytes read",
     "gpu__time_duration.sum": "duration",
@@ -74,6 +75,19 @@ def parse_csv(text: str) -> dict[str, dict[str, float | str]]:
     return out
 
 
+def unit_metrics(unit: str = "lrc") -> list[str]:
+    """Every counter this GPU's ncu knows for a hardware unit, as `<name>.sum`. `lrc` is the
+    L2 Request Coalescer, which sits in front of the L2 and, by Nsight Compute's own
+    description, merges read requests and serves multicast before anything reaches an
+    L2 slice; its counters are listed at run time because they differ between ncu
+    versions."""
+    out = subprocess.run([ncu_binary(), "--query-metrics"], capture_output=True, text=True,
+                         timeout=120)
+    names = [line.split()[0] for line in out.stdout.splitlines()
+             if line.startswith(unit + "__")]
+    return [f"{n}.sum" for n in dict.fromkeys(names)]
+
+
 def _ncu(metrics: list[str], cluster: int, multicast: bool, tiles: int, rounds: int) -> str:
     cmd = [ncu_binary(), "--csv", "--print-units", "base", "-k", KERNEL_REGEX, "--launch-skip",
            "1", "--launch-count", "1", "--metrics", ",".join(metrics), sys.executable, "-m",
@@ -85,14 +99,17 @@ def _ncu(metrics: list[str], cluster: int, multicast: bool, tiles: int, rounds: 
     return out.stdout
 
 
-def profile(cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10) -> dict:
-    """The metrics of one launch of one variant; unknown metrics are listed, not fatal."""
+def profile(cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10,
+            extra: tuple[str, ...] = ()) -> dict:
+    """The metrics of one launch of one variant (METRICS and `extra`); unknown metrics are
+    listed, not fatal."""
+    wanted = list(METRICS) + [m for m in extra if m not in METRICS]
     try:
-        got = parse_csv(_ncu(list(METRICS), cluster, multicast, tiles, rounds))
-        missing = [m for m in METRICS if m not in got]
+        got = parse_csv(_ncu(wanted, cluster, multicast, tiles, rounds))
+        missing = [m for m in wanted if m not in got]
     except RuntimeError:
         got, missing = {}, []
-        for m in METRICS:  # find out which one this ncu rejects
+        for m in wanted:  # find out which one this ncu rejects
             try:
                 got.update(parse_csv(_ncu([m], cluster, multicast, tiles, rounds)))
             except (RuntimeError, ValueError):
@@ -111,7 +128,7 @@ def ratios(rows: list[dict]) -> list[dict]:
         on = next((r for r in rows if r["cluster"] == n and r["multicast"]), None)
         if off is None or on is None:
             continue
-        for metric in METRICS:
+        for metric in dict.fromkeys(m for row in (off, on) for m in row["metrics"]):
             a, b = off["metrics"].get(metric), on["metrics"].get(metric)
             if a is None or b is None:
                 continue
@@ -162,9 +179,13 @@ def main(argv=None) -> int:
     p.add_argument("--cluster", type=int, nargs="+", default=[2, 4])
     p.add_argument("--tiles", type=int, default=8)
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--unit", nargs="*", default=["lrc"],
+                   help="also read every counter of these hardware units (default: lrc)")
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
-    rows = [profile(n, mc, args.tiles, args.rounds) for n in args.cluster for mc in (False, True)]
+    extra = tuple(m for unit in args.unit for m in unit_metrics(unit))
+    rows = [profile(n, mc, args.tiles, args.rounds, extra) for n in args.cluster
+            for mc in (False, True)]
     data = {"metrics": METRICS, "rows": rows, "ratios": ratios(rows)}
     print(report(data))
     if args.record:

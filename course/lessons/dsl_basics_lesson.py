@@ -235,7 +235,7 @@ def compile_once(calls: int = 20):
               f"{art.compile_seconds * 1e3:6.2f} ms")
         return {"trace ms per call": trace_ms}
 
-    return live_or("gpu", live, compile_only(compiled_only))
+    return live_or("gpu", live, compile_only(compiled_only), label="01.compile_once")
 
 
 # ---------------------------------------------------------------- PTX, SASS, local memory

@@ -29,10 +29,11 @@ def overrides(module: ModuleType, config: dict) -> dict:
 
 
 def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
-               arch: str = "sm_90a") -> Outcome:
+               arch: str = "sm_90a", label: str | None = None) -> Outcome:
     """Print the configuration's shared memory and threads; then, on a GPU the kernel
     runs on, time it against cuBLAS at size^3; elsewhere compile it for `arch`, print its
-    registers and stack, and the H100's recorded rows for it if there are any."""
+    registers and stack, and the H100's recorded rows for it if there are any. `label`
+    names the cell for live_or (its live output is recorded and shown elsewhere)."""
     cfg = module.Config(**config)
     print(f"{cfg}: {cfg.smem_bytes(2):,} bytes of shared memory, {cfg.threads} threads")
 
@@ -44,7 +45,7 @@ def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
         return res
 
     return live_or(LADDER[kernel][1], lambda: bench_live(kernel, sizes=(size,), **config),
-                   compile_only(offline, arch=arch))
+                   compile_only(offline, arch=arch), label=label)
 
 
 def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list[dict]:

@@ -15,6 +15,7 @@ import torch
 from course.runtime import results
 from course.runtime.live import Fallback, Outcome, live_or, recorded
 from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare, problem_for
+from course.bench.clocks import describe_clock
 from course.bench.report import pct_with_control
 
 RAGGED = [(128, 256, 64), (1000, 1016, 520), (129, 264, 72), (3000, 2056, 1000), (1, 8, 8),
@@ -45,10 +46,8 @@ def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5
     for size in sizes:
         problem = problem_for(kernel, size, size, size, dtype)
         gemm = prepare(kernel, problem, **config)
-        res = benchmark_gemm(gemm, problem, kernel, rounds=rounds, reps=reps)
-        print(f"{problem}: {res.kernel_tflops:6.1f} TFLOP/s vs cuBLAS {res.cublas_tflops:6.1f} "
-              f"-> {pct_with_control(res.as_dict())}")
-        rows.append(res.as_dict())
+        rows.append(benchmark_gemm(gemm, problem, kernel, rounds=rounds, reps=reps).as_dict())
+        print_rows(rows[-1:])
     return rows
 
 
@@ -80,10 +79,13 @@ def recorded_gemm(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str =
 
 
 def print_rows(rows: list[dict]) -> None:
-    """One line per recorded (or measured) row: TFLOP/s against cuBLAS."""
+    """One line per recorded (or measured) row: TFLOP/s against cuBLAS, and the SM clock the
+    run went at where it was sampled (a ratio can depend on it: notebook 11)."""
     for r in rows:
+        clock = describe_clock(r.get("sm_clock") or {})
         print(f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
-              f"{r['cublas_tflops']:6.1f} -> {pct_with_control(r)}")
+              f"{r['cublas_tflops']:6.1f} -> {pct_with_control(r)}"
+              + (f"\n    {clock}" if clock else ""))
 
 
 def bench_or_recorded(kernel: str, needs: str, sizes=(2048, 4096, 8192),

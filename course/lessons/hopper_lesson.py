@@ -25,7 +25,8 @@ def print_presets(presets: dict) -> None:
     """name, CTA tile, cluster, ring stages (bf16) and the features each preset switches on."""
     for name, cfg in presets.items():
         flags = [f for f in ("persistent", "tma_store", "pingpong") if getattr(cfg, f)]
-        print(f"{name:12s} tile {cfg.tile_m}x{cfg.tile_n}  cluster {cfg.cluster_m}x1  "
+        cluster = f"{cfg.cluster_m}x{cfg.cluster_n}"
+        print(f"{name:12s} tile {cfg.tile_m}x{cfg.tile_n}  cluster {cluster}  "
               f"stages {cfg.ring_stages(2)}  {' '.join(flags)}")
 
 
@@ -118,26 +119,11 @@ def goal_verdict(kernel: str = "hopper", preset: str = "tma_store",
     return met
 
 
-PROFILE_METRICS = ("Duration", "L2 Hit Rate", "Compute (SM) Throughput", "DRAM Throughput")
+def print_profiles(presets, size: int = 4096) -> list[dict]:
+    """The recorded Nsight Compute launches of `presets` and cuBLAS at size^3, with the clock
+    held at base and running free (course.lessons.gemm_profiles)."""
+    from course.lessons import gemm_profiles
 
-
-def print_profiles(presets=("specialized", "persistent"), size: int = 4096) -> dict:
-    """The recorded Nsight Compute headline of each preset's launch at size^3 (one launch
-    each, under the profiler), ours and cuBLAS's side by side; {preset: headline}."""
-    from course.runtime import results
-
-    shown = {}
-    for preset in presets:
-        rec = results.latest("profile", match=lambda r: r.data.get("config") == {
-            "preset": preset} and r.data.get("size") == size)
-        if rec is None:
-            print(f"{preset}: no profile recorded (`python -m course.bench.profile --kernel "
-                  f"hopper --size {size} --config preset={preset} --record` on an H100)")
-            continue
-        ours, theirs = rec.data["ours"]["headline"], rec.data["cublas"]["headline"]
-        cells = [f"{m} {ours[m]['value']} {ours[m]['unit']} (cuBLAS {theirs[m]['value']})"
-                 for m in PROFILE_METRICS if m in ours and m in theirs]
-        print(f"{preset:12s} " + " | ".join(cells))
-        print(f"             ({rec.citation()})")
-        shown[preset] = ours
-    return shown
+    rows = gemm_profiles.profile_rows(presets, size)
+    gemm_profiles.print_rows(rows)
+    return rows

@@ -5,7 +5,9 @@ read from L2 once per cluster: an n-fold saving the counters have to confirm or 
   measure_multicast  the live cell: check every variant and time it, or its fallback
   multicast_ptx      the multicast load and its CTA mask in PTX (compile-only fallback)
   traffic_report     the recorded Nsight Compute counters, or how to record them
-  model_vs_counters  per cluster size: the L2 sectors multicast read, against the model's 1/n
+  counter_table      what the SMs asked for, what the coalescer merged, what L2 read
+  model_vs_counters  per cluster size: requests and L2 sectors against the model's 1/n
+  gemm_with_and_without  notebook 11's GEMM with and without multicast, under ncu
 """
 from __future__ import annotations
 
@@ -50,38 +52,85 @@ def measure_multicast() -> Outcome:
 
 
 def traffic_report() -> results.Record | None:
-    """Print the newest recorded Nsight Compute L2 -> SM counters (multicast against separate
-    loads), or the command that records them."""
+    """Print the newest recorded Nsight Compute counters of the multicast benchmark (what the
+    SMs asked for, what the L2 Request Coalescer merged, what L2 read), or the command
+    that records them."""
     rec = results.latest("tma_traffic")
     if rec is None:
         print(f"No Nsight Compute measurement recorded yet: run `{TRAFFIC_COMMAND}` on an H100 "
               "and commit results/tma_traffic.json.")
         return None
-    from course.bench.tma_traffic import report
-
     print(f"recorded: {rec.citation()}")
-    print(report(rec.data))
+    print("\n".join(counter_table(rec.data)))
     print("\n".join(model_vs_counters(rec.data)))
     return rec
 
 
-L2_SECTORS = "lts__t_sectors_op_read.sum"
+# What each variant asked L2 for, and where the requests went (Hopper's L2 Request Coalescer,
+# `lrc`, sits between the crossbar and the L2 slices). Older records lack the lrc counters.
+COUNTERS = {
+    "lrc__xbar2lrc_requests_op_read.sum": "read requests the SMs sent towards L2",
+    "lrc__request_sectors_op_read_coalescable.sum": "sectors those requests asked for",
+    "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum":
+        "  of which merged by the coalescer (hardware)",
+    "lrc__request_sectors_op_read_coalescing_type_programmatic.sum":
+        "  of which multicast requests (programmatic)",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "sectors L2 actually read",
+    "l1tex__m_xbar2l1tex_read_bytes.sum": "bytes delivered into the SMs",
+    "gpu__time_duration.sum": "duration (ns, one launch)",
+}
+L2_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+REQUESTS = "lrc__xbar2lrc_requests_op_read.sum"
+MERGED = "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum"
+ASKED = "lrc__request_sectors_op_read_coalescable.sum"
+
+
+def _ratio(data: dict, cluster: int, metric: str) -> dict | None:
+    return next((r for r in data["ratios"] if r["cluster"] == cluster and r["metric"] == metric),
+                None)
+
+
+def counter_table(data: dict) -> list[str]:
+    """Per cluster size, separate loads against multicast, for the counters in COUNTERS."""
+    lines = []
+    for n in sorted({r["cluster"] for r in data["ratios"]}):
+        lines.append(f"cluster of {n}:{'separate loads':>44s} {'multicast':>14s}  ratio")
+        for metric, what in COUNTERS.items():
+            r = _ratio(data, n, metric)
+            if r is not None:
+                ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
+                lines.append(f"  {what:46s} {r['separate']:>12,.0f} {r['multicast']:>14,.0f}"
+                             f"  {ratio}")
+    return lines
 
 
 def model_vs_counters(data: dict) -> list[str]:
-    """One line per cluster size: the L2 sectors read with multicast over those with separate
-    loads, against the model's prediction 1/n, and which of the two the counters side with."""
+    """One line per cluster size: the read requests (what the model counts) and the L2 sectors
+    read with multicast against separate loads, and the share of the separate loads'
+    sectors the coalescer merged in hardware, which the model leaves out."""
     lines = []
-    for r in data["ratios"]:
-        if r["metric"] != L2_SECTORS or r["ratio"] is None:
+    for n in sorted({r["cluster"] for r in data["ratios"]}):
+        sectors, requests = _ratio(data, n, L2_SECTORS), _ratio(data, n, REQUESTS)
+        merged, asked = _ratio(data, n, MERGED), _ratio(data, n, ASKED)
+        if sectors is None or sectors["ratio"] is None:
             continue
-        model = 1 / r["cluster"]
-        if r["ratio"] <= 1.1 * model:
-            verdict = "as the model predicts"
-        elif r["ratio"] < 1:
-            verdict = "fewer, but far from the model's n-fold saving"
-        else:
-            verdict = "more, not fewer: the model's saving is not seen"
-        lines.append(f"cluster {r['cluster']}: multicast read {r['ratio']:.2f}x the L2 sectors of "
-                     f"separate loads (model: {model:.2f}x) -> {verdict}")
+        line = f"cluster {n}: model 1/{n} = {1 / n:.2f}x;"
+        if requests is not None:
+            line += f" requests {requests['ratio']:.2f}x;"
+        line += f" L2 sectors read {sectors['ratio']:.2f}x"
+        if merged is not None and asked is not None and asked["separate"]:
+            line += (f"; separate loads had {merged['separate'] / asked['separate']:.0%} of their "
+                     f"sectors merged by the coalescer, multicast "
+                     f"{merged['multicast'] / max(asked['multicast'], 1):.0%}")
+        lines.append(line)
     return lines
+
+
+def gemm_with_and_without(presets=("persistent", "cluster"), size: int = 4096) -> list[dict]:
+    """Notebook 11's GEMM under Nsight Compute without multicast ("persistent") and with B
+    multicast in clusters of 2 ("cluster"), at the clock held at base and running free."""
+    from course.lessons import gemm_profiles
+
+    rows = gemm_profiles.profile_rows(presets, size)
+    gemm_profiles.print_rows(rows)
+    return rows

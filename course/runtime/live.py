@@ -16,6 +16,9 @@ Elsewhere the fallback runs and says exactly what it is:
                       a prediction, a compile), its banner saying first that nothing has
                       been recorded yet and which command records it
 
+Given a `label` ("07.sm80_sweep"), a cell that ran live under `python -m course run --record`
+keeps what it printed, and a fallback elsewhere shows that text after its own output.
+
 Every choice between a live run, a recorded result and a stand-in is made here, so a
 notebook cell never decides for itself what to show.
 
@@ -29,7 +32,7 @@ import html
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from course.runtime import results
+from course.runtime import live_outputs, results
 from course.runtime.hardware import Machine, machine, tiers_for
 from kernels.host import COMPILE_TARGET
 
@@ -198,15 +201,50 @@ def compiled_here(needs: str, compile_for: Callable[[str], Any]) -> Outcome:
     return live_or(needs, lambda: compile_for(machine().arch), compile_only(compile_for))
 
 
+# The first words of the banner above a recorded live output (the run report counts
+# banners, and this one says what a GPU printed, not what this cell did here).
+REPLAY_INTRO = "What this cell printed when it ran live"
+
+
+def show_recorded_output(label: str, announce: Callable[[Banner], None] = show) -> None:
+    """After a fallback: what the live cell `label` printed when it last ran on a GPU,
+    under a RECORDED banner naming the GPU, date and command; nothing if never recorded."""
+    rec = live_outputs.latest(label)
+    if rec is None:
+        return
+    p = rec.provenance
+    announce(Banner(Mode.RECORDED, f"{REPLAY_INTRO} on {p['gpu']} (driver "
+                                   f"{p.get('driver') or '?'}, CUDA {p.get('cuda_runtime') or '?'})"
+                                   f" on {rec.date}, by `{rec.command}`:"))
+    print(rec.data["text"], end="" if rec.data["text"].endswith("\n") else "\n")
+
+
+def _run_live(live: Callable[[], Any], label: str | None) -> Any:
+    """`live()`; with a `label` while recording is on, also record what it printed."""
+    if not (label and live_outputs.recording()):
+        return live()
+    with live_outputs.teed_stdout() as printed:
+        value = live()
+    if printed.getvalue():
+        live_outputs.record(label, printed.getvalue())
+    return value
+
+
 def live_or(needs: str, live: Callable[[], Any], fallback: Fallback,
-            quiet: bool = False) -> Outcome:
-    """Run `live()` if this machine satisfies `needs`, else the labelled fallback."""
+            quiet: bool = False, label: str | None = None) -> Outcome:
+    """Run `live()` if this machine satisfies `needs`, else the labelled fallback.
+
+    `label` ("NN.short_name") names the cell's experiment: a live run under
+    `python -m course run --record` keeps what it printed, and a fallback shows that
+    recorded text after its own output (see course.runtime.live_outputs)."""
     m = machine()
     announce = (lambda banner: None) if quiet else show
     if m.can(needs):
         banner = Banner(Mode.LIVE, f"running now on {m.describe()}.")
         announce(banner)
-        return Outcome(Mode.LIVE, live(), banner, where=m.describe())
+        return Outcome(Mode.LIVE, _run_live(live, label), banner, where=m.describe())
     out = fallback.run(m, needs, _why_not(m, needs), announce)
     out.where = m.describe()
+    if label and not quiet:
+        show_recorded_output(label, announce)
     return out

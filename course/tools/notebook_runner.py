@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course import ROOT
 from course.catalogue import LESSONS
-from course.runtime.live import _STYLE, Mode
+from course.runtime import live_outputs
+from course.runtime.live import _STYLE, REPLAY_INTRO, Mode
 
 REPORT = ROOT / "build" / "run-report.md"
 REPORT_JSON = REPORT.with_suffix(".json")  # read by `python -m course teachers`
@@ -38,6 +40,9 @@ def _count_modes(nb) -> dict[str, int]:
             text = "".join(text) if isinstance(text, list) else text
             for mode in Mode:
                 counts[mode.value] += text.count(f"[{_STYLE[mode][1]}]")
+            # a GPU's recorded output shown after a fallback is not what the cell did here
+            replayed = f"[{_STYLE[Mode.RECORDED][1]}] {REPLAY_INTRO}"
+            counts[Mode.RECORDED.value] -= text.count(replayed)
     return counts
 
 
@@ -90,6 +95,15 @@ def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[Not
         "notebooks": [asdict(r) for r in runs]}, indent=1) + "\n")
     print(f"\nreport: {REPORT} (and {REPORT_JSON.name})")
     return runs
+
+
+def record_live_outputs() -> None:
+    """Have the notebooks' kernels (started from this process) record what their labelled
+    live cells print, citing this command (see course.runtime.live_outputs)."""
+    from course.runtime.results import current_command
+
+    os.environ[live_outputs.RECORD_ENV] = "1"
+    os.environ[live_outputs.COMMAND_ENV] = current_command()
 
 
 def record_runs(runs: list[NotebookRun]) -> None:

@@ -1,0 +1,65 @@
+"""Recorded Nsight Compute launches of notebook 11's GEMM presets (and cuBLAS), with the SM
+clock held at its base value (ncu's default) and running free.
+
+A kernel's time is cycles / clock. Held at base, the profiler compares kernels cycle for
+cycle; running free, the SMs ask for data about a fifth faster while L2 does not keep pace,
+so a kernel that reads a lot from L2 can stop scaling with the clock. Notebooks 08 and 11
+read the rows from results/profile.json (`python -m course.bench.profile ... --record`).
+
+  profile_rows   the newest recorded row per (preset, clock), cuBLAS included when recorded
+  print_rows     one line per row: clock, time, cycles, L2 busy, SM busy, L2 sectors read
+"""
+from __future__ import annotations
+
+from course.runtime import results
+
+L2_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+COLUMNS = (("SM Frequency", "SM clock"), ("Duration", "time"), ("Elapsed Cycles", "cycles"),
+           ("L2 Cache Throughput", "L2 busy"), ("Compute (SM) Throughput", "SM busy"),
+           (L2_SECTORS, "L2 sectors read"))
+
+
+def _value(headline: dict, metric: str) -> str:
+    m = headline.get(metric)
+    return m["value"] if m else "-"
+
+
+def profile_rows(presets, size: int = 4096, kernel: str = "hopper") -> list[dict]:
+    """For each preset and clock mode, the newest recorded launch of `kernel` at size^3 as
+    {"who", "clock" ("base"/"free"), metric: value..., "record"}; cuBLAS's launch (recorded
+    beside a preset) once per clock mode."""
+    newest: dict[tuple, dict] = {}
+    for rec in results.load("profile"):
+        d = rec.data
+        preset = (d.get("config") or {}).get("preset")
+        if d.get("kernel") != kernel or preset not in presets or d.get("size") != size:
+            continue
+        clock = "free" if d.get("clock_control") == "none" else "base"
+        for who, name in (("ours", preset), ("cublas", "cuBLAS")):
+            if who in d:
+                row = {"who": name, "clock": clock, "record": rec}
+                row.update({metric: _value(d[who]["headline"], metric) for metric, _ in COLUMNS})
+                newest[(name, clock)] = row
+    order = {name: i for i, name in enumerate((*presets, "cuBLAS"))}
+    return sorted(newest.values(), key=lambda r: (r["clock"], order[r["who"]]))
+
+
+def _mhz(hz: str) -> str:
+    try:
+        return f"{float(hz.replace(',', '')) / 1e6:.0f} MHz"
+    except ValueError:
+        return hz
+
+
+def print_rows(rows: list[dict]) -> None:
+    """A table of the rows, then the records they came from."""
+    print(f"{'':13s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
+          f"{'L2 busy':>8s} {'SM busy':>8s} {'L2 sectors read':>16s}")
+    for r in rows:
+        print(f"{r['who']:13s} {r['clock']:6s} {_mhz(r['SM Frequency']):>9s} "
+              f"{r['Duration']:>10s} {r['Elapsed Cycles']:>9s} {r['L2 Cache Throughput']:>7s}% "
+              f"{r['Compute (SM) Throughput']:>7s}% {r[L2_SECTORS]:>16s}")
+    commands = dict.fromkeys(r["record"].citation() for r in rows)
+    if commands:
+        print("recorded: " + next(iter(commands)) +
+              (f" (and {len(commands) - 1} more launches like it)" if len(commands) > 1 else ""))
