@@ -13,6 +13,10 @@ belongs to the contender whose round was running. Per contender it reports the m
 time per launch, the median SM clock in its rounds, their product (the clock cycles one
 launch took, which the clock cannot change), the power, and how often a power or thermal
 limit was holding the clock down.
+
+NVML's clock reading moves in steps tens of milliseconds apart (on the H100 it stayed the
+same across several 12 ms rounds), so a round must be long enough to own its samples: hence
+rounds of 100 launches by default, and a cycle ratio that is coarser than the time ratio.
 """
 from __future__ import annotations
 

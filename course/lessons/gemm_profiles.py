@@ -2,7 +2,7 @@
 clock held at its base value (ncu's default) and running free.
 
 A kernel's time is cycles / clock. Held at base, the profiler compares kernels cycle for
-cycle; running free, the SMs ask for data about a fifth faster while L2 does not keep pace,
+cycle; running free, the SMs ask for data a sixth to a fifth faster while L2 does not keep pace,
 so a kernel that reads a lot from L2 can stop scaling with the clock. Notebooks 08 and 11
 read the rows from results/profile.json (`python -m course.bench.profile ... --record`).
 
