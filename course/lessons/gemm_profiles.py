@@ -24,10 +24,12 @@ def _value(headline: dict, metric: str) -> str:
     return m["value"] if m else "-"
 
 
-def profile_rows(presets, size: int = 4096, kernel: str = "hopper") -> list[dict]:
+def profile_rows(presets, size: int = 4096, kernel: str = "hopper",
+                 cublas_beside: str | None = "tma_store") -> list[dict]:
     """For each preset and clock mode, the newest recorded launch of `kernel` at size^3 as
-    {"who", "clock" ("base"/"free"), metric: value..., "record"}; cuBLAS's launch (recorded
-    beside a preset) once per clock mode."""
+    {"who", "clock" ("base"/"free"), metric: value..., "record"}; and cuBLAS's launch once
+    per clock mode, from the records of preset `cublas_beside` (None: no cuBLAS rows), so
+    that it comes from the same runs as the rungs it is read against."""
     newest: dict[tuple, dict] = {}
     for rec in results.load("profile"):
         d = rec.data
@@ -36,7 +38,7 @@ def profile_rows(presets, size: int = 4096, kernel: str = "hopper") -> list[dict
             continue
         clock = "free" if d.get("clock_control") == "none" else "base"
         for who, name in (("ours", preset), ("cublas", "cuBLAS")):
-            if who in d:
+            if who in d and (who == "ours" or preset == cublas_beside):
                 row = {"who": name, "clock": clock, "record": rec}
                 row.update({metric: _value(d[who]["headline"], metric) for metric, _ in COLUMNS})
                 newest[(name, clock)] = row
