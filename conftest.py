@@ -8,10 +8,14 @@
 * tests/browser/ (marked `browser`) drives JupyterLab in Chromium. Without a
   Chromium those tests FAIL with the reason; COURSE_BROWSER=0 leaves them out on
   purpose, and the session header and summary say so (deselected, not skipped).
+* A test run is not a learner: exercise checks record no progress
+  (COURSE_PROGRESS=off, course.exercises.progress) unless a test asks for it.
 """
 import os
 
 import pytest
+
+os.environ.setdefault("COURSE_PROGRESS", "off")  # notebook kernels started by nbval inherit it
 
 
 def pytest_sessionstart(session):

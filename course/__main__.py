@@ -1,10 +1,12 @@
-"""python -m course doctor | run | slides | teachers
+"""python -m course doctor | run | slides | teachers | progress
 
     doctor   this machine, its tier, and what every notebook will do here
     run      execute the notebooks headless and report what each one did
              (build/run-report.md and .json: seconds and banners per notebook)
     slides   write each notebook as offline slides: build/slides/NN_topic.slides.html
     teachers the README's table for teachers (lecture, without a GPU, run time)
+    progress a class's progress from the learners' progress files (table, wrong answers,
+             picture): python -m course progress /home [--out DIR]
 """
 from __future__ import annotations
 
@@ -53,6 +55,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="output folder (default build/slides)")
     p = sub.add_parser("teachers", help="the README table for teachers, from the last run report")
     p.add_argument("--write", action="store_true", help="update README.md")
+    p = sub.add_parser("progress", help="a class's progress: who solved what, common wrong "
+                                        "answers, a picture (build/classroom/)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a progress.jsonl, or a folder searched for them (e.g. /home)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="where progress.md and progress.png go (default build/classroom)")
     args = parser.parse_args(argv)
     if args.cmd == "doctor":
         return doctor()
@@ -69,6 +77,10 @@ def main(argv=None) -> int:
         from course.tools import teachers_table
 
         return teachers_table.main(write=args.write)
+    if args.cmd == "progress":
+        from course.tools import class_progress_report as report
+
+        return report.progress(args.paths, args.out or report.DEFAULT_OUT)
     from course.tools.notebook_runner import record_live_outputs, record_runs, run_all
 
     if args.record:

@@ -15,6 +15,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from course.exercises.progress import record as record_progress
+
 Checker = Callable[[Any], "tuple[bool, str] | bool | None"]
 
 
@@ -101,6 +103,7 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
             where = traceback.extract_tb(exc.__traceback__)[-1]
             verdict = Verdict(id, False, f"your answer raised {type(exc).__name__}: {exc} "
                                          f"(at {where.name}, line {where.lineno})")
+    record_progress(verdict)  # for the teacher's class table (python -m course progress)
     if not quiet:
         print(verdict)
         verdict = Verdict(verdict.id, verdict.ok, verdict.message, printed=True)

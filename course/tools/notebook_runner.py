@@ -73,6 +73,7 @@ def execute(path: Path, inplace: bool = False, timeout: int = 1800) -> NotebookR
 def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[NotebookRun]:
     from course.runtime.hardware import machine
 
+    os.environ.setdefault("COURSE_PROGRESS", "off")  # a headless run is not a learner's
     runs = []
     for lesson in LESSONS:
         if not lesson.written or (numbers and lesson.number not in numbers):
