@@ -2,6 +2,7 @@
 # The course's one entry point. From the repository root:
 #
 #   ./course.sh lab          set up (once) and open the course in JupyterLab
+#   ./course.sh hub          set up (once) and run JupyterHub for a class on this machine
 #   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ (with the
 #                            browser suite tests/browser) + nbval notebooks/
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
@@ -72,6 +73,28 @@ ensure_chromium() {
        "or set COURSE_CHROMIUM=/path/to/chromium (or COURSE_BROWSER=0 to leave them out)." >&2
 }
 
+# JupyterHub's proxy (configurable-http-proxy, Node.js) for `hub` and tests/test_hub.py:
+# the one on PATH, else installed with npm into build/hub. Never fatal here: without it the
+# hub test fails with the reason.
+PROXY_VERSION=5.3.0
+ensure_proxy() {
+  command -v configurable-http-proxy >/dev/null && return 0
+  local bin="$ROOT/build/hub/node_modules/.bin"
+  if [[ ! -x "$bin/configurable-http-proxy" ]]; then
+    if command -v npm >/dev/null; then
+      echo "course.sh: installing configurable-http-proxy $PROXY_VERSION with npm into build/hub ..." >&2
+      mkdir -p "$ROOT/build/hub"
+      npm install --silent --no-audit --no-fund --prefix "$ROOT/build/hub" \
+        "configurable-http-proxy@$PROXY_VERSION" >&2 ||
+        echo "course.sh: npm could not install configurable-http-proxy" >&2
+    else
+      echo "course.sh: no npm (Node.js) to install configurable-http-proxy, JupyterHub's proxy" >&2
+    fi
+  fi
+  [[ -x "$bin/configurable-http-proxy" ]] && export PATH="$bin:$PATH"
+  return 0
+}
+
 cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
@@ -81,6 +104,13 @@ case "$cmd" in
     # to start as root unless told it is meant
     root_ok=(); [[ "$(id -u)" -eq 0 ]] && root_ok=(--allow-root)
     exec "$PY" -m jupyter lab --notebook-dir="$ROOT/notebooks" ${root_ok[@]+"${root_ok[@]}"} "$@" ;;
+  hub)
+    # a class on this machine: JupyterHub with hub/jupyterhub_config.py (settings there)
+    setup
+    ensure_proxy
+    mkdir -p "${COURSE_HUB_STATE:-$ROOT/build/hub}"
+    cd "${COURSE_HUB_STATE:-$ROOT/build/hub}"
+    exec "$PY" -m jupyterhub -f "$ROOT/hub/jupyterhub_config.py" "$@" ;;
   doctor) setup; exec "$PY" -m course doctor ;;
   run) setup; exec "$PY" -m course run "$@" ;;
   slides) setup; exec "$PY" -m course slides "$@" ;;
@@ -88,6 +118,7 @@ case "$cmd" in
   test)
     setup
     ensure_chromium
+    ensure_proxy
     set +e
     "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
       -p no:cacheprovider "$@"
@@ -98,5 +129,5 @@ case "$cmd" in
       exit 1
     fi
     exit $rc ;;
-  *) sed -n '2,19p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
+  *) sed -n '2,20p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
 esac

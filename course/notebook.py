@@ -6,6 +6,8 @@ what its live cells will do here.
 """
 from __future__ import annotations
 
+import os
+
 from course.catalogue import LESSONS, course_map
 from course.runtime.hardware import machine, tiers_for
 from course.runtime.live import Mode, show
@@ -41,6 +43,10 @@ def header(number: int, assumes: str = "") -> Markdown:
             + f"Live cells need **{lesson.needs}** (tier {tiers_for(lesson.needs)}). "
             f"This machine: {m.describe()}.  \n"
             f"Here its live cells will **{'; '.join(_MEANING.get(h, h) for h in here.split(' + '))}**.")
+    share = os.environ.get("COURSE_GPU_SHARE")  # set by a class's hub (course.tools.gpu_share)
+    if share:
+        text += (f"  \nYour GPU in this class: {share}. Timings move while others run on "
+                 "the same GPU: compare ratios measured in one run, not numbers across runs.")
     return Markdown(text)
 
 

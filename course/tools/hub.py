@@ -1,0 +1,145 @@
+"""A class on one machine: the JupyterHub pieces `hub/jupyterhub_config.py` puts together.
+
+Each learner logs in to the hub and gets their own Jupyter server (a process of its own, so
+one learner's hung or crashed kernel never touches another's), started in their own home
+with:
+
+* their own copy of the notebooks in ~/course, made at the first login and kept after that;
+  a newer course version is offered beside any notebook they edited, never over it
+  (course.tools.learner_copy);
+* a GPU of the machine, spread fairly over several (course.tools.gpu_share), named in the
+  notebook header; the course's tier detection still says what runs live;
+* the course's Python packages from this checkout (read-only for them) and its kernels;
+* their exercise verdicts in ~/.course/progress.jsonl, for the teacher's `python -m course
+  progress /home` (course.exercises.progress);
+* a memory ceiling and a CPU quota of their own (course.tools.limits), where the machine's
+  control groups can be written.
+
+Two ways to run the learners' servers (COURSE_HUB_USERS):
+
+* "system" (the default as root): every learner is a Unix account, created at their first
+  login, and their server runs as them: learners cannot read each other's files.
+* "shared": every server runs as the hub's own user, each in its own folder under
+  COURSE_HUB_HOMES. For a test or a single person's machine, not for a class: nothing
+  keeps one learner out of another's folder.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
+from traitlets import Unicode
+
+from course import ROOT
+from course.tools import gpu_share, learner_copy, limits
+
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def unreadable_for_learners(paths) -> str:
+    """Why another account could not run this course's Python or read its checkout ('' if
+    it can): every folder on the way needs others' x bit, the files others' r (and x for
+    the interpreter). Learners' servers run as their own accounts, so a course installed
+    under root's home (/root is closed to others) fails for every learner."""
+    for path in paths:
+        path = Path(path).resolve()
+        for folder in reversed(path.parents):
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return f"{folder} is closed to other accounts (needed for {path})"
+        if not path.stat().st_mode & stat.S_IROTH:
+            return f"{path} cannot be read by other accounts"
+    return ""
+
+
+def ensure_system_user(name: str) -> pwd.struct_passwd:
+    """The Unix account of learner `name`, created when missing, with a home folder only
+    they can open (useradd's default lets every account read every home)."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True,
+                       capture_output=True, timeout=60)
+        account = pwd.getpwnam(name)
+        os.chmod(account.pw_dir, 0o700)
+        return account
+
+
+def prepare_home(home: Path) -> learner_copy.SyncReport:
+    """The learner's ~/course, copied or updated from this checkout's notebooks (run as root,
+    learner_copy gives what it writes to the owner of the home)."""
+    return learner_copy.sync_notebooks(NOTEBOOKS, home / "course",
+                                       learner_copy.course_version(ROOT))
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """What every learner's server gets, however it runs (see the module docstring)."""
+
+    gpu_state = Unicode("", config=True,
+                        help="JSON file keeping which GPU each learner was given")
+
+    def course_home(self) -> Path:
+        raise NotImplementedError
+
+    def get_env(self):
+        env = super().get_env()
+        share = gpu_share.GpuShare(Path(self.gpu_state), gpu_share.visible_gpus())
+        env.update(share.environment_for(self.user.name, active=set(share.assigned)))
+        env["PYTHONPATH"] = str(ROOT)  # `import course, kernels` from the shared checkout
+        env.setdefault("CUTE_DSL_CACHE_DIR", str(self.course_home() / ".cache" / "cute-dsl"))
+        return env
+
+    async def start(self):
+        report = prepare_home(self.course_home())
+        self.log.info("course notebooks for %s: %s", self.user.name, report)
+        return await super().start()
+
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        for _ in range(25):  # the server's kernels may take a moment to go
+            if limits.release(self.user.name):
+                break
+            await asyncio.sleep(0.2)
+
+    def make_preexec_fn(self, name):
+        """Confine the server to its memory and CPU limits (course.tools.limits) first, as
+        root, then whatever the spawner does next (switch to the learner's account)."""
+        mem = limits.parse_bytes(self.mem_limit) if self.mem_limit else None
+        return limits.preexec_with_limits(name, mem, self.cpu_limit,
+                                          then=super().make_preexec_fn(name))
+
+
+class SystemUserSpawner(CourseSpawner):
+    """Each learner's server runs as their own Unix account (created at first login)."""
+
+    async def start(self):
+        problem = unreadable_for_learners([sys.executable, ROOT / "course" / "__init__.py"])
+        if problem:
+            raise RuntimeError(f"learners' servers cannot start: {problem}. Install the "
+                               "course and its Python where every account can read them "
+                               "(e.g. under /opt), or run the hub with COURSE_HUB_USERS=shared "
+                               "for a single person.")
+        return await super().start()
+
+    def course_home(self) -> Path:
+        return Path(ensure_system_user(self.user.name).pw_dir)
+
+    def make_preexec_fn(self, name):
+        ensure_system_user(name)
+        return super().make_preexec_fn(name)  # limits, then the switch to the learner
+
+
+class SharedUserSpawner(CourseSpawner, SimpleLocalProcessSpawner):
+    """Every learner's server runs as the hub's user, in its own folder (tests, one person)."""
+
+    def course_home(self) -> Path:
+        return Path(self.home_dir)
+
+    def get_args(self):
+        # as root (a container), Jupyter refuses to start unless told it is meant
+        return super().get_args() + (["--allow-root"] if os.geteuid() == 0 else [])

@@ -1,0 +1,28 @@
+"""course.tools.hub without a hub running: the check that learners' accounts can run the
+course (a course under /root fails every learner), on folders made for the purpose."""
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from course.tools.hub import unreadable_for_learners
+
+
+def test_a_closed_folder_or_an_unreadable_file_on_the_way_is_named():
+    base = Path(tempfile.mkdtemp(dir="/tmp"))  # /tmp is open to everyone, like /opt
+    try:
+        os.chmod(base, 0o755)
+        course = base / "opt" / "course"
+        course.mkdir(parents=True)
+        (course / "x.py").write_text("")
+        os.chmod(base / "opt", 0o700)  # like /root
+        assert unreadable_for_learners([course / "x.py"]) == \
+            f"{base / 'opt'} is closed to other accounts (needed for {course / 'x.py'})"
+        os.chmod(base / "opt", 0o755)
+        os.chmod(course / "x.py", 0o600)
+        assert unreadable_for_learners([course / "x.py"]) == \
+            f"{course / 'x.py'} cannot be read by other accounts"
+        os.chmod(course / "x.py", 0o644)
+        assert unreadable_for_learners([course / "x.py"]) == ""
+    finally:
+        shutil.rmtree(base)
