@@ -79,7 +79,8 @@ def test_an_update_replaces_untouched_and_offers_beside_edited_exactly_once(cour
     report = sync_notebooks(course, home, "v2")
     offered = home / offer_name("01_layouts.ipynb", "v2")
     assert report.updated == ["00_intro.ipynb", "02_tiling.ipynb"]
-    assert report.offered == [offered.name] and offered.name == "01_layouts (course update v2).ipynb"
+    assert report.offered == [offered.name]
+    assert offered.name == "01_layouts (course update v2).ipynb"
     assert (home / "00_intro.ipynb").read_bytes() == (course / "00_intro.ipynb").read_bytes()
     assert offered.read_bytes() == (course / "01_layouts.ipynb").read_bytes()
     assert edited.read_bytes() == mine

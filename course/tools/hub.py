@@ -70,11 +70,14 @@ def ensure_system_user(name: str) -> pwd.struct_passwd:
         return account
 
 
-def prepare_home(home: Path) -> learner_copy.SyncReport:
+def prepare_home(home: Path) -> learner_copy.SyncReport | str:
     """The learner's ~/course, copied or updated from this checkout's notebooks (run as root,
-    learner_copy gives what it writes to the owner of the home)."""
-    return learner_copy.sync_notebooks(NOTEBOOKS, home / "course",
-                                       learner_copy.course_version(ROOT))
+    learner_copy gives what it writes to the owner of the home). A ~/course that is a link
+    is left alone: the hub, as root, must not write wherever a learner points it."""
+    dest = home / "course"
+    if dest.is_symlink():
+        return f"{dest} is a link: notebooks not copied"
+    return learner_copy.sync_notebooks(NOTEBOOKS, dest, learner_copy.course_version(ROOT))
 
 
 class CourseSpawner(LocalProcessSpawner):
