@@ -12,6 +12,8 @@ Settings, all from the environment:
     COURSE_HUB_IP, COURSE_HUB_PORT
                        where the hub listens (default 127.0.0.1:8000; 0.0.0.0 opens it to
                        the network: put HTTPS in front of it first)
+    COURSE_HUB_HUB_PORT, COURSE_HUB_PROXY_API_PORT
+                       the hub's and its proxy's own ports on 127.0.0.1 (default 8081, 8001)
     COURSE_HUB_ADMIN   the teacher's user name (default teacher)
     COURSE_HUB_USERS   "system" (default as root: a Unix account per learner) or "shared"
     COURSE_HUB_HOMES   with "shared": where the learners' folders go (default STATE/homes)
@@ -39,6 +41,10 @@ admin = os.environ.get("COURSE_HUB_ADMIN", "teacher")
 c.JupyterHub.ip = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 c.JupyterHub.port = int(os.environ.get("COURSE_HUB_PORT", "8000"))
 c.JupyterHub.hub_ip = "127.0.0.1"
+# the hub's and the proxy's own ports, on 127.0.0.1 only (two hubs on one machine need others)
+c.JupyterHub.hub_port = int(os.environ.get("COURSE_HUB_HUB_PORT", "8081"))
+c.ConfigurableHTTPProxy.api_url = \
+    f"http://127.0.0.1:{int(os.environ.get('COURSE_HUB_PROXY_API_PORT', '8001'))}"
 c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")

@@ -47,13 +47,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_hub(tmp_path, users="shared", lab_args=()):
+def running_hub(tmp_path, users="shared", lab_args=(), native=False):
+    """The hub on a free port; with `native`, as a class runs it (NativeAuthenticator:
+    sign-up and the teacher's approval), else with the tests' shared password and admin
+    token. Yields the base URL and the admin token's headers."""
     port, token = free_port(), uuid.uuid4().hex
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_PROGRESS")}
-    env["COURSE_HUB_TEST_LAB_ARGS"] = " ".join(lab_args)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_PROGRESS",
+                                                                     "COURSE_HUB_TEST"))}
+    if not native:
+        env.update(COURSE_HUB_TEST_PASSWORD=PASSWORD, COURSE_HUB_TEST_TOKEN=token,
+                   COURSE_HUB_TEST_LAB_ARGS=" ".join(lab_args))
     env.update(COURSE_HUB_STATE=str(tmp_path / "hub"), COURSE_HUB_PORT=str(port),
+               COURSE_HUB_HUB_PORT=str(free_port()), COURSE_HUB_PROXY_API_PORT=str(free_port()),
                COURSE_HUB_USERS=users, COURSE_HUB_HOMES=str(tmp_path / "homes"),
-               COURSE_HUB_TEST_PASSWORD=PASSWORD, COURSE_HUB_TEST_TOKEN=token,
                PATH=os.path.dirname(proxy_binary()) + os.pathsep + os.environ["PATH"])
     log = open(tmp_path / "hub.log", "w")
     hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
@@ -86,16 +92,45 @@ def wait_for(ready, seconds, what, log=None):
     pytest.fail(f"timed out waiting for {what}\n{tail}")
 
 
-def log_in(base, name) -> requests.Session:
+def try_log_in(base, name, password=PASSWORD) -> tuple[requests.Session, bool]:
     """The login page, as a browser would use it: get the form's xsrf cookie, post it."""
     session = requests.Session()
     session.get(f"{base}/hub/login", timeout=30)
     reply = session.post(f"{base}/hub/login", timeout=60, allow_redirects=False,
-                         data={"username": name, "password": PASSWORD,
+                         data={"username": name, "password": password,
                                "_xsrf": session.cookies.get("_xsrf")})
-    assert reply.status_code == 302 and "/hub/login" not in reply.headers["location"], \
-        f"{name} could not log in: {reply.status_code} {reply.text[:300]}"
+    return session, reply.status_code == 302 and "/hub/login" not in reply.headers["location"]
+
+
+def log_in(base, name, password=PASSWORD) -> requests.Session:
+    session, ok = try_log_in(base, name, password)
+    assert ok, f"{name} could not log in"
     return session
+
+
+def sign_up(base, name, password) -> None:
+    """NativeAuthenticator's sign-up page, as a learner fills it in."""
+    session = requests.Session()
+    session.get(f"{base}/hub/signup", timeout=30)
+    reply = session.post(f"{base}/hub/signup", timeout=60,
+                         data={"username": name, "signup_password": password,
+                               "signup_password_confirmation": password,
+                               "_xsrf": session.cookies.get("_xsrf")})
+    assert reply.ok, reply.text[:300]
+
+
+def test_learners_sign_up_and_the_teacher_lets_them_in(tmp_path):
+    """The authenticator a class uses: nobody but the teacher gets in until approved."""
+    with running_hub(tmp_path, native=True) as (base, _):
+        sign_up(base, "teacher", "the teacher's long password")
+        teacher = log_in(base, "teacher", "the teacher's long password")
+        sign_up(base, "dana", "dana's long password")
+        assert not try_log_in(base, "dana", "dana's long password")[1]  # not approved yet
+        assert not try_log_in(base, "erin", "never signed up")[1]
+        approved = teacher.get(f"{base}/hub/authorize/dana", timeout=30)
+        assert approved.ok, approved.status_code
+        assert try_log_in(base, "dana", "dana's long password")[1]
+        assert not try_log_in(base, "dana", "a wrong password")[1]
 
 
 def start_server(base, admin, name) -> dict:
