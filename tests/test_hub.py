@@ -199,7 +199,10 @@ def _can_create_accounts() -> str:
     return f"learners' accounts could not run this checkout: {problem}" if problem else ""
 
 
-@pytest.mark.skipif(bool(_can_create_accounts()), reason=_can_create_accounts() or "-")
+NO_ACCOUNTS = _can_create_accounts()
+
+
+@pytest.mark.skipif(bool(NO_ACCOUNTS), reason=NO_ACCOUNTS or "-")
 def test_a_class_with_an_account_per_learner(tmp_path):
     """The mode a class uses: each learner's server runs as their own Unix account, so a
     learner cannot even read another's notebooks."""

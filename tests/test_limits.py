@@ -53,7 +53,10 @@ def _can_write_cgroups() -> str:
     return ""
 
 
-@pytest.mark.skipif(bool(_can_write_cgroups()), reason=_can_write_cgroups() or "-")
+NO_CGROUPS = _can_write_cgroups()
+
+
+@pytest.mark.skipif(bool(NO_CGROUPS), reason=NO_CGROUPS or "-")
 def test_a_learner_past_the_memory_ceiling_is_stopped_and_nobody_else():
     name = f"test-{uuid.uuid4().hex[:8]}"
     grab = "x = bytearray(400 * 2**20); x[::4096] = b'1' * len(x[::4096]); print('survived')"

@@ -103,6 +103,7 @@ def test_unit_metrics_lists_one_unit_s_counters_from_ncu(monkeypatch):
                "lrc__xbar2lrc_requests_op_read   Counter  request  # of LRC requests for read\n"
                "lrc__lrc2xbar_sectors_op_read    Counter  sector   # of LRC read sectors\n"
                "lts__t_sectors                   Counter  sector   # of LTS sectors\n"
+               "lrc__average_rate                Ratio             average rate\n"
                "lrc__xbar2lrc_requests_op_read   Counter  request  (listed twice)\n")
 
     class Done:

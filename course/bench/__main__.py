@@ -33,6 +33,16 @@ def _need_gpu(what: str) -> None:
         sys.exit(f"{what} needs a CUDA GPU; {m.describe()}")
 
 
+def _need_ladder_gpu(kernel: str, what: str) -> None:
+    """A GPU, and one that can run ladder kernel `kernel`."""
+    from course.bench.gemm_bench import LADDER
+
+    _need_gpu(what)
+    needs = LADDER[kernel][1]
+    if not machine().can(needs):
+        sys.exit(f"{kernel} needs {needs}; {machine().describe()}")
+
+
 def cmd_ceilings(args) -> dict:
     from course.bench import ceilings
 
@@ -51,13 +61,10 @@ def cmd_ceilings(args) -> dict:
 
 def cmd_gemm(args) -> dict:
     from course.bench.clocks import describe_clock
-    from course.bench.gemm_bench import LADDER, benchmark_gemm, check_gemm, prepare, problem_for
+    from course.bench.gemm_bench import benchmark_gemm, check_gemm, prepare, problem_for
     from course.bench.report import pct_with_control
 
-    _need_gpu("benchmarking a GEMM")
-    needs = LADDER[args.kernel][1]
-    if not machine().can(needs):
-        sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
+    _need_ladder_gpu(args.kernel, "benchmarking a GEMM")
     rows, checks = [], []
     overrides = dict(_parse_override(o) for o in args.config)
     for size in args.sizes:
@@ -83,12 +90,8 @@ def cmd_gemm(args) -> dict:
 
 def cmd_stages(args) -> dict:
     from course.bench import stage_sweep
-    from course.bench.gemm_bench import LADDER
 
-    _need_gpu("sweeping stage counts")
-    needs = LADDER[args.kernel][1]
-    if not machine().can(needs):
-        sys.exit(f"{args.kernel} needs {needs}; {machine().describe()}")
+    _need_ladder_gpu(args.kernel, "sweeping stage counts")
     overrides = dict(_parse_override(o) for o in args.config)
     data = stage_sweep.sweep(args.kernel, args.size, tuple(args.stages), DTYPES[args.dtype],
                         rounds=args.rounds, reps=args.reps, **overrides)
@@ -101,11 +104,8 @@ def cmd_stages(args) -> dict:
 
 def cmd_clocks(args) -> dict:
     from course.bench import clocks
-    from course.bench.gemm_bench import LADDER
 
-    _need_gpu("sampling the clock under load")
-    if not machine().can(LADDER[args.kernel][1]):
-        sys.exit(f"{args.kernel} needs {LADDER[args.kernel][1]}; {machine().describe()}")
+    _need_ladder_gpu(args.kernel, "sampling the clock under load")
     configs = [dict(_parse_override(f) for f in c.split(",")) for c in args.configs]
     data = clocks.measure(args.kernel, configs, args.size, args.rounds, args.reps,
                           DTYPES[args.dtype])

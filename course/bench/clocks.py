@@ -26,6 +26,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from course.bench.timing import spread
+
 # NVML clock-event reason bits (nvmlClocksEventReason*): what holds the clock below its top
 REASONS = {0x4: "power cap", 0x8: "hardware slowdown", 0x20: "thermal (software)",
            0x40: "thermal (hardware)", 0x80: "power brake"}
@@ -49,6 +51,12 @@ class ClockSampler:
     samples: list[Sample] = field(default_factory=list)
 
     def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self) -> "ClockSampler":
         import pynvml
 
         pynvml.nvmlInit()
@@ -61,7 +69,7 @@ class ClockSampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self._nvml.nvmlShutdown()
@@ -94,14 +102,14 @@ def sampled_clock():
     """A running ClockSampler, or None where NVML's Python binding (nvidia-ml-py) or the
     GPU's NVML is not available: sampling the clock is a bonus, never a requirement."""
     try:
-        sampler = ClockSampler().__enter__()
+        sampler = ClockSampler().start()
     except Exception:  # no pynvml, no NVML library, no permission
         yield None
         return
     try:
         yield sampler
     finally:
-        sampler.__exit__(None, None, None)
+        sampler.stop()
 
 
 def describe_clock(clock: dict) -> str:
@@ -153,8 +161,8 @@ def paired_pct(rounds: list[dict], name: str, reference: str = "cublas",
     ref = [r for r in rounds if r["name"] == reference and r["mhz"] is not None]
     mine = [r for r in rounds if r["name"] == name and r["mhz"] is not None]
     by_round = {r["round"]: r for r in ref}
-    ratios = [100 * cost(by_round[r["round"]]) / cost(r) for r in mine if r["round"] in by_round]
-    return (round(statistics.median(ratios), 2), round(min(ratios), 2), round(max(ratios), 2))
+    return spread([100 * cost(by_round[r["round"]]) / cost(r) for r in mine
+                   if r["round"] in by_round])
 
 
 def _round_record(name: str, index: int, ms: list[float], got: list[Sample]) -> dict:

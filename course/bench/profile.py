@@ -61,11 +61,10 @@ def profile(kernel: str, size: int, config: dict, which: str, sections=SECTIONS,
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"ncu failed ({out.returncode}): {out.stderr[-2000:]}")
-    metrics_asked = set(metrics)
-    metrics = parse_csv(out.stdout)
-    return {"kernel_name": next(iter(metrics.values()))["kernel"][:120],
-            "headline": {k: v for k, v in metrics.items() if k in HEADLINE or k in metrics_asked},
-            "all": metrics}
+    read = parse_csv(out.stdout)
+    return {"kernel_name": next(iter(read.values()))["kernel"][:120],
+            "headline": {k: v for k, v in read.items() if k in HEADLINE or k in metrics},
+            "all": read}
 
 
 def _launch(argv: list[str]) -> None:

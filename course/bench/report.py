@@ -42,12 +42,16 @@ def pct_with_control(r: dict) -> str:
             f"{control[1]:.1f}-{control[2]:.1f}%: {standing(rounds, control)})")
 
 
+def pct_range(pct: tuple) -> str:
+    """(median, lowest, highest) -> '99.8% (99.0-100.8)', a table cell."""
+    return f"{pct[0]:.1f}% ({pct[1]:.1f}-{pct[2]:.1f})"
+
+
 def _control_cells(r: dict) -> str:
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
         return f"{r['pct_of_cublas']:.1f}% | no control | - |"
-    return (f"{rounds[0]:.1f}% ({rounds[1]:.1f}-{rounds[2]:.1f}) | {control[0]:.1f}% "
-            f"({control[1]:.1f}-{control[2]:.1f}) | {standing(rounds, control)} |")
+    return f"{pct_range(rounds)} | {pct_range(control)} | {standing(rounds, control)} |"
 
 
 def _ceilings(rec: results.Record) -> list[tuple]:
@@ -142,12 +146,8 @@ def _clocks(rec: results.Record) -> list[tuple]:
     d = rec.data
     rows = []
     for name, r in d["summary"].items():
-        pct = "-"
-        if "pct_of_cublas" in r:
-            t, c = r["pct_of_cublas"], r["pct_of_cublas_in_cycles"]
-            pct = f"{t[0]:.1f}% ({t[1]:.1f}-{t[2]:.1f}) | {c[0]:.1f}% ({c[1]:.1f}-{c[2]:.1f})"
-        else:
-            pct = "- | -"
+        pct = (f"{pct_range(r['pct_of_cublas'])} | {pct_range(r['pct_of_cublas_in_cycles'])}"
+               if "pct_of_cublas" in r else "- | -")
         rows.append(((rec.gpu, d["kernel"], d["problem"], name),
                      f"| {rec.gpu} | {rec.date} | {d['kernel']} {name} | {d['problem']} | "
                      f"{r['ms']:.3f} | {r['mhz']:.0f} | {r['mcycles']:.3f} | {r['watts']:.0f} | "

@@ -131,6 +131,10 @@ def round_ratios(reference: Timing, candidate: Timing, reps: int) -> tuple[float
     """(median, lowest, highest) over rounds of 100 x reference / candidate time: the
     speed of `candidate` in percent of `reference`, one ratio per alternating round (the
     two ran back to back, on the same clock), so drift between rounds cancels."""
-    ratios = [100 * r / c for r, c in zip(reference.round_medians(reps),
-                                          candidate.round_medians(reps))]
+    return spread([100 * r / c for r, c in zip(reference.round_medians(reps),
+                                               candidate.round_medians(reps))])
+
+
+def spread(ratios: Sequence[float]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of per-round ratios, to 0.01: how the course reports one."""
     return (round(statistics.median(ratios), 2), round(min(ratios), 2), round(max(ratios), 2))

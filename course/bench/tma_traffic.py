@@ -83,8 +83,10 @@ def unit_metrics(unit: str = "lrc") -> list[str]:
     versions."""
     out = subprocess.run([ncu_binary(), "--query-metrics"], capture_output=True, text=True,
                          timeout=120)
-    names = [line.split()[0] for line in out.stdout.splitlines()
-             if line.startswith(unit + "__")]
+    # "name  type  unit  description": only counters add up (.sum); ratios would be
+    # rejected and retried one by one
+    names = [fields[0] for fields in map(str.split, out.stdout.splitlines())
+             if len(fields) > 1 and fields[0].startswith(unit + "__") and fields[1] == "Counter"]
     return [f"{n}.sum" for n in dict.fromkeys(names)]
 
 

@@ -14,12 +14,12 @@ import functools
 import getpass
 import json
 import os
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course import ROOT
+from course.runtime.results import checkout_version
 
 if TYPE_CHECKING:
     from course.exercises.check import Verdict
@@ -78,12 +78,7 @@ def learner() -> str:
 @functools.cache
 def course_version() -> str:
     """`git describe` of the course checkout, asked once per session; '' without git."""
-    try:
-        done = subprocess.run(["git", "describe", "--always", "--tags"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=2)
-        return done.stdout.strip() if done.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
+    return checkout_version(ROOT)
 
 
 def append_line(path: Path, line: str) -> None:

@@ -8,6 +8,7 @@ read the rows from results/profile.json (`python -m course.bench.profile ... --r
 
   profile_rows   the newest recorded row per (preset, clock), cuBLAS included when recorded
   print_rows     one line per row: clock, time, cycles, L2 busy, SM busy, L2 sectors read
+  show           both, for a notebook cell
 """
 from __future__ import annotations
 
@@ -65,3 +66,10 @@ def print_rows(rows: list[dict]) -> None:
     if commands:
         print("recorded: " + next(iter(commands)) +
               (f" (and {len(commands) - 1} more launches like it)" if len(commands) > 1 else ""))
+
+
+def show(presets, size: int = 4096, cublas_beside: str | None = "tma_store") -> list[dict]:
+    """Print the recorded rows of `presets` (see profile_rows) and return them."""
+    rows = profile_rows(presets, size, cublas_beside=cublas_beside)
+    print_rows(rows)
+    return rows

@@ -124,6 +124,4 @@ def print_profiles(presets, size: int = 4096) -> list[dict]:
     held at base and running free (course.lessons.gemm_profiles)."""
     from course.lessons import gemm_profiles
 
-    rows = gemm_profiles.profile_rows(presets, size)
-    gemm_profiles.print_rows(rows)
-    return rows
+    return gemm_profiles.show(presets, size)

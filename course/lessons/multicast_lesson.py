@@ -131,6 +131,4 @@ def gemm_with_and_without(presets=("persistent", "cluster"), size: int = 4096) -
     multicast in clusters of 2 ("cluster"), at the clock held at base and running free."""
     from course.lessons import gemm_profiles
 
-    rows = gemm_profiles.profile_rows(presets, size, cublas_beside=None)
-    gemm_profiles.print_rows(rows)
-    return rows
+    return gemm_profiles.show(presets, size, cublas_beside=None)

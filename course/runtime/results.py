@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import os
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,19 @@ class Record:
         p = self.provenance
         return (f"measured on {p['gpu']} (driver {p.get('driver') or '?'}, "
                 f"CUDA {p.get('cuda_runtime') or '?'}) on {self.date} by `{p['command']}`")
+
+
+def checkout_version(root: Path) -> str:
+    """`git describe --always --tags` of the checkout at `root`, or '' without git. Another
+    account (a learner; root on a learner's files) may ask: git then wants the folder named
+    safe, or it refuses a checkout it does not own."""
+    try:
+        done = subprocess.run(["git", "-c", f"safe.directory={Path(root).resolve()}", "-C",
+                               str(root), "describe", "--always", "--tags"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def current_command() -> str:

@@ -132,10 +132,6 @@ class SystemUserSpawner(CourseSpawner):
     def course_home(self) -> Path:
         return Path(ensure_system_user(self.user.name).pw_dir)
 
-    def make_preexec_fn(self, name):
-        ensure_system_user(name)
-        return super().make_preexec_fn(name)  # limits, then the switch to the learner
-
 
 class SharedUserSpawner(CourseSpawner, SimpleLocalProcessSpawner):
     """Every learner's server runs as the hub's user, in its own folder (tests, one person)."""

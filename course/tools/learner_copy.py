@@ -31,10 +31,11 @@ import os
 import re
 import secrets
 import stat
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from course.runtime.results import checkout_version
 
 MANIFEST_NAME = ".course-manifest.json"
 MANIFEST_FORMAT = 1
@@ -81,16 +82,7 @@ def sha256_of(data: bytes) -> str:
 
 def course_version(root: Path) -> str:
     """`git describe --always --tags` of the checkout; without git, a hash of its notebooks."""
-    try:
-        # safe.directory: root runs this on a checkout another user owns
-        done = subprocess.run(["git", "-c", f"safe.directory={Path(root).resolve()}", "-C",
-                               str(root), "describe", "--always", "--tags"],
-                              capture_output=True, text=True, timeout=30)
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return "content-" + notebooks_hash(Path(root) / "notebooks")[:12]
+    return checkout_version(root) or "content-" + notebooks_hash(Path(root) / "notebooks")[:12]
 
 
 def notebooks_hash(folder: Path) -> str:
