@@ -14,61 +14,71 @@ from course import ROOT
 from course.exercises import kernel_check, solutions
 from course.exercises.check import check
 from course.exercises.learner_code import LearnerCode
+from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
 
-CASES = [(id, ref) for mod in solutions.modules() for id, ref in mod.REFERENCE.items()]
-WRONG = [(id, fn, word, where) for mod in solutions.modules()
-         for id, variants in mod.WRONG.items() for fn, (word, where) in variants.items()]
+CASES = solutions.cases()
+CORRECT = [c for c in CASES if c.correct]
+MISTAKES = [c for c in CASES if not c.correct]
 KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
                     "06_mma_atoms", "07_tiled_gemm", "08_tma", "09_pipelines", "10_wgmma",
                     "11_hopper_sol", "12_tcgen05", "13_cta_pair_clc_gemm"]
 
 
-def _name(fn):
-    return getattr(fn, "__wrapped__", fn).__name__
+def _ids(cases):
+    return [f"{c.exercise}-{c.name}" for c in cases]
 
 
-@pytest.mark.parametrize("id,ref", CASES, ids=[c[0] for c in CASES])
-def test_reference_passes_every_check_this_machine_runs(id, ref):
-    verdict = check(id, ref, quiet=True, gpu=False)
-    assert verdict.ok, verdict.message
+@pytest.mark.parametrize("case", CORRECT, ids=_ids(CORRECT))
+def test_a_correct_solution_is_never_called_wrong_without_a_run(case):
+    """On a machine that does not run the kernel, every correct way of writing it (the
+    reference and the alternatives) passes every check made here: not proven, never wrong;
+    right only where something here really ran it and compared every output."""
+    verdict = check(case.exercise, case.fn, quiet=True, gpu=False)
+    assert verdict.status in (RIGHT, UNPROVEN), verdict.message
+    if verdict.status == UNPROVEN:
+        assert "did not run here" in verdict.message and "Only a run shows" in verdict.message
 
 
-@pytest.mark.parametrize("id,fn,word,where", WRONG, ids=[f"{w[0]}-{_name(w[1])}" for w in WRONG])
-def test_wrong_variant_fails_with_its_hint_on_a_cpu(id, fn, word, where):
-    if where != "cpu":
-        pytest.skip("this mistake shows only when the kernel runs: see the gpu test")
-    verdict = check(id, fn, quiet=True, gpu=False)
-    assert verdict.ok is False, verdict.message
-    assert word in verdict.message.splitlines()[0], verdict.message
+@pytest.mark.parametrize("case", MISTAKES, ids=_ids(MISTAKES))
+def test_a_wrong_variant_is_never_called_right_without_a_run(case):
+    """On a CPU a mistake the CPU checks can see is wrong, named by its hint; one only a run
+    shows is not proven here. Never right: the kernel did not run."""
+    verdict = check(case.exercise, case.fn, quiet=True, gpu=False)
+    if case.where == "cpu":
+        assert verdict.status == WRONG, verdict.message
+        assert case.word in _hint_line(verdict.message), verdict.message
+    else:
+        assert verdict.status in (WRONG, UNPROVEN), verdict.message
+
+
+def _hint_line(message: str) -> str:
+    return next(line for line in message.splitlines() if line.startswith("hint: "))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("id,ref", CASES, ids=[c[0] for c in CASES])
-def test_reference_passes_on_the_gpu(id, ref):
-    ex = kernel_check.lookup(id)
+@pytest.mark.parametrize("case", CORRECT, ids=_ids(CORRECT))
+def test_a_correct_solution_is_right_on_the_gpu(case):
+    ex = kernel_check.lookup(case.exercise)
     _skip_unless_this_gpu_runs(ex)
-    report = kernel_check.run_checks(ex, ref)
-    assert report.ok, report.text()
-    on_cpu = kernel_check.run_checks(ex, ref, gpu=False)
-    ran = [f for f in report.findings if f.status == kernel_check.PASS]
-    assert len(ran) > len([f for f in on_cpu.findings if f.status == kernel_check.PASS]), \
-        "the GPU run added no passed check: " + report.text()
+    report = kernel_check.run_checks(ex, case.fn)
+    assert report.status == RIGHT, report.text()
+    assert any(f.ran and f.status == kernel_check.PASS for f in report.findings), report.text()
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("id,fn,word,where", WRONG, ids=[f"{w[0]}-{_name(w[1])}" for w in WRONG])
-def test_wrong_variant_fails_on_the_gpu_with_its_hint(id, fn, word, where):
-    ex = kernel_check.lookup(id)
+@pytest.mark.parametrize("case", MISTAKES, ids=_ids(MISTAKES))
+def test_a_wrong_variant_is_wrong_on_the_gpu_with_its_hint(case):
+    ex = kernel_check.lookup(case.exercise)
     _skip_unless_this_gpu_runs(ex)
-    report = kernel_check.run_checks(ex, fn)
-    assert report.ok is False, report.text()
-    assert word in report.first_hint() or word in report.text(), report.text()
+    report = kernel_check.run_checks(ex, case.fn)
+    assert report.status == WRONG, report.text()
+    assert case.word in report.first_hint() or case.word in report.text(), report.text()
 
 
 def _skip_unless_this_gpu_runs(ex):
     from course.runtime.hardware import machine
 
-    if not machine().can(ex.needs):
+    if ex.gpu_checks is None or not machine().can(ex.needs):
         pytest.skip(f"{ex.id} runs live only on {ex.needs}; {machine().describe()}")
 
 
@@ -106,7 +116,9 @@ def test_every_kernel_exercise_has_a_reference_and_wrong_variants():
     ids = {id for mod in solutions.modules() for id in mod.REFERENCE}
     assert ids == set(kernel_check.KERNEL_EXERCISES)
     for id in ids:
-        assert any(w[0] == id for w in WRONG), f"{id} has no known wrong variant"
+        assert any(c.exercise == id for c in MISTAKES), f"{id} has no known wrong variant"
+        assert any(c.exercise == id and c.kind == "alternative" for c in CORRECT), \
+            f"{id} has no alternative correct solution: the checker may accept one spelling only"
 
 
 def test_unwritten_means_a_bare_ellipsis():
@@ -116,7 +128,7 @@ def test_unwritten_means_a_bare_ellipsis():
 
 def test_a_non_function_is_a_friendly_wrong_answer():
     verdict = check("01.saxpy", 42, quiet=True)
-    assert verdict.ok is False and "pass the function" in verdict.message
+    assert verdict.status == WRONG and "pass the function" in verdict.message
 
 
 def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():

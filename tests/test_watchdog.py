@@ -55,3 +55,24 @@ def test_the_compile_phase_has_its_own_budget():
 
 def test_launching_outside_a_child_is_harmless():
     watchdog.launching()
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_in_the_child(tmp_path):
+    """The child starts from its own module, not by re-importing the caller's __main__:
+    a plain script that calls isolated() at top level runs once (with multiprocessing's
+    spawn it would run again in the child, and fail)."""
+    import subprocess
+    import sys
+
+    from course import ROOT
+
+    script = tmp_path / "learner_script.py"
+    script.write_text("from course.runtime import watchdog\n"
+                      "print('script body ran')\n"
+                      "print(watchdog.isolated(watchdog.spin_wait, 0))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(ROOT),
+                                                         "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("script body ran") == 1, out.stdout
+    assert "wait(parity=0) returned" in out.stdout

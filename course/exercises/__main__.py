@@ -1,13 +1,16 @@
 """python -m course.exercises verify [--record] [--sanitize] [ID ...]
 
-Run every kernel exercise's reference solution and known wrong variants through the checker
-on this machine, and print one line each: the reference must pass, each wrong variant must
-fail with its hint. On a GPU that includes the live checks (correctness against torch under
-the watchdog, speed where asked, compute-sanitizer where the exercise asks or with
---sanitize). `--record` appends the verdicts to results/kernel_exercises.json with the GPU,
-date and this command (refused without a GPU: a CPU verdict is not a GPU result). A run
-cut short (Ctrl-C, or the SIGTERM of a time limit) still records the cases it finished,
-marked as interrupted.
+Run every kernel exercise's reference solution, its alternative correct solutions and its
+known wrong variants through the checker on this machine, and print one line each with the
+verdict (right / wrong / not proven / not answered). Where the machine runs the exercise
+live, each correct solution must be right and each wrong variant wrong with its hint; where
+it cannot, a correct solution must not be called wrong, a wrong variant caught by the CPU
+checks must be wrong with its hint, and a mistake only a run shows must be "not proven"
+(never right). On a GPU that includes the live checks (correctness against torch under the
+watchdog, speed where asked, compute-sanitizer where the exercise asks or with --sanitize).
+`--record` appends the verdicts to results/kernel_exercises.json with the GPU, date and this
+command (refused without a GPU: a CPU verdict is not a GPU result). A run cut short (Ctrl-C,
+or the SIGTERM of a time limit) still records the cases it finished, marked as interrupted.
 """
 from __future__ import annotations
 
@@ -17,41 +20,51 @@ import sys
 import time
 
 from course.exercises import kernel_check, solutions
+from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
+
+
+def expectation(case: solutions.Case, live: bool) -> tuple[str, ...]:
+    """The verdicts `case` may get on a machine that does (`live`) or does not run it."""
+    if case.correct:
+        return (RIGHT,) if live else (RIGHT, UNPROVEN)
+    return (WRONG,) if live or case.where == "cpu" else (WRONG, UNPROVEN)
+
+
+def as_expected(case: solutions.Case, report: kernel_check.Report, live: bool) -> bool:
+    if report.status not in expectation(case, live):
+        return False
+    if report.status == WRONG:  # and it must name the mistake
+        return case.word in report.first_hint() or case.word in report.text()
+    return True
+
+
+def runs_live(ex: kernel_check.KernelExercise) -> bool:
+    from course.runtime.hardware import machine
+
+    return ex.gpu_checks is not None and machine().can(ex.needs)
 
 
 def verify(ids: list[str], sanitize: bool | None, rows: list[dict] | None = None) -> list[dict]:
-    """One row per reference and wrong variant: expected and actual verdict, hint, checks
-    (appended to `rows` as each case finishes, so an interrupted run keeps what it did)."""
+    """One row per case: kind, expected and actual verdict, hint, checks (appended to `rows`
+    as each case finishes, so an interrupted run keeps what it did)."""
     rows = [] if rows is None else rows
-    for mod in solutions.modules():
-        for id, ref in mod.REFERENCE.items():
-            if ids and id not in ids:
-                continue
-            ex = kernel_check.lookup(id)
-            cases = [(ref, None, None)] + [(fn, word, where)
-                                           for fn, (word, where) in mod.WRONG.get(id, {}).items()]
-            for fn, word, where in cases:
-                name = kernel_check.function_name(fn)
-                start = time.perf_counter()
-                report = kernel_check.run_checks(ex, fn, sanitize=sanitize)
-                hint = report.first_hint()
-                expected_ok = word is None
-                ran_live = not any(f.status == kernel_check.NOT_RUN for f in report.findings)
-                as_expected = (report.ok is True) if expected_ok else (
-                    report.ok is False and (word in hint or word in report.text()))
-                if where == "gpu" and not ran_live:
-                    as_expected = None  # a mistake only a run shows, and nothing ran here
-                rows.append({"exercise": id, "variant": name,
-                             "expected": "pass" if expected_ok else f"fail ({word}, {where})",
-                             "verdict": {True: "pass", False: "fail", None: "unwritten"}[report.ok],
-                             "as_expected": as_expected, "hint": hint,
-                             "checks": [[f.check, f.status, f.detail] for f in report.findings],
-                             "seconds": round(time.perf_counter() - start, 1)})
-                mark = {True: "ok ", False: "BAD", None: "-- "}[as_expected]
-                print(f"{mark} {id:22s} {name:48s} "
-                      f"{rows[-1]['verdict']:5s} {rows[-1]['seconds']:6.1f} s  {hint[:70]}")
-                if as_expected is False:
-                    print(report.text())
+    for case in solutions.cases(ids):
+        ex = kernel_check.lookup(case.exercise)
+        live = runs_live(ex)
+        start = time.perf_counter()
+        report = kernel_check.run_checks(ex, case.fn, sanitize=sanitize)
+        ok = as_expected(case, report, live)
+        rows.append({"exercise": case.exercise, "variant": case.name, "kind": case.kind,
+                     "expected": " or ".join(expectation(case, live))
+                     + (f" ({case.word}, {case.where})" if case.word else ""),
+                     "verdict": report.status, "as_expected": ok,
+                     "hint": report.first_hint(),
+                     "checks": [[f.check, f.status, f.detail] for f in report.findings],
+                     "seconds": round(time.perf_counter() - start, 1)})
+        print(f"{'ok ' if ok else 'BAD'} {case.exercise:22s} {case.name:48s} "
+              f"{report.status:12s} {rows[-1]['seconds']:6.1f} s  {report.first_hint()[:60]}")
+        if not ok:
+            print(report.text())
     return rows
 
 
@@ -75,15 +88,15 @@ def main(argv=None) -> int:
         print(f"\ninterrupted after {len(rows)} case(s)")
     finally:
         signal.signal(signal.SIGTERM, previous)
-    bad = [r for r in rows if r["as_expected"] is False]
-    unchecked = sum(r["as_expected"] is None for r in rows)
-    print(f"\n{len(rows) - len(bad) - unchecked} of {len(rows)} as expected"
-          + (f"; {unchecked} caught only by a run, not checkable here" if unchecked else ""))
+    bad = [r for r in rows if not r["as_expected"]]
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in (RIGHT, WRONG, UNPROVEN)}
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} as expected ("
+          + ", ".join(f"{n} {v}" for v, n in counts.items()) + ")")
     if args.record:
         from course.runtime import results
 
         rec = results.record("kernel_exercises", {"cases": rows,
-                                                  "as_expected": len(rows) - len(bad) - unchecked,
+                                                  "as_expected": len(rows) - len(bad),
                                                   "total": len(rows), "interrupted": interrupted})
         print(f"recorded: {rec.citation()}")
     return 1 if bad or interrupted else 0

@@ -1,12 +1,20 @@
 """Auto-checked exercises.
 
 Each notebook ends with a few exercises. A learner writes an answer and calls
-`check("00.tiles", answer)`; the verdict is printed as one friendly line -- right,
-wrong with a hint, or "not answered yet" -- and never as a traceback, whatever the
-answer is (a wrong type, an exception inside the learner's own kernel...).
+`check("00.tiles", answer)`; the verdict is printed as one friendly line and never as a
+traceback, whatever the answer is (a wrong type, an exception inside the learner's own
+kernel...). A verdict is one of four, and claims only what was checked:
+
+  right          every check passed, and for a kernel that includes a run of it whose
+                 every output was compared with a reference
+  wrong          a check failed; the message says what was observed, then a hint
+  not proven     every check this machine can make passed, but the kernel did not run
+                 here: the message says what only a run shows ("not proven here")
+  not answered   the skeleton as shipped, or `...`
 
 Exercises are registered with `@exercise(...)` in `course.exercises.<notebook>`; a
-checker returns (ok, message) or raises `Wrong("why")`.
+checker returns (ok, message) with ok True / False / None (not answered), or (status,
+message) with one of the four words, or raises `Wrong("why")`.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from course.exercises.progress import record as record_progress
+from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, VERDICTS, WRONG
 
 Checker = Callable[[Any], "tuple[bool, str] | bool | None"]
 
@@ -36,6 +45,10 @@ class Exercise:
 REGISTRY: dict[str, Exercise] = {}
 NOT_SOLVED = "not solved yet: "  # how a kernel exercise's checker says "still the skeleton"
 
+_STATUS = {True: RIGHT, False: WRONG, None: UNANSWERED}
+_MARK = {RIGHT: "✅ right", WRONG: "❌ wrong", UNPROVEN: "🔶 not proven here",
+         UNANSWERED: "✏️  not answered yet"}
+
 
 def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[Checker], Checker]:
     """Register the decorated function as the checker of exercise `id`."""
@@ -45,17 +58,30 @@ def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[C
     return register
 
 
+def status_of(ok: "bool | str | None") -> str:
+    """One of VERDICTS from a checker's first value (True / False / None, or a word)."""
+    if isinstance(ok, str):
+        if ok not in VERDICTS:
+            raise ValueError(f"a verdict is one of {VERDICTS}, not {ok!r}")
+        return ok
+    return _STATUS[None if ok is None else bool(ok)]
+
+
 @dataclass(frozen=True)
 class Verdict:
     id: str
-    ok: bool | None  # None: not answered yet
+    status: str  # one of VERDICTS
     message: str
     printed: bool = False  # check() printed it already
 
+    @property
+    def ok(self) -> bool | None:
+        """True only for right, False for wrong, None otherwise (not proven, not answered)."""
+        return {RIGHT: True, WRONG: False}.get(self.status)
+
     def __str__(self) -> str:
-        mark = {True: "✅ correct", False: "❌ not yet", None: "✏️  not answered yet"}[self.ok]
-        message = self.message
-        if self.ok is None and message.startswith(NOT_SOLVED):  # a kernel still a skeleton
+        mark, message = _MARK[self.status], self.message
+        if self.status == UNANSWERED and message.startswith(NOT_SOLVED):  # still a skeleton
             mark, message = "✏️  not solved yet", message[len(NOT_SOLVED):]
         return f"[{self.id}] {mark}: {message}"
 
@@ -89,24 +115,25 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
     take options (course.exercises.kernel_check: `sanitize=True`, `gpu=False`)."""
     ex = find_exercise(id)
     if answer is ...:
-        verdict = Verdict(id, None, f"{ex.prompt} Replace `...` with your answer. "
-                                    f"Hint: {ex.hint}")
+        verdict = Verdict(id, UNANSWERED, f"{ex.prompt} Replace `...` with your answer. "
+                                          f"Hint: {ex.hint}")
     else:
         try:
             result = ex.checker(answer, **options)
             ok, msg = result if isinstance(result, tuple) else (bool(result), "")
-            verdict = Verdict(id, ok, msg or ("well done." if ok or ok is None
-                                              else f"hint: {ex.hint}"))
+            status = status_of(ok)
+            verdict = Verdict(id, status, msg or (f"hint: {ex.hint}" if status == WRONG
+                                                  else "well done."))
         except Wrong as why:
-            verdict = Verdict(id, False, f"{why} (hint: {ex.hint})")
+            verdict = Verdict(id, WRONG, f"{why} (hint: {ex.hint})")
         except Exception as exc:  # the learner's code failed: explain, don't explode
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            verdict = Verdict(id, False, f"your answer raised {type(exc).__name__}: {exc} "
+            verdict = Verdict(id, WRONG, f"your answer raised {type(exc).__name__}: {exc} "
                                          f"(at {where.name}, line {where.lineno})")
     record_progress(verdict)  # for the teacher's class table (python -m course progress)
     if not quiet:
         print(verdict)
-        verdict = Verdict(verdict.id, verdict.ok, verdict.message, printed=True)
+        verdict = Verdict(verdict.id, verdict.status, verdict.message, printed=True)
     return verdict
 
 

@@ -47,7 +47,7 @@ def in_child(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
     except watchdog.ChildFailed as exc:
         return [failed("ran on the GPU", _short(exc),
                        "the kernel crashed: an out-of-bounds address is the usual cause")]
-    return [Finding(*row) for row in rows]
+    return [Finding(*row, ran=True) for row in rows]  # the learner's kernel ran
 
 
 def _child_checks(id: str, name: str, source: str, quick: bool) -> list[tuple]:

@@ -18,8 +18,12 @@ A kernel exercise (registered with `kernel_exercise(...)`) describes:
     kernel that hangs is reported and the notebook stays alive. With `sanitize=True`
     (or an exercise's default) the same run repeats under compute-sanitizer.
 
-Every check returns a `Finding`; a failing one carries the hint that names the likely
-mistake. The mistakes are the known wrong variants of each exercise (kept beside its
+Every check returns a `Finding`; a failing one says what was observed (its detail) and
+carries the hint that names the likely mistake. A finding with `ran=True` comes from running
+the learner's code and comparing its every output with a reference (on the GPU, or a CPU
+computation as complete); the verdict is *right* only with such a finding, *not proven here*
+when everything this machine could check passed but nothing ran, *wrong* when a check
+failed (course.exercises.verdicts). The mistakes are the known wrong variants of each exercise (kept beside its
 reference solution in `course.exercises.solutions`); tests prove each reference passes
 and each wrong variant fails with its hint. A function that still holds the skeleton's
 bare `...` is "not solved yet": nothing is compiled and nothing raises.
@@ -34,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
 from course.exercises.learner_code import LearnerCode, NotALearnerFunction
+from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
 _MARK = {PASS: "✔", FAIL: "✘", NOT_RUN: "–"}
@@ -47,6 +52,7 @@ class Finding:
     status: str
     detail: str = ""
     hint: str = ""
+    ran: bool = False  # the learner's code ran and its outputs were compared with a reference
 
     def line(self) -> str:
         text = f"  {_MARK[self.status]} {self.check}"
@@ -59,6 +65,11 @@ class Finding:
 
 def passed(check: str, detail: str = "") -> Finding:
     return Finding(check, PASS, detail)
+
+
+def not_checked(check: str, detail: str) -> Finding:
+    """A check this machine could not make: shown as such, never as a pass."""
+    return Finding(check, NOT_RUN, detail)
 
 
 def failed(check: str, detail: str, hint: str = "") -> Finding:
@@ -113,6 +124,8 @@ class KernelExercise:
     gpu_checks: Callable[[Any], list] | None = None  # module-level: runs in a child
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run by default on a GPU
     solution: str = ""
+    # what only a run shows, said when the kernel could not run here ("not proven here")
+    run_shows: str = "whether it computes the right numbers (checked against torch on ragged shapes)"
     timeout_s: float = 30.0
     # (regular expression on CuTe DSL's error, the mistake it means) for code that does
     # not even compile, e.g. a fragment from the wrong partition fails cute.gemm's checks
@@ -137,39 +150,65 @@ def kernel_exercise(**fields) -> KernelExercise:
 
 @dataclass(frozen=True)
 class Report:
-    """All findings of one check, and the overall answer: right, wrong, or unwritten."""
+    """All findings of one check, and the verdict they add up to."""
 
     findings: tuple[Finding, ...]
     unwritten: bool = False
     as_shipped: bool = False  # still the broken code a find-and-fix exercise shipped
 
     @property
-    def ok(self) -> bool | None:
+    def status(self) -> str:
+        """right only with a passed run; wrong on any failure; else not proven here."""
         if self.unwritten or self.as_shipped:
-            return None
-        return all(f.status != FAIL for f in self.findings) and any(
-            f.status == PASS for f in self.findings)
+            return UNANSWERED
+        if any(f.status == FAIL for f in self.findings):
+            return WRONG
+        return RIGHT if any(f.ran and f.status == PASS for f in self.findings) else UNPROVEN
+
+    @property
+    def ok(self) -> bool | None:
+        return {RIGHT: True, WRONG: False}.get(self.status)
+
+    def first_failure(self) -> Finding | None:
+        return next((f for f in self.findings if f.status == FAIL), None)
 
     def first_hint(self) -> str:
         return next((f.hint for f in self.findings if f.status == FAIL and f.hint), "")
+
+    def not_run(self) -> list[Finding]:
+        return [f for f in self.findings if f.status == NOT_RUN]
 
     def text(self) -> str:
         return "\n".join(f.line() for f in self.findings)
 
 
 def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | None = None
-          ) -> tuple[bool | None, str]:
-    """check()'s checker for kernel exercises: (ok, the report as text)."""
+          ) -> tuple[str, str]:
+    """check()'s checker for kernel exercises: (verdict, the report as text)."""
     report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu)
     if report.unwritten:
-        return None, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your code, then "
-                      f"run this check again. {ex.prompt} Hint: {ex.hint}")
+        return UNANSWERED, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your "
+                            f"code, then run this check again. {ex.prompt} Hint: {ex.hint}")
     if report.as_shipped:
-        return None, (f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and the "
-                      f"checker finds it broken. {ex.prompt} First clue: "
-                      f"{report.first_hint() or ex.hint}\n{report.text()}")
-    summary = "all checks passed." if report.ok else (report.first_hint() or ex.hint)
-    return report.ok, f"{summary}\n{report.text()}"
+        return UNANSWERED, (f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and "
+                            f"the checker finds it broken. {ex.prompt} First clue: "
+                            f"{report.first_hint() or ex.hint}\n{report.text()}")
+    return report.status, f"{summary(ex, report)}\n{report.text()}"
+
+
+def summary(ex: KernelExercise, report: Report) -> str:
+    """The verdict's first lines: what was observed before any guess at a cause; for a kernel
+    that did not run, what only a run shows."""
+    if report.status == WRONG:
+        first = report.first_failure()
+        return f"observed: {first.check}: {first.detail}\nhint: {first.hint or ex.hint}"
+    if report.status == RIGHT:
+        where = next(f.check for f in report.findings if f.ran and f.status == PASS)
+        return f"every check passed, including a run of your code ({where})."
+    why = next((f.detail.removeprefix("not run: ") for f in report.not_run()),
+               "nothing on this machine runs this kernel")
+    return (f"every check this machine can make passed, but your kernel did not run here "
+            f"({why}). Only a run shows {ex.run_shows}.")
 
 
 def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
@@ -223,15 +262,17 @@ def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
                    sanitize: bool | None, gpu: bool | None) -> list[Finding]:
     from course.runtime.hardware import machine
 
+    what = "run on the GPU against torch"
     if ex.gpu_checks is None:
-        return []
+        return [not_checked(what, f"not run: this exercise's kernel needs {ex.needs}, and the "
+                                  f"checker compiles it and reads its PTX but has no run of it")]
     m = machine()
     if gpu is False or not m.can(ex.needs):
-        why = "asked not to" if gpu is False else f"this machine ({m.describe()}) cannot run it"
-        return [Finding("run on the GPU against torch", NOT_RUN,
-                        f"not run: {why}; the kernel was compiled, not executed")]
+        why = "asked not to" if gpu is False else (f"it needs {ex.needs}; this machine is "
+                                                    f"{m.describe()}")
+        return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
     if not compiled_ok:
-        return [Finding("run on the GPU against torch", NOT_RUN, "not run: it did not compile")]
+        return [not_checked(what, "not run: it did not compile")]
     from course.exercises import gpu_run
 
     findings = gpu_run.in_child(ex, code)

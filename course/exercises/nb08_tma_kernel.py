@@ -13,7 +13,6 @@ from course.exercises.kernel_check import expect, kernel_exercise
 
 SHAPES = ((64, 64), (100, 72), (257, 40), (1024, 512))  # ragged against 64 x 64 boxes
 QUICK_SHAPES = ((100, 72),)
-PTX_WINDOW = 8  # instructions before expect_tx in which its lane is elected
 
 
 def _load_class(fn):
@@ -53,34 +52,54 @@ def _box_bytes() -> int:
     return tma.Config().box_bytes(2)
 
 
+ARMS = re.compile(r"mbarrier\.(arrive\.)?expect_tx")  # arrive.expect_tx, or expect_tx alone
+
+
+def _arms(code: list[str]) -> list[int]:
+    return [i for i, line in enumerate(code) if ARMS.match(line)]
+
+
+def _value(code: list[str], i: int) -> str:
+    """The byte count an expect_tx at `i` announces: an immediate, or the mov before it."""
+    operand = code[i].rstrip(";").split(",")[-1].strip()
+    return operand if operand.isdigit() else next(
+        (m.group(1) for line in reversed(code[:i])
+         if (m := re.match(rf"mov\.b32\s+{re.escape(operand)},\s*(\d+);", line))), "?")
+
+
 def announces_the_bytes(c):
     code = c.instructions
-    arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
+    arms = _arms(code)
     if not arms:
-        return expect("the barrier expects TMA's bytes", False, "no mbarrier.arrive.expect_tx",
+        return expect("the barrier expects TMA's bytes", False, "no mbarrier expect_tx",
                       "missing expect_tx: a plain arrive completes the phase at once, before "
                       "any byte has landed; arm it with the bytes TMA will deliver")
-    operand = code[arms[0]].rstrip(";").split(",")[-1].strip()
-    value = operand if operand.isdigit() else next(
-        (m.group(1) for line in reversed(code[:arms[0]])
-         if (m := re.match(rf"mov\.b32\s+{re.escape(operand)},\s*(\d+);", line))), "?")
+    values = [_value(code, i) for i in arms]
     want = _box_bytes()
-    return expect("the barrier expects TMA's bytes", value == str(want),
-                  f"expect_tx of {value} bytes; one 64x64 bf16 box is {want}",
+    total = sum(int(v) for v in values) if all(v.isdigit() for v in values) else None
+    return expect("the barrier expects TMA's bytes", total == want,
+                  f"expect_tx of {' + '.join(values)} bytes; one 64x64 bf16 box is {want}",
                   "expect_tx must announce exactly the bytes of the box (tx_bytes): fewer and "
                   "the phase completes before the data is all there, more and it never does")
 
 
 def one_lane_arms(c):
-    code = c.instructions
-    arms = [i for i, line in enumerate(code) if "mbarrier.arrive.expect_tx" in line]
-    elected = all(any(line.startswith("elect.sync") for line in code[max(0, i - PTX_WINDOW):i])
-                  for i in arms)
-    return expect("one lane arms the barrier", bool(arms) and elected,
-                  "expect_tx under elect.sync" if elected else "every lane runs expect_tx",
+    """Every expect_tx and every arrival on the barrier is made by one lane: elect.sync,
+    lane 0, or any other guard that lets a single lane through (course.cute.ptx_lanes)."""
+    from course.cute.ptx_lanes import labelled_lines, single_lane
+
+    lines = labelled_lines(c.ptx)
+    touches = [i for i, line in enumerate(lines)
+               if re.match(r"mbarrier\.(arrive|expect_tx)", line)]
+    guards = [single_lane(lines, i) for i in touches]
+    ok = bool(touches) and all(guards)
+    many = [lines[i].split()[0] for i, g in zip(touches, guards) if not g]
+    return expect("one lane arms the barrier", ok,
+                  f"{', '.join(sorted(set(guards)))} runs the arrival and expect_tx" if ok
+                  else f"every lane runs {many[0]}" if many else "no arrival on the barrier",
                   "one lane arms the barrier: it was initialised for one arrival, and 32 lanes "
-                  "each adding the box's bytes make it wait for 32 boxes "
-                  "(with cute.arch.elect_one(): ...)")
+                  "each arriving (and adding the box's bytes) break its count; guard it with "
+                  "`with cute.arch.elect_one():` (or one lane's index)")
 
 
 def copies_with_tma(c):

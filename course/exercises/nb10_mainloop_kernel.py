@@ -10,7 +10,9 @@ torch on ragged shapes and is timed against the course's own loop.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
-from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
+from course.exercises.kernel_check import (expect, failed, kernel_exercise, not_checked, passed,
+                                           subclass_with, variant_name)
+from course.sim import wgmma_loop
 
 ID = "10.wgmma_mainloop"
 SHAPES = ((128, 256, 64), (1000, 1016, 520), (129, 264, 72), (512, 768, 1024))
@@ -26,10 +28,6 @@ REQUIRED_SPEED = 0.90
 # checks are what catch them. check(..., sanitize=True) still runs it.
 
 WGMMA = r"wgmma\.mma_async"
-FENCE, COMMIT, WAIT = r"wgmma\.fence", r"wgmma\.commit_group", r"wgmma\.wait_group"
-WAIT_N = r"wgmma\.wait_group\.sync\.aligned\s+(\d+)"
-TRY_WAIT = r"mbarrier\.try_wait"
-RELEASE = r"mbarrier\.arrive\.shared"  # consumer_release; the producer's is arrive.expect_tx
 
 
 def exercise_config():
@@ -55,169 +53,69 @@ def _build(fn, arch):
     return gemm_with(fn).build(arch, torch.bfloat16, torch.bfloat16, exercise_config(), "k", "k")
 
 
-# ---------------------------------------------------------------- the order, read from the PTX
+# ---------------------------------------------------------------- any machine
 
-def k_tile_code(c) -> list[str]:
-    """The learner's loop in PTX order: from the ring wait before the first wgmma to the
-    kernel's own wait_group(0) after the loop (the last wgmma.wait_group)."""
-    code = c.instructions
-    mmas = [i for i, line in enumerate(code) if re.match(WGMMA, line)]
-    if not mmas:
-        return []
-    waits = [i for i in range(mmas[0]) if re.match(TRY_WAIT, code[i])]
-    drains = [i for i, line in enumerate(code) if re.match(WAIT, line)]
-    return code[waits[-1] if waits else mmas[0]:drains[-1] if drains else len(code)]
+HINTS = {
+    "fence": "missing fence: " + wgmma_loop.ISA_FENCE + ". The kernel fills the accumulator "
+             "before your loop, so call cute.nvgpu.warpgroup.fence() before the first "
+             "cute.gemm (once before the loop, or at the top of every k-tile)",
+    "missing wait": "a stage is read before its bytes landed: ring.consumer_wait(read) before "
+                    "the k-tile's first cute.gemm",
+    "commit": "commit missing: cute.nvgpu.warpgroup.commit_group() after a k-tile's wgmmas makes "
+              "them one group; wait_group counts committed groups only, so uncommitted wgmmas "
+              "are never waited for",
+    "no wait": "no wait_group: nothing says k-tile t-1's wgmmas are done reading its stage; "
+               "cute.nvgpu.warpgroup.wait_group(1) before ring.consumer_release(release)",
+    "released too early": "released too early: the stage is handed back while the wgmmas of "
+                          "its k-tile may still read it; cute.nvgpu.warpgroup.wait_group(1) "
+                          "first (only k-tile t's group left running), then "
+                          "ring.consumer_release(release)",
+    "stage in use": "wrong stage: the released stage is still being read by the wgmmas just "
+                    "issued; release the oldest stage (ring.consumer_release(release), then "
+                    "release.advance()), one k-tile behind `read`",
+    "serialises": "serialises the tensor cores: the values are right, but wait_group(0) waits "
+                  "for k-tile t's wgmmas too, so k-tile t+1 is never issued while they run; "
+                  "wait_group(1) leaves exactly k-tile t's group in flight",
+    "every k-block": "for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])): cute.gemm("
+                     "tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, "
+                     "read.index], acc) -- every k-block of every k-tile, once",
+    "missing release": "a deadlock: warp 0 waits to refill a stage that was never handed back; "
+                       "every warp calls ring.consumer_release(release) once per k-tile it has "
+                       "finished reading",
+    "acc in flight": "the accumulator was used while wgmmas still write it: wait_group first",
+    "deadlock": "a deadlock: the warps wait for a k-tile nobody loads; after a stage is handed "
+                "back, warp 0 refills it (self.load_k_tile(ring, produce, *loads), then "
+                "produce.advance()) while produce.count < k_tiles",
+    "runs as plain Python": "your method raised an error when run as plain Python: read the "
+                            "error and the line it names",
+}
 
 
-def _ops(code: list[str]) -> list[tuple[int, str]]:
-    """(position, kind) of each wgmma instruction and each consumer release (arrive)."""
-    kinds = (("mma", WGMMA), ("fence", FENCE), ("commit", COMMIT), ("wait", WAIT),
-             ("release", RELEASE))
-    return [(i, kind) for i, line in enumerate(code) for kind, pattern in kinds
-            if re.match(pattern, line) and "expect_tx" not in line]
+def protocol_holds(c):
+    """The learner's loop run on the CPU by the CTA's 8 warps over a model of the ring and
+    of WGMMA's asynchronous groups (course.sim.wgmma_loop)."""
+    out = wgmma_loop.sweep(c.fn, exercise_config())
+    what = ("your loop run on the CPU by 8 warps: ring, TMA landings and wgmma groups "
+            "modelled, interleaved at random")
+    if out.kind == "unmodelled":
+        return not_checked(what, f"not checked here: {out.detail} (a run on a GPU checks it)")
+    if out.ok:
+        return passed(what, out.detail)
+    return failed(what, f"{out.kind}: {out.detail}", HINTS.get(out.mistake, out.mistake))
 
 
-def _release_index(code: list[str]) -> int | None:
-    """Position of the first consumer release after the last wgmma of the k-tile."""
-    ops = _ops(code)
-    last_mma = max((i for i, kind in ops if kind == "mma"), default=-1)
-    return next((i for i, kind in ops if kind == "release" and i > last_mma), None)
-
-
-def multiplies_every_k_block(c):
+def wgmmas_share_one_accumulator(c):
+    """In the PTX: every wgmma.mma_async accumulates into the same registers, one per
+    k-block of a k-tile (a loop peeled by hand repeats the k-tile's wgmmas)."""
     from kernels.wgmma_gemm import TILE_K
 
-    code = k_tile_code(c)
     k_blocks = TILE_K // 16  # wgmma's K is 16 for 16-bit operands
-    mmas = [line for line in code if re.match(WGMMA, line)]
+    mmas = [line for line in c.instructions if re.match(WGMMA, line)]
     accumulators = {line.split("{")[1].split("}")[0] for line in mmas if "{" in line}
-    ok = len(mmas) == k_blocks and len(accumulators) == 1
-    return expect("one wgmma per k-block, all into the one accumulator", ok,
-                  f"{len(mmas)} wgmma.mma_async per k-tile (TILE_K / 16 = {k_blocks}), "
-                  f"{len(accumulators)} accumulator(s)",
-                  "for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])): cute.gemm("
-                  "tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, "
-                  "read.index], acc) -- every k-block of the stage, accumulating into acc")
-
-
-def fences_before_the_wgmmas(c):
-    kinds = [kind for _, kind in _ops(k_tile_code(c)) if kind != "release"]
-    first = kinds.index("mma") if "mma" in kinds else 0
-    fenced = first > 0 and kinds[first - 1] == "fence"
-    return expect("wgmma.fence before the k-tile's first wgmma", fenced,
-                  "wgmma.fence, then the wgmmas" if fenced
-                  else f"the first wgmma follows {kinds[first - 1]}" if first
-                  else "no wgmma.fence before the first wgmma",
-                  "missing fence: call cute.nvgpu.warpgroup.fence() before the first cute.gemm "
-                  "of every k-tile; wgmma reads the accumulator registers asynchronously, and "
-                  "the fence orders the registers' earlier writes before it")
-
-
-def commits_the_k_tile(c):
-    kinds = [kind for _, kind in _ops(k_tile_code(c))]
-    last = max((i for i, kind in enumerate(kinds) if kind == "mma"), default=-1)
-    after = next((kind for kind in kinds[last + 1:] if kind != "mma"), "nothing")
-    return expect("commit_group right after the k-tile's wgmmas", after == "commit",
-                  f"after the last wgmma comes {after}",
-                  "commit missing: cute.nvgpu.warpgroup.commit_group() after the k-tile's "
-                  "wgmmas makes them one group; wait_group counts groups, so uncommitted "
-                  "wgmmas are never waited for")
-
-
-def waits_before_release(c):
-    code = k_tile_code(c)
-    ops, release = _ops(code), _release_index(code)
-    waits = [(i, int(re.match(WAIT_N, code[i]).group(1))) for i, kind in ops if kind == "wait"]
-    if release is None:
-        return expect("the stage is released after wait_group", False,
-                      "no mbarrier.arrive after the wgmmas: no stage is ever handed back",
-                      "hand the stage back: ring.consumer_release(release) then "
-                      "release.advance(), after wait_group(1), for t > 0")
-    before = [n for i, n in waits if i < release]
-    if not waits:
-        hint = ("no wait_group: nothing says k-tile t-1's wgmmas are done reading its stage; "
-                "cute.nvgpu.warpgroup.wait_group(1) before ring.consumer_release(release)")
-    else:
-        hint = ("released too early: the stage is handed back before wait_group, while the "
-                "wgmmas may still read it; cute.nvgpu.warpgroup.wait_group(1) first, then "
-                "ring.consumer_release(release)")
-    return expect("wait_group before the release (mbarrier.arrive)", bool(before),
-                  f"wait_group {before[-1]} then mbarrier.arrive" if before else
-                  "mbarrier.arrive with no wgmma.wait_group before it"
-                  + ("" if waits else " (no wait_group in the loop)"), hint)
-
-
-def keeps_one_group_in_flight(c):
-    code = k_tile_code(c)
-    release = _release_index(code)
-    counts = [int(m.group(1)) for line in code[:release] if (m := re.match(WAIT_N, line))]
-    if not counts:
-        return expect("one group left in flight", True, "no wait_group before the release "
-                      "(reported above)")
-    n = counts[-1]
-    hint = ("serialises the tensor cores: wait_group(0) waits for k-tile t's wgmmas too, so "
-            "the next k-tile is never issued while they run; wait_group(1) leaves exactly "
-            "k-tile t's group in flight" if n == 0 else
-            f"released too early: wait_group({n}) lets {n} groups run on, k-tile t-1's among "
-            f"them, while its stage is handed back; wait_group(1)")
-    return expect("one group (k-tile t's) left in flight at the release", n == 1,
-                  f"wait_group {n} before the release", hint)
-
-
-def _registers(operands: str) -> list[str]:
-    return re.findall(r"%[a-z]+\d+", operands)
-
-
-def _stage_register(code: list[str], fence: int) -> str | None:
-    """The register holding the stage the k-tile's wgmmas read: the one the A descriptor's
-    start address is offset by (stage x A's stage bytes / 16, a shift)."""
-    from kernels.wgmma_gemm import TILE_K
-
-    a_stage_bytes = exercise_config().tile_m * TILE_K * 2  # bf16
-    shift = (a_stage_bytes // 16).bit_length() - 1  # descriptors count 16-byte units
-    for line in code[fence:]:
-        m = re.match(rf"shl\.b32\s+%r\d+,\s*(%r\d+),\s*{shift};", line)
-        if m:
-            return m.group(1)
-        if re.match(WGMMA, line):
-            return None
-    return None
-
-
-def derived_from(code: list[str], register: str) -> set[str]:
-    """Every register computed, in PTX order over `code`, from `register` (straight-line
-    forward data flow; the wgmmas themselves are left out)."""
-    tainted = {register}
-    for line in code:
-        if line.startswith(("wgmma", "@", "bra", "mbarrier")):
-            continue
-        parts = line.rstrip(";").split(None, 1)
-        if len(parts) < 2:
-            continue
-        first, _, rest = parts[1].partition(",")
-        if tainted & set(_registers(rest)):
-            tainted |= set(_registers(first))
-    return tainted
-
-
-def releases_the_stage_read_last(c):
-    """The arrive that hands a stage back must not address the stage the wgmmas just
-    issued read (k-tile t's, nor t+1's after read.advance()): those may still be running."""
-    code = k_tile_code(c)
-    fence = next((i for i, line in enumerate(code) if re.match(FENCE, line)), 0)
-    release = _release_index(code)
-    stage = _stage_register(code, fence)
-    if release is None or stage is None:
-        return expect("the stage of k-tile t-1 is released", True,
-                      "not traced here (the run on a GPU checks it)")
-    in_use = bool(derived_from(code[fence:release], stage) & set(_registers(code[release])))
-    return expect("the stage of k-tile t-1 is released, not the one being read", not in_use,
-                  "the mbarrier.arrive addresses the empty barrier of the stage the k-tile's "
-                  "wgmmas read" if in_use else
-                  "the mbarrier.arrive's stage comes from the `release` state, not `read`",
-                  "wrong stage: the released stage is still being read by the wgmmas just "
-                  "issued; release the oldest stage (ring.consumer_release(release), then "
-                  "release.advance()), one k-tile behind `read`")
+    ok = bool(mmas) and len(mmas) % k_blocks == 0 and len(accumulators) == 1
+    return expect("the PTX: wgmmas of whole k-tiles, all into the one accumulator", ok,
+                  f"{len(mmas)} wgmma.mma_async (a k-tile is TILE_K / 16 = {k_blocks}), "
+                  f"{len(accumulators)} accumulator(s)", HINTS["every k-block"])
 
 
 # ---------------------------------------------------------------- on an H100
@@ -263,7 +161,6 @@ kernel_exercise(
     hint="fence -> wgmmas -> commit_group -> wait_group(1) -> consumer_release(release): the "
          "stage of k-tile t-1 is free only once its group has completed.",
     arch="sm_90a", needs="sm_90a", build=_build,
-    cpu_checks=(multiplies_every_k_block, fences_before_the_wgmmas, commits_the_k_tile,
-                waits_before_release, keeps_one_group_in_flight, releases_the_stage_read_last),
+    cpu_checks=(wgmmas_share_one_accumulator, protocol_holds),
     gpu_checks=gpu_checks, timeout_s=120,
     solution="course/exercises/solutions/nb10_solutions.py: mainloop")

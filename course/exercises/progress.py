@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course import ROOT
+from course.exercises.verdicts import VERDICTS, WRONG
 from course.runtime.results import checkout_version
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 FILE_NAME = "progress.jsonl"
 DEFAULT_FILE = Path("~") / ".course" / FILE_NAME
 HINT_CHARS = 200  # enough to tell mistakes apart, short enough to group them
-VERDICT_WORDS = {True: "right", False: "wrong", None: "not answered"}
+VERDICT_WORDS = VERDICTS  # right, wrong, not proven, not answered
 
 
 def record(verdict: Verdict) -> None:
@@ -50,7 +51,7 @@ def progress_file() -> Path | None:
 def progress_entry(verdict: Verdict) -> dict:
     """The fields a teacher's table needs from one verdict."""
     entry = {"learner": learner(), "exercise": verdict.id,
-             "verdict": VERDICT_WORDS[verdict.ok], "hint": mistake_key(verdict),
+             "verdict": verdict.status, "hint": mistake_key(verdict),
              "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     version = course_version()
     if version:
@@ -61,7 +62,7 @@ def progress_entry(verdict: Verdict) -> dict:
 def mistake_key(verdict: Verdict) -> str:
     """For a wrong answer, the first line of its message: the hint that names the mistake
     (for a kernel, the first failing check's hint), so equal mistakes group together."""
-    if verdict.ok is not False:
+    if verdict.status != WRONG:
         return ""
     lines = verdict.message.strip().splitlines()
     return lines[0].strip()[:HINT_CHARS] if lines else ""

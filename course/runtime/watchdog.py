@@ -4,7 +4,7 @@ A kernel whose mbarrier pipeline deadlocks (a wait on the wrong parity, a missin
 arrive, a wrong arrival count) never returns, and a CUDA context stuck in a kernel
 cannot be rescued from inside its own process: the notebook would freeze until the
 kernel is restarted. `isolated(fn, *args, timeout_s=20)` runs `fn(*args)` in a fresh
-process (multiprocessing "spawn": its own CUDA context), waits, and
+Python process (its own CUDA context), waits, and
 
   * returns fn's result (it must be picklable: move tensors to the CPU first), or
   * raises `PipelineHang` in bounded time, after killing the child, when the launch
@@ -15,13 +15,23 @@ process (multiprocessing "spawn": its own CUDA context), waits, and
 Compiling can take much longer than a launch, so the clock for `timeout_s` starts
 when fn calls `launching()` (after it has compiled); until then the looser
 `compile_timeout_s` applies. fn must be importable by name (defined at module level
-in a .py file), as everything run in a spawned process must be.
+in a .py file): it is sent to the child by name.
+
+The child is started from a module entry point (`python -m course.runtime.isolated_child`),
+not with multiprocessing's "spawn", which re-imports the parent's `__main__`: from a plain
+script without an `if __name__ == "__main__":` guard, that would run the whole script again
+in the child.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
+import pickle
+import subprocess
+import sys
 import time
 import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -73,12 +83,35 @@ def _child(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
     conn.close()
 
 
+def _start_child(fn: Callable, args: tuple, kwargs: dict):
+    """(the child process, the parent's end of its message pipe): the child reads this
+    process's sys.path, then fn and its arguments, from its stdin."""
+    read_fd, write_fd = os.pipe()
+    here = str(Path(__file__).resolve().parents[2])  # where `course` imports from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.Popen([sys.executable, "-m", "course.runtime.isolated_child",
+                             str(write_fd)], stdin=subprocess.PIPE, pass_fds=(write_fd,),
+                            env=env)
+    os.close(write_fd)
+    try:
+        pickle.dump(list(sys.path), proc.stdin)
+        pickle.dump((fn, args, kwargs), proc.stdin)
+        proc.stdin.close()
+    except (BrokenPipeError, pickle.PicklingError):
+        _stop(proc)
+        os.close(read_fd)
+        raise
+    return proc, Connection(read_fd, writable=False)
+
+
 def _stop(proc) -> None:
     proc.terminate()
-    proc.join(5)
-    if proc.is_alive():
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
         proc.kill()
-        proc.join(5)
+        proc.wait(5)
 
 
 def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: float = 600.0,
@@ -86,12 +119,8 @@ def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: fl
     """Run fn(*args, **kwargs) in a child process; see the module docstring."""
     global LAST_TIMING
     what = what or getattr(fn, "__qualname__", "the launch")
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn, args, kwargs), daemon=True)
     t0 = time.time()
-    proc.start()
-    child.close()
+    proc, parent = _start_child(fn, args, kwargs)
     started = launched = None
     deadline = t0 + compile_timeout_s
     try:
@@ -102,9 +131,9 @@ def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: fl
             try:
                 msg = parent.recv()
             except EOFError:  # the child died without a word (a crash, an OOM kill)
-                proc.join(5)
-                raise ChildFailed(f"{what}: the child process exited with code "
-                                  f"{proc.exitcode} without a result")
+                code = proc.wait(5)
+                raise ChildFailed(f"{what}: the child process exited with code {code} "
+                                  f"without a result")
             if msg[0] == "started":
                 started = time.time()
             elif msg[0] == "launching":
@@ -112,17 +141,17 @@ def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: fl
                 deadline = launched + timeout_s
             elif msg[0] == "result":
                 LAST_TIMING = _timing(t0, started, launched, time.time())
-                proc.join(5)
+                proc.wait(5)
                 return msg[1]
             elif msg[0] == "error":
                 LAST_TIMING = _timing(t0, started, launched, time.time())
-                proc.join(5)
+                proc.wait(5)
                 _, name, text, tb = msg
                 if name == "PipelineHang":
                     raise PipelineHang(text)
                 raise ChildFailed(f"{what} raised {name}: {text}\n--- child traceback ---\n{tb}")
     finally:
-        if proc.is_alive():
+        if proc.poll() is None:
             _stop(proc)
         parent.close()
     LAST_TIMING = _timing(t0, started, launched, time.time())

@@ -20,84 +20,24 @@ what a run found, are course.sim.ring_cta's.
 """
 from __future__ import annotations
 
-import ast
-import builtins
-import functools
 import inspect
 import random
-import textwrap
 import threading
 import types
 
 from course.models.mbarrier import MBarrier, MBarrierError
 from course.sim.ring_cta import (OK, BarrierPointer, Cta, Found, Verdict, deadlock, end_read,
                                  finished, issue, land, start_read)
+from course.sim.warp_threads import (PLAIN_NAMES, Unmodelled, Warp, library_frame,
+                                     python_version, stop_all)
 
-LANES = 32
 MAX_STEPS = 200_000  # a warp spinning on try_wait for longer than this is stuck
-
-
-class _Stop(BaseException):
-    """Ends a warp's thread when the run is over (BaseException: learners catch Exception)."""
-
-
-class Unmodelled(Exception):
-    """The ring calls something this model does not know."""
-
-
-# ------------------------------------------------------------------ one warp
-
-class _Warp:
-    """One warp's thread, parked at each step until the scheduler lets it take it."""
-
-    def __init__(self, index: int, parked: threading.Semaphore):
-        self.index = index
-        self.elected = 0
-        self.pending = None  # the step it is parked at
-        self.result = None
-        self.done = False
-        self.error: BaseException | None = None
-        self.stop = False
-        self.resume = threading.Semaphore(0)
-        self.parked = parked  # shared: released whenever any warp parks or ends
-
-    def start(self, run) -> None:
-        """Run `run()` on this warp's thread up to its first step."""
-        threading.Thread(target=self._body, args=(run,), daemon=True).start()
-        self.resume.release()
-        self.parked.acquire()
-
-    def _body(self, run):
-        self.resume.acquire()
-        try:
-            if not self.stop:
-                run()
-        except _Stop:
-            pass
-        except BaseException as exc:  # noqa: BLE001 -- reported as the verdict
-            self.error = exc
-        finally:
-            self.done, self.pending = True, None
-            self.parked.release()
-
-    def step(self, op):
-        """Park at `op` until the scheduler takes it; return its result."""
-        self.pending = op
-        self.parked.release()
-        self.resume.acquire()
-        if self.stop:
-            raise _Stop
-        return self.result
-
-    @property
-    def lanes(self) -> int:
-        return 1 if self.elected else LANES
 
 
 class _Arch:
     """`cute.arch` for one warp: barrier calls become steps of the model."""
 
-    def __init__(self, warp: _Warp, cta: Cta):
+    def __init__(self, warp: Warp, cta: Cta):
         self._warp, self._cta = warp, cta
 
     def elect_one(self):
@@ -189,52 +129,11 @@ class _Cute:
         raise Unmodelled(f"cute.{name}")
 
 
-class _Cutlass:
-    """`cutlass` as plain Python: values are ints, loops are Python loops."""
-
-    Int32 = Int64 = Uint32 = Uint64 = staticmethod(int)
-    Boolean = staticmethod(bool)
-    Constexpr = object
-    min, max = staticmethod(builtins.min), staticmethod(builtins.max)
-
-    @staticmethod
-    def const_expr(x):
-        return x
-
-    @staticmethod
-    def range_constexpr(*args):
-        return builtins.range(*args)
-
-    @staticmethod
-    def range(*args, **_unroll):
-        return builtins.range(*args)
-
-    def __getattr__(self, name):
-        raise Unmodelled(f"cutlass.{name}")
-
-
-def _python_version(fn, names: dict):
-    """`fn` (a @cute.jit function or method, or plain) as plain Python, rebuilt from its
-    source without decorators (so CuTe DSL's rewriting of it plays no part), with `names`
-    in place of its module's globals."""
-    raw = inspect.unwrap(getattr(fn, "__func__", fn))
-    namespace = {**raw.__globals__, **names}
-    exec(_plain_code(raw), namespace)
-    return namespace[raw.__name__]
-
-
-@functools.lru_cache(maxsize=256)
-def _plain_code(raw):
-    tree = ast.parse(textwrap.dedent(inspect.getsource(raw)))
-    tree.body[0].decorator_list = []
-    return compile(tree, inspect.getsourcefile(raw) or f"<{raw.__name__}>", "exec")
-
-
 class _Self:
     """`self` for one warp: cfg and tx_bytes from the kernel object's config; the leaf
     steps modelled; any other method the kernel class's own, run as plain Python."""
 
-    def __init__(self, kernel_cls, cfg, tx_bytes, warp: _Warp, cta: Cta, names: dict):
+    def __init__(self, kernel_cls, cfg, tx_bytes, warp: Warp, cta: Cta, names: dict):
         self.cfg, self.tx_bytes = cfg, tx_bytes
         self._kernel_cls, self._warp, self._cta, self._names = kernel_cls, warp, cta, names
 
@@ -243,9 +142,9 @@ class _Self:
         instance, so each method is rebuilt once per warp, not once per call."""
         attr = inspect.getattr_static(self._kernel_cls, name)
         if isinstance(attr, staticmethod):
-            value = _python_version(attr.__func__, self._names)
+            value = python_version(attr.__func__, self._names)
         elif callable(attr):
-            value = types.MethodType(_python_version(attr, self._names), self)
+            value = types.MethodType(python_version(attr, self._names), self)
         else:
             return getattr(self._kernel_cls, name)
         setattr(self, name, value)
@@ -275,28 +174,22 @@ def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
     cta = Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * TILE_K * elem,
                cfg.tile_n * TILE_K * elem)
     parked = threading.Semaphore(0)
-    warps = [_Warp(w, parked) for w in range(cfg.warps)]
+    warps = [Warp(w, parked) for w in range(cfg.warps)]
     try:
         for warp in warps:
             arch = _Arch(warp, cta)
-            names = {"cute": _Cute(arch), "cutlass": _Cutlass(),
-                     "const_expr": _Cutlass.const_expr,
-                     "range_constexpr": _Cutlass.range_constexpr, "Int32": int}
+            names = {**PLAIN_NAMES, "cute": _Cute(arch)}
             me = _Self(kernel_cls, cfg, cfg.stage_bytes(elem), warp, cta, names)
-            body = _python_version(ring_fn, names)
+            body = python_version(ring_fn, names)
             warp.start(lambda body=body, me=me, w=warp.index: body(
                 me, k_tiles, w, BarrierPointer(0), BarrierPointer(cfg.stages), None, None,
                 None, None))
         return _schedule(cta, warps, random.Random(seed))
     finally:
-        for warp in warps:
-            if not warp.done:
-                warp.stop = True
-                warp.resume.release()
-                parked.acquire()
+        stop_all(warps, parked)
 
 
-def _schedule(cta: Cta, warps: list[_Warp], rng: random.Random) -> Verdict:
+def _schedule(cta: Cta, warps: list[Warp], rng: random.Random) -> Verdict:
     for _ in range(MAX_STEPS):
         failed = next((w for w in warps if w.error is not None), None)
         if failed is not None:
@@ -319,16 +212,16 @@ def _schedule(cta: Cta, warps: list[_Warp], rng: random.Random) -> Verdict:
                 land(cta, copy)
             elif x.pending[0] == "sync":
                 for w in live:
-                    _resume(w, None)
+                    w.take(None)
             else:
-                _resume(x, _take(cta, x.pending))
+                x.take(_take(cta, x.pending))
         except Found as found:
             return found.verdict
     return Verdict("deadlock", f"no progress after {MAX_STEPS} steps: a warp spins on "
                    f"try_wait for a phase that never completes", "wrong parity")
 
 
-def _enabled(cta: Cta, warp: _Warp, warps: list[_Warp]) -> bool:
+def _enabled(cta: Cta, warp: Warp, warps: list[Warp]) -> bool:
     op = warp.pending
     if op[0] == "sync":  # every warp of the CTA there (one that already left never comes)
         return all(w.pending and w.pending[0] == "sync" for w in warps)
@@ -347,35 +240,17 @@ def _take(cta: Cta, op):
     return op[1]()
 
 
-def _resume(warp: _Warp, result) -> None:
-    warp.result, warp.pending = result, None
-    warp.resume.release()
-    warp.parked.acquire()
-
-
-def _error_verdict(warp: _Warp) -> Verdict:
+def _error_verdict(warp: Warp) -> Verdict:
     exc = warp.error
     if isinstance(exc, Found):
         return exc.verdict
     if isinstance(exc, Unmodelled):
         return Verdict("unmodelled", f"the CPU model of the ring does not know {exc}")
-    library = _library_frame(exc)
+    library = library_frame(exc)
     if library:  # a CuTe DSL call the model does not stand in for got the model's values
         return Verdict("unmodelled", f"the CPU model of the ring cannot run {library}")
     return Verdict("misuse", f"warp {warp.index} raised {type(exc).__name__}: {exc}",
                    "runs as plain Python")
-
-
-def _library_frame(exc: BaseException) -> str:
-    """'module.function' of the first CuTe DSL (cutlass package) frame the error passed
-    through, or ''."""
-    tb = exc.__traceback__
-    while tb is not None:
-        module = tb.tb_frame.f_globals.get("__name__", "")
-        if module.split(".")[0] == "cutlass":
-            return f"{module}.{tb.tb_frame.f_code.co_name}"
-        tb = tb.tb_next
-    return ""
 
 
 def verdict(ring_fn, kernel_cls, stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5, 9),

@@ -121,7 +121,7 @@ def parse_line(line: str) -> Attempt | None:
     learner, exercise, verdict = (entry.get(k) for k in ("learner", "exercise", "verdict"))
     hint = entry.get("hint") or ""
     if not (isinstance(learner, str) and learner and isinstance(exercise, str) and exercise
-            and verdict in VERDICT_WORDS.values() and isinstance(hint, str)):
+            and verdict in VERDICT_WORDS and isinstance(hint, str)):
         return None
     return Attempt(learner, exercise, verdict, hint)
 

@@ -27,8 +27,20 @@ def padded_tiles__logical_divide():
     return cute.logical_divide(tile, (2, 4))
 
 
+def padded_tiles_by_composition():
+    """The padded tile as a (4,9) row-major buffer seen through a 4x8 column-major view."""
+    rows = cute.make_layout((4, 9), stride=(9, 1))
+    return cute.zipped_divide(cute.composition(rows, cute.make_layout((4, 8))), (2, 4))
+
+
+def padded_tiles_layout_tiler():
+    tile = cute.make_layout((4, 8), stride=(9, 1))
+    return cute.zipped_divide(tile, (cute.make_layout(2), cute.make_layout(4)))
+
+
 REFERENCE = {"02.padded_tiles": padded_tiles}
 WRONG = {"02.padded_tiles": {padded_tiles__column_major: ("swapped strides", "cpu"),
                              padded_tiles__no_padding: ("no padding", "cpu"),
                              padded_tiles__tiler_transposed: ("transposed", "cpu"),
                              padded_tiles__logical_divide: ("logical_divide", "cpu")}}
+ALTERNATIVES = {"02.padded_tiles": [padded_tiles_by_composition, padded_tiles_layout_tiler]}

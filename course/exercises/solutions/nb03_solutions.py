@@ -24,7 +24,17 @@ gemm_partitions__b_with_partition_a = edited(
     ("thr.partition_B(gB)", "thr.partition_A(gB)"))
 
 
+def gemm_partitions_selected_tilers(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
+    """Each operand's own 2-D tiler picked out of (BM, BN, BK) with cute.select."""
+    gA = cute.local_tile(mA, cute.select(tiler, mode=[0, 2]), (bm, None))  # (BM, BK, k)
+    gB = cute.local_tile(mB, cute.select(tiler, mode=[1, 2]), (bn, None))  # (BN, BK, k)
+    gC = cute.local_tile(mC, cute.select(tiler, mode=[0, 1]), (bm, bn))  # (BM, BN)
+    thr = tiled_mma.get_slice(tid)
+    return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
+
+
 REFERENCE = {"03.partition": gemm_partitions}
 WRONG = {"03.partition": {gemm_partitions__blocks_swapped: ("swapped block coordinates", "cpu"),
                           gemm_partitions__a_projected_like_b: ("wrong projection", "cpu"),
                           gemm_partitions__b_with_partition_a: ("wrong partition mode", "cpu")}}
+ALTERNATIVES = {"03.partition": [gemm_partitions_selected_tilers]}

@@ -23,6 +23,22 @@ def make_vector_copy__thread_owns_a_chunk(threads):
     return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(16))
 
 
+def make_vector_copy_tv_layout(threads):
+    """The same TiledCopy from an explicit (thread, value) -> element layout."""
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                               num_bits_per_copy=128)
+    tv = cute.make_layout((threads, 4), stride=(4, 1))  # thread t's value v is element 4t + v
+    return cute.make_tiled_copy(atom, tv, (threads * 4,))
+
+
+def make_vector_copy_tuple_shapes(threads):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
+                               num_bits_per_copy=128)
+    return cute.make_tiled_copy_tv(atom, cute.make_layout((threads,), stride=(1,)),
+                                   cute.make_layout((4,), stride=(1,)))
+
+
 REFERENCE = {"04.vector_copy": make_vector_copy}
 WRONG = {"04.vector_copy": {make_vector_copy__scalar_atom: ("vector width", "cpu"),
                             make_vector_copy__thread_owns_a_chunk: ("uncoalesced", "cpu")}}
+ALTERNATIVES = {"04.vector_copy": [make_vector_copy_tv_layout, make_vector_copy_tuple_shapes]}

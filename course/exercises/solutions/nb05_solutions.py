@@ -20,7 +20,18 @@ def transpose_tile_layout__overlapping_rows():
     return cute.make_layout((32, 32), stride=(31, 1))  # "padding" below 32: rows overlap
 
 
+def transpose_tile_layout_padded():
+    """Padding each row to 33 floats also puts a column's 32 floats in 32 banks."""
+    return cute.make_layout((32, 32), stride=(33, 1))
+
+
+def transpose_tile_layout_column_major_swizzled():
+    tile = cute.make_layout((32, 32), stride=(1, 32))
+    return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, tile)
+
+
 REFERENCE = {"05.transpose_swizzle": transpose_tile_layout}
 WRONG = {"05.transpose_swizzle": {transpose_tile_layout__no_swizzle: ("32-way", "cpu"),
                                   transpose_tile_layout__three_row_bits: ("4-way", "cpu"),
                                   transpose_tile_layout__overlapping_rows: ("overlap", "cpu")}}
+ALTERNATIVES = {"05.transpose_swizzle": [transpose_tile_layout_padded, transpose_tile_layout_column_major_swizzled]}

@@ -39,8 +39,27 @@ mma_tile_kernel__b_transposed = edited(
      "thr_mma.partition_C(mC)\n"))
 
 
+@cute.kernel
+def mma_tile_kernel_tensor_ssa(tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor,
+                               mC: cute.Tensor):
+    """Fragments filled and stored through TensorSSA values (load / store)."""
+    thr_mma = tiled_mma.get_slice(cute.arch.thread_idx()[0])
+    tCgA = thr_mma.partition_A(mA)
+    tCgB = thr_mma.partition_B(mB)
+    tCgC = thr_mma.partition_C(mC)
+    tCrA = tiled_mma.make_fragment_A(tCgA)
+    tCrB = tiled_mma.make_fragment_B(tCgB)
+    tCrC = tiled_mma.make_fragment_C(tCgC)
+    tCrA.store(tCgA.load())
+    tCrB.store(tCgB.load())
+    tCrC.fill(0)
+    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
+    tCgC.store(tCrC.load())
+
+
 REFERENCE = {"06.mma_tile": mma_tile_kernel}
 WRONG = {"06.mma_tile": {mma_tile_kernel__a_as_b: ("wrong partition mode", "cpu"),
                          mma_tile_kernel__no_clear: ("accumulator not cleared", "cpu"),
                          mma_tile_kernel__slice_zero: ("get_slice(tid)", "cpu"),
                          mma_tile_kernel__b_transposed: ("swapped strides", "gpu")}}
+ALTERNATIVES = {"06.mma_tile": [mma_tile_kernel_tensor_ssa]}

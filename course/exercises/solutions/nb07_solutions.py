@@ -73,8 +73,22 @@ mainloop__one_k_tile_short = plain_loop_with(
     ("for t in range(k_tiles):", "for t in range(k_tiles - 1):  # the last is never multiplied"))
 
 
+# correct, written otherwise: each k-block read from shared memory right before its MMA (no
+# ldmatrix prefetch), and the stages computed from t instead of stepped
+mainloop_plain = plain_loop_with("mainloop_plain")
+mainloop_stages_from_t = edited(
+    mainloop, "mainloop_stages_from_t",
+    ("    read = cutlass.Int32(0)  # the stage holding k-tile t\n"
+     "    write = cutlass.Int32(stages - 1)  # the stage read last iteration: free once all synced\n", ""),
+    ("    for t in range(k_tiles):\n",
+     "    for t in range(k_tiles):\n        read = t % stages\n"
+     "        write = (t + stages - 1) % stages  # the stage k-tile t-1 was read from\n"),
+    ("        read = (read + 1) % stages\n        write = (write + 1) % stages\n", ""))
+
+
 REFERENCE = {"07.mainloop": mainloop}
 WRONG = {"07.mainloop": {mainloop__wait_all: ("overlap", "cpu"),
                          mainloop__no_sync: ("missing sync", "cpu"),
                          mainloop__next_stage: ("stage", "gpu"),
                          mainloop__one_k_tile_short: ("k-tile", "gpu")}}
+ALTERNATIVES = {"07.mainloop": [mainloop_plain, mainloop_stages_from_t]}

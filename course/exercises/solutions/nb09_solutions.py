@@ -48,6 +48,14 @@ ring__every_lane_releases = one_edit("ring__every_lane_releases", RELEASE,
 ring__counts_threads = one_edit("ring__counts_threads", "(empty + s, self.cfg.warps)",
                                 "(empty + s, self.cfg.threads)")
 
+# correct, written otherwise: the producer's parity as 1 - bit, and the release from lane 0
+ring_parity_as_one_minus = one_edit("ring_parity_as_one_minus", "((j // stages) % 2) ^ 1",
+                                    "1 - (j // stages) % 2")
+ring_lane_zero_releases = one_edit(
+    "ring_lane_zero_releases", RELEASE,
+    "        if cute.arch.lane_idx() == 0:\n            cute.arch.mbarrier_arrive(empty + s)\n")
+
+
 REFERENCE = {"09.ring": ring}
 WRONG = {"09.ring": {
     ring__no_fence: ("missing fence", "cpu"),
@@ -58,3 +66,4 @@ WRONG = {"09.ring": {
     ring__every_lane_releases: ("every lane arrives", "cpu"),
     ring__counts_threads: ("arrival count", "cpu"),
 }}
+ALTERNATIVES = {"09.ring": [ring_parity_as_one_minus, ring_lane_zero_releases]}

@@ -55,7 +55,72 @@ mainloop__releases_stage_in_use = edited(  # k-tile t's own stage, its wgmmas st
      "        read.advance()\n        if t > 0:\n"))
 
 
+# correct, written otherwise --------------------------------------------------------------
+# NVIDIA's Hopper examples fence once, before the loop: wgmmas of one shape that accumulate
+# into the same registers are ordered without a fence between them (the PTX ISA)
+mainloop_fenced_once = edited(
+    mainloop, "mainloop_fenced_once", (FENCE, ""),
+    ("    k_blocks = cute.size(tCrA, mode=[2])\n",
+     "    k_blocks = cute.size(tCrA, mode=[2])\n"
+     "    cute.nvgpu.warpgroup.fence()  # once: the accumulator was written before the loop\n"))
+
+
+@cute.jit
+def mainloop_first_k_tile_peeled(self, tiled_mma, acc, tCrA, tCrB, ring, read, release,
+                                 produce, k_tiles, warp, loads):
+    """k-tile 0 issued before the loop, as NVIDIA's Hopper GEMM issues its prologue MMAs;
+    every later k-tile then retires the one before it."""
+    k_blocks = cute.size(tCrA, mode=[2])
+    cute.nvgpu.warpgroup.fence()
+    ring.consumer_wait(read)
+    for kb in cutlass.range(k_blocks, unroll_full=True):
+        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
+                  tCrB[None, None, kb, read.index], acc)
+    cute.nvgpu.warpgroup.commit_group()
+    read.advance()
+    for _ in range(1, k_tiles):
+        ring.consumer_wait(read)
+        for kb in cutlass.range(k_blocks, unroll_full=True):
+            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
+                      tCrB[None, None, kb, read.index], acc)
+        cute.nvgpu.warpgroup.commit_group()
+        read.advance()
+        cute.nvgpu.warpgroup.wait_group(1)  # the previous k-tile's wgmmas are done
+        ring.consumer_release(release)
+        release.advance()
+        if warp == 0 and produce.count < k_tiles:
+            self.load_k_tile(ring, produce, *loads)
+            produce.advance()
+
+
+@cute.jit
+def mainloop_released_a_k_tile_later(self, tiled_mma, acc, tCrA, tCrB, ring, read, release,
+                                     produce, k_tiles, warp, loads):
+    """Each k-tile ends with wait_group(1); the stage it retired is handed back at the top of
+    the next k-tile, before its wait. Correct: a stage is released only after its group
+    completed."""
+    k_blocks = cute.size(tCrA, mode=[2])
+    for t in range(k_tiles):
+        if t > 1:  # k-tile t-2's group was retired by the last k-tile's wait_group(1)
+            ring.consumer_release(release)
+            release.advance()
+            if warp == 0:
+                if produce.count < k_tiles:
+                    self.load_k_tile(ring, produce, *loads)
+                    produce.advance()
+        ring.consumer_wait(read)
+        cute.nvgpu.warpgroup.fence()
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
+                      tCrB[None, None, kb, read.index], acc)
+        cute.nvgpu.warpgroup.commit_group()
+        read.advance()
+        cute.nvgpu.warpgroup.wait_group(1)
+
+
 REFERENCE = {"10.wgmma_mainloop": mainloop}
+ALTERNATIVES = {"10.wgmma_mainloop": [mainloop_fenced_once, mainloop_first_k_tile_peeled,
+                                      mainloop_released_a_k_tile_later]}
 WRONG = {"10.wgmma_mainloop": {mainloop__no_fence: ("fence", "cpu"),
                                mainloop__release_before_wait: ("released too early", "cpu"),
                                mainloop__no_wait: ("no wait_group", "cpu"),

@@ -44,6 +44,26 @@ store_chunk__stored_at_its_buffer = edited(
     ("epi.bSG_gC[None, at]", "epi.bSG_gC[None, buf]"))
 
 
+# correct, written otherwise: the fence by CuTe DSL's other name for it, and the store warp
+# waiting for a free buffer before the chunk is written (as NVIDIA's epilogues order it)
+store_chunk_fence_view = edited(
+    store_chunk, "store_chunk_fence_view",
+    (FENCE, "    cute.arch.fence_view_async_shared()  # the same fence.proxy.async.shared::cta\n"))
+
+
+@cute.jit
+def store_chunk_acquire_first(self, chunk, buf, at, epi, stores):
+    if epi.warp == epi.store_warp:
+        stores.producer_acquire()  # buffer `buf` is no longer read by an earlier TMA store
+    epi.chunk_sync.arrive_and_wait()
+    cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
+    cute.arch.fence_proxy("async.shared", space="cta")
+    epi.chunk_sync.arrive_and_wait()
+    if epi.warp == epi.store_warp:
+        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
+        stores.producer_commit()
+
+
 REFERENCE = {"11.tma_store": store_chunk}
 WRONG = {"11.tma_store": {
     store_chunk__no_fence: ("async proxy", "cpu"),
@@ -52,3 +72,4 @@ WRONG = {"11.tma_store": {
     store_chunk__no_wait: ("reused while TMA may still read", "cpu"),
     store_chunk__no_second_barrier: ("overwrite a buffer", "cpu"),
     store_chunk__stored_at_its_buffer: ("chunk's own place", "gpu")}}
+ALTERNATIVES = {"11.tma_store": [store_chunk_fence_view, store_chunk_acquire_first]}

@@ -33,9 +33,19 @@ epilogue_role__never_freed = edited(epilogue_role, "epilogue_role__never_freed",
                                     ("    tmem.free(tmem_ptr)\n", ""))
 
 
+# correct, written otherwise: the TMA stores drained before the accumulator is handed back
+epilogue_role_drain_first = edited(
+    epilogue_role, "epilogue_role_drain_first",
+    ("    with cute.arch.elect_one():\n        acc_pipeline.consumer_release(acc_state)\n"
+     "    c_pipeline.producer_tail()\n",
+     "    c_pipeline.producer_tail()\n    with cute.arch.elect_one():\n"
+     "        acc_pipeline.consumer_release(acc_state)\n"))
+
+
 REFERENCE = {"12.epilogue_role": epilogue_role}
 WRONG = {"12.epilogue_role": {
     epilogue_role__no_wait: ("read before the MMAs finished", "cpu"),
     epilogue_role__no_tail: ("not drained", "cpu"),
     epilogue_role__free_without_barrier: ("still be reading", "cpu"),
     epilogue_role__never_freed: ("never freed", "cpu")}}
+ALTERNATIVES = {"12.epilogue_role": [epilogue_role_drain_first]}

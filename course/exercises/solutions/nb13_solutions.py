@@ -27,8 +27,21 @@ read_next_tile__no_fence = edited(
     ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""))
 
 
+@cute.jit
+def read_next_tile_whole_answer(self, scheduler, read_state):
+    """The answer kept whole, the fence by CuTe DSL's other name for it."""
+    clc_pipeline, clc_response = scheduler
+    clc_pipeline.consumer_wait(read_state)
+    answer = cute.arch.clc_response(clc_response)
+    cute.arch.fence_view_async_shared()  # fence.proxy.async.shared::cta
+    clc_pipeline.consumer_release(read_state)
+    read_state.advance()
+    return (answer[0] // self.tile.ctas, answer[1], answer[3] != 0), read_state
+
+
 REFERENCE = {"13.read_next_tile": read_next_tile}
 WRONG = {"13.read_next_tile": {
     read_next_tile__decoded_before_the_wait: ("before it has arrived", "cpu"),
     read_next_tile__never_released: ("never freed", "cpu"),
     read_next_tile__no_fence: ("async proxy", "cpu")}}
+ALTERNATIVES = {"13.read_next_tile": [read_next_tile_whole_answer]}
