@@ -50,10 +50,13 @@ def test_a_rejected_answer_records_its_reason(learner_file):
 
 
 def test_the_hint_is_the_first_line_capped():
-    kernel_style = Verdict("01.saxpy", False, "guard the last block with a predicate\n"
-                                               "  FAIL traced and compiled: ...")
+    kernel_style = Verdict("01.saxpy", "wrong", "observed: 3 of 257 outputs wrong\n"
+                                                 "hint: guard the last block with a predicate\n"
+                                                 "  ✘ traced and compiled: ...")
     assert progress.mistake_key(kernel_style) == "guard the last block with a predicate"
-    long = Verdict("00.tiles", False, "x" * 500)
+    plain = Verdict("00.bound", "wrong", "answer 'memory' or 'compute'\nmore")
+    assert progress.mistake_key(plain) == "answer 'memory' or 'compute'"
+    long = Verdict("00.tiles", "wrong", "x" * 500)
     assert len(progress.mistake_key(long)) == progress.HINT_CHARS
 
 

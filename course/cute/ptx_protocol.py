@@ -38,6 +38,21 @@ RULES = ("tmem_freed", "barriers_ready", "tmem_load_waited", "staging_visible_to
          "tma_stores_drained", "pair_dealloc_synced", "clc_response_waited")
 
 
+# what a kernel's PTX must hold for a rule to say anything about it: a rule with nothing to
+# check is not a pass
+APPLIES = {"tmem_freed": r"tcgen05\.alloc\.", "barriers_ready": r"mbarrier\.init",
+           "tmem_load_waited": r"tcgen05\.ld\.",
+           "staging_visible_to_tma": r"cp\.async\.bulk\.tensor\.\S*global\.shared",
+           "tma_stores_drained": r"cp\.async\.bulk\.commit_group",
+           "pair_dealloc_synced": r"tcgen05\.dealloc\.cta_group::2",
+           "clc_response_waited": r"clusterlaunchcontrol\.try_cancel"}
+
+
+def applies(rule: str, ptx: str) -> bool:
+    """Does this PTX hold what `rule` checks (a rule with nothing to check proves nothing)?"""
+    return re.search(APPLIES[rule], ptx) is not None
+
+
 @dataclass(frozen=True)
 class Violation:
     rule: str

@@ -187,31 +187,40 @@ def guarded_output(shape: tuple[int, ...], dtype, device="cuda"):
     return buffer[:numel].view(shape), buffer
 
 
-def judge_output(check: str, out, ref, buffer=None, *, wrong_hint: str = "",
-                 edge_hint: str = "") -> Finding:
-    """Compare a kernel's output with a torch reference; name what went wrong."""
+def judge_output(check: str, out, ref, buffer=None, *, wrong_hint="", edge_hint: str = "",
+                 tile: tuple | None = None, period: int | None = None,
+                 candidates: tuple = ()) -> Finding:
+    """Compare a kernel's output with a torch reference. A wrong output is described as
+    observed first (course.exercises.mismatch: unwritten, past the end, the ragged edge,
+    scaled, transposed, a block repeated, a known wrong formula); the hint is then the one
+    for that observation: `candidates` are (name, tensor, hint) of known wrong formulas,
+    `wrong_hint` a string or a dict {pattern: hint} ("values" for anything else), and
+    `edge_hint` is for writes past the end and wrong values only at the edge."""
     import torch
 
+    from course.exercises.mismatch import observe
     from kernels.selftest import TOLERANCE, relative_error
 
     if buffer is not None and not torch.isnan(buffer[out.numel():].float()).all():
-        written = int((~torch.isnan(buffer[out.numel():].float())).sum())
-        return failed(check, f"wrote {written} element(s) past the end of the output",
+        past = ~torch.isnan(buffer[out.numel():].float())
+        first = int(past.nonzero()[0])
+        return failed(check, f"wrote {int(past.sum())} element(s) past the end of the output "
+                             f"(the first {first} element(s) after it)",
                       edge_hint or "a missing predicate at the edge")
-    unwritten = torch.isnan(out.float())
-    if unwritten.any():
-        first = tuple(int(i) for i in unwritten.nonzero()[0])
-        return failed(check, f"{int(unwritten.sum())} of {out.numel()} outputs never written "
-                             f"(the first at {first})", wrong_hint or edge_hint)
     err = relative_error(out, ref)
     tol = TOLERANCE[out.dtype]
-    if err > tol:
-        bad = (out.double() - ref.double()).abs() > tol * ref.double().abs().clamp_min(1.0)
-        first = tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else ()
-        return failed(check, f"relative error {err:.1e} > {tol:.0e}"
-                             + (f"; the first wrong output at {first}" if first else ""),
-                      wrong_hint)
-    return Finding(check, PASS, f"relative error {err:.1e}")
+    if err <= tol:
+        return Finding(check, PASS, f"relative error {err:.1e}")
+    seen = observe(out, ref, tol, tile=tile, period=period,
+                   candidates=tuple((name, t) for name, t, _ in candidates))
+    hints = dict(wrong_hint) if isinstance(wrong_hint, dict) else {"values": wrong_hint}
+    hints.update({name: hint for name, _, hint in candidates})
+    if edge_hint:
+        hints.setdefault("edge", edge_hint)
+    hint = hints.get(seen.pattern) or hints.get("values", "") or edge_hint
+    detail = seen.sentence + ("" if seen.pattern == "unwritten" else
+                              f" (relative error {err:.1e} > {tol:.0e})")
+    return failed(check, detail, hint)
 
 
 def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="",
@@ -234,8 +243,28 @@ def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="
         hint = wrong_hint(a, b, out) if callable(wrong_hint) else wrong_hint
         findings.append(judge_output(f"{m}x{n}x{k} {str(dtype)[6:]} against torch", out,
                                      a.double() @ b.double().T, buffer, wrong_hint=hint,
-                                     edge_hint=edge_hint))
+                                     edge_hint=edge_hint, tile=_tile(config),
+                                     candidates=_k_tiles_missed(a, b, config)))
     return findings
+
+
+def _tile(config) -> tuple | None:
+    m, n = getattr(config, "tile_m", None), getattr(config, "tile_n", None)
+    return (m, n) if isinstance(m, int) and isinstance(n, int) else None
+
+
+def _k_tiles_missed(a, b, config) -> tuple:
+    """(name, C, hint) for a GEMM that drops its first or its last k-tile: what a loop that
+    runs once too few computes."""
+    tile_k = getattr(config, "tile_k", 64)
+    k = a.shape[1]
+    if not isinstance(tile_k, int) or k <= tile_k:
+        return ()
+    last = (k - 1) // tile_k * tile_k  # where the last (maybe partial) k-tile starts
+    a64, b64 = a.double(), b.double()
+    hint = "a k-tile is never multiplied: the loop must run over all k_tiles k-tiles"
+    return (("A.B^T without its last k-tile", a64[:, :last] @ b64[:, :last].T, hint),
+            ("A.B^T without its first k-tile", a64[:, tile_k:] @ b64[:, tile_k:].T, hint))
 
 
 def speed_against(gemm, reference, config, size: int, required: float, hint: str,

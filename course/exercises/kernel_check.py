@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
-from course.exercises.learner_code import LearnerCode, NotALearnerFunction
+from course.exercises.learner_code import PREAMBLE, LearnerCode, NotALearnerFunction
 from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
@@ -240,11 +240,11 @@ def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> 
         start = time.perf_counter()
         art = compile_artifacts(("exercise", ex.id, code.digest), ex.arch, *ex.build(fn, ex.arch))
     except Exception as exc:  # the learner's code did not trace or compile: explain it
-        text = f"{type(exc).__name__}: {exc}"
-        hint = next((h for pattern, h in ex.compile_hints if re.search(pattern, text)),
-                    "read the first line of the error: CuTe DSL names the call and the "
-                    "argument it could not use")
-        findings.append(failed(what, _first_lines(exc), hint))
+        text = error_text(exc, code)
+        hint = next((h for pattern, h in ex.compile_hints + COMMON_COMPILE_HINTS
+                     if re.search(pattern, text)),
+                    "read the error: CuTe DSL names the call and the argument it could not use")
+        findings.append(failed(what, text, hint))
         return None
     compiled = Compiled(fn, code, ex.arch, art)
     res = compiled.resources()
@@ -291,6 +291,44 @@ def _guarded(name: str, fn: Callable, *args) -> Finding | Sequence[Finding]:
 
 def _as_findings(result) -> list[Finding]:
     return [result] if isinstance(result, Finding) else list(result)
+
+
+# CuTe DSL's errors for the commonest slips, and the mistake each one means
+COMMON_COMPILE_HINTS = (
+    (r"UNSUP_EARLY_EXIT|Early exit \(return\)",
+     "a kernel cannot return early: CuTe DSL compiles an `if` on a runtime value as a whole, so "
+     "put the work under the condition (`if i < n: ...`) instead of returning"),
+    (r"range_constexpr\(\)` requires all arguments to be Python integers",
+     "cutlass.range_constexpr unrolls at compile time and needs Python ints; for a bound known "
+     "only when the kernel runs (n, k_tiles) use range(...) or cutlass.range(...)"),
+    (r"not supported between instances of 'tuple'|unsupported operand type\(s\) for .*'tuple'",
+     "cute.arch.thread_idx() / block_idx() / block_dim() return (x, y, z): unpack them, "
+     "tid, _, _ = cute.arch.thread_idx()"),
+    (r"Expected Coord, whose leaves are integers",
+     "an index must be an integer: in Python `/` gives a float, `//` an integer"),
+    (r"expected a Layout for \w+, but got <class 'int'>",
+     "this argument is a layout: wrap a count in cute.make_layout(...)"),
+    (r"const_expr|Constexpr.*dynamic|dynamic.*Constexpr",
+     "a value known only when the kernel runs was used where CuTe DSL needs one known at "
+     "compile time (a Python `if`, a shape, range_constexpr)"),
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_text(exc: BaseException, code: LearnerCode | None = None, lines: int = 5) -> str:
+    """CuTe DSL's error as a few plain lines: colours and advice boilerplate dropped, the
+    learner's module file replaced by "your code, line N" (counted from the def)."""
+    text = _ANSI.sub("", f"{type(exc).__name__}: {exc}")
+    if code is not None:
+        first = len(PREAMBLE.splitlines()) + 3  # the function's first line in the module file
+        text = re.sub(rf"\S*{re.escape(code.path().name)}:(\d+)(:\d+)?",
+                      lambda m: f"your code, line {int(m.group(1)) - first + 1}", text)
+    kept = [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not ln.strip().startswith(("suggestion:", "Re-run", "-->"))
+            and "CUTE_DSL_SHOW_STACKTRACE" not in ln and not re.match(r"\s*\d*\s*\|", ln)
+            and "your code, line" not in ln]
+    where = [ln for ln in text.splitlines() if "your code, line" in ln]
+    return " / ".join(kept[:lines] + [w.strip().lstrip("-> ").strip() for w in where[:1]])
 
 
 def _first_lines(exc: BaseException, lines: int = 3) -> str:

@@ -70,6 +70,15 @@ def guards_the_tail(c):
                   "block's extra threads must not store (guard with `if i < n:`)")
 
 
+def _wrong_formulas(x, y, alpha):
+    """(name, output, hint) of the formulas a slip of the pen computes instead."""
+    return (("alpha * y + x", alpha * y + x, "alpha multiplies y instead of x: out[i] = "
+                                             "alpha * gX[i] + gY[i]"),
+            ("x + y", x + y, "alpha is never applied: out[i] = alpha * gX[i] + gY[i]"),
+            ("alpha * x", alpha * x, "y is never added: out[i] = alpha * gX[i] + gY[i]"),
+            ("y", y, "out is y: the product alpha * gX[i] is missing"))
+
+
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     import cutlass
     import torch
@@ -90,12 +99,17 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
         compiled(*(gmem_pointer(t, torch.float32) for t in (x, y, out)), cutlass.Float32(alpha),
                  cutlass.Int32(n), current_stream())
         torch.cuda.synchronize()
-        findings.append(judge_output(f"n = {n:,} against torch", out, alpha * x.double() + y.double(),
-                                     buffer, wrong_hint="every block computes the same first 256 "
-                                     "elements? the global index is block_idx * block_dim + "
-                                     "thread_idx",
-                                     edge_hint="missing predicate at the edge: guard the store "
-                                     "with `if i < n:`"))
+        findings.append(judge_output(
+            f"n = {n:,} against torch", out, alpha * x.double() + y.double(), buffer,
+            period=THREADS, candidates=_wrong_formulas(x.double(), y.double(), alpha),
+            wrong_hint={"repeats": "every block computes the same first 256 elements: the "
+                                   "global index is block_idx * block_dim + thread_idx",
+                        "unwritten": "some elements are never written: does every block take "
+                                     "its own 256 elements (block_idx * block_dim + "
+                                     "thread_idx), and every i < n?",
+                        "values": "out[i] must be alpha * gX[i] + gY[i], with i the element's "
+                                  "global index"},
+            edge_hint="missing predicate at the edge: guard the store with `if i < n:`"))
     return findings
 
 

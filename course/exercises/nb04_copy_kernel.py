@@ -191,4 +191,11 @@ kernel_exercise(
     arch="sm_90a", needs="gpu", build=_build,
     cpu_checks=(moves_16_bytes_per_access, coalesced_warps),
     gpu_checks=gpu_checks, timeout_s=120,
+    run_shows="whether it copies every element to its place on ragged sizes, and its "
+              "bandwidth against torch's copy",
+    compile_hints=((r"cannot vectorize copy to (\d+) elements",
+                    "the 128-bit copy atom moves 4 contiguous floats per thread at once, but your "
+                    "value layout does not give each thread 4 contiguous floats: the value "
+                    "layout is cute.make_layout(4) (a value layout of 1 is the C++ habit of "
+                    "(1,1) with a scalar atom)"),),
     solution="course/exercises/solutions/nb04_solutions.py: make_vector_copy")

@@ -233,4 +233,6 @@ kernel_exercise(
     cpu_checks=(issues_cp_async_copies, commits_each_k_tile, keeps_copies_in_flight,
                 barrier_after_each_wait, multiplies_with_ldmatrix_and_mma),
     gpu_checks=gpu_checks, sanitize=("racecheck",), timeout_s=90,
+    run_shows="whether it computes the right numbers on ragged shapes, races between the "
+              "copies and the reads that only compute-sanitizer sees, and its speed",
     solution="course/exercises/solutions/nb07_solutions.py: mainloop")

@@ -173,5 +173,7 @@ kernel_exercise(
     arch="sm_90a", needs="sm_90+", build=_build,
     cpu_checks=(fences_the_init, protocol_holds),
     gpu_checks=gpu_checks, sanitize=("racecheck", "synccheck", "memcheck"), timeout_s=120,
+    run_shows="whether the GEMM computes the right numbers on ragged shapes with the real "
+              "hardware's timing, and what compute-sanitizer sees",
     shipped=broken_ring,
     solution="course/exercises/solutions/nb09_solutions.py: ring")

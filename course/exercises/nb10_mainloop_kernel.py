@@ -163,4 +163,6 @@ kernel_exercise(
     arch="sm_90a", needs="sm_90a", build=_build,
     cpu_checks=(wgmmas_share_one_accumulator, protocol_holds),
     gpu_checks=gpu_checks, timeout_s=120,
+    run_shows="whether it computes the right numbers on ragged shapes, and its speed "
+              "against the course's loop",
     solution="course/exercises/solutions/nb10_solutions.py: mainloop")

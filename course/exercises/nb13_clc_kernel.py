@@ -109,4 +109,6 @@ kernel_exercise(
     arch="sm_100a", needs="sm_100a", build=_build,
     cpu_checks=(waits_before_decoding, releases_each_answer, fences_before_release),
     gpu_checks=gpu_checks, timeout_s=90,
+    run_shows="whether every tile is computed once with the right numbers, which needs a "
+              "Blackwell GPU (compute capability 10.x)",
     solution="course/exercises/solutions/nb13_solutions.py: read_next_tile")

@@ -60,12 +60,14 @@ def progress_entry(verdict: Verdict) -> dict:
 
 
 def mistake_key(verdict: Verdict) -> str:
-    """For a wrong answer, the first line of its message: the hint that names the mistake
-    (for a kernel, the first failing check's hint), so equal mistakes group together."""
+    """For a wrong answer, the hint that names the mistake, so equal mistakes group together:
+    a kernel verdict's `hint:` line (its first line says what was observed, which differs
+    from run to run), else the message's first line."""
     if verdict.status != WRONG:
         return ""
-    lines = verdict.message.strip().splitlines()
-    return lines[0].strip()[:HINT_CHARS] if lines else ""
+    lines = [line.strip() for line in verdict.message.strip().splitlines()]
+    hint = next((line[len("hint: "):] for line in lines if line.startswith("hint: ")), None)
+    return (hint if hint is not None else lines[0] if lines else "")[:HINT_CHARS]
 
 
 def learner() -> str:

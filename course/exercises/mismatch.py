@@ -1,0 +1,96 @@
+"""What a wrong output looks like, said before any guess at its cause.
+
+A kernel exercise's run compares the learner's output with a torch reference. When they
+differ, the learner first needs what was observed -- which outputs are wrong and how: never
+written, written past the end, only at the ragged edge, off by a constant factor,
+transposed, the first block repeated, or equal to a known wrong formula -- and only then a
+hint. `observe(out, ref, ...)` returns that observation as one sentence and the name of the
+pattern it matched, so an exercise can pick the hint that fits what happened instead of the
+nearest known mistake.
+
+Everything runs on torch tensors on any device (CPU tensors too), in float64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Observation:
+    pattern: str  # "unwritten", "edge", "scaled", "transposed", "zero", "repeats", a candidate's
+    #               name, or "values" (wrong, no simpler pattern)
+    sentence: str
+
+
+def _close(a, b, tol: float) -> bool:
+    import torch
+
+    if a.shape != b.shape:
+        return False
+    a, b = a.double(), b.double()
+    return bool(torch.all((a - b).abs() <= tol * b.abs().clamp_min(1.0)))
+
+
+def _where(mask) -> str:
+    """Where a boolean mask of outputs is set: a range for 1-D, rows and columns for 2-D."""
+    idx = mask.nonzero()
+    if mask.dim() == 1:
+        lo, hi = int(idx[:, 0].min()), int(idx[:, 0].max())
+        span = "every one of indices" if int(mask.sum()) == hi - lo + 1 else "indices within"
+        return f"{span} {lo}..{hi}" if lo != hi else f"index {lo}"
+    rows = (int(idx[:, 0].min()), int(idx[:, 0].max()))
+    cols = (int(idx[:, 1].min()), int(idx[:, 1].max()))
+    return f"rows {rows[0]}..{rows[1]}, columns {cols[0]}..{cols[1]}"
+
+
+def _first(mask, out, ref) -> str:
+    i = tuple(int(v) for v in mask.nonzero()[0])
+    at = i[0] if len(i) == 1 else i
+    return f"the first at {at}: got {float(out[i]):.4g}, expected {float(ref[i]):.4g}"
+
+
+def observe(out, ref, tol: float, *, tile: tuple | None = None, period: int | None = None,
+            candidates: tuple = ()) -> Observation:
+    """How `out` differs from `ref` (assumed to differ beyond `tol`). `tile` is the kernel's
+    output tile (so "only the ragged edge is wrong" can be told); `period` a block of outputs
+    that a kernel missing its block index would repeat; `candidates` (name, tensor) pairs of
+    known wrong formulas on the same inputs."""
+    import torch
+
+    o, r = out.double(), ref.double()
+    n = o.numel()
+    unwritten = torch.isnan(o)
+    if unwritten.any():
+        k = int(unwritten.sum())
+        return Observation("unwritten", f"{k} of {n} outputs were never written ({_where(unwritten)}"
+                                        f"{'' if k == n else '; the others were'})")
+    for name, cand in candidates:
+        if _close(o, cand, tol):
+            return Observation(name, f"every output equals {name}")
+    bad = (o - r).abs() > tol * r.abs().clamp_min(1.0)
+    k = int(bad.sum())
+    share = f"{k} of {n} outputs wrong"
+    if period and o.dim() == 1 and n > period:
+        idx = torch.arange(n, device=o.device) % period
+        if _close(o, r[idx], tol):
+            return Observation("repeats", f"{share}: output i holds the value of output "
+                                          f"i mod {period}, as if every block of {period} "
+                                          f"computed the first block's elements")
+    if bool(torch.all(o == 0)):
+        return Observation("zero", "every output is 0")
+    nonzero = r.abs() > 1e-6
+    ratio = o[nonzero] / r[nonzero]
+    if ratio.numel():
+        c = float(ratio.median())
+        if abs(c - 1) > 10 * tol and bool(torch.all((ratio - c).abs() <= 10 * tol * max(abs(c), 1))):
+            return Observation("scaled", f"every output is {c:.4g} times the right value")
+    if o.dim() == 2 and o.shape[0] == o.shape[1] and _close(o, r.t(), tol):
+        return Observation("transposed", "the output is the reference transposed")
+    if tile and o.dim() == len(tile):
+        full = [s - s % t for s, t in zip(o.shape, tile)]
+        inside = bad[tuple(slice(0, f) for f in full)]
+        if not inside.any() and any(f < s for f, s in zip(full, o.shape)):
+            return Observation("edge", f"{share}, all in the last partial tile "
+                                       f"({_where(bad)}; the full {tile} tiles are right): "
+                                       f"{_first(bad, o, r)}")
+    return Observation("values", f"{share} ({_where(bad)}); {_first(bad, o, r)}")
