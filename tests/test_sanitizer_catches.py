@@ -55,10 +55,11 @@ def test_a_missing_wait_in_the_tma_ring_is_caught_by_its_result_not_by_racecheck
     assert finding.status == kernel_check.FAIL, finding.line()
     assert "no racecheck error, but the run under it failed its checks" in finding.detail, \
         finding.line()
-    report = kernel_check.run_checks(kernel_check.lookup("09.ring"), planted.TMA_NO_WAIT[1],
-                                     sanitize=False)
-    live = [f for f in report.findings if "against torch" in f.check]
-    assert any(f.status == kernel_check.FAIL for f in live), report.text()
+    # the checker no longer runs a kernel its CPU checks find broken (the CPU model of the
+    # ring names this one), so the run is made directly here
+    live = gpu_run.in_child(kernel_check.lookup("09.ring"),
+                            LearnerCode.from_function(planted.TMA_NO_WAIT[1]))
+    assert any(f.status == kernel_check.FAIL for f in live), [f.line() for f in live]
 
 
 def test_a_deadlocked_ring_comes_back_as_the_barrier_and_parity_that_stuck():

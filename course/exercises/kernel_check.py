@@ -227,7 +227,11 @@ def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
             findings.extend(_as_findings(_guarded(cpu_check.__name__, cpu_check, compiled)))
     as_shipped = ex.shipped is not None and code.same_statements(ex.shipped)
     if not as_shipped:  # the shipped code is not run: its mistakes may hang the GPU
-        findings.extend(_live_findings(ex, code, compiled is not None, sanitize, gpu))
+        broken = any(f.status == FAIL for f in findings)
+        findings.extend(_live_findings(ex, code, compiled is not None and not broken, sanitize,
+                                       gpu, why_not="fix what the checks above found first: "
+                                       "a kernel they find broken may hang the GPU"
+                                       if broken else "it did not compile"))
     return Report(tuple(findings), as_shipped=as_shipped)
 
 
@@ -259,7 +263,8 @@ def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> 
 
 
 def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
-                   sanitize: bool | None, gpu: bool | None) -> list[Finding]:
+                   sanitize: bool | None, gpu: bool | None,
+                   why_not: str = "it did not compile") -> list[Finding]:
     from course.runtime.hardware import machine
 
     what = "run on the GPU against torch"
@@ -272,7 +277,7 @@ def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
                                                     f"{m.describe()}")
         return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
     if not compiled_ok:
-        return [not_checked(what, "not run: it did not compile")]
+        return [not_checked(what, f"not run: {why_not}")]
     from course.exercises import gpu_run
 
     findings = gpu_run.in_child(ex, code)
