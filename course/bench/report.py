@@ -162,9 +162,14 @@ def _live_outputs(rec: results.Record) -> list[tuple]:
 
 
 def _kernel_exercises(rec: results.Record) -> list[str]:
+    def kind(c):  # records before alternatives were checked name no kind
+        return c.get("kind") or ("reference" if c["expected"] == "pass" else "wrong")
+
+    as_expected = {True: "yes", False: "**no**", None: "not run"}
     return [((rec.gpu, c["exercise"], c["variant"]),
-             f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {c['expected']} | "
-             f"{c['verdict']} | { {True: 'yes', False: '**no**', None: 'not run'}[c['as_expected']] } | `{rec.command}` |")
+             f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {kind(c)} | "
+             f"{c['expected']} | {c['verdict']} | {as_expected[c['as_expected']]} | "
+             f"`{rec.command}` |")
             for c in rec.data["cases"]]
 
 
@@ -207,8 +212,8 @@ FORMATS = {
                "power-capped | % of cuBLAS in time | in cycles | command |", _clocks),
     "live_outputs": ("| GPU | date | cell | notebook | characters printed | command |",
                      _live_outputs),
-    "kernel_exercises": ("| GPU | date | exercise | variant | expected | verdict | as expected | "
-                         "command |", _kernel_exercises),
+    "kernel_exercises": ("| GPU | date | exercise | variant | kind | expected | verdict | "
+                         "as expected | command |", _kernel_exercises),
 }
 
 
