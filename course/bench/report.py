@@ -19,7 +19,7 @@ round by round (the median round, and the lowest and highest), beside the contro
 second cuBLAS timed in the same rounds, which shows what "equal" reads as in that run. A
 kernel is called above or below cuBLAS only when its ratio and its median round both lie
 outside the control's range, on the same side; where they fall on different sides, the
-row says the rounds disagree. Records taken before the control existed say "no control".
+row says "unsteady". Records taken before the control existed say "no control".
 """
 
 
