@@ -5,6 +5,7 @@
              (build/run-report.md and .json: seconds and banners per notebook)
     slides   write each notebook as offline slides: build/slides/NN_topic.slides.html
     teachers the README's table for teachers (lecture, without a GPU, run time)
+    ladder   ARCHITECTURE.md's table of kernel steps, from kernels/ladder.py (--write)
     progress a class's progress from the learners' progress files (table, wrong answers,
              picture): python -m course progress /home [--out DIR]
 """
@@ -55,6 +56,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="output folder (default build/slides)")
     p = sub.add_parser("teachers", help="the README table for teachers, from the last run report")
     p.add_argument("--write", action="store_true", help="update README.md")
+    p = sub.add_parser("ladder", help="ARCHITECTURE.md's table of kernel steps (kernels/ladder.py)")
+    p.add_argument("--write", action="store_true", help="update ARCHITECTURE.md")
     p = sub.add_parser("progress", help="a class's progress: who solved what, common wrong "
                                         "answers, a picture (build/classroom/)")
     p.add_argument("paths", nargs="+", metavar="PATH",
@@ -77,6 +80,10 @@ def main(argv=None) -> int:
         from course.tools import teachers_table
 
         return teachers_table.main(write=args.write)
+    if args.cmd == "ladder":
+        from course.tools import ladder_table
+
+        return ladder_table.main(write=args.write)
     if args.cmd == "progress":
         from course.tools import class_progress_report as report
 

@@ -47,16 +47,18 @@ LESSONS: tuple[Lesson, ...] = (
            "gpu", (Mode.RECORDED, Mode.COMPILE_ONLY)),
     Lesson(1, "dsl_basics", "CuTe DSL basics",
            "a first kernel, static vs dynamic values, printing, control flow, TensorSSA, "
-           "register tensors, compiling once, PTX/SASS and spills",
+           "register tensors, compiling once, PTX/SASS and spills, the thread hierarchy and "
+           "occupancy",
            "gpu", (Mode.COMPILE_ONLY,)),
     Lesson(2, "layouts", "Layouts",
            "shape:stride, hierarchy, coalesce, composition, complement, divide, product",
            "cpu", (Mode.LIVE,)),
     Lesson(3, "tiling", "Tiling and partitioning",
-           "local_tile, local_partition, TV layouts, the thread trace of a naive GEMM",
+           "local_tile, local_partition, TV layouts, the thread trace of a naive GEMM, reading a "
+           "timing row",
            "gpu", (Mode.COMPILE_ONLY,)),
     Lesson(4, "copies", "Copies",
-           "coalescing, vector width, TiledCopy, bandwidth vs the device's peak",
+           "coalescing, vector width, TiledCopy, bandwidth vs the device's peak, Nsight Compute",
            "gpu", (Mode.COMPILE_ONLY, Mode.RECORDED)),
     Lesson(5, "swizzle", "Swizzle and bank conflicts",
            "banks, Swizzle<B,M,S>, TMA swizzle modes, predicted vs measured conflicts",

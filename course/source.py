@@ -1,7 +1,10 @@
 """Show kernel code in a notebook: excerpts between markers, and diffs between rungs.
 
 The notebooks never copy kernel code into cells; they show the lines of the module
-that actually runs, so what a learner reads is what was compiled.
+that actually runs, so what a learner reads is what was compiled. In a notebook the
+code shows with syntax highlighting (HTML with inline colours, so the offline slides
+keep them too) and carries its plain text beside it for any viewer that shows text only;
+outside a notebook it is printed.
 """
 from __future__ import annotations
 
@@ -18,12 +21,15 @@ def _name(obj) -> str:
     return getattr(obj, "__qualname__", None) or repr(obj)[:60]
 
 
-def excerpt(obj, start: str, end: str | None = None, dedent: bool = True) -> str:
+def excerpt(obj, start: str | None = None, end: str | None = None, dedent: bool = True) -> str:
     """The lines of `obj`'s source from the first line containing `start` up to (not
     including) the first later line containing `end`; with `end=None`, to the end of
-    `obj`. A marker is matched within one line; a missing marker raises MarkerNotFound
-    naming the marker and the function."""
+    `obj`; with `start=None`, from its first line (decorators included). A marker is
+    matched within one line; a missing marker raises MarkerNotFound naming the marker and
+    the function."""
     lines = inspect.getsource(obj).splitlines()
+    if start is None:
+        start = lines[0].strip()
     i = next((n for n, line in enumerate(lines) if start in line), None)
     if i is None:
         raise MarkerNotFound(f"start marker {start!r} not found in {_name(obj)}")
@@ -41,9 +47,53 @@ def excerpt(obj, start: str, end: str | None = None, dedent: bool = True) -> str
     return "\n".join(chunk)
 
 
-def show(obj, start: str, end: str | None = None) -> None:
-    """Print `excerpt(obj, start, end)`."""
-    print(excerpt(obj, start, end))
+class Code:
+    """Source text that a notebook shows highlighted; its plain text is its repr."""
+
+    def __init__(self, text: str, language: str = "python"):
+        self.text, self.language = text, language
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str | None:
+        try:
+            from pygments import highlight
+            from pygments.formatters import HtmlFormatter
+            from pygments.lexers import get_lexer_by_name
+        except ImportError:  # no Pygments: the plain text shows instead
+            return None
+        return highlight(self.text, get_lexer_by_name(self.language),
+                         HtmlFormatter(noclasses=True, style="default"))
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def display_code(text: str, language: str = "python") -> None:
+    """Show `text` highlighted in a notebook, printed elsewhere."""
+    if _in_notebook():
+        from IPython.display import display
+
+        display(Code(text, language))
+    else:
+        print(text)
+
+
+def show(obj, start: str | None = None, end: str | None = None) -> None:
+    """Show `excerpt(obj, start, end)`: the whole of `obj` without markers."""
+    display_code(excerpt(obj, start, end))
+
+
+def show_diff(old, new, context: int = 1) -> None:
+    """Show `diff(old, new, context)`, highlighted as a diff."""
+    display_code(diff(old, new, context), "diff")
 
 
 def diff(old, new, context: int = 1) -> str:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from kernels import ladder
+
 ROOT = Path(__file__).resolve().parent.parent
 COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
 
-# The ladder, in order: a step may import the host modules and earlier steps only.
-STEPS = ["vector_add", "naive_gemm", "copies", "smem_banks", "smem_transpose", "mma_atom",
-         "sm80_gemm", "tma",
-         "tma_gemm", "wgmma_gemm", "hopper_gemm", "tcgen05_gemm", "cta_pair_gemm",
-         "cta_pair_clc_gemm"]
-KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest"}
+# The ladder, in order (kernels/ladder.py): a step may import the host modules and earlier
+# steps only.
+STEPS = [s.module for s in ladder.STEPS]
+KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest", "ladder"}
 
 # course/<layer> -> the course layers it may import (besides itself and the package root,
 # which holds ROOT); True: it may also import kernels.

@@ -29,13 +29,14 @@ def test_verdicts(capsys):
 def test_notebook_00_exercises_load_lazily(monkeypatch):
     chk.REGISTRY.pop("00.tiles", None)  # as if notebook 00's exercises had never been loaded
     monkeypatch.delitem(sys.modules, "course.exercises.nb00", raising=False)
-    assert check("00.tiles", 1024, quiet=True).ok
-    assert not check("00.tiles", 1000, quiet=True).ok
-    assert check("00.ksteps", (64, 4), quiet=True).ok
-    assert not check("00.ksteps", (64, 8), quiet=True).ok
-    assert check("00.intensity", 1365, quiet=True).ok
-    assert check("00.bound", "memory", quiet=True).ok
-    assert not check("00.bound", "compute", quiet=True).ok
+    assert check("00.tiles", 1536, quiet=True).ok
+    assert not check("00.tiles", 1024, quiet=True).ok
+    assert check("00.ksteps", (128, 512), quiet=True).ok
+    assert not check("00.ksteps", (128, 4), quiet=True).ok  # one 16x8 block's K steps
+    assert check("00.intensity", 819, quiet=True).ok
+    assert not check("00.intensity", 1365, quiet=True).ok  # the 4096^3 the notebook prints
+    assert check("00.bound", 1024, quiet=True).ok
+    assert not check("00.bound", 512, quiet=True).ok
 
 
 def test_number_helper():

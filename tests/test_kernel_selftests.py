@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kernels import host
+from kernels import host, ladder
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ["vector_add", "naive_gemm", "copies", "smem_banks", "mma_atom", "sm80_gemm", "tma",
-         "tma_gemm", "wgmma_gemm", "hopper_gemm", "tcgen05_gemm", "cta_pair_gemm",
-         "cta_pair_clc_gemm"]
+STEPS = [s.module for s in ladder.STEPS if s.selftest]  # the one ladder registry
 NEEDS = {step: __import__(f"kernels.{step}", fromlist=["NEEDS"]).NEEDS for step in STEPS}
 
 # A sitecustomize that makes `import course` fail in the child: the kernels must not need it.

@@ -70,3 +70,34 @@ def test_every_notebook_excerpt_names_lines_that_exist(notebook, call, imports):
     args = [eval(compile(ast.Expression(a), notebook, "eval"), namespace) for a in node.args]
     text = source.excerpt(*args)
     assert text.strip(), f"{notebook}: {call} shows nothing"
+
+
+def test_without_markers_an_excerpt_is_the_whole_function():
+    assert source.excerpt(_sample).splitlines()[0] == "def _sample():"
+    assert source.excerpt(_sample).splitlines()[-1] == "    return third"
+
+
+def test_code_shows_highlighted_in_a_notebook_and_as_plain_text_elsewhere(capsys):
+    code = source.Code(source.excerpt(_sample))
+    assert repr(code) == source.excerpt(_sample)  # the text/plain of the display bundle
+    html = code._repr_html_()
+    assert html.startswith("<div") and "style=" in html and "class=" in html
+    assert '<span style="color: #008000; font-weight: bold">def</span>' in html  # inline colours
+    assert "http" not in html  # nothing to fetch: works in the offline slides
+    source.show(_sample, "second")  # outside a notebook: printed
+    assert capsys.readouterr().out == "second = first + 1\nthird = second + 1\nreturn third\n"
+
+
+def test_a_diff_is_highlighted_as_a_diff():
+    old, new = "a = 1\nb = 2\n", "a = 1\nb = 3\n"
+    html = source.Code(source.diff(old, new), "diff")._repr_html_()
+    assert "-b = 2" in html and "+b = 3" in html
+
+
+def test_notebook_sources_are_shown_with_source_show_not_printed():
+    """Kernel code a notebook shows goes through course.source (highlighted), never a bare
+    print(inspect.getsource(...)), in the notebooks that use source.show."""
+    for path in sorted((ROOT / "notebooks").glob("0[0-6]_*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "code")
+        assert "inspect.getsource" not in code, path.name

@@ -219,7 +219,7 @@ def print_summary(data: dict) -> None:
     time and in cycles (the part of the difference that is not the clock's)."""
     print(f"{data['problem']}, {data['rounds']} alternating rounds of {data['reps']} launches:")
     print(f"  {'contender':34s} {'ms':>7} {'TFLOP/s':>8} {'SM MHz':>7} {'Mcycles':>8} "
-          f"{'W':>5} {'capped':>7}  % of cuBLAS: time | cycles")
+          f"{'W':>5} {'capped':>7}  % of cuBLAS per round, median (range): time | cycles")
     for name, r in data["summary"].items():
         pct = ""
         if "pct_of_cublas" in r:

@@ -7,7 +7,8 @@ built with those strides and cuBLAS gets the very same tensors.
 
 A *prepared* GEMM is a callable `gemm(a, b, c)` that writes c; each ladder kernel
 provides `prepare(problem)` returning one (compiling once). The ladder's entries
-are listed in LADDER, imported lazily so this module loads without CuTe DSL.
+are listed in LADDER (from kernels/ladder.py, plain data), imported lazily so this module
+loads without CuTe DSL.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from course.bench.clocks import sampled_clock
 from course.bench.correctness import Check, compare, poison_
 from course.bench.report import standing
 from course.bench.timing import alternating, graphed, rotation_count, round_ratios
+from kernels import ladder
 
 Gemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
 
@@ -117,12 +119,13 @@ class PairedResult:
 
     @property
     def pct_of_cublas(self) -> float:
-        """The median of the per-round ratios (of the medians, in older records)."""
-        return self.rounds_pct[0] if self.rounds_pct else 100.0 * self.cublas_ms / self.kernel_ms
+        """cuBLAS's median time over the kernel's: the ratio of the two TFLOP/s printed beside
+        it (the per-round ratios are `rounds_pct`)."""
+        return 100.0 * self.cublas_ms / self.kernel_ms
 
     @property
     def standing(self) -> str:
-        return standing(self.rounds_pct, self.control_pct)
+        return standing(self.pct_of_cublas, self.rounds_pct, self.control_pct)
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1),
@@ -184,28 +187,13 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
                         sampler.summary() if sampler else {})
 
 
-# name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title)
+# name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title): cuBLAS
+# against itself, then every GEMM of the one ladder registry (kernels/ladder.py)
 LADDER: dict[str, tuple[str, str, str]] = {
     "cublas": ("course.bench.gemm_bench:prepare_cublas", "gpu",
                "cuBLAS against itself: the harness's self-check (should read ~100%)"),
-    "naive": ("kernels.naive_gemm:prepare", "gpu",
-              "notebook 03: scalar FMAs, 128x128x8 CTA tile, no shared memory"),
-    "sm80": ("kernels.sm80_gemm:prepare", "sm_80+",
-             "notebook 07: cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
-    "tma": ("kernels.tma_gemm:prepare", "sm_90+",
-            "notebook 09: TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync "
-            "(--config ring=pipeline: the ring as PipelineTmaAsync)"),
-    "wgmma": ("kernels.wgmma_gemm:prepare", "sm_90a",
-              "notebook 10: TMA + PipelineTmaAsync ring + WGMMA"),
-    "hopper": ("kernels.hopper_gemm:prepare", "sm_90a",
-               "notebook 11: warp-specialized, persistent, clustered, TMA-store epilogue"),
-    "tcgen05_gemm": ("kernels.tcgen05_gemm:prepare", "sm_100a",
-                     "notebook 12: 1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
-    "cta_pair_gemm": ("kernels.cta_pair_gemm:prepare", "sm_100a",
-                      "notebook 13: CTA pairs (cta_group::2), 256x128 tiles, one tile per cluster"),
-    "cta_pair_clc_gemm": ("kernels.cta_pair_clc_gemm:prepare", "sm_100a",
-                          "notebook 13: CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, "
-                          "CLC"),
+    **{g.name: (f"kernels.{g.module}:prepare", g.needs, f"notebook {g.notebook:02d}: {g.title}")
+       for g in ladder.GEMMS},
 }
 
 # The operand majors a ladder kernel is benchmarked with (default: both K-major).

@@ -13,33 +13,49 @@ the JSON files in this folder. Each record names the GPU, driver, CUDA runtime, 
 `python -m course.bench table`; do not edit it by hand.
 
 One row per GPU and configuration: the latest measurement (every earlier one stays in the
-JSON). A comparison with cuBLAS gives the median of the per-round ratios with their range,
-beside the control: a second cuBLAS timed in the same rounds, which shows what "equal"
-reads as in that run. A kernel is called above or below cuBLAS only when its median lies
-outside the control's range. Records taken before the control existed say "no control".
+JSON). A comparison with cuBLAS gives the kernel's and cuBLAS's TFLOP/s (medians over all
+their timed launches) and "% of cuBLAS", the ratio of those two numbers; then the ratio
+round by round (the median round, and the lowest and highest), beside the control: a
+second cuBLAS timed in the same rounds, which shows what "equal" reads as in that run. A
+kernel is called above or below cuBLAS only when its ratio and its median round both lie
+outside the control's range, on the same side; where they fall on different sides, the
+row says "unsteady". Records taken before the control existed say "no control".
 """
 
 
-def standing(rounds_pct, control_pct) -> str:
-    """'above cuBLAS' / 'below cuBLAS' only when the kernel's median ratio lies outside the
-    range the control (cuBLAS against itself, same rounds) covered; else 'level'."""
+def pct_of_cublas(r: dict) -> float:
+    """The kernel's TFLOP/s over cuBLAS's, in percent: exactly the ratio of the two numbers a
+    row prints beside it (each a median over all of that contender's timed launches)."""
+    if r.get("kernel_tflops") and r.get("cublas_tflops"):
+        return 100.0 * r["kernel_tflops"] / r["cublas_tflops"]
+    return r["pct_of_cublas"]  # a record that kept only its percentage
+
+
+def _side(pct: float, control_pct) -> str:
+    if pct > control_pct[2]:
+        return "above"
+    if pct < control_pct[1]:
+        return "below"
+    return "level"
+
+
+STANDINGS = {"above": "above cuBLAS", "below": "below cuBLAS", "level": "level with cuBLAS"}
+DISAGREE = "unsteady (the ratio and the median round disagree)"
+
+
+def standing(pct: float, rounds_pct, control_pct) -> str:
+    """'above cuBLAS' / 'below cuBLAS' only when the kernel's ratio `pct` and its median round
+    both lie outside the range the control (cuBLAS against itself, same rounds) covered, on
+    the same side; 'level with cuBLAS' when both lie inside; otherwise the run was too
+    unsteady to tell (a disturbed round, a clock that changed between rounds)."""
     if not rounds_pct or not control_pct:
         return "no control"
-    if rounds_pct[0] > control_pct[2]:
-        return "above cuBLAS"
-    if rounds_pct[0] < control_pct[1]:
-        return "below cuBLAS"
-    return "level with cuBLAS"
+    sides = {_side(pct, control_pct), _side(rounds_pct[0], control_pct)}
+    return STANDINGS[sides.pop()] if len(sides) == 1 else DISAGREE
 
 
-def pct_with_control(r: dict) -> str:
-    """'101.2% of cuBLAS (99.0-103.1%; control 100.1%, 98.2-101.9%: level with cuBLAS)'."""
-    pct = f"{r['pct_of_cublas']:.1f}% of cuBLAS"
-    rounds, control = r.get("rounds_pct"), r.get("control_pct")
-    if not rounds or not control:
-        return pct + " (no control)"
-    return (f"{pct} ({rounds[1]:.1f}-{rounds[2]:.1f}%; control {control[0]:.1f}%, "
-            f"{control[1]:.1f}-{control[2]:.1f}%: {standing(rounds, control)})")
+def row_standing(r: dict) -> str:
+    return standing(pct_of_cublas(r), r.get("rounds_pct"), r.get("control_pct"))
 
 
 def pct_range(pct: tuple) -> str:
@@ -47,11 +63,24 @@ def pct_range(pct: tuple) -> str:
     return f"{pct[0]:.1f}% ({pct[1]:.1f}-{pct[2]:.1f})"
 
 
+def pct_with_control(r: dict) -> str:
+    """'101.2% of cuBLAS (per round 101.0%, 99.0-103.1%; control 100.1%, 98.2-101.9%): level
+    with cuBLAS'. The first number is the ratio of the row's two TFLOP/s; a per-round
+    (median, lowest-highest) follows, then the control's, then the standing."""
+    pct = f"{pct_of_cublas(r):.1f}% of cuBLAS"
+    rounds, control = r.get("rounds_pct"), r.get("control_pct")
+    if not rounds or not control:
+        return pct + " (no control)"
+    return (f"{pct} (per round {rounds[0]:.1f}%, {rounds[1]:.1f}-{rounds[2]:.1f}%; control "
+            f"{control[0]:.1f}%, {control[1]:.1f}-{control[2]:.1f}%): {row_standing(r)}")
+
+
 def _control_cells(r: dict) -> str:
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
-        return f"{r['pct_of_cublas']:.1f}% | no control | - |"
-    return f"{pct_range(rounds)} | {pct_range(control)} | {standing(rounds, control)} |"
+        return f"{pct_of_cublas(r):.1f}% | - | no control | - |"
+    return (f"{pct_of_cublas(r):.1f}% | {pct_range(rounds)} | {pct_range(control)} | "
+            f"{row_standing(r)} |")
 
 
 def _ceilings(rec: results.Record) -> list[tuple]:
@@ -188,8 +217,8 @@ def _generic(rec: results.Record) -> list[str]:
 FORMATS = {
     "ceilings": ("| GPU | date | matmul peak | copy bandwidth | ridge point | command |",
                  _ceilings),
-    "gemm": ("| GPU | date | kernel | problem | TFLOP/s | cuBLAS TFLOP/s | % of cuBLAS "
-             "(per-round median, range) | control: cuBLAS vs itself | standing | command |",
+    "gemm": ("| GPU | date | kernel | problem | TFLOP/s | cuBLAS TFLOP/s | % of cuBLAS | "
+             "per round: median (range) | control: cuBLAS vs itself | standing | command |",
              _gemm),
     "profile": ("| GPU | date | kernel | ours: duration / SM / memory throughput | "
                 "cuBLAS: same | command |", _profile),
@@ -199,8 +228,8 @@ FORMATS = {
                        "measured (ncu) | agree | ns per request | command |", _bank_conflicts),
 
 
-    "stage_sweep": ("| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS "
-                    "(per-round median, range) | control: cuBLAS vs itself | standing | "
+    "stage_sweep": ("| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS | "
+                    "per round: median (range) | control: cuBLAS vs itself | standing | "
                     "command |", _stage_sweep),
     "tma": ("| GPU | date | variant | tiles per CTA | ms | delivered GB/s | vs separate | "
             "command |", _tma),

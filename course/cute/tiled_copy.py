@@ -3,9 +3,9 @@
 Notebook 04's TiledCopy moves a 16x8 column-major float tile with one warp: 32 threads
 laid out (4,8) column-major, each moving 4 contiguous floats (one 128-bit access) along
 mode 0. So T00 owns rows 0-3 of column 0, T01 rows 4-7 of column 0, T04 rows 0-3 of
-column 1. Written with the atom's 4 floats implied, its value layout is (1,1); CuTe DSL's
-`make_tiled_copy_tv` counts values in elements, so the same copy is thr (4,8):(1,4),
-val (4,1).
+column 1. The value layout counts elements, as in CuTe's C++ `make_tiled_copy` (its
+sgemm_sm80 tutorial pairs a 128-bit atom with a (4,1) value layout) and CuTe DSL's
+`make_tiled_copy_tv`: the copy is thr (4,8):(1,4), val (4,1).
 
 `tiled_copy_map(...)` builds a TiledCopy in CuTe DSL on the CPU and partitions a
 coordinate tensor of its tile with its TV layout (course.cute.partition_ownership).

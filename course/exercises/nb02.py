@@ -91,49 +91,71 @@ def _zipped(answer):
     return False, "the shape is right; check the strides: within a tile a row step is 8"
 
 
+COMPLEMENT_OF, COMPLEMENT_UP_TO = "(2,2):(1,4)", 16  # 02.complement: not section 5's 4:2
+
+
 @exercise("02.complement",
-          "The layout 4:2 touches offsets 0, 2, 4, 6. What is cute.complement(4:2, 16): "
-          "the layout that steps over everything 4:2 leaves out, up to 16?",
-          "first fill the hole between 0 and 2 (size 2, stride 1), then repeat 4:2's whole "
-          "span of 8 to reach 16 (size 2, stride 8).",
-          "(2,2):(1,8): together with 4:2 it covers 0..15 exactly once: "
-          "make_layout(4:2, (2,2):(1,8)) is a bijection onto [0,16).")
+          f"The layout {COMPLEMENT_OF} touches offsets 0, 1, 4, 5. What is "
+          f"cute.complement({COMPLEMENT_OF}, {COMPLEMENT_UP_TO}): the layout that steps over "
+          f"everything it leaves out, up to {COMPLEMENT_UP_TO}?",
+          "as in section 5: first the holes inside the layout's own span, in order (how many, "
+          "how far apart?), then whole copies of that span until the cotarget is reached.",
+          "(2,2):(2,8): the holes 2, 3 are reached by 2 steps of 2 from each of 0, 1; then the "
+          "span of 8 is repeated twice to reach 16. make_layout((2,2):(1,4), (2,2):(2,8)) is "
+          "a bijection onto [0,16).")
 def _complement(answer):
     lay = read_layout(answer)
-    cute = algebra.apply("complement", "4:2", "16").layout
+    cute = algebra.apply("complement", COMPLEMENT_OF, str(COMPLEMENT_UP_TO)).layout
     if lay == cute or (lay.size == cute.size and pl.coalesce(lay) == pl.coalesce(cute)):
-        return True, f"{cute}: 4:2 and its complement together hit each of 0..15 once."
-    sums = [a + b for a in range(0, 8, 2) for b in lay.offsets().tolist()]
-    missing = sorted(set(range(16)) - set(sums))
+        return True, (f"{cute}: {COMPLEMENT_OF} and its complement together hit each of "
+                      f"0..{COMPLEMENT_UP_TO - 1} once.")
+    mine = pl.parse_layout(COMPLEMENT_OF).offsets().ravel().tolist()
+    sums = [a + b for a in mine for b in lay.offsets().ravel().tolist()]
+    missing = sorted(set(range(COMPLEMENT_UP_TO)) - set(sums))
     twice = len(sums) - len(set(sums))
     if missing or twice:
-        raise Wrong(f"4:2 together with {lay} misses offsets {missing[:6]}"
-                    f"{'...' if len(missing) > 6 else ''} and reaches {twice} offsets more than "
-                    f"once; the pair must hit each of 0..15 exactly once")
+        raise Wrong(f"{COMPLEMENT_OF} together with {lay} misses offsets {missing[:6]}"
+                    f"{'...' if len(missing) > 6 else ''} and reaches {twice} offsets more "
+                    f"than once; the pair must hit each of 0..{COMPLEMENT_UP_TO - 1} exactly once")
     return False, f"{lay} covers the gaps but not in CuTe's order (smallest stride first)"
 
 
+PRODUCT_BLOCK, PRODUCT_TILER, PRODUCT_OFFSET = "(2,2):(1,2)", "(2,3):(1,2)", 6
+
+
+def _where(layout: pl.Layout, offset: int) -> tuple[int, int]:
+    rows, cols = (layout.grid() == offset).nonzero()
+    return int(rows[0]), int(cols[0])
+
+
 @exercise("02.product",
-          "Block (2,2):(1,2), tiler (3,4). In one of blocked_product and raked_product the "
-          "block's four elements (offsets 0-3) sit in one 2x2 corner; in the other they are "
-          "spread out, 3 rows and 4 columns apart. Which product puts offset 1 at row 3, "
-          "column 0? Answer 'blocked' or 'raked'.",
-          "blocked: each mode is (block, tiler), so the block varies fastest; raked: each mode "
-          "is (tiler, block). Draw both with course.viz.layout_pictures.side_by_side.",
-          "raked: raked_product = ((3,2),(4,2)):((4,1),(12,2)); row 3 = (0,1) in mode 0, "
-          "offset 1. In blocked_product ((2,3),(2,4)):((1,4),(2,12)) offset 1 is at row 1.")
+          f"Block {PRODUCT_BLOCK}, tiler {PRODUCT_TILER} (section 7 used the tiler (3,4)). "
+          f"Which (row, col) of cute.raked_product(block, tiler) holds offset "
+          f"{PRODUCT_OFFSET}? Rows are mode 0, columns mode 1, as in section 7's pictures.",
+          "raked: each mode is (tiler, block), so the tiler's index varies fastest along a "
+          "mode. Which copy of the block holds offset 6, and which of its elements is it?",
+          "(1, 3): raked_product = ((2,2),(3,2)):((4,1),(8,2)); offset 6 = 4 + 2 is row "
+          "(1 in the tiler, 0 in the block) = 1 and column (0, 1) = 3. In blocked_product "
+          "((2,2),(2,3)):((1,4),(2,8)) it sits at (2, 1).")
 def _product(answer):
-    if not isinstance(answer, str) or answer.strip().lower() not in ("blocked", "raked"):
-        raise Wrong("answer 'blocked' or 'raked'")
-    res = algebra.apply_many([("blocked_product", "(2,2):(1,2)", "(3,4):(1,3)"),
-                              ("raked_product", "(2,2):(1,2)", "(3,4):(1,3)")])
-    truth = "raked" if res[1].layout(3, 0) == 1 else "blocked"
-    where = {name: [tuple(map(int, x)) for x in zip(*((r.layout.grid() == 1).nonzero()))][0]
-             for name, r in zip(("blocked", "raked"), res)}
-    if answer.strip().lower() == truth:
-        return True, f"{truth}: offset 1 is at {where[truth]} there, and at " \
-                     f"{where['blocked' if truth == 'raked' else 'raked']} in the other."
-    return False, f"in {answer.strip().lower()}_product offset 1 is at {where[answer.strip().lower()]}"
+    try:
+        row, col = answer
+    except (TypeError, ValueError):
+        raise Wrong("answer with a pair (row, col)")
+    blocked, raked = (r.layout for r in algebra.apply_many(
+        [("blocked_product", PRODUCT_BLOCK, PRODUCT_TILER),
+         ("raked_product", PRODUCT_BLOCK, PRODUCT_TILER)]))
+    truth = _where(raked, PRODUCT_OFFSET)
+    if (row, col) == truth:
+        return True, f"{truth}: raked_product = {raked}."
+    if (row, col) == _where(blocked, PRODUCT_OFFSET):
+        return False, (f"that is where blocked_product puts offset {PRODUCT_OFFSET}; raked has "
+                       "each mode as (tiler, block)")
+    rows, cols = raked.grid().shape
+    if not (0 <= row < rows and 0 <= col < cols):
+        return False, f"the product is {rows} rows by {cols} columns"
+    return False, (f"({row}, {col}) holds offset {int(raked.grid()[row, col])} in "
+                   "raked_product")
 
 
 # ---------------------------------------------------------------- kernel exercise 02.padded_tiles

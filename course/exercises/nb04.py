@@ -21,27 +21,42 @@ def _lines(answer):
     return number(answer, len(analyze([8 * l for l in range(32)], 4).lines))
 
 
-@exercise("04.useful", "Each lane reads a float 4 KiB after its neighbour's (the strided copy). "
-          "What percentage of the bytes the memory system moves does the warp use?",
-          "every lane needs its own 32-byte sector and uses 4 bytes of it.",
-          "12.5: 32 sectors of 32 bytes are moved for 128 useful bytes.")
+USEFUL_WIDTH, USEFUL_STRIDE = 8, 16  # 04.useful: float2 loads, every other one
+
+
+@exercise("04.useful", f"Each lane reads {USEFUL_WIDTH} bytes (a float2), lane l at byte "
+          f"{USEFUL_STRIDE}*l (every other float2). What percentage of the bytes the memory "
+          f"system moves does the warp use?",
+          "which 32-byte sectors do the 32 lanes touch, and how many of each sector's bytes "
+          "are wanted?",
+          "50: the lanes span 32 * 16 = 512 bytes, so all 16 sectors of 4 lines are moved "
+          "(512 bytes) for 32 * 8 = 256 wanted bytes.")
 def _useful(answer):
-    acc = analyze([4096 * l for l in range(32)], 4)
+    acc = analyze([USEFUL_STRIDE * l for l in range(32)], USEFUL_WIDTH)
     return number(answer, 100 * acc.efficiency, rel=0.01, unit="%")
 
 
-@exercise("04.owner", "In section 5's TiledCopy (16x8 column-major tile, 32 threads laid out (4,8) "
-          "column-major, 4 contiguous floats each along mode 0), which thread copies row 9 of "
-          "column 2? Answer with the thread number.",
-          "rows 0-3, 4-7, 8-11, 12-15 of a column go to 4 consecutive threads; each column "
-          "starts 4 threads further on.",
-          "10: row 9 is in the third group of 4 rows (thread 2 of its column), and column 2 "
-          "starts at thread 2 * 4 = 8. The notebook's copy.owner(9, 2) "
-          "== [(10, 1)] (value 1: the second of T10's floats).")
-def _owner(answer):
-    from course.cute.tiled_copy import tiled_copy_16x8
+OWNER_THREADS = ((4, 8), (8, 1))  # 04.owner: section 5's copy, its threads numbered row-major
+OWNER_CELL = (9, 2)
 
-    (thread, _value), = tiled_copy_16x8().owner(9, 2)
+
+def _owner_map():
+    from course.cute.tiled_copy import tiled_copy_map
+
+    return tiled_copy_map(*OWNER_THREADS, (4, 1), (1, 4))
+
+
+@exercise("04.owner", "Section 5's TiledCopy again (16x8 column-major tile, 4 contiguous floats "
+          "per thread along mode 0), but with the 32 threads numbered ROW-major: thread layout "
+          "(4,8):(8,1) instead of (4,8):(1,4). Which thread now copies row 9 of column 2? "
+          "Answer with the thread number.",
+          "the thread layout maps a thread's (row of threads, column of threads) to its number; "
+          "each thread's 4 floats cover 4 rows of one column.",
+          "18: rows 8-11 are the third row of threads (index 2), column 2 is column of threads "
+          "2, and (4,8):(8,1) numbers (2, 2) as 2*8 + 2 = 18. With section 5's column-major "
+          "(4,8):(1,4) it was thread 10.")
+def _owner(answer):
+    (thread, _value), = _owner_map().owner(*OWNER_CELL)
     if isinstance(answer, str) and answer.strip().upper().startswith("T"):
         answer = answer.strip()[1:]
     try:
@@ -49,14 +64,18 @@ def _owner(answer):
     except (TypeError, ValueError):
         raise Wrong("answer with a thread number, e.g. 5 or 'T05'")
     if value == thread:
-        return True, f"T{thread:02d} copies (9, 2), as CuTe DSL's TV layout says."
+        return True, f"T{thread:02d} copies {OWNER_CELL}, as CuTe DSL's TV layout says."
+    from course.cute.tiled_copy import tiled_copy_16x8
+
+    (section5, _), = tiled_copy_16x8().owner(*OWNER_CELL)
+    if value == section5:
+        return False, ("that is the owner in section 5's column-major thread layout; number "
+                       "the threads row-major: (4,8):(8,1)")
     return False, f"T{value:02d} copies rows {_rows(value)}."
 
 
 def _rows(thread: int) -> str:
-    from course.cute.tiled_copy import tiled_copy_16x8
-
-    cells = tiled_copy_16x8().cells_of(thread)
+    cells = _owner_map().cells_of(thread)
     if not cells:
         return "nothing (there are 32 threads)"
     return f"{cells[0][0]}-{cells[-1][0]} of column {cells[0][1]}"

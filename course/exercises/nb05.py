@@ -7,14 +7,22 @@ from course.models.layout import Layout, Swizzle
 from course.models.swizzle import TMA_SWIZZLES
 
 
-@exercise("05.bank", "In the 8x8 float tile (8,8):(1,8) composed with Swizzle<3,2,3>, which bank "
-          "holds element (1, 5)?",
-          "offset = 1 + 8*5 = 41 = 0b101001; XOR bits 5-7 (shifted down by 3) into bits 2-4; "
-          "the bank is the swizzled offset mod 32.",
-          "13: 41 ^ ((41 & 0b11100000) >> 3) = 41 ^ 4 = 45, and 45 % 32 = 13.")
+BANK_CELL = (7, 20)  # 05.bank: an element of section 4's swizzled transpose tile
+
+
+@exercise("05.bank", f"In section 4's swizzled transpose tile, Swizzle<5,0,5> o (32,32):(1,32) "
+          f"(fp32), which bank holds element {BANK_CELL}?",
+          "first the layout's offset of (row, col); then the swizzle: which bits does "
+          "Swizzle<5,0,5> take, and into which does it XOR them? The bank is the result mod 32.",
+          "19: offset 7 + 32*20 = 647; Swizzle<5,0,5> XORs bits 5-9 (= 20, the column) into "
+          "bits 0-4 (= 7, the row): 7 ^ 20 = 19, so 647 becomes 640 + 19 = 659, bank 19.")
 def _bank(answer):
-    tile = SmemTile("fp32", Layout.col_major(8, 8), Swizzle(3, 2, 3))
-    return number(answer, int(tile.bank_map()[1, 5]))
+    tile = SmemTile("fp32", Layout.col_major(32, 32), Swizzle(5, 0, 5))
+    truth = int(tile.bank_map()[BANK_CELL])
+    plain = int(SmemTile("fp32", Layout.col_major(32, 32)).bank_map()[BANK_CELL])
+    if answer == plain and plain != truth:
+        return False, "that is the bank without the swizzle"
+    return number(answer, truth)
 
 
 @exercise("05.transpose", "A warp reads one row of a 32x32 float tile stored column-major, "
@@ -27,25 +35,32 @@ def _transpose(answer):
     return number(answer, rows((32, 32)).predict(tile).analyses[0].wavefronts)
 
 
-@exercise("05.padding", "Which leading dimension (column stride) makes row reads of a column-major "
-          "32x32 float tile conflict-free with the smallest padding?",
-          "try 33: where do the 32 elements of a row land now?",
-          "33: element (r, c) is at r + 33c, bank (r + c) % 32: a row's 32 elements hit 32 "
-          "different banks. Padding costs 32 floats of shared memory; a Swizzle<5,0,5> costs none.")
+PAD_TILE = 64  # 05.padding: a 64x64 float tile, not section 4's 32x32
+
+
+@exercise("05.padding", f"A {PAD_TILE}x{PAD_TILE} float tile is stored column-major, and a warp "
+          f"reads 32 consecutive elements of one row. Which leading dimension (column stride, "
+          f"in floats) makes those reads conflict-free with the smallest padding?",
+          "where does element (r, c) land with stride ld, and which bank is that? Which ld "
+          "sends 32 consecutive columns to 32 different banks?",
+          f"{PAD_TILE + 1}: element (r, c) is at r + {PAD_TILE + 1}c, bank (r + c) % 32 (65 = 2*32 "
+          f"+ 1), so 32 consecutive columns hit 32 different banks; {PAD_TILE} puts them all in "
+          "bank r.")
 def _padding(answer):
     try:
         ld = int(answer)
     except (TypeError, ValueError):
         raise Wrong("answer with a number (the stride of mode 1)")
-    if ld < 32:
-        raise Wrong("the columns would overlap: the stride must be at least 32")
-    tile = SmemTile("fp32", Layout.col_major(32, 32, ld=ld))
-    conflicts = rows((32, 32)).predict(tile).conflicts
+    if ld < PAD_TILE:
+        raise Wrong(f"the columns would overlap: a column of {PAD_TILE} floats needs a stride "
+                    f"of at least {PAD_TILE}")
+    tile = SmemTile("fp32", Layout.col_major(PAD_TILE, PAD_TILE, ld=ld))
+    conflicts = rows((PAD_TILE, PAD_TILE)).predict(tile).conflicts
     if conflicts:
         return False, f"with stride {ld} the row reads still have {conflicts} conflicts."
-    if ld != 33:
+    if ld != PAD_TILE + 1:
         return False, f"{ld} works, but a smaller padding does too."
-    return True, "33: one extra float per column spreads every row over all 32 banks."
+    return True, f"{ld}: one extra float per column spreads every row over all 32 banks."
 
 
 @exercise("05.tma_mode", "A K-major bf16 tile has 64-byte rows (32 elements per row, 32 rows). "
@@ -54,7 +69,8 @@ def _padding(answer):
           "rows are 64 bytes, so rows r and r+2 start in the same bank; which mode XORs enough "
           "row bits into the 16-byte chunk index? Try them in the BankConflictExplorer.",
           "'64B' (Swizzle<2,4,3> on byte addresses): it XORs (row // 2) % 4 into the chunk "
-          "index, spreading 8 rows over 8 different groups of 4 banks; 32B leaves a 2-way conflict.")
+          "index, spreading 8 rows over 8 different groups of 4 banks. 32B would leave a "
+          "2-way conflict, and TMA refuses it for rows longer than 32 bytes anyway.")
 def _tma_mode(answer):
     if not isinstance(answer, str) or answer.strip() not in TMA_SWIZZLES:
         raise Wrong("answer with one of 'none', '32B', '64B', '128B'")

@@ -23,10 +23,18 @@ def _owner(answer):
     return number(answer, truth)
 
 
-@exercise("06.a_values", "How many A values does each thread hold for one m16n8k16 instruction?",
-          "16 x 16 values over 32 threads.", "256 / 32 = 8.")
+A_VALUES_SHAPE = (16, 8, 8)  # 06.a_values: mma.sync m16n8k8, not the notebook's m16n8k16
+
+
+@exercise("06.a_values", "mma.sync also comes as m16n8k8 for bf16: half the K of this notebook's "
+          "instruction. How many A values does each thread hold for one m16n8k8 instruction?",
+          "A is M x K; the warp's 32 threads share it evenly.",
+          "4: A is 16 x 8 = 128 values over 32 threads (two 32-bit registers of bf16 pairs).")
 def _a(answer):
-    return number(answer, 16 * 16 // 32)
+    m, _, k = A_VALUES_SHAPE
+    if answer == 16 * 16 // 32:
+        return False, "that is m16n8k16's count; m16n8k8's A has half as many columns"
+    return number(answer, m * k // 32)
 
 
 @exercise("06.tile", "A TiledMMA of 2 x 4 warps (M x N) of m16n8k16 atoms covers a C tile of "

@@ -91,3 +91,29 @@ def bank_figures(meas: Outcome) -> list:
                                        "Measured time per request follows the predicted wavefronts",
                                        source=src))
     return figs
+
+
+def conflict_cost(meas: Outcome, slow: str = "transpose_rows",
+                  fast: str = "transpose_rows_padded") -> dict | None:
+    """What a conflict costs in time against what it costs in wavefronts: the ratio of two
+    cases' times per request beside the ratio of their wavefronts, and the time per
+    wavefront of every case with conflicts (one wavefront per clock cycle per SM predicts
+    one cycle each). None when nothing was timed."""
+    cases = {r["case"]: r for r in meas.value["cases"]}
+    if not (cases.get(slow, {}).get("timing") and cases.get(fast, {}).get("timing")):
+        print("not timed: no GPU measurement to compare")
+        return None
+    a, b = cases[slow], cases[fast]
+    per_request = {n: r["timing"]["ns_per_request"] for n, r in ((slow, a), (fast, b))}
+    wf = {n: r["predicted"]["wavefronts"] / r["predicted"]["requests"] for n, r in
+          ((slow, a), (fast, b))}
+    time_ratio, wf_ratio = per_request[slow] / per_request[fast], wf[slow] / wf[fast]
+    print(f"{slow}: {wf[slow]:.0f} wavefronts and {per_request[slow]:.2f} ns per request; "
+          f"{fast}: {wf[fast]:.0f} and {per_request[fast]:.2f} ns")
+    print(f"  {wf_ratio:.0f}x the wavefronts, {time_ratio:.1f}x the time")
+    per_wf = {n: r["timing"]["ns_per_request"] * r["predicted"]["requests"]
+              / r["predicted"]["wavefronts"] for n, r in cases.items()
+              if r.get("timing") and r["predicted"]["conflicts"]}
+    print(f"  cases with conflicts: {min(per_wf.values()):.2f}-{max(per_wf.values()):.2f} ns "
+          f"per wavefront")
+    return {"time_ratio": time_ratio, "wavefront_ratio": wf_ratio, "ns_per_wavefront": per_wf}

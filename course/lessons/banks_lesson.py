@@ -93,3 +93,27 @@ def phase_zero_maps(names=("tma_128B_plain", "tma_128B"), rows: int = 8, elems: 
                      [f"{c.title}\noutlined: the {rows} rows of phase 0" for c in cases],
                      lanes=lanes, source="course.models.bank_model model; colour = bank "
                                          "(32 colours)")
+
+
+def tma_mode_maps(rows: int = 8):
+    """One picture of each TMA swizzle mode on bf16 rows of the length it is made for (16,
+    32, 64, 128 bytes: the 32B, 64B and 128B modes are also the longest inner box rows TMA
+    accepts with them, notebook 08), first `rows` rows, phase 0 of an ldmatrix-style read
+    (the first 16 bytes of each row) outlined: 8 rows, 8 different bank groups."""
+    from course.viz.bank_pictures import bank_maps
+
+    tiles, titles = [], []
+    for mode, swizzle in TMA_SWIZZLES.items():
+        row_bytes = tma_row_bytes(mode)
+        tiles.append(sa.SmemTile("bf16", Layout.row_major(rows, row_bytes // 2), swizzle,
+                                 "bytes"))
+        limit = ("any row length is legal;\nonly 16-byte rows avoid conflicts" if mode == "none"
+                 else f"TMA accepts rows of at most {row_bytes} bytes")
+        titles.append(f"{mode}: {swizzle} on bytes, {row_bytes}-byte rows\n{limit}")
+    lanes = {(r, k): r for r in range(rows) for k in range(8)}
+    fig = bank_maps(tiles, titles, lanes=lanes,
+                    source="course.models.bank_model model; colour = bank (32 colours); outlined: "
+                           "the first 16 bytes of each of 8 rows (one ldmatrix phase)")
+    fig.suptitle("The four TMA swizzle modes, each on rows of its own length: phase 0 hits 8 "
+                 "different groups of 4 banks in every one", fontsize=10, y=1.02)
+    return fig

@@ -7,6 +7,7 @@ one, printed with where they came from, and the GEMM's kernels placed under the 
   gemm_roofline      the measured roofline (and the datasheet's), the tiling model's
                      predictions and cuBLAS on it
   tiling_table       DRAM traffic and intensity of a GEMM for a few square tile sizes
+  cublas_in_recorded_runs  cuBLAS's rate per size over the recorded GEMM benchmarks
 """
 from __future__ import annotations
 
@@ -97,3 +98,28 @@ def tiling_table(g: Gemm, tiles=(1, 16, 32, 64, 128, 256)) -> str:
                      f"{g.tiled_bytes(tile, tile) / 1e9:>11.2f} GB {g.intensity(tile, tile):>10.1f}")
     lines.append(f"{'ideal':>10} {'':>10} {g.min_bytes() / 1e9:>11.2f} GB {g.intensity():>10.1f}")
     return "\n".join(lines)
+
+
+def cublas_in_recorded_runs(gpu: str = "H100", dtype: str = "bfloat16") -> dict[int, tuple]:
+    """cuBLAS's rate in every recorded GEMM benchmark on `gpu` (taken with today's harness:
+    those with a control), per problem size: the
+    measured roof is one such measurement, and cuBLAS reads differently run to run and size to
+    size (the clock depends on how long and how hard the GPU has been working). Prints one
+    line per size; returns {size: (lowest, highest, runs)}."""
+    from course.runtime import results
+
+    rates: dict[int, list[float]] = {}
+    for rec in results.load("gemm"):
+        if gpu.lower() not in rec.gpu.lower():
+            continue
+        for row in rec.data["results"]:
+            shape, name = row["problem"].split()
+            if name == dtype and len(set(shape.split("x"))) == 1 and row.get("control_pct"):
+                rates.setdefault(int(shape.split("x")[0]), []).append(row["cublas_tflops"])
+    out = {}
+    for size in sorted(rates):
+        lo, hi, n = min(rates[size]), max(rates[size]), len(rates[size])
+        out[size] = (lo, hi, n)
+        print(f"cuBLAS {dtype} {size}^3: {lo:5.0f} to {hi:5.0f} TFLOP/s in {n} recorded benchmark "
+              "runs")
+    return out

@@ -9,14 +9,15 @@ coalescing model before anything is recorded).
   bandwidth_figure    the measured bars against the ceiling (nothing to draw before)
   show_cp_async       the cp.async kernel and its instructions in PTX and SASS
   tiled_vs_cp_async   the two vector copies side by side, once measured
+  strided_cost        strided against scalar: the model's bytes and lines, the measured time
 """
 from __future__ import annotations
 
-import inspect
 import re
 import textwrap
 from collections import Counter
 
+from course import source
 from course.bench import copy_bandwidth as bench_copies
 from course.models import coalescing
 from course.runtime.live import Mode, Outcome, live_or, recorded_or, simulated
@@ -96,7 +97,7 @@ def show_cp_async(art) -> None:
     """The cp.async kernel's source, its cp.async PTX and its LDGSTS / DEPBAR SASS."""
     from kernels import copies
 
-    print(inspect.getsource(copies.cp_async_kernel))
+    source.show(copies.cp_async_kernel)
     print("PTX:  " + " | ".join(art.ptx_lines(r"cp\.async")[:2]) + " ...")
     print("SASS: " + " | ".join(line.split(None, 1)[1].split(" desc")[0]
                                 for line in art.sass_lines(r"LDGSTS|DEPBAR")[:3]) + " ...")
@@ -111,3 +112,22 @@ def tiled_vs_cp_async(bw: Outcome) -> None:
     for v in ("tiled", "cp_async"):
         print(f"{v:9s} {rows[v]['gbps']:7,.0f} GB/s = {rows[v]['pct_of_ceiling']:5.1f}% of the "
               f"ceiling")
+
+
+def strided_cost(bw: Outcome) -> dict | None:
+    """How much slower `strided` measured than `scalar` for the same bytes, beside what the
+    coalescing model counts for one warp request of each: bytes moved and lines touched."""
+    if bw.mode is Mode.SIMULATED:
+        print("no measurement recorded yet: only the model's counts")
+    model = {v: coalescing.warp_of(v) for v in ("scalar", "strided")}
+    moved = model["strided"].moved_bytes / model["scalar"].moved_bytes
+    lines = len(model["strided"].lines) / len(model["scalar"].lines)
+    print(f"one warp request, strided against scalar: {moved:.0f}x the bytes moved, "
+          f"{lines:.0f}x the 128-byte lines touched (the coalescing model)")
+    if bw.mode is Mode.SIMULATED:
+        return {"bytes": moved, "lines": lines}
+    rows = {r["variant"]: r for r in bw.value["variants"]}
+    time = rows["scalar"]["gbps"] / rows["strided"]["gbps"]
+    print(f"measured: {time:.1f}x the time ({rows['scalar']['gbps']:,.0f} against "
+          f"{rows['strided']['gbps']:,.0f} GB/s)")
+    return {"bytes": moved, "lines": lines, "time": time}

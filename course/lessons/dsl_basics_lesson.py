@@ -15,6 +15,7 @@ The demo device code is below, kept small so the notebook can show all of it.
 # no `from __future__ import annotations`: CuTe DSL evaluates the launchers' annotations
 import contextlib
 import io
+import re
 import time
 
 import cuda.bindings.driver as cuda
@@ -106,9 +107,25 @@ def loop_table(arch: str = ARCH) -> list[dict]:
     for how in LOOPS:
         art = compile_artifacts(("dsl_basics.sum", how), arch, sum_launch, p, p, Int32(8),
                                 fake_stream(), how)
+        back = backward_branches(art.ptx)
         rows.append({"loop": how, "add.f32": art.count_ptx(r"\badd(\.rn)?\.f32"),
-                     "branches": art.count_ptx(r"\bbra(\.uni)?\b")})
+                     "branches": art.count_ptx(r"\bbra(\.uni)?\b"),
+                     "of them backward (a loop)": back})
     return rows
+
+
+def backward_branches(ptx: str) -> int:
+    """Branches in `ptx` whose target label comes before them: each closes a loop (the
+    others jump forward, past code that has nothing to do)."""
+    seen, back = set(), 0
+    for line in ptx.splitlines():
+        label = re.match(r"\s*(\$\w+):", line)
+        if label:
+            seen.add(label.group(1))
+        target = re.search(r"\bbra(?:\.uni)?\s+(\$\w+)", line)
+        if target and target.group(1) in seen:
+            back += 1
+    return back
 
 
 @cute.kernel
@@ -280,8 +297,8 @@ def live_values(g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cu
 SPILL_DEMOS = (200, 320)  # live fp32 values per thread: fits in registers / does not
 
 
-def local_memory_report(arch: str = ARCH) -> list[dict]:
-    """Registers, stack frame and the SASS local-memory instructions of the demos."""
+def spill_demos(arch: str = ARCH) -> dict:
+    """The kernels of section 6 compiled for `arch`: name -> Artifacts."""
     p = gmem_pointer(None, torch.float32)
     demos = {"scale": compile_artifacts(("dsl_basics.scale",), arch, scale, *_scale_args()),
              "local_memory (run-time index)": compile_artifacts(
@@ -289,8 +306,13 @@ def local_memory_report(arch: str = ARCH) -> list[dict]:
     for values in SPILL_DEMOS:
         demos[f"live_values, {values} values"] = compile_artifacts(
             ("dsl_basics.live", values), arch, live_values, p, p, Int32(4), fake_stream(), values)
+    return demos
+
+
+def local_memory_report(arch: str = ARCH) -> list[dict]:
+    """Registers, stack frame and the SASS local-memory instructions of the demos."""
     report = []
-    for name, art in demos.items():
+    for name, art in spill_demos(arch).items():
         res = next(iter(art.resource_usage().values()))
         local = art.sass_lines(r"\b(STL|LDL)\b")
         report.append({"kernel": name, "registers": res["registers"],
@@ -310,3 +332,21 @@ def _handle(key, jit_fn, *args):
     """One compiled handle per demo for this process's GPU (the kernels' compile cache)."""
     arch = _arch()
     return compile_cached(("dsl_basics", *key), arch, lambda: compile_for(arch, jit_fn, *args))
+
+
+# ---------------------------------------------------------------- occupancy
+
+def occupancy_table(report: list[dict], threads: int = 256) -> list[dict]:
+    """For each kernel of `report` (local_memory_report), the CTAs of `threads` threads one
+    H100 SM would hold with its register count (course.models.occupancy), and what limits
+    them."""
+    from course.models.occupancy import SM_90, occupancy
+
+    rows = []
+    for r in report:
+        occ = occupancy(threads, r["registers"], 0, SM_90)
+        rows.append({"kernel": r["kernel"], "registers": r["registers"],
+                     f"CTAs of {threads} threads per SM": occ.ctas,
+                     "warps per SM": f"{occ.warps} of {SM_90.warps}",
+                     "occupancy": f"{100 * occ.fraction:.3g}%", "limited by": occ.limited_by})
+    return rows

@@ -1,28 +1,19 @@
 """The performance ladder: every GEMM of the course against cuBLAS, as recorded.
 
-Each rung is a (kernel, preset) pair in results/gemm.json; its newest record on a
-GPU gives TFLOP/s and % of cuBLAS at each problem size, measured in the same
-process as cuBLAS (see course.bench). Notebooks 07-13 extend the same table and
-bar chart, so a learner always sees where the current idea puts the kernel.
+Each rung of kernels/ladder.py (the one registry; its label starts with the notebook that
+introduces it) is a (kernel, preset) pair in results/gemm.json; its newest record on a GPU
+gives TFLOP/s and % of cuBLAS at each problem size, measured in the same process as cuBLAS
+(see course.bench). Notebooks 07-11 extend the same table and bar chart, so a learner
+always sees where the current idea puts the kernel. cuBLAS is timed anew in every record, so
+each cell names the cuBLAS it was measured against.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from course.bench.report import pct_of_cublas
 from course.runtime import results
-
-# ladder order, with the notebook that introduces each rung
-RUNGS: tuple[tuple[str, str, str], ...] = (
-    ("naive", "", "02 naive SIMT (FFMA)"),
-    ("sm80", "", "06 cp.async + ldmatrix + mma.sync"),
-    ("tma", "", "08 TMA + mbarrier ring + mma.sync"),
-    ("wgmma", "", "09 TMA + WGMMA"),
-    ("hopper", "specialized", "10 + warp specialization"),
-    ("hopper", "persistent", "10 + persistent, grouped order"),
-    ("hopper", "cluster", "10 + 2-CTA cluster, B multicast"),
-    ("hopper", "tma_store", "10 + TMA-store epilogue"),
-    ("hopper", "pingpong", "10 pingpong consumers (variant)"),
-)
+from kernels import ladder
 
 
 @dataclass(frozen=True)
@@ -31,6 +22,7 @@ class Rung:
     kernel: str
     preset: str
     record: results.Record | None
+    notebook: int = 0  # the notebook that introduces it
 
     def at(self, size: int, dtype: str = "bfloat16") -> dict | None:
         """The recorded row for an n x n x n problem, or None."""
@@ -52,14 +44,16 @@ def rungs(dtype: str = "bf16", gpu: str | None = "H100") -> list[Rung]:
     """The ladder's rungs with their newest clean record (default config) on `gpu`."""
     records = [r for r in results.load("gemm") if gpu is None or gpu.lower() in r.gpu.lower()]
     out = []
-    for kernel, preset, label in RUNGS:
-        found = [r for r in records if _matches(r, kernel, preset, dtype)]
-        out.append(Rung(label, kernel, preset, found[-1] if found else None))
+    for rung in ladder.RUNGS:
+        found = [r for r in records if _matches(r, rung.gemm, rung.preset, dtype)]
+        out.append(Rung(rung.label, rung.gemm, rung.preset, found[-1] if found else None,
+                        rung.notebook))
     return out
 
 
 def table(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100") -> str:
-    """Markdown: one row per rung, % of cuBLAS (TFLOP/s) per size."""
+    """Markdown: one row per rung and, per size, '% of cuBLAS (TFLOP/s of cuBLAS's TFLOP/s)':
+    the percentage is the ratio of the two numbers in brackets."""
     name = {"bf16": "bfloat16", "fp16": "float16"}[dtype]
     head = "| rung | " + " | ".join(f"{s}^3" for s in sizes) + " | recorded |"
     lines = [head, "|---|" + "---|" * (len(sizes) + 1)]
@@ -67,31 +61,38 @@ def table(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100
         cells = []
         for s in sizes:
             row = r.at(s, name)
-            cells.append(f"{row['pct_of_cublas']:.0f}% ({row['kernel_tflops']:.0f})" if row else "-")
+            cells.append(f"{pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
+                         f"{row['cublas_tflops']:.0f})" if row else "-")
         when = f"{r.record.gpu}, {r.record.date}" if r.record else "not recorded yet"
         lines.append(f"| {r.label} | " + " | ".join(cells) + f" | {when} |")
     return "\n".join(lines)
 
 
 def figure(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100",
-           highlight: str | None = None):
-    """Bar chart of % of cuBLAS per rung and size (recorded results only)."""
+           highlight: int | None = None):
+    """Bar chart of % of cuBLAS per rung and size (recorded results only); the rungs that
+    notebook `highlight` introduces are marked (ValueError if it introduces none)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     name = {"bf16": "bfloat16", "fp16": "float16"}[dtype]
     rs = [r for r in rungs(dtype, gpu) if r.record is not None]
+    if highlight is not None and not any(r.notebook == int(highlight) for r in rs):
+        raise ValueError(f"no recorded rung is introduced by notebook {highlight}: the rungs "
+                         f"are {[r.label for r in rs]}")
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(rs), 3) + 1.4))
     y = np.arange(len(rs))
     height = 0.8 / len(sizes)
     for i, s in enumerate(sizes):
-        vals = [(r.at(s, name) or {}).get("pct_of_cublas", 0) for r in rs]
+        vals = [pct_of_cublas(r.at(s, name)) if r.at(s, name) else 0 for r in rs]
         ax.barh(y + i * height, vals, height, label=f"{s}^3")
     ax.axvline(100, color="black", lw=1, ls="--")
     ax.set_yticks(y + height * (len(sizes) - 1) / 2,
-                  [("▶ " if highlight and highlight in r.label else "") + r.label for r in rs])
+                  [("▶ " if highlight is not None and r.notebook == int(highlight) else "")
+                   + r.label for r in rs])
     ax.invert_yaxis()
-    ax.set_xlabel(f"% of cuBLAS ({dtype}, same process, alternating rounds)")
+    ax.set_xlabel(f"% of cuBLAS ({dtype}): the kernel's TFLOP/s over cuBLAS's, timed in the "
+                  "same rounds")
     gpus = sorted({r.record.gpu for r in rs})
     ax.set_title(f"The GEMM ladder on {', '.join(gpus) or 'no recorded GPU'}")
     ax.legend(fontsize=8, loc="lower right")

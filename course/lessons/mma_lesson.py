@@ -76,11 +76,11 @@ def check_micro_gemm(config=None, dtype: torch.dtype = torch.bfloat16):
     return verdict
 
 
-def mma_sync_lines(arch: str, config=None) -> list[str]:
-    """The micro-GEMM compiled for `arch`: how many mma.sync each thread issues, and the
-    first of them."""
+def mma_sync_lines(arch: str, config=None, dtype: torch.dtype = torch.bfloat16) -> list[str]:
+    """The micro-GEMM compiled for `arch` with `dtype` operands (the dtype the live cell would
+    run): how many mma.sync each thread issues, and the first of them."""
     mma_atom = _kernel()
-    lines = mma_atom.artifacts(arch, config=config or mma_atom.Config()).ptx_lines(r"mma\.sync")
+    lines = mma_atom.artifacts(arch, dtype, config or mma_atom.Config()).ptx_lines(r"mma\.sync")
     print(f"{len(lines)} mma.sync per thread, e.g. {lines[0].strip() if lines else '-'}")
     return lines
 

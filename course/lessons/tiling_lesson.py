@@ -7,6 +7,7 @@ checked and timed (or compiled), and why it is slow, in numbers.
   print_thread_trace  one thread's tiles, partitions, C cells and loaded rows
   check_and_time      the naive GEMM against torch on ragged shapes, then cuBLAS (live)
   naive_instructions  its registers, FFMA/LDG/STG counts and the SASS of its K loop (fallback)
+  naive_occupancy     the CTAs of it one H100 SM holds, from its compiled register count
   load_reuse          FMAs per load, and how often each element of A and B is fetched
 """
 from __future__ import annotations
@@ -120,6 +121,21 @@ def naive_instructions(arch: str):
     print("\nSASS around the first FFMA (loads of A and B feeding scalar fused multiply-adds):")
     print("\n".join("   " + line for line in lines[max(0, first_ffma - 4):first_ffma + 8]))
     return art
+
+
+def naive_occupancy(arch: str = "sm_90a", dtype=torch.float32):
+    """How many CTAs of the naive GEMM one H100 SM holds: its compiled register count and
+    256 threads through course.models.occupancy (notebook 01, section 7)."""
+    from course.models.occupancy import SM_90, occupancy
+    from kernels import naive_gemm
+
+    art = naive_gemm.artifacts(arch, dtype)
+    registers = next(iter(art.resource_usage().values()))["registers"]
+    threads = naive_gemm.Config().threads
+    occ = occupancy(threads, registers, 0, SM_90)
+    print(f"{registers} registers per thread x {threads} threads ({arch}, "
+          f"{str(dtype).replace('torch.', '')}): {occ.summary()}")
+    return occ
 
 
 def load_reuse(trace: dict, threads_per_cta: int, a_map: Ownership, m: int, n: int,
