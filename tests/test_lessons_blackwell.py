@@ -72,7 +72,12 @@ def test_compile_views_of_the_tcgen05_kernel(capsys):
     tcgen05_instructions.print_ptx_lines(art)
     assert "tcgen05.mma.cta_group::1" in capsys.readouterr().out
     res = tcgen05_instructions.print_sass(art)
-    assert "UTCHMMA" in capsys.readouterr().out and res["registers"] > 0
+    sass = capsys.readouterr().out
+    assert "UTCHMMA" in sass and res["registers"] > 0
+    # notebook 12: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
+    alloc = [l for l in sass.splitlines() if "FIND_AND_SET" in l or "NANOSLEEP" in l]
+    assert [("NANOSLEEP" in l) for l in alloc] == [False, True, False], alloc
+    assert "NANOSLEEP.SYNCS" not in sass  # the barrier waits' backoff is not shown
     plan = tcgen05_lesson.occupancy("sm_100a")
     assert f"{plan['threads']} threads x {plan['registers']} registers" in capsys.readouterr().out
 

@@ -5,6 +5,7 @@ import types
 import pytest
 import torch
 
+from course.runtime import results
 from course.lessons import multicast_lesson, tma_checks, tma_lesson
 from course.models import tensormap
 from course.runtime import live
@@ -152,6 +153,16 @@ def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
     # the profiled launch has fewer rounds than the timing run: its bytes are a fraction
     rounds = {row["rounds"] for row in rec.data["rows"]}
     assert f"one launch of {' / '.join(map(str, sorted(rounds)))} round(s)" in text
+    cpu_results("tma")
+    multicast_lesson.traffic_report()
+    (r,) = rounds
+    timed = results.latest("tma").data
+    assert f"the timing ran {timed['rounds']}: its model bytes are {timed['rounds'] / r:g}x " \
+        "these" in capsys.readouterr().out
+    # ... which is what the numbers say: bytes delivered per launch x that = the model's bytes
+    delivered = next(x for x in rec.data["ratios"] if x["metric"].startswith("l1tex__m_xbar"))
+    separate = next(x for x in timed["results"] if x["cluster"] == 2 and not x["multicast"])
+    assert delivered["separate"] * timed["rounds"] / r == separate["l2_to_sm_bytes_model"]
 
 
 def test_multicast_rows_say_the_grid_not_ctas_resident_per_sm(capsys, cpu_results):

@@ -47,8 +47,9 @@ def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
             print(f"no H100 measurement at {size}^3 recorded for this configuration")
             return res
         # a measurement is not what this cell did: it gets its own banner and provenance
-        show(Banner(Mode.RECORDED, f"This configuration at {size}^3, {rec.citation()} (a run of "
-                                   "its own: the SM clock it ran at is on the second line):"))
+        show(Banner(Mode.RECORDED, f"This configuration at {size}^3 in a benchmark run of its "
+                                   f"own, {rec.citation()}; the second line is the SM clock that "
+                                   "run went at:"))
         print_rows(rows)
         return res
 

@@ -64,8 +64,13 @@ def traffic_report() -> results.Record | None:
     show(profiler_banner(rec.citation()))
     rounds = sorted({row["rounds"] for row in rec.data.get("rows", []) if "rounds" in row})
     if rounds:
-        print(f"one launch of {' / '.join(map(str, rounds))} round(s) per variant, on the same "
-              "grid as the timing above; the bytes scale with the rounds")
+        timed = results.latest("tma")
+        line = (f"one launch of {' / '.join(map(str, rounds))} round(s) per variant, on the "
+                "same grid as the timing above; bytes scale with the rounds")
+        if timed is not None and len(rounds) == 1:
+            line += (f" (the timing ran {timed.data['rounds']}: its model bytes are "
+                     f"{timed.data['rounds'] / rounds[0]:g}x these)")
+        print(line)
     print("\n".join(counter_table(rec.data)))
     print("\n".join(model_vs_counters(rec.data)))
     return rec

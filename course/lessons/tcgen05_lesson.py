@@ -47,7 +47,7 @@ def allocate(steps, tmem: Tmem | None = None) -> list[tuple[str, int, int]]:
         if needed is None:
             label, start, cols = held.pop(cta)
             tmem.dealloc(start, cols)
-            print(f"{cta} {what:34s} -> frees columns {start}..{start + cols - 1}")
+            print(f"{f'{cta} {what}':61s} -> frees columns {start}..{start + cols - 1}")
             continue
         cols = tmem_alloc_columns(needed)
         head = f"{cta}: {what:22s} needs {needed:3d} columns, asks for {cols:3d}"
