@@ -46,6 +46,7 @@ def _index(cells, needle):
     ("10_wgmma.ipynb", "10.sbo", "SBO 512"),
     ("12_tcgen05.ipynb", "12.lane_owner", "thread  93"),
     ("12_tcgen05.ipynb", "12.epilogue_role", "def epilogue_role"),
+    ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "cute.arch.clc_response(clc_response)"),
 ])
 def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     cells = _cells(name)
@@ -58,6 +59,7 @@ def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     ("08_tma.ipynb", "08.arm_and_load", "tma._arm_and_load"),
     ("10_wgmma.ipynb", "10.wgmma_mainloop", "WgmmaGemm.mainloop"),
     ("12_tcgen05.ipynb", "12.epilogue_role", "Tcgen05Gemm.epilogue_role"),
+    ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "CtaPairClcGemm.read_next_tile"),
 ])
 def test_the_kernels_own_solution_comes_after_the_check_folded(name, exercise, solution):
     cells = _cells(name)
