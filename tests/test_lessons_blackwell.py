@@ -20,13 +20,26 @@ def test_accumulator_footprint_compares_registers_and_tmem(capsys):
     assert tcgen05_lesson.accumulator_footprint(128, 64)["registers_per_thread"] == 64
 
 
-def test_allocate_rounds_up_aligns_and_refuses(capsys):
-    granted = tcgen05_lesson.allocate([("a", 128), ("b", 40), ("c", 200), ("d", 128)])
-    assert granted == [("a", 0, 128), ("b", 128, 64), ("c", 256, 256)]
-    assert "d                              needs 128 columns -> refused" in capsys.readouterr().out
+def test_allocate_rounds_requests_up_and_shows_fragmentation(capsys):
+    granted = tcgen05_lesson.allocate([
+        ("CTA 1", "a", 128), ("CTA 2", "b", 128), ("CTA 3", "c", 128), ("CTA 4", "d", 40),
+        ("CTA 1", "exits", None), ("CTA 3", "exits", None), ("CTA 5", "e", 256)])
+    assert granted == [("CTA 2: b", 128, 128), ("CTA 4: d", 384, 64)]
+    out = capsys.readouterr().out
+    assert "CTA 4: d                      needs  40 columns, asks for  64 -> columns 384..447" in out
+    # 320 columns free, but no 256 of them contiguous: fragmentation, not a lack of space
+    assert "CTA 5: e                      needs 256 columns, asks for 256 -> does not fit (320 " \
+           "columns free, no 256 contiguous)" in out
     tmem = Tmem("t")
-    assert tcgen05_lesson.allocate([("x", 512)], tmem) == [("x", 0, 512)]
-    assert tcgen05_lesson.allocate([("y", 32)], tmem) == []
+    assert tcgen05_lesson.allocate([("x", "", 512)], tmem) == [("x: ", 0, 512)]
+    assert tcgen05_lesson.allocate([("y", "", 32)], tmem) == []
+
+
+def test_a_request_that_is_not_a_power_of_two_is_refused(capsys):
+    assert not tcgen05_lesson.alloc_as_is(40)
+    assert "tcgen05.alloc(40) as such: refused: 40 columns is not a power of two >= 32" in \
+        capsys.readouterr().out
+    assert tcgen05_lesson.alloc_as_is(64)
 
 
 def test_descriptor_fields_end_with_the_value(capsys):
@@ -59,7 +72,12 @@ def test_compile_views_of_the_tcgen05_kernel(capsys):
     tcgen05_instructions.print_ptx_lines(art)
     assert "tcgen05.mma.cta_group::1" in capsys.readouterr().out
     res = tcgen05_instructions.print_sass(art)
-    assert "UTCHMMA" in capsys.readouterr().out and res["registers"] > 0
+    sass = capsys.readouterr().out
+    assert "UTCHMMA" in sass and res["registers"] > 0
+    # notebook 12: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
+    alloc = [l for l in sass.splitlines() if "FIND_AND_SET" in l or "NANOSLEEP" in l]
+    assert [("NANOSLEEP" in l) for l in alloc] == [False, True, False], alloc
+    assert "NANOSLEEP.SYNCS" not in sass  # the barrier waits' backoff is not shown
     plan = tcgen05_lesson.occupancy("sm_100a")
     assert f"{plan['threads']} threads x {plan['registers']} registers" in capsys.readouterr().out
 

@@ -116,10 +116,16 @@ def test_try_config_off_the_gpu_compiles_and_shows_the_record(monkeypatch, capsy
     assert out.mode is live.Mode.COMPILE_ONLY and compiled == [("sm_90a", _Config(stages=4))]
     text = capsys.readouterr().out
     assert "200 registers per thread" in text
-    rows, _ = gemm_lesson.recorded_rows("sm80", config={"stages": 4})
-    assert rows and all(r["problem"] in text for r in rows)
+    rows, rec = gemm_lesson.recorded_rows("sm80", config={"stages": 4})
+    at_4096 = [r for r in rows if r["problem"].startswith("4096x")]
+    assert at_4096 and all(r["problem"] in text for r in at_4096)
+    assert not any(r["problem"] in text for r in rows if r not in at_4096)  # only the size asked
+    # the recorded numbers come under their own banner, with the GPU, date and command
+    banner = next(line for line in text.splitlines() if "RECORDED" in line)
+    assert rec.citation() in banner
+    assert text.index("registers per thread") < text.index(banner) < text.index(at_4096[0]["problem"])
     gemm_configs.try_config(module, "sm80", {"stages": 7})
-    assert "no H100 measurement recorded for this configuration" in capsys.readouterr().out
+    assert "no H100 measurement at 4096^3 recorded" in capsys.readouterr().out
 
 
 def test_recorded_configs_show_one_size_per_configuration(capsys):

@@ -5,6 +5,7 @@ import types
 import pytest
 import torch
 
+from course.runtime import results
 from course.lessons import multicast_lesson, tma_checks, tma_lesson
 from course.models import tensormap
 from course.runtime import live
@@ -39,7 +40,11 @@ def test_every_rejected_example_breaks_a_rule(capsys):
 def test_cute_and_the_model_agree_on_every_swizzle_mode(capsys):
     assert tma_lesson.print_swizzle_agreement(nbytes=1024) == {0: True, 32: True, 64: True,
                                                                 128: True}
-    assert "128B swizzle: CuTe and the model agree on all 64 chunks: True" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "128B swizzle: CuTe and the model agree on all 64 chunks: True" in out
+    # each mode's masks on the rows TMA accepts for it (32B on 32-byte rows, ...)
+    assert "rows 0-7 of 32-byte rows XOR their chunk with [0, 0, 0, 0, 1, 1, 1, 1]" in out
+    assert "rows 0-7 of 64-byte rows XOR their chunk with [0, 0, 1, 1, 2, 2, 3, 3]" in out
 
 
 def test_cute_tensor_map_is_printed_indented(capsys):
@@ -143,6 +148,38 @@ def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
     assert rec is not None and rec.citation() in text
     assert "model 1/2 = 0.50x" in text  # the counters are read against the model
     assert "merged by the coalescer" in text
+    # never shown as if measured now, even on a GPU: the profiler runs outside the notebook
+    assert text.splitlines()[0].startswith("[⏺ RECORDED] Nsight Compute is run outside")
+    # the profiled launch has fewer rounds than the timing run: its bytes are a fraction
+    rounds = {row["rounds"] for row in rec.data["rows"]}
+    assert f"one launch of {' / '.join(map(str, sorted(rounds)))} round(s)" in text
+    cpu_results("tma")
+    multicast_lesson.traffic_report()
+    (r,) = rounds
+    timed = results.latest("tma").data
+    assert f"the timing ran {timed['rounds']}: its model bytes are {timed['rounds'] / r:g}x " \
+        "these" in capsys.readouterr().out
+    # ... which is what the numbers say: bytes delivered per launch x that = the model's bytes
+    delivered = next(x for x in rec.data["ratios"] if x["metric"].startswith("l1tex__m_xbar"))
+    separate = next(x for x in timed["results"] if x["cluster"] == 2 and not x["multicast"])
+    assert delivered["separate"] * timed["rounds"] / r == separate["l2_to_sm_bytes_model"]
+
+
+def test_multicast_rows_say_the_grid_not_ctas_resident_per_sm(capsys, cpu_results):
+    cpu_results("tma")
+    out = multicast_lesson.measure_multicast()
+    first = capsys.readouterr().out.splitlines()[1]
+    ctas = out.value["waves"] * out.value["sms"]
+    assert f"a grid of {ctas} CTAs ({out.value['waves']} per SM" in first
+    assert "run in waves" in first
+
+
+def test_profile_rows_come_under_a_recorded_banner(capsys, cpu_results):
+    cpu_results("profile")
+    multicast_lesson.gemm_with_and_without()
+    text = capsys.readouterr().out
+    assert text.startswith("[⏺ RECORDED] Nsight Compute is run outside the notebook")
+    assert "recorded: measured on NVIDIA H100" in text
 
 
 def test_the_counters_are_read_against_the_model_and_the_coalescer():

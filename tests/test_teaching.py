@@ -36,6 +36,22 @@ def test_a_run_report_updates_only_its_rows(tmp_path):
     assert teachers_table.times_in_readme(new) == {"00_orientation.ipynb": "12 s (2026-01-02)"}
 
 
+def test_the_h100_column_never_calls_a_blackwell_notebook_live():
+    """Notebooks 12 and 13 need sm_100a: on the H100 their cells compile and simulate."""
+    rows = {line.split("|")[2].strip(" `"): line for line in teachers_table.table(
+        {}, {l.path.name: "9 s (2026-01-01)" for l in LESSONS}).splitlines()[2:]}
+    header = teachers_table.table({}, {}).splitlines()[0]
+    assert "(live)" not in header
+    for lesson in LESSONS:
+        cell = rows[lesson.path.name].rstrip(" |").rsplit("|", 1)[-1].strip()
+        if teachers_table.H100.can(lesson.needs):
+            assert cell == "9 s (2026-01-01)"
+        else:
+            assert cell.startswith("9 s (2026-01-01); not live there: ") and "live" not in \
+                cell.split("; ", 1)[1].replace("not live", ""), cell
+    assert not teachers_table.H100.can(LESSONS[12].needs)
+
+
 def test_every_notebook_has_its_recorded_h100_time():
     """The H100 column comes from the newest `python -m course run --record` on an H100."""
     times = teachers_table.gpu_times()

@@ -1,4 +1,6 @@
 """Notebook 08: TMA load / store / multicast kernels and the raw tensor map."""
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -289,3 +291,55 @@ def test_cute_and_the_driver_describe_the_same_tensor():
     differ = tensormap.differing_bytes(cute_bytes, driver[:len(cute_bytes)])
     assert not [b for b in differ if b < 8], "the two maps point at different memory"
     assert len(differ) <= 2, differ
+    # read by difference: every bit that differs lies in the bytes of the settings word
+    found = tensormap.compare_with_encodings(cute_bytes, tensormap.encode, tensormap.for_tensor(x))
+    assert {byte for byte, _ in found.differing} <= {8, 9, 10, 11}, found
+
+
+def _fake_encoder(calls=None):
+    """A stand-in for the driver with a made-up layout: the address in bytes 0-7, a word of
+    settings in bytes 8-11 (swizzle bits 13-14, L2 promotion bits 17-18, OOB fill bit 20),
+    the row stride / 16 in bytes 12-15. It refuses a swizzle narrower than the box, as the
+    driver does."""
+    def encode(args):
+        if calls is not None:
+            calls.append(args)
+        if tensormap.rule_violations(args):
+            raise ValueError("rejected")
+        swz = list(tensormap.SWIZZLES.values()).index(args.swizzle)
+        word = (swz << 13 | tensormap.L2_PROMOTIONS.index(args.l2_promotion) << 17
+                | tensormap.OOB_FILLS.index(args.oob_fill) << 20 | 0x10)
+        return (args.global_address.to_bytes(8, "little") + word.to_bytes(4, "little")
+                + (args.global_strides[0] // 16).to_bytes(4, "little") + bytes(112))
+    return encode
+
+
+def test_reading_a_map_by_difference_finds_where_each_setting_lives():
+    encode = _fake_encoder()
+    bits = tensormap.setting_bits(encode, tensormap.SEED, 64)
+    assert bits["l2_promotion"] == {(10, 1), (10, 2)}
+    assert bits["oob_fill"] == {(10, 4)}
+    assert bits["swizzle"] <= {(9, 5), (9, 6)}  # 32B/64B refused for a 128-byte box row
+
+
+def test_a_map_with_other_settings_is_the_same_tensor_and_box():
+    encode = _fake_encoder()
+    theirs = encode(replace(tensormap.SEED, l2_promotion="L2_256B"))[:64]
+    found = tensormap.compare_with_encodings(theirs, encode, tensormap.SEED)
+    assert found.identical and found.same_tensor_and_box
+    assert found.nearest.l2_promotion == "L2_256B" and found.nearest.oob_fill == "NONE"
+
+
+def test_a_bit_no_setting_produces_is_reported_as_the_encoders_own(capsys):
+    from course.lessons import tma_lesson
+
+    encode = _fake_encoder()
+    theirs = bytearray(encode(replace(tensormap.SEED, l2_promotion="L2_256B"))[:64])
+    theirs[8] |= 0b10  # a bit this "driver" never sets
+    found = tensormap.compare_with_encodings(bytes(theirs), encode, tensormap.SEED)
+    assert found.nearest.l2_promotion == "L2_256B" and found.differing == ((8, 1),)
+    assert (8, 1) not in found.owner and not found.same_tensor_and_box
+    tma_lesson.print_map_comparison(found)
+    out = capsys.readouterr().out
+    assert "byte 8 bit 1: no argument of cuTensorMapEncodeTiled changes it" in out
+    assert "in byte(s) [8], no setting of the driver's produces" in out

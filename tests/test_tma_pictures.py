@@ -33,6 +33,22 @@ def test_swizzle_and_multicast_pictures():
     assert "the model: each slice read from L2 once" in _texts(viz.multicast_picture(2))
 
 
+def test_each_swizzle_mode_is_drawn_on_a_row_length_tma_accepts_for_it():
+    fig = viz.swizzle_modes_picture()
+    titles = [ax.title.get_text() for ax in fig.axes]
+    assert [t.splitlines()[0] for t in titles] == [
+        "32B swizzle, 32-byte rows", "64B swizzle, 64-byte rows", "128B swizzle, 128-byte rows"]
+    assert "(row // 4) mod 2" in titles[0] and "(row // 2) mod 4" in titles[1]
+    for mode in (32, 64, 128):
+        box = tensormap.tiled(64, mode // 2, box=(8, mode // 2), swizzle=mode)  # bf16 rows
+        assert not tensormap.rule_violations(box), f"TMA refuses {mode}B on {mode}-byte rows"
+        wider = tensormap.tiled(64, 128, box=(8, 2 * mode // 2), swizzle=mode)
+        assert mode == 128 or tensormap.rule_violations(wider), "a wider row must be refused"
+        rows = tensormap.chunk_map(mode, row_bytes=mode, rows=8)
+        assert all(sorted(r) == list(range(mode // 16)) for r in rows)  # a permutation per row
+    assert "source:" in _texts(fig)
+
+
 def test_explorer_reacts_and_reports_broken_rules():
     widget = tensor_map_explorer()
     assert isinstance(widget, StaticWidget)

@@ -33,4 +33,4 @@ def sweep(kernel: str = "tma", size: int = 4096, stages=(1, 2, 3, 4),
 def print_rows(data: dict) -> None:
     for r in data["results"]:
         print(f"stages={r['stages']}: {r['kernel_ms']:7.3f} ms  {r['kernel_tflops']:6.1f} TFLOP/s  "
-              f"{pct_with_control(r)} ({r['cublas_tflops']:.0f} TFLOP/s)")
+              f"{pct_with_control(r)} (cuBLAS {r['cublas_tflops']:.0f} TFLOP/s)")

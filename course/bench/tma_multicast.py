@@ -76,8 +76,10 @@ def measure(tiles: int = 8, rounds: int = 40, waves: int = 4, timing_rounds: int
 
 def print_rows(data: dict) -> None:
     """One line per variant."""
+    ctas = data["waves"] * data["sms"]
     print(f"{data['tiles_per_cta']} tiles of {data['tile'][0]}x{data['tile'][1]} "
-          f"{data['dtype']} per CTA, {data['rounds']} rounds, {data['waves']} CTAs per SM:")
+          f"{data['dtype']} per CTA, {data['rounds']} rounds; a grid of {ctas} CTAs "
+          f"({data['waves']} per SM: more than fit at once, so they run in waves):")
     for r in data["results"]:
         extra = (f"  {r['speedup_vs_separate']:.2f}x the speed of separate loads"
                  if "speedup_vs_separate" in r else "")

@@ -23,7 +23,8 @@ class TmemError(RuntimeError):
 
 
 def tmem_alloc_columns(requested: int) -> int:
-    """Columns tcgen05.alloc would hand out for `requested`: the next power of two >= 32."""
+    """The columns a kernel must ask tcgen05.alloc for to hold `requested` columns: the next
+    power of two >= 32. The allocator itself rounds nothing: it takes only such requests."""
     if requested < 1 or requested > TMEM_COLUMNS:
         raise TmemError(f"cannot allocate {requested} TMEM columns (1..{TMEM_COLUMNS})")
     cols = 32

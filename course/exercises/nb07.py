@@ -18,8 +18,9 @@ def _smem(answer):
     return number(answer, (128 + 256) * 64 * 2 * 3, unit="bytes")
 
 
-@exercise("07.stages_fit", "With 227 KB (232,448 bytes) of shared memory, how many stages of "
-          "128 x 256 x 64 bf16 tiles fit at most?",
+@exercise("07.stages_fit", "One CTA may use at most 227 KiB (232,448 bytes) of shared memory on "
+          "an H100 (the SM has 228 KiB; the system keeps 1 KiB per CTA). How many stages of "
+          "128 x 256 x 64 bf16 tiles fit in it at most?",
           "divide the budget by one stage's bytes and round down.",
           "232448 // ((128 + 256) * 64 * 2) = 232448 // 49152 = 4.")
 def _fit(answer):

@@ -7,13 +7,18 @@ from course.emulate.blackwell_memory import tmem_alloc_columns
 from course.models.tmem_ownership import warp_of_lane
 
 
-@exercise("12.tmem_cols", "How many TMEM columns does tcgen05.alloc hand out for a 128 x 200 "
-          "fp32 accumulator?",
-          "one fp32 per 32-bit cell, one row per lane: 200 columns are needed, and allocations "
-          "come in powers of two (at least 32).",
-          "256: 200 columns rounded up to the next power of two.")
+@exercise("12.tmem_cols", "A kernel needs a 128 x 200 fp32 accumulator in TMEM. How many "
+          "columns must it ask tcgen05.alloc for?",
+          "one fp32 per 32-bit cell, one row per lane: 200 columns of data. tcgen05.alloc takes "
+          "only a power of two of at least 32 columns, and rounds nothing itself.",
+          "256: the kernel rounds 200 up to the next power of two; a request for 200 is not "
+          "a valid one.")
 def _tmem_cols(answer):
-    return number(answer, tmem_alloc_columns(200), unit="columns")
+    ok, message = number(answer, tmem_alloc_columns(200), unit="columns")
+    if not ok and str(answer).strip() == "200":
+        raise Wrong("200 columns is not a request tcgen05.alloc takes: only powers of two, "
+                    "at least 32")
+    return ok, message
 
 
 @exercise("12.idesc", "Encode the tcgen05.mma instruction descriptor (an int) for M=128, "
@@ -37,18 +42,23 @@ def _idesc(answer):
     return False, f"{value:#x} decodes as {got}; compare field by field."
 
 
-@exercise("12.lane_owner", "Which epilogue warp (0-3) is allowed to read TMEM lane 77, and "
-          "which epilogue thread (0-127) reads it with tcgen05.ld 32x32b? Answer (warp, thread).",
+# A lane the notebook's printed sample (threads 0, 31, 32, 77, 127) does not show.
+ASKED_LANE = 93
+
+
+@exercise("12.lane_owner", f"Which epilogue warp (0-3) is allowed to read TMEM lane {ASKED_LANE}, "
+          "and which epilogue thread (0-127) reads it with tcgen05.ld 32x32b? Answer (warp, "
+          "thread).",
           "warp w may access lanes 32w..32w+31; with 32x32b, thread t reads lane t.",
-          "(2, 77): lanes 64-95 belong to warp 2, and thread 77 (lane 13 of warp 2) reads "
-          "lane 77.")
+          f"({ASKED_LANE // 32}, {ASKED_LANE}): lanes 64-95 belong to warp 2, and thread "
+          f"{ASKED_LANE} (lane {ASKED_LANE % 32} of warp 2) reads lane {ASKED_LANE}.")
 def _lane_owner(answer):
     try:
         warp, thread = answer
     except (TypeError, ValueError):
         raise Wrong("answer with a pair (warp, thread)")
-    ok = (warp, thread) == (warp_of_lane(77), 77)
-    return ok, "" if ok else "look at which 32-lane quarter lane 77 falls in."
+    ok = (warp, thread) == (warp_of_lane(ASKED_LANE), ASKED_LANE)
+    return ok, "" if ok else f"look at which 32-lane quarter lane {ASKED_LANE} falls in."
 
 
 @exercise("12.stage_bytes", "With tile_n = 256, how many bytes must each stage's full barrier "

@@ -13,7 +13,7 @@ import torch
 
 from course.bench.gemm_bench import LADDER
 from course.lessons.gemm_lesson import bench_live, print_rows, recorded_rows
-from course.runtime.live import Outcome, compile_only, live_or
+from course.runtime.live import Banner, Mode, Outcome, compile_only, live_or, show
 from course.bench.report import pct_with_control
 
 
@@ -33,15 +33,24 @@ def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
     """Print the configuration's shared memory and threads; then, on a GPU the kernel
     runs on, time it against cuBLAS at size^3; elsewhere compile it for `arch`, print its
     registers and stack, and the H100's recorded rows for it if there are any. `label`
-    names the cell for live_or (its live output is recorded and shown elsewhere)."""
+    names the cell for live_or (its live output is recorded and shown elsewhere). A
+    recorded row is printed under its own RECORDED banner, never as the compile's output."""
     cfg = module.Config(**config)
     print(f"{cfg}: {cfg.smem_bytes(2):,} bytes of shared memory, {cfg.threads} threads")
 
     def offline(arch: str):
         (res,) = module.artifacts(arch, torch.bfloat16, cfg).resource_usage().values()
         print(f"{res['registers']} registers per thread, {res['stack_frame_bytes']} bytes of stack")
-        rows, _ = recorded_rows(kernel, config=overrides(module, config))
-        print_rows(rows) if rows else print("no H100 measurement recorded for this configuration")
+        rows, rec = recorded_rows(kernel, config=overrides(module, config))
+        rows = [r for r in rows if r["problem"].startswith(f"{size}x")]
+        if not rows:
+            print(f"no H100 measurement at {size}^3 recorded for this configuration")
+            return res
+        # a measurement is not what this cell did: it gets its own banner and provenance
+        show(Banner(Mode.RECORDED, f"This configuration at {size}^3 in a benchmark run of its "
+                                   f"own, {rec.citation()}; the second line is the SM clock that "
+                                   "run went at:"))
+        print_rows(rows)
         return res
 
     return live_or(LADDER[kernel][1], lambda: bench_live(kernel, sizes=(size,), **config),

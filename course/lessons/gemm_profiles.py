@@ -13,11 +13,20 @@ read the rows from results/profile.json (`python -m course.bench.profile ... --r
 from __future__ import annotations
 
 from course.runtime import results
+from course.runtime.live import Banner, Mode, show as display
 
 L2_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 COLUMNS = (("SM Frequency", "SM clock"), ("Duration", "time"), ("Elapsed Cycles", "cycles"),
            ("L2 Cache Throughput", "L2 busy"), ("Compute (SM) Throughput", "SM busy"),
            (L2_SECTORS, "L2 sectors read"))
+
+
+def profiler_banner(citation: str) -> Banner:
+    """The banner above Nsight Compute counters: the notebook never runs the profiler (it
+    takes the GPU to itself, with its own clock control), so on every machine, an H100
+    included, the counters shown are recorded ones."""
+    return Banner(Mode.RECORDED, "Nsight Compute is run outside the notebook (on every machine, "
+                                 f"a GPU included, this cell shows a recording): {citation}.")
 
 
 def _value(headline: dict, metric: str) -> str:
@@ -55,7 +64,8 @@ def _mhz(hz: str) -> str:
 
 
 def print_rows(rows: list[dict]) -> None:
-    """A table of the rows, then the records they came from."""
+    """A table of the rows, then the records they came from (`show` puts a RECORDED banner
+    above them)."""
     print(f"{'':13s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
           f"{'L2 busy':>8s} {'SM busy':>8s} {'L2 sectors read':>16s}")
     for r in rows:
@@ -71,5 +81,9 @@ def print_rows(rows: list[dict]) -> None:
 def show(presets, size: int = 4096, cublas_beside: str | None = "tma_store") -> list[dict]:
     """Print the recorded rows of `presets` (see profile_rows) and return them."""
     rows = profile_rows(presets, size, cublas_beside=cublas_beside)
+    if rows:
+        launches = len({r["record"].citation() for r in rows})
+        display(profiler_banner(f"{len(rows)} launches at {size}^3 in {launches} records of "
+                                "`python -m course.bench.profile`, cited under the table"))
     print_rows(rows)
     return rows

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from course.bench import tma_multicast as tma_bench
 from course.runtime import results
-from course.runtime.live import Mode, Outcome, compile_only, live_or, recorded_or
+from course.lessons.gemm_profiles import profiler_banner
+from course.runtime.live import Mode, Outcome, compile_only, live_or, recorded_or, show
 
 RECORD_COMMAND = "python -m course.bench tma --record"
 TRAFFIC_COMMAND = "python -m course.bench.tma_traffic --record"
@@ -60,7 +61,16 @@ def traffic_report() -> results.Record | None:
         print(f"No Nsight Compute measurement recorded yet: run `{TRAFFIC_COMMAND}` on an H100 "
               "and commit results/tma_traffic.json.")
         return None
-    print(f"recorded: {rec.citation()}")
+    show(profiler_banner(rec.citation()))
+    rounds = sorted({row["rounds"] for row in rec.data.get("rows", []) if "rounds" in row})
+    if rounds:
+        timed = results.latest("tma")
+        line = (f"one launch of {' / '.join(map(str, rounds))} round(s) per variant, on the "
+                "same grid as the timing above; bytes scale with the rounds")
+        if timed is not None and len(rounds) == 1:
+            line += (f" (the timing ran {timed.data['rounds']}: its model bytes are "
+                     f"{timed.data['rounds'] / rounds[0]:g}x these)")
+        print(line)
     print("\n".join(counter_table(rec.data)))
     print("\n".join(model_vs_counters(rec.data)))
     return rec

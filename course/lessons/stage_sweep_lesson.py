@@ -68,7 +68,8 @@ def calibrated_figure(sweep: Outcome):
     measured = {r["stages"]: r["kernel_ms"] for r in sweep.value["results"]}
     k_tiles = sweep.value["size"] // TILE_K
     cal = pipeline_sim.calibrate(measured, k_tiles)
-    print(cal)
+    # the times are the whole grid's k-loop in ms: per k-tile that is microseconds
+    print(cal.describe(" µs", 1e3, "ms"))
     sims = pipeline_sim.sweep(stages=range(1, 9), k_tiles=k_tiles,
                               load_latency=cal.load_latency, mma_latency=cal.mma_latency)
     gpu = sweep.record.gpu if sweep.record is not None else "this GPU"

@@ -47,9 +47,9 @@ def print_ptx_lines(art) -> None:
 
 
 def print_sass(art) -> dict:
-    """The SASS lines of the MMA, commit, TMEM load, allocator and TMA; then registers,
-    stack and static shared memory."""
-    for line in art.sass_lines(r"UTCHMMA|UTCBAR|LDTM|UTCATOMSWS|UTMALDG|UTMASTG"):
+    """The SASS lines of the MMA, commit, TMEM load, allocator (with the sleep of its retry
+    loop) and TMA; then registers, stack and static shared memory."""
+    for line in art.sass_lines(r"UTCHMMA|UTCBAR|LDTM|UTCATOMSWS|NANOSLEEP(?!\.)|UTMALDG|UTMASTG"):
         print("   ", re.sub(r"\s+", " ", line)[:120])
     (res,) = art.resource_usage().values()
     print(f"\nregisters per thread: {res['registers']}, stack frame: {res['stack_frame_bytes']} B, "

@@ -34,22 +34,44 @@ def accumulator_footprint(tile_m: int = 128, tile_n: int = 256, threads: int = 1
     return {"kib": kib, "registers_per_thread": regs, "tmem_columns": tile_n}
 
 
-def allocate(requests, tmem: Tmem | None = None) -> list[tuple[str, int, int]]:
-    """Run (name, columns needed) requests through one SM's TMEM allocator, in order; prints
-    what each gets (or why it is refused). Returns (name, start, columns) of the granted."""
+def allocate(steps, tmem: Tmem | None = None) -> list[tuple[str, int, int]]:
+    """Run the steps of CTAs sharing one SM's TMEM, in order, and print each outcome.
+
+    A step is (cta, what, columns): with `columns` the CTA needs that many columns for `what`
+    and asks tcgen05.alloc for the next power of two >= 32 (the only requests the allocator
+    takes: the CTA rounds up itself); with None the CTA exits and frees what it holds.
+    Returns (label, first column, columns) of the allocations still held at the end."""
     tmem = tmem or Tmem("one SM")
-    granted = []
-    for name, needed in requests:
+    held: dict[str, tuple[str, int, int]] = {}
+    for cta, what, needed in steps:
+        if needed is None:
+            label, start, cols = held.pop(cta)
+            tmem.dealloc(start, cols)
+            print(f"{f'{cta} {what}':61s} -> frees columns {start}..{start + cols - 1}")
+            continue
         cols = tmem_alloc_columns(needed)
+        head = f"{cta}: {what:22s} needs {needed:3d} columns, asks for {cols:3d}"
         try:
             start = tmem.alloc(cols)
         except TmemError as err:
-            print(f"{name:30s} needs {needed:3d} columns -> refused: {err}")
+            free = TMEM_COLUMNS - sum(tmem.allocations.values())
+            print(f"{head} -> does not fit ({free} columns free, no {cols} contiguous): "
+                  f"waits until columns are freed")
             continue
-        granted.append((name, start, cols))
-        print(f"{name:30s} needs {needed:3d} columns -> gets {cols:3d} at columns "
-              f"{start}..{start + cols - 1}")
-    return granted
+        held[cta] = (f"{cta}: {what}", start, cols)
+        print(f"{head} -> columns {start}..{start + cols - 1}")
+    return list(held.values())
+
+
+def alloc_as_is(columns: int, tmem: Tmem | None = None) -> bool:
+    """Ask the allocator for `columns` exactly as given; print whether it is a valid request."""
+    try:
+        (tmem or Tmem("one SM")).alloc(columns)
+    except TmemError as err:
+        print(f"tcgen05.alloc({columns}) as such: refused: {str(err).split(': ', 1)[-1]}")
+        return False
+    print(f"tcgen05.alloc({columns}) as such: a valid request")
+    return True
 
 
 def descriptor_fields(idesc) -> int:

@@ -80,23 +80,39 @@ def print_cute_tensor_map(rows: int = 8192, cols: int = 8192,
     return built
 
 
-def compare_with_driver(rows: int = 8192, cols: int = 8192) -> dict[str, list[int]]:
-    """The tensor map CuTe built for a real tensor against the driver's, encoded with and
-    without L2 promotion: the offsets of the bytes that differ (needs a GPU)."""
+def compare_with_driver(rows: int = 8192, cols: int = 8192) -> tensormap.MapComparison:
+    """The tensor map CuTe built for a real tensor, read against the driver's encodings of
+    the same arguments with every L2 promotion and OOB fill (needs a GPU)."""
     from kernels import tma
 
     x = torch.empty(rows, cols, dtype=torch.bfloat16, device="cuda")
     cute_bytes = tma.descriptor(x)
     print(f"CuTe's tensor map (first {len(cute_bytes)} bytes, what copy_tensormap copies):")
     print(tensormap.hexdump(cute_bytes))
-    differ = {}
-    for promotion in ("NONE", "L2_128B"):
-        driver = tensormap.encode(tensormap.for_tensor(x, l2_promotion=promotion))
-        differ[promotion] = tensormap.differing_bytes(cute_bytes, driver[:len(cute_bytes)])
-        diff = differ[promotion]
-        print(f"vs the driver with L2 promotion {promotion}: "
-              + ("identical" if not diff else f"{len(diff)} bytes differ, at offsets {diff}"))
-    return differ
+    found = tensormap.compare_with_encodings(cute_bytes, tensormap.encode, tensormap.for_tensor(x))
+    print_map_comparison(found)
+    return found
+
+
+def print_map_comparison(found: tensormap.MapComparison) -> None:
+    """Which driver encoding CuTe's map is nearest, the bits that differ and whose they are,
+    and the verdict: do the bytes that describe the tensor and the box agree?"""
+    near = found.nearest
+    print(f"nearest driver encoding: L2 promotion {near.l2_promotion}, OOB fill {near.oob_fill}: "
+          + ("identical" if found.identical else f"{len(found.differing)} bit(s) differ"))
+    for byte, bit in found.differing:
+        whose = found.owner.get((byte, bit))
+        print(f"  byte {byte} bit {bit}: " + (f"a bit of the driver's {whose} setting" if whose
+                                              else "no argument of cuTensorMapEncodeTiled changes it"))
+    own = sorted({byte for byte, bit in found.differing if (byte, bit) not in found.owner})
+    if found.same_tensor_and_box:
+        verdict = ("passed: the same map as the driver's with these settings" if found.identical
+                   else "passed: the maps differ only in bits of the driver's own settings")
+    else:
+        verdict = (f"{len(found.differing) - len(found.owner)} of the differing bit(s), in "
+                   f"byte(s) {own}, no setting of the driver's produces: CuTe encodes something "
+                   "of its own there; every other bit agrees or belongs to a setting")
+    print(f"check: {verdict}")
 
 
 def descriptor_ptx(arch: str):
@@ -112,8 +128,9 @@ def descriptor_ptx(arch: str):
 
 def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> dict[int, bool]:
     """For each swizzle mode: whether CuTe's Swizzle and course.models.tensormap put every
-    16-byte chunk of `nbytes` in the same place, and the XOR mask of each 128-byte row
-    (row r's chunk c lands in slot c ^ mask[r]): the modes differ only from row 2 on."""
+    16-byte chunk of `nbytes` in the same place, and the XOR mask of rows 0-7 of box rows
+    as wide as the mode's span (TMA refuses wider rows for the 32B and 64B modes): row r's
+    chunk c lands in slot c ^ mask[r]."""
     from course.cute import kernel_traces
 
     agree = {}
@@ -121,7 +138,10 @@ def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> di
         cute_says = kernel_traces.cute_swizzle_offsets(swizzle, nbytes)
         model = [tensormap.swizzle_byte_offset(b, swizzle) for b in range(0, nbytes, 16)]
         agree[swizzle] = cute_says == model
-        masks = [cute_says[8 * row] % 128 // 16 for row in range(8)]
+        row = swizzle or 128  # the widest row the mode takes
+        masks = [cute_says[row // 16 * r] % row // 16 for r in range(8)]
         print(f"{swizzle:3d}B swizzle: CuTe and the model agree on all {len(model)} chunks: "
-              f"{cute_says == model};  rows 0-7 XOR their chunk index with {masks}")
+              f"{cute_says == model};  rows 0-7 of {row}-byte rows XOR their chunk with {masks}")
     return agree
+
+

@@ -16,7 +16,8 @@ in Python, so a CPU-only reader can see why an argument set would be rejected.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 # element type -> (driver enum suffix, bytes)
 DTYPES = {
@@ -226,6 +227,77 @@ def differing_bytes(a: bytes, b: bytes) -> list[int]:
         list(range(min(len(a), len(b)), max(len(a), len(b))))
 
 
+# ------------------------------------------------------ reading an undocumented map by difference
+
+# The enum arguments of cuTensorMapEncodeTiled that change how a map is encoded, not which
+# tensor or box it describes (interleave left out: the course's tensors are not interleaved).
+SETTINGS = {"swizzle": tuple(SWIZZLES.values()), "l2_promotion": L2_PROMOTIONS,
+            "oob_fill": OOB_FILLS}
+
+
+def setting_bits(encode: Callable[[TensorMapArgs], bytes], args: TensorMapArgs,
+                 nbytes: int = DESCRIPTOR_BYTES) -> dict[str, set[tuple[int, int]]]:
+    """For each setting in SETTINGS, the (byte, bit) positions of the first `nbytes` that
+    change when only that setting changes: where the encoder keeps it. The map's layout is
+    not documented; changing one argument at a time is how it is read. Values the encoder
+    refuses for these arguments (a swizzle narrower than the box) are skipped."""
+    base = encode(args)[:nbytes]
+    found: dict[str, set[tuple[int, int]]] = {}
+    for name, values in SETTINGS.items():
+        bits: set[tuple[int, int]] = set()
+        for value in values:
+            try:
+                other = encode(replace(args, **{name: value}))[:nbytes]
+            except ValueError:
+                continue
+            bits |= differing_bits(base, other)
+        found[name] = bits
+    return found
+
+
+def differing_bits(a: bytes, b: bytes) -> set[tuple[int, int]]:
+    """(byte, bit) positions where two equally long byte strings differ."""
+    return {(i, bit) for i, (x, y) in enumerate(zip(a, b)) for bit in range(8)
+            if (x ^ y) >> bit & 1}
+
+
+@dataclass(frozen=True)
+class MapComparison:
+    """A map built elsewhere (CuTe's) read against the driver's encodings of the same tensor:
+    the nearest argument set, the bits that still differ, and which setting owns each."""
+
+    nearest: TensorMapArgs
+    differing: tuple[tuple[int, int], ...]  # (byte, bit), sorted
+    owner: dict[tuple[int, int], str]  # the setting whose bits these are; absent: none
+    nbytes: int
+
+    @property
+    def identical(self) -> bool:
+        return not self.differing
+
+    @property
+    def same_tensor_and_box(self) -> bool:
+        """Every differing bit is one the driver changes only with an encoding setting: the
+        bytes that depend on the tensor and the box agree."""
+        return all(bit in self.owner for bit in self.differing)
+
+
+def compare_with_encodings(other: bytes, encode: Callable[[TensorMapArgs], bytes],
+                           args: TensorMapArgs) -> MapComparison:
+    """Read `other` (a map of the tensor `args` describes, from another encoder) against the
+    driver: encode `args` with every L2 promotion and OOB fill, keep the encoding with the
+    fewest differing bits, and name the setting each remaining bit belongs to."""
+    n = len(other)
+    candidates = [replace(args, l2_promotion=p, oob_fill=f) for p in L2_PROMOTIONS
+                  for f in OOB_FILLS]
+    diffs = {c: differing_bits(other, encode(c)[:n]) for c in candidates}
+    nearest = min(candidates, key=lambda c: len(diffs[c]))
+    owners = setting_bits(encode, nearest, n)
+    owner = {bit: name for name, bits in owners.items() for bit in bits
+             if bit in diffs[nearest]}
+    return MapComparison(nearest, tuple(sorted(diffs[nearest])), owner, n)
+
+
 # ------------------------------------------------------------------ the swizzle TMA applies
 
 def swizzle_byte_offset(offset: int, swizzle: int) -> int:
@@ -277,5 +349,6 @@ def for_tensor(t, box: tuple[int, int] = (64, 64), swizzle: int = 128,
 
 
 __all__ = ["TensorMapArgs", "tiled", "SEED", "rule_violations", "encode", "try_encode",
-           "Encoded", "DriverUnavailable", "hexdump", "differing_bytes", "swizzle_byte_offset",
+           "Encoded", "DriverUnavailable", "hexdump", "differing_bytes", "differing_bits",
+           "setting_bits", "MapComparison", "compare_with_encodings", "swizzle_byte_offset",
            "swizzled_box", "chunk_map", "for_tensor"]

@@ -421,12 +421,19 @@ class Calibration:
     predicted: dict
     max_error: float            # largest relative error over the measured points
 
-    def __str__(self) -> str:
+    def describe(self, latency_unit: str = "", scale: float = 1.0, time_unit: str = "") -> str:
+        """One line: the two latencies (times `scale`, in `latency_unit`), their ratio, and
+        measured against predicted times (in `time_unit`) for every stage count."""
         rows = ", ".join(f"{s}: {self.measured[s]:.3g} vs {self.predicted[s]:.3g}"
                          for s in sorted(self.measured))
-        return (f"load ~ {self.load_latency:.3g}, MMA ~ {self.mma_latency:.3g} per k-tile "
-                f"(load/MMA = {self.load_latency / self.mma_latency:.2f}); measured vs "
-                f"predicted by stages: {rows}; worst error {self.max_error:.0%}")
+        return (f"load ~ {self.load_latency * scale:.3g}{latency_unit}, MMA ~ "
+                f"{self.mma_latency * scale:.3g}{latency_unit} per k-tile (load/MMA = "
+                f"{self.load_latency / self.mma_latency:.2f}); measured vs predicted"
+                f"{' ' + time_unit.strip() if time_unit else ''} by stages: {rows}; worst error "
+                f"{self.max_error:.0%}")
+
+    def __str__(self) -> str:
+        return self.describe()
 
 
 def calibrate(measured: dict, k_tiles: int) -> Calibration:

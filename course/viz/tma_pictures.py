@@ -60,12 +60,23 @@ def tensor_map_picture(args: TensorMapArgs, highlight: tuple[int, int] = (1, 2),
     return fig
 
 
+def swizzle_rule(swizzle: int, row_bytes: int) -> str:
+    """The slot a chunk of row r goes to, in words: the chunk index XOR the index of the
+    128-byte row the byte falls in, kept to the swizzle's bits."""
+    if not swizzle:
+        return "slot = chunk"
+    rows_per_128 = max(1, 128 // row_bytes)
+    row = "row" if rows_per_128 == 1 else f"(row // {rows_per_128})"
+    return f"slot = chunk XOR ({row} mod {swizzle // 16})"
+
+
 def swizzle_picture(swizzle: int = 128, row_bytes: int = 128, rows: int = 8, ax=None):
-    """Each row of a box is `row_bytes` = 8 chunks of 16 bytes. The cell at (row r,
-    slot s) shows which logical chunk of row r TMA stored in slot s."""
+    """Each row of a box is `row_bytes` bytes: row_bytes / 16 chunks of 16 bytes. The cell at
+    (row r, slot s) shows which logical chunk of row r TMA stored in slot s."""
     import numpy as np
 
     table = np.array(chunk_map(swizzle, row_bytes, rows))
+    own_figure = ax is None
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.2, 4.2))
     ax.imshow(table, cmap="tab10", vmin=0, vmax=9, aspect="auto")
     for r in range(table.shape[0]):
@@ -76,12 +87,31 @@ def swizzle_picture(swizzle: int = 128, row_bytes: int = 128, rows: int = 8, ax=
     ax.set_xlabel("byte offset of the 16-byte slot within the row in shared memory")
     ax.set_ylabel("box row")
     name = "no swizzle" if swizzle == 0 else f"{swizzle}B swizzle"
-    ax.set_title(f"{name}: logical 16-byte chunk stored in each slot\n"
-                 f"(slot = chunk XOR (row mod {max(1, swizzle // 16)}))" if swizzle else
+    ax.set_title(f"{name}, {row_bytes}-byte rows: logical chunk in each slot\n"
+                 f"({swizzle_rule(swizzle, row_bytes)})" if swizzle else
                  f"{name}: chunks stay in order", fontsize=10)
+    if own_figure:
+        fig.text(0.01, 0.005, "source: course.models.tensormap.chunk_map (Swizzle<B,4,3> on "
+                 "byte addresses)", fontsize=7, color="grey")
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def swizzle_modes_picture():
+    """The three TMA swizzle modes, each on box rows as wide as its span (32, 64, 128
+    bytes: the widest TMA accepts for that mode). Each pattern repeats every 8 rows."""
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.9), gridspec_kw={"width_ratios": [2, 4, 8]})
+    for ax, mode in zip(axes, (32, 64, 128)):
+        swizzle_picture(mode, row_bytes=mode, rows=8, ax=ax)
+        ax.set_title(f"{mode}B swizzle, {mode}-byte rows\n{swizzle_rule(mode, mode)}",
+                     fontsize=8)
+        ax.set_xlabel("slot (byte offset in the row)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("Each TMA swizzle mode on its own row length: logical 16-byte chunk in each "
+                 "slot (the pattern repeats every 8 rows)", fontsize=10)
     fig.text(0.01, 0.005, "source: course.models.tensormap.chunk_map (Swizzle<B,4,3> on byte "
-             "addresses)", fontsize=7, color="grey")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+             "addresses; B = 1, 2, 3 for 32B, 64B, 128B)", fontsize=7, color="grey")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     return fig
 
 

@@ -33,3 +33,41 @@ def swizzled_chunks(rows: int = 16, k_elems: int = 64, elem_bytes: int = 2,
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
     return fig
+
+
+def group_timeline(sched=None):
+    """Notebook 10's main loop on a timeline (course.models.wgmma_groups): the warpgroup
+    issuing each k-tile's wgmmas and waiting in wait_group, the tensor cores running the
+    committed groups, and each ring stage from its group's issue to its release (a black
+    triangle): a stage goes back to the producer only once its group has completed."""
+    from course.models import wgmma_groups
+    from course.viz.timeline import Bar, Row, gantt
+
+    s = sched or wgmma_groups.schedule()
+    issuing, waiting = "#57606a", "#f3b36b"
+    issue = Row("warpgroup", [
+        Bar(x.start, x.end, x.what, f"k{x.k_tile}" if x.what == "issue" else
+            f"wait({s.keep if x.k_tile < s.k_tiles else 0})",
+            color=issuing if x.what == "issue" else waiting)
+        for x in s.warpgroup])
+    cores = Row("tensor cores", [Bar(g.start, g.end, "mma", f"group {g.k_tile}") for g in s.groups])
+    stages = [Row(f"smem stage {st}", [
+        Bar(s.warpgroup[[x.k_tile for x in s.warpgroup].index(t)].start, s.released[t], "read",
+            f"k-tile {t}") for t in range(s.k_tiles) if s.stage_of(t) == st])
+        for st in range(min(s.stages, s.k_tiles))]
+    rows = [issue, cores, *stages]
+    race = f"; {len(s.races)} stage(s) released while still being read" if s.races else ""
+    fig = gantt(rows, f"WGMMA main loop: issue k-tile t, wait_group({s.keep}), release the "
+                      f"stages whose groups completed{race}", xlabel="time (illustrative units)",
+                source="source: course.models.wgmma_groups (illustrative times: one unit to "
+                       "issue a k-tile, four for its group)",
+                legend_extra=[(issuing, "issuing k-tile t: fence, 4 wgmma, commit group t"),
+                              (waiting, "warpgroup in wgmma.wait_group(n): wait(n)"),
+                              ("black", "stage released (arrive on its empty barrier)")])
+    ax = fig.axes[0]
+    n = len(rows)
+    for t, at in s.released.items():
+        y = n - 1 - (2 + s.stage_of(t))
+        ax.plot(at, y + 0.45, marker="v", color="#cf222e" if t in s.races else "black", ms=7,
+                clip_on=False)
+    return fig
