@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
+from tornado import web
 from traitlets import Unicode
 
 from course import ROOT
@@ -87,12 +88,13 @@ def prepare_home(home: Path) -> learner_copy.SyncReport | str:
     return learner_copy.sync_notebooks(NOTEBOOKS, dest, learner_copy.course_version(ROOT))
 
 
-class CannotStart(Exception):
-    """A learner's server that must not start; JupyterHub shows `jupyterhub_message` on the
-    page the learner sees (instead of a bare 500)."""
+class CannotStart(web.HTTPError):
+    """A learner's server that must not start. An HTTP error is what JupyterHub passes on to
+    the page the learner sees, and `jupyterhub_message` is what that page says (instead of a
+    bare "500 Internal Server Error")."""
 
     def __init__(self, why: str):
-        super().__init__(why)
+        super().__init__(503, "%s", why)
         self.jupyterhub_message = why
 
 
