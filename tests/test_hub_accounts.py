@@ -82,3 +82,19 @@ def test_a_learner_gets_a_new_account_and_never_one_that_existed(tmp_path):
     finally:
         for name in (f"course-{mine}", f"course-{planted}"):
             subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def test_the_state_folder_is_closed_and_a_mistyped_one_is_refused(tmp_path):
+    from course.tools.hub_admin import state_folder
+
+    state = state_folder(tmp_path / "state")
+    assert state.stat().st_mode & 0o777 == 0o700
+    (state / "jupyterhub.sqlite").write_text("")
+    os.chmod(state, 0o755)  # an older hub's, left open: closed again
+    assert state_folder(state).stat().st_mode & 0o777 == 0o700
+    home = tmp_path / "home"  # COURSE_HUB_STATE=/home by mistake
+    (home / "alice").mkdir(parents=True)
+    os.chmod(home, 0o755)
+    with pytest.raises(SystemExit, match="holds more than the hub's state"):
+        state_folder(home)
+    assert home.stat().st_mode & 0o777 == 0o755

@@ -10,8 +10,8 @@ with:
 * a GPU of the machine, spread fairly over several (course.tools.gpu_share), named in the
   notebook header; the course's tier detection still says what runs live;
 * the course's Python packages from this checkout (read-only for them) and its kernels;
-* their exercise verdicts in ~/.course/progress.jsonl, for the teacher's `python -m course
-  progress /home` (course.exercises.progress);
+* their exercise verdicts in ~/.course/progress.jsonl, for the teacher's `./course.sh
+  progress /home` (course.exercises.progress, course.tools.class_progress);
 * a memory ceiling and a CPU quota of their own (course.tools.limits), where the machine's
   control groups can be written.
 

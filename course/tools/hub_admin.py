@@ -36,11 +36,22 @@ def default_state() -> Path:
     return Path(base) / "course-hub"
 
 
+# what the hub keeps in its state folder (homes: the learners' folders in "shared" mode)
+HUB_FILES = {"jupyterhub.sqlite", "jupyterhub_cookie_secret", "jupyterhub-proxy.pid",
+             "gpus.json", "accounts.json", "accounts.json.tmp", "gpus.json.tmp", "homes"}
+
+
 def state_folder(path: str | Path | None = None) -> Path:
     """The hub's state folder (COURSE_HUB_STATE, else the default), made if missing and
-    closed to every other account whatever it was before."""
+    closed to every other account. A folder that is open and holds anything else (a
+    mistyped COURSE_HUB_STATE=/home) is refused rather than closed."""
     folder = Path(path or os.environ.get("COURSE_HUB_STATE") or default_state()).resolve()
     folder.mkdir(parents=True, exist_ok=True)
+    others = sorted(set(os.listdir(folder)) - HUB_FILES)
+    if folder.stat().st_mode & 0o077 and others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise SystemExit(f"course hub: {folder} holds more than the hub's state ({shown}): "
+                         "name an empty folder or a new one in COURSE_HUB_STATE")
     os.chmod(folder, 0o700)
     return folder
 
