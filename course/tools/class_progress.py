@@ -38,7 +38,7 @@ from course.tools.hub_accounts import learner_of
 # the four verdicts a check records, best first (old files hold no "not proven")
 VERDICTS = ("right", "not proven", "wrong", "not answered")
 MARKS = {"right": "✅", "not proven": "❔", "wrong": "❌", "not answered": "○"}
-LABELS = {"right": "right", "not proven": "not proven here", "wrong": "wrong, not solved yet",
+LABELS = {"right": "right", "not proven": "not proven here", "wrong": "wrong (not solved yet)",
           "not answered": "not answered"}
 SOLVED, TRIED = MARKS["right"], MARKS["wrong"]
 MOST_COMMON = 5  # wrong answers per exercise in the printed report
