@@ -167,6 +167,13 @@ def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(class_hub, mac
     """From a shell of a learner's account: the password hashes, the cookie secret and the
     teacher's report stay closed."""
     _, _, state = class_hub
+    hub_secrets = [state / "jupyterhub.sqlite", state / "jupyterhub_cookie_secret"]
+    assert all(path.exists() for path in hub_secrets)
+    for path in hub_secrets:
+        done = as_account(machine_account, f"cat '{path}' > /dev/null")
+        assert done.returncode != 0 and "Permission denied" in done.stderr, path
+    assert as_account(machine_account, f"ls '{state}'").returncode != 0
+
     from course.tools import class_progress_report
 
     home = tmp_path / "home" / "ann" / ".course"
@@ -175,13 +182,9 @@ def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(class_hub, mac
         '{"learner": "ann", "exercise": "00.tiles", "verdict": "wrong", "hint": "too low"}\n')
     report = open_folder / "classroom"
     assert class_progress_report.progress([str(tmp_path / "home")], report, "folder") == 0
-    secrets = [state / "jupyterhub.sqlite", state / "jupyterhub_cookie_secret",
-               report / "progress.md", report / "progress.png"]
-    assert all(path.exists() for path in secrets)
-    for path in secrets:
+    for path in (report / "progress.md", report / "progress.png"):
         done = as_account(machine_account, f"cat '{path}' > /dev/null")
         assert done.returncode != 0 and "Permission denied" in done.stderr, path
-    assert as_account(machine_account, f"ls '{state}'").returncode != 0
 
 
 def as_account(name: str, command: str) -> subprocess.CompletedProcess:
