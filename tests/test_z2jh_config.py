@@ -136,7 +136,8 @@ def test_the_pod_runs_the_images_start_which_copies_the_notebooks(chart):
     assert command[0] == "/opt/course/hub/z2jh/start-singleuser.sh", command
     script = (HUB / "z2jh" / "start-singleuser.sh").read_text()
     assert "course.tools.learner_copy --source /opt/course/notebooks --dest \"$HOME/course\"" \
-        in script and 'exec jupyterhub-singleuser "$@"' in script
+        in script and 'exec jupyterhub-singleuser' in script and script.rstrip().endswith('"$@"')
+    assert '"shell_command": ["/bin/bash"]' in script  # python in a terminal is the course's
     docker = (HUB / "z2jh" / "Dockerfile").read_text()
     assert 'CMD ["/opt/course/hub/z2jh/start-singleuser.sh"]' in docker
     assert config.Spawner.default_url == "/lab/tree/course"  # the folder the start makes

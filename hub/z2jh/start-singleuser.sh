@@ -7,4 +7,6 @@
 cd "$HOME" || exit 1
 python -m course.tools.learner_copy --source /opt/course/notebooks --dest "$HOME/course" ||
   echo "start-singleuser: the notebooks in ~/course could not be brought up to date" >&2
-exec jupyterhub-singleuser "$@"
+# a terminal's shell that is not a login shell: a login shell reads /etc/profile, whose PATH
+# loses the course's Python
+exec jupyterhub-singleuser '--ServerApp.terminado_settings={"shell_command": ["/bin/bash"]}' "$@"
