@@ -67,7 +67,9 @@ def learners_cannot_run(python: str) -> str:
     the hub starts; the fix is said in the same words to the teacher and on the page a
     learner sees."""
     stdlib = Path(python).resolve().parent.parent / "lib"
+    packages = Path(python).parent.parent / "lib"  # a venv's own (its bin/python is a link)
     problem = unreadable_for_learners([python, *sorted(stdlib.glob("python3*/os.py"))[:1],
+                                       *sorted(packages.glob("python3*/site-packages"))[:1],
                                        ROOT / "course" / "__init__.py", NOTEBOOKS])
     if not problem:
         return ""
