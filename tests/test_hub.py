@@ -86,7 +86,7 @@ def running_hub(tmp_path, users="shared", lab_args=(), native=False, env=None, s
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: hub.poll() is None and requests.get(f"{base}/hub/api", timeout=5).ok,
-                 90, "the hub to answer", tmp_path / "hub.log", gone=lambda: hub.poll())
+                 180, "the hub to answer", tmp_path / "hub.log", gone=lambda: hub.poll())
         yield base, {"Authorization": f"token {token}"}
     finally:
         hub.terminate()

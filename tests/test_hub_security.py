@@ -98,7 +98,7 @@ def test_the_hub_does_not_open_before_the_teacher_has_a_password(tmp_path):
                             str(ROOT / "hub" / "jupyterhub_config.py")], cwd=tmp_path, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _, said = hub.communicate(timeout=120)
+        _, said = hub.communicate(timeout=300)
     except subprocess.TimeoutExpired:  # it started: stop it as a teacher would (Ctrl-C)
         hub.terminate()
         _, said = hub.communicate(timeout=60)
