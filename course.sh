@@ -3,6 +3,9 @@
 #
 #   ./course.sh lab          set up (once) and open the course in JupyterLab
 #   ./course.sh hub          set up (once) and run JupyterHub for a class on this machine
+#                            (asks for the teacher's password the first time)
+#   ./course.sh hub-password NAME   a new password for NAME on the class hub
+#   ./course.sh progress PATH       the class's progress (e.g. /home), as the teacher
 #   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ (with the
 #                            browser suite tests/browser) + nbval notebooks/
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
@@ -11,9 +14,10 @@
 #   ./course.sh doctor       what this machine is and what will run live here
 #   ./course.sh setup        only create/refresh .venv from requirements.txt
 #
-# Setup makes .venv with python3 (>= 3.11) and installs requirements.txt; it is redone
-# only when requirements.txt changes. On a machine that already has the packages (a
-# provisioned GPU box), COURSE_PYTHON=python3 skips the virtual environment.
+# Setup makes .venv with python3 (>= 3.11; COURSE_BASE_PYTHON names another, and a .venv
+# made with a different one is rebuilt) and installs requirements.txt; it is redone
+# only when requirements.txt (or that interpreter) changes. On a machine that already has
+# the packages (a provisioned GPU box), COURSE_PYTHON=python3 skips the virtual environment.
 # The browser suite needs Chromium: `test` installs Debian's chromium with apt-get when
 # run as root and none is found; without root set COURSE_CHROMIUM=/path/to/chromium.
 # If no Chromium can be had, the browser tests FAIL (they never skip); COURSE_BROWSER=0
@@ -33,16 +37,32 @@ setup() {
   "$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
     { echo "course.sh: $base is $("$base" --version 2>&1); Python >= 3.11 is needed" >&2; exit 2; }
   local want; want="$(sha256sum requirements.txt | cut -d' ' -f1)"
-  if [[ ! -x "$VENV/bin/python" || "$(cat "$VENV/.requirements.sha" 2>/dev/null)" != "$want" ]]; then
+  local fresh=()
+  if [[ -n "${COURSE_BASE_PYTHON:-}" && -x "$VENV/bin/python" ]]; then
+    # a .venv made with another interpreter is rebuilt with the one asked for (a class hub
+    # needs a Python every learner's account can run, not one under /root)
+    local made asked
+    made="$("$VENV/bin/python" -c 'import os, sys; print(os.path.realpath(sys._base_executable))')"
+    asked="$("$base" -c 'import os, sys; print(os.path.realpath(sys.executable))')"
+    if [[ "$made" != "$asked" ]]; then
+      echo "course.sh: $VENV was made with $made; COURSE_BASE_PYTHON names $asked: rebuilding it" >&2
+      fresh=(--clear)
+    fi
+  fi
+  if [[ ${#fresh[@]} -gt 0 || ! -x "$VENV/bin/python" || "$(cat "$VENV/.requirements.sha" 2>/dev/null)" != "$want" ]]; then
     echo "course.sh: setting up $VENV (a few minutes the first time) ..." >&2
-    "$base" -m venv "$VENV"
+    "$base" -m venv ${fresh[@]+"${fresh[@]}"} "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q -r requirements.txt
     echo "$want" > "$VENV/.requirements.sha"
   fi
   PY="$VENV/bin/python"
-  # make `import course, kernels` work in any kernel started from this venv
-  "$PY" -c 'import site, sys; open(site.getsitepackages()[0] + "/live-kernel-course.pth", "w").write(sys.argv[1] + "\n")' "$ROOT"
+  # make `import course, kernels` work in any kernel started from this venv (written only
+  # when it says something else: a venv built by root is read-only for a learner's account)
+  "$PY" -c 'import pathlib, site, sys
+pth = pathlib.Path(site.getsitepackages()[0]) / "live-kernel-course.pth"
+if not pth.exists() or pth.read_text() != sys.argv[1] + "\n":
+    pth.write_text(sys.argv[1] + "\n")' "$ROOT"
 }
 
 # Make a Chromium available to tests/browser (Playwright drives it; the Python client
@@ -105,12 +125,17 @@ case "$cmd" in
     root_ok=(); [[ "$(id -u)" -eq 0 ]] && root_ok=(--allow-root)
     exec "$PY" -m jupyter lab --notebook-dir="$ROOT/notebooks" ${root_ok[@]+"${root_ok[@]}"} "$@" ;;
   hub)
-    # a class on this machine: JupyterHub with hub/jupyterhub_config.py (settings there)
+    # a class on this machine: JupyterHub with hub/jupyterhub_config.py (settings there).
+    # The teacher's password first (asked here), then the port opens.
     setup
     ensure_proxy
-    mkdir -p "${COURSE_HUB_STATE:-$ROOT/build/hub}"
-    cd "${COURSE_HUB_STATE:-$ROOT/build/hub}"
+    "$PY" -m course.tools.hub_admin
+    cd "$("$PY" -c 'from course.tools.hub_admin import state_folder; print(state_folder())')"
     exec "$PY" -m jupyterhub -f "$ROOT/hub/jupyterhub_config.py" "$@" ;;
+  hub-password)
+    # a new password for a learner or the teacher: ./course.sh hub-password NAME
+    setup; exec "$PY" -m course.tools.hub_admin --reset "$@" ;;
+  progress) setup; exec "$PY" -m course progress "$@" ;;
   doctor) setup; exec "$PY" -m course doctor ;;
   run) setup; exec "$PY" -m course run "$@" ;;
   slides) setup; exec "$PY" -m course slides "$@" ;;
@@ -129,5 +154,5 @@ case "$cmd" in
       exit 1
     fi
     exit $rc ;;
-  *) sed -n '2,20p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
+  *) sed -n '2,24p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
 esac

@@ -64,6 +64,10 @@ def main(argv=None) -> int:
                    help="a progress.jsonl, or a folder searched for them (e.g. /home)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where progress.md and progress.png go (default build/classroom)")
+    p.add_argument("--learner-from", choices=("owner", "folder"), default="owner",
+                   help="whose each file is: its owner's account (default; a hub's learners "
+                        "each have one) or the folder under PATH it sits in (a hub whose "
+                        "servers all run as one account)")
     args = parser.parse_args(argv)
     if args.cmd == "doctor":
         return doctor()
@@ -87,7 +91,7 @@ def main(argv=None) -> int:
     if args.cmd == "progress":
         from course.tools import class_progress_report as report
 
-        return report.progress(args.paths, args.out or report.DEFAULT_OUT)
+        return report.progress(args.paths, args.out or report.DEFAULT_OUT, args.learner_from)
     from course.tools.notebook_runner import record_live_outputs, record_runs, run_all
 
     if args.record:

@@ -1,14 +1,16 @@
 """JupyterHub for a class on one machine: `./course.sh hub` starts it with this file.
 
-Learners sign up on the login page; the teacher (COURSE_HUB_ADMIN, default "teacher")
-signs up first, then approves each learner at /hub/authorize (NativeAuthenticator:
-passwords are kept hashed in the hub's database). Each learner gets their own Jupyter
-server, notebooks and GPU (course/tools/hub.py explains how).
+The teacher (COURSE_HUB_ADMIN, default "teacher") gets a password before the hub opens its
+port (`./course.sh hub` asks for it: course.tools.hub_admin); the hub refuses to start
+without one. Learners sign up on the login page and the teacher approves each one at
+/hub/authorize (NativeAuthenticator, with the rules of course.tools.hub_auth). Each learner
+gets their own Unix account, Jupyter server, notebooks and GPU (course/tools/hub.py).
 
 Settings, all from the environment:
 
-    COURSE_HUB_STATE   the hub's own files: database, cookie secret, GPU assignments
-                       (default build/hub)
+    COURSE_HUB_STATE   the hub's own files: database (password hashes), cookie secret, GPU
+                       and account records. Default /var/lib/course-hub as root, else
+                       ~/.local/state/course-hub; made mode 700 at every start
     COURSE_HUB_IP, COURSE_HUB_PORT
                        where the hub listens (default 127.0.0.1:8000; 0.0.0.0 opens it to
                        the network: put HTTPS in front of it first)
@@ -17,12 +19,18 @@ Settings, all from the environment:
     COURSE_HUB_ADMIN   the teacher's user name (default teacher)
     COURSE_HUB_USERS   "system" (default as root: a Unix account per learner) or "shared"
     COURSE_HUB_HOMES   with "shared": where the learners' folders go (default STATE/homes)
-    COURSE_HUB_MEM     memory a learner's server may use, e.g. 8G (default 8G)
-    COURSE_HUB_CPUS    CPU cores a learner's server may use (default 2)
+    COURSE_HUB_SEATS   how many learners share the machine (default 4): each learner's
+                       memory and CPU ceiling is that share of the machine
+    COURSE_HUB_MEM, COURSE_HUB_CPUS
+                       the ceilings themselves, e.g. 8G and 2 (instead of the share)
+    COURSE_HUB_LOCKOUT_SECONDS
+                       how long a name stays locked after 5 wrong passwords (default 300)
+    COURSE_HUB_PYTHON  the Python the learners' servers run (default: the hub's own, the
+                       course's .venv)
     COURSE_HUB_TEST_PASSWORD, COURSE_HUB_TEST_TOKEN
-                       tests only: a shared password, every user name accepted
-                       (JupyterHub's DummyAuthenticator), and an admin API token for the
-                       test itself; never set them for a class
+                       tests only: a shared password, every user name accepted (JupyterHub's
+                       DummyAuthenticator, with the class's name rules), and an admin API
+                       token for the test itself; never set them for a class
 """
 import os
 import sys
@@ -31,12 +39,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course.tools import hub  # noqa: E402  (needs ROOT on the path)
+from course.tools import hub, hub_accounts, hub_admin, limits  # noqa: E402  (needs ROOT)
 
 c = get_config()  # noqa: F821  (JupyterHub provides it)
-state = Path(os.environ.get("COURSE_HUB_STATE", ROOT / "build" / "hub")).resolve()
-state.mkdir(parents=True, exist_ok=True)
+state = hub_admin.state_folder()  # closed to every other account
 admin = os.environ.get("COURSE_HUB_ADMIN", "teacher")
+python = os.environ.get("COURSE_HUB_PYTHON") or sys.executable
+test_password = os.environ.get("COURSE_HUB_TEST_PASSWORD")
+
+
+def refuse_to_start(why: str):
+    sys.exit(f"course hub: {why}\nThe hub was not started.")
+
+
+if hub_accounts.refusal(admin):
+    refuse_to_start(f"the teacher's name cannot be used: {hub_accounts.refusal(admin)}")
 
 c.JupyterHub.ip = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 c.JupyterHub.port = int(os.environ.get("COURSE_HUB_PORT", "8000"))
@@ -45,13 +62,14 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("COURSE_HUB_HUB_PORT", "8081"))
 c.ConfigurableHTTPProxy.api_url = \
     f"http://127.0.0.1:{int(os.environ.get('COURSE_HUB_PROXY_API_PORT', '8001'))}"
-c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+c.JupyterHub.db_url = hub_admin.db_url(state)
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
+registry = str(state / "accounts.json")
 
-if os.environ.get("COURSE_HUB_TEST_PASSWORD"):
-    c.JupyterHub.authenticator_class = "dummy"
-    c.DummyAuthenticator.password = os.environ["COURSE_HUB_TEST_PASSWORD"]
+if test_password:
+    c.JupyterHub.authenticator_class = "course.tools.hub_auth.CourseTestAuthenticator"
+    c.DummyAuthenticator.password = test_password
     c.Authenticator.allow_all = True
     # the test drives the hub's REST API as an admin service with this token
     c.JupyterHub.services = [{"name": "course-test",
@@ -59,25 +77,49 @@ if os.environ.get("COURSE_HUB_TEST_PASSWORD"):
     c.JupyterHub.load_roles = [{"name": "course-test", "scopes": ["admin:users",
                                 "admin:servers", "tokens", "access:servers"],
                                 "services": ["course-test"]}]
-    # the browser test drives JupyterLab as tests/browser does (settings and app handle)
-    c.Spawner.args = os.environ.get("COURSE_HUB_TEST_LAB_ARGS", "").split()
 else:
-    c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
+    if not hub_admin.has_password(c.JupyterHub.db_url, admin):
+        refuse_to_start(f"the teacher ({admin}) has no password yet, so anyone could sign up "
+                        "as the teacher: start the hub with ./course.sh hub, which asks for "
+                        "it first (or: python -m course.tools.hub_admin)")
+    c.JupyterHub.authenticator_class = "course.tools.hub_auth.CourseAuthenticator"
     c.NativeAuthenticator.open_signup = False  # the teacher approves each learner
+    c.NativeAuthenticator.minimum_password_length = hub_admin.MIN_PASSWORD
+    c.NativeAuthenticator.check_common_password = True
+    c.NativeAuthenticator.allowed_failed_logins = 5
+    c.NativeAuthenticator.seconds_before_next_try = \
+        int(os.environ.get("COURSE_HUB_LOCKOUT_SECONDS", "300"))
     c.Authenticator.allow_all = True  # whoever the teacher approved
 c.Authenticator.admin_users = {admin}
+c.LearnerNames.account_registry = registry
 
 users = os.environ.get("COURSE_HUB_USERS", "system" if os.geteuid() == 0 else "shared")
 if users == "system":
     c.JupyterHub.spawner_class = hub.SystemUserSpawner
+    c.SystemUserSpawner.account_registry = registry
+    problem = hub.learners_cannot_run(python)
+    if problem:  # said now to the teacher, and to each learner instead of a bare error
+        print(f"course hub: WARNING: {problem}", file=sys.stderr)
+        c.SystemUserSpawner.start_problem = problem
 else:
     c.JupyterHub.spawner_class = hub.SharedUserSpawner
     homes = Path(os.environ.get("COURSE_HUB_HOMES", state / "homes")).resolve()
     c.SharedUserSpawner.home_dir_template = str(homes / "{username}")
 c.CourseSpawner.gpu_state = str(state / "gpus.json")
-c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+c.Spawner.cmd = [python, "-m", "jupyterhub.singleuser"]
+# the browser test drives JupyterLab as tests/browser does (settings and app handle)
+c.Spawner.args = [hub.TERMINAL_ARG] + os.environ.get("COURSE_HUB_TEST_LAB_ARGS", "").split()
 c.Spawner.default_url = "/lab/tree/course"
-c.Spawner.mem_limit = os.environ.get("COURSE_HUB_MEM", "8G")
-c.Spawner.cpu_limit = float(os.environ.get("COURSE_HUB_CPUS", "2"))
+
+seats = int(os.environ.get("COURSE_HUB_SEATS", "4"))
+share_mem, share_cpus = limits.machine_share(seats)
+c.Spawner.mem_limit = os.environ.get("COURSE_HUB_MEM") or limits.describe_bytes(share_mem)
+c.Spawner.cpu_limit = float(os.environ.get("COURSE_HUB_CPUS") or share_cpus)
+print(f"course hub: state in {state} (only this account can open it); each learner's server "
+      f"may use up to {c.Spawner.mem_limit} of memory and {c.Spawner.cpu_limit:g} CPUs "
+      + ("(COURSE_HUB_MEM / COURSE_HUB_CPUS)" if os.environ.get("COURSE_HUB_MEM")
+         or os.environ.get("COURSE_HUB_CPUS") else
+         f"(a 1/{seats} share of this machine: COURSE_HUB_SEATS, or set COURSE_HUB_MEM and "
+         "COURSE_HUB_CPUS)"), file=sys.stderr)
 c.Spawner.http_timeout = 120  # the first start imports torch and CuTe DSL
 c.Spawner.start_timeout = 180

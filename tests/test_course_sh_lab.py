@@ -12,8 +12,11 @@ from course import ROOT
 STARTUP_S = 90
 
 
-def test_course_sh_lab_starts_jupyterlab_here():
-    env = dict(os.environ, COURSE_PYTHON=sys.executable, JUPYTER_CONFIG_DIR="/nonexistent")
+def test_course_sh_lab_starts_jupyterlab_here(tmp_path):
+    # no user configuration: a folder that does not exist yet (Jupyter makes it; an account
+    # other than root cannot make /nonexistent, as in the learners' image)
+    env = dict(os.environ, COURSE_PYTHON=sys.executable,
+               JUPYTER_CONFIG_DIR=str(tmp_path / "no-config"))
     proc = subprocess.Popen(
         ["bash", str(ROOT / "course.sh"), "lab", "--no-browser", "--port=0",
          "--ServerApp.token=", "--ServerApp.open_browser=False"],

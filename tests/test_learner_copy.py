@@ -302,3 +302,58 @@ def test_the_command_line(course, home):
     back = subprocess.run(run + ["--restore", "00_intro.ipynb"], capture_output=True,
                           text=True, env=env, cwd=ROOT)
     assert back.returncode == 0 and (home / "00_intro.ipynb").exists()
+
+
+def saved_by_jupyterlab(path):
+    """What opening, running and saving a notebook in JupyterLab does to it without an edit:
+    the kernel it ran with and that kernel's Python version in the metadata, outputs under
+    the cells, and the file written out again by the server (another layout)."""
+    nb = json.loads(path.read_text())
+    nb["metadata"]["kernelspec"] = {"display_name": "Python 3 (ipykernel)",
+                                    "language": "python", "name": "python3"}
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.2"}
+    for cell in nb["cells"]:
+        cell["metadata"]["execution"] = {"iopub.status.busy": "2026-11-25T08:00:00.000Z"}
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True) + "\n")
+
+
+def test_a_notebook_opened_and_saved_without_edits_still_gets_updates(course, home):
+    """Bytes change on every save; what a learner writes (cells' kinds and sources) did not,
+    so the course's next version replaces it."""
+    sync_notebooks(course, home, "v1")
+    saved_by_jupyterlab(home / "00_intro.ipynb")
+    assert (home / "00_intro.ipynb").read_bytes() != (course / "00_intro.ipynb").read_bytes()
+    assert sync_notebooks(course, home, "v1").unchanged == NAMES  # nothing to bring yet
+    update_course(course)
+    report = sync_notebooks(course, home, "v2")
+    assert report.updated == NAMES and not report.offered
+    assert (home / "00_intro.ipynb").read_bytes() == (course / "00_intro.ipynb").read_bytes()
+
+
+def test_an_edit_of_a_cell_or_a_new_cell_is_the_learners(course, home):
+    sync_notebooks(course, home, "v1")
+    nb = json.loads((home / "00_intro.ipynb").read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": "x = 1",
+                        "outputs": [], "execution_count": None})
+    (home / "00_intro.ipynb").write_text(json.dumps(nb))
+    saved_by_jupyterlab(home / "01_layouts.ipynb")
+    nb = json.loads((home / "01_layouts.ipynb").read_text())
+    nb["cells"][0]["cell_type"] = "raw"  # same text, another kind
+    (home / "01_layouts.ipynb").write_text(json.dumps(nb))
+    mine = {n: (home / n).read_bytes() for n in NAMES[:2]}
+    update_course(course)
+    report = sync_notebooks(course, home, "v2")
+    assert report.updated == ["02_tiling.ipynb"]
+    assert sorted(report.offered) == [offer_name(n, "v2") for n in NAMES[:2]]
+    assert {n: (home / n).read_bytes() for n in NAMES[:2]} == mine
+
+
+def test_a_format_1_record_still_tells_untouched_copies_by_their_bytes(course, home):
+    sync_notebooks(course, home, "v1")
+    manifest = json.loads((home / MANIFEST_NAME).read_text())
+    manifest["format"] = 1
+    for entry in manifest["notebooks"].values():
+        del entry["cells"]
+    (home / MANIFEST_NAME).write_text(json.dumps(manifest))
+    update_course(course)
+    assert sync_notebooks(course, home, "v2").updated == NAMES

@@ -71,3 +71,12 @@ def test_a_learner_past_the_memory_ceiling_is_stopped_and_nobody_else():
     neighbour = subprocess.run([sys.executable, "-c", grab], capture_output=True, text=True,
                                timeout=120)
     assert neighbour.stdout.strip() == "survived"  # same program, outside the group
+
+
+def test_the_default_ceiling_is_a_share_of_the_machine():
+    memory, cpus = limits.machine_share(4, memory=64 * 2**30, cpus=16)
+    assert memory == int(64 * 2**30 * 0.9 / 4) and cpus == 4.0
+    assert limits.machine_share(40, memory=8 * 2**30, cpus=2) == (2**30, 1.0)  # floors
+    memory, cpus = limits.machine_share(1)  # this machine, whole
+    assert 0 < memory < os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert cpus == max(1.0, float(len(os.sched_getaffinity(0))))

@@ -2,51 +2,77 @@
 
 Gathers the learners' progress files (each PATH a progress.jsonl, or a folder searched for
 them: on a hub, /home) into the class table, the most common wrong answers per exercise and
-a picture (stacked bars per exercise): printed, and written to DIR/progress.md and
-DIR/progress.png.
+a picture (stacked bars per exercise, one colour per verdict): printed, and written to
+DIR/progress.md and DIR/progress.png, readable by the teacher's account only (the folder
+mode 700, the files 600: the checkout around build/ is open to every learner).
 """
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
 
 from matplotlib.figure import Figure  # no pyplot: works in any backend, and headless
 from matplotlib.ticker import MaxNLocator
 
 from course import ROOT
-from course.tools.class_progress import class_rows, exercise_counts, gather, markdown_report
+from course.tools.class_progress import (LABELS, VERDICTS, by_folder, class_rows,
+                                         exercise_counts, gather, markdown_report)
 
-SOLVED_COLOUR, TRIED_COLOUR = "#2e7d32", "#e65100"
+COLOURS = {"right": "#2e7d32", "not proven": "#1565c0", "wrong": "#e65100",
+           "not answered": "#9e9e9e"}
 DEFAULT_OUT = ROOT / "build" / "classroom"
 
 
-def progress(paths: list[str], out: Path) -> int:
-    """Print and write the class's progress; 1 when there is nothing to show."""
-    found = gather(paths)
+def private_folder(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)
+    return out
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """`data` into `path`, readable by this account only (an older, open copy included)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def progress(paths: list[str], out: Path, learner_from: str = "owner") -> int:
+    """Print and write the class's progress; 1 when there is nothing to show. Each file is
+    its owner's (`learner_from="owner"`) or, with "folder", the learner's whose folder under
+    the PATH it sits in (a hub whose servers all run as one account)."""
+    found = gather(paths) if learner_from == "owner" else gather(paths, by_folder(*paths))
     if not found.attempts:
         print(f"no verdicts found in {', '.join(paths)}"
               + "".join(f"\ncould not read {what}" for what in found.unreadable)
+              + "".join(f"\nignored {what}" for what in found.foreign)
               + (f"\nskipped {found.skipped_lines} malformed line(s)" if found.skipped_lines
                  else ""))
         return 1
     report = markdown_report(found)
     print(report)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "progress.md").write_text(report)
+    private_folder(out)
+    write_private(out / "progress.md", report.encode())
     rows = class_rows(found)
     save_progress_figure(exercise_counts(rows, found.exercises), len(rows), out / "progress.png")
-    print(f"wrote {out / 'progress.md'} and {out / 'progress.png'}")
+    print(f"wrote {out / 'progress.md'} and {out / 'progress.png'} (readable by you only)")
     return 0
 
 
 def progress_figure(counts: dict[str, dict[str, int]], learners: int) -> Figure:
-    """Stacked bars per exercise: solved, then tried and not solved."""
+    """Stacked bars per exercise: how many learners' best verdict is each of the four."""
     exercises = list(counts)
-    solved = [counts[ex]["solved"] for ex in exercises]
-    tried = [counts[ex]["tried"] for ex in exercises]
     fig = Figure(figsize=(max(6.0, 0.22 * len(exercises) + 3), 5), dpi=100)
     ax = fig.add_subplot()
-    ax.bar(exercises, solved, color=SOLVED_COLOUR, label="solved")
-    ax.bar(exercises, tried, bottom=solved, color=TRIED_COLOUR, label="tried, not solved yet")
+    bottom = [0] * len(exercises)
+    for verdict in VERDICTS:
+        heights = [counts[ex][verdict] for ex in exercises]
+        ax.bar(exercises, heights, bottom=bottom, color=COLOURS[verdict],
+               label=LABELS[verdict])
+        bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xlabel("exercise")
     ax.set_ylabel("learners")
     ax.set_ylim(0, max(learners, 1))
@@ -61,6 +87,8 @@ def progress_figure(counts: dict[str, dict[str, int]], learners: int) -> Figure:
 
 
 def save_progress_figure(counts: dict[str, dict[str, int]], learners: int, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    progress_figure(counts, learners).savefig(path)
+    private_folder(path.parent)
+    buffer = io.BytesIO()
+    progress_figure(counts, learners).savefig(buffer, format="png")
+    write_private(path, buffer.getvalue())
     return path

@@ -10,15 +10,17 @@ with:
 * a GPU of the machine, spread fairly over several (course.tools.gpu_share), named in the
   notebook header; the course's tier detection still says what runs live;
 * the course's Python packages from this checkout (read-only for them) and its kernels;
-* their exercise verdicts in ~/.course/progress.jsonl, for the teacher's `python -m course
-  progress /home` (course.exercises.progress);
+* their exercise verdicts in ~/.course/progress.jsonl, for the teacher's `./course.sh
+  progress /home` (course.exercises.progress, course.tools.class_progress);
 * a memory ceiling and a CPU quota of their own (course.tools.limits), where the machine's
   control groups can be written.
 
 Two ways to run the learners' servers (COURSE_HUB_USERS):
 
-* "system" (the default as root): every learner is a Unix account, created at their first
-  login, and their server runs as them: learners cannot read each other's files.
+* "system" (the default as root): every learner gets a Unix account of their own,
+  `course-<name>`, created at their first login (course.tools.hub_accounts: never an account
+  that already existed), and their server runs as it: learners cannot read each other's
+  files, nor the hub's.
 * "shared": every server runs as the hub's own user, each in its own folder under
   COURSE_HUB_HOMES. For a test or a single person's machine, not for a class: nothing
   keeps one learner out of another's folder.
@@ -27,19 +29,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pwd
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
+from tornado import web
 from traitlets import Unicode
 
 from course import ROOT
-from course.tools import gpu_share, learner_copy, limits
+from course.tools import gpu_share, hub_accounts, learner_copy, limits
 
 NOTEBOOKS = ROOT / "notebooks"
+# a terminal's shell that is not a login shell: a login shell reads /etc/profile, which sets
+# PATH afresh and so loses the course's Python
+TERMINAL_ARG = '--ServerApp.terminado_settings={"shell_command": ["/bin/bash"]}'
 
 
 def unreadable_for_learners(paths) -> str:
@@ -57,17 +61,23 @@ def unreadable_for_learners(paths) -> str:
     return ""
 
 
-def ensure_system_user(name: str) -> pwd.struct_passwd:
-    """The Unix account of learner `name`, created when missing, with a home folder only
-    they can open (useradd's default lets every account read every home)."""
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True,
-                       capture_output=True, timeout=60)
-        account = pwd.getpwnam(name)
-        os.chmod(account.pw_dir, 0o700)
-        return account
+def learners_cannot_run(python: str) -> str:
+    """Why learners' accounts could not run the course with `python` ('' if they can): the
+    interpreter, its standard library and this checkout must be open to them. Checked when
+    the hub starts; the fix is said in the same words to the teacher and on the page a
+    learner sees."""
+    stdlib = Path(python).resolve().parent.parent / "lib"
+    packages = Path(python).parent.parent / "lib"  # a venv's own (its bin/python is a link)
+    problem = unreadable_for_learners([python, *sorted(stdlib.glob("python3*/os.py"))[:1],
+                                       *sorted(packages.glob("python3*/site-packages"))[:1],
+                                       ROOT / "course" / "__init__.py", NOTEBOOKS])
+    if not problem:
+        return ""
+    return (f"learners' accounts cannot run the course: {problem}. The teacher can fix it: "
+            "put the course where every account can read it (e.g. git clone into "
+            "/opt/course) and give it a Python every account can run: apt-get install "
+            "python3 python3-venv, then start the hub with COURSE_BASE_PYTHON=/usr/bin/python3 "
+            "./course.sh hub (the course's .venv is rebuilt with it).")
 
 
 def prepare_home(home: Path) -> learner_copy.SyncReport | str:
@@ -80,6 +90,16 @@ def prepare_home(home: Path) -> learner_copy.SyncReport | str:
     return learner_copy.sync_notebooks(NOTEBOOKS, dest, learner_copy.course_version(ROOT))
 
 
+class CannotStart(web.HTTPError):
+    """A learner's server that must not start. An HTTP error is what JupyterHub passes on to
+    the page the learner sees, and `jupyterhub_message` is what that page says (instead of a
+    bare "500 Internal Server Error")."""
+
+    def __init__(self, why: str):
+        super().__init__(503, "%s", why)
+        self.jupyterhub_message = why
+
+
 class CourseSpawner(LocalProcessSpawner):
     """What every learner's server gets, however it runs (see the module docstring)."""
 
@@ -89,11 +109,18 @@ class CourseSpawner(LocalProcessSpawner):
     def course_home(self) -> Path:
         raise NotImplementedError
 
+    def account_name(self) -> str:
+        """The Unix account the server runs as."""
+        return self.user.name
+
     def get_env(self):
         env = super().get_env()
         share = gpu_share.GpuShare(Path(self.gpu_state), gpu_share.visible_gpus())
         env.update(share.environment_for(self.user.name, active=set(share.assigned)))
         env["PYTHONPATH"] = str(ROOT)  # `import course, kernels` from the shared checkout
+        # `python` and `pip` in the learner's terminals are the course's
+        env["PATH"] = os.pathsep.join([str(Path(self.cmd[0]).parent),
+                                       env.get("PATH") or os.defpath])
         env.setdefault("CUTE_DSL_CACHE_DIR", str(self.course_home() / ".cache" / "cute-dsl"))
         return env
 
@@ -113,24 +140,42 @@ class CourseSpawner(LocalProcessSpawner):
         """Confine the server to its memory and CPU limits (course.tools.limits) first, as
         root, then whatever the spawner does next (switch to the learner's account)."""
         mem = limits.parse_bytes(self.mem_limit) if self.mem_limit else None
-        return limits.preexec_with_limits(name, mem, self.cpu_limit,
-                                          then=super().make_preexec_fn(name))
+        return limits.preexec_with_limits(self.user.name, mem, self.cpu_limit,
+                                          then=super().make_preexec_fn(self.account_name()))
 
 
 class SystemUserSpawner(CourseSpawner):
-    """Each learner's server runs as their own Unix account (created at first login)."""
+    """Each learner's server runs as their own Unix account, course-<name>, created at their
+    first login (never an account that existed before: course.tools.hub_accounts)."""
+
+    account_registry = Unicode("", config=True,
+                               help="JSON file of the Unix accounts the hub created")
+    start_problem = Unicode("", config=True,
+                            help="why no learner's server can start here (found when the "
+                                 "hub started): shown to the learner instead of starting")
+
+    def account(self):
+        try:
+            return hub_accounts.ensure_account(self.user.name, Path(self.account_registry))
+        except hub_accounts.AccountRefused as refused:
+            raise CannotStart(str(refused)) from None
+
+    def account_name(self) -> str:
+        return self.account().pw_name
+
+    def user_env(self, env):
+        account = self.account()
+        env.update(USER=account.pw_name, HOME=account.pw_dir,
+                   SHELL=account.pw_shell or "/bin/bash")
+        return env
 
     async def start(self):
-        problem = unreadable_for_learners([sys.executable, ROOT / "course" / "__init__.py"])
-        if problem:
-            raise RuntimeError(f"learners' servers cannot start: {problem}. Install the "
-                               "course and its Python where every account can read them "
-                               "(e.g. under /opt), or run the hub with COURSE_HUB_USERS=shared "
-                               "for a single person.")
+        if self.start_problem:
+            raise CannotStart(self.start_problem)
         return await super().start()
 
     def course_home(self) -> Path:
-        return Path(ensure_system_user(self.user.name).pw_dir)
+        return Path(self.account().pw_dir)
 
 
 class SharedUserSpawner(CourseSpawner, SimpleLocalProcessSpawner):

@@ -6,15 +6,23 @@ Run at every login (a hub's spawner calls it when a learner's server starts). Th
 it copies every notebook; later, when the course has moved on, a notebook the learner never
 changed is replaced by the new version, and one they edited is left exactly as it is, with
 the new version written beside it once as `NN_topic (course update <version>).ipynb`.
+"Changed" means what a learner writes: the cells (their kinds and sources). Opening and
+saving a notebook changes its bytes without any edit (JupyterLab records the kernel it ran
+with and that kernel's Python version; running a cell adds outputs), and such a copy still
+receives updates (its outputs go with the old version).
 A notebook the learner deleted stays deleted until they ask for it back (`--restore NAME`),
 and any other file in their folder is never touched.
 
 What each notebook came from is kept in DEST/.course-manifest.json:
 
-    {"format": 1, "version": "<course version of the last login>", "source": "<notebooks/>",
+    {"format": 2, "version": "<course version of the last login>", "source": "<notebooks/>",
      "notebooks": {"00_orientation.ipynb": {"sha256": "<of the course copy the learner got>",
+                                            "cells": "<hash of its cells' kinds and sources>",
                                             "version": "<its course version>",
                                             "offered": ["<versions written beside it>"]}}}
+
+(A format-1 manifest has no "cells": its notebooks count as untouched only while their bytes
+are those the learner got.)
 
 Every write goes to a hidden temporary file in DEST first and is then renamed into place, so
 a crash never leaves half a notebook. A damaged or missing manifest loses nothing: every
@@ -38,7 +46,7 @@ from pathlib import Path
 from course.runtime.results import checkout_version
 
 MANIFEST_NAME = ".course-manifest.json"
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
 TEMP_PREFIX = ".course-copy-"  # hidden, and never ends in .ipynb: a crash leaves no notebook
 NEW_FILE_MODE = 0o666  # narrowed by the learner's umask, like any file they create
 
@@ -78,6 +86,18 @@ def _count(n: int, noun: str) -> str:
 
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def cells_hash(data: bytes) -> str:
+    """A hash of what a learner can change in a notebook: each cell's kind and source
+    (metadata, outputs and the file's layout left out). '' for a file that is not one."""
+    try:
+        cells = json.loads(data)["cells"]
+        written = [[cell["cell_type"], "".join(cell["source"]) if isinstance(cell["source"], list)
+                    else cell["source"]] for cell in cells]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return sha256_of(json.dumps(written, ensure_ascii=False).encode())
 
 
 def course_version(root: Path) -> str:
@@ -203,20 +223,23 @@ def sync_one(course_copy: Path, dest: Path, entry: dict | None, version: str,
     """Bring one notebook up to date: its outcome and its new manifest entry."""
     name, course_bytes = course_copy.name, course_copy.read_bytes()
     course_sha, target = sha256_of(course_bytes), dest / course_copy.name
-    fresh = {"sha256": course_sha, "version": version, "offered": []}
+    fresh = {"sha256": course_sha, "cells": cells_hash(course_bytes), "version": version,
+             "offered": []}
     if not os.path.lexists(target):
         if entry is not None:
             return "deleted", entry
         write_atomically(target, course_bytes, owner)
         return "new", fresh
     try:
-        learner_sha = sha256_of(read_own_file(target))
+        learner_bytes = read_own_file(target)
     except OSError:  # a link or a folder in its place: the learner's, left alone
         return "yours", entry
-    if learner_sha == course_sha:
+    learner_sha, learner_cells = sha256_of(learner_bytes), cells_hash(learner_bytes)
+    if learner_sha == course_sha or (learner_cells and learner_cells == fresh["cells"]):
+        # the course's cells already: nothing to bring (opened and saved, or run)
         same = entry is not None and entry["sha256"] == course_sha
         return "unchanged", entry if same else fresh
-    if entry is not None and learner_sha == entry["sha256"]:
+    if entry is not None and untouched(entry, learner_sha, learner_cells):
         write_atomically(target, course_bytes, owner)
         return "updated", fresh
     # edited by the learner (or of unknown origin): never overwritten
@@ -225,10 +248,18 @@ def sync_one(course_copy: Path, dest: Path, entry: dict | None, version: str,
     return offer_beside(course_bytes, dest, name, entry, version, owner)
 
 
+def untouched(entry: dict, learner_sha: str, learner_cells: str) -> bool:
+    """Whether the learner's copy still holds the cells they were given."""
+    if learner_sha == entry["sha256"]:
+        return True
+    return bool(learner_cells) and learner_cells == entry.get("cells")
+
+
 def offer_beside(course_bytes: bytes, dest: Path, name: str, entry: dict | None, version: str,
                  owner: tuple[int, int] | None) -> tuple[str, dict]:
     """Write the new version beside the learner's edited copy, once per course version."""
-    entry = dict(entry or {"sha256": "", "version": "", "offered": []})  # "": origin unknown
+    entry = dict(entry or {"sha256": "", "cells": "", "version": "",
+                           "offered": []})  # "": origin unknown
     offered = list(entry.get("offered", []))
     if version in offered:
         return "yours", entry
@@ -294,7 +325,8 @@ def restore(dest: Path, name: str, source: Path | None = None) -> Path:
     write_atomically(target, data, owner)
     version = manifest.get("version") or course_version(source.resolve().parent)
     manifest = manifest or empty_manifest(source, version)
-    manifest["notebooks"][name] = {"sha256": sha256_of(data), "version": version, "offered": []}
+    manifest["notebooks"][name] = {"sha256": sha256_of(data), "cells": cells_hash(data),
+                                   "version": version, "offered": []}
     save_manifest(dest, manifest, owner)
     return target
 

@@ -30,6 +30,22 @@ def parse_bytes(text: str | int | float) -> int:
     return int(float(text))
 
 
+def machine_share(seats: int, memory: int | None = None,
+                  cpus: int | None = None) -> tuple[int, float]:
+    """One learner's ceiling when `seats` learners share this machine: its memory (less a
+    tenth kept for the system and the hub) and its CPUs divided evenly, at least 1 GiB and
+    one CPU each. A ceiling, not a reservation: learners rarely all peak at once, but none
+    can take what the others need."""
+    memory = memory or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cpus = cpus or len(os.sched_getaffinity(0))
+    seats = max(1, seats)
+    return max(2**30, int(memory * 0.9 / seats)), max(1.0, round(cpus / seats, 1))
+
+
+def describe_bytes(n: int) -> str:
+    return f"{n / 2**30:.1f}G"
+
+
 def cgroup_version(root: Path = CGROUP_ROOT) -> int | None:
     """2 for a unified tree, 1 for v1 hierarchies with memory and cpu, else None."""
     if (root / "cgroup.controllers").exists():

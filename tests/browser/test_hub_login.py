@@ -1,7 +1,14 @@
 """A learner on the class hub, in Chromium: the login page, their own JupyterLab on their
-copy of the notebooks, and notebook 00 run top to bottom, exercise checks included. The
+copy of the notebooks, notebook 00 run top to bottom, exercise checks included, and saved
+(File > Save Notebook) without an edit; the course's next version still reaches it. The
 hub, its proxy and the learner's server are real (tests/test_hub.py starts them)."""
+import json
 import re
+import shutil
+import time
+
+from course import ROOT
+from course.tools import learner_copy
 
 from ..test_hub import PASSWORD, running_hub
 from .jupyterlab import (TIMEOUT_MS, LabServer, NotebookPage, find_chromium, launch_chromium,
@@ -41,8 +48,37 @@ def test_a_learner_logs_in_and_runs_notebook_00(tmp_path):
             nb.run_all()
             verdict = nb.cell('check("00.tiles"').locator(".jp-OutputArea").inner_text()
             assert "[00.tiles]" in verdict and "not answered yet" in verdict
+            saved = saved_by_lab(nb, tmp_path / "homes" / "carol" / "course" / NOTEBOOK)
+            assert saved != (ROOT / "notebooks" / NOTEBOOK).read_bytes()  # a real save
         except Exception:
             screenshot(page, "FAILED-hub-login")
             raise
         finally:
             browser.close()
+    # the course moves on: carol's run-and-saved copy holds the cells she was given, so it
+    # is updated, not counted as hers
+    update = tmp_path / "course-update"
+    shutil.copytree(ROOT / "notebooks", update)
+    changed = json.loads((update / NOTEBOOK).read_text())
+    changed["cells"][0]["source"] = ["# Orientation, revised\n"]
+    (update / NOTEBOOK).write_text(json.dumps(changed, indent=1))
+    report = learner_copy.sync_notebooks(update, tmp_path / "homes" / "carol" / "course",
+                                         "next")
+    assert NOTEBOOK in report.updated and not report.offered
+    assert (tmp_path / "homes" / "carol" / "course" / NOTEBOOK).read_bytes() == \
+        (update / NOTEBOOK).read_bytes()
+
+
+NOTEBOOK = "00_orientation.ipynb"
+
+
+def saved_by_lab(nb, path, timeout_s=60) -> bytes:
+    """File > Save Notebook in the learner's JupyterLab; the bytes that landed on disk."""
+    before = path.stat().st_mtime_ns
+    nb.menu("File", "Save Notebook")
+    deadline = time.monotonic() + timeout_s
+    while path.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "JupyterLab did not save the notebook"
+        time.sleep(0.25)
+    time.sleep(1)  # the server writes through a temporary file: let it finish
+    return path.read_bytes()
