@@ -15,6 +15,10 @@ from course.exercises import progress
 from course.tools import class_progress as gather
 from course.tools.class_progress_report import progress as progress_command
 from course.exercises.check import Verdict, check
+from course.exercises.nb00 import TILE_M, TILE_N, TILES
+
+TILES_RIGHT = TILES.tiles(TILE_M, TILE_N)  # 00.tiles's answer, and two wrong ones below it
+LOW, LOWER = TILES_RIGHT - 24, TILES_RIGHT - 25
 
 
 @pytest.fixture
@@ -34,9 +38,7 @@ def lines(path):
 
 
 def test_check_records_one_line_per_verdict(learner_file):
-    from course.exercises.nb00 import TILE_M, TILE_N, TILES
-
-    answer = TILES.tiles(TILE_M, TILE_N)
+    answer = TILES_RIGHT
     path = learner_file("alice")
     assert check("00.tiles", answer - 24, quiet=True).ok is False
     assert check("00.tiles", answer, quiet=True).ok is True
@@ -55,7 +57,7 @@ def test_check_records_one_line_per_verdict(learner_file):
 def test_a_rejected_answer_records_its_reason(learner_file):
     path = learner_file("alice")
     check("00.bound", "maybe", quiet=True)
-    assert lines(path)[0]["hint"].startswith("answer 'memory' or 'compute'")
+    assert lines(path)[0]["hint"].startswith("expected a number, got 'maybe'")
 
 
 def test_the_hint_is_the_first_line_capped():
@@ -74,14 +76,14 @@ def test_default_file_and_account_name(tmp_path, monkeypatch):
     for name in ("COURSE_PROGRESS_FILE", "COURSE_PROGRESS", "JUPYTERHUB_USER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(progress.getpass, "getuser", lambda: "carol")
-    check("00.tiles", 1024, quiet=True)
+    check("00.tiles", TILES_RIGHT, quiet=True)
     assert lines(tmp_path / ".course" / "progress.jsonl")[0]["learner"] == "carol"
 
 
 def test_recording_switched_off_writes_nothing(learner_file, monkeypatch):
     path = learner_file("alice")
     monkeypatch.setenv("COURSE_PROGRESS", "off")
-    assert check("00.tiles", 1024, quiet=True).ok is True
+    assert check("00.tiles", TILES_RIGHT, quiet=True).ok is True
     assert not path.exists()
 
 
@@ -89,7 +91,7 @@ def test_an_unwritable_progress_file_does_not_break_check(tmp_path, learner_file
     not_a_folder = tmp_path / "a_file"
     not_a_folder.write_text("")
     learner_file("alice", not_a_folder / "progress.jsonl")  # its folder cannot be made
-    assert check("00.tiles", 1024).ok is True
+    assert check("00.tiles", TILES_RIGHT).ok is True
     assert "✅" in capsys.readouterr().out
 
 
@@ -98,12 +100,12 @@ def two_learners(tmp_path, learner_file):
     """alice solves 00.tiles after a wrong try and misses 00.bound; bob misses 00.tiles
     twice; bob's file also holds a line cut short and one that is not a verdict."""
     learner_file("alice")
-    check("00.tiles", 1000, quiet=True)
-    check("00.tiles", 1024, quiet=True)
-    check("00.bound", "compute", quiet=True)
+    check("00.tiles", LOW, quiet=True)
+    check("00.tiles", TILES_RIGHT, quiet=True)
+    check("00.bound", 64, quiet=True)
     bob = learner_file("bob")
-    check("00.tiles", 1000, quiet=True)
-    check("00.tiles", 999, quiet=True)
+    check("00.tiles", LOW, quiet=True)
+    check("00.tiles", LOWER, quiet=True)
     with bob.open("a") as f:
         f.write('{"learner": "bob", "exercise": "00.ti\n["not", "a verdict"]\n')
     return tmp_path / "home"
@@ -114,8 +116,8 @@ def test_gathering_builds_the_class_table(two_learners):
     assert rows == [{"learner": "alice", "00.tiles": "✅", "00.bound": "❌"},
                     {"learner": "bob", "00.tiles": "❌", "00.bound": ""}]
     assert list(rows[0]) == ["learner", "00.tiles", "00.bound"]  # the course's order
-    assert wrong["00.tiles"][0] == gather.WrongAnswer("1000 is too low.", 2, 2)
-    assert wrong["00.tiles"][1] == gather.WrongAnswer("999 is too low.", 1, 1)
+    assert wrong["00.tiles"][0] == gather.WrongAnswer(f"{LOW} is too low.", 2, 2)
+    assert wrong["00.tiles"][1] == gather.WrongAnswer(f"{LOWER} is too low.", 1, 1)
     assert [w.learners for w in wrong["00.bound"]] == [1]
 
 
@@ -135,7 +137,7 @@ def test_cli_writes_the_table_and_the_picture(two_learners, tmp_path, capsys):
     report = (out / "progress.md").read_text()
     assert "| learner | 00.tiles | 00.bound |" in report
     assert "| alice | ✅ | ❌ |" in report and "| bob | ❌ |  |" in report
-    assert "2× by 2 learners: 1000 is too low." in report
+    assert f"2× by 2 learners: {LOW} is too low." in report
     assert "skipped 2 malformed line(s)" in report
     assert report.strip() in capsys.readouterr().out
     picture = (out / "progress.png").read_bytes()

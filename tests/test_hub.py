@@ -28,6 +28,7 @@ import requests
 import websocket
 
 from course import ROOT
+from course.exercises.nb00 import TILE_M, TILE_N, TILES
 from course.tools import class_progress
 
 PASSWORD = "a-class-password"
@@ -324,10 +325,11 @@ def class_of_two(tmp_path, users, names, hostile=False, env=None) -> dict:
         # an exercise check as each learner, in a kernel of their own
         kernels = {name: new_kernel(base, name, auth[name]) for name in names}
         check = "from course.exercises.check import check\ncheck('00.tiles', {})"
-        assert "correct" in run_code(base, first, auth[first], kernels[first],
-                                     check.format(1024))
-        assert "not yet" in run_code(base, second, auth[second], kernels[second],
-                                     check.format(1000))
+        right = TILES.tiles(TILE_M, TILE_N)
+        assert "✅ right" in run_code(base, first, auth[first], kernels[first],
+                                     check.format(right))
+        assert "❌ wrong" in run_code(base, second, auth[second], kernels[second],
+                                     check.format(right - 24))
         homes = {name: Path(run_code(base, name, auth[name], kernels[name],
                                      "import os; print(os.path.expanduser('~'))").strip())
                  for name in names}
