@@ -179,7 +179,8 @@ def _cutlass_types() -> dict:
     import cutlass  # on first use: importing CuTe DSL takes about a second
 
     return {torch.float32: cutlass.Float32, torch.float16: cutlass.Float16,
-            torch.bfloat16: cutlass.BFloat16, torch.int32: cutlass.Int32,
+            torch.bfloat16: cutlass.BFloat16, torch.float8_e4m3fn: cutlass.Float8E4M3FN,
+            torch.float8_e5m2: cutlass.Float8E5M2, torch.int32: cutlass.Int32,
             torch.int8: cutlass.Int8, torch.uint8: cutlass.Uint8}
 
 

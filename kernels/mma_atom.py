@@ -50,13 +50,15 @@ class Config:
         return 32 * self.warps_m * self.warps_n
 
 
-def tiled_mma(dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1):
-    """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators).
+def tiled_mma(dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1,
+              acc_dtype=cutlass.Float32):
+    """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators unless
+    `acc_dtype` says otherwise).
 
     With atoms_n_per_warp = 2 each warp covers 16 columns with two n8 atoms (a permutation
     of N), so that one ldmatrix.x4 of B feeds both: the tiled GEMMs of notebooks 07 and 09.
     """
-    op = cute.nvgpu.warp.MmaF16BF16Op(dtype, cutlass.Float32, ATOM)
+    op = cute.nvgpu.warp.MmaF16BF16Op(dtype, acc_dtype, ATOM)
     warps = cute.make_layout((warps_m, warps_n, 1))
     if atoms_n_per_warp == 1:
         return cute.make_tiled_mma(op, warps)

@@ -187,16 +187,16 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
 
 
 class NaiveGemm:
-    """The host side for one (dtype, Config, majors): build the global tensors from
-    pointers and sizes, launch one CTA per tile."""
+    """The host side for one (Config, majors): build the global tensors from pointers and
+    sizes (their element types are the pointers'), launch one CTA per tile."""
 
-    def __init__(self, dtype, config: Config, a_major: str, b_major: str):
-        self.config, self.a_major, self.b_major = config, a_major, b_major
+    def __init__(self, config: Config, a_major: str, b_major: str):
+        self.cfg, self.a_major, self.b_major = config, a_major, b_major
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
                  m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
-        config = self.config
+        config = self.cfg
         mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, self.a_major, self.b_major)
         grid = [(m + config.tile_m - 1) // config.tile_m, (n + config.tile_n - 1) // config.tile_n,
                 1]
@@ -207,10 +207,11 @@ class NaiveGemm:
 # ---------------------------------------------------------------- compile / run
 
 GEMM = GemmHost(
-    "naive_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
-    NaiveGemm(ab, config, a_major, b_major), Config,
-    # element-wise loads: either major, any size, element-aligned views; 32-bit indexing
-    Operands(dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), vector=1,
+    "naive_gemm", NEEDS, lambda types, config, arch, a_major, b_major:
+    NaiveGemm(config, a_major, b_major), Config,
+    # element-wise loads: either major, any size, element-aligned views; 32-bit indexing;
+    # fp32 FMAs (make_tiled_mma), so fp32 accumulators whatever A's type
+    Operands(ab_dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), row_bytes=None,
              int32_offsets=True),
     default_dtype=torch.float32, default_majors=("m", "n"))  # as notebook 03 traces it
 

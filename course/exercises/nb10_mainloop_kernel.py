@@ -46,7 +46,7 @@ def gemm_with(mainloop):
 
     cls = subclass_with(step.WgmmaGemm, "mainloop", mainloop)
     return GemmHost(variant_name(ID, mainloop), step.NEEDS,
-                    lambda ab, c, config, arch, a_major, b_major: cls(ab, config), step.Config)
+                    lambda types, config, arch, a_major, b_major: cls(types, config), step.Config)
 
 
 def _build(fn, arch):
@@ -85,15 +85,15 @@ def _release_index(code: list[str]) -> int | None:
 
 
 def multiplies_every_k_block(c):
-    from kernels.wgmma_gemm import TILE_K
+    from kernels.gemm_host import mma_k, tile_k
 
     code = k_tile_code(c)
-    k_blocks = TILE_K // 16  # wgmma's K is 16 for 16-bit operands
+    k_blocks = tile_k(16) // mma_k(16)  # bf16: 64-wide k-tiles, a wgmma takes 16 of K
     mmas = [line for line in code if re.match(WGMMA, line)]
     accumulators = {line.split("{")[1].split("}")[0] for line in mmas if "{" in line}
     ok = len(mmas) == k_blocks and len(accumulators) == 1
     return expect("one wgmma per k-block, all into the one accumulator", ok,
-                  f"{len(mmas)} wgmma.mma_async per k-tile (TILE_K / 16 = {k_blocks}), "
+                  f"{len(mmas)} wgmma.mma_async per k-tile (tile_k / wgmma's K = {k_blocks}), "
                   f"{len(accumulators)} accumulator(s)",
                   "for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])): cute.gemm("
                   "tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, "
@@ -171,9 +171,9 @@ def _registers(operands: str) -> list[str]:
 def _stage_register(code: list[str], fence: int) -> str | None:
     """The register holding the stage the k-tile's wgmmas read: the one the A descriptor's
     start address is offset by (stage x A's stage bytes / 16, a shift)."""
-    from kernels.wgmma_gemm import TILE_K
+    from kernels.gemm_host import SWIZZLE_ROW_BYTES
 
-    a_stage_bytes = exercise_config().tile_m * TILE_K * 2  # bf16
+    a_stage_bytes = exercise_config().tile_m * SWIZZLE_ROW_BYTES  # a 128-byte row per tile row
     shift = (a_stage_bytes // 16).bit_length() - 1  # descriptors count 16-byte units
     for line in code[fence:]:
         m = re.match(rf"shl\.b32\s+%r\d+,\s*(%r\d+),\s*{shift};", line)
