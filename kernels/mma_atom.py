@@ -109,6 +109,7 @@ class _Kernels:
 
     @cute.kernel
     def gemm_kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+        # region micro-gemm
         tidx, _, _ = cute.arch.thread_idx()
         tiled = make_tiled_mma(self.dtype, self.cfg)
         thr = tiled.get_slice(tidx)
@@ -121,6 +122,7 @@ class _Kernels:
         tCrC.fill(0.0)
         cute.gemm(tiled, tCrC, tCrA, tCrB, tCrC)  # one mma.sync per atom
         cute.autovec_copy(tCrC, tCgC)
+        # endregion micro-gemm
 
 
 def _stamp_signature(arch: str, dtype, config):
