@@ -3,8 +3,10 @@
 #
 #   ./course.sh lab          set up (once) and open the course in JupyterLab
 #   ./course.sh hub          set up (once) and run JupyterHub for a class on this machine
-#   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ (with the
-#                            browser suite tests/browser) + nbval notebooks/
+#   ./course.sh test [ARGS]  set up (once) and run every test: ruff check and ruff format
+#                            --check over kernels/ course/ tests/, pytest tests/ (with the
+#                            browser suite tests/browser) + nbval notebooks/; with ARGS
+#                            (pytest's) only pytest
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
 #   ./course.sh slides [NN..] write offline slide decks to build/slides/
 #   ./course.sh figures      redraw figures/ (--check: fail if a committed one is stale)
@@ -120,6 +122,11 @@ case "$cmd" in
     ensure_chromium
     ensure_proxy
     set +e
+    lint=0
+    if [[ $# -eq 0 ]]; then  # the whole suite: lint and formatting too (a targeted run skips them)
+      "$PY" -m ruff check kernels course tests || lint=1
+      "$PY" -m ruff format --check kernels course tests || lint=1
+    fi
     "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
       -p no:cacheprovider "$@"
     rc=$?
@@ -127,6 +134,11 @@ case "$cmd" in
     if [[ $rc -eq 5 ]]; then
       echo "course.sh: pytest collected no tests: that is a failure, not a pass" >&2
       exit 1
+    fi
+    if [[ $lint -ne 0 ]]; then
+      echo "course.sh: ruff check / ruff format --check failed (above): run 'ruff check --fix'" \
+           "and 'ruff format' on kernels/ course/ tests/" >&2
+      [[ $rc -eq 0 ]] && rc=1
     fi
     exit $rc ;;
   *) sed -n '2,20p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;

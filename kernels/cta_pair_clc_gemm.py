@@ -48,6 +48,7 @@ class CtaPairClcGemm(CtaPairGemm):
 
     def shared_storage(self):
         """The pair kernel's barriers plus the CLC answer and its full/empty barriers."""
+
         @cute.struct
         class Barriers:
             ab: cute.struct.MemRange[cutlass.Int64, self.stages * 2]  # full + empty per stage
@@ -55,8 +56,9 @@ class CtaPairClcGemm(CtaPairGemm):
             clc: cute.struct.MemRange[cutlass.Int64, 2]  # CLC answer full + empty
             tmem_dealloc: cutlass.Int64  # the two CTAs agree before freeing TMEM
             tmem_base: cutlass.Int32
-            clc_response: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4],
-                                            CLC_RESPONSE_BYTES]
+            clc_response: cute.struct.Align[
+                cute.struct.MemRange[cutlass.Int32, 4], CLC_RESPONSE_BYTES
+            ]
 
         return Barriers
 
@@ -64,16 +66,22 @@ class CtaPairClcGemm(CtaPairGemm):
     def make_scheduler(self, bars, cta_layout_vmnk):
         """CLC answers: written by hardware into both CTAs, read by every warp of the pair."""
         clc_pipeline = pipeline.PipelineClcFetchAsync.create(
-            barrier_storage=bars.clc.data_ptr(), num_stages=1,
+            barrier_storage=bars.clc.data_ptr(),
+            num_stages=1,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.clc_readers),
-            tx_count=CLC_RESPONSE_BYTES, cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+            tx_count=CLC_RESPONSE_BYTES,
+            cta_layout_vmnk=cta_layout_vmnk,
+            defer_sync=True,
+        )
         return clc_pipeline, bars.clc_response.data_ptr()
 
     def scheduler_states(self):
         """Where the requester and each reader stand in the one-slot ring of answers."""
-        return (pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1),
-                pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1))
+        return (
+            pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1),
+            pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1),
+        )
 
     @cute.jit
     def request_next_tile(self, scheduler, request_state, cta_rank):

@@ -20,6 +20,7 @@ C) are multiples of 16 bytes -- 8 elements of a 16-bit type, 16 of float8; the n
 takes either major and any size. The widths that follow from the element type (a k-tile,
 one MMA's K, a stage's bytes) are computed here once, from bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,13 @@ from .host import KernelInputError, check_tensor, dtype_name
 
 HALF_TYPES = (torch.bfloat16, torch.float16)
 FLOAT8_TYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
-SHORT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
-               torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+SHORT_NAMES = {
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
+    torch.float32: "fp32",
+    torch.float8_e4m3fn: "e4m3",
+    torch.float8_e5m2: "e5m2",
+}
 
 # ---------------------------------------------------------------- widths, in bytes
 
@@ -91,6 +97,7 @@ def gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k):
 
 # ---------------------------------------------------------------- what a kernel accepts
 
+
 @dataclass(frozen=True)
 class Operands:
     """What a GEMM kernel accepts. Majors: 'k' = stored row-major as (rows, K);
@@ -113,13 +120,21 @@ class Operands:
     def dtype_names(self) -> str:
         return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.ab_dtypes)
 
-    def check(self, kernel: str, dtype: torch.dtype, out_dtype: torch.dtype | None,
-              a_major: str, b_major: str) -> None:
+    def check(
+        self,
+        kernel: str,
+        dtype: torch.dtype,
+        out_dtype: torch.dtype | None,
+        a_major: str,
+        b_major: str,
+    ) -> None:
         """Refuse a configuration (dtypes, majors) these rules do not take, before compiling."""
         if a_major not in self.a_majors or b_major not in self.b_majors:
             only = " (K-major A and B only)" if self.a_majors == self.b_majors == ("k",) else ""
-            raise KernelInputError(f"{kernel} takes a_major in {self.a_majors} and b_major in "
-                                   f"{self.b_majors}{only}, got {a_major!r}, {b_major!r}")
+            raise KernelInputError(
+                f"{kernel} takes a_major in {self.a_majors} and b_major in "
+                f"{self.b_majors}{only}, got {a_major!r}, {b_major!r}"
+            )
         if dtype not in self.ab_dtypes:
             raise KernelInputError(f"{kernel} takes {self.dtype_names()}, not {dtype_name(dtype)}")
         self.out_dtype(dtype, out_dtype)
@@ -129,14 +144,19 @@ class Operands:
         allowed = self.c_dtypes or (dtype,)
         out = wanted or (dtype if dtype in allowed else allowed[0])
         if out not in allowed:
-            raise KernelInputError(f"C in {dtype_name(out)}: this kernel stores C in "
-                                   f"{', '.join(dtype_name(d) for d in allowed)}")
+            raise KernelInputError(
+                f"C in {dtype_name(out)}: this kernel stores C in "
+                f"{', '.join(dtype_name(d) for d in allowed)}"
+            )
         return out
 
     def types(self, dtype: torch.dtype, out_dtype: torch.dtype) -> GemmTypes:
         """The CuTe DSL types of a GEMM of A/B in `dtype` and C in `out_dtype`."""
-        return GemmTypes(host.cutlass_dtype(dtype), host.cutlass_dtype(self.acc_dtype),
-                         host.cutlass_dtype(out_dtype))
+        return GemmTypes(
+            host.cutlass_dtype(dtype),
+            host.cutlass_dtype(self.acc_dtype),
+            host.cutlass_dtype(out_dtype),
+        )
 
 
 def check_rows(what: str, size: int, dtype: torch.dtype, rows: str, row_bytes: int) -> None:
@@ -147,7 +167,8 @@ def check_rows(what: str, size: int, dtype: torch.dtype, rows: str, row_bytes: i
             f"{what} = {size} is not a multiple of {per}: {rows} are {size} x "
             f"{dtype.itemsize} = {size * dtype.itemsize} bytes, and 16-byte copies and TMA "
             f"need rows in multiples of {row_bytes} bytes ({per} {dtype_name(dtype)}). Pad "
-            f"{what} with zeros to a multiple of {per}")
+            f"{what} with zeros to a multiple of {per}"
+        )
 
 
 def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> str:
@@ -161,7 +182,8 @@ def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> 
     elif t.stride(1) == 1:
         raise KernelInputError(
             f"{name}'s rows are not packed (row stride {t.stride(0)} for {n_cols} columns: a "
-            f"column slice?); pass {name}.contiguous()")
+            f"column slice?); pass {name}.contiguous()"
+        )
     else:
         found = None
     if found not in majors:
@@ -169,40 +191,65 @@ def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> 
             raise KernelInputError(
                 f"{name} must be K-major (stored row-major as ({rows}, K)); it has strides "
                 f"{tuple(t.stride())} (a transposed view?). This kernel takes K-major operands "
-                f"only: pass {name}.contiguous()")
+                f"only: pass {name}.contiguous()"
+            )
         raise KernelInputError(
             f"{name} with strides {tuple(t.stride())} is neither {rows.lower()}-major (stride "
             f"(1,{n_rows})) nor K-major (stride ({n_cols},1)); pass .contiguous() or a "
-            f"transposed contiguous tensor")
+            f"transposed contiguous tensor"
+        )
     return found
 
 
-def validate_gemm(a: Any, b: Any, out: Any, *, kernel: str, operands: Operands,
-                  out_dtype: torch.dtype | None = None) -> tuple[torch.Tensor, str, str]:
+def validate_gemm(
+    a: Any,
+    b: Any,
+    out: Any,
+    *,
+    kernel: str,
+    operands: Operands,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, str, str]:
     """Check A (M,K), B (N,K) and C (M,N) before a launch; return (C, A's major, B's major),
     allocating C when `out` is None."""
     for t, name in ((a, "a"), (b, "b")):
         dtypes = operands.ab_dtypes if name == "a" else (a.dtype,)
-        check_tensor(t, name, dtypes=dtypes, ndim=2, contiguous_dim=None,
-                     align_bytes=operands.align(t.dtype) if isinstance(t, torch.Tensor) else 1)
+        check_tensor(
+            t,
+            name,
+            dtypes=dtypes,
+            ndim=2,
+            contiguous_dim=None,
+            align_bytes=operands.align(t.dtype) if isinstance(t, torch.Tensor) else 1,
+        )
     (m, k), (n, kb) = a.shape, b.shape
     if k != kb:
-        raise KernelInputError(f"a is {m}x{k} and b is {n}x{kb}: C = A.B^T needs the same K "
-                               f"(B given as N x K)")
+        raise KernelInputError(
+            f"a is {m}x{k} and b is {n}x{kb}: C = A.B^T needs the same K (B given as N x K)"
+        )
     if a.device != b.device:
         raise KernelInputError(f"a is on {a.device} and b on {b.device}: use one device")
     a_major = major_of(a, "a", operands.a_majors, "M")
     b_major = major_of(b, "b", operands.b_majors, "N")
     if operands.row_bytes:
         check_rows("K", k, a.dtype, "rows of A and B", operands.row_bytes)
-    if max(m, n, k) >= 2**31 or (operands.int32_offsets
-                                 and max(a.numel(), b.numel(), m * n) >= 2**31):
-        raise KernelInputError(f"{kernel} indexes with 32-bit integers: sizes and operands "
-                               f"must stay below 2^31 elements")
+    if max(m, n, k) >= 2**31 or (
+        operands.int32_offsets and max(a.numel(), b.numel(), m * n) >= 2**31
+    ):
+        raise KernelInputError(
+            f"{kernel} indexes with 32-bit integers: sizes and operands "
+            f"must stay below 2^31 elements"
+        )
     if out is None:
         out = torch.empty(m, n, dtype=operands.out_dtype(a.dtype, out_dtype), device=a.device)
-    check_tensor(out, "out", dtypes=operands.c_dtypes or (a.dtype,), ndim=2,
-                 contiguous_dim=None, align_bytes=operands.align(out.dtype))
+    check_tensor(
+        out,
+        "out",
+        dtypes=operands.c_dtypes or (a.dtype,),
+        ndim=2,
+        contiguous_dim=None,
+        align_bytes=operands.align(out.dtype),
+    )
     if operands.row_bytes:
         check_rows("N", n, out.dtype, "rows of C", operands.row_bytes)
     if tuple(out.shape) != (m, n):
@@ -210,8 +257,10 @@ def validate_gemm(a: Any, b: Any, out: Any, *, kernel: str, operands: Operands,
     if out.device != a.device:
         raise KernelInputError(f"out is on {out.device}, a on {a.device}: use one device")
     if out.numel() and (out.stride(1) != 1 or (m > 1 and out.stride(0) != n)):
-        raise KernelInputError(f"out must be a compact row-major {m}x{n} tensor "
-                               f"(strides {tuple(out.stride())}); pass a fresh tensor")
+        raise KernelInputError(
+            f"out must be a compact row-major {m}x{n} tensor "
+            f"(strides {tuple(out.stride())}); pass a fresh tensor"
+        )
     return out, a_major, b_major
 
 
@@ -251,77 +300,139 @@ class GemmHost:
         self.default_config = self.config_type()  # made once: a run() costs no validation
 
     # -- compiling
-    def build(self, arch: str, dtype: torch.dtype, out_dtype: torch.dtype, config,
-              a_major: str, b_major: str) -> tuple:
+    def build(
+        self,
+        arch: str,
+        dtype: torch.dtype,
+        out_dtype: torch.dtype,
+        config,
+        a_major: str,
+        b_major: str,
+    ) -> tuple:
         """The kernel object and the arguments to compile it with for `arch` (no tensors)."""
         self.operands.check(self.name, dtype, out_dtype, a_major, b_major)
         obj = self.kernel(self.operands.types(dtype, out_dtype), config, arch, a_major, b_major)
         if hasattr(obj, "smem_bytes"):
             host.check_smem(self.name, obj.smem_bytes, arch)
         align = self.operands.align(dtype)
-        pointers = (host.gmem_pointer(None, dtype, align), host.gmem_pointer(None, dtype, align),
-                    host.gmem_pointer(None, out_dtype, align))
+        pointers = (
+            host.gmem_pointer(None, dtype, align),
+            host.gmem_pointer(None, dtype, align),
+            host.gmem_pointer(None, out_dtype, align),
+        )
         size = host_int32(8)
-        return (obj, *pointers, size, size, size, *self.extra.placeholders(config),
-                host.fake_stream())
+        return (
+            obj,
+            *pointers,
+            size,
+            size,
+            size,
+            *self.extra.placeholders(config),
+            host.fake_stream(),
+        )
 
     def _key(self, dtype, out_dtype, config, a_major, b_major) -> tuple:
         """(dtype, C's dtype, config, majors), the step's defaults filled in."""
         dtype = self.default_dtype if dtype is None else dtype
         config = self.default_config if config is None else config
-        return (dtype, self.operands.out_dtype(dtype, out_dtype), config,
-                a_major or self.default_majors[0], b_major or self.default_majors[1])
+        return (
+            dtype,
+            self.operands.out_dtype(dtype, out_dtype),
+            config,
+            a_major or self.default_majors[0],
+            b_major or self.default_majors[1],
+        )
 
-    def compile(self, dtype: torch.dtype | None = None, config=None, *,
-                out_dtype: torch.dtype | None = None, a_major: str | None = None,
-                b_major: str | None = None, device: torch.device | None = None):
+    def compile(
+        self,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        a_major: str | None = None,
+        b_major: str | None = None,
+        device: torch.device | None = None,
+    ):
         """The launchable kernel for this machine's GPU (compiled once per configuration)."""
-        return self.compiler.compile(*self._key(dtype, out_dtype, config, a_major, b_major),
-                                     device=device)
+        return self.compiler.compile(
+            *self._key(dtype, out_dtype, config, a_major, b_major), device=device
+        )
 
-    def artifacts(self, arch: str | None = None, dtype: torch.dtype | None = None,
-                  config=None, *, out_dtype: torch.dtype | None = None,
-                  a_major: str | None = None, b_major: str | None = None) -> Artifacts:
+    def artifacts(
+        self,
+        arch: str | None = None,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        a_major: str | None = None,
+        b_major: str | None = None,
+    ) -> Artifacts:
         """PTX and cubin for `arch` (default: the step's compile-only target), compiled here
         without a GPU."""
-        return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major,
-                                                        b_major))
+        return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major, b_major))
 
-    def kernel_object(self, dtype: torch.dtype | None = None, config=None, *,
-                      out_dtype: torch.dtype | None = None, arch: str | None = None):
+    def kernel_object(
+        self,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        arch: str | None = None,
+    ):
         """The step's kernel object for a configuration, without compiling (e.g. to read
         its footprint)."""
-        dtype, out_dtype, config, a_major, b_major = self._key(dtype, out_dtype, config,
-                                                               None, None)
-        return self.kernel(self.operands.types(dtype, out_dtype), config,
-                           arch or host.COMPILE_TARGET[self.needs], a_major, b_major)
+        dtype, out_dtype, config, a_major, b_major = self._key(dtype, out_dtype, config, None, None)
+        return self.kernel(
+            self.operands.types(dtype, out_dtype),
+            config,
+            arch or host.COMPILE_TARGET[self.needs],
+            a_major,
+            b_major,
+        )
 
-    def footprint(self, dtype: torch.dtype | None = None, config=None, *,
-                  out_dtype: torch.dtype | None = None) -> dict:
+    def footprint(
+        self, dtype: torch.dtype | None = None, config=None, *, out_dtype: torch.dtype | None = None
+    ) -> dict:
         """What one CTA of this configuration holds (threads, TMEM, shared memory), for the
         steps whose kernel reports it; no compile, no GPU."""
         return self.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
 
     # -- running
-    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-            config=None, *, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    def run(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        out: torch.Tensor | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
         """C = A . B^T on the GPU; every input is validated before anything launches."""
         device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
         arch = host.require(self.needs, self.name, device)
         config = self.default_config if config is None else config
-        out, a_major, b_major = validate_gemm(a, b, out, kernel=self.name,
-                                              operands=self.operands, out_dtype=out_dtype)
+        out, a_major, b_major = validate_gemm(
+            a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype
+        )
         (m, k), n = a.shape, b.shape[0]
         if m == 0 or n == 0:
             return out
         if k == 0:  # no K-block: the accumulators would never be written
             return out.zero_()
-        kernel = self.compiler.for_arch(arch, *self._key(a.dtype, out.dtype, config, a_major,
-                                                         b_major))
+        kernel = self.compiler.for_arch(
+            arch, *self._key(a.dtype, out.dtype, config, a_major, b_major)
+        )
         align = self.operands.align(a.dtype)
-        args = (host.gmem_pointer(a, a.dtype, align), host.gmem_pointer(b, b.dtype, align),
-                host.gmem_pointer(out, out.dtype, align), host_int32(m), host_int32(n),
-                host_int32(k), *self.extra.values(a, config))
+        args = (
+            host.gmem_pointer(a, a.dtype, align),
+            host.gmem_pointer(b, b.dtype, align),
+            host.gmem_pointer(out, out.dtype, align),
+            host_int32(m),
+            host_int32(n),
+            host_int32(k),
+            *self.extra.values(a, config),
+        )
         self.launch(kernel, args)
         if self.extra.after is not None:
             self.extra.after(a, config)
@@ -335,10 +446,16 @@ class GemmHost:
     def prepare(self, problem, config=None) -> Callable:
         """For a benchmark: refuse what the kernel cannot do, compile once for `problem`
         (dtype, C's dtype, majors), return gemm(a, b, c)."""
-        self.operands.check(self.name, problem.dtype, problem.c_dtype, problem.a_major,
-                            problem.b_major)
-        self.compile(problem.dtype, config, out_dtype=problem.c_dtype, a_major=problem.a_major,
-                     b_major=problem.b_major)
+        self.operands.check(
+            self.name, problem.dtype, problem.c_dtype, problem.a_major, problem.b_major
+        )
+        self.compile(
+            problem.dtype,
+            config,
+            out_dtype=problem.c_dtype,
+            a_major=problem.a_major,
+            b_major=problem.b_major,
+        )
         return lambda a, b, c: self.run(a, b, c, config)
 
 

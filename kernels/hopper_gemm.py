@@ -30,6 +30,7 @@ experiment that did not pay: it multicasts both operands, but clusters of 4 leav
 H100's 132 SMs idle (notebook 11 shows the counters).
 Operands as in notebooks 07 and 10: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,12 +45,12 @@ import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
-from .gemm_host import (HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, gemm_tensors, host_int32,
-                        stage_bytes, tile_k)
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, gemm_tensors, host_int32
+from .gemm_host import stage_bytes, tile_k
 from .host import KernelInputError, max_active_clusters, smem_capacity
 from .sm80_gemm import grouped_tile, row_copy, store_tile
-from .sm90_parts import (BARRIER_BYTES, SWIZZLE_ALIGN, cta_coordinates, prefetch_descriptors,
-                         staged_smem_layout, wgmma_tiled_mma)
+from .sm90_parts import BARRIER_BYTES, SWIZZLE_ALIGN, cta_coordinates, prefetch_descriptors
+from .sm90_parts import staged_smem_layout, wgmma_tiled_mma
 
 NEEDS = "sm_90a"
 DTYPES = HALF_TYPES
@@ -128,13 +129,15 @@ class Config:
         """`stages`, or (stages = 0) as many as fit in `arch`'s shared memory beside the
         epilogue's buffers (C in elements of `c_bytes`), the swizzle's alignment and the
         barriers. A ring deeper than fits, or not even two stages, is refused."""
-        fit = (smem_capacity(arch) - self.epi_bytes(c_bytes) - SWIZZLE_ALIGN
-               - BARRIER_RESERVE) // stage_bytes(TILE_M, self.tile_n)
+        fit = (
+            smem_capacity(arch) - self.epi_bytes(c_bytes) - SWIZZLE_ALIGN - BARRIER_RESERVE
+        ) // stage_bytes(TILE_M, self.tile_n)
         if fit < 2 or self.stages > fit:
             raise KernelInputError(
                 f"{self.stages or 'two'} stages of {TILE_M}x{self.tile_n} tiles do not fit in "
                 f"{arch}'s shared memory beside {self.epi_bytes(c_bytes)} bytes of epilogue "
-                f"buffers: {fit} do")
+                f"buffers: {fit} do"
+            )
         return self.stages or fit
 
 
@@ -195,28 +198,40 @@ class HopperGemm:
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 max_clusters: cutlass.Int32, stream: cuda.CUstream):
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, max_clusters: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         sA_layout = staged_smem_layout(self.ab_dtype, TILE_M, self.stages)
         sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
-            self.c_dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile,
-            cfg.epi_buffers)
+            self.c_dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers
+        )
 
         tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            load_op(cfg.cluster_n), mA, cute.slice_(sA_layout, (None, None, 0)),
-            (TILE_M, self.tile_k), num_multicast=cfg.cluster_n)
+            load_op(cfg.cluster_n),
+            mA,
+            cute.slice_(sA_layout, (None, None, 0)),
+            (TILE_M, self.tile_k),
+            num_multicast=cfg.cluster_n,
+        )
         tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            load_op(cfg.cluster_m), mB, cute.slice_(sB_layout, (None, None, 0)),
-            (cfg.tile_n, self.tile_k), num_multicast=cfg.cluster_m)
+            load_op(cfg.cluster_m),
+            mB,
+            cute.slice_(sB_layout, (None, None, 0)),
+            (cfg.tile_n, self.tile_k),
+            num_multicast=cfg.cluster_m,
+        )
         tma_c, tC = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mC,
-            cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
+            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(),
+            mC,
+            cute.slice_(sC_layout, (None, None, 0)),
+            self.epi_tile,
+        )
 
-        tiled_mma = wgmma_tiled_mma(self.ab_dtype, self.acc_dtype,
-                                    1 if cfg.pingpong else CONSUMER_WARPGROUPS, cfg.tile_n)
+        tiled_mma = wgmma_tiled_mma(
+            self.ab_dtype, self.acc_dtype, 1 if cfg.pingpong else CONSUMER_WARPGROUPS, cfg.tile_n
+        )
 
         tiles_m = (m + TILE_M - 1) // TILE_M
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
@@ -226,18 +241,35 @@ class HopperGemm:
         clusters = work
         if cutlass.const_expr(cfg.persistent):
             clusters = cutlass.min(work, max_clusters)
-        self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, tiled_mma, sA_layout, sB_layout,
-                    sC_layout, cluster_rows, cluster_cols).launch(
-            grid=[clusters * cfg.cluster_size, 1, 1], block=[cfg.threads, 1, 1],
-            cluster=[cfg.cluster_size, 1, 1], smem=self.smem_capacity, min_blocks_per_mp=1,
-            stream=stream)
+        self.kernel(
+            tma_a,
+            tA,
+            tma_b,
+            tB,
+            tma_c,
+            tC,
+            mC,
+            tiled_mma,
+            sA_layout,
+            sB_layout,
+            sC_layout,
+            cluster_rows,
+            cluster_cols,
+        ).launch(
+            grid=[clusters * cfg.cluster_size, 1, 1],
+            block=[cfg.threads, 1, 1],
+            cluster=[cfg.cluster_size, 1, 1],
+            smem=self.smem_capacity,
+            min_blocks_per_mp=1,
+            stream=stream,
+        )
 
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor,
-               tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               cluster_rows: cutlass.Int32, cluster_cols: cutlass.Int32):
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               sC_layout: cute.ComposedLayout, cluster_rows: cutlass.Int32,
+               cluster_cols: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, _, warp = cta_coordinates()
         warpgroup = warp // 4
@@ -250,8 +282,7 @@ class HopperGemm:
         cluster_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, 1))
 
         smem = SmemAllocator()
-        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages,
-                                       byte_alignment=BARRIER_BYTES)
+        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=BARRIER_BYTES)
         sA = smem.allocate_tensor(self.ab_dtype, sA_layout.outer, SWIZZLE_ALIGN, sA_layout.inner)
         sB = smem.allocate_tensor(self.ab_dtype, sB_layout.outer, SWIZZLE_ALIGN, sB_layout.inner)
         sC = smem.allocate_tensor(self.c_dtype, sC_layout.outer, SWIZZLE_ALIGN, sC_layout.inner)
@@ -260,30 +291,43 @@ class HopperGemm:
         # every CTA whose stage s this CTA's loads write into: its column (B multicast)
         # and its row (A multicast), itself counted once
         ring = pipeline.PipelineTmaAsync.create(
-            num_stages=self.stages, barrier_storage=barriers, tx_count=self.tx_bytes,
+            num_stages=self.stages,
+            barrier_storage=barriers,
+            tx_count=self.tx_bytes,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread,
-                self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)),
+                pipeline.Agent.Thread, self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)
+            ),
             cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, 1)),
-            defer_sync=True)
+            defer_sync=True,
+        )
         cluster_mn = (cfg.cluster_m, cfg.cluster_n)
         pipeline.pipeline_init_arrive(cluster_shape_mn=cluster_mn, is_relaxed=True)
 
         # per-CTA views of the operands: all k-tiles of every tile row / column
-        gA = cute.local_tile(mA, (TILE_M, self.tile_k), (None, None))  # (bM, bK, tiles_m, k_tiles)
-        gB = cute.local_tile(mB, (cfg.tile_n, self.tile_k), (None, None))  # (bN, bK, tiles_n, k_tiles)
+        # gA (bM, bK, tiles_m, k_tiles), gB (bN, bK, tiles_n, k_tiles)
+        gA = cute.local_tile(mA, (TILE_M, self.tile_k), (None, None))
+        gB = cute.local_tile(mB, (cfg.tile_n, self.tile_k), (None, None))
         k_tiles = cute.size(gA, mode=[3])
         # region multicast-slices
         # A: this CTA loads slice rn of its tile and multicasts it along its cluster row;
         # B: slice rm, multicast along its cluster column (a slice is the whole tile when
-        # that dimension of the cluster is 1)
-        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(  # ((TMA, REST), STAGE), ((TMA, REST), tiles_m, k_tiles)
-            tma_a, rn, cute.make_layout(cfg.cluster_n), cute.group_modes(sA, 0, 2),
-            cute.group_modes(gA, 0, 2))
-        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(  # ((TMA, REST), STAGE), ((TMA, REST), tiles_n, k_tiles)
-            tma_b, rm, cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2),
-            cute.group_modes(gB, 0, 2))
+        # that dimension of the cluster is 1).
+        # tAsA ((TMA, REST), STAGE), tAgA ((TMA, REST), tiles_m, k_tiles); B's alike
+        tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
+            tma_a,
+            rn,
+            cute.make_layout(cfg.cluster_n),
+            cute.group_modes(sA, 0, 2),
+            cute.group_modes(gA, 0, 2),
+        )
+        tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
+            tma_b,
+            rm,
+            cute.make_layout(cfg.cluster_m),
+            cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2),
+        )
         a_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=1)
         b_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=0)
         # endregion multicast-slices
@@ -291,48 +335,84 @@ class HopperGemm:
         pipeline.pipeline_init_wait(cluster_shape_mn=cluster_mn)
 
         # the persistent schedule: cluster c takes work items c, c + clusters, ...
-        schedule = Schedule(cute.arch.block_idx()[0] // cfg.cluster_size,
-                            cute.arch.grid_dim()[0] // cfg.cluster_size,
-                            cluster_rows * cluster_cols, cluster_rows, cluster_cols, rm, rn)
+        schedule = Schedule(
+            cute.arch.block_idx()[0] // cfg.cluster_size,
+            cute.arch.grid_dim()[0] // cfg.cluster_size,
+            cluster_rows * cluster_cols,
+            cluster_rows,
+            cluster_cols,
+            rm,
+            rn,
+        )
 
         # region producer
         if warpgroup == 0:  # ----------------------------------------- producer
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
-                                                     self.stages)
+                state = pipeline.make_pipeline_state(
+                    pipeline.PipelineUserType.Producer, self.stages
+                )
                 item = schedule.cluster_id
                 while item < schedule.work:
                     tile_row, tile_col = self.cta_tile(item, schedule)
                     for kt in range(k_tiles):
                         ring.producer_acquire(state)
                         bar = ring.producer_get_barrier(state)
-                        self.load_operand(tma_a, tAgA[None, tile_row, kt],
-                                          tAsA[None, state.index], bar, a_mask, cfg.cluster_n)
-                        self.load_operand(tma_b, tBgB[None, tile_col, kt],
-                                          tBsB[None, state.index], bar, b_mask, cfg.cluster_m)
+                        self.load_operand(
+                            tma_a,
+                            tAgA[None, tile_row, kt],
+                            tAsA[None, state.index],
+                            bar,
+                            a_mask,
+                            cfg.cluster_n,
+                        )
+                        self.load_operand(
+                            tma_b,
+                            tBgB[None, tile_col, kt],
+                            tBsB[None, state.index],
+                            bar,
+                            b_mask,
+                            cfg.cluster_m,
+                        )
                         state.advance()
                     item += schedule.clusters
                 ring.producer_tail(state)  # do not exit while partners still read
         # endregion producer
         else:  # ----------------------------------------------------------- consumers
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
-            self.consume(tiled_mma, ring, SharedTiles(sA, sB, sC), COut(mC, tma_c, mC_tma),
-                         schedule, k_tiles, warp, warpgroup - 1, tidx - WARPGROUP_THREADS)
+            self.consume(
+                tiled_mma,
+                ring,
+                SharedTiles(sA, sB, sC),
+                COut(mC, tma_c, mC_tma),
+                schedule,
+                k_tiles,
+                warp,
+                warpgroup - 1,
+                tidx - WARPGROUP_THREADS,
+            )
 
     @cute.jit
     def cta_tile(self, item: cutlass.Int32, schedule: Schedule):
         """Work item -> this CTA's tile (row, column) of C: the cluster's block of tiles in
         the grouped order, then this CTA's place in the block."""
-        row, col = grouped_tile(item, schedule.cluster_rows, schedule.cluster_cols,
-                                self.cfg.group_m)
+        row, col = grouped_tile(
+            item, schedule.cluster_rows, schedule.cluster_cols, self.cfg.group_m
+        )
         if cutlass.const_expr(self.cfg.cluster_n == 1):
             return row * self.cfg.cluster_m + schedule.rm, col
         return row * self.cfg.cluster_m + schedule.rm, col * self.cfg.cluster_n + schedule.rn
 
     @cute.jit
-    def load_operand(self, tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                     bar: cute.Pointer, mask: cutlass.Int16, sharers: cutlass.Constexpr):
+    def load_operand(
+        self,
+        tma: cute.CopyAtom,
+        src: cute.Tensor,
+        dst: cute.Tensor,
+        bar: cute.Pointer,
+        mask: cutlass.Int16,
+        sharers: cutlass.Constexpr,
+    ):
         """One operand's k-tile into stage `dst`, multicast to the CTAs that share it."""
         if cutlass.const_expr(sharers > 1):
             cute.copy(tma, src, dst, tma_bar_ptr=bar, mcast_mask=mask)
@@ -340,9 +420,18 @@ class HopperGemm:
             cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
     @cute.jit
-    def consume(self, tiled_mma: cute.TiledMma, ring: pipeline.PipelineTmaAsync,
-                smem: SharedTiles, out: COut, schedule: Schedule, k_tiles: cutlass.Int32,
-                warp: cutlass.Int32, wg: cutlass.Int32, ctid: cutlass.Int32):
+    def consume(
+        self,
+        tiled_mma: cute.TiledMma,
+        ring: pipeline.PipelineTmaAsync,
+        smem: SharedTiles,
+        out: COut,
+        schedule: Schedule,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        wg: cutlass.Int32,
+        ctid: cutlass.Int32,
+    ):
         """The math warpgroups: mainloop over the ring, then the epilogue, tile by tile.
         `wg` is the consumer warpgroup (0 or 1), `ctid` the thread's index among the
         consumer threads.
@@ -360,48 +449,61 @@ class HopperGemm:
         # the thread's index within the MMA (one warpgroup's when pingpong)
         mma_tid = ctid % WARPGROUP_THREADS if cutlass.const_expr(cfg.pingpong) else ctid
         thr_mma = tiled_mma.get_slice(mma_tid)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(smem.sA))  # (MMA, MMA_M, MMA_K, STAGE)
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(smem.sB))  # (MMA, MMA_N, MMA_K, STAGE)
-        acc = cute.make_rmem_tensor(thr_mma.partition_C(  # (MMA, MMA_M, MMA_N)
-            cute.local_tile(mC, self.tile, (0, 0))).shape, self.acc_dtype)
+        # smem descriptors tCrA (MMA, MMA_M, MMA_K, STAGE) and tCrB (MMA, MMA_N, MMA_K, STAGE);
+        # the accumulator acc (MMA, MMA_M, MMA_N) in registers
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(smem.sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(smem.sB))
+        acc = cute.make_rmem_tensor(
+            thr_mma.partition_C(cute.local_tile(mC, self.tile, (0, 0))).shape, self.acc_dtype
+        )
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         k_blocks = cute.size(tCrA, mode=[2])
 
         # epilogue pieces, built once: stmatrix from accumulator registers into a ring
         # of chunks of shared memory, TMA stores from there
-        sync_threads = (WARPGROUP_THREADS if cutlass.const_expr(cfg.pingpong)
-                        else WARPGROUP_THREADS * CONSUMER_WARPGROUPS)
+        sync_threads = (
+            WARPGROUP_THREADS
+            if cutlass.const_expr(cfg.pingpong)
+            else WARPGROUP_THREADS * CONSUMER_WARPGROUPS
+        )
         chunk_sync = pipeline.NamedBarrier(
             barrier_id=EPILOGUE_BARRIER + (wg if cutlass.const_expr(cfg.pingpong) else 0),
-            num_threads=sync_threads)
+            num_threads=sync_threads,
+        )
         store_warp = 4 + 4 * wg if cutlass.const_expr(cfg.pingpong) else 4
         chunk_cols = cfg.tile_n // cfg.epi_n
         chunks = chunk_cols * (TILE_M // self.epi_tile[0])
         first_buf = wg * cfg.epi_stages if cutlass.const_expr(cfg.pingpong) else 0
         stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.c_dtype)
         r2s = cute.make_tiled_copy_S(
-            sm90_utils.get_smem_store_op(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.c_dtype,
-                                         self.acc_dtype),
-            cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+            sm90_utils.get_smem_store_op(
+                cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.c_dtype, self.acc_dtype
+            ),
+            cute.make_tiled_copy_C_atom(stmatrix, tiled_mma),
+        )
         thr_r2s = r2s.get_slice(mma_tid)
         tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, buffers)
         acc_r2s = r2s.retile(acc)  # (R2S, R2S_M, R2S_N): the accumulator as stmatrix sources
         chunk_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
-        chunk_acc = cute.make_rmem_tensor(chunk_shape, self.acc_dtype)  # one chunk, (R2S, R2S_M, R2S_N)
+        # one chunk of the accumulator and of C, (R2S, R2S_M, R2S_N)
+        chunk_acc = cute.make_rmem_tensor(chunk_shape, self.acc_dtype)
         chunk_out = cute.make_rmem_tensor(chunk_shape, self.c_dtype)
         per_chunk = cute.size(chunk_acc)
         copy_chunk = row_copy(self.c_dtype, sync_threads, cfg.epi_n)
         mma_tid_all = ctid % sync_threads  # index among the threads sharing a chunk
         stores = pipeline.PipelineTmaStore.create(
             num_stages=cfg.epi_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads))
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads),
+        )
 
         # region turns
-        my_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + wg,
-                                        num_threads=2 * WARPGROUP_THREADS)
-        your_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + 1 - wg,
-                                          num_threads=2 * WARPGROUP_THREADS)
+        my_turn = pipeline.NamedBarrier(
+            barrier_id=MAINLOOP_TURN_BARRIER + wg, num_threads=2 * WARPGROUP_THREADS
+        )
+        your_turn = pipeline.NamedBarrier(
+            barrier_id=MAINLOOP_TURN_BARRIER + 1 - wg, num_threads=2 * WARPGROUP_THREADS
+        )
         step = 1
         item = schedule.cluster_id
         if cutlass.const_expr(cfg.pingpong):
@@ -427,7 +529,7 @@ class HopperGemm:
                 cute.nvgpu.warpgroup.fence()
                 for kb in cutlass.range_constexpr(k_blocks):
                     cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                              tCrB[None, None, kb, read.index], acc)
+                              tCrB[None, None, kb, read.index], acc)  # fmt: skip
                 cute.nvgpu.warpgroup.commit_group()
                 read.advance()
                 if kt > 0:  # k-tile kt-1 has been read by the tensor cores
@@ -445,19 +547,44 @@ class HopperGemm:
                     read.advance()
                     release.advance()
 
-            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C
-            gC = cute.local_tile(out.mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
-                                 self.tile, (tile_row, tile_col))  # (bM, bN)
-            bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(  # (TMA, buffer), (TMA, chunks)
-                out.tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
-                cute.zipped_divide(gC, self.epi_tile))
-            gC_chunks = cute.zipped_divide(gC, self.epi_tile)  # ((EPI_M, EPI_N), chunks)
-            cC_chunks = cute.zipped_divide(cute.local_tile(
-                cute.make_identity_tensor(mC.shape), self.tile, (tile_row, tile_col)),
-                self.epi_tile)  # ((EPI_M, EPI_N), chunks) of (m, n) coordinates
-            epi = ChunkStore(r2s, tRS_sC, chunk_sync, warp, store_warp, out.tma_c, bSG_sC,
-                             bSG_gC, copy_chunk, sC, gC_chunks, cC_chunks, mC.shape,
-                             mma_tid_all)
+            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C. This
+            # tile gC (bM, bN); its TMA views bSG_sC (TMA, buffer) and bSG_gC (TMA, chunks);
+            # gC_chunks and cC_chunks ((EPI_M, EPI_N), chunks), of values and coordinates
+            gC = cute.local_tile(
+                out.mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
+                self.tile,
+                (tile_row, tile_col),
+            )
+            bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
+                out.tma_c,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sC, 0, 2),
+                cute.zipped_divide(gC, self.epi_tile),
+            )
+            gC_chunks = cute.zipped_divide(gC, self.epi_tile)
+            cC_chunks = cute.zipped_divide(
+                cute.local_tile(
+                    cute.make_identity_tensor(mC.shape), self.tile, (tile_row, tile_col)
+                ),
+                self.epi_tile,
+            )
+            epi = ChunkStore(
+                r2s,
+                tRS_sC,
+                chunk_sync,
+                warp,
+                store_warp,
+                out.tma_c,
+                bSG_sC,
+                bSG_gC,
+                copy_chunk,
+                sC,
+                gC_chunks,
+                cC_chunks,
+                mC.shape,
+                mma_tid_all,
+            )
             for e in cutlass.range_constexpr(chunks):
                 for v in cutlass.range_constexpr(per_chunk):
                     chunk_acc[v] = acc_r2s[e * per_chunk + v]
@@ -470,8 +597,14 @@ class HopperGemm:
             stores.producer_tail()
 
     @cute.jit
-    def store_chunk(self, chunk: cute.Tensor, buf: cutlass.Int32, at: cutlass.Constexpr,
-                    epi: ChunkStore, stores: pipeline.PipelineTmaStore):
+    def store_chunk(
+        self,
+        chunk: cute.Tensor,
+        buf: cutlass.Int32,
+        at: cutlass.Constexpr,
+        epi: ChunkStore,
+        stores: pipeline.PipelineTmaStore,
+    ):
         """One converted chunk of the accumulator: registers -> staging buffer `buf` of shared
         memory (stmatrix) -> chunk `at` (row, column) of C's tile; `stores` commits and waits
         for the TMA stores' bulk groups. A separate method so that a subclass can replace it."""
@@ -489,8 +622,14 @@ class HopperGemm:
         # endregion tma-store
         else:  # every consumer thread copies 16-byte pieces, predicated at the edges
             epi.chunk_sync.arrive_and_wait()
-            store_tile(epi.copy_chunk, epi.sC[None, None, buf], epi.gC_chunks[(None, None), at],
-                       epi.cC_chunks[(None, None), at], epi.shape, epi.tid)
+            store_tile(
+                epi.copy_chunk,
+                epi.sC[None, None, buf],
+                epi.gC_chunks[(None, None), at],
+                epi.cC_chunks[(None, None), at],
+                epi.shape,
+                epi.tid,
+            )
             epi.chunk_sync.arrive_and_wait()
 
 
@@ -516,6 +655,7 @@ class ChunkStore(NamedTuple):
 
 # ------------------------------------------------------------------ the surface
 
+
 def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
     """Clusters that can be resident at once on the operands' GPU (one CTA per SM, all of
     its shared memory): the persistent grid."""
@@ -523,9 +663,13 @@ def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
     return (host_int32(max_active_clusters(device, config.cluster_size)),)
 
 
-GEMM = GemmHost("hopper_gemm", NEEDS, lambda types, config, arch, a_major, b_major:
-                HopperGemm(types, config, arch), Config,
-                extra=LaunchExtra(lambda config: (host_int32(1),), _persistent_grid))
+GEMM = GemmHost(
+    "hopper_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: HopperGemm(types, config, arch),
+    Config,
+    extra=LaunchExtra(lambda config: (host_int32(1),), _persistent_grid),
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config): the
@@ -540,7 +684,8 @@ def prepare(problem, config: Config = Config(), preset: str | None = None):
 
 if __name__ == "__main__":
     for name, preset in PRESETS.items():
-        status = selftest.gemm_main(GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192),
-                                    config=preset)
+        status = selftest.gemm_main(
+            GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192), config=preset
+        )
         if status:
             raise SystemExit(status)

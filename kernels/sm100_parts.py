@@ -14,6 +14,7 @@ kernels/tcgen05_gemm.py (notebook 12) puts them together on one CTA; kernels/cta
 and kernels/cta_pair_clc_gemm.py (notebook 13) on CTA pairs. Functions here are traced
 inline into those kernels: where they live does not change the PTX.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,8 +90,9 @@ def cta_stage_bytes(tile: TileShape) -> int:
     return stage_bytes(tile.cta_m, tile.n // tile.ctas)
 
 
-def cta_footprint(tile: TileShape, stages: int, acc_slots: int, epi_stages: int,
-                  ab_bytes: int, c_bytes: int) -> dict:
+def cta_footprint(
+    tile: TileShape, stages: int, acc_slots: int, epi_stages: int, ab_bytes: int, c_bytes: int
+) -> dict:
     """What one CTA of a kernel holds, computed from its tile shapes (pure Python).
 
     Shared memory is the A/B ring plus the epilogue's staging buffers (the mbarriers and
@@ -113,19 +115,30 @@ def cta_footprint(tile: TileShape, stages: int, acc_slots: int, epi_stages: int,
 
 # ---------------------------------------------------------------- host side (inside @cute.jit)
 
+
 def make_tiled_mma(ab_dtype, acc_dtype, tile: TileShape) -> cute.TiledMma:
     """One tcgen05.mma atom of shape (mma_m, n, 16): A and B (16-bit) from shared memory,
     K-major."""
     op = tcgen05.MmaF16BF16Op(
-        ab_dtype, acc_dtype, (tile.mma_m, tile.n, mma_k(ab_dtype.width)),
+        ab_dtype,
+        acc_dtype,
+        (tile.mma_m, tile.n, mma_k(ab_dtype.width)),
         tcgen05.CtaGroup.TWO if tile.ctas == 2 else tcgen05.CtaGroup.ONE,
         tcgen05.OperandSource.SMEM,
-        cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K)
+        cute.nvgpu.OperandMajorMode.K,
+        cute.nvgpu.OperandMajorMode.K,
+    )
     return cute.make_tiled_mma(op)
 
 
-def make_operand_tma(a: cute.Tensor, b: cute.Tensor, tiled_mma: cute.TiledMma,
-                     tile: TileShape, stages: int, cluster_vmnk=None):
+def make_operand_tma(
+    a: cute.Tensor,
+    b: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    tile: TileShape,
+    stages: int,
+    cluster_vmnk=None,
+):
     """Staged, swizzled smem layouts for A and B and the TMA atoms that fill them.
 
     With a CTA pair the copies use the multicast form with .cta_group::2, whose
@@ -139,30 +152,38 @@ def make_operand_tma(a: cute.Tensor, b: cute.Tensor, tiled_mma: cute.TiledMma,
         tma_b = cute.nvgpu.make_tiled_tma_atom_B(op, b, b_smem, tile.mma_tiler, tiled_mma)
     else:
         op = cpasync.CopyBulkTensorTileG2SMulticastOp(tcgen05.CtaGroup.TWO)
-        tma_a = cute.nvgpu.make_tiled_tma_atom_A(op, a, a_smem, tile.mma_tiler, tiled_mma,
-                                                 cluster_vmnk)
-        tma_b = cute.nvgpu.make_tiled_tma_atom_B(op, b, b_smem, tile.mma_tiler, tiled_mma,
-                                                 cluster_vmnk)
+        tma_a = cute.nvgpu.make_tiled_tma_atom_A(
+            op, a, a_smem, tile.mma_tiler, tiled_mma, cluster_vmnk
+        )
+        tma_b = cute.nvgpu.make_tiled_tma_atom_B(
+            op, b, b_smem, tile.mma_tiler, tiled_mma, cluster_vmnk
+        )
     return tma_a, tma_b
 
 
-def make_stage_ring(barriers: cute.Pointer, stages: int, tx_count: int,
-                    cta_layout_vmnk: cute.Layout) -> pipeline.PipelineTmaUmma:
+def make_stage_ring(
+    barriers: cute.Pointer, stages: int, tx_count: int, cta_layout_vmnk: cute.Layout
+) -> pipeline.PipelineTmaUmma:
     """The A/B stage ring: one TMA thread arms each stage's full barrier with `tx_count`
     bytes; the MMA warp's tcgen05.commit releases it (barrier init left to the caller's
     pipeline_init_arrive / wait)."""
     return pipeline.PipelineTmaUmma.create(
-        barrier_storage=barriers, num_stages=stages,
+        barrier_storage=barriers,
+        num_stages=stages,
         producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-        tx_count=tx_count, cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+        tx_count=tx_count,
+        cta_layout_vmnk=cta_layout_vmnk,
+        defer_sync=True,
+    )
 
 
 def make_epilogue_tma(c: cute.Tensor, tile: TileShape, epi_stages: int):
     """The epilogue's sub-tile, its staged smem buffer and the TMA store atom for C."""
     c_layout = LayoutEnum.ROW_MAJOR
     epi_tile = sm100_utils.compute_epilogue_tile_shape(
-        tile.cta_tile, tile.ctas == 2, c_layout, c.element_type)
+        tile.cta_tile, tile.ctas == 2, c_layout, c.element_type
+    )
     c_smem = sm100_utils.make_smem_layout_epi(c.element_type, c_layout, epi_tile, epi_stages)
     tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, c_smem, epi_tile)
     return epi_tile, tma_c
@@ -170,14 +191,21 @@ def make_epilogue_tma(c: cute.Tensor, tile: TileShape, epi_stages: int):
 
 # ---------------------------------------------------------------- device side (inside @cute.kernel)
 
+
 def allocate_operand_smem(smem, ab_dtype, c_dtype, tma_a, tma_b, tma_c):
     """The stage ring for A and B and the epilogue's staging buffer, 128-byte aligned:
     sA (MMA, MMA_M, MMA_K, STAGE), sB (MMA, MMA_N, MMA_K, STAGE), sC (EPI_M, EPI_N, buffer)."""
+
     def alloc(dtype, layout):
-        return smem.allocate_tensor(element_type=dtype, layout=layout.outer,
-                                    byte_alignment=128, swizzle=layout.inner)
-    return (alloc(ab_dtype, tma_a.smem_layout), alloc(ab_dtype, tma_b.smem_layout),
-            alloc(c_dtype, tma_c.smem_layout))
+        return smem.allocate_tensor(
+            element_type=dtype, layout=layout.outer, byte_alignment=128, swizzle=layout.inner
+        )
+
+    return (
+        alloc(ab_dtype, tma_a.smem_layout),
+        alloc(ab_dtype, tma_b.smem_layout),
+        alloc(c_dtype, tma_c.smem_layout),
+    )
 
 
 class OperandViews(NamedTuple):
@@ -193,10 +221,17 @@ class OperandViews(NamedTuple):
     k_tiles: cutlass.Int32
 
 
-def partition_operands(tiled_mma: cute.TiledMma, tile: TileShape,
-                       tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo, tma_c: cpasync.TmaInfo,
-                       sA: cute.Tensor, sB: cute.Tensor,
-                       cta_layout_vmnk: cute.Layout, cta_coord_vmnk) -> OperandViews:
+def partition_operands(
+    tiled_mma: cute.TiledMma,
+    tile: TileShape,
+    tma_a: cpasync.TmaInfo,
+    tma_b: cpasync.TmaInfo,
+    tma_c: cpasync.TmaInfo,
+    sA: cute.Tensor,
+    sB: cute.Tensor,
+    cta_layout_vmnk: cute.Layout,
+    cta_coord_vmnk,
+) -> OperandViews:
     """Views of A, B, C tiled by the MMA tile and partitioned for this CTA.
 
     Returned views keep the tile coordinates as trailing modes, so a role picks its
@@ -205,25 +240,33 @@ def partition_operands(tiled_mma: cute.TiledMma, tile: TileShape,
     CTA's half of the 256-row MMA tile (v = 0 leader, 1 follower).
     """
     mA, mB, mC = tma_a.tma_tensor, tma_b.tma_tensor, tma_c.tma_tensor
-    gA = cute.local_tile(mA, cute.select(tile.mma_tiler, mode=[0, 2]),
-                         (None, None))  # (MMA_TILE_M, bK, tiles_m, k_tiles)
-    gB = cute.local_tile(mB, cute.select(tile.mma_tiler, mode=[1, 2]),
-                         (None, None))  # (bN, bK, tiles_n, k_tiles)
-    gC = cute.local_tile(mC, cute.select(tile.mma_tiler, mode=[0, 1]),
-                         (None, None))  # (MMA_TILE_M, bN, tiles_m, tiles_n)
+    # gA (MMA_TILE_M, bK, tiles_m, k_tiles), gB (bN, bK, tiles_n, k_tiles),
+    # gC (MMA_TILE_M, bN, tiles_m, tiles_n)
+    gA = cute.local_tile(mA, cute.select(tile.mma_tiler, mode=[0, 2]), (None, None))
+    gB = cute.local_tile(mB, cute.select(tile.mma_tiler, mode=[1, 2]), (None, None))
+    gC = cute.local_tile(mC, cute.select(tile.mma_tiler, mode=[0, 1]), (None, None))
     thr_mma = tiled_mma.get_slice(cta_coord_vmnk[0])
     tCgA = thr_mma.partition_A(gA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
     tCgB = thr_mma.partition_B(gB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
     tCgC = thr_mma.partition_C(gC)  # (MMA, MMA_M, MMA_N, tiles_m, tiles_n)
-    tCrA = tiled_mma.make_fragment_A(sA)  # smem descriptors, (MMA, MMA_M, MMA_K, stage)
-    tCrB = tiled_mma.make_fragment_B(sB)
-    # TMA: a CTA's copy lands in the smem of every CTA named in its multicast mask
-    tAsA, tAgA = cpasync.tma_partition(  # ((TMA, REST), STAGE), ((TMA, REST), tiles_m, k_tiles)
-        tma_a.atom, cta_coord_vmnk[2], cute.make_layout(cute.size(cta_layout_vmnk, mode=[2])),
-        cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3))
-    tBsB, tBgB = cpasync.tma_partition(  # ((TMA, REST), STAGE), ((TMA, REST), tiles_n, k_tiles)
-        tma_b.atom, cta_coord_vmnk[1], cute.make_layout(cute.size(cta_layout_vmnk, mode=[1])),
-        cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3))
+    tCrA = tiled_mma.make_fragment_A(sA)  # smem descriptors, (MMA, MMA_M, MMA_K, STAGE)
+    tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGE)
+    # TMA: a CTA's copy lands in the smem of every CTA named in its multicast mask.
+    # tAsA ((TMA, REST), STAGE), tAgA ((TMA, REST), tiles_m, k_tiles); B's alike
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a.atom,
+        cta_coord_vmnk[2],
+        cute.make_layout(cute.size(cta_layout_vmnk, mode=[2])),
+        cute.group_modes(sA, 0, 3),
+        cute.group_modes(tCgA, 0, 3),
+    )
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b.atom,
+        cta_coord_vmnk[1],
+        cute.make_layout(cute.size(cta_layout_vmnk, mode=[1])),
+        cute.group_modes(sB, 0, 3),
+        cute.group_modes(tCgB, 0, 3),
+    )
     k_tiles = cute.size(gA, mode=[3])
     return OperandViews(tAgA, tBgB, tAsA, tBsB, tCrA, tCrB, tCgC, k_tiles)
 
@@ -238,10 +281,19 @@ def accumulator_layout(tiled_mma: cute.TiledMma, tile: TileShape, slots: int) ->
 
 
 @cute.jit
-def tma_k_loop(tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tAgA: cute.Tensor, tBgB: cute.Tensor, tAsA: cute.Tensor, tBsB: cute.Tensor,
-               ring: pipeline.PipelineTmaUmma, state: pipeline.PipelineState,
-               k_tiles: cutlass.Int32, mask_a, mask_b) -> pipeline.PipelineState:
+def tma_k_loop(
+    tma_a: cpasync.TmaInfo,
+    tma_b: cpasync.TmaInfo,
+    tAgA: cute.Tensor,
+    tBgB: cute.Tensor,
+    tAsA: cute.Tensor,
+    tBsB: cute.Tensor,
+    ring: pipeline.PipelineTmaUmma,
+    state: pipeline.PipelineState,
+    k_tiles: cutlass.Int32,
+    mask_a,
+    mask_b,
+) -> pipeline.PipelineState:
     """TMA warp: stream the K-blocks of one tile into the ring; return the ring position.
 
     For each K-block: wait until the stage is empty (the MMA has released it), arm the
@@ -252,19 +304,34 @@ def tma_k_loop(tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
     for k_block in cutlass.range(k_tiles, unroll=1):
         ring.producer_acquire(state)
         barrier = ring.producer_get_barrier(state)
-        cute.copy(tma_a.atom, tAgA[(None, k_block)], tAsA[(None, state.index)],
-                  tma_bar_ptr=barrier, mcast_mask=mask_a)
-        cute.copy(tma_b.atom, tBgB[(None, k_block)], tBsB[(None, state.index)],
-                  tma_bar_ptr=barrier, mcast_mask=mask_b)
+        cute.copy(
+            tma_a.atom,
+            tAgA[(None, k_block)],
+            tAsA[(None, state.index)],
+            tma_bar_ptr=barrier,
+            mcast_mask=mask_a,
+        )
+        cute.copy(
+            tma_b.atom,
+            tBgB[(None, k_block)],
+            tBsB[(None, state.index)],
+            tma_bar_ptr=barrier,
+            mcast_mask=mask_b,
+        )
         state.advance()
     return state
 
 
 @cute.jit
-def mma_k_loop(tiled_mma: cute.TiledMma, accumulator: cute.Tensor,
-               tCrA: cute.Tensor, tCrB: cute.Tensor,
-               ring: pipeline.PipelineTmaUmma, state: pipeline.PipelineState,
-               k_tiles: cutlass.Int32) -> pipeline.PipelineState:
+def mma_k_loop(
+    tiled_mma: cute.TiledMma,
+    accumulator: cute.Tensor,
+    tCrA: cute.Tensor,
+    tCrB: cute.Tensor,
+    ring: pipeline.PipelineTmaUmma,
+    state: pipeline.PipelineState,
+    k_tiles: cutlass.Int32,
+) -> pipeline.PipelineState:
     """MMA warp: multiply the K-blocks of one tile into `accumulator` (in TMEM).
 
     The first MMA of a tile overwrites the accumulator (ACCUMULATE=False), every
@@ -304,17 +371,23 @@ class EpilogueSetup(NamedTuple):
     epi_barrier: pipeline.NamedBarrier  # the 4 epilogue warps
 
 
-def epilogue_setup(tmem: TmemAllocator, acc_layout: cute.Layout, acc_dtype,
-                   epi_stages: int) -> EpilogueSetup:
+def epilogue_setup(
+    tmem: TmemAllocator, acc_layout: cute.Layout, acc_dtype, epi_stages: int
+) -> EpilogueSetup:
     """Epilogue warps, once: wait for the TMEM allocation and view the accumulators there;
     the TMA-store ring of staging buffers; the named barrier the 4 warps sync on."""
     tmem.wait_for_alloc()
     tmem_ptr = tmem.retrieve_ptr(acc_dtype)
     c_pipeline = pipeline.PipelineTmaStore.create(
         num_stages=epi_stages,
-        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, EPILOGUE_THREADS))
-    return EpilogueSetup(tmem_ptr, cute.make_tensor(tmem_ptr, acc_layout), c_pipeline,
-                         pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS))
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, EPILOGUE_THREADS),
+    )
+    return EpilogueSetup(
+        tmem_ptr,
+        cute.make_tensor(tmem_ptr, acc_layout),
+        c_pipeline,
+        pipeline.NamedBarrier(EPILOGUE_SYNC_BARRIER, EPILOGUE_THREADS),
+    )
 
 
 def staging_buffer(store, epi_stages: int):
@@ -328,11 +401,19 @@ def staging_buffer(store, epi_stages: int):
 
 
 @cute.jit
-def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
-                  accumulator: cute.Tensor, tma_c: cpasync.TmaInfo, sC: cute.Tensor,
-                  gC: cute.Tensor, epi_tile: cute.Tile, c_dtype: cutlass.Constexpr,
-                  epi_barrier: pipeline.NamedBarrier, c_pipeline: pipeline.PipelineTmaStore,
-                  stores_before: cutlass.Int32):
+def epilogue_tile(
+    tidx: cutlass.Int32,
+    warp_idx: cutlass.Int32,
+    accumulator: cute.Tensor,
+    tma_c: cpasync.TmaInfo,
+    sC: cute.Tensor,
+    gC: cute.Tensor,
+    epi_tile: cute.Tile,
+    c_dtype: cutlass.Constexpr,
+    epi_barrier: pipeline.NamedBarrier,
+    c_pipeline: pipeline.PipelineTmaStore,
+    stores_before: cutlass.Int32,
+):
     """Epilogue warps: drain one CTA's 128 x N accumulator to C, one sub-tile at a time.
     `stores_before` counts the TMA stores this CTA issued for earlier tiles; returns the
     count after this tile's.
@@ -350,11 +431,14 @@ def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
     thr_load = tmem_load.get_slice(tidx)
     tTR_tAcc = thr_load.partition_S(acc_epi)  # (T2R, T2R_M, T2R_N, EPI_M, EPI_N)
     tTR_gC = thr_load.partition_D(gC_epi)  # (T2R, T2R_M, T2R_N, EPI_M, EPI_N)
-    tTR_rAcc = cute.make_rmem_tensor(tTR_gC[(None, None, None, 0, 0)].shape,  # (T2R, T2R_M, T2R_N)
-                                     accumulator.element_type)
+    # one sub-tile of the accumulator in registers, (T2R, T2R_M, T2R_N)
+    tTR_rAcc = cute.make_rmem_tensor(
+        tTR_gC[(None, None, None, 0, 0)].shape, accumulator.element_type
+    )
 
-    store_atom = sm100_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, c_dtype,
-                                               accumulator.element_type, tmem_load)
+    store_atom = sm100_utils.get_smem_store_op(
+        LayoutEnum.ROW_MAJOR, c_dtype, accumulator.element_type, tmem_load
+    )
     smem_store = cute.make_tiled_copy_D(store_atom, tmem_load)
     thr_store = smem_store.get_slice(tidx)
     tRS_sC = thr_store.partition_D(sC)  # (R2S, R2S_M, R2S_N, buffer)
@@ -363,11 +447,16 @@ def epilogue_tile(tidx: cutlass.Int32, warp_idx: cutlass.Int32,
 
     # TMA view of the staging buffer and of this tile of C, one entry per sub-tile:
     # (TMA, buffer) and (TMA, EPI_M, EPI_N)
-    tCsC, tCgC = cpasync.tma_partition(tma_c.atom, 0, cute.make_layout(1),
-                                       cute.group_modes(sC, 0, 2),
-                                       cute.group_modes(gC_epi, 0, 2))
-    tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))  # (T2R, T2R_M, T2R_N, sub-tiles)
-    tCgC = cute.group_modes(tCgC, 1, cute.rank(tCgC))  # (TMA, sub-tiles)
+    tCsC, tCgC = cpasync.tma_partition(
+        tma_c.atom,
+        0,
+        cute.make_layout(1),
+        cute.group_modes(sC, 0, 2),
+        cute.group_modes(gC_epi, 0, 2),
+    )
+    # (T2R, T2R_M, T2R_N, sub-tiles) and (TMA, sub-tiles): the sub-tiles counted in one mode
+    tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
+    tCgC = cute.group_modes(tCgC, 1, cute.rank(tCgC))
     subtiles = cute.size(tTR_tAcc, mode=[3])
     epi_stages = cute.size(tCsC, mode=[1])
     for sub in cutlass.range(subtiles):

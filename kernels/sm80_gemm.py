@@ -24,6 +24,7 @@ The pieces later steps reuse live here, where the course introduces them: the gr
 tile order, the swizzled row atom, the 16-byte row copies, the ldmatrix fragments of an
 mma.sync TiledMMA and the epilogue through shared memory.
 """
+
 from __future__ import annotations
 
 import math
@@ -87,7 +88,8 @@ class Sm80Gemm:
     # ------------------------------------------------------------- host side
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
 
@@ -107,15 +109,16 @@ class Sm80Gemm:
 
         # tensor cores: notebook 06's m16n8k16 atoms on a warps_m x warps_n grid, two n8
         # atoms per warp so one ldmatrix.x4 of B feeds both
-        tiled_mma = tiled_mma_sync(self.ab_dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2,
-                                   acc_dtype=self.acc_dtype)
+        tiled_mma = tiled_mma_sync(
+            self.ab_dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2, acc_dtype=self.acc_dtype
+        )
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
         self.kernel(mA, mB, mC, sA_layout, sB_layout, sC_layout, copy_a, copy_b, copy_c,
                     tiled_mma, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)
+            smem=self.smem_bytes, stream=stream)  # fmt: skip
 
     # ------------------------------------------------------------- device side
     @cute.kernel
@@ -123,7 +126,7 @@ class Sm80Gemm:
                sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
                sC_layout: cute.ComposedLayout, copy_a: cute.TiledCopy, copy_b: cute.TiledCopy,
                copy_c: cute.TiledCopy, tiled_mma: cute.TiledMma, tiles_m: cutlass.Int32,
-               tiles_n: cutlass.Int32):
+               tiles_n: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
@@ -140,16 +143,26 @@ class Sm80Gemm:
         gA = cute.domain_offset((0, residue, 0), gA)
         gB = cute.domain_offset((0, residue, 0), gB)
         # coordinate tensors mirror gA/gB and say which elements exist
-        cA = cute.domain_offset((0, residue, 0), cute.local_tile(
-            cute.make_identity_tensor(mA.shape), self.tile, coord, proj=(1, None, 1)))
-        cB = cute.domain_offset((0, residue, 0), cute.local_tile(
-            cute.make_identity_tensor(mB.shape), self.tile, coord, proj=(None, 1, 1)))
+        cA = cute.domain_offset(
+            (0, residue, 0),
+            cute.local_tile(
+                cute.make_identity_tensor(mA.shape), self.tile, coord, proj=(1, None, 1)
+            ),
+        )
+        cB = cute.domain_offset(
+            (0, residue, 0),
+            cute.local_tile(
+                cute.make_identity_tensor(mB.shape), self.tile, coord, proj=(None, 1, 1)
+            ),
+        )
 
         smem = SmemAllocator()
-        sA = smem.allocate_tensor(self.ab_dtype, sA_layout, 128)  # (bM, bK, STAGE)
-        sB = smem.allocate_tensor(self.ab_dtype, sB_layout, 128)  # (bN, bK, STAGE)
-        sC = cute.make_tensor(cute.recast_ptr(sA.iterator, sC_layout.inner, dtype=self.c_dtype),
-                              sC_layout.outer)  # (bM, bN), over the ring
+        # sA (bM, bK, STAGE), sB (bN, bK, STAGE); sC (bM, bN) over the ring
+        sA = smem.allocate_tensor(self.ab_dtype, sA_layout, 128)
+        sB = smem.allocate_tensor(self.ab_dtype, sB_layout, 128)
+        sC = cute.make_tensor(
+            cute.recast_ptr(sA.iterator, sC_layout.inner, dtype=self.c_dtype), sC_layout.outer
+        )
 
         # 2. partition the copies: each thread's 16-byte chunks of every stage
         thr_a, thr_b = copy_a.get_slice(tidx), copy_b.get_slice(tidx)
@@ -171,18 +184,30 @@ class Sm80Gemm:
         cute.arch.sync_threads()
         for kc in cutlass.range(cute.size(tAsA, mode=[2]), unroll_full=True):
             if cute.elem_less(-1, tAcA[0, 0, kc, 0][1]):  # K chunk exists (>= 0)?
-                cute.copy(copy_a, tAgA[None, None, kc, 0], tAsA[None, None, kc, 0],
-                          pred=pA[None, None, kc])
+                cute.copy(
+                    copy_a,
+                    tAgA[None, None, kc, 0],
+                    tAsA[None, None, kc, 0],
+                    pred=pA[None, None, kc],
+                )
         for kc in cutlass.range(cute.size(tBsB, mode=[2]), unroll_full=True):
             if cute.elem_less(-1, tBcB[0, 0, kc, 0][1]):
-                cute.copy(copy_b, tBgB[None, None, kc, 0], tBsB[None, None, kc, 0],
-                          pred=pB[None, None, kc])
+                cute.copy(
+                    copy_b,
+                    tBgB[None, None, kc, 0],
+                    tBsB[None, None, kc, 0],
+                    pred=pB[None, None, kc],
+                )
         cute.arch.cp_async_commit_group()
         next_k = cutlass.Int32(1)
         for s in cutlass.range(1, cfg.stages - 1, unroll_full=True):
             if next_k < k_tiles:
-                cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, s], pred=pA)
-                cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, s], pred=pB)
+                cute.copy(
+                    copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, s], pred=pA
+                )
+                cute.copy(
+                    copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, s], pred=pB
+                )
             next_k = next_k + 1
             cute.arch.cp_async_commit_group()
         # endregion prologue
@@ -190,20 +215,29 @@ class Sm80Gemm:
         # region fragments
         # 5-6. fragments: ldmatrix views of shared memory and mma.sync registers
         f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.ab_dtype)
-        self.mainloop(tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles,
-                      next_k)
+        self.mainloop(tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles, next_k)
         # endregion fragments
 
         # 7. epilogue: registers -> shared (converted) -> coalesced 16-byte stores
         cute.arch.cp_async_wait_group(0)
-        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_row, tile_col), tidx, self.c_dtype)
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (tile_row, tile_col), tidx)
 
     @cute.jit
-    def mainloop(self, tiled_mma: cute.TiledMma, f: Fragments, copy_a: cute.TiledCopy,
-                 tAgA: cute.Tensor, tAsA: cute.Tensor, pA: cute.Tensor, copy_b: cute.TiledCopy,
-                 tBgB: cute.Tensor, tBsB: cute.Tensor, pB: cute.Tensor, k_tiles: cutlass.Int32,
-                 next_k: cutlass.Int32):
+    def mainloop(
+        self,
+        tiled_mma: cute.TiledMma,
+        f: Fragments,
+        copy_a: cute.TiledCopy,
+        tAgA: cute.Tensor,
+        tAsA: cute.Tensor,
+        pA: cute.Tensor,
+        copy_b: cute.TiledCopy,
+        tBgB: cute.Tensor,
+        tBsB: cute.Tensor,
+        pB: cute.Tensor,
+        k_tiles: cutlass.Int32,
+        next_k: cutlass.Int32,
+    ):
         """The multistage main loop over all k-tiles, accumulating into f.acc. The prologue
         has committed stages-1 groups of cp.async (k-tiles 0 .. stages-2); next_k is the
         first k-tile not issued yet. A separate method so that a subclass can replace it."""
@@ -233,10 +267,18 @@ class Sm80Gemm:
                 cute.copy(s2r_b, tXsB[None, None, nxt, read], tXrB[None, None, nxt])
                 if kb == 0:
                     if next_k < k_tiles:
-                        cute.copy(copy_a, tAgA[None, None, None, next_k],
-                                  tAsA[None, None, None, write], pred=pA)
-                        cute.copy(copy_b, tBgB[None, None, None, next_k],
-                                  tBsB[None, None, None, write], pred=pB)
+                        cute.copy(
+                            copy_a,
+                            tAgA[None, None, None, next_k],
+                            tAsA[None, None, None, write],
+                            pred=pA,
+                        )
+                        cute.copy(
+                            copy_b,
+                            tBgB[None, None, None, next_k],
+                            tBsB[None, None, None, write],
+                            pred=pB,
+                        )
                     next_k = next_k + 1
                     cute.arch.cp_async_commit_group()
                     write = write + 1 if write + 1 < cfg.stages else cutlass.Int32(0)
@@ -247,9 +289,12 @@ class Sm80Gemm:
         """(copy rows x k-chunks) booleans: does this thread's copied row exist?
         (Plain Python, traced inline: its loops are static.)"""
         pred = cute.make_rmem_tensor(
-            cute.make_layout((tXcX.shape[0][1], cute.size(tXcX, mode=[1]),
-                              cute.size(tXcX, mode=[2])),
-                             stride=(cute.size(tXcX, mode=[1]), 1, 0)), cutlass.Boolean)
+            cute.make_layout(
+                (tXcX.shape[0][1], cute.size(tXcX, mode=[1]), cute.size(tXcX, mode=[2])),
+                stride=(cute.size(tXcX, mode=[1]), 1, 0),
+            ),
+            cutlass.Boolean,
+        )
         for v in range(pred.shape[0]):
             for r in range(pred.shape[1]):
                 pred[v, r, 0] = cute.elem_less(tXcX[(0, v), r, 0, 0][0], rows)
@@ -257,6 +302,7 @@ class Sm80Gemm:
 
 
 # ------------------------------------------------------------------ the pieces later steps reuse
+
 
 class Fragments(NamedTuple):
     """What ldmatrix_fragments returns: the MMA's register fragments and the ldmatrix copies
@@ -274,8 +320,9 @@ class Fragments(NamedTuple):
     tXrB: cute.Tensor  # (CPY, CPY_N, CPY_K)
 
 
-def ldmatrix_fragments(tiled_mma: cute.TiledMma, sA: cute.Tensor, sB: cute.Tensor,
-                       gC: cute.Tensor, tidx, dtype) -> Fragments:
+def ldmatrix_fragments(
+    tiled_mma: cute.TiledMma, sA: cute.Tensor, sB: cute.Tensor, gC: cute.Tensor, tidx, dtype
+) -> Fragments:
     """This thread's A and B fragments (one stage of sA / sB) and zeroed accumulators, and
     ldmatrix.x4 copies laid out exactly as mma.sync wants its registers (retile views the
     fragments through the copy's thread-value layout). Traced inline in a kernel."""
@@ -288,29 +335,47 @@ def ldmatrix_fragments(tiled_mma: cute.TiledMma, sA: cute.Tensor, sB: cute.Tenso
     s2r_a = cute.make_tiled_copy_A(ldsm, tiled_mma)
     s2r_b = cute.make_tiled_copy_B(ldsm, tiled_mma)
     thr_s2r_a, thr_s2r_b = s2r_a.get_slice(tidx), s2r_b.get_slice(tidx)
-    return Fragments(thr_mma, tCrA, tCrB, acc, s2r_a, thr_s2r_a.partition_S(sA),
-                     thr_s2r_a.retile(tCrA), s2r_b, thr_s2r_b.partition_S(sB),
-                     thr_s2r_b.retile(tCrB))
+    return Fragments(
+        thr_mma,
+        tCrA,
+        tCrB,
+        acc,
+        s2r_a,
+        thr_s2r_a.partition_S(sA),
+        thr_s2r_a.retile(tCrA),
+        s2r_b,
+        thr_s2r_b.partition_S(sB),
+        thr_s2r_b.retile(tCrB),
+    )
 
 
-def epilogue_through_smem(acc: cute.Tensor, thr_mma, sC: cute.Tensor, gC: cute.Tensor,
-                          mC: cute.Tensor, copy_c: cute.TiledCopy, tile_mn, tile_coord, tidx,
-                          dtype) -> None:
-    """Registers -> shared memory (converted to C's type, in the MMA's layout) -> global in
-    16-byte pieces of rows, predicated at the edges of C. Every thread of the CTA takes
-    part; the A/B ring must no longer be read (sC may alias it)."""
+def epilogue_through_smem(
+    acc: cute.Tensor,
+    thr_mma,
+    sC: cute.Tensor,
+    gC: cute.Tensor,
+    mC: cute.Tensor,
+    copy_c: cute.TiledCopy,
+    tile_coord,
+    tidx,
+) -> None:
+    """Registers -> shared memory (converted to C's type, sC's, in the MMA's layout) -> the
+    tile gC of C (at `tile_coord`, in tiles) in 16-byte pieces of rows, predicated at the
+    edges of C. Every thread of the CTA takes part; the A/B ring must no longer be read (sC
+    may alias it)."""
     cute.arch.sync_threads()
-    out = cute.make_fragment_like(acc, dtype)
-    out.store(acc.load().to(dtype))
+    out = cute.make_fragment_like(acc, sC.element_type)
+    out.store(acc.load().to(sC.element_type))
     cute.autovec_copy(out, thr_mma.partition_C(sC))
     cute.arch.sync_threads()
-    cC = cute.local_tile(cute.make_identity_tensor(mC.shape), tile_mn, tile_coord)
+    cC = cute.local_tile(cute.make_identity_tensor(mC.shape), gC.shape, tile_coord)
     store_tile(copy_c, sC, gC, cC, mC.shape, tidx)
 
 
 @cute.jit
-def grouped_tile(tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
-                 group: cutlass.Constexpr):
+def grouped_tile(
+    tile: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32, group: cutlass.Constexpr
+):
     """Linear tile id -> (row, column) of the tile in C's grid of tiles: `group` tile rows
     walked column by column.
     (course.models.tile_order.grouped_tile is the same function in plain Python.)"""
@@ -339,8 +404,14 @@ def row_copy(dtype, threads: int, width: int, atom_op=None):
 
 
 @cute.jit
-def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cute.Tensor,
-               shape_mn, tidx: cutlass.Int32):
+def store_tile(
+    copy_c: cute.TiledCopy,
+    sC: cute.Tensor,
+    gC: cute.Tensor,
+    cC: cute.Tensor,
+    shape_mn,
+    tidx: cutlass.Int32,
+):
     """Shared -> global for one C tile; cC holds each element's (m, n) coordinate."""
     thr = copy_c.get_slice(tidx)
     tCsC = thr.partition_S(sC)  # (CPY, CPY_M, CPY_N)
@@ -356,8 +427,12 @@ def store_tile(copy_c: cute.TiledCopy, sC: cute.Tensor, gC: cute.Tensor, cC: cut
 
 # ------------------------------------------------------------------ the surface
 
-GEMM = GemmHost("sm80_gemm", NEEDS, lambda types, config, arch, a_major, b_major:
-                Sm80Gemm(types, config), Config)
+GEMM = GemmHost(
+    "sm80_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: Sm80Gemm(types, config),
+    Config,
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /

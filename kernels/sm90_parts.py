@@ -10,6 +10,7 @@ one TMA box row is one swizzle row.
 Functions here are traced inline into the kernels that call them (`@cute.jit` ones too: a
 jit function called from a kernel is inlined), so where they live does not change the PTX.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -56,7 +57,8 @@ def staged_smem_layout(dtype, rows: int, stages: int):
     width = tile_k(dtype.width)
     atom = cute.nvgpu.warpgroup.make_smem_layout_atom(
         sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, dtype, width),
-        dtype)
+        dtype,
+    )
     return cute.tile_to_shape(atom, (rows, width, stages), order=(0, 1, 2))
 
 
@@ -69,16 +71,19 @@ class OperandTma(NamedTuple):
     mB: cute.Tensor  # B (N, K) as TMA coordinates
 
 
-def operand_tma(mA: cute.Tensor, mB: cute.Tensor, sA_layout, sB_layout, tile_m: int,
-                tile_n: int) -> OperandTma:
+def operand_tma(
+    mA: cute.Tensor, mB: cute.Tensor, sA_layout, sB_layout, tile_m: int, tile_n: int
+) -> OperandTma:
     """Host side: one tensor map per operand, boxes of (tile rows x tile_k) written into one
     stage of the swizzled ring."""
     g2s = cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
     width = tile_k(mA.element_type.width)
     tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-        g2s, mA, cute.slice_(sA_layout, (None, None, 0)), (tile_m, width))
+        g2s, mA, cute.slice_(sA_layout, (None, None, 0)), (tile_m, width)
+    )
     tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-        g2s, mB, cute.slice_(sB_layout, (None, None, 0)), (tile_n, width))
+        g2s, mB, cute.slice_(sB_layout, (None, None, 0)), (tile_n, width)
+    )
     return OperandTma(tma_a, tA, tma_b, tB)
 
 
@@ -94,28 +99,35 @@ class KTileLoads(NamedTuple):
     tBsB: cute.Tensor  # ((TMA, REST), STAGE)
 
 
-def tma_k_tiles(tma: OperandTma, sA: cute.Tensor, sB: cute.Tensor, tile_row, tile_col,
-                tile_m: int, tile_n: int) -> tuple[KTileLoads, cutlass.Int32]:
+def tma_k_tiles(
+    tma: OperandTma, sA: cute.Tensor, sB: cute.Tensor, tile_row, tile_col, tile_m: int, tile_n: int
+) -> tuple[KTileLoads, cutlass.Int32]:
     """This CTA's k-tiles of A and B in TMA coordinates, and the stage slots they land in
     (tile (tile_row, tile_col) of C, tiles of tile_m x tile_n); and how many k-tiles."""
     width = tile_k(sA.element_type.width)
     gA = cute.local_tile(tma.mA, (tile_m, width), (tile_row, None))  # (bM, bK, k_tiles)
     gB = cute.local_tile(tma.mB, (tile_n, width), (tile_col, None))  # (bN, bK, k_tiles)
     tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-        tma.tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        tma.tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+    )
     tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-        tma.tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        tma.tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+    )
     return KTileLoads(tma.tma_a, tAgA, tAsA, tma.tma_b, tBgB, tBsB), cute.size(gA, mode=[2])
 
 
-def make_tma_ring(barriers: cute.Pointer, stages: int, tx_bytes: int,
-                  consumer_warps: int) -> pipeline.PipelineTmaAsync:
+def make_tma_ring(
+    barriers: cute.Pointer, stages: int, tx_bytes: int, consumer_warps: int
+) -> pipeline.PipelineTmaAsync:
     """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects one arrival
     (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp."""
     return pipeline.PipelineTmaAsync.create(
-        num_stages=stages, barrier_storage=barriers, tx_count=tx_bytes,
+        num_stages=stages,
+        barrier_storage=barriers,
+        tx_count=tx_bytes,
         producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps))
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps),
+    )
 
 
 def copy_k_tile(loads: KTileLoads, j, stage, bar: cute.Pointer) -> None:
@@ -126,15 +138,26 @@ def copy_k_tile(loads: KTileLoads, j, stage, bar: cute.Pointer) -> None:
 
 
 @cute.jit
-def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
-                tma_a: cute.CopyAtom, tAgA: cute.Tensor, tAsA: cute.Tensor, tma_b: cute.CopyAtom,
-                tBgB: cute.Tensor, tBsB: cute.Tensor):
+def load_k_tile(
+    ring: pipeline.PipelineTmaAsync,
+    state: pipeline.PipelineState,
+    tma_a: cute.CopyAtom,
+    tAgA: cute.Tensor,
+    tAsA: cute.Tensor,
+    tma_b: cute.CopyAtom,
+    tBgB: cute.Tensor,
+    tBsB: cute.Tensor,
+):
     """Wait until stage `state.index` is empty, arm its full barrier with the expected
     bytes, and start the two TMA copies of k-tile `state.count`. Called by a whole warp
     (the arguments after `state` are a KTileLoads, unpacked)."""
     ring.producer_acquire(state)
-    copy_k_tile(KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB), state.count, state.index,
-                ring.producer_get_barrier(state))
+    copy_k_tile(
+        KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB),
+        state.count,
+        state.index,
+        ring.producer_get_barrier(state),
+    )
 
 
 class SmemLayouts(NamedTuple):
@@ -150,8 +173,9 @@ def allocate_ring(smem: SmemAllocator, dtype, layouts: SmemLayouts, c_dtype):
     tile, which reuses the ring's space once the main loop is over."""
     sA = smem.allocate_tensor(dtype, layouts.sA.outer, SWIZZLE_ALIGN, layouts.sA.inner)
     sB = smem.allocate_tensor(dtype, layouts.sB.outer, SWIZZLE_ALIGN, layouts.sB.inner)
-    sC = cute.make_tensor(cute.recast_ptr(sA.iterator, layouts.sC.inner, dtype=c_dtype),
-                          layouts.sC.outer)
+    sC = cute.make_tensor(
+        cute.recast_ptr(sA.iterator, layouts.sC.inner, dtype=c_dtype), layouts.sC.outer
+    )
     return sA, sB, sC
 
 
@@ -168,8 +192,18 @@ class RingTile(NamedTuple):
     k_tiles: cutlass.Int32
 
 
-def ring_and_tile(cfg, ab_dtype, c_dtype, tx_bytes: int, consumer_warps: int,
-                  layouts: SmemLayouts, tma: OperandTma, bidx, tiles_m, tiles_n) -> RingTile:
+def ring_and_tile(
+    cfg,
+    ab_dtype,
+    c_dtype,
+    tx_bytes: int,
+    consumer_warps: int,
+    layouts: SmemLayouts,
+    tma: OperandTma,
+    bidx,
+    tiles_m,
+    tiles_n,
+) -> RingTile:
     """Shared memory for a PipelineTmaAsync ring (the full/empty barrier pairs, then the A
     and B stages, C's staging tile over them), and CTA `bidx`'s tile in the grouped order
     with its k-tiles in TMA coordinates. Traced inline in a kernel."""
@@ -186,5 +220,11 @@ def wgmma_tiled_mma(ab_dtype, acc_dtype, warpgroups: int, tile_n: int) -> cute.T
     """wgmma m64 x tile_n x (32 bytes of K) with both operands K-major in shared memory, one
     atom per warpgroup stacked along M."""
     return sm90_utils.make_trivial_tiled_mma(
-        ab_dtype, ab_dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
-        acc_dtype, (warpgroups, 1, 1), tiler_mn=(64, tile_n))
+        ab_dtype,
+        ab_dtype,
+        cute.nvgpu.OperandMajorMode.K,
+        cute.nvgpu.OperandMajorMode.K,
+        acc_dtype,
+        (warpgroups, 1, 1),
+        tiler_mn=(64, tile_n),
+    )

@@ -24,6 +24,7 @@ The pieces (tiled MMA, TMA atoms, the two k-loops, the epilogue) are kernels/sm1
 shared with notebook 13's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm):
 CTA pairs first, then Cluster Launch Control with two accumulator slots.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,12 +38,11 @@ from cutlass.memory import SmemAllocator, TmemAllocator
 
 from . import selftest
 from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, Operands, gemm_tensors, tile_k
-from .sm100_parts import (EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP,
-                          TMEM_ALLOC_BARRIER, TMEM_USERS, TileShape, accumulator_layout,
-                          allocate_operand_smem, cta_footprint, cta_stage_bytes, epilogue_setup,
-                          epilogue_tile, make_epilogue_tma, make_operand_tma, make_stage_ring,
-                          make_tiled_mma, mma_k_loop, partition_operands, tma_k_loop,
-                          tmem_columns_for)
+from .sm100_parts import EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP, TMEM_ALLOC_BARRIER
+from .sm100_parts import TMEM_USERS, TileShape, accumulator_layout, allocate_operand_smem
+from .sm100_parts import cta_footprint, cta_stage_bytes, epilogue_setup, epilogue_tile
+from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring, make_tiled_mma
+from .sm100_parts import mma_k_loop, partition_operands, tma_k_loop, tmem_columns_for
 
 NEEDS = "sm_100a"
 DTYPES = HALF_TYPES
@@ -64,44 +64,62 @@ class Config:
 class Tcgen05Gemm:
     """The kernel for one (A/B, accumulator and C types, Config)."""
 
+    ctas = 1  # CTAs that share one MMA: the MMA tile is 128 x tile_n
+    acc_slots = 1  # one tile per CTA: nothing to overlap the epilogue with
+    epi_stages = 2  # TMA-store staging buffers of the epilogue
+
     def __init__(self, types: GemmTypes, config: Config = Config()):
         # configuration
         self.ab_dtype, self.acc_dtype, self.c_dtype = types
         self.cfg = config
         # derived, all in one place
-        self.tile = TileShape(mma_m=128, n=config.tile_n, k=tile_k(self.ab_dtype.width), ctas=1)
+        self.tile = TileShape(
+            mma_m=128 * self.ctas, n=config.tile_n, k=tile_k(self.ab_dtype.width), ctas=self.ctas
+        )
         self.stages = config.stages
-        self.acc_slots = 1  # one tile per CTA: nothing to overlap the epilogue with
-        self.epi_stages = 2
         self.tmem_columns = tmem_columns_for(self.acc_slots * self.tile.n)
 
     def footprint(self) -> dict:
         """Threads, TMEM columns, bytes per stage and shared memory of one CTA."""
-        return cta_footprint(self.tile, self.stages, self.acc_slots, self.epi_stages,
-                             self.ab_dtype.width // 8, self.c_dtype.width // 8)
+        return cta_footprint(
+            self.tile,
+            self.stages,
+            self.acc_slots,
+            self.epi_stages,
+            self.ab_dtype.width // 8,
+            self.c_dtype.width // 8,
+        )
+
+    def check_pointers(self, a_ptr, b_ptr, c_ptr) -> None:
+        """Refuse, while tracing, pointers of other element types than this kernel's."""
+        if (a_ptr.dtype, b_ptr.dtype, c_ptr.dtype) != (self.ab_dtype, self.ab_dtype, self.c_dtype):
+            raise TypeError("pointer element types do not match the kernel's dtypes")
 
     # ------------------------------------------------------------ host
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
-        if cutlass.const_expr(a_ptr.dtype != self.ab_dtype
-                              or b_ptr.dtype != self.ab_dtype
-                              or c_ptr.dtype != self.c_dtype):
-            raise TypeError("pointer element types do not match the kernel's dtypes")
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
+        self.check_pointers(a_ptr, b_ptr, c_ptr)
         a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         tiled_mma = make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
         cta_layout_vmnk = cute.make_layout((1, 1, 1, 1))  # no cluster: one CTA per MMA tile
         tma_a, tma_b = make_operand_tma(a, b, tiled_mma, self.tile, self.stages)
         epi_tile, tma_c = make_epilogue_tma(c, self.tile, self.epi_stages)
-        grid = ((m + self.tile.cta_m - 1) // self.tile.cta_m,
-                (n + self.tile.n - 1) // self.tile.n, 1)
+        grid = (
+            (m + self.tile.cta_m - 1) // self.tile.cta_m,
+            (n + self.tile.n - 1) // self.tile.n,
+            1,
+        )
         self.kernel(tiled_mma, tma_a, tma_b, tma_c, epi_tile, cta_layout_vmnk).launch(
-            grid=grid, block=[THREADS_PER_CTA, 1, 1], stream=stream)
+            grid=grid, block=[THREADS_PER_CTA, 1, 1], stream=stream
+        )
 
     # ------------------------------------------------------------ device
     @cute.kernel
     def kernel(self, tiled_mma: cute.TiledMma, tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile, cta_layout_vmnk: cute.Layout):
+               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile,
+               cta_layout_vmnk: cute.Layout):  # fmt: skip
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tile_row, tile_col, _ = cute.arch.block_idx()  # one CTA, one tile of C
@@ -119,25 +137,30 @@ class Tcgen05Gemm:
                 cpasync.prefetch_descriptor(tma.atom)
 
         # stage ring: TMA (one thread) produces, tcgen05.commit from the MMA warp consumes
-        ring = make_stage_ring(bars.ab.data_ptr(), self.stages, cta_stage_bytes(self.tile),
-                               cta_layout_vmnk)
+        ring = make_stage_ring(
+            bars.ab.data_ptr(), self.stages, cta_stage_bytes(self.tile), cta_layout_vmnk
+        )
         # accumulator hand-off: the MMA warp produces, each epilogue warp consumes
         acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=bars.acc.data_ptr(), num_stages=self.acc_slots,
+            barrier_storage=bars.acc.data_ptr(),
+            num_stages=self.acc_slots,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
-                                                     len(EPILOGUE_WARPS)),
-            cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
-        tmem = TmemAllocator(bars.tmem_base.ptr,
-                             barrier_for_retrieve=pipeline.NamedBarrier(
-                                 TMEM_ALLOC_BARRIER, TMEM_USERS),
-                             allocator_warp_id=EPILOGUE_WARPS[0])
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS)),
+            cta_layout_vmnk=cta_layout_vmnk,
+            defer_sync=True,
+        )
+        tmem = TmemAllocator(
+            bars.tmem_base.ptr,
+            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
+            allocator_warp_id=EPILOGUE_WARPS[0],
+        )
         pipeline.pipeline_init_arrive()  # fence the mbarrier inits ...
         pipeline.pipeline_init_wait()  # ... and make them visible to the whole CTA
 
         sA, sB, sC = allocate_operand_smem(smem, self.ab_dtype, self.c_dtype, tma_a, tma_b, tma_c)
-        views = partition_operands(tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB,
-                                   cta_layout_vmnk, (0, 0, 0, 0))
+        views = partition_operands(
+            tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB, cta_layout_vmnk, (0, 0, 0, 0)
+        )
         acc_layout = accumulator_layout(tiled_mma, self.tile, self.acc_slots)
 
         # TMEM: warp 0 allocates a power-of-two number of columns for the accumulator
@@ -146,13 +169,13 @@ class Tcgen05Gemm:
 
         if warp_idx == TMA_WARP:
             self.tma_role(tma_a, tma_b, views.tAgA, views.tBgB, views.tAsA, views.tBsB, ring,
-                          views.k_tiles, tile_row, tile_col)
+                          views.k_tiles, tile_row, tile_col)  # fmt: skip
         if warp_idx == MMA_WARP:
-            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, ring,
-                          acc_pipeline, views.k_tiles)
+            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, ring, acc_pipeline,
+                          views.k_tiles)  # fmt: skip
         if warp_idx < TMA_WARP:
-            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC,
-                               epi_tile, acc_pipeline, tile_row, tile_col)
+            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC, epi_tile,
+                               acc_pipeline, tile_row, tile_col)  # fmt: skip
 
     @cute.jit
     def tma_role(self, tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ring, k_tiles, tile_row, tile_col):
@@ -160,7 +183,7 @@ class Tcgen05Gemm:
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         ab_state = tma_k_loop(tma_a, tma_b, tAgA[(None, tile_row, None)],
                               tBgB[(None, tile_col, None)], tAsA, tBsB, ring, ab_state, k_tiles,
-                              None, None)
+                              None, None)  # fmt: skip
         ring.producer_tail(ab_state)  # wait until the MMA has drained the ring
 
     @cute.jit
@@ -168,26 +191,25 @@ class Tcgen05Gemm:
         """Warp 5: all K-blocks into the TMEM accumulator, then hand it to the epilogue."""
         tmem.wait_for_alloc()
         accumulators = cute.make_tensor(tmem.retrieve_ptr(self.acc_dtype), acc_layout)
-        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
-                                                 self.acc_slots)
+        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.acc_slots)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         acc_pipeline.producer_acquire(acc_state)
-        ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)],
-                              tCrA, tCrB, ring, ab_state, k_tiles)
+        ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)], tCrA,
+                              tCrB, ring, ab_state, k_tiles)  # fmt: skip
         acc_pipeline.producer_commit(acc_state)  # tcgen05.commit: fires when the MMAs finish
 
     @cute.jit
     def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                      acc_pipeline, tile_row, tile_col):
+                      acc_pipeline, tile_row, tile_col):  # fmt: skip
         """Warps 0-3: wait for the accumulator, drain it to C, free TMEM."""
         tmem_ptr, accumulators, c_pipeline, epi_barrier = epilogue_setup(
-            tmem, acc_layout, self.acc_dtype, self.epi_stages)
-        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer,
-                                                 self.acc_slots)
+            tmem, acc_layout, self.acc_dtype, self.epi_stages
+        )
+        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
         acc_pipeline.consumer_wait(acc_state)
         epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)], tma_c,
                       sC, tCgC[((None, None), 0, 0, tile_row, tile_col)], epi_tile, self.c_dtype,
-                      epi_barrier, c_pipeline, cutlass.Int32(0))
+                      epi_barrier, c_pipeline, cutlass.Int32(0))  # fmt: skip
         with cute.arch.elect_one():
             acc_pipeline.consumer_release(acc_state)
         c_pipeline.producer_tail()  # every TMA store of C has read its staging buffer
@@ -197,8 +219,13 @@ class Tcgen05Gemm:
 
 # ---------------------------------------------------------------- the surface
 
-GEMM = GemmHost("tcgen05_gemm", NEEDS, lambda types, config, arch, a_major, b_major:
-                Tcgen05Gemm(types, config), Config, OPERANDS)
+GEMM = GemmHost(
+    "tcgen05_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: Tcgen05Gemm(types, config),
+    Config,
+    OPERANDS,
+)
 
 
 # compile(dtype, config, out_dtype=) / artifacts(arch, dtype, config, out_dtype=) /

@@ -45,10 +45,10 @@ that long records (CTA, warp, barrier, stage, parity, k-tile) in a report and gi
 so the kernel finishes and `run` raises PipelineHang saying exactly where it stuck.
 Run buggy configurations in a child process anyway (course.runtime.watchdog.isolated).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -58,21 +58,23 @@ import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
-from .gemm_host import (COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, elements,
-                        gemm_tensors, stage_bytes)
+from .gemm_host import COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, elements
+from .gemm_host import gemm_tensors, stage_bytes
 from .host import PipelineHang, gmem_pointer, smem_capacity
 from .mma_atom import ATOM as MMA_SHAPE
-from .sm80_gemm import (epilogue_through_smem, grouped_tile, ldmatrix_fragments, row_copy,
-                        swizzled_rows, tiled_mma_sync)
-from .sm90_parts import (BARRIER_BYTES, KTileLoads, OperandTma, SmemLayouts, allocate_ring,
-                         copy_k_tile, cta_coordinates, load_k_tile, make_tma_ring, operand_tma,
-                         prefetch_descriptors, ring_smem_bytes, staged_smem_layout, tma_k_tiles)
+from .sm80_gemm import epilogue_through_smem, grouped_tile, ldmatrix_fragments, row_copy
+from .sm80_gemm import swizzled_rows, tiled_mma_sync
+from .sm90_parts import BARRIER_BYTES, KTileLoads, OperandTma, SmemLayouts, allocate_ring
+from .sm90_parts import copy_k_tile, cta_coordinates, load_k_tile, make_tma_ring, operand_tma
+from .sm90_parts import prefetch_descriptors, ring_smem_bytes, staged_smem_layout, tma_k_tiles
 
 NEEDS = "sm_90+"
 DTYPES = HALF_TYPES  # same operands, same rules as notebooks 07 and 10
 BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
 RINGS = ("mbarrier", "pipeline")  # written by hand, or CuTe DSL's PipelineTmaAsync
-REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
+REPORT_WORDS = (
+    8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
+)
 FULL, EMPTY = 1, 2
 
 
@@ -94,8 +96,10 @@ class Config:
         if self.bug not in BUGS:
             raise ValueError(f"bug must be one of {BUGS}")
         if self.ring == "pipeline" and (self.bug or self.debug_timeout_ms):
-            raise ValueError("bugs and bounded waits are injected into the hand-written ring "
-                             "(ring='mbarrier') only")
+            raise ValueError(
+                "bugs and bounded waits are injected into the hand-written ring "
+                "(ring='mbarrier') only"
+            )
         if self.stages < 1:
             raise ValueError("the ring needs at least 1 stage")
         if not (self.tile_m <= 256 and self.tile_n <= 256):
@@ -129,8 +133,9 @@ class Config:
     def max_stages(self, arch: str = "sm_90a", elem_bytes: int = 2) -> int:
         """The deepest ring that fits in `arch`'s shared memory."""
         stages = 0
-        while ring_smem_bytes(self.tile_m, self.tile_n, stages + 1, elem_bytes) <= \
-                smem_capacity(arch):
+        while ring_smem_bytes(self.tile_m, self.tile_n, stages + 1, elem_bytes) <= smem_capacity(
+            arch
+        ):
             stages += 1
         return stages
 
@@ -154,6 +159,7 @@ def consumer_parity(t, stages: int):
 
 
 # ------------------------------------------------------------------ the kernel, ring by hand
+
 
 def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
     """Step 07's math on one k-tile in stage `stage`: ldmatrix one k-block ahead of the
@@ -181,19 +187,23 @@ class TmaGemm:
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
                  m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, report_ptr: cute.Pointer,
-                 stream: cuda.CUstream):
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         report = cute.make_tensor(report_ptr, cute.make_layout(REPORT_WORDS))
         sA_layout = staged_smem_layout(self.ab_dtype, cfg.tile_m, cfg.stages)
         sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
-                                       (cfg.tile_m, cfg.tile_n), (0, 1))
+        sC_layout = cute.tile_to_shape(
+            swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
+            (cfg.tile_m, cfg.tile_n),
+            (0, 1),
+        )
         # TMA: one tensor map per operand, boxes of (tile rows x tile_k) with the 128B swizzle
         tma = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
         # notebook 07's tensor cores: m16n8k16 on a warps_m x warps_n grid
-        tiled_mma = tiled_mma_sync(self.ab_dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2,
-                                   acc_dtype=self.acc_dtype)
+        tiled_mma = tiled_mma_sync(
+            self.ab_dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2, acc_dtype=self.acc_dtype
+        )
         copy_c = row_copy(self.c_dtype, cfg.threads, cfg.tile_n)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
@@ -201,15 +211,15 @@ class TmaGemm:
         self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, report, tiled_mma, copy_c,
                     sA_layout, sB_layout, sC_layout, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)
+            smem=self.smem_bytes, stream=stream)  # fmt: skip
 
     # ------------------------------------------------------------- device side
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
                copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
@@ -218,14 +228,16 @@ class TmaGemm:
         smem = SmemAllocator()
         full = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=BARRIER_BYTES)
         empty = full + cfg.stages
-        sA, sB, sC = allocate_ring(smem, self.ab_dtype,
-                                   SmemLayouts(sA_layout, sB_layout, sC_layout), self.c_dtype)
+        sA, sB, sC = allocate_ring(
+            smem, self.ab_dtype, SmemLayouts(sA_layout, sB_layout, sC_layout), self.c_dtype
+        )
 
         # this CTA's tile, its k-tiles of A and B in TMA coordinates and their stage slots,
         # and the ldmatrix views of shared memory and mma.sync registers (notebook 07)
         tile_row, tile_col = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        loads, k_tiles = tma_k_tiles(OperandTma(tma_a, mA, tma_b, mB), sA, sB, tile_row,
-                                     tile_col, cfg.tile_m, cfg.tile_n)
+        loads, k_tiles = tma_k_tiles(
+            OperandTma(tma_a, mA, tma_b, mB), sA, sB, tile_row, tile_col, cfg.tile_m, cfg.tile_n
+        )
         gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_row, tile_col))  # (bM, bN)
         f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.ab_dtype)
 
@@ -234,13 +246,12 @@ class TmaGemm:
 
         # the epilogue (notebook 07's): registers -> shared (converted) -> 16-byte stores.
         # Every load issued has landed: each was waited for before it was read.
-        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_row, tile_col), tidx, self.c_dtype)
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (tile_row, tile_col), tidx)
 
     @cute.jit
     def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
              empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):
+             report: cute.Tensor):  # fmt: skip
         """The mbarrier ring, run by every warp: initialise the barriers, warp 0 fills every
         stage, then each k-tile t is waited for on full[t % stages], multiplied, released on
         empty[t % stages], and warp 0 refills the stage with k-tile t + stages."""
@@ -286,8 +297,14 @@ class TmaGemm:
         # endregion prologue-and-main-loop
 
     @cute.jit
-    def produce(self, j: cutlass.Int32, full: cute.Pointer, empty: cute.Pointer,
-                loads: KTileLoads, report: cute.Tensor):
+    def produce(
+        self,
+        j: cutlass.Int32,
+        full: cute.Pointer,
+        empty: cute.Pointer,
+        loads: KTileLoads,
+        report: cute.Tensor,
+    ):
         """Load k-tile j into stage j % stages. Called by all of warp 0.
 
         Wait until the stage is empty (its previous k-tile released by every warp), arm
@@ -306,20 +323,29 @@ class TmaGemm:
     mma_k_tile = staticmethod(mma_sync_k_tile)
 
     @cute.jit
-    def wait_full(self, bar: cute.Pointer, parity: cutlass.Int32, t: cutlass.Int32,
-                  report: cute.Tensor):
+    def wait_full(
+        self, bar: cute.Pointer, parity: cutlass.Int32, t: cutlass.Int32, report: cute.Tensor
+    ):
         """A consumer waits on full[t % stages] (`bar`) until k-tile t has landed."""
         self.wait(bar, parity, FULL, t % self.cfg.stages, t, report)
 
     @cute.jit
-    def wait_empty(self, bar: cute.Pointer, parity: cutlass.Int32, j: cutlass.Int32,
-                   report: cute.Tensor):
+    def wait_empty(
+        self, bar: cute.Pointer, parity: cutlass.Int32, j: cutlass.Int32, report: cute.Tensor
+    ):
         """The producer waits on empty[j % stages] (`bar`) until it may load k-tile j."""
         self.wait(bar, parity, EMPTY, j % self.cfg.stages, j, report)
 
     @cute.jit
-    def wait(self, bar: cute.Pointer, parity: cutlass.Int32, kind: cutlass.Constexpr,
-             stage: cutlass.Int32, ktile: cutlass.Int32, report: cute.Tensor):
+    def wait(
+        self,
+        bar: cute.Pointer,
+        parity: cutlass.Int32,
+        kind: cutlass.Constexpr,
+        stage: cutlass.Int32,
+        ktile: cutlass.Int32,
+        report: cute.Tensor,
+    ):
         """mbarrier.try_wait.parity until the phase with this parity has completed.
 
         With debug_timeout_ms > 0 the wait is bounded: after that long (twice that for
@@ -345,11 +371,16 @@ class TmaGemm:
                             done = True
 
     @cute.jit
-    def give_up(self, report: cute.Tensor, kind: cutlass.Constexpr, stage: cutlass.Int32,
-                parity: cutlass.Int32, ktile: cutlass.Int32):
+    def give_up(
+        self,
+        report: cute.Tensor,
+        kind: cutlass.Constexpr,
+        stage: cutlass.Int32,
+        parity: cutlass.Int32,
+        ktile: cutlass.Int32,
+    ):
         """The first thread to give up writes the report; others only stop waiting."""
-        first = cute.arch.atomic_cas(report.iterator, cmp=cutlass.Int32(0),
-                                     val=cutlass.Int32(1))
+        first = cute.arch.atomic_cas(report.iterator, cmp=cutlass.Int32(0), val=cutlass.Int32(1))
         if first == 0:
             bidx, _, _ = cute.arch.block_idx()
             report[1] = bidx
@@ -367,7 +398,8 @@ class TmaGemm:
         return self.cfg.debug_timeout_ms * (2 if kind == FULL else 1)
 
 
-# ------------------------------------------------------------------ the same ring, as PipelineTmaAsync
+# -------------------------------------------------------------- the same ring, as PipelineTmaAsync
+
 
 class TmaPipelineGemm(TmaGemm):
     """TmaGemm with the ring kept by CuTe DSL's PipelineTmaAsync: barrier init, counts, the
@@ -379,7 +411,7 @@ class TmaPipelineGemm(TmaGemm):
     @cute.jit
     def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
              empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):
+             report: cute.Tensor):  # fmt: skip
         """The same ring through PipelineTmaAsync (its barrier pairs start at `full`)."""
         cfg = self.cfg
         # 1. barriers: full/empty pairs (one expect_tx arrival; one arrival per warp)
@@ -407,14 +439,20 @@ class TmaPipelineGemm(TmaGemm):
 
 # ------------------------------------------------------------------ the surface
 
+
 def describe_report(words: list[int], config: Config) -> str:
     """The debug report as a sentence (words as read back from the kernel)."""
     _, cta, warp, kind, stage, parity, ktile, ms = words[:REPORT_WORDS]
     what = {FULL: "full", EMPTY: "empty"}.get(kind, f"barrier kind {kind}")
-    role = ("a consumer waiting for k-tile %d to arrive" % ktile if kind == FULL else
-            "the producer (warp 0) waiting to refill the stage with k-tile %d" % ktile)
-    return (f"CTA {cta}, warp {warp} gave up after {ms} ms waiting on {what}[{stage}] for parity "
-            f"{parity}: {role}. The phase with that parity never completed.")
+    role = (
+        "a consumer waiting for k-tile %d to arrive" % ktile
+        if kind == FULL
+        else "the producer (warp 0) waiting to refill the stage with k-tile %d" % ktile
+    )
+    return (
+        f"CTA {cta}, warp {warp} gave up after {ms} ms waiting on {what}[{stage}] for parity "
+        f"{parity}: {role}. The phase with that parity never completed."
+    )
 
 
 _REPORTS: dict = {}
@@ -447,9 +485,17 @@ def _kernel(types: GemmTypes, config: Config, arch, a_major, b_major) -> TmaGemm
     return (TmaPipelineGemm if config.ring == "pipeline" else TmaGemm)(types, config)
 
 
-GEMM = GemmHost("tma_gemm", NEEDS, _kernel, Config, extra=LaunchExtra(
-    placeholders=lambda config: (gmem_pointer(None, torch.int32),),
-    values=_report_pointer, after=_raise_if_a_wait_gave_up))
+GEMM = GemmHost(
+    "tma_gemm",
+    NEEDS,
+    _kernel,
+    Config,
+    extra=LaunchExtra(
+        placeholders=lambda config: (gmem_pointer(None, torch.int32),),
+        values=_report_pointer,
+        after=_raise_if_a_wait_gave_up,
+    ),
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
@@ -458,6 +504,7 @@ compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.
 
 
 if __name__ == "__main__":
-    raise SystemExit(selftest.gemm_main(GEMM, "tma_gemm")
-                     or selftest.gemm_main(GEMM, "tma_gemm (ring='pipeline')",
-                                           config=Config(ring="pipeline")))
+    raise SystemExit(
+        selftest.gemm_main(GEMM, "tma_gemm")
+        or selftest.gemm_main(GEMM, "tma_gemm (ring='pipeline')", config=Config(ring="pipeline"))
+    )

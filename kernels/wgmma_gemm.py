@@ -14,6 +14,7 @@ epilogue are imported from it and from step 07):
 Notebook 11 adds warp specialization, persistence, clusters and a TMA-store epilogue.
 The TMA ring, the tile order and WGMMA's tiled MMA are kernels/sm90_parts.py's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,12 +25,12 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 
 from . import selftest
-from .gemm_host import (COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, elements, gemm_tensors,
-                        stage_bytes)
+from .gemm_host import COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, elements, gemm_tensors
+from .gemm_host import stage_bytes
 from .sm80_gemm import epilogue_through_smem, row_copy, swizzled_rows
-from .sm90_parts import (OperandTma, SmemLayouts, cta_coordinates, load_k_tile, operand_tma,
-                         prefetch_descriptors, ring_and_tile, ring_smem_bytes,
-                         staged_smem_layout, wgmma_tiled_mma)
+from .sm90_parts import OperandTma, SmemLayouts, cta_coordinates, load_k_tile, operand_tma
+from .sm90_parts import prefetch_descriptors, ring_and_tile, ring_smem_bytes, staged_smem_layout
+from .sm90_parts import wgmma_tiled_mma
 
 WARPGROUP_ROWS = 64  # rows of C one warpgroup's wgmma covers (m64)
 
@@ -81,13 +82,17 @@ class WgmmaGemm:
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         sA_layout = staged_smem_layout(self.ab_dtype, cfg.tile_m, cfg.stages)
         sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
-                                       (cfg.tile_m, cfg.tile_n), (0, 1))
+        sC_layout = cute.tile_to_shape(
+            swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
+            (cfg.tile_m, cfg.tile_n),
+            (0, 1),
+        )
 
         # TMA (step 09): one descriptor per operand, boxes of (tile rows x tile_k)
         tma = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
@@ -101,32 +106,42 @@ class WgmmaGemm:
         self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, tiled_mma, copy_c, sA_layout,
                     sB_layout, sC_layout, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)
+            smem=self.smem_bytes, stream=stream)  # fmt: skip
 
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
-               copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               mC: cute.Tensor, tiled_mma: cute.TiledMma, copy_c: cute.TiledCopy,
+               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32,
+               tiles_n: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
 
         # step 09's ring: full[s] one arrival (the TMA thread's expect_tx) + tx_bytes of
         # data; empty[s] one arrival per consumer warp. And this CTA's tile.
-        tile = ring_and_tile(cfg, self.ab_dtype, self.c_dtype, self.tx_bytes, cfg.threads // 32,
-                             SmemLayouts(sA_layout, sB_layout, sC_layout),
-                             OperandTma(tma_a, mA, tma_b, mB), bidx, tiles_m, tiles_n)
+        tile = ring_and_tile(
+            cfg,
+            self.ab_dtype,
+            self.c_dtype,
+            self.tx_bytes,
+            cfg.threads // 32,
+            SmemLayouts(sA_layout, sB_layout, sC_layout),
+            OperandTma(tma_a, mA, tma_b, mB),
+            bidx,
+            tiles_m,
+            tiles_n,
+        )
         ring, k_tiles = tile.ring, tile.k_tiles
 
         thr_mma = tiled_mma.get_slice(tidx)
-        # smem descriptors, not registers: (MMA, MMA_M, MMA_K, STAGE) and (MMA, MMA_N, MMA_K, STAGE)
+        # smem descriptors, not registers: tCrA (MMA, MMA_M, MMA_K, STAGE) and tCrB
+        # (MMA, MMA_N, MMA_K, STAGE); this tile of C gC (bM, bN), the accumulator acc
+        # (MMA, MMA_M, MMA_N) in registers
         tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(tile.sA))
         tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(tile.sB))
         gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile.tile_row, tile.tile_col))
-        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape,  # (MMA, MMA_M, MMA_N)
-                                    self.acc_dtype)
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape, self.acc_dtype)
         acc.fill(0.0)
         tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
 
@@ -142,20 +157,41 @@ class WgmmaGemm:
                 load_k_tile(ring, produce, *tile.loads)
                 produce.advance()
 
-        self.mainloop(tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp,
-                      tuple(tile.loads))
+        self.mainloop(
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            ring,
+            read,
+            release,
+            produce,
+            k_tiles,
+            warp,
+            tuple(tile.loads),
+        )
         cute.nvgpu.warpgroup.wait_group(0)
 
         # epilogue (step 07's): registers -> shared (converted) -> global, all threads
-        epilogue_through_smem(acc, thr_mma, tile.sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile.tile_row, tile.tile_col), tidx, self.c_dtype)
+        epilogue_through_smem(
+            acc, thr_mma, tile.sC, gC, mC, copy_c, (tile.tile_row, tile.tile_col), tidx
+        )
 
     @cute.jit
-    def mainloop(self, tiled_mma: cute.TiledMma, acc: cute.Tensor, tCrA: cute.Tensor,
-                 tCrB: cute.Tensor, ring: pipeline.PipelineTmaAsync,
-                 read: pipeline.PipelineState, release: pipeline.PipelineState,
-                 produce: pipeline.PipelineState, k_tiles: cutlass.Int32, warp: cutlass.Int32,
-                 loads: tuple):
+    def mainloop(
+        self,
+        tiled_mma: cute.TiledMma,
+        acc: cute.Tensor,
+        tCrA: cute.Tensor,
+        tCrB: cute.Tensor,
+        ring: pipeline.PipelineTmaAsync,
+        read: pipeline.PipelineState,
+        release: pipeline.PipelineState,
+        produce: pipeline.PipelineState,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        loads: tuple,
+    ):
         """Every k-tile t: wait for its stage, issue its wgmmas and leave them in flight;
         once k-tile t-1's wgmmas are done reading, hand its stage back and let warp 0 refill
         it (`loads`: self.load_k_tile's TMA arguments). The prologue has filled the ring up to
@@ -167,7 +203,7 @@ class WgmmaGemm:
             cute.nvgpu.warpgroup.fence()
             for kb in cutlass.range_constexpr(k_blocks):
                 cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                          tCrB[None, None, kb, read.index], acc)
+                          tCrB[None, None, kb, read.index], acc)  # fmt: skip
             cute.nvgpu.warpgroup.commit_group()
             read.advance()
             if t > 0:  # k-tile t-1's wgmmas are done reading: hand its stage back
@@ -183,8 +219,12 @@ class WgmmaGemm:
 
 # ------------------------------------------------------------------ the surface
 
-GEMM = GemmHost("wgmma_gemm", NEEDS, lambda types, config, arch, a_major, b_major:
-                WgmmaGemm(types, config), Config)
+GEMM = GemmHost(
+    "wgmma_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: WgmmaGemm(types, config),
+    Config,
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /

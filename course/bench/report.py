@@ -161,10 +161,13 @@ def _live_outputs(rec: results.Record) -> list[tuple]:
              f"{d.get('notebook', '-')} | {len(d['text']):,} | `{rec.command}` |")]
 
 
+_AS_EXPECTED = {True: "yes", False: "**no**", None: "not run"}
+
+
 def _kernel_exercises(rec: results.Record) -> list[str]:
     return [((rec.gpu, c["exercise"], c["variant"]),
              f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {c['expected']} | "
-             f"{c['verdict']} | { {True: 'yes', False: '**no**', None: 'not run'}[c['as_expected']] } | `{rec.command}` |")
+             f"{c['verdict']} | {_AS_EXPECTED[c['as_expected']]} | `{rec.command}` |")
             for c in rec.data["cases"]]
 
 

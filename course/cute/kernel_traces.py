@@ -114,7 +114,7 @@ def cta_ownership(m: int = 256, n: int = 128, config: naive_gemm.Config = naive_
                                f"{config.tile_m}x{config.tile_n} tile", thread_label="CTA")
 
 
-# ---------------------------------------------------------------- notebooks 06 and 10: MMA fragments
+# ------------------------------------------------------------ notebooks 06 and 10: MMA fragments
 
 def mma_atom_pairs(operand: str = "C", config: mma_atom.Config = mma_atom.Config(),
                    dtype: torch.dtype = torch.bfloat16) -> list:
