@@ -10,7 +10,7 @@ named region the kernel marks for it, so editing code or comments around it neve
 
 `show(obj, "prologue")` prints the lines between the two markers of `obj` (a function or
 method); `show(obj)` prints the whole function from its `def` line. Marker lines are never
-shown, also those of regions nested inside an excerpt.
+shown, also those of regions nested inside an excerpt, nor the formatter's `# fmt: skip`.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import re
 
 START = re.compile(r"^\s*# region (?P<name>[\w-]+)\s*$")
 END = re.compile(r"^\s*# endregion (?P<name>[\w-]+)\s*$")
+FORMATTER = re.compile(r"\s*# fmt: skip\s*$")  # ruff's, kept out of what a learner reads
 
 
 class RegionNotFound(ValueError):
@@ -66,7 +67,8 @@ def excerpt(obj, region: str | None = None, dedent: bool = True) -> str:
                                  f"{sorted(spans) or 'none'}")
         first, end = spans[region]
         chunk = lines[first:end]
-    chunk = [line for line in chunk if not (START.match(line) or END.match(line))]
+    chunk = [FORMATTER.sub("", line) for line in chunk
+             if not (START.match(line) or END.match(line))]
     if dedent:
         pad = min((len(line) - len(line.lstrip()) for line in chunk if line.strip()), default=0)
         chunk = [line[pad:] for line in chunk]

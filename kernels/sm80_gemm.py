@@ -327,6 +327,8 @@ def ldmatrix_fragments(
     ldmatrix.x4 copies laid out exactly as mma.sync wants its registers (retile views the
     fragments through the copy's thread-value layout). Traced inline in a kernel."""
     thr_mma = tiled_mma.get_slice(tidx)
+    # registers for one stage: tCrA (MMA, MMA_M, MMA_K), tCrB (MMA, MMA_N, MMA_K); the
+    # accumulator acc (MMA, MMA_M, MMA_N), shaped by this thread's part of gC
     tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA)[None, None, None, 0])
     tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB)[None, None, None, 0])
     acc = tiled_mma.make_fragment_C(thr_mma.partition_C(gC))

@@ -107,6 +107,7 @@ def tma_k_tiles(
     width = tile_k(sA.element_type.width)
     gA = cute.local_tile(tma.mA, (tile_m, width), (tile_row, None))  # (bM, bK, k_tiles)
     gB = cute.local_tile(tma.mB, (tile_n, width), (tile_col, None))  # (bN, bK, k_tiles)
+    # tAsA ((TMA, REST), STAGE) and tAgA ((TMA, REST), k_tiles): one CTA, no multicast
     tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
         tma.tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
     )

@@ -144,3 +144,11 @@ def test_every_region_a_kernel_marks_is_well_formed_and_shown_by_a_notebook():
     assert marked <= shown, f"regions no notebook shows: {sorted(marked - shown)}"
     texts = "".join(p.read_text() for p in (ROOT / "kernels").glob("*.py"))
     assert texts.count("# region ") == texts.count("# endregion ") == len(marked)
+
+
+def _formatted(a, b, c, d, e, f):  # fmt: skip
+    return a
+
+
+def test_the_formatters_directives_are_not_shown():
+    assert source.excerpt(_formatted).splitlines()[0] == "def _formatted(a, b, c, d, e, f):"
