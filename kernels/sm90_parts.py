@@ -21,8 +21,8 @@ import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.memory.smem import SmemAllocator
 
-from .gemm_host import stage_bytes, tile_k
-from .sm80_gemm import grouped_tile
+from .gemm_host import COPY_BYTES, elements, stage_bytes, tile_k
+from .sm80_gemm import grouped_tile, swizzled_rows
 
 BARRIER_BYTES = 8  # one mbarrier
 SWIZZLE_ALIGN = 1024  # a 128B-swizzled buffer starts on a 1024-byte boundary (8 rows of 128 B)
@@ -167,6 +167,17 @@ class SmemLayouts(NamedTuple):
     sA: cute.ComposedLayout  # (bM, bK, STAGE)
     sB: cute.ComposedLayout  # (bN, bK, STAGE)
     sC: cute.ComposedLayout  # (bM, bN)
+
+
+def ring_layouts(ab_dtype, c_dtype, tile_m: int, tile_n: int, stages: int) -> SmemLayouts:
+    """Host side: the A and B rings as TMA writes them (128B-swizzled, `stages` deep) and C's
+    staging tile over them (rows of 16-byte chunks swizzled as in step 07)."""
+    atom_c = swizzled_rows(64, elements(COPY_BYTES, c_dtype.width))
+    return SmemLayouts(
+        staged_smem_layout(ab_dtype, tile_m, stages),
+        staged_smem_layout(ab_dtype, tile_n, stages),
+        cute.tile_to_shape(atom_c, (tile_m, tile_n), (0, 1)),
+    )
 
 
 def allocate_ring(smem: SmemAllocator, dtype, layouts: SmemLayouts, c_dtype):

@@ -58,15 +58,15 @@ import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
-from .gemm_host import COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, elements
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, LaunchExtra
 from .gemm_host import gemm_tensors, stage_bytes
 from .host import PipelineHang, gmem_pointer, smem_capacity
 from .mma_atom import ATOM as MMA_SHAPE
 from .sm80_gemm import epilogue_through_smem, grouped_tile, ldmatrix_fragments, row_copy
-from .sm80_gemm import swizzled_rows, tiled_mma_sync
+from .sm80_gemm import tiled_mma_sync
 from .sm90_parts import BARRIER_BYTES, KTileLoads, OperandTma, SmemLayouts, allocate_ring
 from .sm90_parts import copy_k_tile, cta_coordinates, load_k_tile, make_tma_ring, operand_tma
-from .sm90_parts import prefetch_descriptors, ring_smem_bytes, staged_smem_layout, tma_k_tiles
+from .sm90_parts import prefetch_descriptors, ring_layouts, ring_smem_bytes, tma_k_tiles
 
 NEEDS = "sm_90+"
 DTYPES = HALF_TYPES  # same operands, same rules as notebooks 07 and 10
@@ -191,12 +191,8 @@ class TmaGemm:
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         report = cute.make_tensor(report_ptr, cute.make_layout(REPORT_WORDS))
-        sA_layout = staged_smem_layout(self.ab_dtype, cfg.tile_m, cfg.stages)
-        sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(
-            swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
-            (cfg.tile_m, cfg.tile_n),
-            (0, 1),
+        sA_layout, sB_layout, sC_layout = ring_layouts(
+            self.ab_dtype, self.c_dtype, cfg.tile_m, cfg.tile_n, cfg.stages
         )
         # TMA: one tensor map per operand, boxes of (tile rows x tile_k) with the 128B swizzle
         tma = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)

@@ -25,12 +25,12 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 
 from . import selftest
-from .gemm_host import COPY_BYTES, HALF_TYPES, GemmHost, GemmTypes, elements, gemm_tensors
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, gemm_tensors
 from .gemm_host import stage_bytes
-from .sm80_gemm import epilogue_through_smem, row_copy, swizzled_rows
+from .sm80_gemm import epilogue_through_smem, row_copy
 from .sm90_parts import OperandTma, SmemLayouts, cta_coordinates, load_k_tile, operand_tma
-from .sm90_parts import prefetch_descriptors, ring_and_tile, ring_smem_bytes, staged_smem_layout
-from .sm90_parts import wgmma_tiled_mma
+from .sm90_parts import prefetch_descriptors, ring_and_tile, ring_smem_bytes
+from .sm90_parts import ring_layouts, wgmma_tiled_mma
 
 WARPGROUP_ROWS = 64  # rows of C one warpgroup's wgmma covers (m64)
 
@@ -86,12 +86,8 @@ class WgmmaGemm:
                  stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
-        sA_layout = staged_smem_layout(self.ab_dtype, cfg.tile_m, cfg.stages)
-        sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(
-            swizzled_rows(64, elements(COPY_BYTES, self.c_dtype.width)),
-            (cfg.tile_m, cfg.tile_n),
-            (0, 1),
+        sA_layout, sB_layout, sC_layout = ring_layouts(
+            self.ab_dtype, self.c_dtype, cfg.tile_m, cfg.tile_n, cfg.stages
         )
 
         # TMA (step 09): one descriptor per operand, boxes of (tile rows x tile_k)
