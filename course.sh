@@ -6,8 +6,10 @@
 #                            (asks for the teacher's password the first time)
 #   ./course.sh hub-password NAME   a new password for NAME on the class hub
 #   ./course.sh progress PATH       the class's progress (e.g. /home), as the teacher
-#   ./course.sh test [ARGS]  set up (once) and run every test: pytest tests/ (with the
-#                            browser suite tests/browser) + nbval notebooks/
+#   ./course.sh test [ARGS]  set up (once) and run every test: ruff check and ruff format
+#                            --check over kernels/ course/ tests/, pytest tests/ (with the
+#                            browser suite tests/browser) + nbval notebooks/; with ARGS
+#                            (pytest's) only pytest
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
 #   ./course.sh slides [NN..] write offline slide decks to build/slides/
 #   ./course.sh figures      redraw figures/ (--check: fail if a committed one is stale)
@@ -145,6 +147,11 @@ case "$cmd" in
     ensure_chromium
     ensure_proxy
     set +e
+    lint=0
+    if [[ $# -eq 0 ]]; then  # the whole suite: lint and formatting too (a targeted run skips them)
+      "$PY" -m ruff check kernels course tests || lint=1
+      "$PY" -m ruff format --check kernels course tests || lint=1
+    fi
     "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
       -p no:cacheprovider "$@"
     rc=$?
@@ -153,6 +160,11 @@ case "$cmd" in
       echo "course.sh: pytest collected no tests: that is a failure, not a pass" >&2
       exit 1
     fi
+    if [[ $lint -ne 0 ]]; then
+      echo "course.sh: ruff check / ruff format --check failed (above): run 'ruff check --fix'" \
+           "and 'ruff format' on kernels/ course/ tests/" >&2
+      [[ $rc -eq 0 ]] && rc=1
+    fi
     exit $rc ;;
-  *) sed -n '2,24p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
+  *) sed -n '2,26p' "$0"; [[ "$cmd" == help ]] || exit 2 ;;
 esac

@@ -5,6 +5,7 @@
 kernel in it (registers per thread, stack frame = spills, static shared memory). This is
 how a CPU-only machine still shows what a kernel compiles to.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,9 @@ class Artifacts:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "kernel.cubin"
             path.write_bytes(self.cubin)
-            out = subprocess.run([tool, "-c", str(path)],
-                                 capture_output=True, text=True, check=True, timeout=120)
+            out = subprocess.run(
+                [tool, "-c", str(path)], capture_output=True, text=True, check=True, timeout=120
+            )
         return out.stdout
 
     def ptx_lines(self, pattern: str) -> list[str]:
@@ -84,24 +86,29 @@ def cubin_resources(cubin: bytes) -> dict[str, dict]:
     """
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
         raise ValueError("not a 64-bit ELF cubin")
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     # (name, type, flags, addr, offset, size, link, info, align, entsize)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize)
-               for i in range(shnum)]
+    headers = [
+        struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)
+    ]
 
     def cstr(offset: int) -> str:
-        return cubin[offset:cubin.index(b"\0", offset)].decode()
+        return cubin[offset : cubin.index(b"\0", offset)].decode()
 
     names = [cstr(headers[shstrndx][4] + h[0]) for h in headers]
     section = dict(zip(names, headers))
     symtab, strtab = section[".symtab"], section[".strtab"]
-    symbols = [cstr(strtab[4] + struct.unpack_from("<I", cubin, symtab[4] + i * 24)[0])
-               for i in range(symtab[5] // 24)]
+    symbols = [
+        cstr(strtab[4] + struct.unpack_from("<I", cubin, symtab[4] + i * 24)[0])
+        for i in range(symtab[5] // 24)
+    ]
 
-    kernels: dict[str, dict] = {n[6:]: {"registers": None, "stack_frame_bytes": 0,
-                                        "shared_bytes": 0}
-                                for n in names if n.startswith(".text.")}
+    kernels: dict[str, dict] = {
+        n[6:]: {"registers": None, "stack_frame_bytes": 0, "shared_bytes": 0}
+        for n in names
+        if n.startswith(".text.")
+    }
     for name, h in section.items():
         if name.startswith(".nv.shared.") and name[11:] in kernels:
             kernels[name[11:]]["shared_bytes"] = h[5]
@@ -126,8 +133,9 @@ def compile_artifacts(key: tuple, arch: str, jit_fn, *args) -> Artifacts:
     def build() -> Artifacts:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            compiled = cute.compile(jit_fn, *args, options=f"--gpu-arch {arch} --keep-ptx "
-                                                           f"--keep-cubin --dump-dir {tmp}")
+            compiled = cute.compile(
+                jit_fn, *args, options=f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {tmp}"
+            )
             seconds = time.perf_counter() - start
             art = compiled.artifacts
             return Artifacts(arch, art.PTX, art.CUBIN, seconds)

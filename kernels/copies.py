@@ -13,6 +13,7 @@ All take 1-D float32 tensors; the vector variants need n to be a multiple of 4 (
 16-byte vectors) and 16-byte aligned pointers. Ragged ends are predicated, never read
 or written out of bounds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,8 @@ import torch
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory.smem import SmemAllocator
 
-from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
-                   gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_tensor, current_stream, fake_stream
+from .host import gmem_pointer, require
 
 NEEDS = "gpu"
 VARIANTS = ("scalar", "strided", "vector", "tiled", "cp_async")
@@ -60,6 +61,7 @@ class Config:
 
 # ---------------------------------------------------------------- scalar and strided
 
+
 @cute.kernel
 def scalar_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32):
     tid, _, _ = cute.arch.thread_idx()
@@ -86,6 +88,7 @@ def strided_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32, rows: c
 
 # ---------------------------------------------------------------- 128-bit vectors
 
+
 @cute.kernel
 def vector_kernel(src: cute.Tensor, dst: cute.Tensor, n_vec: cutlass.Int32):
     tid, _, _ = cute.arch.thread_idx()
@@ -99,6 +102,7 @@ def vector_kernel(src: cute.Tensor, dst: cute.Tensor, n_vec: cutlass.Int32):
 
 # ---------------------------------------------------------------- TiledCopy and cp.async
 
+
 def _predicate(coords: cute.Tensor, n: cutlass.Int32):
     """One flag per 128-bit atom of this thread: is the whole vector inside [0, n)?"""
     reps = cute.size(coords, mode=[1])
@@ -110,7 +114,7 @@ def _predicate(coords: cute.Tensor, n: cutlass.Int32):
 
 @cute.kernel
 def tiled_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32,
-                 tiled: cute.TiledCopy):
+                 tiled: cute.TiledCopy):  # fmt: skip
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     thr = tiled.get_slice(tid)
@@ -124,7 +128,7 @@ def tiled_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.I
 
 @cute.kernel
 def cp_async_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32,
-                    g2s: cute.TiledCopy, s2g: cute.TiledCopy, tile: cutlass.Constexpr):
+                    g2s: cute.TiledCopy, s2g: cute.TiledCopy, tile: cutlass.Constexpr):  # fmt: skip
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     smem = SmemAllocator()
@@ -147,9 +151,17 @@ def _tiled_copy(op, threads: int):
 
 # ---------------------------------------------------------------- host side
 
+
 @cute.jit
-def copy(src_ptr: cute.Pointer, dst_ptr: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream,
-         variant: cutlass.Constexpr, threads: cutlass.Constexpr, values: cutlass.Constexpr):
+def copy(
+    src_ptr: cute.Pointer,
+    dst_ptr: cute.Pointer,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+    variant: cutlass.Constexpr,
+    threads: cutlass.Constexpr,
+    values: cutlass.Constexpr,
+):
     S = cute.make_tensor(src_ptr, cute.make_layout(n))
     D = cute.make_tensor(dst_ptr, cute.make_layout(n))
     if cutlass.const_expr(variant == "scalar"):
@@ -158,14 +170,16 @@ def copy(src_ptr: cute.Pointer, dst_ptr: cute.Pointer, n: cutlass.Int32, stream:
     elif cutlass.const_expr(variant == "strided"):
         rows = (n + STRIDED_WIDTH - 1) // STRIDED_WIDTH
         blocks = (rows * STRIDED_WIDTH + threads - 1) // threads
-        strided_kernel(S, D, n, rows).launch(grid=[blocks, 1, 1], block=[threads, 1, 1],
-                                             stream=stream)
+        strided_kernel(S, D, n, rows).launch(
+            grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream
+        )
     elif cutlass.const_expr(variant == "vector"):
         n_vec = n // VEC
         vS, vD = cute.zipped_divide(S, (VEC,)), cute.zipped_divide(D, (VEC,))
         blocks = (n_vec + threads - 1) // threads
-        vector_kernel(vS, vD, n_vec).launch(grid=[blocks, 1, 1], block=[threads, 1, 1],
-                                            stream=stream)
+        vector_kernel(vS, vD, n_vec).launch(
+            grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream
+        )
     else:
         tile = threads * VEC * values  # floats per CTA
         gS, gD = cute.zipped_divide(S, (tile,)), cute.zipped_divide(D, (tile,))
@@ -173,18 +187,28 @@ def copy(src_ptr: cute.Pointer, dst_ptr: cute.Pointer, n: cutlass.Int32, stream:
         blocks = cute.size(gS, mode=[1])
         s2g = _tiled_copy(cute.nvgpu.CopyUniversalOp(), threads)
         if cutlass.const_expr(variant == "tiled"):
-            tiled_kernel(gS, gD, cI, n, s2g).launch(grid=[blocks, 1, 1], block=[threads, 1, 1],
-                                                    stream=stream)
+            tiled_kernel(gS, gD, cI, n, s2g).launch(
+                grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream
+            )
         else:
             g2s = _tiled_copy(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), threads)
             cp_async_kernel(gS, gD, cI, n, g2s, s2g, tile).launch(
-                grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream)
+                grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream
+            )
 
 
 def _signature(arch: str, config: Config):
     p = gmem_pointer(None, torch.float32)
-    return (copy, p, p, cutlass.Int32(VEC), fake_stream(), config.variant,
-            config.threads_per_block, config.values)
+    return (
+        copy,
+        p,
+        p,
+        cutlass.Int32(VEC),
+        fake_stream(),
+        config.variant,
+        config.threads_per_block,
+        config.values,
+    )
 
 
 COMPILER = Compiler("copies", NEEDS, _signature)
@@ -200,30 +224,41 @@ def artifacts(arch: str = "sm_90a", config: Config = Config()):
     return COMPILER.artifacts(arch, config)
 
 
-def run(src: torch.Tensor, dst: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
+def run(
+    src: torch.Tensor, dst: torch.Tensor | None = None, config: Config = Config()
+) -> torch.Tensor:
     """dst = src with the chosen variant; validates the inputs before launching."""
-    arch = require(NEEDS, "copies",
-                   src.device if isinstance(src, torch.Tensor) and src.is_cuda else None)
+    arch = require(
+        NEEDS, "copies", src.device if isinstance(src, torch.Tensor) and src.is_cuda else None
+    )
     check_tensor(src, "src", dtypes=(torch.float32,), ndim=1)
     if dst is None:
         dst = torch.empty_like(src)
     check_tensor(dst, "dst", dtypes=(torch.float32,), ndim=1)
     if dst.shape != src.shape or dst.device != src.device:
-        raise KernelInputError(f"src and dst must match: {tuple(src.shape)}@{src.device} vs "
-                               f"{tuple(dst.shape)}@{dst.device}")
+        raise KernelInputError(
+            f"src and dst must match: {tuple(src.shape)}@{src.device} vs "
+            f"{tuple(dst.shape)}@{dst.device}"
+        )
     n = src.numel()
     if n >= 2**31 - 2**20:
-        raise KernelInputError("the copies index with 32-bit integers: fewer than 2^31 - 2^20 "
-                               "elements")
+        raise KernelInputError(
+            "the copies index with 32-bit integers: fewer than 2^31 - 2^20 elements"
+        )
     if config.variant in VECTOR_VARIANTS and n % VEC:
-        raise KernelInputError(f"the {config.variant} copy moves whole 16-byte vectors: n must be "
-                               f"a multiple of {VEC} (got {n})")
+        raise KernelInputError(
+            f"the {config.variant} copy moves whole 16-byte vectors: n must be "
+            f"a multiple of {VEC} (got {n})"
+        )
     if n == 0:
         return dst
     kernel = COMPILER.for_arch(arch, config)
-    kernel(gmem_pointer(src, torch.float32), gmem_pointer(dst, torch.float32), cutlass.Int32(n),
-           current_stream())
+    kernel(
+        gmem_pointer(src, torch.float32),
+        gmem_pointer(dst, torch.float32),
+        cutlass.Int32(n),
+        current_stream(),
+    )
     return dst
 
 
@@ -245,11 +280,17 @@ def _self_test() -> int:
     n = 2**26
     bufs = [(torch.randn(n, device="cuda"), torch.empty(n, device="cuda")) for _ in range(3)]
     for variant in VARIANTS:
-        t = selftest.paired_rounds({"torch": lambda i: bufs[i % 3][1].copy_(bufs[i % 3][0]),
-                                    "kernel": lambda i: run(*bufs[i % 3], Config(variant=variant))},
-                                   rounds=7)
-        print(f"  {variant:9s}: {selftest.ratio_summary(t['torch'], t['kernel'])} of torch's "
-              f"copy bandwidth")
+        t = selftest.paired_rounds(
+            {
+                "torch": lambda i: bufs[i % 3][1].copy_(bufs[i % 3][0]),
+                "kernel": lambda i: run(*bufs[i % 3], Config(variant=variant)),
+            },
+            rounds=7,
+        )
+        print(
+            f"  {variant:9s}: {selftest.ratio_summary(t['torch'], t['kernel'])} of torch's "
+            f"copy bandwidth"
+        )
     return 0 if ok else 1
 
 

@@ -26,6 +26,8 @@ import cutlass.pipeline as pipeline
 from . import selftest
 from . import cta_pair_gemm as pair
 from .cta_pair_gemm import Config, CtaPairGemm, pair_gemm_host
+from .gemm_host import GemmTypes
+from .sm100_parts import THREADS_PER_CTA
 
 NEEDS, DTYPES = pair.NEEDS, pair.DTYPES  # as the pair kernel's, and its Config: only the
 # scheduler changes
@@ -34,18 +36,19 @@ CLC_RESPONSE_BYTES = 16  # try_cancel writes an opaque 128-bit answer
 
 
 class CtaPairClcGemm(CtaPairGemm):
-    """The kernel for one (input dtype, output dtype, Config)."""
+    """The kernel for one (A/B, accumulator and C types, Config)."""
 
     acc_slots = 2  # TMEM ping-pong: epilogue of tile t overlaps the MMA of tile t+1
 
-    def __init__(self, ab_dtype, c_dtype, config: Config = Config()):
+    def __init__(self, types: GemmTypes, config: Config = Config()):
         """The pair kernel's set-up, plus how many threads read each CLC answer."""
-        super().__init__(ab_dtype, c_dtype, config)
-        # every warp of both CTAs reads each CLC answer, then frees the buffer
-        self.clc_readers = 32 * 6 * self.tile.ctas
+        super().__init__(types, config)
+        # every thread of both CTAs reads each CLC answer, then frees the buffer
+        self.clc_readers = THREADS_PER_CTA * self.tile.ctas
 
     def shared_storage(self):
         """The pair kernel's barriers plus the CLC answer and its full/empty barriers."""
+
         @cute.struct
         class Barriers:
             ab: cute.struct.MemRange[cutlass.Int64, self.stages * 2]  # full + empty per stage
@@ -53,8 +56,9 @@ class CtaPairClcGemm(CtaPairGemm):
             clc: cute.struct.MemRange[cutlass.Int64, 2]  # CLC answer full + empty
             tmem_dealloc: cutlass.Int64  # the two CTAs agree before freeing TMEM
             tmem_base: cutlass.Int32
-            clc_response: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4],
-                                            CLC_RESPONSE_BYTES]
+            clc_response: cute.struct.Align[
+                cute.struct.MemRange[cutlass.Int32, 4], CLC_RESPONSE_BYTES
+            ]
 
         return Barriers
 
@@ -62,16 +66,22 @@ class CtaPairClcGemm(CtaPairGemm):
     def make_scheduler(self, bars, cta_layout_vmnk):
         """CLC answers: written by hardware into both CTAs, read by every warp of the pair."""
         clc_pipeline = pipeline.PipelineClcFetchAsync.create(
-            barrier_storage=bars.clc.data_ptr(), num_stages=1,
+            barrier_storage=bars.clc.data_ptr(),
+            num_stages=1,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.clc_readers),
-            tx_count=CLC_RESPONSE_BYTES, cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+            tx_count=CLC_RESPONSE_BYTES,
+            cta_layout_vmnk=cta_layout_vmnk,
+            defer_sync=True,
+        )
         return clc_pipeline, bars.clc_response.data_ptr()
 
     def scheduler_states(self):
         """Where the requester and each reader stand in the one-slot ring of answers."""
-        return (pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1),
-                pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1))
+        return (
+            pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1),
+            pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1),
+        )
 
     @cute.jit
     def request_next_tile(self, scheduler, request_state, cta_rank):
@@ -80,6 +90,7 @@ class CtaPairClcGemm(CtaPairGemm):
         clusterlaunchcontrol.try_cancel (multicast) writes the 16-byte answer into both
         CTAs' shared memory and completes each CTA's CLC full barrier.
         """
+        # region request
         clc_pipeline, clc_response = scheduler
         if cta_rank == 0:
             clc_pipeline.producer_acquire(request_state)  # every reader freed the last answer
@@ -87,6 +98,7 @@ class CtaPairClcGemm(CtaPairGemm):
             with cute.arch.elect_one():
                 cute.arch.issue_clc_query(barrier, clc_response)
             request_state.advance()
+        # endregion request
         return request_state
 
     @cute.jit
@@ -97,11 +109,13 @@ class CtaPairClcGemm(CtaPairGemm):
         the blockIdx of its first CTA: that cluster's tile is now ours. No answer = done.
         """
         clc_pipeline, clc_response = scheduler
+        # region read
         clc_pipeline.consumer_wait(read_state)
         first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)
         cute.arch.fence_proxy("async.shared", space="cta")  # read before the next write
         clc_pipeline.consumer_release(read_state)
         read_state.advance()
+        # endregion read
         return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
 
     @cute.jit

@@ -38,66 +38,58 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator, TmemAllocator
 
 from . import selftest
-from . import tcgen05_gemm as single
-from .gemm_host import GemmHost
+from .gemm_host import GemmHost, gemm_tensors
+from .sm100_parts import EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP, TMEM_ALLOC_BARRIER
+from .sm100_parts import TMEM_USERS, accumulator_layout, allocate_operand_smem
+from .sm100_parts import cta_stage_bytes, epilogue_setup, epilogue_tile
+from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring, make_tiled_mma
+from .sm100_parts import mma_k_loop, partition_operands, tma_k_loop
+
+# Config: tile_n, columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16);
+# stages, the depth of the A/B ring. The same knobs as notebook 12's kernel, so its Config.
+from .tcgen05_gemm import DTYPES as DTYPES
+from .tcgen05_gemm import OPERANDS, Config, Tcgen05Gemm
 
 NEEDS = "sm_100a"
-DTYPES = single.DTYPES
 CLUSTER = (2, 1, 1)  # one CTA pair per cluster, along M
 
 
-# tile_n: columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16); stages: the
-# depth of the A/B ring. The same knobs as notebook 12's kernel, so the same Config.
-Config = single.Config
+class CtaPairGemm(Tcgen05Gemm):
+    """The kernel for one (A/B, accumulator and C types, Config): notebook 12's set-up
+    (footprint, pointer checks) on a CTA pair."""
 
-
-class CtaPairGemm:
-    """The kernel for one (input dtype, output dtype, Config)."""
-
+    ctas = 2  # CTAs that share one MMA: the MMA tile is 256 x tile_n, 128 rows each
     acc_slots = 1  # one tile per cluster: nothing to overlap the epilogue with
-
-    def __init__(self, ab_dtype, c_dtype, config: Config = Config()):
-        # configuration
-        self.ab_dtype = ab_dtype
-        self.c_dtype = c_dtype
-        self.acc_dtype = cutlass.Float32
-        self.config = config
-        # derived, all in one place
-        self.tile = single.TileShape(mma_m=256, n=config.tile_n, ctas=2)
-        self.stages = config.stages
-        self.epi_stages = 2
-        self.tmem_columns = single.tmem_columns_for(self.acc_slots * self.tile.n)
-        self.cluster = CLUSTER
-
-    def footprint(self) -> dict:
-        """Threads, TMEM columns, bytes per stage and shared memory of one CTA."""
-        return single.cta_footprint(self.tile, self.stages, self.acc_slots, self.epi_stages,
-                                    self.ab_dtype.width // 8, self.c_dtype.width // 8)
+    cluster = CLUSTER
 
     # ------------------------------------------------------------ host
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
-        if cutlass.const_expr(a_ptr.dtype != self.ab_dtype or b_ptr.dtype != self.ab_dtype
-                              or c_ptr.dtype != self.c_dtype):
-            raise TypeError("pointer element types do not match the kernel's dtypes")
-        a, b, c = single.gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
-        tiled_mma = single.make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
+        self.check_pointers(a_ptr, b_ptr, c_ptr)
+        a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        tiled_mma = make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
         # (V, M, N, K) = (2 CTAs of a pair, 1, 1, 1): the cluster seen by the MMA
         cta_layout_vmnk = cute.tiled_divide(cute.make_layout(self.cluster), (tiled_mma.thr_id,))
-        tma_a, tma_b = single.make_operand_tma(a, b, tiled_mma, self.tile, self.stages,
-                                               cta_layout_vmnk.shape)
-        epi_tile, tma_c = single.make_epilogue_tma(c, self.tile, self.epi_stages)
+        tma_a, tma_b = make_operand_tma(
+            a, b, tiled_mma, self.tile, self.stages, cta_layout_vmnk.shape
+        )
+        epi_tile, tma_c = make_epilogue_tma(c, self.tile, self.epi_stages)
         # one cluster per pair tile (with CLC, early finishers take the tiles of late starters)
-        grid = (self.tile.ctas * ((m + self.tile.mma_m - 1) // self.tile.mma_m),
-                (n + self.tile.n - 1) // self.tile.n, 1)
+        grid = (
+            self.tile.ctas * ((m + self.tile.mma_m - 1) // self.tile.mma_m),
+            (n + self.tile.n - 1) // self.tile.n,
+            1,
+        )
         self.kernel(tiled_mma, tma_a, tma_b, tma_c, epi_tile, cta_layout_vmnk).launch(
-            grid=grid, block=[single.THREADS_PER_CTA, 1, 1], cluster=list(self.cluster),
-            stream=stream)
+            grid=grid, block=[THREADS_PER_CTA, 1, 1], cluster=list(self.cluster), stream=stream
+        )
 
     # ------------------------------------------------------------ device
     def shared_storage(self):
         """The barriers and small values the kernel keeps in shared memory."""
+
         @cute.struct
         class Barriers:
             ab: cute.struct.MemRange[cutlass.Int64, self.stages * 2]  # full + empty per stage
@@ -109,7 +101,8 @@ class CtaPairGemm:
 
     @cute.kernel
     def kernel(self, tiled_mma: cute.TiledMma, tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile, cta_layout_vmnk: cute.Layout):
+               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile,
+               cta_layout_vmnk: cute.Layout):  # fmt: skip
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
@@ -118,37 +111,46 @@ class CtaPairGemm:
 
         smem = SmemAllocator()
         bars = smem.allocate(self.shared_storage())
-        if warp_idx == single.TMA_WARP:
+        if warp_idx == TMA_WARP:
             for tma in (tma_a, tma_b, tma_c):
                 cpasync.prefetch_descriptor(tma.atom)
 
         # stage ring. Both CTAs' copies complete on the leader's full barrier, so it
         # expects the bytes of both; the leader's MMA commit frees the stage in both.
-        ab_pipeline = single.make_stage_ring(
-            bars.ab.data_ptr(), self.stages,
-            single.stage_bytes(self.ab_dtype, tma_a, tma_b) * self.tile.ctas, cta_layout_vmnk)
+        ring = make_stage_ring(
+            bars.ab.data_ptr(),
+            self.stages,
+            cta_stage_bytes(self.tile) * self.tile.ctas,
+            cta_layout_vmnk,
+        )
         # accumulator slots: the leader's MMA fills a slot in both CTAs; the 4 epilogue
         # warps of BOTH CTAs release it on the leader's empty barrier
         acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=bars.acc.data_ptr(), num_stages=self.acc_slots,
+            barrier_storage=bars.acc.data_ptr(),
+            num_stages=self.acc_slots,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, len(single.EPILOGUE_WARPS) * self.tile.ctas),
-            cta_layout_vmnk=cta_layout_vmnk, defer_sync=True)
+                pipeline.Agent.Thread, len(EPILOGUE_WARPS) * self.tile.ctas
+            ),
+            cta_layout_vmnk=cta_layout_vmnk,
+            defer_sync=True,
+        )
         scheduler = self.make_scheduler(bars, cta_layout_vmnk)
-        tmem = TmemAllocator(bars.tmem_base.ptr,
-                             barrier_for_retrieve=pipeline.NamedBarrier(
-                                 single.TMEM_ALLOC_BARRIER, single.TMEM_USERS),
-                             allocator_warp_id=single.EPILOGUE_WARPS[0], is_two_cta=True,
-                             two_cta_tmem_dealloc_mbar_ptr=bars.tmem_dealloc.ptr)
+        tmem = TmemAllocator(
+            bars.tmem_base.ptr,
+            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
+            allocator_warp_id=EPILOGUE_WARPS[0],
+            is_two_cta=True,
+            two_cta_tmem_dealloc_mbar_ptr=bars.tmem_dealloc.ptr,
+        )
         # cluster barrier 1: every mbarrier of both CTAs is initialised, and the peer runs
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster[:2], is_relaxed=True)
 
-        sA, sB, sC = single.allocate_operand_smem(smem, self.ab_dtype, self.c_dtype,
-                                                  tma_a, tma_b, tma_c)
-        tAgA, tBgB, tAsA, tBsB, tCrA, tCrB, tCgC, k_tiles = single.partition_operands(
-            tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB, cta_layout_vmnk, cta_coord_vmnk)
-        acc_layout = single.accumulator_layout(tiled_mma, self.tile, self.acc_slots)
+        sA, sB, sC = allocate_operand_smem(smem, self.ab_dtype, self.c_dtype, tma_a, tma_b, tma_c)
+        views = partition_operands(
+            tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB, cta_layout_vmnk, cta_coord_vmnk
+        )
+        acc_layout = accumulator_layout(tiled_mma, self.tile, self.acc_slots)
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster[:2])
 
         # TMEM: warp 0 of each CTA allocates the accumulators' columns (cta_group::2), then
@@ -159,15 +161,16 @@ class CtaPairGemm:
         cute.arch.cluster_wait()
 
         first = self.home_tile()
-        if warp_idx == single.TMA_WARP:
-            self.tma_role(tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ab_pipeline, scheduler,
-                          k_tiles, cta_layout_vmnk, cta_coord_vmnk, cta_rank, first)
-        if warp_idx == single.MMA_WARP:
-            self.mma_role(tiled_mma, tmem, acc_layout, tCrA, tCrB, ab_pipeline, acc_pipeline,
-                          scheduler, k_tiles, is_leader, first)
-        if warp_idx < single.TMA_WARP:
-            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                               acc_pipeline, scheduler, first)
+        if warp_idx == TMA_WARP:
+            self.tma_role(tma_a, tma_b, views.tAgA, views.tBgB, views.tAsA, views.tBsB, ring,
+                          scheduler, views.k_tiles, cta_layout_vmnk, cta_coord_vmnk, cta_rank, first
+                          )  # fmt: skip
+        if warp_idx == MMA_WARP:
+            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, ring, acc_pipeline,
+                          scheduler, views.k_tiles, is_leader, first)  # fmt: skip
+        if warp_idx < TMA_WARP:
+            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC, epi_tile,
+                               acc_pipeline, scheduler, first)  # fmt: skip
 
     # ------------------------------------------------------------ the tile scheduler
     # One tile per cluster. kernels.cta_pair_clc_gemm overrides these five methods.
@@ -202,80 +205,90 @@ class CtaPairGemm:
 
     # ------------------------------------------------------------ the three roles
     @cute.jit
-    def tma_role(self, tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ab_pipeline, scheduler,
-                 k_tiles, cta_layout_vmnk, cta_coord_vmnk, cta_rank, first):
+    def tma_role(self, tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ring, scheduler, k_tiles,
+                 cta_layout_vmnk, cta_coord_vmnk, cta_rank, first):  # fmt: skip
         """Warp 4: stream each tile's K-blocks; on the leader, also fetch the next tile."""
         mask_a = cpasync.create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode=2)
         mask_b = cpasync.create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode=1)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         request_state, read_state = self.scheduler_states()
-        pair_m, tile_n, valid = first
+        # region tile-loop
+        pair_row, tile_col, valid = first
         while valid:
             # the ring position (stage, phase) carries over from the previous tile
-            ab_state = single.tma_k_loop(tma_a, tma_b, tAgA[(None, pair_m, None)],
-                                         tBgB[(None, tile_n, None)], tAsA, tBsB, ab_pipeline,
-                                         ab_state, k_tiles, mask_a, mask_b)
+            ab_state = tma_k_loop(tma_a, tma_b, tAgA[(None, pair_row, None)],
+                                  tBgB[(None, tile_col, None)], tAsA, tBsB, ring, ab_state, k_tiles,
+                                  mask_a, mask_b)  # fmt: skip
             request_state = self.request_next_tile(scheduler, request_state, cta_rank)
-            (pair_m, tile_n, valid), read_state = self.read_next_tile(scheduler, read_state)
+            (pair_row, tile_col, valid), read_state = self.read_next_tile(scheduler, read_state)
+        # endregion tile-loop
         # before exiting, wait for the arrivals still aimed at this CTA's barriers:
-        ab_pipeline.producer_tail(ab_state)  # the leader's last commits to our stages
+        ring.producer_tail(ab_state)  # the leader's last commits to our stages
         self.finish_requests(scheduler, request_state, cta_rank)
 
     @cute.jit
-    def mma_role(self, tiled_mma, tmem, acc_layout, tCrA, tCrB, ab_pipeline, acc_pipeline,
-                 scheduler, k_tiles, is_leader, first):
+    def mma_role(self, tiled_mma, tmem, acc_layout, tCrA, tCrB, ring, acc_pipeline, scheduler,
+                 k_tiles, is_leader, first):  # fmt: skip
         """Warp 5: on the leader, one 256 x N MMA tile per tile into the next TMEM slot."""
         tmem.wait_for_alloc()
         accumulators = cute.make_tensor(tmem.retrieve_ptr(self.acc_dtype), acc_layout)
-        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
-                                                 self.acc_slots)
+        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.acc_slots)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         _, read_state = self.scheduler_states()
-        pair_m, tile_n, valid = first
+        # region tile-loop
+        pair_row, tile_col, valid = first
         while valid:
             if is_leader:
                 acc_pipeline.producer_acquire(acc_state)  # the slot's last epilogue is done
-                ab_state = single.mma_k_loop(tiled_mma,
-                                             accumulators[(None, None, None, acc_state.index)],
-                                             tCrA, tCrB, ab_pipeline, ab_state, k_tiles)
+                ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)],
+                                      tCrA, tCrB, ring, ab_state, k_tiles)  # fmt: skip
                 acc_pipeline.producer_commit(acc_state)  # tcgen05.commit to both CTAs
                 acc_state.advance()  # the next slot, for the next tile
-            (pair_m, tile_n, valid), read_state = self.read_next_tile(scheduler, read_state)
+            (pair_row, tile_col, valid), read_state = self.read_next_tile(scheduler, read_state)
         if is_leader:
             acc_pipeline.producer_tail(acc_state)
+        # endregion tile-loop
 
     @cute.jit
     def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                      acc_pipeline, scheduler, first):
+                      acc_pipeline, scheduler, first):  # fmt: skip
         """Warps 0-3: drain this CTA's 128 rows of each tile from its slot, then free TMEM."""
-        tmem_ptr, accumulators, c_pipeline, epi_barrier = single.epilogue_setup(
-            tmem, acc_layout, self.acc_dtype, self.epi_stages)
-        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer,
-                                                 self.acc_slots)
+        tmem_ptr, accumulators, c_pipeline, epi_barrier = epilogue_setup(
+            tmem, acc_layout, self.acc_dtype, self.epi_stages
+        )
+        acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
         _, read_state = self.scheduler_states()
-        pair_m, tile_n, valid = first
+        # region tile-loop
+        pair_row, tile_col, valid = first
         stores = cutlass.Int32(0)  # TMA stores issued so far: picks the staging buffers
         while valid:
             acc_pipeline.consumer_wait(acc_state)
-            stores = single.epilogue_tile(
-                tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
-                tCgC[((None, None), 0, 0, pair_m, tile_n)], epi_tile, self.c_dtype,
-                epi_barrier, c_pipeline, stores)
+            stores = epilogue_tile(tidx, warp_idx,
+                                   accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
+                                   tCgC[((None, None), 0, 0, pair_row, tile_col)], epi_tile,
+                                   self.c_dtype, epi_barrier, c_pipeline, stores)  # fmt: skip
             with cute.arch.elect_one():
                 acc_pipeline.consumer_release(acc_state)  # on the leader's empty barrier
             acc_state.advance()
-            (pair_m, tile_n, valid), read_state = self.read_next_tile(scheduler, read_state)
+            (pair_row, tile_col, valid), read_state = self.read_next_tile(scheduler, read_state)
         c_pipeline.producer_tail()
         epi_barrier.arrive_and_wait()  # every epilogue warp is done with TMEM
         tmem.free(tmem_ptr)  # warp 0: handshake with the peer, then tcgen05.dealloc
+        # endregion tile-loop
 
 
 # ---------------------------------------------------------------- the surface
 
+
 def pair_gemm_host(name: str, kernel_class, config_type) -> GemmHost:
     """The surface of a CTA-pair GEMM step (this one and kernels.cta_pair_clc_gemm)."""
-    return GemmHost(name, NEEDS, lambda ab, c, config, arch, a_major, b_major:
-                    kernel_class(ab, c, config), config_type, single.OPERANDS)
+    return GemmHost(
+        name,
+        NEEDS,
+        lambda types, config, arch, a_major, b_major: kernel_class(types, config),
+        config_type,
+        OPERANDS,
+    )
 
 
 GEMM = pair_gemm_host("cta_pair_gemm", CtaPairGemm, Config)

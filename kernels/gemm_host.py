@@ -10,14 +10,21 @@ the course call:
     run(a, b, out=None, config)     validate the torch operands, then launch
     prepare(problem, config)        compile once for a benchmark problem; gemm(a, b, c)
 
+Three element types name a GEMM (`GemmTypes`): A's and B's, the accumulator's and C's.
+`dtype` is A's and B's; `out_dtype` is C's (by default A's); the accumulator is the
+step's (`Operands.acc_dtype`, fp32 everywhere here).
+
 `validate_gemm` is the one set of operand rules, parameterised by what the kernel's loads
 need: 16-byte copies and TMA need K-major, compact rows whose strides (K for A and B, N for
-C) are multiples of 16 bytes; the naive kernel takes either major and any size.
+C) are multiples of 16 bytes -- 8 elements of a 16-bit type, 16 of float8; the naive kernel
+takes either major and any size. The widths that follow from the element type (a k-tile,
+one MMA's K, a stage's bytes) are computed here once, from bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -26,7 +33,69 @@ from .artifacts import Artifacts
 from .host import KernelInputError, check_tensor, dtype_name
 
 HALF_TYPES = (torch.bfloat16, torch.float16)
-SHORT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+FLOAT8_TYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+SHORT_NAMES = {
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
+    torch.float32: "fp32",
+    torch.float8_e4m3fn: "e4m3",
+    torch.float8_e5m2: "e5m2",
+}
+
+# ---------------------------------------------------------------- widths, in bytes
+
+COPY_BYTES = 16  # one vectorized copy (cp.async, a row of ldmatrix/stmatrix, st.global.v4);
+# TMA needs base addresses and row strides in multiples of it too
+SWIZZLE_ROW_BYTES = 128  # one row of the widest shared-memory swizzle (TMA's and WGMMA's 128B)
+MMA_K_BYTES = 32  # K of one wgmma / tcgen05.mma, in bytes of A: 16 of a 16-bit type, 32 of fp8
+
+
+def elements(nbytes: int, elem_bits: int) -> int:
+    """How many elements of `elem_bits` bits fill `nbytes`: 8 bf16 in 16 bytes, 16 float8."""
+    return nbytes * 8 // elem_bits
+
+
+def tile_k(elem_bits: int) -> int:
+    """K elements of one k-tile of the TMA-fed steps (09 on): one 128-byte swizzle row of A
+    and B, so that one TMA box row is one swizzle row: 64 of a 16-bit type, 128 of float8."""
+    return elements(SWIZZLE_ROW_BYTES, elem_bits)
+
+
+def mma_k(elem_bits: int) -> int:
+    """K elements of one wgmma / tcgen05.mma instruction: 16 of a 16-bit type, 32 of fp8."""
+    return elements(MMA_K_BYTES, elem_bits)
+
+
+def stage_bytes(rows_a: int, rows_b: int) -> int:
+    """Bytes of A and B one k-tile brings into one stage of a ring (what a full barrier's
+    expect_tx counts): rows of one 128-byte swizzle row each, whatever the element type."""
+    return (rows_a + rows_b) * SWIZZLE_ROW_BYTES
+
+
+class GemmTypes(NamedTuple):
+    """The element types of one GEMM, as CuTe DSL numeric types."""
+
+    ab: type  # A's and B's
+    acc: type  # the accumulator's (in registers or tensor memory)
+    c: type  # C's, what the epilogue converts the accumulator to
+
+
+def gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k):
+    """A (M,K) and B (N,K) K-major and C (M,N) row-major, from pointers and runtime sizes,
+    inside a `@cute.jit` host function: one compile serves every shape. K and N are declared
+    multiples of 16 bytes (of A's and of C's type), as validate_gemm checks before a launch,
+    so the compiler may use 16-byte copies and TMA may take the row strides."""
+    import cutlass.cute as cute
+
+    k = cute.assume(k, divby=elements(COPY_BYTES, a_ptr.dtype.width))
+    n = cute.assume(n, divby=elements(COPY_BYTES, c_ptr.dtype.width))
+    mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
+    mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
+    mC = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n, 1)))
+    return mA, mB, mC
+
+
+# ---------------------------------------------------------------- what a kernel accepts
 
 
 @dataclass(frozen=True)
@@ -34,38 +103,72 @@ class Operands:
     """What a GEMM kernel accepts. Majors: 'k' = stored row-major as (rows, K);
     'm' (A) or 'n' (B) = contiguous down the rows, stride (1, rows)."""
 
-    dtypes: tuple[torch.dtype, ...] = HALF_TYPES
-    out_dtypes: tuple[torch.dtype, ...] | None = None  # None: C in A's dtype
+    ab_dtypes: tuple[torch.dtype, ...] = HALF_TYPES
+    c_dtypes: tuple[torch.dtype, ...] | None = None  # None: C in A's dtype
+    acc_dtype: torch.dtype = torch.float32
     a_majors: tuple[str, ...] = ("k",)
     b_majors: tuple[str, ...] = ("k",)
-    vector: int = 8  # elements per 16-byte copy; 1: element-wise loads, any K and N
+    # rows (K of A and B, N of C) and base addresses in multiples of this many bytes, what
+    # 16-byte copies and TMA need; None: element-wise loads, any K and N
+    row_bytes: int | None = COPY_BYTES
     int32_offsets: bool = False  # the kernel indexes elements with 32-bit integers
 
     def align(self, dtype: torch.dtype) -> int:
         """Bytes the kernel may assume its operands' base addresses are aligned to."""
-        return self.vector * dtype.itemsize
+        return self.row_bytes or dtype.itemsize
 
     def dtype_names(self) -> str:
-        return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.dtypes)
+        return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.ab_dtypes)
 
-    def check(self, kernel: str, dtype: torch.dtype, out_dtype: torch.dtype | None,
-              a_major: str, b_major: str) -> None:
+    def check(
+        self,
+        kernel: str,
+        dtype: torch.dtype,
+        out_dtype: torch.dtype | None,
+        a_major: str,
+        b_major: str,
+    ) -> None:
         """Refuse a configuration (dtypes, majors) these rules do not take, before compiling."""
         if a_major not in self.a_majors or b_major not in self.b_majors:
             only = " (K-major A and B only)" if self.a_majors == self.b_majors == ("k",) else ""
-            raise KernelInputError(f"{kernel} takes a_major in {self.a_majors} and b_major in "
-                                   f"{self.b_majors}{only}, got {a_major!r}, {b_major!r}")
-        if dtype not in self.dtypes:
+            raise KernelInputError(
+                f"{kernel} takes a_major in {self.a_majors} and b_major in "
+                f"{self.b_majors}{only}, got {a_major!r}, {b_major!r}"
+            )
+        if dtype not in self.ab_dtypes:
             raise KernelInputError(f"{kernel} takes {self.dtype_names()}, not {dtype_name(dtype)}")
         self.out_dtype(dtype, out_dtype)
 
     def out_dtype(self, dtype: torch.dtype, wanted: torch.dtype | None = None) -> torch.dtype:
-        allowed = self.out_dtypes or (dtype,)
-        out = wanted or dtype
+        """C's dtype: `wanted`, or by default A's (or the first this kernel stores)."""
+        allowed = self.c_dtypes or (dtype,)
+        out = wanted or (dtype if dtype in allowed else allowed[0])
         if out not in allowed:
-            raise KernelInputError(f"C in {dtype_name(out)}: this kernel stores C in "
-                                   f"{', '.join(dtype_name(d) for d in allowed)}")
+            raise KernelInputError(
+                f"C in {dtype_name(out)}: this kernel stores C in "
+                f"{', '.join(dtype_name(d) for d in allowed)}"
+            )
         return out
+
+    def types(self, dtype: torch.dtype, out_dtype: torch.dtype) -> GemmTypes:
+        """The CuTe DSL types of a GEMM of A/B in `dtype` and C in `out_dtype`."""
+        return GemmTypes(
+            host.cutlass_dtype(dtype),
+            host.cutlass_dtype(self.acc_dtype),
+            host.cutlass_dtype(out_dtype),
+        )
+
+
+def check_rows(what: str, size: int, dtype: torch.dtype, rows: str, row_bytes: int) -> None:
+    """Refuse a row of `size` elements that is not a multiple of `row_bytes` bytes."""
+    per = row_bytes // dtype.itemsize
+    if size * dtype.itemsize % row_bytes:
+        raise KernelInputError(
+            f"{what} = {size} is not a multiple of {per}: {rows} are {size} x "
+            f"{dtype.itemsize} = {size * dtype.itemsize} bytes, and 16-byte copies and TMA "
+            f"need rows in multiples of {row_bytes} bytes ({per} {dtype_name(dtype)}). Pad "
+            f"{what} with zeros to a multiple of {per}"
+        )
 
 
 def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> str:
@@ -79,7 +182,8 @@ def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> 
     elif t.stride(1) == 1:
         raise KernelInputError(
             f"{name}'s rows are not packed (row stride {t.stride(0)} for {n_cols} columns: a "
-            f"column slice?); pass {name}.contiguous()")
+            f"column slice?); pass {name}.contiguous()"
+        )
     else:
         found = None
     if found not in majors:
@@ -87,54 +191,76 @@ def major_of(t: torch.Tensor, name: str, majors: tuple[str, ...], rows: str) -> 
             raise KernelInputError(
                 f"{name} must be K-major (stored row-major as ({rows}, K)); it has strides "
                 f"{tuple(t.stride())} (a transposed view?). This kernel takes K-major operands "
-                f"only: pass {name}.contiguous()")
+                f"only: pass {name}.contiguous()"
+            )
         raise KernelInputError(
             f"{name} with strides {tuple(t.stride())} is neither {rows.lower()}-major (stride "
             f"(1,{n_rows})) nor K-major (stride ({n_cols},1)); pass .contiguous() or a "
-            f"transposed contiguous tensor")
+            f"transposed contiguous tensor"
+        )
     return found
 
 
-def validate_gemm(a: Any, b: Any, out: Any, *, kernel: str, operands: Operands,
-                  out_dtype: torch.dtype | None = None) -> tuple[torch.Tensor, str, str]:
+def validate_gemm(
+    a: Any,
+    b: Any,
+    out: Any,
+    *,
+    kernel: str,
+    operands: Operands,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, str, str]:
     """Check A (M,K), B (N,K) and C (M,N) before a launch; return (C, A's major, B's major),
     allocating C when `out` is None."""
-    vector = operands.vector
     for t, name in ((a, "a"), (b, "b")):
-        dtypes = operands.dtypes if name == "a" else (a.dtype,)
-        check_tensor(t, name, dtypes=dtypes, ndim=2, contiguous_dim=None,
-                     align_bytes=vector * t.element_size() if isinstance(t, torch.Tensor) else 1)
+        dtypes = operands.ab_dtypes if name == "a" else (a.dtype,)
+        check_tensor(
+            t,
+            name,
+            dtypes=dtypes,
+            ndim=2,
+            contiguous_dim=None,
+            align_bytes=operands.align(t.dtype) if isinstance(t, torch.Tensor) else 1,
+        )
     (m, k), (n, kb) = a.shape, b.shape
     if k != kb:
-        raise KernelInputError(f"a is {m}x{k} and b is {n}x{kb}: C = A.B^T needs the same K "
-                               f"(B given as N x K)")
+        raise KernelInputError(
+            f"a is {m}x{k} and b is {n}x{kb}: C = A.B^T needs the same K (B given as N x K)"
+        )
     if a.device != b.device:
         raise KernelInputError(f"a is on {a.device} and b on {b.device}: use one device")
     a_major = major_of(a, "a", operands.a_majors, "M")
     b_major = major_of(b, "b", operands.b_majors, "N")
-    if vector > 1 and k % vector:
+    if operands.row_bytes:
+        check_rows("K", k, a.dtype, "rows of A and B", operands.row_bytes)
+    if max(m, n, k) >= 2**31 or (
+        operands.int32_offsets and max(a.numel(), b.numel(), m * n) >= 2**31
+    ):
         raise KernelInputError(
-            f"K = {k} is not a multiple of {vector}: rows of A and B are copied in 16-byte "
-            f"pieces. Pad K with zeros to a multiple of {vector}")
-    if vector > 1 and n % vector:
-        raise KernelInputError(
-            f"N = {n} is not a multiple of {vector}: rows of C are stored in 16-byte pieces. "
-            f"Pad N to a multiple of {vector}")
-    if max(m, n, k) >= 2**31 or (operands.int32_offsets
-                                 and max(a.numel(), b.numel(), m * n) >= 2**31):
-        raise KernelInputError(f"{kernel} indexes with 32-bit integers: sizes and operands "
-                               f"must stay below 2^31 elements")
+            f"{kernel} indexes with 32-bit integers: sizes and operands "
+            f"must stay below 2^31 elements"
+        )
     if out is None:
         out = torch.empty(m, n, dtype=operands.out_dtype(a.dtype, out_dtype), device=a.device)
-    check_tensor(out, "out", dtypes=operands.out_dtypes or (a.dtype,), ndim=2,
-                 contiguous_dim=None, align_bytes=vector * out.element_size())
+    check_tensor(
+        out,
+        "out",
+        dtypes=operands.c_dtypes or (a.dtype,),
+        ndim=2,
+        contiguous_dim=None,
+        align_bytes=operands.align(out.dtype),
+    )
+    if operands.row_bytes:
+        check_rows("N", n, out.dtype, "rows of C", operands.row_bytes)
     if tuple(out.shape) != (m, n):
         raise KernelInputError(f"out must be {m}x{n} (M x N), got {tuple(out.shape)}")
     if out.device != a.device:
         raise KernelInputError(f"out is on {out.device}, a on {a.device}: use one device")
     if out.numel() and (out.stride(1) != 1 or (m > 1 and out.stride(0) != n)):
-        raise KernelInputError(f"out must be a compact row-major {m}x{n} tensor "
-                               f"(strides {tuple(out.stride())}); pass a fresh tensor")
+        raise KernelInputError(
+            f"out must be a compact row-major {m}x{n} tensor "
+            f"(strides {tuple(out.stride())}); pass a fresh tensor"
+        )
     return out, a_major, b_major
 
 
@@ -155,8 +281,8 @@ NO_EXTRA = LaunchExtra(lambda config: (), lambda a, config: ())
 class GemmHost:
     """compile / artifacts / run / prepare for one GEMM step.
 
-    `kernel(ab_dtype, c_dtype, config, arch, a_major, b_major)` builds the step's kernel
-    object (CuTe DSL numeric types in). A kernel object with a `smem_bytes` attribute is
+    `kernel(types, config, arch, a_major, b_major)` builds the step's kernel object
+    (`types`: the GEMM's GemmTypes). A kernel object with a `smem_bytes` attribute is
     checked against the target's shared-memory capacity before it is compiled.
     """
 
@@ -174,78 +300,139 @@ class GemmHost:
         self.default_config = self.config_type()  # made once: a run() costs no validation
 
     # -- compiling
-    def build(self, arch: str, dtype: torch.dtype, out_dtype: torch.dtype, config,
-              a_major: str, b_major: str) -> tuple:
+    def build(
+        self,
+        arch: str,
+        dtype: torch.dtype,
+        out_dtype: torch.dtype,
+        config,
+        a_major: str,
+        b_major: str,
+    ) -> tuple:
         """The kernel object and the arguments to compile it with for `arch` (no tensors)."""
         self.operands.check(self.name, dtype, out_dtype, a_major, b_major)
-        obj = self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
-                          arch, a_major, b_major)
+        obj = self.kernel(self.operands.types(dtype, out_dtype), config, arch, a_major, b_major)
         if hasattr(obj, "smem_bytes"):
             host.check_smem(self.name, obj.smem_bytes, arch)
         align = self.operands.align(dtype)
-        pointers = (host.gmem_pointer(None, dtype, align), host.gmem_pointer(None, dtype, align),
-                    host.gmem_pointer(None, out_dtype, align))
+        pointers = (
+            host.gmem_pointer(None, dtype, align),
+            host.gmem_pointer(None, dtype, align),
+            host.gmem_pointer(None, out_dtype, align),
+        )
         size = host_int32(8)
-        return (obj, *pointers, size, size, size, *self.extra.placeholders(config),
-                host.fake_stream())
+        return (
+            obj,
+            *pointers,
+            size,
+            size,
+            size,
+            *self.extra.placeholders(config),
+            host.fake_stream(),
+        )
 
     def _key(self, dtype, out_dtype, config, a_major, b_major) -> tuple:
         """(dtype, C's dtype, config, majors), the step's defaults filled in."""
         dtype = self.default_dtype if dtype is None else dtype
         config = self.default_config if config is None else config
-        return (dtype, self.operands.out_dtype(dtype, out_dtype), config,
-                a_major or self.default_majors[0], b_major or self.default_majors[1])
+        return (
+            dtype,
+            self.operands.out_dtype(dtype, out_dtype),
+            config,
+            a_major or self.default_majors[0],
+            b_major or self.default_majors[1],
+        )
 
-    def compile(self, dtype: torch.dtype | None = None, config=None, *,
-                out_dtype: torch.dtype | None = None, a_major: str | None = None,
-                b_major: str | None = None, device: torch.device | None = None):
+    def compile(
+        self,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        a_major: str | None = None,
+        b_major: str | None = None,
+        device: torch.device | None = None,
+    ):
         """The launchable kernel for this machine's GPU (compiled once per configuration)."""
-        return self.compiler.compile(*self._key(dtype, out_dtype, config, a_major, b_major),
-                                     device=device)
+        return self.compiler.compile(
+            *self._key(dtype, out_dtype, config, a_major, b_major), device=device
+        )
 
-    def artifacts(self, arch: str | None = None, dtype: torch.dtype | None = None,
-                  config=None, *, out_dtype: torch.dtype | None = None,
-                  a_major: str | None = None, b_major: str | None = None) -> Artifacts:
+    def artifacts(
+        self,
+        arch: str | None = None,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        a_major: str | None = None,
+        b_major: str | None = None,
+    ) -> Artifacts:
         """PTX and cubin for `arch` (default: the step's compile-only target), compiled here
         without a GPU."""
-        return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major,
-                                                        b_major))
+        return self.compiler.artifacts(arch, *self._key(dtype, out_dtype, config, a_major, b_major))
 
-    def kernel_object(self, dtype: torch.dtype | None = None, config=None, *,
-                      out_dtype: torch.dtype | None = None, arch: str | None = None):
+    def kernel_object(
+        self,
+        dtype: torch.dtype | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        arch: str | None = None,
+    ):
         """The step's kernel object for a configuration, without compiling (e.g. to read
         its footprint)."""
-        dtype, out_dtype, config, a_major, b_major = self._key(dtype, out_dtype, config,
-                                                               None, None)
-        return self.kernel(host.cutlass_dtype(dtype), host.cutlass_dtype(out_dtype), config,
-                           arch or host.COMPILE_TARGET[self.needs], a_major, b_major)
+        dtype, out_dtype, config, a_major, b_major = self._key(dtype, out_dtype, config, None, None)
+        return self.kernel(
+            self.operands.types(dtype, out_dtype),
+            config,
+            arch or host.COMPILE_TARGET[self.needs],
+            a_major,
+            b_major,
+        )
 
-    def footprint(self, dtype: torch.dtype | None = None, config=None, *,
-                  out_dtype: torch.dtype | None = None) -> dict:
+    def footprint(
+        self, dtype: torch.dtype | None = None, config=None, *, out_dtype: torch.dtype | None = None
+    ) -> dict:
         """What one CTA of this configuration holds (threads, TMEM, shared memory), for the
         steps whose kernel reports it; no compile, no GPU."""
         return self.kernel_object(dtype, config, out_dtype=out_dtype).footprint()
 
     # -- running
-    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-            config=None, *, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    def run(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        out: torch.Tensor | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
         """C = A . B^T on the GPU; every input is validated before anything launches."""
         device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
         arch = host.require(self.needs, self.name, device)
         config = self.default_config if config is None else config
-        out, a_major, b_major = validate_gemm(a, b, out, kernel=self.name,
-                                              operands=self.operands, out_dtype=out_dtype)
+        out, a_major, b_major = validate_gemm(
+            a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype
+        )
         (m, k), n = a.shape, b.shape[0]
         if m == 0 or n == 0:
             return out
         if k == 0:  # no K-block: the accumulators would never be written
             return out.zero_()
-        kernel = self.compiler.for_arch(arch, *self._key(a.dtype, out.dtype, config, a_major,
-                                                         b_major))
+        kernel = self.compiler.for_arch(
+            arch, *self._key(a.dtype, out.dtype, config, a_major, b_major)
+        )
         align = self.operands.align(a.dtype)
-        args = (host.gmem_pointer(a, a.dtype, align), host.gmem_pointer(b, b.dtype, align),
-                host.gmem_pointer(out, out.dtype, align), host_int32(m), host_int32(n),
-                host_int32(k), *self.extra.values(a, config))
+        args = (
+            host.gmem_pointer(a, a.dtype, align),
+            host.gmem_pointer(b, b.dtype, align),
+            host.gmem_pointer(out, out.dtype, align),
+            host_int32(m),
+            host_int32(n),
+            host_int32(k),
+            *self.extra.values(a, config),
+        )
         self.launch(kernel, args)
         if self.extra.after is not None:
             self.extra.after(a, config)
@@ -259,10 +446,16 @@ class GemmHost:
     def prepare(self, problem, config=None) -> Callable:
         """For a benchmark: refuse what the kernel cannot do, compile once for `problem`
         (dtype, C's dtype, majors), return gemm(a, b, c)."""
-        self.operands.check(self.name, problem.dtype, problem.c_dtype, problem.a_major,
-                            problem.b_major)
-        self.compile(problem.dtype, config, out_dtype=problem.c_dtype, a_major=problem.a_major,
-                     b_major=problem.b_major)
+        self.operands.check(
+            self.name, problem.dtype, problem.c_dtype, problem.a_major, problem.b_major
+        )
+        self.compile(
+            problem.dtype,
+            config,
+            out_dtype=problem.c_dtype,
+            a_major=problem.a_major,
+            b_major=problem.b_major,
+        )
         return lambda a, b, c: self.run(a, b, c, config)
 
 

@@ -30,6 +30,7 @@ experiment that did not pay: it multicasts both operands, but clusters of 4 leav
 H100's 132 SMs idle (notebook 11 shows the counters).
 Operands as in notebooks 07 and 10: A (M,K), B (N,K) K-major, C (M,N) row-major.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,15 +45,20 @@ import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
-from .gemm_host import HALF_TYPES, GemmHost, LaunchExtra, host_int32
-from .host import max_active_clusters, smem_capacity
-from .sm80_gemm import grouped_tile, operand_tensors, row_copy, store_tile
-from .tma_gemm import TILE_K, cta_coordinates, prefetch_descriptors, staged_smem_layout
-from .wgmma_gemm import wgmma_tiled_mma
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, LaunchExtra, gemm_tensors, host_int32
+from .gemm_host import stage_bytes, tile_k
+from .host import KernelInputError, max_active_clusters, smem_capacity
+from .sm80_gemm import grouped_tile, row_copy, store_tile
+from .sm90_parts import BARRIER_BYTES, SWIZZLE_ALIGN, cta_coordinates, prefetch_descriptors
+from .sm90_parts import staged_smem_layout, wgmma_tiled_mma
 
 NEEDS = "sm_90a"
 DTYPES = HALF_TYPES
+TILE_M = 128  # rows of a CTA tile: two consumer warpgroups of 64, or (pingpong) one of 128
+CONSUMER_WARPGROUPS = 2
+WARPGROUP_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
+BARRIER_RESERVE = 2048  # shared memory set aside for the ring's mbarriers
 # Named barriers (bar.sync ids; id 0 is __syncthreads):
 EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warpgroup, ids 1-2)
 MAINLOOP_TURN_BARRIER = 3  # pingpong: warpgroup w waits on id 3 + w for its turn (ids 3-4)
@@ -68,22 +74,18 @@ def load_op(sharers: int):
 
 @dataclass(frozen=True)
 class Config:
-    tile_m: int = 128  # two consumer warpgroups, 64 rows each (pingpong: one, 128 rows)
-    tile_n: int = 256
+    tile_n: int = 256  # the CTA tile is TILE_M x tile_n (pingpong: each warpgroup's tile)
     cluster_m: int = 2  # CTAs per cluster along M (they share, and multicast, B)
     cluster_n: int = 1  # CTAs per cluster along N (they share, and multicast, A)
     persistent: bool = True
     tma_store: bool = True
     group_m: int = 8  # tile order: clusters walk groups of tile rows column by column
-    stages: int = 0  # 0: as many as fit in shared memory
+    stages: int = 0  # 0: as many as fit in shared memory; more than fit is refused
     epi_n: int = 32  # epilogue chunk width
     epi_stages: int = 4  # TMA-store buffers in flight (per consumer warpgroup)
     pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
 
     def __post_init__(self):
-        if self.tile_m != 128:
-            raise ValueError("tile_m must be 128: two consumer warpgroups of 64 rows each "
-                             "(or, pingpong, one warpgroup's 128-row accumulator)")
         if self.pingpong and self.tile_n > 128:
             raise ValueError("pingpong tiles are at most 128 x 128 (a warpgroup's registers)")
         if self.tile_n % 32 or not 64 <= self.tile_n <= 256:
@@ -94,12 +96,13 @@ class Config:
             raise ValueError("at most 4 CTAs per cluster (cluster_m * cluster_n)")
         if self.tile_n % self.epi_n:
             raise ValueError("epi_n must divide tile_n")
-        if self.ring_stages(2) < 2:
-            raise ValueError("not even two pipeline stages fit in shared memory")
+        if self.stages == 1 or self.stages < 0:
+            raise ValueError("stages: 0 (as many as fit) or at least 2")
 
     @property
-    def consumer_warpgroups(self) -> int:
-        return 2
+    def tile_m(self) -> int:
+        """Rows of the CTA tile: always TILE_M (the consumer warpgroups' accumulators)."""
+        return TILE_M
 
     @property
     def cluster_size(self) -> int:
@@ -107,27 +110,35 @@ class Config:
 
     @property
     def threads(self) -> int:
-        return 128 * (1 + self.consumer_warpgroups)
+        return WARPGROUP_THREADS * (1 + CONSUMER_WARPGROUPS)
 
     @property
     def epi_tile(self) -> tuple[int, int]:
         """One TMA-store chunk: a warpgroup's 64 rows when pingpong, else the tile's."""
-        return (64 if self.pingpong else self.tile_m, self.epi_n)
+        return (TILE_M // CONSUMER_WARPGROUPS if self.pingpong else TILE_M, self.epi_n)
 
     @property
     def epi_buffers(self) -> int:
-        return self.epi_stages * (self.consumer_warpgroups if self.pingpong else 1)
+        return self.epi_stages * (CONSUMER_WARPGROUPS if self.pingpong else 1)
 
-    def epi_bytes(self, elem_bytes: int) -> int:
+    def epi_bytes(self, c_bytes: int) -> int:
         rows, cols = self.epi_tile
-        return self.epi_buffers * rows * cols * elem_bytes
+        return self.epi_buffers * rows * cols * c_bytes
 
-    def ring_stages(self, elem_bytes: int, arch: str = "sm_90a") -> int:
+    def ring_stages(self, c_bytes: int, arch: str = "sm_90a") -> int:
         """`stages`, or (stages = 0) as many as fit in `arch`'s shared memory beside the
-        epilogue buffers, 1024 bytes of alignment and 2 KB for the barriers."""
-        stage = (self.tile_m + self.tile_n) * TILE_K * elem_bytes
-        fit = (smem_capacity(arch) - self.epi_bytes(elem_bytes) - 1024 - 2048) // stage
-        return min(self.stages, fit) if self.stages else fit
+        epilogue's buffers (C in elements of `c_bytes`), the swizzle's alignment and the
+        barriers. A ring deeper than fits, or not even two stages, is refused."""
+        fit = (
+            smem_capacity(arch) - self.epi_bytes(c_bytes) - SWIZZLE_ALIGN - BARRIER_RESERVE
+        ) // stage_bytes(TILE_M, self.tile_n)
+        if fit < 2 or self.stages > fit:
+            raise KernelInputError(
+                f"{self.stages or 'two'} stages of {TILE_M}x{self.tile_n} tiles do not fit in "
+                f"{arch}'s shared memory beside {self.epi_bytes(c_bytes)} bytes of epilogue "
+                f"buffers: {fit} do"
+            )
+        return self.stages or fit
 
 
 PRESETS: dict[str, Config] = {
@@ -140,45 +151,89 @@ PRESETS: dict[str, Config] = {
 }
 
 
+class Schedule(NamedTuple):
+    """Which tiles a CTA computes: its cluster takes work items cluster_id, cluster_id +
+    clusters, ... of `work` blocks of cluster_m x cluster_n tiles (in the grouped order of
+    cluster_rows x cluster_cols blocks); the CTA takes tile (rm, rn) of each block."""
+
+    cluster_id: cutlass.Int32
+    clusters: cutlass.Int32
+    work: cutlass.Int32
+    cluster_rows: cutlass.Int32
+    cluster_cols: cutlass.Int32
+    rm: cutlass.Int32  # this CTA's place in its cluster (rank = rm + rn * cluster_m)
+    rn: cutlass.Int32
+
+
+class SharedTiles(NamedTuple):
+    """This CTA's shared memory: the A and B rings and C's staging buffers."""
+
+    sA: cute.Tensor  # (bM, bK, STAGE)
+    sB: cute.Tensor  # (bN, bK, STAGE)
+    sC: cute.Tensor  # (EPI_M, EPI_N, buffer)
+
+
+class COut(NamedTuple):
+    """Where C goes: the tensor (16-byte stores), and its TMA atom and coordinates."""
+
+    mC: cute.Tensor  # (M, N)
+    tma_c: cute.CopyAtom
+    mC_tma: cute.Tensor  # (M, N) as TMA coordinates
+
+
 class HopperGemm:
-    def __init__(self, dtype: type[cutlass.Numeric], config: Config, arch: str = "sm_90a"):
-        self.dtype = dtype
+    def __init__(self, types: GemmTypes, config: Config, arch: str = "sm_90a"):
+        self.ab_dtype, self.acc_dtype, self.c_dtype = types
         self.cfg = config
         self.smem_capacity = smem_capacity(arch)  # the kernel takes all of it
-        self.stages = config.ring_stages(dtype.width // 8, arch)
-        self.tile = (config.tile_m, config.tile_n)
+        self.stages = config.ring_stages(self.c_dtype.width // 8, arch)
+        self.tile = (TILE_M, config.tile_n)
+        self.tile_k = tile_k(self.ab_dtype.width)
         self.epi_tile = config.epi_tile
         # bytes landing in THIS CTA's stage: its whole A and B tiles (parts of them
         # multicast by partner CTAs when clustered)
-        self.tx_bytes = (config.tile_m + config.tile_n) * TILE_K * dtype.width // 8
+        self.tx_bytes = stage_bytes(TILE_M, config.tile_n)
         # warps that read (and so release) one stage: one warpgroup's when pingpong
-        self.stage_readers = 4 * (1 if config.pingpong else config.consumer_warpgroups)
+        self.stage_readers = 4 * (1 if config.pingpong else CONSUMER_WARPGROUPS)
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 max_clusters: cutlass.Int32, stream: cuda.CUstream):
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, max_clusters: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
-        mA, mB, mC = operand_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
-        sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, self.stages)
-        sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, self.stages)
+        mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        sA_layout = staged_smem_layout(self.ab_dtype, TILE_M, self.stages)
+        sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
-            self.dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers)
+            self.c_dtype, cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.epi_tile, cfg.epi_buffers
+        )
 
         tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            load_op(cfg.cluster_n), mA, cute.slice_(sA_layout, (None, None, 0)),
-            (cfg.tile_m, TILE_K), num_multicast=cfg.cluster_n)
+            load_op(cfg.cluster_n),
+            mA,
+            cute.slice_(sA_layout, (None, None, 0)),
+            (TILE_M, self.tile_k),
+            num_multicast=cfg.cluster_n,
+        )
         tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            load_op(cfg.cluster_m), mB, cute.slice_(sB_layout, (None, None, 0)),
-            (cfg.tile_n, TILE_K), num_multicast=cfg.cluster_m)
+            load_op(cfg.cluster_m),
+            mB,
+            cute.slice_(sB_layout, (None, None, 0)),
+            (cfg.tile_n, self.tile_k),
+            num_multicast=cfg.cluster_m,
+        )
         tma_c, tC = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mC,
-            cute.slice_(sC_layout, (None, None, 0)), self.epi_tile)
+            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(),
+            mC,
+            cute.slice_(sC_layout, (None, None, 0)),
+            self.epi_tile,
+        )
 
-        tiled_mma = wgmma_tiled_mma(self.dtype, 1 if cfg.pingpong else cfg.tile_m // 64,
-                                    cfg.tile_n)
+        tiled_mma = wgmma_tiled_mma(
+            self.ab_dtype, self.acc_dtype, 1 if cfg.pingpong else CONSUMER_WARPGROUPS, cfg.tile_n
+        )
 
-        tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
+        tiles_m = (m + TILE_M - 1) // TILE_M
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
         cluster_rows = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
         cluster_cols = (tiles_n + cfg.cluster_n - 1) // cfg.cluster_n
@@ -186,18 +241,35 @@ class HopperGemm:
         clusters = work
         if cutlass.const_expr(cfg.persistent):
             clusters = cutlass.min(work, max_clusters)
-        self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, tiled_mma, sA_layout, sB_layout,
-                    sC_layout, cluster_rows, cluster_cols).launch(
-            grid=[clusters * cfg.cluster_size, 1, 1], block=[cfg.threads, 1, 1],
-            cluster=[cfg.cluster_size, 1, 1], smem=self.smem_capacity, min_blocks_per_mp=1,
-            stream=stream)
+        self.kernel(
+            tma_a,
+            tA,
+            tma_b,
+            tB,
+            tma_c,
+            tC,
+            mC,
+            tiled_mma,
+            sA_layout,
+            sB_layout,
+            sC_layout,
+            cluster_rows,
+            cluster_cols,
+        ).launch(
+            grid=[clusters * cfg.cluster_size, 1, 1],
+            block=[cfg.threads, 1, 1],
+            cluster=[cfg.cluster_size, 1, 1],
+            smem=self.smem_capacity,
+            min_blocks_per_mp=1,
+            stream=stream,
+        )
 
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor,
-               tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               cluster_rows: cutlass.Int32, cluster_cols: cutlass.Int32):
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               sC_layout: cute.ComposedLayout, cluster_rows: cutlass.Int32,
+               cluster_cols: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, _, warp = cta_coordinates()
         warpgroup = warp // 4
@@ -210,85 +282,137 @@ class HopperGemm:
         cluster_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, 1))
 
         smem = SmemAllocator()
-        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=8)
-        sA = smem.allocate_tensor(self.dtype, sA_layout.outer, 1024, sA_layout.inner)
-        sB = smem.allocate_tensor(self.dtype, sB_layout.outer, 1024, sB_layout.inner)
-        sC = smem.allocate_tensor(self.dtype, sC_layout.outer, 1024, sC_layout.inner)
+        barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=BARRIER_BYTES)
+        sA = smem.allocate_tensor(self.ab_dtype, sA_layout.outer, SWIZZLE_ALIGN, sA_layout.inner)
+        sB = smem.allocate_tensor(self.ab_dtype, sB_layout.outer, SWIZZLE_ALIGN, sB_layout.inner)
+        sC = smem.allocate_tensor(self.c_dtype, sC_layout.outer, SWIZZLE_ALIGN, sC_layout.inner)
 
         # full[s]: the producer's expect_tx + tx_bytes; empty[s]: every consumer warp of
         # every CTA whose stage s this CTA's loads write into: its column (B multicast)
         # and its row (A multicast), itself counted once
         ring = pipeline.PipelineTmaAsync.create(
-            num_stages=self.stages, barrier_storage=barriers, tx_count=self.tx_bytes,
+            num_stages=self.stages,
+            barrier_storage=barriers,
+            tx_count=self.tx_bytes,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread,
-                self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)),
+                pipeline.Agent.Thread, self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)
+            ),
             cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, 1)),
-            defer_sync=True)
+            defer_sync=True,
+        )
         cluster_mn = (cfg.cluster_m, cfg.cluster_n)
         pipeline.pipeline_init_arrive(cluster_shape_mn=cluster_mn, is_relaxed=True)
 
         # per-CTA views of the operands: all k-tiles of every tile row / column
-        gA = cute.local_tile(mA, (cfg.tile_m, TILE_K), (None, None))  # (bM,64,tiles_m,k)
-        gB = cute.local_tile(mB, (cfg.tile_n, TILE_K), (None, None))  # (bN,64,tiles_n,k)
+        # gA (bM, bK, tiles_m, k_tiles), gB (bN, bK, tiles_n, k_tiles)
+        gA = cute.local_tile(mA, (TILE_M, self.tile_k), (None, None))
+        gB = cute.local_tile(mB, (cfg.tile_n, self.tile_k), (None, None))
         k_tiles = cute.size(gA, mode=[3])
+        # region multicast-slices
         # A: this CTA loads slice rn of its tile and multicasts it along its cluster row;
         # B: slice rm, multicast along its cluster column (a slice is the whole tile when
-        # that dimension of the cluster is 1)
+        # that dimension of the cluster is 1).
+        # tAsA ((TMA, REST), STAGE), tAgA ((TMA, REST), tiles_m, k_tiles); B's alike
         tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-            tma_a, rn, cute.make_layout(cfg.cluster_n), cute.group_modes(sA, 0, 2),
-            cute.group_modes(gA, 0, 2))
+            tma_a,
+            rn,
+            cute.make_layout(cfg.cluster_n),
+            cute.group_modes(sA, 0, 2),
+            cute.group_modes(gA, 0, 2),
+        )
         tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-            tma_b, rm, cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2),
-            cute.group_modes(gB, 0, 2))
+            tma_b,
+            rm,
+            cute.make_layout(cfg.cluster_m),
+            cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2),
+        )
         a_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=1)
         b_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=0)
+        # endregion multicast-slices
 
         pipeline.pipeline_init_wait(cluster_shape_mn=cluster_mn)
 
         # the persistent schedule: cluster c takes work items c, c + clusters, ...
-        cluster_id = cute.arch.block_idx()[0] // cfg.cluster_size
-        clusters = cute.arch.grid_dim()[0] // cfg.cluster_size
-        work = cluster_rows * cluster_cols
+        schedule = Schedule(
+            cute.arch.block_idx()[0] // cfg.cluster_size,
+            cute.arch.grid_dim()[0] // cfg.cluster_size,
+            cluster_rows * cluster_cols,
+            cluster_rows,
+            cluster_cols,
+            rm,
+            rn,
+        )
 
+        # region producer
         if warpgroup == 0:  # ----------------------------------------- producer
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
-                                                     self.stages)
-                item = cluster_id
-                while item < work:
-                    tile_m, tile_n = self.cta_tile(item, cluster_rows, cluster_cols, rm, rn)
+                state = pipeline.make_pipeline_state(
+                    pipeline.PipelineUserType.Producer, self.stages
+                )
+                item = schedule.cluster_id
+                while item < schedule.work:
+                    tile_row, tile_col = self.cta_tile(item, schedule)
                     for kt in range(k_tiles):
                         ring.producer_acquire(state)
                         bar = ring.producer_get_barrier(state)
-                        self.load_operand(tma_a, tAgA[None, tile_m, kt], tAsA[None, state.index],
-                                          bar, a_mask, cfg.cluster_n)
-                        self.load_operand(tma_b, tBgB[None, tile_n, kt], tBsB[None, state.index],
-                                          bar, b_mask, cfg.cluster_m)
+                        self.load_operand(
+                            tma_a,
+                            tAgA[None, tile_row, kt],
+                            tAsA[None, state.index],
+                            bar,
+                            a_mask,
+                            cfg.cluster_n,
+                        )
+                        self.load_operand(
+                            tma_b,
+                            tBgB[None, tile_col, kt],
+                            tBsB[None, state.index],
+                            bar,
+                            b_mask,
+                            cfg.cluster_m,
+                        )
                         state.advance()
-                    item += clusters
+                    item += schedule.clusters
                 ring.producer_tail(state)  # do not exit while partners still read
+        # endregion producer
         else:  # ----------------------------------------------------------- consumers
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
-            self.consume(tiled_mma, ring, sA, sB, sC, mC, tma_c, mC_tma, warp, warpgroup - 1,
-                         tidx - 128, cluster_id, clusters, work, cluster_rows, cluster_cols, rm,
-                         rn, k_tiles)
+            self.consume(
+                tiled_mma,
+                ring,
+                SharedTiles(sA, sB, sC),
+                COut(mC, tma_c, mC_tma),
+                schedule,
+                k_tiles,
+                warp,
+                warpgroup - 1,
+                tidx - WARPGROUP_THREADS,
+            )
 
     @cute.jit
-    def cta_tile(self, item: cutlass.Int32, cluster_rows: cutlass.Int32,
-                 cluster_cols: cutlass.Int32, rm: cutlass.Int32, rn: cutlass.Int32):
-        """Work item -> this CTA's (tile_m, tile_n): the cluster's block of tiles in the
-        grouped order, then this CTA's place in the block."""
-        row, col = grouped_tile(item, cluster_rows, cluster_cols, self.cfg.group_m)
+    def cta_tile(self, item: cutlass.Int32, schedule: Schedule):
+        """Work item -> this CTA's tile (row, column) of C: the cluster's block of tiles in
+        the grouped order, then this CTA's place in the block."""
+        row, col = grouped_tile(
+            item, schedule.cluster_rows, schedule.cluster_cols, self.cfg.group_m
+        )
         if cutlass.const_expr(self.cfg.cluster_n == 1):
-            return row * self.cfg.cluster_m + rm, col
-        return row * self.cfg.cluster_m + rm, col * self.cfg.cluster_n + rn
+            return row * self.cfg.cluster_m + schedule.rm, col
+        return row * self.cfg.cluster_m + schedule.rm, col * self.cfg.cluster_n + schedule.rn
 
     @cute.jit
-    def load_operand(self, tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                     bar: cute.Pointer, mask: cutlass.Int16, sharers: cutlass.Constexpr):
+    def load_operand(
+        self,
+        tma: cute.CopyAtom,
+        src: cute.Tensor,
+        dst: cute.Tensor,
+        bar: cute.Pointer,
+        mask: cutlass.Int16,
+        sharers: cutlass.Constexpr,
+    ):
         """One operand's k-tile into stage `dst`, multicast to the CTAs that share it."""
         if cutlass.const_expr(sharers > 1):
             cute.copy(tma, src, dst, tma_bar_ptr=bar, mcast_mask=mask)
@@ -296,14 +420,21 @@ class HopperGemm:
             cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
     @cute.jit
-    def consume(self, tiled_mma: cute.TiledMma, ring: pipeline.PipelineTmaAsync,
-                sA: cute.Tensor, sB: cute.Tensor, sC: cute.Tensor, mC: cute.Tensor,
-                tma_c: cute.CopyAtom, mC_tma: cute.Tensor, warp: cutlass.Int32,
-                wg: cutlass.Int32, ctid: cutlass.Int32, cluster_id: cutlass.Int32,
-                clusters: cutlass.Int32, work: cutlass.Int32, cluster_rows: cutlass.Int32,
-                cluster_cols: cutlass.Int32, rm: cutlass.Int32, rn: cutlass.Int32,
-                k_tiles: cutlass.Int32):
+    def consume(
+        self,
+        tiled_mma: cute.TiledMma,
+        ring: pipeline.PipelineTmaAsync,
+        smem: SharedTiles,
+        out: COut,
+        schedule: Schedule,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        wg: cutlass.Int32,
+        ctid: cutlass.Int32,
+    ):
         """The math warpgroups: mainloop over the ring, then the epilogue, tile by tile.
+        `wg` is the consumer warpgroup (0 or 1), `ctid` the thread's index among the
+        consumer threads.
 
         cooperative: both warpgroups share every tile (64 rows each).
         pingpong: warpgroup `wg` takes the CTA's tiles wg, wg+2, ...; the k-tiles of
@@ -314,71 +445,91 @@ class HopperGemm:
         the ring (mbarrier waits only compare phase *parity*).
         """
         cfg = self.cfg
+        mC, sC = out.mC, smem.sC
         # the thread's index within the MMA (one warpgroup's when pingpong)
-        mma_tid = ctid % 128 if cutlass.const_expr(cfg.pingpong) else ctid
+        mma_tid = ctid % WARPGROUP_THREADS if cutlass.const_expr(cfg.pingpong) else ctid
         thr_mma = tiled_mma.get_slice(mma_tid)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
-        acc = cute.make_rmem_tensor(thr_mma.partition_C(
-            cute.local_tile(mC, self.tile, (0, 0))).shape, cutlass.Float32)
+        # smem descriptors tCrA (MMA, MMA_M, MMA_K, STAGE) and tCrB (MMA, MMA_N, MMA_K, STAGE);
+        # the accumulator acc (MMA, MMA_M, MMA_N) in registers
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(smem.sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(smem.sB))
+        acc = cute.make_rmem_tensor(
+            thr_mma.partition_C(cute.local_tile(mC, self.tile, (0, 0))).shape, self.acc_dtype
+        )
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         k_blocks = cute.size(tCrA, mode=[2])
 
         # epilogue pieces, built once: stmatrix from accumulator registers into a ring
         # of chunks of shared memory, TMA stores from there
-        sync_threads = 128 if cutlass.const_expr(cfg.pingpong) else 128 * cfg.consumer_warpgroups
+        sync_threads = (
+            WARPGROUP_THREADS
+            if cutlass.const_expr(cfg.pingpong)
+            else WARPGROUP_THREADS * CONSUMER_WARPGROUPS
+        )
         chunk_sync = pipeline.NamedBarrier(
             barrier_id=EPILOGUE_BARRIER + (wg if cutlass.const_expr(cfg.pingpong) else 0),
-            num_threads=sync_threads)
+            num_threads=sync_threads,
+        )
         store_warp = 4 + 4 * wg if cutlass.const_expr(cfg.pingpong) else 4
         chunk_cols = cfg.tile_n // cfg.epi_n
-        chunks = chunk_cols * (cfg.tile_m // self.epi_tile[0])
+        chunks = chunk_cols * (TILE_M // self.epi_tile[0])
         first_buf = wg * cfg.epi_stages if cutlass.const_expr(cfg.pingpong) else 0
-        stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype)
+        stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.c_dtype)
         r2s = cute.make_tiled_copy_S(
-            sm90_utils.get_smem_store_op(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.dtype,
-                                         cutlass.Float32),
-            cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+            sm90_utils.get_smem_store_op(
+                cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, self.c_dtype, self.acc_dtype
+            ),
+            cute.make_tiled_copy_C_atom(stmatrix, tiled_mma),
+        )
         thr_r2s = r2s.get_slice(mma_tid)
         tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, buffers)
-        acc_r2s = r2s.retile(acc)
+        acc_r2s = r2s.retile(acc)  # (R2S, R2S_M, R2S_N): the accumulator as stmatrix sources
         chunk_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
-        chunk_f32 = cute.make_rmem_tensor(chunk_shape, cutlass.Float32)
-        chunk_out = cute.make_rmem_tensor(chunk_shape, self.dtype)
-        per_chunk = cute.size(chunk_f32)
-        copy_chunk = row_copy(self.dtype, sync_threads, cfg.epi_n)
+        # one chunk of the accumulator and of C, (R2S, R2S_M, R2S_N)
+        chunk_acc = cute.make_rmem_tensor(chunk_shape, self.acc_dtype)
+        chunk_out = cute.make_rmem_tensor(chunk_shape, self.c_dtype)
+        per_chunk = cute.size(chunk_acc)
+        copy_chunk = row_copy(self.c_dtype, sync_threads, cfg.epi_n)
         mma_tid_all = ctid % sync_threads  # index among the threads sharing a chunk
         stores = pipeline.PipelineTmaStore.create(
             num_stages=cfg.epi_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads))
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, sync_threads),
+        )
 
-        my_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + wg, num_threads=256)
-        your_turn = pipeline.NamedBarrier(barrier_id=MAINLOOP_TURN_BARRIER + 1 - wg,
-                                          num_threads=256)
+        # region turns
+        my_turn = pipeline.NamedBarrier(
+            barrier_id=MAINLOOP_TURN_BARRIER + wg, num_threads=2 * WARPGROUP_THREADS
+        )
+        your_turn = pipeline.NamedBarrier(
+            barrier_id=MAINLOOP_TURN_BARRIER + 1 - wg, num_threads=2 * WARPGROUP_THREADS
+        )
         step = 1
-        item = cluster_id
+        item = schedule.cluster_id
         if cutlass.const_expr(cfg.pingpong):
             step = 2
-            item = cluster_id + wg * clusters
+            item = schedule.cluster_id + wg * schedule.clusters
             if wg == 1:  # the first tile's k-tiles belong to warpgroup 0
                 for _ in range(k_tiles):
                     read.advance()
                     release.advance()
+        # endregion turns
         done = cutlass.Int32(0)
-        while item < work:
-            tile_m, tile_n = self.cta_tile(item, cluster_rows, cluster_cols, rm, rn)
+        while item < schedule.work:
+            tile_row, tile_col = self.cta_tile(item, schedule)
             acc.fill(0.0)
             tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             if cutlass.const_expr(cfg.pingpong):
+                # region wait-for-turn
                 if wg == 1 or done > 0:  # wait until the other warpgroup's mainloop is done
                     my_turn.arrive_and_wait()
+                # endregion wait-for-turn
             for kt in range(k_tiles):
                 ring.consumer_wait(read)
                 cute.nvgpu.warpgroup.fence()
                 for kb in cutlass.range_constexpr(k_blocks):
                     cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                              tCrB[None, None, kb, read.index], acc)
+                              tCrB[None, None, kb, read.index], acc)  # fmt: skip
                 cute.nvgpu.warpgroup.commit_group()
                 read.advance()
                 if kt > 0:  # k-tile kt-1 has been read by the tensor cores
@@ -386,7 +537,7 @@ class HopperGemm:
                     ring.consumer_release(release)
                     release.advance()
             if cutlass.const_expr(cfg.pingpong):
-                if item + clusters < work:  # the other warpgroup has a next tile: its turn
+                if item + schedule.clusters < schedule.work:  # the other has a next tile
                     your_turn.arrive()
             cute.nvgpu.warpgroup.wait_group(0)
             ring.consumer_release(release)
@@ -396,35 +547,69 @@ class HopperGemm:
                     read.advance()
                     release.advance()
 
-            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C
-            gC = cute.local_tile(mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
-                                 self.tile, (tile_m, tile_n))
+            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C. This
+            # tile gC (bM, bN); its TMA views bSG_sC (TMA, buffer) and bSG_gC (TMA, chunks);
+            # gC_chunks and cC_chunks ((EPI_M, EPI_N), chunks), of values and coordinates
+            gC = cute.local_tile(
+                out.mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
+                self.tile,
+                (tile_row, tile_col),
+            )
             bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
-                tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
-                cute.zipped_divide(gC, self.epi_tile))
+                out.tma_c,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sC, 0, 2),
+                cute.zipped_divide(gC, self.epi_tile),
+            )
             gC_chunks = cute.zipped_divide(gC, self.epi_tile)
-            cC_chunks = cute.zipped_divide(cute.local_tile(
-                cute.make_identity_tensor(mC.shape), self.tile, (tile_m, tile_n)), self.epi_tile)
-            epi = ChunkStore(r2s, tRS_sC, chunk_sync, warp, store_warp, tma_c, bSG_sC, bSG_gC,
-                             copy_chunk, sC, gC_chunks, cC_chunks, mC.shape, mma_tid_all)
+            cC_chunks = cute.zipped_divide(
+                cute.local_tile(
+                    cute.make_identity_tensor(mC.shape), self.tile, (tile_row, tile_col)
+                ),
+                self.epi_tile,
+            )
+            epi = ChunkStore(
+                r2s,
+                tRS_sC,
+                chunk_sync,
+                warp,
+                store_warp,
+                out.tma_c,
+                bSG_sC,
+                bSG_gC,
+                copy_chunk,
+                sC,
+                gC_chunks,
+                cC_chunks,
+                mC.shape,
+                mma_tid_all,
+            )
             for e in cutlass.range_constexpr(chunks):
                 for v in cutlass.range_constexpr(per_chunk):
-                    chunk_f32[v] = acc_r2s[e * per_chunk + v]
-                chunk_out.store(chunk_f32.load().to(self.dtype))
+                    chunk_acc[v] = acc_r2s[e * per_chunk + v]
+                chunk_out.store(chunk_acc.load().to(self.c_dtype))
                 buf = first_buf + (done * chunks + e) % cfg.epi_stages
                 self.store_chunk(chunk_out, buf, (e // chunk_cols, e % chunk_cols), epi, stores)
             done += 1
-            item += step * clusters
+            item += step * schedule.clusters
         if cutlass.const_expr(cfg.tma_store):
             stores.producer_tail()
 
     @cute.jit
-    def store_chunk(self, chunk: cute.Tensor, buf: cutlass.Int32, at: cutlass.Constexpr,
-                    epi: ChunkStore, stores: pipeline.PipelineTmaStore):
+    def store_chunk(
+        self,
+        chunk: cute.Tensor,
+        buf: cutlass.Int32,
+        at: cutlass.Constexpr,
+        epi: ChunkStore,
+        stores: pipeline.PipelineTmaStore,
+    ):
         """One converted chunk of the accumulator: registers -> staging buffer `buf` of shared
         memory (stmatrix) -> chunk `at` (row, column) of C's tile; `stores` commits and waits
         for the TMA stores' bulk groups. A separate method so that a subclass can replace it."""
         cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])
+        # region tma-store
         if cutlass.const_expr(self.cfg.tma_store):
             # stmatrix writes must be visible to the TMA unit (async proxy)
             cute.arch.fence_proxy("async.shared", space="cta")
@@ -434,10 +619,17 @@ class HopperGemm:
                 stores.producer_commit()
                 stores.producer_acquire()  # bound the stores in flight
             epi.chunk_sync.arrive_and_wait()
+        # endregion tma-store
         else:  # every consumer thread copies 16-byte pieces, predicated at the edges
             epi.chunk_sync.arrive_and_wait()
-            store_tile(epi.copy_chunk, epi.sC[None, None, buf], epi.gC_chunks[(None, None), at],
-                       epi.cC_chunks[(None, None), at], epi.shape, epi.tid)
+            store_tile(
+                epi.copy_chunk,
+                epi.sC[None, None, buf],
+                epi.gC_chunks[(None, None), at],
+                epi.cC_chunks[(None, None), at],
+                epi.shape,
+                epi.tid,
+            )
             epi.chunk_sync.arrive_and_wait()
 
 
@@ -450,18 +642,19 @@ class ChunkStore(NamedTuple):
     warp: cutlass.Int32  # this thread's warp
     store_warp: cutlass.Int32  # the warp that issues the TMA stores
     tma_c: cute.CopyAtom  # TMA store: buffer b -> bSG_sC[None, b], chunk at -> bSG_gC[None, at]
-    bSG_sC: cute.Tensor
-    bSG_gC: cute.Tensor
+    bSG_sC: cute.Tensor  # (TMA, buffer)
+    bSG_gC: cute.Tensor  # (TMA, chunks)
     # without TMA stores: every consumer thread copies 16-byte pieces of buffer `buf`
     copy_chunk: cute.TiledCopy
-    sC: cute.Tensor
-    gC_chunks: cute.Tensor
-    cC_chunks: cute.Tensor
+    sC: cute.Tensor  # (EPI_M, EPI_N, buffer)
+    gC_chunks: cute.Tensor  # ((EPI_M, EPI_N), chunks)
+    cC_chunks: cute.Tensor  # ((EPI_M, EPI_N), chunks) of (m, n) coordinates
     shape: tuple
     tid: cutlass.Int32
 
 
 # ------------------------------------------------------------------ the surface
+
 
 def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
     """Clusters that can be resident at once on the operands' GPU (one CTA per SM, all of
@@ -470,9 +663,13 @@ def _persistent_grid(a: torch.Tensor, config: Config) -> tuple:
     return (host_int32(max_active_clusters(device, config.cluster_size)),)
 
 
-GEMM = GemmHost("hopper_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
-                HopperGemm(ab, config, arch), Config,
-                extra=LaunchExtra(lambda config: (host_int32(1),), _persistent_grid))
+GEMM = GemmHost(
+    "hopper_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: HopperGemm(types, config, arch),
+    Config,
+    extra=LaunchExtra(lambda config: (host_int32(1),), _persistent_grid),
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config): the
@@ -487,7 +684,8 @@ def prepare(problem, config: Config = Config(), preset: str | None = None):
 
 if __name__ == "__main__":
     for name, preset in PRESETS.items():
-        status = selftest.gemm_main(GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192),
-                                    config=preset)
+        status = selftest.gemm_main(
+            GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192), config=preset
+        )
         if status:
             raise SystemExit(status)

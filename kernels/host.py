@@ -14,6 +14,7 @@ Hardware limits come from CuTe DSL's own tables for the target or the operands' 
 (`smem_capacity`, `max_active_clusters`), never from literals. Only torch and CuTe DSL
 are needed: nothing here knows about the course around the kernels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,8 +53,13 @@ NEEDS: dict[str, Callable[[tuple[int, int]], bool]] = {
 }
 
 # The target a CPU-only compile of a kernel with that need uses.
-COMPILE_TARGET = {"gpu": "sm_90a", "sm_80+": "sm_80", "sm_90+": "sm_90a",
-                  "sm_90a": "sm_90a", "sm_100a": "sm_100a"}
+COMPILE_TARGET = {
+    "gpu": "sm_90a",
+    "sm_80+": "sm_80",
+    "sm_90+": "sm_90a",
+    "sm_90a": "sm_90a",
+    "sm_100a": "sm_100a",
+}
 
 
 def arch_for(compute_capability: tuple[int, int]) -> str:
@@ -99,7 +105,8 @@ def require(needs: str, kernel: str, device: torch.device | None = None) -> str:
         raise UnsupportedGPU(
             f"{kernel} needs {needs}; this machine has {here}. Use its compile-only path "
             f"instead: {kernel}.artifacts('{COMPILE_TARGET[needs]}') compiles it here and "
-            f"shows the PTX and SASS.")
+            f"shows the PTX and SASS."
+        )
     return arch_for(cc)
 
 
@@ -122,7 +129,8 @@ def check_smem(kernel: str, needed: int, arch: str) -> None:
     if needed > have:
         raise KernelInputError(
             f"{kernel} needs {needed} bytes of shared memory per CTA but {arch} has {have}: "
-            f"use fewer stages or smaller tiles")
+            f"use fewer stages or smaller tiles"
+        )
 
 
 @functools.cache
@@ -141,8 +149,15 @@ def max_active_clusters(device_index: int, cluster_size: int) -> int:
 EXPECTED_DEVICE = "cuda"  # tests set "cpu" to run the host side without a GPU
 
 
-def check_tensor(t: Any, name: str, *, dtypes: Iterable[torch.dtype], ndim: int,
-                 align_bytes: int = 16, contiguous_dim: int | None = -1) -> None:
+def check_tensor(
+    t: Any,
+    name: str,
+    *,
+    dtypes: Iterable[torch.dtype],
+    ndim: int,
+    align_bytes: int = 16,
+    contiguous_dim: int | None = -1,
+) -> None:
     """Validate one tensor argument; raise KernelInputError naming what is wrong."""
     dtypes = tuple(dtypes)
     if not isinstance(t, torch.Tensor):
@@ -155,11 +170,15 @@ def check_tensor(t: Any, name: str, *, dtypes: Iterable[torch.dtype], ndim: int,
     if t.device.type != EXPECTED_DEVICE:
         raise KernelInputError(f"{name} is on {t.device}; move it to the GPU (.cuda()) first")
     if contiguous_dim is not None and t.numel() > 1 and t.stride(contiguous_dim) != 1:
-        raise KernelInputError(f"{name} must be contiguous along dim {contiguous_dim} "
-                               f"(strides {tuple(t.stride())}); pass .contiguous()")
+        raise KernelInputError(
+            f"{name} must be contiguous along dim {contiguous_dim} "
+            f"(strides {tuple(t.stride())}); pass .contiguous()"
+        )
     if t.data_ptr() % align_bytes:
-        raise KernelInputError(f"{name}'s data pointer is not {align_bytes}-byte aligned "
-                               f"(a sliced view?); pass a fresh or .clone()d tensor")
+        raise KernelInputError(
+            f"{name}'s data pointer is not {align_bytes}-byte aligned "
+            f"(a sliced view?); pass a fresh or .clone()d tensor"
+        )
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -178,9 +197,16 @@ def cutlass_dtype(dtype: torch.dtype):
 def _cutlass_types() -> dict:
     import cutlass  # on first use: importing CuTe DSL takes about a second
 
-    return {torch.float32: cutlass.Float32, torch.float16: cutlass.Float16,
-            torch.bfloat16: cutlass.BFloat16, torch.int32: cutlass.Int32,
-            torch.int8: cutlass.Int8, torch.uint8: cutlass.Uint8}
+    return {
+        torch.float32: cutlass.Float32,
+        torch.float16: cutlass.Float16,
+        torch.bfloat16: cutlass.BFloat16,
+        torch.float8_e4m3fn: cutlass.Float8E4M3FN,
+        torch.float8_e5m2: cutlass.Float8E5M2,
+        torch.int32: cutlass.Int32,
+        torch.int8: cutlass.Int8,
+        torch.uint8: cutlass.Uint8,
+    }
 
 
 def gmem_pointer(t: torch.Tensor | None, dtype: torch.dtype, align_bytes: int = 16):
@@ -189,8 +215,9 @@ def gmem_pointer(t: torch.Tensor | None, dtype: torch.dtype, align_bytes: int = 
     from cutlass.cute.runtime import make_ptr
 
     address = 0 if t is None else t.data_ptr()
-    return make_ptr(cutlass_dtype(dtype), address, cute.AddressSpace.gmem,
-                    assumed_align=align_bytes)
+    return make_ptr(
+        cutlass_dtype(dtype), address, cute.AddressSpace.gmem, assumed_align=align_bytes
+    )
 
 
 def current_stream():
@@ -208,6 +235,7 @@ def fake_stream():
 
 
 # ---------------------------------------------------------------- compile once
+
 
 @dataclass(frozen=True)
 class CompileEvent:
@@ -254,8 +282,9 @@ class Compiler:
 
     def for_arch(self, arch: str, *key):
         """The handle for `arch`, compiled once (the caller has checked the GPU)."""
-        return compile_cached((self.name, *key), arch,
-                              lambda: compile_for(arch, *self.signature(arch, *key)))
+        return compile_cached(
+            (self.name, *key), arch, lambda: compile_for(arch, *self.signature(arch, *key))
+        )
 
     def artifacts(self, arch: str | None, *key):
         """PTX, cubin and SASS for `arch` (default: the kernel's compile-only target),

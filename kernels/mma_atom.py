@@ -15,6 +15,7 @@ Three kernels, each one small step:
     (16*warps_m) x (8*warps_n) tile of C.
 On a CPU the TV layouts are evaluated by CuTe itself (a jit function, no launch).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,8 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .host import (Compiler, KernelInputError, check_tensor, current_stream, cutlass_dtype,
-                   fake_stream, gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_tensor, current_stream, cutlass_dtype
+from .host import fake_stream, gmem_pointer, require
 
 NEEDS = "sm_80+"
 DTYPES = (torch.float16, torch.bfloat16)
@@ -50,18 +51,24 @@ class Config:
         return 32 * self.warps_m * self.warps_n
 
 
-def tiled_mma(dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1):
-    """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators).
+def tiled_mma(
+    dtype, warps_m: int, warps_n: int, atoms_n_per_warp: int = 1, acc_dtype=cutlass.Float32
+):
+    """The atom repeated over a warps_m x warps_n grid of warps (fp32 accumulators unless
+    `acc_dtype` says otherwise).
 
     With atoms_n_per_warp = 2 each warp covers 16 columns with two n8 atoms (a permutation
     of N), so that one ldmatrix.x4 of B feeds both: the tiled GEMMs of notebooks 07 and 09.
     """
-    op = cute.nvgpu.warp.MmaF16BF16Op(dtype, cutlass.Float32, ATOM)
+    op = cute.nvgpu.warp.MmaF16BF16Op(dtype, acc_dtype, ATOM)
     warps = cute.make_layout((warps_m, warps_n, 1))
     if atoms_n_per_warp == 1:
         return cute.make_tiled_mma(op, warps)
-    return cute.make_tiled_mma(op, warps, permutation_mnk=(
-        warps_m * ATOM[0], warps_n * ATOM[1] * atoms_n_per_warp, ATOM[2]))
+    return cute.make_tiled_mma(
+        op,
+        warps,
+        permutation_mnk=(warps_m * ATOM[0], warps_n * ATOM[1] * atoms_n_per_warp, ATOM[2]),
+    )
 
 
 def make_tiled_mma(dtype, config: Config):
@@ -70,6 +77,7 @@ def make_tiled_mma(dtype, config: Config):
 
 
 # --------------------------------------------------------------- kernels
+
 
 class _Kernels:
     """Host wrappers and kernels for one dtype and warp grid."""
@@ -82,9 +90,9 @@ class _Kernels:
     def stamp(self, owner_ptr: cute.Pointer, value_ptr: cute.Pointer, stream: cuda.CUstream):
         m, n, _ = self.cfg.shape_mnk
         layout = cute.make_layout((m, n), stride=(n, 1))  # row-major int32 maps
-        self.stamp_kernel(cute.make_tensor(owner_ptr, layout),
-                          cute.make_tensor(value_ptr, layout)).launch(
-            grid=[1, 1, 1], block=[self.cfg.threads, 1, 1], stream=stream)
+        self.stamp_kernel(
+            cute.make_tensor(owner_ptr, layout), cute.make_tensor(value_ptr, layout)
+        ).launch(grid=[1, 1, 1], block=[self.cfg.threads, 1, 1], stream=stream)
 
     @cute.kernel
     def stamp_kernel(self, owner: cute.Tensor, value: cute.Tensor):
@@ -96,17 +104,20 @@ class _Kernels:
             my_value[v] = v
 
     @cute.jit
-    def gemm(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-             stream: cuda.CUstream):
+    def gemm(
+        self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer, stream: cuda.CUstream
+    ):
         m, n, k = self.cfg.shape_mnk
         mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
         mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
         mC = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n, 1)))
-        self.gemm_kernel(mA, mB, mC).launch(grid=[1, 1, 1], block=[self.cfg.threads, 1, 1],
-                                            stream=stream)
+        self.gemm_kernel(mA, mB, mC).launch(
+            grid=[1, 1, 1], block=[self.cfg.threads, 1, 1], stream=stream
+        )
 
     @cute.kernel
     def gemm_kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+        # region micro-gemm
         tidx, _, _ = cute.arch.thread_idx()
         tiled = make_tiled_mma(self.dtype, self.cfg)
         thr = tiled.get_slice(tidx)
@@ -119,6 +130,7 @@ class _Kernels:
         tCrC.fill(0.0)
         cute.gemm(tiled, tCrC, tCrA, tCrB, tCrC)  # one mma.sync per atom
         cute.autovec_copy(tCrC, tCgC)
+        # endregion micro-gemm
 
 
 def _stamp_signature(arch: str, dtype, config):
@@ -135,8 +147,7 @@ STAMP = Compiler("mma_atom.stamp", NEEDS, _stamp_signature)
 MICRO_GEMM = Compiler("mma_atom.micro_gemm", NEEDS, _gemm_signature)
 
 
-def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16,
-              config: Config = Config()):
+def artifacts(arch: str = "sm_80", dtype: torch.dtype = torch.bfloat16, config: Config = Config()):
     """The micro-GEMM compiled for `arch` without a GPU."""
     return MICRO_GEMM.artifacts(arch, dtype, config)
 
@@ -147,26 +158,36 @@ def stamp(config: Config = Config(), dtype: torch.dtype = torch.bfloat16):
     m, n, _ = config.shape_mnk
     owner = torch.full((m, n), -1, dtype=torch.int32, device="cuda")
     value = torch.full((m, n), -1, dtype=torch.int32, device="cuda")
-    kernel(gmem_pointer(owner, torch.int32, 4), gmem_pointer(value, torch.int32, 4),
-           current_stream())
+    kernel(
+        gmem_pointer(owner, torch.int32, 4), gmem_pointer(value, torch.int32, 4), current_stream()
+    )
     torch.cuda.synchronize()
     return owner.cpu(), value.cpu()
 
 
 def micro_gemm(a: torch.Tensor, b: torch.Tensor, config: Config = Config()) -> torch.Tensor:
     """C (fp32) = A . B^T for exactly one tiled-MMA tile: A (16*wm x 16), B (8*wn x 16)."""
-    require(NEEDS, "mma_atom.micro_gemm", a.device if isinstance(a, torch.Tensor) and a.is_cuda
-            else None)
+    require(
+        NEEDS,
+        "mma_atom.micro_gemm",
+        a.device if isinstance(a, torch.Tensor) and a.is_cuda else None,
+    )
     m, n, k = config.shape_mnk
     check_tensor(a, "a", dtypes=DTYPES, ndim=2)
     check_tensor(b, "b", dtypes=(a.dtype,), ndim=2)
     if a.shape != (m, k) or b.shape != (n, k) or not (a.is_contiguous() and b.is_contiguous()):
-        raise KernelInputError(f"this warp grid takes contiguous A {m}x{k} and B {n}x{k}, got "
-                               f"{tuple(a.shape)} and {tuple(b.shape)}")
+        raise KernelInputError(
+            f"this warp grid takes contiguous A {m}x{k} and B {n}x{k}, got "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
     c = torch.empty(m, n, dtype=torch.float32, device=a.device)
     kernel = MICRO_GEMM.compile(a.dtype, config, device=a.device)
-    kernel(gmem_pointer(a, a.dtype), gmem_pointer(b, a.dtype), gmem_pointer(c, torch.float32),
-           current_stream())
+    kernel(
+        gmem_pointer(a, a.dtype),
+        gmem_pointer(b, a.dtype),
+        gmem_pointer(c, torch.float32),
+        current_stream(),
+    )
     return c
 
 
@@ -182,11 +203,18 @@ def _self_test() -> int:
     for config in (Config(), Config(2, 2)):
         for dtype in DTYPES:
             m, n, k = config.shape_mnk
-            a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(n, k, device="cuda").to(dtype)
+            a, b = (
+                torch.randn(m, k, device="cuda").to(dtype),
+                torch.randn(n, k, device="cuda").to(dtype),
+            )
             c = micro_gemm(a, b, config)
             torch.cuda.synchronize()
-            ok &= selftest.verdict(f"{str(dtype)[6:]} {m}x{n}x{k} on {config.threads // 32} "
-                                   f"warp(s)", c, a.double() @ b.double().T, torch.float32)
+            ok &= selftest.verdict(
+                f"{str(dtype)[6:]} {m}x{n}x{k} on {config.threads // 32} warp(s)",
+                c,
+                a.double() @ b.double().T,
+                torch.float32,
+            )
     owner, _ = stamp(Config())
     rows, cols = torch.meshgrid(torch.arange(16), torch.arange(8), indexing="ij")
     as_ptx_says = bool((owner == 4 * (rows % 8) + cols // 2).all())

@@ -18,6 +18,7 @@ or K-major; B N-major or K-major. float32 operands accumulate and store in fp32;
 bf16/fp16 operands accumulate in fp32 and store in their own dtype. Any M, N, K:
 tiles that cross the edge of the problem take a predicated path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,14 +56,18 @@ class Config:
         if min(self.tile_m, self.tile_n, self.tile_k, self.atoms_m, self.atoms_n, self.group) < 1:
             raise ValueError("every Config field must be positive")
         if self.tile_m % (self.atoms_m * self.group) or self.tile_n % (self.atoms_n * self.group):
-            raise ValueError(f"tile {self.tile_m}x{self.tile_n} must be a multiple of "
-                             f"atoms x group ({self.atoms_m * self.group}x"
-                             f"{self.atoms_n * self.group})")
+            raise ValueError(
+                f"tile {self.tile_m}x{self.tile_n} must be a multiple of "
+                f"atoms x group ({self.atoms_m * self.group}x"
+                f"{self.atoms_n * self.group})"
+            )
         if not 32 <= self.threads <= 1024 or self.threads % 32:
             raise ValueError(f"{self.threads} threads: must be a multiple of 32 in [32, 1024]")
         if self.values_per_thread > 128:
-            raise ValueError(f"{self.values_per_thread} accumulators per thread is too many "
-                             f"registers; use a smaller tile or more threads")
+            raise ValueError(
+                f"{self.values_per_thread} accumulators per thread is too many "
+                f"registers; use a smaller tile or more threads"
+            )
 
     @property
     def threads(self) -> int:
@@ -81,13 +86,15 @@ class Config:
 # Plain functions, called while CuTe DSL traces either the kernel (on a GPU) or
 # `thread_trace` (on a CPU).
 
+
 def make_tiled_mma(config: Config):
     """256 scalar-FMA atoms, (16,16,1):(16,1,0), permuted (16,4):(4,1) along M and N."""
     atoms = cute.make_layout((config.atoms_m, config.atoms_n, 1), stride=(config.atoms_n, 1, 0))
     perm_m = cute.make_layout((config.atoms_m, config.group), stride=(config.group, 1))
     perm_n = cute.make_layout((config.atoms_n, config.group), stride=(config.group, 1))
-    return cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), atoms,
-                               permutation_mnk=(perm_m, perm_n, None))
+    return cute.make_tiled_mma(
+        cute.nvgpu.MmaUniversalOp(cutlass.Float32), atoms, permutation_mnk=(perm_m, perm_n, None)
+    )
 
 
 def global_layouts(m, n, k, a_major: str = "m", b_major: str = "n"):
@@ -128,9 +135,9 @@ def thread_partitions(tiled_mma, tid, gA, gB, gC):
 
 # ---------------------------------------------------------------- the kernel
 
+
 @cute.kernel
-def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                      config: cutlass.Constexpr):
+def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, config: cutlass.Constexpr):
     tid, _, _ = cute.arch.thread_idx()
     bm, bn, _ = cute.arch.block_idx()
     tiled_mma = make_tiled_mma(config)
@@ -139,8 +146,14 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
     gA, gB, gC = cta_tiles(mA, mB, mC, config, bm, bn)
     tCgA, tCgB, tCgC = thread_partitions(tiled_mma, tid, gA, gB, gC)
     # the same partitioning of coordinate tensors: which (row, col) each element is
-    cA, cB, cC = cta_tiles(cute.make_identity_tensor(mA.shape), cute.make_identity_tensor(mB.shape),
-                           cute.make_identity_tensor(mC.shape), config, bm, bn)
+    cA, cB, cC = cta_tiles(
+        cute.make_identity_tensor(mA.shape),
+        cute.make_identity_tensor(mB.shape),
+        cute.make_identity_tensor(mC.shape),
+        config,
+        bm,
+        bn,
+    )
     tCcA, tCcB, tCcC = thread_partitions(tiled_mma, tid, cA, cB, cC)
 
     # registers: one K-slice of A and B (in the input type, then as fp32), 64 accumulators
@@ -165,11 +178,13 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
         else:  # an edge tile: load what exists, zero the rest
             tCcA_k, tCcB_k = tCcA[None, None, None, kt], tCcB[None, None, None, kt]
             for i in cutlass.range(cute.size(tCrA_in), unroll_full=True):
-                tCrA_in[i] = tCgA_k[i] if cute.elem_less(tCcA_k[i], mA.shape) \
-                    else mA.element_type(0)
+                tCrA_in[i] = (
+                    tCgA_k[i] if cute.elem_less(tCcA_k[i], mA.shape) else mA.element_type(0)
+                )
             for i in cutlass.range(cute.size(tCrB_in), unroll_full=True):
-                tCrB_in[i] = tCgB_k[i] if cute.elem_less(tCcB_k[i], mB.shape) \
-                    else mB.element_type(0)
+                tCrB_in[i] = (
+                    tCgB_k[i] if cute.elem_less(tCcB_k[i], mB.shape) else mB.element_type(0)
+                )
         tCrA.store(tCrA_in.load().to(cutlass.Float32))
         tCrB.store(tCrB_in.load().to(cutlass.Float32))
         for kb in cutlass.range_constexpr(config.tile_k):
@@ -187,32 +202,47 @@ def naive_gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
 
 
 class NaiveGemm:
-    """The host side for one (dtype, Config, majors): build the global tensors from
-    pointers and sizes, launch one CTA per tile."""
+    """The host side for one (Config, majors): build the global tensors from pointers and
+    sizes (their element types are the pointers'), launch one CTA per tile."""
 
-    def __init__(self, dtype, config: Config, a_major: str, b_major: str):
-        self.config, self.a_major, self.b_major = config, a_major, b_major
+    def __init__(self, config: Config, a_major: str, b_major: str):
+        self.cfg, self.a_major, self.b_major = config, a_major, b_major
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
-        config = self.config
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
+        config = self.cfg
         mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, self.a_major, self.b_major)
-        grid = [(m + config.tile_m - 1) // config.tile_m, (n + config.tile_n - 1) // config.tile_n,
-                1]
-        naive_gemm_kernel(mA, mB, mC, config).launch(grid=grid, block=[config.threads, 1, 1],
-                                                     stream=stream)
+        grid = [
+            (m + config.tile_m - 1) // config.tile_m,
+            (n + config.tile_n - 1) // config.tile_n,
+            1,
+        ]
+        naive_gemm_kernel(mA, mB, mC, config).launch(
+            grid=grid, block=[config.threads, 1, 1], stream=stream
+        )
 
 
 # ---------------------------------------------------------------- compile / run
 
 GEMM = GemmHost(
-    "naive_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
-    NaiveGemm(ab, config, a_major, b_major), Config,
-    # element-wise loads: either major, any size, element-aligned views; 32-bit indexing
-    Operands(dtypes=DTYPES, a_majors=("m", "k"), b_majors=("n", "k"), vector=1,
-             int32_offsets=True),
-    default_dtype=torch.float32, default_majors=("m", "n"))  # as notebook 03 traces it
+    "naive_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: NaiveGemm(config, a_major, b_major),
+    Config,
+    # element-wise loads: either major, any size, element-aligned views; 32-bit indexing;
+    # fp32 FMAs (make_tiled_mma), so fp32 accumulators whatever A's type
+    Operands(
+        ab_dtypes=DTYPES,
+        a_majors=("m", "k"),
+        b_majors=("n", "k"),
+        row_bytes=None,
+        int32_offsets=True,
+    ),
+    default_dtype=torch.float32,
+    default_majors=("m", "n"),  # as notebook 03 traces it
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
@@ -221,5 +251,6 @@ compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.
 
 
 if __name__ == "__main__":
-    raise SystemExit(selftest.gemm_main(GEMM, "naive_gemm", (torch.float32, torch.bfloat16),
-                                        sizes=(2048,)))
+    raise SystemExit(
+        selftest.gemm_main(GEMM, "naive_gemm", (torch.float32, torch.bfloat16), sizes=(2048,))
+    )

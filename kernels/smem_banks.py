@@ -12,6 +12,7 @@ Every value read is summed into the output, which run() checks against a torch
 reference, so the compiler can neither drop a load nor hoist it out of the timing
 loop (the address also depends on the loop counter through a runtime zero).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
-                   gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_tensor, current_stream, fake_stream
+from .host import gmem_pointer, require
 
 NEEDS = "gpu"
 WARP = 32
@@ -44,15 +45,17 @@ class Config:
 @cute.kernel
 def smem_read_kernel(offsets: cute.Tensor, data: cute.Tensor, out: cute.Tensor,
                      iters: cutlass.Int32, zero: cutlass.Int32, n_req: cutlass.Constexpr,
-                     vec: cutlass.Constexpr, threads: cutlass.Constexpr):
+                     vec: cutlass.Constexpr, threads: cutlass.Constexpr):  # fmt: skip
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     lane = tid % WARP
     smem = SmemAllocator()
     # (vector index, word in vector): row i is the vec words at byte 4 * vec * i
-    s = smem.allocate_tensor(cutlass.Float32,
-                             cute.make_layout((SMEM_WORDS // vec, vec), stride=(vec, 1)),
-                             byte_alignment=128)
+    s = smem.allocate_tensor(
+        cutlass.Float32,
+        cute.make_layout((SMEM_WORDS // vec, vec), stride=(vec, 1)),
+        byte_alignment=128,
+    )
     for i in range(tid, SMEM_WORDS // vec, threads):
         for k in cutlass.range_constexpr(vec):
             s[i, k] = data[i * vec + k]
@@ -72,15 +75,24 @@ def smem_read_kernel(offsets: cute.Tensor, data: cute.Tensor, out: cute.Tensor,
 
 
 @cute.jit
-def smem_read(off_ptr: cute.Pointer, data_ptr: cute.Pointer, out_ptr: cute.Pointer,
-              iters: cutlass.Int32, zero: cutlass.Int32, blocks: cutlass.Int32,
-              stream: cuda.CUstream, n_req: cutlass.Constexpr, vec: cutlass.Constexpr,
-              threads: cutlass.Constexpr):
+def smem_read(
+    off_ptr: cute.Pointer,
+    data_ptr: cute.Pointer,
+    out_ptr: cute.Pointer,
+    iters: cutlass.Int32,
+    zero: cutlass.Int32,
+    blocks: cutlass.Int32,
+    stream: cuda.CUstream,
+    n_req: cutlass.Constexpr,
+    vec: cutlass.Constexpr,
+    threads: cutlass.Constexpr,
+):
     offsets = cute.make_tensor(off_ptr, cute.make_layout(n_req * WARP))
     data = cute.make_tensor(data_ptr, cute.make_layout(SMEM_WORDS))
     out = cute.make_tensor(out_ptr, cute.make_layout(blocks * threads))
     smem_read_kernel(offsets, data, out, iters, zero, n_req, vec, threads).launch(
-        grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream)
+        grid=[blocks, 1, 1], block=[threads, 1, 1], stream=stream
+    )
 
 
 def _signature(arch: str, n_req: int, vec: int, config: Config):
@@ -90,8 +102,19 @@ def _signature(arch: str, n_req: int, vec: int, config: Config):
         raise KernelInputError(f"{n_req} requests: the kernel unrolls 1..64 requests per pass")
     ip, fp = gmem_pointer(None, torch.int32), gmem_pointer(None, torch.float32)
     one = cutlass.Int32(1)
-    return (smem_read, ip, fp, fp, one, cutlass.Int32(0), one, fake_stream(), n_req, vec,
-            config.threads_per_block)
+    return (
+        smem_read,
+        ip,
+        fp,
+        fp,
+        one,
+        cutlass.Int32(0),
+        one,
+        fake_stream(),
+        n_req,
+        vec,
+        config.threads_per_block,
+    )
 
 
 COMPILER = Compiler("smem_banks", NEEDS, _signature)
@@ -116,15 +139,18 @@ def reference(offsets: torch.Tensor, data: torch.Tensor, vec: int, iters: int) -
 
 
 def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: int = 1,
-             out: torch.Tensor | None = None, vec: int = 1,
-             config: Config = Config()) -> Callable[[], torch.Tensor]:
+             out: torch.Tensor | None = None, vec: int = 1, config: Config = Config()
+             ) -> Callable[[], torch.Tensor]:  # fmt: skip
     """Validate once and return a function that launches the kernel (for timing loops).
 
     offsets: int32 (requests, 32) in units of `vec` words, -1 for an idle lane;
     data: float32 (SMEM_WORDS,) copied into shared memory first.
     """
-    require(NEEDS, "smem_banks",
-            offsets.device if isinstance(offsets, torch.Tensor) and offsets.is_cuda else None)
+    require(
+        NEEDS,
+        "smem_banks",
+        offsets.device if isinstance(offsets, torch.Tensor) and offsets.is_cuda else None,
+    )
     check_tensor(offsets, "offsets", dtypes=(torch.int32,), ndim=2)
     check_tensor(data, "data", dtypes=(torch.float32,), ndim=1)
     if offsets.shape[1] != WARP:
@@ -135,8 +161,9 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
         raise KernelInputError(f"vec must be one of {VECTORS}")
     lo, hi = int(offsets.min()), int(offsets.max())
     if lo < -1 or hi >= SMEM_WORDS // vec:
-        raise KernelInputError(f"offsets must lie in [-1, {SMEM_WORDS // vec}) for vec={vec}; "
-                               f"got [{lo}, {hi}]")
+        raise KernelInputError(
+            f"offsets must lie in [-1, {SMEM_WORDS // vec}) for vec={vec}; got [{lo}, {hi}]"
+        )
     if iters < 1 or blocks < 1:
         raise KernelInputError("iters and blocks must be >= 1")
     threads = config.threads_per_block
@@ -148,9 +175,14 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
     if not (offsets.device == data.device == out.device):
         raise KernelInputError("offsets, data and out must be on the same GPU")
     kernel = compile(int(offsets.shape[0]), vec, config, device=offsets.device)
-    args = (gmem_pointer(offsets, torch.int32), gmem_pointer(data, torch.float32),
-            gmem_pointer(out, torch.float32), cutlass.Int32(iters), cutlass.Int32(0),
-            cutlass.Int32(blocks))
+    args = (
+        gmem_pointer(offsets, torch.int32),
+        gmem_pointer(data, torch.float32),
+        gmem_pointer(out, torch.float32),
+        cutlass.Int32(iters),
+        cutlass.Int32(0),
+        cutlass.Int32(blocks),
+    )
 
     def launch() -> torch.Tensor:
         kernel(*args, current_stream())
@@ -160,7 +192,8 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
 
 
 def run(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: int = 1,
-        out: torch.Tensor | None = None, vec: int = 1, config: Config = Config()) -> torch.Tensor:
+        out: torch.Tensor | None = None, vec: int = 1, config: Config = Config()
+        ) -> torch.Tensor:  # fmt: skip
     """Every warp reads shared memory as `offsets` says, `iters` times; returns the sums
     (blocks * threads values; see reference() for what each warp's lanes must hold)."""
     return launcher(offsets, data, iters, blocks, out, vec, config)()
@@ -175,8 +208,10 @@ def _self_test() -> int:
         selftest.show_artifacts(artifacts())
         return 0
     lanes = torch.arange(WARP, dtype=torch.int32, device="cuda")
-    patterns = {"conflict-free (lane l reads word l)": lanes,
-                "32-way conflict (lane l reads word 32 l)": lanes * 32}
+    patterns = {
+        "conflict-free (lane l reads word l)": lanes,
+        "32-way conflict (lane l reads word 32 l)": lanes * 32,
+    }
     data = torch.randn(SMEM_WORDS, device="cuda")
     ok, times = True, {}
     for name, pattern in patterns.items():
@@ -184,8 +219,9 @@ def _self_test() -> int:
         out = run(offsets, data, iters=3)
         torch.cuda.synchronize()
         got = out[:WARP]
-        ok &= selftest.verdict(name, got, reference(offsets, data, 1, 3).to(got.device),
-                               torch.float32)
+        ok &= selftest.verdict(
+            name, got, reference(offsets, data, 1, 3).to(got.device), torch.float32
+        )
         launch = launcher(offsets, data, iters=1000, blocks=132)
         times[name] = selftest.events_ms(launch, 10)
     slow, fast = times[list(patterns)[1]], times[list(patterns)[0]]

@@ -13,6 +13,7 @@ Swizzle<5,0,5> o (32,32):(32,1), which XORs the row into the bank. `transpose` t
 function that builds such a layout as a Constexpr. Ragged matrices are predicated at
 their edges.
 """
+
 from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
@@ -21,8 +22,8 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
-                   gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_tensor, current_stream, fake_stream
+from .host import gmem_pointer, require
 
 NEEDS = "gpu"
 TILE = 32  # the tile is TILE x TILE floats; a warp's 32 lanes span one tile row
@@ -57,8 +58,13 @@ class Config:
 
 
 @cute.kernel
-def transpose_kernel(gIn: cute.Tensor, gOut: cute.Tensor, m: cutlass.Int32, n: cutlass.Int32,
-                     smem_layout: cutlass.Constexpr):
+def transpose_kernel(
+    gIn: cute.Tensor,
+    gOut: cute.Tensor,
+    m: cutlass.Int32,
+    n: cutlass.Int32,
+    smem_layout: cutlass.Constexpr,
+):
     tx, ty, _ = cute.arch.thread_idx()
     bx, by, _ = cute.arch.block_idx()
     smem = SmemAllocator()
@@ -77,13 +83,20 @@ def transpose_kernel(gIn: cute.Tensor, gOut: cute.Tensor, m: cutlass.Int32, n: c
 
 
 @cute.jit
-def transpose(in_ptr: cute.Pointer, out_ptr: cute.Pointer, m: cutlass.Int32, n: cutlass.Int32,
-              stream: cuda.CUstream, smem_layout: cutlass.Constexpr):
+def transpose(
+    in_ptr: cute.Pointer,
+    out_ptr: cute.Pointer,
+    m: cutlass.Int32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+    smem_layout: cutlass.Constexpr,
+):
     gIn = cute.make_tensor(in_ptr, cute.make_layout((m, n), stride=(n, 1)))
     gOut = cute.make_tensor(out_ptr, cute.make_layout((n, m), stride=(m, 1)))
     grid = [(n + TILE - 1) // TILE, (m + TILE - 1) // TILE, 1]
     transpose_kernel(gIn, gOut, m, n, smem_layout).launch(
-        grid=grid, block=[TILE, ROWS_PER_PASS, 1], stream=stream)
+        grid=grid, block=[TILE, ROWS_PER_PASS, 1], stream=stream
+    )
 
 
 def _signature(arch: str, config: Config):
@@ -105,30 +118,43 @@ def artifacts(arch: str = "sm_90a", config: Config = Config()):
     return COMPILER.artifacts(arch, config)
 
 
-def run(x: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
+def run(
+    x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()
+) -> torch.Tensor:
     """out = x.T (a new contiguous (n, m) tensor unless `out` is given)."""
-    arch = require(NEEDS, "smem_transpose",
-                   x.device if isinstance(x, torch.Tensor) and x.is_cuda else None)
+    arch = require(
+        NEEDS, "smem_transpose", x.device if isinstance(x, torch.Tensor) and x.is_cuda else None
+    )
     check_tensor(x, "x", dtypes=(torch.float32,), ndim=2, align_bytes=4)
     if x.stride(0) != x.shape[1] and x.numel() > 1:
-        raise KernelInputError(f"x must be a contiguous row-major matrix (strides "
-                               f"{tuple(x.stride())}); pass .contiguous()")
+        raise KernelInputError(
+            f"x must be a contiguous row-major matrix (strides "
+            f"{tuple(x.stride())}); pass .contiguous()"
+        )
     m, n = x.shape
     if out is None:
         out = torch.empty((n, m), dtype=x.dtype, device=x.device)
     check_tensor(out, "out", dtypes=(torch.float32,), ndim=2, align_bytes=4)
-    if tuple(out.shape) != (n, m) or out.device != x.device or (
-            out.numel() > 1 and out.stride(0) != m):
+    if (
+        tuple(out.shape) != (n, m)
+        or out.device != x.device
+        or (out.numel() > 1 and out.stride(0) != m)
+    ):
         raise KernelInputError(f"out must be a contiguous ({n}, {m}) tensor on {x.device}")
     if m * n >= 2**31:
-        raise KernelInputError("the transpose indexes with 32-bit integers: fewer than 2^31 "
-                               "elements")
+        raise KernelInputError(
+            "the transpose indexes with 32-bit integers: fewer than 2^31 elements"
+        )
     if m * n == 0:
         return out
     kernel = COMPILER.for_arch(arch, config)
-    kernel(gmem_pointer(x, torch.float32, 4), gmem_pointer(out, torch.float32, 4),
-           cutlass.Int32(m), cutlass.Int32(n), current_stream())
+    kernel(
+        gmem_pointer(x, torch.float32, 4),
+        gmem_pointer(out, torch.float32, 4),
+        cutlass.Int32(m),
+        cutlass.Int32(n),
+        current_stream(),
+    )
     return out
 
 
@@ -149,12 +175,18 @@ def _self_test() -> int:
             ok &= selftest.verdict(f"{layout} {m}x{n}", out, x.t(), torch.float32)
     xs = [torch.randn(8192, 8192, device="cuda") for _ in range(3)]
     outs = [torch.empty_like(x) for x in xs]
-    t = selftest.paired_rounds({name: (lambda i, name=name: run(xs[i % 3], outs[i % 3],
-                                                                 Config(name)))
-                                for name in LAYOUTS}, rounds=7)
+    t = selftest.paired_rounds(
+        {
+            name: (lambda i, name=name: run(xs[i % 3], outs[i % 3], Config(name)))
+            for name in LAYOUTS
+        },
+        rounds=7,
+    )
     for name in ("padded", "swizzled"):
-        print(f"  {name:8s}: {selftest.ratio_summary(t['plain'], t[name])} of the plain "
-              f"tile's speed (its time over this one's)")
+        print(
+            f"  {name:8s}: {selftest.ratio_summary(t['plain'], t[name])} of the plain "
+            f"tile's speed (its time over this one's)"
+        )
     return 0 if ok else 1
 
 

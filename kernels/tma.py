@@ -25,6 +25,7 @@ Tensors are 2-D, row-major with a row stride `ld` (a multiple of 16 bytes, as TM
 requires), so a view into a larger buffer works and the tests can check that
 nothing outside the tensor is touched.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,8 @@ import cutlass.cute as cute
 import torch
 from cutlass.memory.smem import SmemAllocator
 
-from .host import (Compiler, KernelInputError, check_smem, check_tensor, current_stream,
-                   cutlass_dtype, fake_stream, gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_smem, check_tensor, current_stream
+from .host import cutlass_dtype, fake_stream, gmem_pointer, require
 
 NEEDS = "sm_90+"
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -65,12 +66,16 @@ class Config:
         """The box rules that depend on the element size (raise KernelInputError)."""
         row = self.box_cols * elem_bytes
         if row % 16:
-            raise KernelInputError(f"a box row of {self.box_cols} x {elem_bytes} B = {row} B; "
-                                   "TMA moves rows in multiples of 16 bytes")
+            raise KernelInputError(
+                f"a box row of {self.box_cols} x {elem_bytes} B = {row} B; "
+                "TMA moves rows in multiples of 16 bytes"
+            )
         if self.swizzle and row != self.swizzle:
-            raise KernelInputError(f"with the {self.swizzle}B swizzle a box row must be exactly "
-                                   f"{self.swizzle} bytes ({self.swizzle // elem_bytes} elements), "
-                                   f"got {row}")
+            raise KernelInputError(
+                f"with the {self.swizzle}B swizzle a box row must be exactly "
+                f"{self.swizzle} bytes ({self.swizzle // elem_bytes} elements), "
+                f"got {row}"
+            )
 
     def box_bytes(self, elem_bytes: int) -> int:
         return self.box_rows * self.box_cols * elem_bytes
@@ -106,10 +111,12 @@ def box_layout(dtype, cfg: Config, stages: int = 0):
     byte and no-swizzle modes. `stages` > 0 adds a third mode of that many boxes.
     """
     r, c = cfg.box_rows, cfg.box_cols
-    outer = (cute.make_layout((r, c, stages), stride=(c, 1, r * c)) if stages
-             else cute.make_layout((r, c), stride=(c, 1)))
-    return cute.make_composed_layout(cute.make_swizzle(SWIZZLE_BITS[cfg.swizzle], 4, 3), 0,
-                                     outer)
+    outer = (
+        cute.make_layout((r, c, stages), stride=(c, 1, r * c))
+        if stages
+        else cute.make_layout((r, c), stride=(c, 1))
+    )
+    return cute.make_composed_layout(cute.make_swizzle(SWIZZLE_BITS[cfg.swizzle], 4, 3), 0, outer)
 
 
 def _matrix(ptr, rows, cols, ld, dtype):
@@ -119,8 +126,13 @@ def _matrix(ptr, rows, cols, ld, dtype):
 
 
 @cute.jit
-def _arm_and_load(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, bar: cute.Pointer,
-                  tx_bytes: cutlass.Constexpr):
+def _arm_and_load(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     """Called by one whole warp: arm the barrier with the bytes to expect (one elected
     lane), then issue the TMA copy (which elects its own lane)."""
     with cute.arch.elect_one():
@@ -141,7 +153,7 @@ class TmaLoad:
     @cute.jit
     def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, rows: cutlass.Int32,
                  cols: cutlass.Int32, ld_src: cutlass.Int32, ld_dst: cutlass.Int32,
-                 stream: cuda.CUstream):
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mSrc = _matrix(src_ptr, rows, cols, ld_src, self.dtype)
         tiles_m = (rows + cfg.box_rows - 1) // cfg.box_rows
@@ -149,19 +161,33 @@ class TmaLoad:
         if cutlass.const_expr(self.mode == "copy"):
             mDst = _matrix(dst_ptr, rows, cols, ld_dst, self.dtype)
         else:  # every box whole: a (tiles_m * box_rows, tiles_n * box_cols) mosaic
-            mDst = _matrix(dst_ptr, tiles_m * cfg.box_rows, tiles_n * cfg.box_cols,
-                           tiles_n * cfg.box_cols, self.dtype)
+            mDst = _matrix(
+                dst_ptr,
+                tiles_m * cfg.box_rows,
+                tiles_n * cfg.box_cols,
+                tiles_n * cfg.box_cols,
+                self.dtype,
+            )
         sl = box_layout(self.dtype, cfg)
         # the tensor map: mSrc's shape and strides, a box of (box_rows, box_cols), the
         # swizzle of `sl`; the TMA tensor maps (row, col) to the coordinates TMA takes
         tma, tSrc = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mSrc, sl, (cfg.box_rows, cfg.box_cols))
+            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mSrc, sl, (cfg.box_rows, cfg.box_cols)
+        )
         self.kernel(tma, tSrc, mDst, sl, rows, cols).launch(
-            grid=[tiles_n, tiles_m, 1], block=[cfg.threads, 1, 1], stream=stream)
+            grid=[tiles_n, tiles_m, 1], block=[cfg.threads, 1, 1], stream=stream
+        )
 
     @cute.kernel
-    def kernel(self, tma: cute.CopyAtom, tSrc: cute.Tensor, mDst: cute.Tensor,
-               sl: cute.ComposedLayout, rows: cutlass.Int32, cols: cutlass.Int32):
+    def kernel(
+        self,
+        tma: cute.CopyAtom,
+        tSrc: cute.Tensor,
+        mDst: cute.Tensor,
+        sl: cute.ComposedLayout,
+        rows: cutlass.Int32,
+        cols: cutlass.Int32,
+    ):
         cfg = self.cfg
         tidx, _, _ = cute.arch.thread_idx()
         bn, bm, _ = cute.arch.block_idx()
@@ -170,8 +196,8 @@ class TmaLoad:
         smem = SmemAllocator()
         bar = smem.allocate_array(cutlass.Int64, 1, byte_alignment=8)
         raw = smem.allocate_tensor(self.dtype, sl.outer, 1024)  # the bytes, in address order
-        box = cute.make_tensor(cute.recast_ptr(raw.iterator, sl.inner, dtype=self.dtype),
-                               sl.outer)  # the same bytes seen through the swizzle
+        # the same bytes seen through the swizzle
+        box = cute.make_tensor(cute.recast_ptr(raw.iterator, sl.inner, dtype=self.dtype), sl.outer)
 
         # one thread initialises the barrier: it completes after 1 arrival + tx_bytes
         if warp == 0:
@@ -182,7 +208,8 @@ class TmaLoad:
 
         gSrc = cute.local_tile(tSrc, (cfg.box_rows, cfg.box_cols), (None, None))
         tAs, tAg = cute.nvgpu.cpasync.tma_partition(
-            tma, 0, cute.make_layout(1), cute.group_modes(box, 0, 2), cute.group_modes(gSrc, 0, 2))
+            tma, 0, cute.make_layout(1), cute.group_modes(box, 0, 2), cute.group_modes(gSrc, 0, 2)
+        )
         if warp == 0:  # a whole, converged warp: the copy and expect_tx elect their lane
             self.arm_and_load(tma, tAg[(None, bm, bn)], tAs, bar, self.tx_bytes)
         cute.arch.mbarrier_wait(bar, 0)  # phase 0 completes when all the bytes have landed
@@ -210,21 +237,24 @@ class TmaStore:
     @cute.jit
     def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, rows: cutlass.Int32,
                  cols: cutlass.Int32, ld_src: cutlass.Int32, ld_dst: cutlass.Int32,
-                 stream: cuda.CUstream):
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
         mSrc = _matrix(src_ptr, rows, cols, ld_src, self.dtype)
         mDst = _matrix(dst_ptr, rows, cols, ld_dst, self.dtype)
         sl = box_layout(self.dtype, cfg)
         tma, tDst = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mDst, sl, (cfg.box_rows, cfg.box_cols))
+            cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), mDst, sl, (cfg.box_rows, cfg.box_cols)
+        )
         tiles_m = (rows + cfg.box_rows - 1) // cfg.box_rows
         tiles_n = (cols + cfg.box_cols - 1) // cfg.box_cols
         self.kernel(tma, tDst, mSrc, sl).launch(
-            grid=[tiles_n, tiles_m, 1], block=[cfg.threads, 1, 1], stream=stream)
+            grid=[tiles_n, tiles_m, 1], block=[cfg.threads, 1, 1], stream=stream
+        )
 
     @cute.kernel
-    def kernel(self, tma: cute.CopyAtom, tDst: cute.Tensor, mSrc: cute.Tensor,
-               sl: cute.ComposedLayout):
+    def kernel(
+        self, tma: cute.CopyAtom, tDst: cute.Tensor, mSrc: cute.Tensor, sl: cute.ComposedLayout
+    ):
         cfg = self.cfg
         tidx, _, _ = cute.arch.thread_idx()
         bn, bm, _ = cute.arch.block_idx()
@@ -250,7 +280,8 @@ class TmaStore:
 
         gDst = cute.local_tile(tDst, (cfg.box_rows, cfg.box_cols), (None, None))
         tBs, tBg = cute.nvgpu.cpasync.tma_partition(
-            tma, 0, cute.make_layout(1), cute.group_modes(box, 0, 2), cute.group_modes(gDst, 0, 2))
+            tma, 0, cute.make_layout(1), cute.group_modes(box, 0, 2), cute.group_modes(gDst, 0, 2)
+        )
         if warp == 0:
             cute.copy(tma, tBs, tBg[(None, bm, bn)])
             cute.arch.cp_async_bulk_commit_group()  # stores are tracked in bulk groups
@@ -273,30 +304,49 @@ class TmaMulticast:
 
     @cute.jit
     def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, clusters: cutlass.Int32,
-                 rounds: cutlass.Int32, stream: cuda.CUstream):
+                 rounds: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
         cfg, box = self.cfg, self.cfg.box
-        mSrc = cute.make_tensor(src_ptr, cute.make_layout(
-            (cfg.tiles * box.box_rows, box.box_cols), stride=(box.box_cols, 1)))
+        mSrc = cute.make_tensor(
+            src_ptr,
+            cute.make_layout((cfg.tiles * box.box_rows, box.box_cols), stride=(box.box_cols, 1)),
+        )
         ctas = clusters * cfg.cluster
-        mDst = cute.make_tensor(dst_ptr, cute.make_layout(
-            (ctas * cfg.tiles * box.box_rows, box.box_cols), stride=(box.box_cols, 1)))
+        mDst = cute.make_tensor(
+            dst_ptr,
+            cute.make_layout(
+                (ctas * cfg.tiles * box.box_rows, box.box_cols), stride=(box.box_cols, 1)
+            ),
+        )
         sl = box_layout(self.dtype, box, stages=cfg.tiles)
         one = cute.slice_(sl, (None, None, 0))
         if cutlass.const_expr(cfg.multicast and cfg.cluster > 1):
             tma, tSrc = cute.nvgpu.cpasync.make_tiled_tma_atom(
-                cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp(), mSrc, one,
-                (box.box_rows, box.box_cols), num_multicast=cfg.cluster)
+                cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp(),
+                mSrc,
+                one,
+                (box.box_rows, box.box_cols),
+                num_multicast=cfg.cluster,
+            )
         else:
             tma, tSrc = cute.nvgpu.cpasync.make_tiled_tma_atom(
-                cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mSrc, one,
-                (box.box_rows, box.box_cols))
+                cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(),
+                mSrc,
+                one,
+                (box.box_rows, box.box_cols),
+            )
         self.kernel(tma, tSrc, mDst, sl, rounds).launch(
-            grid=[ctas, 1, 1], block=[box.threads, 1, 1], cluster=[cfg.cluster, 1, 1],
-            stream=stream)
+            grid=[ctas, 1, 1], block=[box.threads, 1, 1], cluster=[cfg.cluster, 1, 1], stream=stream
+        )
 
     @cute.kernel
-    def kernel(self, tma: cute.CopyAtom, tSrc: cute.Tensor, mDst: cute.Tensor,
-               sl: cute.ComposedLayout, rounds: cutlass.Int32):
+    def kernel(
+        self,
+        tma: cute.CopyAtom,
+        tSrc: cute.Tensor,
+        mDst: cute.Tensor,
+        sl: cute.ComposedLayout,
+        rounds: cutlass.Int32,
+    ):
         cfg, box = self.cfg, self.cfg.box
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
@@ -319,14 +369,23 @@ class TmaMulticast:
         gSrc = cute.local_tile(tSrc, (box.box_rows, box.box_cols), (None, 0))  # (R, C, tiles)
         if cutlass.const_expr(cfg.multicast and clustered):
             tAs, tAg = cute.nvgpu.cpasync.tma_partition(
-                tma, rank, cute.make_layout(cfg.cluster), cute.group_modes(sTiles, 0, 2),
-                cute.group_modes(gSrc, 0, 2))
-            everyone = cute.make_layout_image_mask(cute.make_layout((cfg.cluster, 1, 1)),
-                                                   (rank, 0, 0), mode=0)
+                tma,
+                rank,
+                cute.make_layout(cfg.cluster),
+                cute.group_modes(sTiles, 0, 2),
+                cute.group_modes(gSrc, 0, 2),
+            )
+            everyone = cute.make_layout_image_mask(
+                cute.make_layout((cfg.cluster, 1, 1)), (rank, 0, 0), mode=0
+            )
         else:
             tAs, tAg = cute.nvgpu.cpasync.tma_partition(
-                tma, 0, cute.make_layout(1), cute.group_modes(sTiles, 0, 2),
-                cute.group_modes(gSrc, 0, 2))
+                tma,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sTiles, 0, 2),
+                cute.group_modes(gSrc, 0, 2),
+            )
 
         phase = cutlass.Int32(0)
         for _ in range(rounds):
@@ -335,8 +394,13 @@ class TmaMulticast:
                     cute.arch.mbarrier_arrive_and_expect_tx(bar, self.tx_bytes)
                 for t in cutlass.range_constexpr(cfg.tiles):
                     if cutlass.const_expr(cfg.multicast and clustered):
-                        cute.copy(tma, tAg[(None, t)], tAs[(None, t)], tma_bar_ptr=bar,
-                                  mcast_mask=everyone)
+                        cute.copy(
+                            tma,
+                            tAg[(None, t)],
+                            tAs[(None, t)],
+                            tma_bar_ptr=bar,
+                            mcast_mask=everyone,
+                        )
                     else:
                         cute.copy(tma, tAg[(None, t)], tAs[(None, t)], tma_bar_ptr=bar)
             cute.arch.mbarrier_wait(bar, phase)
@@ -371,11 +435,14 @@ class DescriptorDump:
 
     @cute.jit
     def __call__(self, src_ptr: cute.Pointer, out_ptr: cute.Pointer, rows: cutlass.Int32,
-                 cols: cutlass.Int32, ld: cutlass.Int32, stream: cuda.CUstream):
+                 cols: cutlass.Int32, ld: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
         mSrc = _matrix(src_ptr, rows, cols, ld, self.dtype)
         tma, _ = cute.nvgpu.cpasync.make_tiled_tma_atom(
-            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mSrc, box_layout(self.dtype, self.cfg),
-            (self.cfg.box_rows, self.cfg.box_cols))
+            cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(),
+            mSrc,
+            box_layout(self.dtype, self.cfg),
+            (self.cfg.box_rows, self.cfg.box_cols),
+        )
         self.kernel(tma, out_ptr).launch(grid=[1, 1, 1], block=[32, 1, 1], stream=stream)
 
     @cute.kernel
@@ -395,8 +462,16 @@ def _signature(arch: str, kernel: str, dtype: torch.dtype, config):
     i = cutlass.Int32(64)
     stream = fake_stream()
     if kernel in ("load", "boxes", "physical"):
-        return (TmaLoad(cdt, config, "copy" if kernel == "load" else kernel), p, p, i, i, i, i,
-                stream)
+        return (
+            TmaLoad(cdt, config, "copy" if kernel == "load" else kernel),
+            p,
+            p,
+            i,
+            i,
+            i,
+            i,
+            stream,
+        )
     if kernel == "store":
         return (TmaStore(cdt, config), p, p, i, i, i, i, stream)
     if kernel in ("multicast", "multicast_bench"):
@@ -416,14 +491,19 @@ def _default_config(kernel: str):
     return MulticastConfig() if kernel.startswith("multicast") else Config()
 
 
-def compile(kernel: str = "load", dtype: torch.dtype = torch.bfloat16, config=None,
-            device: torch.device | None = None):
+def compile(
+    kernel: str = "load",
+    dtype: torch.dtype = torch.bfloat16,
+    config=None,
+    device: torch.device | None = None,
+):
     """The launchable kernel for this machine's GPU (compiled once per kernel/dtype/config)."""
     return COMPILER.compile(kernel, dtype, config or _default_config(kernel), device=device)
 
 
-def artifacts(arch: str = "sm_90a", kernel: str = "load", dtype: torch.dtype = torch.bfloat16,
-              config=None):
+def artifacts(
+    arch: str = "sm_90a", kernel: str = "load", dtype: torch.dtype = torch.bfloat16, config=None
+):
     """PTX and cubin for `arch`, compiled here without a GPU."""
     return COMPILER.artifacts(arch, kernel, dtype, config or _default_config(kernel))
 
@@ -436,11 +516,15 @@ def _check_matrix(t: torch.Tensor, name: str, dtypes=DTYPES) -> None:
     check_tensor(t, name, dtypes=dtypes, ndim=2)
     row_bytes = t.stride(0) * t.element_size()
     if t.shape[0] > 1 and row_bytes % 16:
-        raise KernelInputError(f"{name}'s rows are {row_bytes} bytes apart; a tensor map needs "
-                               "row strides that are multiples of 16 bytes")
+        raise KernelInputError(
+            f"{name}'s rows are {row_bytes} bytes apart; a tensor map needs "
+            "row strides that are multiples of 16 bytes"
+        )
     if t.shape[1] * t.element_size() % 16:
-        raise KernelInputError(f"{name} has {t.shape[1]} columns; rows of 16-byte multiples "
-                               f"({16 // t.element_size()} elements) are required")
+        raise KernelInputError(
+            f"{name} has {t.shape[1]} columns; rows of 16-byte multiples "
+            f"({16 // t.element_size()} elements) are required"
+        )
     if max(t.shape) >= 2**31:
         raise KernelInputError(f"{name} is too large for 32-bit indexing")
 
@@ -451,9 +535,15 @@ def _ld(t: torch.Tensor) -> int:
 
 def _launch_pair(kernel: str, src: torch.Tensor, dst: torch.Tensor, config: Config) -> None:
     fn = compile(kernel, src.dtype, config, src.device)
-    fn(gmem_pointer(src, src.dtype), gmem_pointer(dst, src.dtype), cutlass.Int32(src.shape[0]),
-       cutlass.Int32(src.shape[1]), cutlass.Int32(_ld(src)), cutlass.Int32(_ld(dst)),
-       current_stream())
+    fn(
+        gmem_pointer(src, src.dtype),
+        gmem_pointer(dst, src.dtype),
+        cutlass.Int32(src.shape[0]),
+        cutlass.Int32(src.shape[1]),
+        cutlass.Int32(_ld(src)),
+        cutlass.Int32(_ld(dst)),
+        current_stream(),
+    )
 
 
 def tiles(shape: tuple[int, int], config: Config = Config()) -> tuple[int, int]:
@@ -476,7 +566,9 @@ def _copy(kernel: str, x: torch.Tensor, out: torch.Tensor | None, config: Config
     return out
 
 
-def load(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
+def load(
+    x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()
+) -> torch.Tensor:
     """out = x, moved global -> shared by TMA and shared -> global by plain stores."""
     return _copy("load", x, out, config)
 
@@ -489,21 +581,29 @@ def boxes(x: torch.Tensor, config: Config = Config(), physical: bool = False) ->
     _check_matrix(x, "x")
     config.check(x.element_size())
     down, across = tiles(tuple(x.shape), config)
-    mosaic = torch.empty(down * config.box_rows, across * config.box_cols, dtype=x.dtype,
-                         device=x.device)
+    mosaic = torch.empty(
+        down * config.box_rows, across * config.box_cols, dtype=x.dtype, device=x.device
+    )
     if x.numel():
         _launch_pair("physical" if physical else "boxes", x, mosaic, config)
-    return (mosaic.view(down, config.box_rows, across, config.box_cols)
-            .permute(0, 2, 1, 3).contiguous())
+    return (
+        mosaic.view(down, config.box_rows, across, config.box_cols).permute(0, 2, 1, 3).contiguous()
+    )
 
 
-def store(x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()) -> torch.Tensor:
+def store(
+    x: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()
+) -> torch.Tensor:
     """out = x, moved global -> shared by plain loads and shared -> global by TMA."""
     return _copy("store", x, out, config)
 
 
-def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig(),
-              clusters: int = 1, rounds: int = 1) -> torch.Tensor:
+def multicast(
+    tiles_src: torch.Tensor,
+    config: MulticastConfig = MulticastConfig(),
+    clusters: int = 1,
+    rounds: int = 1,
+) -> torch.Tensor:
     """What every CTA received: a (clusters * cluster, tiles, box_rows, box_cols) tensor
     that must equal `tiles_src` (tiles, box_rows, box_cols) in every CTA's slot."""
     _require(tiles_src)
@@ -511,8 +611,10 @@ def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig
     check_tensor(tiles_src, "tiles_src", dtypes=DTYPES, ndim=3)
     box.check(tiles_src.element_size())
     if tuple(tiles_src.shape) != (config.tiles, box.box_rows, box.box_cols):
-        raise KernelInputError(f"tiles_src must be ({config.tiles}, {box.box_rows}, "
-                               f"{box.box_cols}), got {tuple(tiles_src.shape)}")
+        raise KernelInputError(
+            f"tiles_src must be ({config.tiles}, {box.box_rows}, "
+            f"{box.box_cols}), got {tuple(tiles_src.shape)}"
+        )
     if not tiles_src.is_contiguous():
         raise KernelInputError("tiles_src must be contiguous")
     if clusters < 1 or rounds < 1:
@@ -520,18 +622,28 @@ def multicast(tiles_src: torch.Tensor, config: MulticastConfig = MulticastConfig
     ctas = clusters * config.cluster
     out = torch.empty(ctas, *tiles_src.shape, dtype=tiles_src.dtype, device=tiles_src.device)
     fn = compile("multicast", tiles_src.dtype, config, tiles_src.device)
-    fn(gmem_pointer(tiles_src, tiles_src.dtype), gmem_pointer(out, tiles_src.dtype),
-       cutlass.Int32(clusters), cutlass.Int32(rounds), current_stream())
+    fn(
+        gmem_pointer(tiles_src, tiles_src.dtype),
+        gmem_pointer(out, tiles_src.dtype),
+        cutlass.Int32(clusters),
+        cutlass.Int32(rounds),
+        current_stream(),
+    )
     return out
 
 
-def multicast_launcher(tiles_src: torch.Tensor, config: MulticastConfig, clusters: int,
-                       rounds: int):
+def multicast_launcher(
+    tiles_src: torch.Tensor, config: MulticastConfig, clusters: int, rounds: int
+):
     """A zero-argument launch of the benchmark variant (no write-out), for timing."""
     _require(tiles_src)
     fn = compile("multicast_bench", tiles_src.dtype, config, tiles_src.device)
-    args = (gmem_pointer(tiles_src, tiles_src.dtype), gmem_pointer(tiles_src, tiles_src.dtype),
-            cutlass.Int32(clusters), cutlass.Int32(rounds))
+    args = (
+        gmem_pointer(tiles_src, tiles_src.dtype),
+        gmem_pointer(tiles_src, tiles_src.dtype),
+        cutlass.Int32(clusters),
+        cutlass.Int32(rounds),
+    )
     return lambda: fn(*args, current_stream())
 
 
@@ -546,8 +658,14 @@ def descriptor(x: torch.Tensor, config: Config = Config()) -> bytes:
     config.check(x.element_size())
     out = torch.zeros(128, dtype=torch.uint8, device=x.device)
     fn = compile("descriptor", x.dtype, config, x.device)
-    fn(gmem_pointer(x, x.dtype), gmem_pointer(out, torch.uint8, 128), cutlass.Int32(x.shape[0]),
-       cutlass.Int32(x.shape[1]), cutlass.Int32(_ld(x)), current_stream())
+    fn(
+        gmem_pointer(x, x.dtype),
+        gmem_pointer(out, torch.uint8, 128),
+        cutlass.Int32(x.shape[0]),
+        cutlass.Int32(x.shape[1]),
+        cutlass.Int32(_ld(x)),
+        current_stream(),
+    )
     torch.cuda.synchronize()
     return bytes(out.cpu().tolist())[:DESCRIPTOR_COPIED]
 
@@ -575,14 +693,22 @@ def _self_test() -> int:
         src = src.to(torch.bfloat16)
         got = multicast(src, cfg, clusters=4)
         torch.cuda.synchronize()
-        ok &= selftest.verdict(f"multicast to {cluster} CTAs", got, src.expand_as(got),
-                               torch.bfloat16)
+        ok &= selftest.verdict(
+            f"multicast to {cluster} CTAs", got, src.expand_as(got), torch.bfloat16
+        )
         sep = MulticastConfig(cluster=cluster, multicast=False)
-        t = selftest.paired_rounds({"separate": lambda i: multicast_launcher(src, sep, 132 // cluster, 64)(),
-                                    "multicast": lambda i: multicast_launcher(src, cfg, 132 // cluster, 64)()},
-                                   rounds=7, reps=10)
-        print(f"  cluster of {cluster}: multicast runs at "
-              f"{selftest.ratio_summary(t['separate'], t['multicast'])} of separate loads' rate")
+        t = selftest.paired_rounds(
+            {
+                "separate": lambda i: multicast_launcher(src, sep, 132 // cluster, 64)(),
+                "multicast": lambda i: multicast_launcher(src, cfg, 132 // cluster, 64)(),
+            },
+            rounds=7,
+            reps=10,
+        )
+        print(
+            f"  cluster of {cluster}: multicast runs at "
+            f"{selftest.ratio_summary(t['separate'], t['multicast'])} of separate loads' rate"
+        )
     return 0 if ok else 1
 
 

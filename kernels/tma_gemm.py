@@ -27,7 +27,9 @@ elects a lane itself), never from one diverged lane.
 `Config(ring="pipeline")` is the same kernel with the ring written with CuTe DSL's
 `PipelineTmaAsync` (`TmaPipelineGemm`): the same full/empty pairs, the same parities,
 kept in a `PipelineState` (index, phase) instead of computed from the k-tile number.
-Step 10 starts from that version.
+Step 10 starts from that version. The TMA pieces steps 10 and 11 reuse (tensor maps, the
+swizzled stages, the k-tile copies, the ring as PipelineTmaAsync) are in
+kernels/sm90_parts.py; this module is the lesson around them.
 
 Config.bug injects the classic mistakes for the notebook's exercise (the first three
 are named as in the simulator, course.sim.pipeline_sim.BUGS); each deadlocks:
@@ -43,33 +45,37 @@ that long records (CTA, warp, barrier, stage, parity, k-tile) in a report and gi
 so the kernel finishes and `run` raises PipelineHang saying exactly where it stuck.
 Run buggy configurations in a child process anyway (course.runtime.watchdog.isolated).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.hopper_helpers as sm90_utils
 import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import selftest
-from .gemm_host import HALF_TYPES, GemmHost, LaunchExtra
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, LaunchExtra
+from .gemm_host import gemm_tensors, stage_bytes
 from .host import PipelineHang, gmem_pointer, smem_capacity
 from .mma_atom import ATOM as MMA_SHAPE
-from .sm80_gemm import (epilogue_through_smem, grouped_tile, ldmatrix_fragments, operand_tensors,
-                        row_copy, swizzled_rows, tiled_mma_sync)
+from .sm80_gemm import epilogue_through_smem, grouped_tile, ldmatrix_fragments, row_copy
+from .sm80_gemm import tiled_mma_sync
+from .sm90_parts import BARRIER_BYTES, KTileLoads, OperandTma, SmemLayouts, allocate_ring
+from .sm90_parts import copy_k_tile, cta_coordinates, load_k_tile, make_tma_ring, operand_tma
+from .sm90_parts import prefetch_descriptors, ring_layouts, ring_smem_bytes, tma_k_tiles
 
 NEEDS = "sm_90+"
 DTYPES = HALF_TYPES  # same operands, same rules as notebooks 07 and 10
 BUGS = ("", "producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count")
 RINGS = ("mbarrier", "pipeline")  # written by hand, or CuTe DSL's PipelineTmaAsync
-REPORT_WORDS = 8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
+REPORT_WORDS = (
+    8  # debug report: claimed, cta, warp, barrier (1 full, 2 empty), stage, parity, k-tile
+)
 FULL, EMPTY = 1, 2
-TILE_K = 64  # one 128-byte swizzle row of a 16-bit type along K: one TMA box row
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,10 @@ class Config:
         if self.bug not in BUGS:
             raise ValueError(f"bug must be one of {BUGS}")
         if self.ring == "pipeline" and (self.bug or self.debug_timeout_ms):
-            raise ValueError("bugs and bounded waits are injected into the hand-written ring "
-                             "(ring='mbarrier') only")
+            raise ValueError(
+                "bugs and bounded waits are injected into the hand-written ring "
+                "(ring='mbarrier') only"
+            )
         if self.stages < 1:
             raise ValueError("the ring needs at least 1 stage")
         if not (self.tile_m <= 256 and self.tile_n <= 256):
@@ -111,18 +119,23 @@ class Config:
     def threads(self) -> int:
         return 32 * self.warps
 
-    def stage_bytes(self, elem_bytes: int) -> int:
-        """Bytes one k-tile brings: the expect_tx count of a full barrier."""
-        return stage_bytes(self.tile_m, self.tile_n, elem_bytes)
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes one k-tile brings (whatever the element type: rows of 128 bytes): the
+        expect_tx count of a full barrier."""
+        return stage_bytes(self.tile_m, self.tile_n)
 
     def smem_bytes(self, elem_bytes: int) -> int:
+        """Shared memory of the ring and its barriers, C's staging tile in elements of
+        `elem_bytes` over it."""
         return ring_smem_bytes(self.tile_m, self.tile_n, self.stages, elem_bytes)
 
     def max_stages(self, arch: str = "sm_90a", elem_bytes: int = 2) -> int:
         """The deepest ring that fits in `arch`'s shared memory."""
         stages = 0
-        while ring_smem_bytes(self.tile_m, self.tile_n, stages + 1, elem_bytes) <= \
-                smem_capacity(arch):
+        while ring_smem_bytes(self.tile_m, self.tile_n, stages + 1, elem_bytes) <= smem_capacity(
+            arch
+        ):
             stages += 1
         return stages
 
@@ -145,107 +158,7 @@ def consumer_parity(t, stages: int):
     return (t // stages) % 2
 
 
-# ------------------------------------------------------------------ the pieces later steps reuse
-
-def cta_coordinates():
-    """(thread index, block index, warp index): where this thread stands in the grid. The
-    warp index is made warp-uniform, so branches on it do not diverge inside a warp."""
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    return tidx, bidx, cute.arch.make_warp_uniform(cute.arch.warp_idx())
-
-
-@cute.jit
-def prefetch_descriptors(warp: cutlass.Int32, atoms: cutlass.Constexpr):
-    """Warp 0 pulls the TMA descriptors (tensor maps) into the cache before the first copy."""
-    if warp == 0:
-        for atom in atoms:
-            cute.nvgpu.cpasync.prefetch_descriptor(atom)
-
-
-def stage_bytes(tile_m: int, tile_n: int, elem_bytes: int) -> int:
-    """Bytes of A and B one k-tile (TILE_K wide) brings into a stage."""
-    return (tile_m + tile_n) * TILE_K * elem_bytes
-
-
-def ring_smem_bytes(tile_m: int, tile_n: int, stages: int, elem_bytes: int) -> int:
-    """The ring (C reuses its space in the epilogue), 1024 bytes of alignment for the
-    128B-swizzled buffers, and a full and an empty mbarrier (8 bytes) per stage."""
-    ring = stage_bytes(tile_m, tile_n, elem_bytes) * stages
-    return max(ring, tile_m * tile_n * elem_bytes) + 1024 + 2 * 8 * stages
-
-
-def staged_smem_layout(dtype, rows: int, stages: int):
-    """(rows, 64, stages), K-major with the 128-byte swizzle that TMA writes (and that
-    WGMMA's descriptors read in step 10)."""
-    atom = cute.nvgpu.warpgroup.make_smem_layout_atom(
-        sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, dtype, TILE_K), dtype)
-    return cute.tile_to_shape(atom, (rows, TILE_K, stages), order=(0, 1, 2))
-
-
-def operand_tma(mA: cute.Tensor, mB: cute.Tensor, sA_layout, sB_layout, tile_m: int,
-                tile_n: int):
-    """Host side: one tensor map per operand, boxes of (tile rows x 64) written into one
-    stage of the swizzled ring. Returns (tma_a, A as TMA coordinates, tma_b, B as ...)."""
-    g2s = cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
-    tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-        g2s, mA, cute.slice_(sA_layout, (None, None, 0)), (tile_m, TILE_K))
-    tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-        g2s, mB, cute.slice_(sB_layout, (None, None, 0)), (tile_n, TILE_K))
-    return tma_a, tA, tma_b, tB
-
-
-def tma_k_tiles(tma_a: cute.CopyAtom, mA: cute.Tensor, sA: cute.Tensor, tma_b: cute.CopyAtom,
-                mB: cute.Tensor, sB: cute.Tensor, tile_m, tile_n, rows_m: int, rows_n: int):
-    """This CTA's k-tiles of A and B in TMA coordinates, and the stage slots they land in:
-    (tAgA, tAsA, tBgB, tBsB, k_tiles); tAgA[None, j] is k-tile j, tAsA[None, s] stage s."""
-    gA = cute.local_tile(mA, (rows_m, TILE_K), (tile_m, None))  # (bM, 64, k_tiles)
-    gB = cute.local_tile(mB, (rows_n, TILE_K), (tile_n, None))
-    tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-    tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
-    return tAgA, tAsA, tBgB, tBsB, cute.size(gA, mode=[2])
-
-
-def make_tma_ring(barriers: cute.Pointer, stages: int, tx_bytes: int,
-                  consumer_warps: int) -> pipeline.PipelineTmaAsync:
-    """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects one arrival
-    (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp."""
-    return pipeline.PipelineTmaAsync.create(
-        num_stages=stages, barrier_storage=barriers, tx_count=tx_bytes,
-        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps))
-
-
-class KTileLoads(NamedTuple):
-    """What the TMA copies of one k-tile need: each operand's tensor map (copy atom), its
-    k-tiles in TMA coordinates and the ring's stage slots (from tma_k_tiles)."""
-
-    tma_a: cute.CopyAtom
-    tAgA: cute.Tensor
-    tAsA: cute.Tensor
-    tma_b: cute.CopyAtom
-    tBgB: cute.Tensor
-    tBsB: cute.Tensor
-
-
-def copy_k_tile(loads: KTileLoads, j, stage, bar: cute.Pointer) -> None:
-    """Start the TMA copies of k-tile j of A and B into `stage`, their bytes counted on the
-    mbarrier `bar` as they land. Called by a whole warp (the copy elects its own lane)."""
-    cute.copy(loads.tma_a, loads.tAgA[None, j], loads.tAsA[None, stage], tma_bar_ptr=bar)
-    cute.copy(loads.tma_b, loads.tBgB[None, j], loads.tBsB[None, stage], tma_bar_ptr=bar)
-
-
-@cute.jit
-def load_k_tile(ring: pipeline.PipelineTmaAsync, state: pipeline.PipelineState,
-                tma_a: cute.CopyAtom, tAgA: cute.Tensor, tAsA: cute.Tensor, tma_b: cute.CopyAtom,
-                tBgB: cute.Tensor, tBsB: cute.Tensor):
-    """Wait until stage `state.index` is empty, arm its full barrier with the expected
-    bytes, and start the two TMA copies of k-tile `state.count`. Called by a whole warp."""
-    ring.producer_acquire(state)
-    copy_k_tile(KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB), state.count, state.index,
-                ring.producer_get_barrier(state))
+# ------------------------------------------------------------------ the kernel, ring by hand
 
 
 def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
@@ -261,83 +174,85 @@ def mma_sync_k_tile(tiled_mma: cute.TiledMma, f, stage) -> None:
         cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
 
 
-# ------------------------------------------------------------------ the kernel, ring by hand
-
 class TmaGemm:
     """One configuration of the kernel; call it (through cute.compile) to launch."""
 
-    def __init__(self, dtype: type[cutlass.Numeric], config: Config):
-        self.dtype = dtype
+    def __init__(self, types: GemmTypes, config: Config):
+        self.ab_dtype, self.acc_dtype, self.c_dtype = types
         self.cfg = config
-        self.tx_bytes = config.stage_bytes(dtype.width // 8)
-        self.smem_bytes = config.smem_bytes(dtype.width // 8)
+        self.tx_bytes = config.stage_bytes
+        self.smem_bytes = config.smem_bytes(self.c_dtype.width // 8)
 
     # ------------------------------------------------------------- host side
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
                  m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, report_ptr: cute.Pointer,
-                 stream: cuda.CUstream):
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
-        mA, mB, mC = operand_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         report = cute.make_tensor(report_ptr, cute.make_layout(REPORT_WORDS))
-        sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, cfg.stages)
-        sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(swizzled_rows(64, 8), (cfg.tile_m, cfg.tile_n), (0, 1))
-        # TMA: one tensor map per operand, boxes of (tile rows x 64) with the 128B swizzle
-        tma_a, tA, tma_b, tB = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
+        sA_layout, sB_layout, sC_layout = ring_layouts(
+            self.ab_dtype, self.c_dtype, cfg.tile_m, cfg.tile_n, cfg.stages
+        )
+        # TMA: one tensor map per operand, boxes of (tile rows x tile_k) with the 128B swizzle
+        tma = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
         # notebook 07's tensor cores: m16n8k16 on a warps_m x warps_n grid
-        tiled_mma = tiled_mma_sync(self.dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2)
-        copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
+        tiled_mma = tiled_mma_sync(
+            self.ab_dtype, cfg.warps_m, cfg.warps_n, atoms_n_per_warp=2, acc_dtype=self.acc_dtype
+        )
+        copy_c = row_copy(self.c_dtype, cfg.threads, cfg.tile_n)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
-        self.kernel(tma_a, tA, tma_b, tB, mC, report, tiled_mma, copy_c, sA_layout, sB_layout,
-                    sC_layout, tiles_m, tiles_n).launch(
+        self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, report, tiled_mma, copy_c,
+                    sA_layout, sB_layout, sC_layout, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)
+            smem=self.smem_bytes, stream=stream)  # fmt: skip
 
     # ------------------------------------------------------------- device side
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
                copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
                sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
 
         # shared memory: the full and empty barriers (stages each), then the A and B rings
         smem = SmemAllocator()
-        full = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
+        full = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=BARRIER_BYTES)
         empty = full + cfg.stages
-        sA, sB, sC = allocate_ring(smem, self.dtype, sA_layout, sB_layout, sC_layout)
+        sA, sB, sC = allocate_ring(
+            smem, self.ab_dtype, SmemLayouts(sA_layout, sB_layout, sC_layout), self.c_dtype
+        )
 
         # this CTA's tile, its k-tiles of A and B in TMA coordinates and their stage slots,
         # and the ldmatrix views of shared memory and mma.sync registers (notebook 07)
-        tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-        tAgA, tAsA, tBgB, tBsB, k_tiles = tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m,
-                                                       tile_n, cfg.tile_m, cfg.tile_n)
-        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
-        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.dtype)
+        tile_row, tile_col = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
+        loads, k_tiles = tma_k_tiles(
+            OperandTma(tma_a, mA, tma_b, mB), sA, sB, tile_row, tile_col, cfg.tile_m, cfg.tile_n
+        )
+        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_row, tile_col))  # (bM, bN)
+        f = ldmatrix_fragments(tiled_mma, sA, sB, gC, tidx, self.ab_dtype)
 
         # the ring: every k-tile loaded by TMA, waited for, multiplied, released
-        self.ring(k_tiles, warp, full, empty, KTileLoads(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB),
-                  tiled_mma, f, report)
+        self.ring(k_tiles, warp, full, empty, loads, tiled_mma, f, report)
 
         # the epilogue (notebook 07's): registers -> shared (converted) -> 16-byte stores.
         # Every load issued has landed: each was waited for before it was read.
-        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
+        epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (tile_row, tile_col), tidx)
 
     @cute.jit
     def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
              empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):
+             report: cute.Tensor):  # fmt: skip
         """The mbarrier ring, run by every warp: initialise the barriers, warp 0 fills every
         stage, then each k-tile t is waited for on full[t % stages], multiplied, released on
         empty[t % stages], and warp 0 refills the stage with k-tile t + stages."""
         cfg = self.cfg
+        # region barriers
         # 1. barriers: initialised by one thread, made visible, then everyone syncs
         full_count = 1  # the producer's arrive.expect_tx (the bytes are counted apart)
         empty_count = cfg.warps  # one arrival per warp per trip around the ring
@@ -352,7 +267,9 @@ class TmaGemm:
                     cute.arch.mbarrier_init(empty + s, empty_count)
             cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
+        # endregion barriers
 
+        # region prologue-and-main-loop
         # 2. prologue: warp 0 fills every stage (the first trip's empty waits pass at once)
         if warp == 0:
             for j in range(cutlass.min(cfg.stages, k_tiles)):
@@ -373,10 +290,17 @@ class TmaGemm:
             if warp == 0:
                 if t + cfg.stages < k_tiles:
                     self.produce(t + cfg.stages, full, empty, loads, report)
+        # endregion prologue-and-main-loop
 
     @cute.jit
-    def produce(self, j: cutlass.Int32, full: cute.Pointer, empty: cute.Pointer,
-                loads: KTileLoads, report: cute.Tensor):
+    def produce(
+        self,
+        j: cutlass.Int32,
+        full: cute.Pointer,
+        empty: cute.Pointer,
+        loads: KTileLoads,
+        report: cute.Tensor,
+    ):
         """Load k-tile j into stage j % stages. Called by all of warp 0.
 
         Wait until the stage is empty (its previous k-tile released by every warp), arm
@@ -395,20 +319,29 @@ class TmaGemm:
     mma_k_tile = staticmethod(mma_sync_k_tile)
 
     @cute.jit
-    def wait_full(self, bar: cute.Pointer, parity: cutlass.Int32, t: cutlass.Int32,
-                  report: cute.Tensor):
+    def wait_full(
+        self, bar: cute.Pointer, parity: cutlass.Int32, t: cutlass.Int32, report: cute.Tensor
+    ):
         """A consumer waits on full[t % stages] (`bar`) until k-tile t has landed."""
         self.wait(bar, parity, FULL, t % self.cfg.stages, t, report)
 
     @cute.jit
-    def wait_empty(self, bar: cute.Pointer, parity: cutlass.Int32, j: cutlass.Int32,
-                   report: cute.Tensor):
+    def wait_empty(
+        self, bar: cute.Pointer, parity: cutlass.Int32, j: cutlass.Int32, report: cute.Tensor
+    ):
         """The producer waits on empty[j % stages] (`bar`) until it may load k-tile j."""
         self.wait(bar, parity, EMPTY, j % self.cfg.stages, j, report)
 
     @cute.jit
-    def wait(self, bar: cute.Pointer, parity: cutlass.Int32, kind: cutlass.Constexpr,
-             stage: cutlass.Int32, ktile: cutlass.Int32, report: cute.Tensor):
+    def wait(
+        self,
+        bar: cute.Pointer,
+        parity: cutlass.Int32,
+        kind: cutlass.Constexpr,
+        stage: cutlass.Int32,
+        ktile: cutlass.Int32,
+        report: cute.Tensor,
+    ):
         """mbarrier.try_wait.parity until the phase with this parity has completed.
 
         With debug_timeout_ms > 0 the wait is bounded: after that long (twice that for
@@ -434,11 +367,16 @@ class TmaGemm:
                             done = True
 
     @cute.jit
-    def give_up(self, report: cute.Tensor, kind: cutlass.Constexpr, stage: cutlass.Int32,
-                parity: cutlass.Int32, ktile: cutlass.Int32):
+    def give_up(
+        self,
+        report: cute.Tensor,
+        kind: cutlass.Constexpr,
+        stage: cutlass.Int32,
+        parity: cutlass.Int32,
+        ktile: cutlass.Int32,
+    ):
         """The first thread to give up writes the report; others only stop waiting."""
-        first = cute.arch.atomic_cas(report.iterator, cmp=cutlass.Int32(0),
-                                     val=cutlass.Int32(1))
+        first = cute.arch.atomic_cas(report.iterator, cmp=cutlass.Int32(0), val=cutlass.Int32(1))
         if first == 0:
             bidx, _, _ = cute.arch.block_idx()
             report[1] = bidx
@@ -456,49 +394,8 @@ class TmaGemm:
         return self.cfg.debug_timeout_ms * (2 if kind == FULL else 1)
 
 
-class RingTile(NamedTuple):
-    """A PipelineTmaAsync ring in shared memory and this CTA's tile, ready to stream."""
+# -------------------------------------------------------------- the same ring, as PipelineTmaAsync
 
-    ring: pipeline.PipelineTmaAsync
-    sA: cute.Tensor
-    sB: cute.Tensor
-    sC: cute.Tensor
-    tile_m: cutlass.Int32
-    tile_n: cutlass.Int32
-    tAgA: cute.Tensor
-    tAsA: cute.Tensor
-    tBgB: cute.Tensor
-    tBsB: cute.Tensor
-    k_tiles: cutlass.Int32
-
-
-def ring_and_tile(cfg, dtype, tx_bytes: int, consumer_warps: int, sA_layout, sB_layout,
-                  sC_layout, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-                  mB: cute.Tensor, bidx, tiles_m, tiles_n) -> RingTile:
-    """Shared memory for a PipelineTmaAsync ring (the full/empty barrier pairs, then the A
-    and B stages, C's staging tile over them), and this CTA's tile in the grouped order
-    with its k-tiles in TMA coordinates. Traced inline in a kernel."""
-    smem = SmemAllocator()
-    barriers = smem.allocate_array(cutlass.Int64, 2 * cfg.stages, byte_alignment=8)
-    sA, sB, sC = allocate_ring(smem, dtype, sA_layout, sB_layout, sC_layout)
-    ring = make_tma_ring(barriers, cfg.stages, tx_bytes, consumer_warps)
-    tile_m, tile_n = grouped_tile(bidx, tiles_m, tiles_n, cfg.group_m)
-    return RingTile(ring, sA, sB, sC, tile_m, tile_n,
-                    *tma_k_tiles(tma_a, mA, sA, tma_b, mB, sB, tile_m, tile_n, cfg.tile_m,
-                                 cfg.tile_n))
-
-
-def allocate_ring(smem: SmemAllocator, dtype, sA_layout, sB_layout, sC_layout):
-    """The A and B rings (1024-byte aligned, as the 128B swizzle needs) and C's staging
-    tile, which reuses the ring's space once the main loop is over."""
-    sA = smem.allocate_tensor(dtype, sA_layout.outer, 1024, sA_layout.inner)
-    sB = smem.allocate_tensor(dtype, sB_layout.outer, 1024, sB_layout.inner)
-    sC = cute.make_tensor(cute.recast_ptr(sA.iterator, sC_layout.inner, dtype=dtype),
-                          sC_layout.outer)
-    return sA, sB, sC
-
-
-# ------------------------------------------------------------------ the same ring, as PipelineTmaAsync
 
 class TmaPipelineGemm(TmaGemm):
     """TmaGemm with the ring kept by CuTe DSL's PipelineTmaAsync: barrier init, counts, the
@@ -510,7 +407,7 @@ class TmaPipelineGemm(TmaGemm):
     @cute.jit
     def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
              empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):
+             report: cute.Tensor):  # fmt: skip
         """The same ring through PipelineTmaAsync (its barrier pairs start at `full`)."""
         cfg = self.cfg
         # 1. barriers: full/empty pairs (one expect_tx arrival; one arrival per warp)
@@ -538,14 +435,20 @@ class TmaPipelineGemm(TmaGemm):
 
 # ------------------------------------------------------------------ the surface
 
+
 def describe_report(words: list[int], config: Config) -> str:
     """The debug report as a sentence (words as read back from the kernel)."""
     _, cta, warp, kind, stage, parity, ktile, ms = words[:REPORT_WORDS]
     what = {FULL: "full", EMPTY: "empty"}.get(kind, f"barrier kind {kind}")
-    role = ("a consumer waiting for k-tile %d to arrive" % ktile if kind == FULL else
-            "the producer (warp 0) waiting to refill the stage with k-tile %d" % ktile)
-    return (f"CTA {cta}, warp {warp} gave up after {ms} ms waiting on {what}[{stage}] for parity "
-            f"{parity}: {role}. The phase with that parity never completed.")
+    role = (
+        "a consumer waiting for k-tile %d to arrive" % ktile
+        if kind == FULL
+        else "the producer (warp 0) waiting to refill the stage with k-tile %d" % ktile
+    )
+    return (
+        f"CTA {cta}, warp {warp} gave up after {ms} ms waiting on {what}[{stage}] for parity "
+        f"{parity}: {role}. The phase with that parity never completed."
+    )
 
 
 _REPORTS: dict = {}
@@ -574,13 +477,21 @@ def _raise_if_a_wait_gave_up(a: torch.Tensor, config: Config) -> None:
             raise PipelineHang(describe_report(words, config))
 
 
-def _kernel(ab, c, config: Config, arch, a_major, b_major) -> TmaGemm:
-    return (TmaPipelineGemm if config.ring == "pipeline" else TmaGemm)(ab, config)
+def _kernel(types: GemmTypes, config: Config, arch, a_major, b_major) -> TmaGemm:
+    return (TmaPipelineGemm if config.ring == "pipeline" else TmaGemm)(types, config)
 
 
-GEMM = GemmHost("tma_gemm", NEEDS, _kernel, Config, extra=LaunchExtra(
-    placeholders=lambda config: (gmem_pointer(None, torch.int32),),
-    values=_report_pointer, after=_raise_if_a_wait_gave_up))
+GEMM = GemmHost(
+    "tma_gemm",
+    NEEDS,
+    _kernel,
+    Config,
+    extra=LaunchExtra(
+        placeholders=lambda config: (gmem_pointer(None, torch.int32),),
+        values=_report_pointer,
+        after=_raise_if_a_wait_gave_up,
+    ),
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /
@@ -589,6 +500,7 @@ compile, artifacts, run, prepare = GEMM.compile, GEMM.artifacts, GEMM.run, GEMM.
 
 
 if __name__ == "__main__":
-    raise SystemExit(selftest.gemm_main(GEMM, "tma_gemm")
-                     or selftest.gemm_main(GEMM, "tma_gemm (ring='pipeline')",
-                                           config=Config(ring="pipeline")))
+    raise SystemExit(
+        selftest.gemm_main(GEMM, "tma_gemm")
+        or selftest.gemm_main(GEMM, "tma_gemm (ring='pipeline')", config=Config(ring="pipeline"))
+    )

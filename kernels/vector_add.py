@@ -6,6 +6,7 @@ concrete: a `@cute.kernel` (what one thread does), a `@cute.jit` host wrapper
 once per configuration, and Python-side validation before every launch.
 It is deliberately naive; notebook 04 is where copies get fast.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-from .host import (Compiler, KernelInputError, check_tensor, current_stream, fake_stream,
-                   gmem_pointer, require)
+from .host import Compiler, KernelInputError, check_tensor, current_stream, fake_stream
+from .host import gmem_pointer, require
 
 NEEDS = "gpu"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -42,8 +43,14 @@ def add_kernel(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, n: cutlass.Int32)
 
 
 @cute.jit
-def add(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer, n: cutlass.Int32,
-        stream: cuda.CUstream, threads: cutlass.Constexpr):
+def add(
+    a_ptr: cute.Pointer,
+    b_ptr: cute.Pointer,
+    c_ptr: cute.Pointer,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+    threads: cutlass.Constexpr,
+):
     layout = cute.make_layout(n)
     a, b, c = (cute.make_tensor(p, layout) for p in (a_ptr, b_ptr, c_ptr))
     blocks = (n + threads - 1) // threads
@@ -63,22 +70,24 @@ def compile(dtype: torch.dtype = torch.float32, config: Config = Config()):
     return COMPILER.compile(dtype, config)
 
 
-def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32,
-              config: Config = Config()):
+def artifacts(arch: str = "sm_90a", dtype: torch.dtype = torch.float32, config: Config = Config()):
     """PTX and cubin for `arch`, compiled here without a GPU."""
     return COMPILER.artifacts(arch, dtype, config)
 
 
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-        config: Config = Config()) -> torch.Tensor:
+def run(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, config: Config = Config()
+) -> torch.Tensor:
     """c = a + b on the GPU; validates the inputs before launching."""
-    arch = require(NEEDS, "vector_add",
-                   a.device if isinstance(a, torch.Tensor) and a.is_cuda else None)
+    arch = require(
+        NEEDS, "vector_add", a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
+    )
     check_tensor(a, "a", dtypes=DTYPES, ndim=1)
     check_tensor(b, "b", dtypes=(a.dtype,), ndim=1)
     if a.shape != b.shape or a.device != b.device:
-        raise KernelInputError(f"a and b must match: {tuple(a.shape)}@{a.device} vs "
-                               f"{tuple(b.shape)}@{b.device}")
+        raise KernelInputError(
+            f"a and b must match: {tuple(a.shape)}@{a.device} vs {tuple(b.shape)}@{b.device}"
+        )
     if a.numel() >= 2**31:
         raise KernelInputError("vector_add indexes with 32-bit integers: at most 2^31-1 elements")
     if out is None:
@@ -89,8 +98,9 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
     if a.numel() == 0:
         return out
     kernel = COMPILER.for_arch(arch, a.dtype, config)
-    kernel(*(gmem_pointer(t, a.dtype) for t in (a, b, out)), cutlass.Int32(a.numel()),
-           current_stream())
+    kernel(
+        *(gmem_pointer(t, a.dtype) for t in (a, b, out)), cutlass.Int32(a.numel()), current_stream()
+    )
     return out
 
 
@@ -110,8 +120,12 @@ def _self_test() -> int:
             ok &= selftest.verdict(f"{str(dtype)[6:]} n={n}", out, a.double() + b.double(), dtype)
     n = 2**26
     sets = [[torch.randn(n, device="cuda") for _ in range(3)] for _ in range(3)]
-    t = selftest.paired_rounds({"torch": lambda i: torch.add(*sets[i % 3][:2], out=sets[i % 3][2]),
-                                "kernel": lambda i: run(*sets[i % 3])})
+    t = selftest.paired_rounds(
+        {
+            "torch": lambda i: torch.add(*sets[i % 3][:2], out=sets[i % 3][2]),
+            "kernel": lambda i: run(*sets[i % 3]),
+        }
+    )
     print(f"  fp32 n=2^26: {selftest.ratio_summary(t['torch'], t['kernel'])} of torch.add's rate")
     return 0 if ok else 1
 

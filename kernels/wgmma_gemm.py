@@ -12,7 +12,9 @@ epilogue are imported from it and from step 07):
     finished reading it: one k-tile later than step 09 releases it.
 
 Notebook 11 adds warp specialization, persistence, clusters and a TMA-store epilogue.
+The TMA ring, the tile order and WGMMA's tiled MMA are kernels/sm90_parts.py's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,14 +23,16 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.hopper_helpers as sm90_utils
 
 from . import selftest
-from .gemm_host import HALF_TYPES, GemmHost
-from .sm80_gemm import epilogue_through_smem, operand_tensors, row_copy, swizzled_rows
-from .tma_gemm import (TILE_K, cta_coordinates, load_k_tile, operand_tma,
-                       prefetch_descriptors, ring_and_tile, ring_smem_bytes, stage_bytes,
-                       staged_smem_layout)
+from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, gemm_tensors
+from .gemm_host import stage_bytes
+from .sm80_gemm import epilogue_through_smem, row_copy
+from .sm90_parts import OperandTma, SmemLayouts, cta_coordinates, load_k_tile, operand_tma
+from .sm90_parts import prefetch_descriptors, ring_and_tile, ring_smem_bytes
+from .sm90_parts import ring_layouts, wgmma_tiled_mma
+
+WARPGROUP_ROWS = 64  # rows of C one warpgroup's wgmma covers (m64)
 
 NEEDS = "sm_90a"
 DTYPES = HALF_TYPES
@@ -42,7 +46,7 @@ class Config:
     group_m: int = 8
 
     def __post_init__(self):
-        if self.tile_m not in (64, 128, 192, 256):
+        if self.tile_m % WARPGROUP_ROWS or not WARPGROUP_ROWS <= self.tile_m <= 256:
             raise ValueError("tile_m must be 64, 128, 192 or 256 (64 rows per warpgroup)")
         if self.tile_n % 16 or not 16 <= self.tile_n <= 256:
             raise ValueError("tile_n must be a multiple of 16 in [16, 256] (wgmma N)")
@@ -51,81 +55,89 @@ class Config:
 
     @property
     def warpgroups(self) -> int:
-        return self.tile_m // 64
+        return self.tile_m // WARPGROUP_ROWS
 
     @property
     def threads(self) -> int:
         return 128 * self.warpgroups
 
-    def stage_bytes(self, elem_bytes: int) -> int:
-        return stage_bytes(self.tile_m, self.tile_n, elem_bytes)
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes one k-tile of A and B brings into a stage (rows of 128 bytes)."""
+        return stage_bytes(self.tile_m, self.tile_n)
 
     def smem_bytes(self, elem_bytes: int) -> int:
+        """The ring and its barriers, C's staging tile in elements of `elem_bytes` over it."""
         return ring_smem_bytes(self.tile_m, self.tile_n, self.stages, elem_bytes)
-
-
-def wgmma_tiled_mma(dtype, warpgroups: int, tile_n: int) -> cute.TiledMma:
-    """wgmma m64 x tile_n x k16 (both operands K-major in shared memory, fp32 accumulators),
-    one atom per warpgroup stacked along M."""
-    return sm90_utils.make_trivial_tiled_mma(
-        dtype, dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
-        cutlass.Float32, (warpgroups, 1, 1), tiler_mn=(64, tile_n))
 
 
 class WgmmaGemm:
     load_k_tile = staticmethod(load_k_tile)  # step 09's TMA load: the main loop's refill
 
-    def __init__(self, dtype: type[cutlass.Numeric], config: Config):
-        self.dtype = dtype
+    def __init__(self, types: GemmTypes, config: Config):
+        self.ab_dtype, self.acc_dtype, self.c_dtype = types
         self.cfg = config
-        self.tile = (config.tile_m, config.tile_n, TILE_K)
-        self.tx_bytes = config.stage_bytes(dtype.width // 8)
-        self.smem_bytes = config.smem_bytes(dtype.width // 8)
+        self.tx_bytes = config.stage_bytes
+        self.smem_bytes = config.smem_bytes(self.c_dtype.width // 8)
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream):
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
+                 stream: cuda.CUstream):  # fmt: skip
         cfg = self.cfg
-        mA, mB, mC = operand_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
-        sA_layout = staged_smem_layout(self.dtype, cfg.tile_m, cfg.stages)
-        sB_layout = staged_smem_layout(self.dtype, cfg.tile_n, cfg.stages)
-        sC_layout = cute.tile_to_shape(swizzled_rows(64, 8), (cfg.tile_m, cfg.tile_n), (0, 1))
+        mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        sA_layout, sB_layout, sC_layout = ring_layouts(
+            self.ab_dtype, self.c_dtype, cfg.tile_m, cfg.tile_n, cfg.stages
+        )
 
-        # TMA (step 09): one descriptor per operand, boxes of (tile rows x 64)
-        tma_a, tA, tma_b, tB = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
+        # TMA (step 09): one descriptor per operand, boxes of (tile rows x tile_k)
+        tma = operand_tma(mA, mB, sA_layout, sB_layout, cfg.tile_m, cfg.tile_n)
 
-        # wgmma m64 x tile_n x k16, one atom per warpgroup stacked along M
-        tiled_mma = wgmma_tiled_mma(self.dtype, cfg.warpgroups, cfg.tile_n)
-        copy_c = row_copy(self.dtype, cfg.threads, cfg.tile_n)
+        # wgmma m64 x tile_n x k16 (16-bit types), one atom per warpgroup stacked along M
+        tiled_mma = wgmma_tiled_mma(self.ab_dtype, self.acc_dtype, cfg.warpgroups, cfg.tile_n)
+        copy_c = row_copy(self.c_dtype, cfg.threads, cfg.tile_n)
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
-        self.kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, copy_c, sA_layout, sB_layout,
-                    sC_layout, tiles_m, tiles_n).launch(
+        self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, tiled_mma, copy_c, sA_layout,
+                    sB_layout, sC_layout, tiles_m, tiles_n).launch(
             grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)
+            smem=self.smem_bytes, stream=stream)  # fmt: skip
 
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom,
-               mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
-               copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               mC: cute.Tensor, tiled_mma: cute.TiledMma, copy_c: cute.TiledCopy,
+               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32,
+               tiles_n: cutlass.Int32):  # fmt: skip
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
 
         # step 09's ring: full[s] one arrival (the TMA thread's expect_tx) + tx_bytes of
         # data; empty[s] one arrival per consumer warp. And this CTA's tile.
-        ring, sA, sB, sC, tile_m, tile_n, tAgA, tAsA, tBgB, tBsB, k_tiles = ring_and_tile(
-            cfg, self.dtype, self.tx_bytes, cfg.threads // 32, sA_layout, sB_layout, sC_layout,
-            tma_a, mA, tma_b, mB, bidx, tiles_m, tiles_n)
+        tile = ring_and_tile(
+            cfg,
+            self.ab_dtype,
+            self.c_dtype,
+            self.tx_bytes,
+            cfg.threads // 32,
+            SmemLayouts(sA_layout, sB_layout, sC_layout),
+            OperandTma(tma_a, mA, tma_b, mB),
+            bidx,
+            tiles_m,
+            tiles_n,
+        )
+        ring, k_tiles = tile.ring, tile.k_tiles
 
         thr_mma = tiled_mma.get_slice(tidx)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))  # smem descriptors
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
-        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile_m, tile_n))
-        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape, cutlass.Float32)
+        # smem descriptors, not registers: tCrA (MMA, MMA_M, MMA_K, STAGE) and tCrB
+        # (MMA, MMA_N, MMA_K, STAGE); this tile of C gC (bM, bN), the accumulator acc
+        # (MMA, MMA_M, MMA_N) in registers
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(tile.sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(tile.sB))
+        gC = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tile.tile_row, tile.tile_col))
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape, self.acc_dtype)
         acc.fill(0.0)
         tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
 
@@ -138,34 +150,56 @@ class WgmmaGemm:
         # expect_tx elect a lane themselves, and a lone diverged lane would break them.
         if warp == 0:
             for _ in range(cutlass.min(cfg.stages, k_tiles)):
-                load_k_tile(ring, produce, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                load_k_tile(ring, produce, *tile.loads)
                 produce.advance()
 
-        self.mainloop(tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp,
-                      (tma_a, tAgA, tAsA, tma_b, tBgB, tBsB))
+        self.mainloop(
+            tiled_mma,
+            acc,
+            tCrA,
+            tCrB,
+            ring,
+            read,
+            release,
+            produce,
+            k_tiles,
+            warp,
+            tuple(tile.loads),
+        )
         cute.nvgpu.warpgroup.wait_group(0)
 
         # epilogue (step 07's): registers -> shared (converted) -> global, all threads
-        epilogue_through_smem(acc, thr_mma, sC, gC, mC, copy_c, (cfg.tile_m, cfg.tile_n),
-                              (tile_m, tile_n), tidx, self.dtype)
+        epilogue_through_smem(
+            acc, thr_mma, tile.sC, gC, mC, copy_c, (tile.tile_row, tile.tile_col), tidx
+        )
 
     @cute.jit
-    def mainloop(self, tiled_mma: cute.TiledMma, acc: cute.Tensor, tCrA: cute.Tensor,
-                 tCrB: cute.Tensor, ring: pipeline.PipelineTmaAsync,
-                 read: pipeline.PipelineState, release: pipeline.PipelineState,
-                 produce: pipeline.PipelineState, k_tiles: cutlass.Int32, warp: cutlass.Int32,
-                 loads: tuple):
+    def mainloop(
+        self,
+        tiled_mma: cute.TiledMma,
+        acc: cute.Tensor,
+        tCrA: cute.Tensor,
+        tCrB: cute.Tensor,
+        ring: pipeline.PipelineTmaAsync,
+        read: pipeline.PipelineState,
+        release: pipeline.PipelineState,
+        produce: pipeline.PipelineState,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        loads: tuple,
+    ):
         """Every k-tile t: wait for its stage, issue its wgmmas and leave them in flight;
         once k-tile t-1's wgmmas are done reading, hand its stage back and let warp 0 refill
         it (`loads`: self.load_k_tile's TMA arguments). The prologue has filled the ring up to
         `produce`. A separate method so that a subclass can replace it."""
+        # region k-tile-loop
         k_blocks = cute.size(tCrA, mode=[2])
         for t in range(k_tiles):
             ring.consumer_wait(read)  # TMA bytes of k-tile t have landed
             cute.nvgpu.warpgroup.fence()
             for kb in cutlass.range_constexpr(k_blocks):
                 cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                          tCrB[None, None, kb, read.index], acc)
+                          tCrB[None, None, kb, read.index], acc)  # fmt: skip
             cute.nvgpu.warpgroup.commit_group()
             read.advance()
             if t > 0:  # k-tile t-1's wgmmas are done reading: hand its stage back
@@ -176,12 +210,17 @@ class WgmmaGemm:
                     if produce.count < k_tiles:
                         self.load_k_tile(ring, produce, *loads)
                         produce.advance()
+        # endregion k-tile-loop
 
 
 # ------------------------------------------------------------------ the surface
 
-GEMM = GemmHost("wgmma_gemm", NEEDS, lambda ab, c, config, arch, a_major, b_major:
-                WgmmaGemm(ab, config), Config)
+GEMM = GemmHost(
+    "wgmma_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: WgmmaGemm(types, config),
+    Config,
+)
 
 
 # compile(dtype, config) / artifacts(arch, dtype, config) / run(a, b, out, config) /

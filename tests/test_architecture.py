@@ -14,8 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
 
 # The ladder, in order (kernels/ladder.py): a step may import the host modules and earlier
-# steps only.
-STEPS = [s.module for s in ladder.STEPS]
+# entries only. A parts module (the device pieces several later steps share) sits just before
+# its first user, so it builds on the steps before it and every step after it may use it.
+PARTS = {"sm90_parts": "tma_gemm", "sm100_parts": "tcgen05_gemm"}  # -> its first user
+STEPS = [name for s in ladder.STEPS
+         for name in [p for p, user in PARTS.items() if user == s.module] + [s.module]]
 KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest", "ladder"}
 
 # course/<layer> -> the course layers it may import (besides itself and the package root,
@@ -77,6 +80,19 @@ def test_a_step_builds_only_on_earlier_steps(step):
 
 def test_every_kernel_module_is_a_step_or_the_host_side():
     assert {p.stem for p in KERNELS.glob("*.py")} - {"__init__"} == set(STEPS) | KERNEL_HOST
+
+
+@pytest.mark.parametrize("parts", sorted(PARTS))
+def test_parts_modules_are_shared_and_hold_no_kernel(parts):
+    """A parts module comes right before the first step that uses it, is used by more than
+    one step (else its pieces belong in that step), and holds pieces, not a kernel: no
+    Config, no GEMM surface."""
+    first_user = PARTS[parts]
+    assert STEPS.index(first_user) == STEPS.index(parts) + 1
+    users = [s for s in STEPS if f"kernels.{parts}" in imports(KERNELS / f"{s}.py")]
+    assert first_user in users and len(users) > 1, f"{parts} is used by {users}"
+    source = (KERNELS / f"{parts}.py").read_text()
+    assert "class Config" not in source and "GemmHost(" not in source
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))

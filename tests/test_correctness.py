@@ -82,3 +82,17 @@ def test_fresh_inputs_every_check():
     check_gemm(lambda a, b, c: (seen.append(a.clone()), cpu_gemm(a, b, c)), p, device="cpu")
     check_gemm(lambda a, b, c: (seen.append(a.clone()), cpu_gemm(a, b, c)), p, device="cpu")
     assert not torch.equal(seen[0], seen[1])
+
+
+def test_one_table_of_tolerances():
+    """The course's checks, a step's own self-test and the Blackwell emulator (which may not
+    import kernels, so keeps the values by name) use the same tolerances."""
+    from course.bench import correctness
+    from course.emulate import blackwell_gemm
+    from kernels import selftest
+
+    assert correctness.TOLERANCE is selftest.TOLERANCE
+    assert blackwell_gemm.TOLERANCE == {str(d).replace("torch.", ""): t
+                                        for d, t in selftest.TOLERANCE.items()
+                                        if str(d).replace("torch.", "") in blackwell_gemm.TOLERANCE}
+    assert set(blackwell_gemm.TOLERANCE) == {"bfloat16", "float16", "float32"}

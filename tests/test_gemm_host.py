@@ -63,7 +63,7 @@ def test_out_dtype_rules():
     assert same.out_dtype(torch.bfloat16) == torch.bfloat16
     with pytest.raises(KernelInputError, match="stores C in"):
         same.out_dtype(torch.bfloat16, torch.float16)
-    either = Operands(out_dtypes=(torch.bfloat16, torch.float16))
+    either = Operands(c_dtypes=(torch.bfloat16, torch.float16))
     assert either.out_dtype(torch.bfloat16, torch.float16) == torch.float16
 
 
@@ -76,3 +76,59 @@ def test_32_bit_sizes_are_refused_before_launch(monkeypatch):
     b = torch.empty(8, 8, dtype=torch.bfloat16, device="meta")
     with pytest.raises(KernelInputError, match="32-bit"):
         validate_gemm(big, b, None, kernel="x", operands=Operands())
+
+
+# ---------------------------------------------------------------- a float8 GEMM, declared
+
+E4M3 = torch.float8_e4m3fn
+
+
+def float8_hopper_gemm():
+    """notebook 11's kernel declared for e4m3/e5m2 operands, fp32 accumulators and C in
+    bf16 (what an FP8 GEMM stores): the configuration the low-precision step starts from."""
+    from kernels.gemm_host import FLOAT8_TYPES, GemmHost
+
+    return GemmHost("hopper_gemm_fp8", hopper_gemm.NEEDS,
+                    lambda types, config, arch, a_major, b_major:
+                    hopper_gemm.HopperGemm(types, config, arch), hopper_gemm.Config,
+                    Operands(ab_dtypes=FLOAT8_TYPES, c_dtypes=(torch.bfloat16,)),
+                    extra=hopper_gemm.GEMM.extra, default_dtype=E4M3)
+
+
+def test_a_float8_gemm_takes_e4m3_operands_with_16_byte_rows(monkeypatch):
+    pretend_gpu(monkeypatch, (9, 0), accept_cpu_tensors=True)
+    fp8 = float8_hopper_gemm()
+    a, b = torch.zeros(64, 16, dtype=E4M3), torch.zeros(32, 16, dtype=E4M3)  # 16-byte rows
+    out, a_major, b_major = validate_gemm(a, b, None, kernel=fp8.name, operands=fp8.operands)
+    assert (out.shape, out.dtype, a_major, b_major) == ((64, 32), torch.bfloat16, "k", "k")
+    types = fp8.operands.types(E4M3, out.dtype)
+    assert (types.ab.width, types.acc.width, types.c.width) == (8, 32, 16)
+    from kernels.gemm_host import mma_k, tile_k
+
+    assert (tile_k(types.ab.width), mma_k(types.ab.width)) == (128, 32)  # vs 64 and 16 (bf16)
+
+
+def test_a_float8_gemm_refuses_8_byte_rows_saying_why(monkeypatch):
+    pretend_gpu(monkeypatch, (9, 0), accept_cpu_tensors=True)
+    fp8 = float8_hopper_gemm()
+    a, b = torch.zeros(64, 8, dtype=E4M3), torch.zeros(32, 8, dtype=E4M3)  # 8 bytes a row
+    with pytest.raises(KernelInputError) as refusal:
+        validate_gemm(a, b, None, kernel=fp8.name, operands=fp8.operands)
+    message = str(refusal.value)
+    assert "K = 8 is not a multiple of 16" in message and "8 bytes" in message
+    assert "16 float8_e4m3fn" in message
+    # 8 bf16 are 16 bytes: the same K is fine for a 16-bit GEMM
+    bf = torch.bfloat16
+    validate_gemm(a.to(bf), b.to(bf), None, kernel="x", operands=Operands())
+    with pytest.raises(KernelInputError, match="takes e4m3/e5m2, not bfloat16"):
+        fp8.operands.check(fp8.name, bf, None, "k", "k")
+
+
+@pytest.mark.compile
+def test_the_float8_hopper_gemm_compiles_to_fp8_wgmma():
+    """Not run anywhere yet: compiled for sm_90a, its k-tile is one 128-byte swizzle row of
+    e4m3 (128 elements), multiplied by four wgmma of K = 32 into fp32, stored as bf16."""
+    art = float8_hopper_gemm().artifacts("sm_90a", E4M3, out_dtype=torch.bfloat16)
+    assert art.count_ptx(r"wgmma\.mma_async\.sync\.aligned\.m64n256k32\.f32\.e4m3\.e4m3") == 4
+    assert art.count_ptx(r"wgmma\.mma_async") == 4
+    assert art.count_ptx(r"stmatrix") > 0 and art.count_ptx(r"cvt\.rn\.bf16x2\.f32") > 0

@@ -47,8 +47,15 @@ def test_hopper_presets_compile_to_what_they_claim(preset):
 
 def test_hopper_config_rules():
     assert hopper_gemm.Config().ring_stages(2) == 4  # 128x256 tiles + 4 TMA-store buffers
-    with pytest.raises(ValueError):
+    assert hopper_gemm.Config(stages=3).ring_stages(2) == 3
+    with pytest.raises(KernelInputError, match="do not fit"):  # refused, never clamped to 4
+        hopper_gemm.Config(stages=5).ring_stages(2)
+    with pytest.raises(KernelInputError, match="do not fit"):
+        hopper_gemm.artifacts("sm_90a", torch.bfloat16, hopper_gemm.Config(stages=5))
+    with pytest.raises(TypeError):  # the tile has 128 rows: not a knob
         hopper_gemm.Config(tile_m=64)
+    with pytest.raises(ValueError):
+        hopper_gemm.Config(stages=1)
     with pytest.raises(ValueError):
         hopper_gemm.Config(cluster_m=3)
     with pytest.raises(ValueError, match="at most 4"):

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from course.tools.hub import unreadable_for_learners
+pytest.importorskip("jupyterhub", reason="jupyterhub is not installed here: course.tools.hub "
+                                         "builds on its spawners (requirements.txt)")
+
+from course.tools.hub import unreadable_for_learners  # noqa: E402
 
 
 def test_a_closed_folder_or_an_unreadable_file_on_the_way_is_named():

@@ -15,7 +15,7 @@ def test_parities_flip_every_trip_round_the_ring(capsys):
     assert [full for full, _ in parities] == [(t // 3) % 2 for t in range(9)]
     assert all(empty == 1 - full for full, empty in parities)  # a fresh barrier passes parity 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 10 and lines[4].split()[:3] == ["3", "0", "1"]   # k-tile 3: stage 0, trip 1
+    assert len(lines) == 10 and lines[4].split()[:3] == ["3", "0", "1"]  # k-tile 3: stage 0, trip 1
 
 
 def test_each_mistake_is_run_to_its_diagnosis(capsys):

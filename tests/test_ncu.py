@@ -1,5 +1,6 @@
-"""course.bench.ncu and the counting side of course.bench.bank_conflicts, on canned Nsight Compute output
-(the real thing runs on the GPU machine: tests/test_smem_banks.py::test_ncu_agrees...)."""
+"""course.bench.ncu and the counting side of course.bench.bank_conflicts, on canned Nsight
+Compute output (the real thing runs on the GPU machine:
+tests/test_smem_banks.py::test_ncu_agrees...)."""
 import json
 import stat
 import sys

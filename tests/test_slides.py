@@ -70,8 +70,8 @@ def test_plain_nbconvert_with_saved_widget_state_drops_the_png():
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(LESSONS[0].path, as_version=4)
-    # the committed notebooks carry no widget state (course.tools.notebook_runner strips it); put back
-    # what nbclient saves for notebook 00's widget, as a learner's own save would have
+    # the committed notebooks carry no widget state (course.tools.notebook_runner strips it);
+    # put back what nbclient saves for notebook 00's widget, as a learner's own save would have
     view = next(out["data"]["application/vnd.jupyter.widget-view+json"]
                 for cell in nb.cells for out in cell.get("outputs", [])
                 if "application/vnd.jupyter.widget-view+json" in out.get("data", {}))

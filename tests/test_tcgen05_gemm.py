@@ -12,7 +12,7 @@ from course.bench import compare
 from course.bench.gemm_bench import GemmProblem, check_gemm, prepare
 from course.runtime.hardware import machine
 from course.models.instruction_descriptor import InstructionDescriptor
-from kernels import tcgen05_gemm
+from kernels import sm100_parts, tcgen05_gemm
 from kernels.host import KernelInputError, UnsupportedGPU
 
 from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
@@ -57,7 +57,7 @@ def test_staging_buffers_are_never_written_while_a_store_reads_them(subtiles, ep
     """The kernel's rule (a count of stores that runs on across tiles), for any number of
     sub-tiles per tile, over three tiles of a persistent CTA."""
     def kernel_rule(store, sub):
-        return tcgen05_gemm.staging_buffer(store, epi_stages)
+        return sm100_parts.staging_buffer(store, epi_stages)
     assert _store_ring_conflicts(kernel_rule, subtiles, 3, epi_stages) == []
 
 

@@ -68,7 +68,9 @@ def test_the_h100_column_shows_the_newest_clean_run(monkeypatch):
         def __init__(self, gpu, date, rows):
             self.gpu, self.date, self.data = gpu, date, {"notebooks": rows}
 
-    row = lambda name, s, err=None: {"name": name, "seconds": s, "error": err, "modes": {}}
+    def row(name, s, err=None):
+        return {"name": name, "seconds": s, "error": err, "modes": {}}
+
     records = [Rec("NVIDIA H100 80GB HBM3", "2026-01-01", [row("00_orientation.ipynb", 20)]),
                Rec("NVIDIA A100", "2026-01-02", [row("00_orientation.ipynb", 5)]),
                Rec("NVIDIA H100 80GB HBM3", "2026-01-03", [row("00_orientation.ipynb", 16),

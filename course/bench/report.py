@@ -190,14 +190,16 @@ def _live_outputs(rec: results.Record) -> list[tuple]:
              f"{d.get('notebook', '-')} | {len(d['text']):,} | `{rec.command}` |")]
 
 
+_AS_EXPECTED = {True: "yes", False: "**no**", None: "not run"}
+
+
 def _kernel_exercises(rec: results.Record) -> list[str]:
     def kind(c):  # records before alternatives were checked name no kind
         return c.get("kind") or ("reference" if c["expected"] == "pass" else "wrong")
 
-    as_expected = {True: "yes", False: "**no**", None: "not run"}
     return [((rec.gpu, c["exercise"], c["variant"]),
              f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {kind(c)} | "
-             f"{c['expected']} | {c['verdict']} | {as_expected[c['as_expected']]} | "
+             f"{c['expected']} | {c['verdict']} | {_AS_EXPECTED[c['as_expected']]} | "
              f"`{rec.command}` |")
             for c in rec.data["cases"]]
 

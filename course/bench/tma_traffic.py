@@ -21,7 +21,8 @@ reads these Hopper metrics (raw counters, --print-units base):
 
 These counters test the model; they are not assumed to agree with it (on the H100 run in
 results/tma_traffic.json they did not, and why is still open). Which counter a
-given ncu/driver attributes TMA traffic to is also part of what this measures; the report prints every ratio (multicast / separate) so the right one is
+given ncu/driver attributes TMA traffic to is also part of what this measures; the report
+prints every ratio (multicast / separate) so the right one is
 visible rather than assumed. A metric this ncu does not know is retried alone and
 then reported as missing. `parse_csv` reads `ncu --csv` output (tested on canned
 output); results go to results/tma_traffic.json with provenance.

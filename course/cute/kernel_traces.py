@@ -19,7 +19,8 @@ from course.cute.partition_ownership import (mma_partitions, owner_pairs, owner_
                                              ownership, tiled_mma_pairs, tv_partitions)
 from course.cute.trace import on_cpu
 from course.models.ownership import Ownership
-from kernels import mma_atom, naive_gemm, tcgen05_gemm, tma
+from kernels import mma_atom, naive_gemm, sm100_parts, tma
+from kernels.gemm_host import tile_k
 from kernels.host import cutlass_dtype
 
 
@@ -113,7 +114,7 @@ def cta_ownership(m: int = 256, n: int = 128, config: naive_gemm.Config = naive_
                                f"{config.tile_m}x{config.tile_n} tile", thread_label="CTA")
 
 
-# ---------------------------------------------------------------- notebooks 06 and 10: MMA fragments
+# ------------------------------------------------------------ notebooks 06 and 10: MMA fragments
 
 def mma_atom_pairs(operand: str = "C", config: mma_atom.Config = mma_atom.Config(),
                    dtype: torch.dtype = torch.bfloat16) -> list:
@@ -186,18 +187,18 @@ def epilogue_tmem_ownership(tile_n: int = 128, ctas: int = 1, threads=None) -> l
     copy's TV layout: value v of thread t is the v-th fp32 it loads across the sub-tiles
     of one tile. Traced for sm_100a on the CPU (no launch); `threads` picks some of the 128.
     """
-    tile = tcgen05_gemm.TileShape(mma_m=128 * ctas, n=tile_n, ctas=ctas)
+    tile = sm100_parts.TileShape(mma_m=128 * ctas, n=tile_n, k=tile_k(16), ctas=ctas)
 
     def views():
-        tiled_mma = tcgen05_gemm.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
-        layout = tcgen05_gemm.accumulator_layout(tiled_mma, tile, 1)
+        tiled_mma = sm100_parts.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile)
+        layout = sm100_parts.accumulator_layout(tiled_mma, tile, 1)
         tmem = cute.make_tensor(cute.make_ptr(cutlass.Float32, 0, cute.AddressSpace.tmem,
                                               assumed_align=16), layout)
         addresses = cute.make_tensor(0, layout)  # the same cells, holding their addresses
         epi_tile = sm100_utils.compute_epilogue_tile_shape(
             tile.cta_tile, ctas == 2, LayoutEnum.ROW_MAJOR, cutlass.BFloat16)
         acc_epi = cute.flat_divide(tmem[((None, None), 0, 0, 0)], epi_tile)
-        load = tcgen05_gemm.make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
+        load = sm100_parts.make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
         address_epi = cute.flat_divide(addresses[((None, None), 0, 0, 0)], epi_tile)
         for s in range(cute.size(address_epi, mode=[3])):  # sub-tile after sub-tile
             yield from tv_partitions(address_epi[(None, None, 0, s)], load.layout_dst_tv_tiled,
@@ -213,13 +214,12 @@ def pair_operand_rows(tile_n: int = 128) -> dict:
     CPU, no launch): {v: {"A": (first, last), "B": ..., "C": ...}} for v = 0 (leader) and
     1 (follower), the rows of its first and last value.
     """
-    tile = tcgen05_gemm.TileShape(mma_m=256, n=tile_n, ctas=2)
-    shapes = {"A": (tile.mma_m, tcgen05_gemm.TILE_K), "B": (tile.n, tcgen05_gemm.TILE_K),
-              "C": (tile.mma_m, tile.n)}
+    tile = sm100_parts.TileShape(mma_m=256, n=tile_n, k=tile_k(16), ctas=2)  # bf16
+    shapes = {"A": (tile.mma_m, tile.k), "B": (tile.n, tile.k), "C": (tile.mma_m, tile.n)}
     rows: dict = {0: {}, 1: {}}
     for name, shape in shapes.items():
         table = owner_table(lambda: mma_partitions(
-            tcgen05_gemm.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile), name, shape, 2),
+            sm100_parts.make_tiled_mma(cutlass.BFloat16, cutlass.Float32, tile), name, shape, 2),
             arch="sm_100a")
         for v in rows:
             held = table[table[:, 0] == v]  # (v, value, row, col) in value order

@@ -1,6 +1,6 @@
 """CPU emulators of the Blackwell kernels: what runs where no sm_100 GPU is available.
 
-    course.emulate.blackwell_gemm      the 1-CTA tcgen05 GEMM and the CTA-pair CLC GEMM, warp by warp
+    course.emulate.blackwell_gemm      the 1-CTA tcgen05 GEMM and the CTA-pair CLC GEMM, by warp
     course.emulate.warp_scheduler      the warp scheduler and named barriers (bar.sync)
     course.models.mbarrier   the mbarriers and pipeline states the warps wait on
     course.emulate.blackwell_memory    TMEM (lanes x columns, power-of-two allocation), TMA boxes

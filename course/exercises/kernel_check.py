@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise

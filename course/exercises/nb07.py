@@ -72,7 +72,7 @@ def gemm_with(mainloop):
 
     cls = subclass_with(sm80_gemm.Sm80Gemm, "mainloop", mainloop)
     return GemmHost(variant_name("07.mainloop", mainloop), sm80_gemm.NEEDS,
-                    lambda ab, c, config, arch, a_major, b_major: cls(ab, config),
+                    lambda types, config, arch, a_major, b_major: cls(types, config),
                     sm80_gemm.Config)
 
 

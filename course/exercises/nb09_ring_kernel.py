@@ -69,7 +69,7 @@ def gemm_with(ring):
 
     cls = subclass_with(tma_gemm.TmaGemm, "ring", ring)
     return replace(tma_gemm.GEMM, name=variant_name("09.ring", ring),
-                   kernel=lambda ab, c, config, arch, a_major, b_major: cls(ab, config))
+                   kernel=lambda types, config, arch, a_major, b_major: cls(types, config))
 
 
 def _build(fn, arch):

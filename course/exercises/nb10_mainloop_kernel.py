@@ -44,7 +44,7 @@ def gemm_with(mainloop):
 
     cls = subclass_with(step.WgmmaGemm, "mainloop", mainloop)
     return GemmHost(variant_name(ID, mainloop), step.NEEDS,
-                    lambda ab, c, config, arch, a_major, b_major: cls(ab, config), step.Config)
+                    lambda types, config, arch, a_major, b_major: cls(types, config), step.Config)
 
 
 def _build(fn, arch):
@@ -107,14 +107,14 @@ def protocol_holds(c):
 def wgmmas_share_one_accumulator(c):
     """In the PTX: every wgmma.mma_async accumulates into the same registers, one per
     k-block of a k-tile (a loop peeled by hand repeats the k-tile's wgmmas)."""
-    from kernels.wgmma_gemm import TILE_K
+    from kernels.gemm_host import mma_k, tile_k
 
-    k_blocks = TILE_K // 16  # wgmma's K is 16 for 16-bit operands
+    k_blocks = tile_k(16) // mma_k(16)  # bf16: 64-wide k-tiles, a wgmma takes 16 of K
     mmas = [line for line in c.instructions if re.match(WGMMA, line)]
     accumulators = {line.split("{")[1].split("}")[0] for line in mmas if "{" in line}
     ok = bool(mmas) and len(mmas) % k_blocks == 0 and len(accumulators) == 1
     return expect("the PTX: wgmmas of whole k-tiles, all into the one accumulator", ok,
-                  f"{len(mmas)} wgmma.mma_async (a k-tile is TILE_K / 16 = {k_blocks}), "
+                  f"{len(mmas)} wgmma.mma_async (a k-tile is tile_k / wgmma's K = {k_blocks}), "
                   f"{len(accumulators)} accumulator(s)", HINTS["every k-block"])
 
 

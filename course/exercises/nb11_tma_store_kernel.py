@@ -42,7 +42,7 @@ def gemm_with(store_chunk):
 
     cls = subclass_with(hopper_gemm.HopperGemm, "store_chunk", store_chunk)
     return GemmHost(variant_name("11.tma_store", store_chunk), hopper_gemm.NEEDS,
-                    lambda ab, c, config, arch, a_major, b_major: cls(ab, config, arch),
+                    lambda types, config, arch, a_major, b_major: cls(types, config, arch),
                     hopper_gemm.Config, extra=hopper_gemm.GEMM.extra)
 
 

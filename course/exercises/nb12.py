@@ -24,7 +24,8 @@ def _tmem_cols(answer):
 @exercise("12.idesc", "Encode the tcgen05.mma instruction descriptor (an int) for M=128, "
           "N=256, bf16 A and B (both K-major), fp32 accumulation.",
           "D format bits 4-5 (F32 = 1), A bits 7-9 and B bits 10-12 (BF16 = 1), N >> 3 at "
-          "bit 17, M >> 4 at bit 24; or build course.models.instruction_descriptor.InstructionDescriptor.",
+          "bit 17, M >> 4 at bit 24; or build "
+          "course.models.instruction_descriptor.InstructionDescriptor.",
           "1 << 4 | 1 << 7 | 1 << 10 | (256 >> 3) << 17 | (128 >> 4) << 24 = 0x8400490 "
           "= 138413200.")
 def _idesc(answer):

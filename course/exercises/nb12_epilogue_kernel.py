@@ -35,7 +35,7 @@ def gemm_with(epilogue_role):
     cls = subclass_with(step.Tcgen05Gemm, "epilogue_role", epilogue_role,
                         epilogue_setup=step.epilogue_setup, epilogue_tile=step.epilogue_tile)
     return GemmHost(variant_name("12.epilogue_role", epilogue_role), step.NEEDS,
-                    lambda ab, c, config, arch, a_major, b_major: cls(ab, c, config),
+                    lambda types, config, arch, a_major, b_major: cls(types, config),
                     step.Config, step.OPERANDS)
 
 

@@ -82,9 +82,9 @@ COUNTERS = {
     "lrc__xbar2lrc_requests_op_read.sum": "read requests the SMs sent towards L2",
     "lrc__request_sectors_op_read_coalescable.sum": "sectors those requests asked for",
     "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum":
-        "  of which merged by the coalescer (hardware)",
+        "  of which merged by the coalescer (hardware)",  # noqa: E501  (a metric's name)
     "lrc__request_sectors_op_read_coalescing_type_programmatic.sum":
-        "  of which multicast requests (programmatic)",
+        "  of which multicast requests (programmatic)",  # noqa: E501
     "lts__t_sectors_srcunit_tex_op_read.sum": "sectors L2 actually read",
     "l1tex__m_xbar2l1tex_read_bytes.sum": "bytes delivered into the SMs",
     "gpu__time_duration.sum": "duration (ns, one launch)",

@@ -63,10 +63,10 @@ def calibrated_figure(sweep: Outcome):
     if sweep.value is None:
         print("(nothing measured to fit the model to: see the banner above)")
         return None
-    from kernels.tma_gemm import TILE_K
+    from kernels.gemm_host import tile_k
 
     measured = {r["stages"]: r["kernel_ms"] for r in sweep.value["results"]}
-    k_tiles = sweep.value["size"] // TILE_K
+    k_tiles = sweep.value["size"] // tile_k(16)  # the sweep's bf16: 64-wide k-tiles
     cal = pipeline_sim.calibrate(measured, k_tiles)
     # the times are the whole grid's k-loop in ms: per k-tile that is microseconds
     print(cal.describe(" µs", 1e3, "ms"))

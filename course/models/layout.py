@@ -409,7 +409,8 @@ Tiler = Union[Layout, int, tuple, None]
 def composition(lhs: Layout, rhs: Tiler) -> Layout:
     """lhs o rhs: the layout R with R(c) = lhs(rhs(c)) on rhs's domain.
 
-    `rhs` may be a Layout, an int n (meaning make_layout(n): n:1, or 1:0), None (identity), or a tuple tiler
+    `rhs` may be a Layout, an int n (meaning make_layout(n): n:1, or 1:0), None (identity), or a
+    tuple tiler
     composed mode by mode (modes of lhs beyond the tiler are dropped, as in CuTe).
     """
     if rhs is None:
@@ -565,7 +566,8 @@ def flat_divide(layout: Layout, tiler: Tiler) -> Layout:
 # ---------------------------------------------------------------- product
 
 def logical_product(block: Layout, tiler: Tiler) -> Layout:
-    """(block, tiler laid out over the block's complement): copies of `block`, arranged by `tiler`."""
+    """(block, tiler laid out over the block's complement): copies of `block`, arranged by
+    `tiler`."""
     if tiler is None:
         return block
     if isinstance(tiler, Layout):

@@ -168,18 +168,18 @@ class _Self:
 def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
     """One random interleaving of `ring_fn` run by every warp of a CTA of `kernel_cls`
     (a kernels.tma_gemm.TmaGemm or subclass) with Config `cfg`, over `k_tiles` k-tiles."""
-    from kernels.tma_gemm import TILE_K
+    from kernels.gemm_host import SWIZZLE_ROW_BYTES
 
-    elem = 2  # 16-bit operands: the bytes one k-tile of A and of B bring
-    cta = Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * TILE_K * elem,
-               cfg.tile_n * TILE_K * elem)
+    # the bytes one k-tile of A and of B bring: a 128-byte swizzle row per tile row
+    cta = Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * SWIZZLE_ROW_BYTES,
+              cfg.tile_n * SWIZZLE_ROW_BYTES)
     parked = threading.Semaphore(0)
     warps = [Warp(w, parked) for w in range(cfg.warps)]
     try:
         for warp in warps:
             arch = _Arch(warp, cta)
             names = {**PLAIN_NAMES, "cute": _Cute(arch)}
-            me = _Self(kernel_cls, cfg, cfg.stage_bytes(elem), warp, cta, names)
+            me = _Self(kernel_cls, cfg, cfg.stage_bytes, warp, cta, names)
             body = python_version(ring_fn, names)
             warp.start(lambda body=body, me=me, w=warp.index: body(
                 me, k_tiles, w, BarrierPointer(0), BarrierPointer(cfg.stages), None, None,

@@ -1,7 +1,8 @@
 """The course's Blackwell kernels next to NVIDIA's CuTe DSL tutorial GEMMs, instruction by
 instruction, compiled for sm_100a on this machine (nothing is run, no GPU is needed).
 
-    python -m course.tools.upstream_mix /path/to/cutlass --out results/compiled/blackwell_vs_upstream.json
+    python -m course.tools.upstream_mix /path/to/cutlass \
+        --out results/compiled/blackwell_vs_upstream.json
 
 `/path/to/cutlass` is a checkout of NVIDIA/cutlass; its tutorial GEMMs
 (examples/python/CuTeDSL/cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_*.py) are imported

@@ -34,7 +34,8 @@ OPERAND_HINT = {
     "complement": "cotarget, e.g. 24 (default: the cosize)",
     "right_inverse": "(no operand)", "left_inverse": "(no operand)",
 }
-SOURCE = "layout computed by CuTe DSL on this machine (course.cute.algebra); drawn by course.models.layout"
+SOURCE = ("layout computed by CuTe DSL on this machine (course.cute.algebra); drawn by "
+          "course.models.layout")
 
 
 class LayoutExplorer(StaticWidget):

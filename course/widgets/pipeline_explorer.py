@@ -20,8 +20,9 @@ def report(sim: pipeline_sim.PipelineSim) -> str:
     """The widget's text for one simulation (HTML)."""
     c = sim.config
     need = pipeline_sim.stages_to_hide_latency(c.load_latency, c.mma_latency)
+    one_stage = pipeline_sim.predicted_cycles(1, c.k_tiles, c.load_latency, c.mma_latency)
     lines = [f"<b>{html.escape(sim.summary())}</b>",
-             f"1 stage would take {pipeline_sim.predicted_cycles(1, c.k_tiles, c.load_latency, c.mma_latency):,.0f} "
+             f"1 stage would take {one_stage:,.0f} "
              f"cycles; the tensor core never waits from {need} stages on "
              f"(load / MMA + 1 = {c.load_latency:,.0f} / {c.mma_latency:,.0f} + 1).",
              f"Injected: {html.escape(pipeline_sim.BUGS[c.bug])}."]

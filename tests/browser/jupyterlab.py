@@ -6,7 +6,7 @@ The pieces a browser test needs, so that a test for a new widget is a few lines:
         nb = lab.notebook("02_layouts.ipynb")          # opened and run (Run All) once per session
         w = nb.widget("layout_explorer(")              # the live view in the output of the cell
         before = w.state()                             #   whose source contains this text
-        w.type_text("layout", "(4,8):(8,1)")           # or w.press_slider / drag_slider / choose / click
+        w.type_text("layout", "(4,8):(8,1)")  # or press_slider / drag_slider / choose / click
         w.wait_changed(before)                         # the summary text or the picture changed
         assert "(4,8):(8,1)" in w.summary()
         w.screenshot("layout_explorer-typed")          # -> build/browser/layout_explorer-typed.png
@@ -105,10 +105,10 @@ class LabServer:
         settings = self.workdir / "lab-settings"
         files = {
             "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-                '{"fetchNews": "false", "checkForUpdates": false}',
+                '{"fetchNews": "false", "checkForUpdates": false}',  # noqa: E501
             # JupyterLab 4 renders only the cells on screen by default; tests look at all
             "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
-                '{"windowingMode": "none"}',
+                '{"windowingMode": "none"}',  # noqa: E501  (a settings file's name)
         }
         for name, text in files.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +178,8 @@ _ALL_CODE_CELLS_NUMBERED = """() => {
   return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
 }"""
 _PANEL = """const app = window.jupyterapp;
-  const panel = app && [...app.shell.widgets('main')].find(w => w.context && w.context.path === path);"""
+  const panel = app && [...app.shell.widgets('main')].find(
+      w => w.context && w.context.path === path);"""
 _FIRST_ERROR = """(path) => {
   // read the notebook model: an output of type "error" is an exception, whatever its colours
   """ + _PANEL + """

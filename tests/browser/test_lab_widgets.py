@@ -76,7 +76,8 @@ def test_a_failing_cell_fails_the_run(lab):
 
 
 def test_widgets_work_in_presentation_mode(lab):
-    """Lecture mode in JupyterLab: View > Appearance > Presentation Mode, and the explorer still reacts."""
+    """Lecture mode in JupyterLab: View > Appearance > Presentation Mode, and the explorer
+    still reacts."""
     nb = lab.notebook("00_orientation.ipynb")
     nb.menu("View", "Appearance", "Presentation Mode")
     try:

@@ -8,13 +8,13 @@ from course.exercises.learner_code import edited
 
 @cute.jit
 def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                  acc_pipeline, tile_m, tile_n):
+                  acc_pipeline, tile_row, tile_col):
     tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
         tmem, acc_layout, self.acc_dtype, self.epi_stages)
     acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
     acc_pipeline.consumer_wait(acc_state)
     self.epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)],
-                       tma_c, sC, tCgC[((None, None), 0, 0, tile_m, tile_n)], epi_tile,
+                       tma_c, sC, tCgC[((None, None), 0, 0, tile_row, tile_col)], epi_tile,
                        self.c_dtype, epi_barrier, c_pipeline, cutlass.Int32(0))
     with cute.arch.elect_one():
         acc_pipeline.consumer_release(acc_state)
