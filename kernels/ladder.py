@@ -45,6 +45,30 @@ STEPS: tuple[Step, ...] = (
 
 
 @dataclass(frozen=True)
+class Part:
+    """A module of device pieces that several later steps share (it holds no kernel): it sits
+    in the ladder just before its first user, builds on the steps before it, and every step
+    after it may import it."""
+
+    module: str  # kernels/<module>.py
+    first_user: str  # the step it comes just before
+    adds: str
+
+
+PARTS: tuple[Part, ...] = (
+    Part("sm90_parts", "tma_gemm", "the Hopper pieces steps 09-11 share: tensor maps, swizzled "
+         "stages, k-tile copies, the ring as `PipelineTmaAsync`, WGMMA's tiled MMA"),
+    Part("sm100_parts", "tcgen05_gemm", "the Blackwell pieces steps 12-13 share: warp roles, "
+         "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue"),
+)
+
+
+def in_order() -> list[Step | Part]:
+    """Steps and parts modules in ladder order (each part just before its first user)."""
+    return [x for s in STEPS for x in [p for p in PARTS if p.first_user == s.module] + [s]]
+
+
+@dataclass(frozen=True)
 class Gemm:
     """A GEMM that course.bench can check and time: `kernels.<module>.prepare(problem)`."""
 

@@ -16,9 +16,8 @@ COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
 # The ladder, in order (kernels/ladder.py): a step may import the host modules and earlier
 # entries only. A parts module (the device pieces several later steps share) sits just before
 # its first user, so it builds on the steps before it and every step after it may use it.
-PARTS = {"sm90_parts": "tma_gemm", "sm100_parts": "tcgen05_gemm"}  # -> its first user
-STEPS = [name for s in ladder.STEPS
-         for name in [p for p, user in PARTS.items() if user == s.module] + [s.module]]
+PARTS = {p.module: p.first_user for p in ladder.PARTS}  # -> its first user
+STEPS = [s.module for s in ladder.in_order()]
 KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest", "ladder"}
 
 # course/<layer> -> the course layers it may import (besides itself and the package root,

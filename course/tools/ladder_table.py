@@ -29,13 +29,14 @@ def builds_on(module: str) -> list[str]:
                 continue
             inside = base[1:] if node.level == 0 else base  # the part below kernels/
             named |= {inside[0]} if inside and inside[0] else {a.name for a in node.names}
-    return [s.module for s in ladder.STEPS if s.module in named and s.module != module]
+    return [s.module for s in ladder.in_order() if s.module in named and s.module != module]
 
 
 def table() -> str:
     rows = ["| notebook | module | adds | builds on |", "|---|---|---|---|"]
-    for s in ladder.STEPS:
-        rows.append(f"| {s.notebook:02d} | `{s.module}` | {s.adds} | "
+    for s in ladder.in_order():
+        number = f"{s.notebook:02d}" if isinstance(s, ladder.Step) else ""  # a parts module
+        rows.append(f"| {number} | `{s.module}` | {s.adds} | "
                     f"{', '.join(f'`{m}`' for m in builds_on(s.module))} |")
     return "\n".join(rows)
 
