@@ -46,7 +46,11 @@ def test_the_steps_run_in_notebook_order_and_cover_every_step_module():
     assert numbers == sorted(numbers)
     host = {"__init__", "host", "artifacts", "gemm_host", "selftest", "ladder"}
     assert {p.stem for p in (ROOT / "kernels").glob("*.py")} - host == \
-        {s.module for s in ladder.STEPS}
+        {s.module for s in ladder.in_order()}
+    steps = [s.module for s in ladder.STEPS]
+    for part in ladder.PARTS:  # a parts module sits just before a step that uses it
+        assert part.first_user in steps and ladder.in_order().index(part) + 1 == \
+            ladder.in_order().index(ladder.step(part.first_user))
 
 
 @pytest.mark.parametrize("gemm", ladder.GEMMS, ids=lambda g: g.name)
@@ -101,4 +105,4 @@ def test_the_chart_and_table_label_rungs_from_the_registry():
 def test_architecture_md_table_is_written_from_the_registry():
     text = ladder_table.ARCHITECTURE.read_text()
     assert ladder_table.section() in text, "stale: run `python -m course ladder --write`"
-    assert ladder_table.builds_on("hopper_gemm") == ["sm80_gemm", "tma_gemm", "wgmma_gemm"]
+    assert ladder_table.builds_on("hopper_gemm") == ["sm80_gemm", "sm90_parts"]

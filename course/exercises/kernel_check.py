@@ -189,10 +189,12 @@ def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | N
     if report.unwritten:
         return UNANSWERED, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your "
                             f"code, then run this check again. {ex.prompt} Hint: {ex.hint}")
-    if report.as_shipped:
+    if report.as_shipped:  # what is broken is the exercise: the report would give it away
+        broken = sum(f.status == FAIL for f in report.findings)
         return UNANSWERED, (f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and "
-                            f"the checker finds it broken. {ex.prompt} First clue: "
-                            f"{report.first_hint() or ex.hint}\n{report.text()}")
+                            f"the checker finds it broken ({broken} check(s) fail). {ex.prompt} "
+                            f"Change it, then check again: the report then says what each "
+                            f"check observed.")
     return report.status, f"{summary(ex, report)}\n{report.text()}"
 
 
