@@ -1,0 +1,318 @@
+"""A kernel's own code, rebound to the executor's `cute` and `cutlass`.
+
+`Translator.value(obj)` gives the executor's version of anything kernel code can reach:
+
+* a function written in this course or by the learner (any code not installed as a
+  library) keeps its code object and gets new globals: a `KernelGlobals` dict that
+  translates each name of its module on first use, with `__import__` replaced, so that
+  `import cutlass.cute as cute` inside a function binds the stand-in too; closures and
+  defaults are translated the same way; a `@cute.kernel` becomes
+  course.execute.api.KernelFunction (call it, then `.launch(...)`);
+* CuTe DSL's modules and the objects imported from them become course.execute.api's
+  stand-ins; a CuTe value created on the host (`cutlass.Int32(5)`) becomes its number;
+* an object whose class has `@cute.jit` / `@cute.kernel` methods (a kernel class such as
+  kernels.sm80_gemm.Sm80Gemm, or a learner's subclass of it) is seen through a proxy whose
+  methods are translated and whose attributes are translated values;
+* a module of the course becomes a proxy that translates what is taken from it;
+* containers are translated element by element; anything else is itself.
+
+Nothing is parsed or re-executed, so every line number is the source's own and a hazard
+can name the learner's line (course.execute.report).
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import os
+import sysconfig
+import types
+
+from course.execute import api
+from course.execute.report import KernelGlobals, Unmodelled
+
+_LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) for key in ("stdlib", "platstdlib",
+                                                              "purelib", "platlib")
+                              if (p := sysconfig.get_paths().get(key))}))
+
+
+def is_library_code(fn) -> bool:
+    """True for code installed as a library (numpy, torch, CuTe DSL, the stdlib)."""
+    filename = fn.__code__.co_filename
+    if filename.startswith("<frozen") or filename.startswith("<string>"):
+        return True
+    path = os.path.realpath(filename) if os.path.isabs(filename) else filename
+    return path.startswith(_LIBRARY_DIRS)
+
+
+def _is_library_module(module: types.ModuleType) -> bool:
+    filename = getattr(module, "__file__", None)
+    if not filename:
+        return module.__name__ in ("builtins", "sys") or not module.__name__.startswith(
+            ("course", "kernels", "learner_", "tests", "__main__"))
+    return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+
+
+class _Unknown:
+    """A CuTe DSL object the executor does not model: any use of it says so."""
+
+    def __init__(self, what: str):
+        self._what = what
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise Unmodelled(f"{self._what}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise Unmodelled(self._what)
+
+    def __repr__(self) -> str:
+        return f"<not modelled: {self._what}>"
+
+
+class Translator:
+    """One run's translations (made fresh per run: a redefined function is seen anew)."""
+
+    def __init__(self):
+        self._done: dict[int, tuple] = {}
+        self._globals: dict[int, KernelGlobals] = {}
+        self.builtins = dict(vars(builtins))
+        self.builtins["__import__"] = self._import
+        self._real_names = None
+
+    # --- the entry point
+    def value(self, obj):
+        if obj is None or isinstance(obj, (bool, int, float, str, bytes, complex)):
+            return obj
+        key = id(obj)
+        hit = self._done.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        self._done[key] = (obj, obj)  # a cycle sees the object itself
+        out = self._translate(obj)
+        self._done[key] = (obj, out)
+        return out
+
+    def _translate(self, obj):
+        module = getattr(type(obj), "__module__", "") or ""
+        if module.startswith("course.execute"):
+            return obj
+        if isinstance(obj, types.ModuleType):
+            return self._module(obj)
+        if _is_cutlass(obj):
+            return self._cutlass_object(obj)
+        if isinstance(obj, types.MethodType):
+            return types.MethodType(self.value(obj.__func__), self.value(obj.__self__))
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or hasattr(
+                obj, "_decorator_kind"):
+            return self.function(obj)
+        if isinstance(obj, functools.partial):
+            return functools.partial(self.value(obj.func), *self.value(obj.args),
+                                     **self.value(obj.keywords))
+        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+            return _same_or(obj, tuple(self.value(e) for e in obj))
+        if isinstance(obj, list):
+            return _same_or(obj, [self.value(e) for e in obj])
+        if isinstance(obj, dict):
+            new = {k: self.value(v) for k, v in obj.items()}
+            return obj if all(new[k] is obj[k] for k in obj) else new
+        if isinstance(obj, type):
+            return obj
+        if _has_dsl_methods(type(obj)):
+            return InstanceProxy(obj, self)
+        return obj
+
+    # --- functions
+    def function(self, fn):
+        kind = getattr(fn, "_decorator_kind", None)
+        raw = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn
+        if not isinstance(raw, types.FunctionType) or is_library_code(raw):
+            if kind is not None:
+                raise Unmodelled(f"the {kind} function {getattr(fn, '__name__', fn)} "
+                                 f"(its source is not reachable)")
+            return fn
+        g = self.globals_of(raw.__globals__)
+        closure = None
+        if raw.__closure__:
+            closure = tuple(types.CellType(self.value(_cell(c))) if _filled(c)
+                            else types.CellType() for c in raw.__closure__)
+        new = types.FunctionType(raw.__code__, g, raw.__name__,
+                                 self.value(raw.__defaults__), closure)
+        new.__kwdefaults__ = self.value(raw.__kwdefaults__)
+        new.__qualname__ = raw.__qualname__
+        new.__module__ = raw.__module__
+        new.__doc__ = raw.__doc__
+        new.__dict__.update(getattr(raw, "__dict__", {}))
+        return api.KernelFunction(new) if kind == "kernel" else new
+
+    def globals_of(self, real: dict) -> KernelGlobals:
+        g = self._globals.get(id(real))
+        if g is None:
+            g = self._globals[id(real)] = _Globals(real, self)
+        return g
+
+    # --- modules and imports
+    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        real_globals = globals._real if isinstance(globals, _Globals) else globals
+        module = builtins.__import__(name, real_globals, locals, fromlist, level)
+        return self.value(module)
+
+    def _module(self, module: types.ModuleType):
+        name = module.__name__
+        if name in api.MODULES:
+            return api.MODULES[name]
+        if name.split(".")[0] in ("cutlass", "cuda"):
+            return _Unknown(name)
+        if _is_library_module(module):
+            return module
+        return ModuleProxy(module, self)
+
+    def _cutlass_object(self, obj):
+        import cutlass
+
+        if isinstance(obj, cutlass.Numeric):  # a value made on the host: its number
+            return obj.value
+        names = self._real_to_standin()
+        found = names.get(id(obj))
+        if found is not None:
+            return found()
+        return _Unknown(getattr(obj, "__qualname__", type(obj).__name__))
+
+    def _real_to_standin(self) -> dict:
+        """id(real CuTe DSL object) -> a getter of its stand-in, for every public name of
+        the modules the executor stands in for."""
+        if self._real_names is None:
+            import importlib
+
+            names = {}
+            for module_name, standin in api.MODULES.items():
+                try:
+                    real = importlib.import_module(module_name)
+                except ImportError:
+                    continue
+                for attr, value in vars(real).items():
+                    if attr.startswith("_") or isinstance(value, types.ModuleType):
+                        continue
+                    names.setdefault(id(value), functools.partial(_standin_attr, standin,
+                                                                  attr, module_name))
+            self._real_names = names
+        return self._real_names
+
+
+def _standin_attr(standin, attr: str, module_name: str):
+    try:
+        return getattr(standin, attr)
+    except Unmodelled:
+        short = {"cutlass.cute": "cute", "cutlass.cute.arch": "cute.arch"}.get(module_name,
+                                                                            module_name)
+        return _Unknown(f"{short}.{attr}")
+
+
+def _is_cutlass(obj) -> bool:
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str):
+        module = getattr(type(obj), "__module__", "") or ""
+    return module.split(".")[0] in ("cutlass", "cuda", "_mlir") or (
+        module.startswith("nvidia_cutlass_dsl"))
+
+
+def _has_dsl_methods(cls) -> bool:
+    for klass in cls.__mro__[:-1]:
+        for value in vars(klass).values():
+            if hasattr(value, "_decorator_kind"):
+                return True
+    return False
+
+
+def _same_or(old, new):
+    return old if all(a is b for a, b in zip(old, new)) else new
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _cell(cell):
+    return cell.cell_contents
+
+
+class _Globals(KernelGlobals):
+    """A module's globals as kernel code on the executor sees them (translated lazily)."""
+
+    def __init__(self, real: dict, translator: Translator):
+        super().__init__()
+        self._real, self._tr = real, translator
+        self["__builtins__"] = translator.builtins
+        for key in ("__name__", "__package__", "__file__", "__spec__"):
+            if key in real:
+                dict.__setitem__(self, key, real[key])
+
+    def __missing__(self, name):
+        if name in self._real:
+            value = self._tr.value(self._real[name])
+            self[name] = value
+            return value
+        raise KeyError(name)
+
+
+class ModuleProxy(types.ModuleType):
+    """A course module seen from kernel code: what is taken from it is translated."""
+
+    def __init__(self, module: types.ModuleType, translator: Translator):
+        super().__init__(module.__name__)
+        self.__dict__["_real"] = module
+        self.__dict__["_tr"] = translator
+
+    def __getattr__(self, name):
+        value = self._tr.value(getattr(self._real, name))
+        self.__dict__[name] = value
+        return value
+
+
+_MISSING = object()
+
+
+class InstanceProxy:
+    """An object with @cute.jit/@cute.kernel methods, seen from kernel code: its methods
+    are translated and bound to the proxy, its attributes translated."""
+
+    def __init__(self, obj, translator: Translator):
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "_tr", translator)
+        object.__setattr__(self, "_cache", {})
+
+    def __getattr__(self, name):
+        cache = object.__getattribute__(self, "_cache")
+        if name in cache:
+            return cache[name]
+        obj, tr = self._obj, self._tr
+        cls = type(obj)
+        attr = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), _MISSING)
+        inst = getattr(obj, "__dict__", {})
+        if isinstance(attr, property):
+            return tr.value(attr.fget)(self)
+        if name in inst:
+            value = tr.value(inst[name])
+        elif isinstance(attr, staticmethod):
+            value = tr.value(attr.__func__)
+        elif isinstance(attr, classmethod):
+            value = types.MethodType(tr.value(attr.__func__), cls)
+        elif isinstance(attr, types.FunctionType) or hasattr(attr, "_decorator_kind"):
+            value = types.MethodType(tr.value(attr), self)
+        elif attr is _MISSING:
+            value = tr.value(getattr(obj, name))
+        else:
+            value = tr.value(attr)
+        cache[name] = value
+        return value
+
+    def __setattr__(self, name, value):
+        self._cache[name] = value
+
+    def __repr__(self) -> str:
+        return f"<{type(self._obj).__name__} on the CPU executor>"
