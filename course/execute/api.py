@@ -17,6 +17,7 @@ import math as _math
 import numpy as np
 
 from course.execute import atoms, machine, oracle, report
+from course.execute.lanes import Lanes, lanes
 from course.execute.layout import ComposedLayout, Layout, Swizzle, as_layout, product
 from course.execute.memory import GMEM, RMEM, SMEM
 from course.execute.numeric import TYPES, DType, of_value
@@ -94,8 +95,8 @@ def _algebra(name: str):
     layout; on layouts and shapes, asked of CuTe directly."""
     def fn(first, *args, **kwargs):
         if isinstance(first, Tensor):
-            delta, layout = oracle.on_tensor(name, first.layout, *args, **kwargs)
-            return Tensor(first._advance(delta), layout)
+            delta, layout = oracle.on_tensor(name, first.domain_layout, *args, **kwargs)
+            return first.moved(delta, layout)
         return oracle.call(name, first, *args, **kwargs)
 
     fn.__name__ = name
@@ -179,19 +180,41 @@ def idx2crd(idx, shape_):
     return i2c(int(idx), _static(shape_))
 
 
-def elem_less(a, b) -> bool:
-    """CuTe's elem_less: every component of a below b's."""
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        if len(a) != len(b):
-            raise ValueError(f"elem_less of {a} and {b}: different ranks")
-        return all(elem_less(x, y) for x, y in zip(a, b))
+def elem_less(a, b):
+    """CuTe's elem_less: every component of a below b's (per lane where they differ)."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         a_ = a if isinstance(a, tuple) else (a,)
         b_ = b if isinstance(b, tuple) else (b,)
-        if len(a_) == len(b_):
-            return elem_less(a_, b_) if len(a_) > 1 else bool(a_[0] < b_[0])
-        raise ValueError(f"elem_less of {a} and {b}")
-    return bool(a < b)
+        if len(a_) != len(b_):
+            raise ValueError(f"elem_less of {a} and {b}: different ranks")
+        result = True
+        for x, y in zip(a_, b_):
+            less = elem_less(x, y)
+            if isinstance(less, Lanes) or isinstance(result, Lanes):
+                result = Lanes(np.logical_and(_truth(result), _truth(less)))
+            else:
+                result = result and less
+        return lanes(result.v) if isinstance(result, Lanes) else result
+    less = a < b
+    return less if isinstance(less, Lanes) else bool(less)
+
+
+def _truth(x):
+    return x.v.astype(bool) if isinstance(x, Lanes) else bool(x)
+
+
+def _lane_min(*args):
+    if any(isinstance(a, Lanes) for a in args):
+        vals = [a.v if isinstance(a, Lanes) else a for a in args]
+        return lanes(np.minimum.reduce(np.broadcast_arrays(*vals)))
+    return builtins.min(*args)
+
+
+def _lane_max(*args):
+    if any(isinstance(a, Lanes) for a in args):
+        vals = [a.v if isinstance(a, Lanes) else a for a in args]
+        return lanes(np.maximum.reduce(np.broadcast_arrays(*vals)))
+    return builtins.max(*args)
 
 
 def assume(x, divby=None, **_):
@@ -257,17 +280,13 @@ def local_tile(tensor: Tensor, tiler, coord, proj=None) -> Tensor:
 
 
 def local_partition(tensor: Tensor, tiler, index, proj=1) -> Tensor:
-    delta, layout = oracle.on_tensor("local_partition", tensor.layout, tiler, int(index),
-                                     proj=proj)
-    return Tensor(tensor._advance(delta), layout)
+    delta, layout = oracle.on_tensor("local_partition", tensor.domain_layout, tiler,
+                                     int(index), proj=proj)
+    return tensor.moved(delta, layout)
 
 
 def domain_offset(coord, tensor: Tensor) -> Tensor:
-    offset = tensor.layout.outer(coord) if isinstance(tensor.layout, ComposedLayout) \
-        else tensor.layout(coord)
-    if isinstance(tensor.layout, ComposedLayout):
-        raise Unmodelled("domain_offset of a swizzled tensor")
-    return Tensor(tensor._advance(offset), tensor.layout)
+    return tensor.moved(tensor.domain_layout(coord), tensor.domain_layout)
 
 
 def recast_ptr(ptr, swizzle_=None, dtype=None) -> Pointer:
@@ -393,32 +412,32 @@ def basic_copy_if(pred, src, dst):
 
 # ---------------------------------------------------------------- cute.arch
 
-def _thread():
-    return machine.thread()
+def _warp():
+    return machine.warp()
 
 
 def thread_idx():
-    return _thread().idx
+    return _warp().thread_idx()
 
 
 def block_idx():
-    return _thread().cta.block
+    return _warp().cta.block
 
 
 def block_dim():
-    return _thread().cta.dim
+    return _warp().cta.dim
 
 
 def grid_dim():
-    return _thread().cta.launch.grid
+    return _warp().cta.launch.grid
 
 
 def lane_idx():
-    return _thread().lane
+    return lanes(_warp().tids % machine.WARP)
 
 
 def warp_idx():
-    return _thread().warp
+    return _warp().index
 
 
 def sync_threads():
@@ -426,9 +445,9 @@ def sync_threads():
 
 
 def barrier(barrier_id=0, number_of_threads=None, **_):
-    t = _thread()
+    w = _warp()
     if int(barrier_id) != 0 or (number_of_threads is not None
-                                and int(number_of_threads) != len(t.cta.threads)):
+                                and int(number_of_threads) != w.cta.threads):
         raise Unmodelled("cute.arch.barrier with a barrier id or thread count (named barriers)")
     machine.barrier(report.site(2))
 
@@ -533,7 +552,7 @@ class SmemAllocator:
 
     def _take(self, nbytes: int, align: int) -> int:
         start = -(-self.offset // align) * align
-        cta = machine.thread().cta
+        cta = machine.warp().cta
         if start + nbytes > machine.SMEM_CAPACITY:
             raise report.Hazard(report.OUT_OF_BOUNDS, f"shared memory of {start + nbytes} "
                                                       f"bytes: more than the "
@@ -552,7 +571,7 @@ class SmemAllocator:
         elems = int(offsets.max()) + 1 if offsets.size else 0
         nbytes = elems * element_type.itemsize
         start = self._take(nbytes, max(int(byte_alignment), element_type.itemsize))
-        smem = machine.thread().cta.smem
+        smem = machine.warp().cta.smem
         if not any(a.start == start for a in smem.allocations):
             smem.allocate(start, nbytes, element_type, lay, report.site(2))
         return Tensor(Pointer(smem, start, element_type, align=int(byte_alignment)), lay)
@@ -611,7 +630,7 @@ smem_module = Namespace("cutlass.memory.smem", SmemAllocator=SmemAllocator)
 memory = Namespace("cutlass.memory", smem=smem_module, SmemAllocator=SmemAllocator)
 cutlass = Namespace(
     "cutlass", cute=cute, memory=memory, Constexpr=_Constexpr, const_expr=_const_expr,
-    range_constexpr=_range, range=_range, min=builtins.min, max=builtins.max,
+    range_constexpr=_range, range=_range, min=_lane_min, max=_lane_max,
     dynamic_expr=_const_expr, dsl_user_op=lambda f: f, Numeric=DType,
     Integer=DType, Float=DType, **TYPES)
 driver = Namespace("cuda.bindings.driver", CUstream=lambda *a, **k: None)

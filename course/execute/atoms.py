@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.execute import machine, oracle, report
+from course.execute.lanes import Lanes, lanes
 from course.execute.layout import ComposedLayout, Layout, product
 from course.execute.memory import GMEM, RMEM, SMEM, Registers
 from course.execute.numeric import DType, Float32
@@ -108,29 +109,45 @@ class TiledCopy(CopyAtom):
     layout_dst_tv_tiled = property(lambda self: self._attr("layout_dst_tv_tiled"))
 
     def get_slice(self, thr_idx) -> "ThrCopy":
-        return ThrCopy(self, int(thr_idx))
+        return ThrCopy(self, _thread_index(thr_idx))
 
     def retile(self, tensor: Tensor) -> Tensor:
         if not _is_registers(tensor):
             raise Unmodelled("retile of a tensor not in registers")
         delta, layout = oracle.retile(self.recipe, tensor.layout, tensor.element_type)
-        return Tensor(tensor.iterator + delta, layout)
+        return tensor.moved(delta, layout)
+
+
+def _thread_index(t):
+    return t if isinstance(t, Lanes) else int(t)
+
+
+def partition_for(recipe: Recipe, which: str, tensor: Tensor, size: int, thr_idx) -> Tensor:
+    """The thread's (or each lane's) partition: CuTe's layout, the start moved per lane."""
+    parts = oracle.thread_partitions(recipe, which, tensor.domain_layout, size)
+    ids = thr_idx.v if isinstance(thr_idx, Lanes) else np.array([thr_idx])
+    if ids.min() < 0 or ids.max() >= len(parts):
+        bad = int(ids.max() if ids.max() >= len(parts) else ids.min())
+        raise Hazard(report.CRASH, f"get_slice({bad}) of a tiled op of {len(parts)} threads",
+                     report.site(2))
+    chosen = [parts[i] for i in ids.tolist()]
+    layouts = {lay for _, lay in chosen}
+    if len(layouts) != 1:
+        raise Unmodelled(f"a {which} whose layout differs between threads")
+    deltas = np.array([d for d, _ in chosen], dtype=np.int64)
+    delta = lanes(deltas) if isinstance(thr_idx, Lanes) else int(deltas[0])
+    return tensor.moved(delta, layouts.pop())
 
 
 class ThrCopy(TiledCopy):
-    """One thread's slice of a TiledCopy."""
+    """One thread's (or each lane's) slice of a TiledCopy."""
 
-    def __init__(self, tiled: TiledCopy, thr_idx: int):
+    def __init__(self, tiled: TiledCopy, thr_idx):
         super().__init__(tiled.recipe, tiled.atom)
         self.thr_idx = thr_idx
 
     def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        parts = oracle.thread_partitions(self.recipe, which, tensor.layout, self.size)
-        if not 0 <= self.thr_idx < len(parts):
-            raise Hazard(report.CRASH, f"get_slice({self.thr_idx}) of a TiledCopy of "
-                                       f"{len(parts)} threads", report.site())
-        delta, layout = parts[self.thr_idx]
-        return Tensor(tensor._advance(delta), layout)
+        return partition_for(self.recipe, which, tensor, self.size, self.thr_idx)
 
     def partition_S(self, tensor: Tensor) -> Tensor:
         return self._partition("partition_S", tensor)
@@ -189,7 +206,7 @@ class TiledMma:
         return oracle.method(self.recipe, "partition_shape_C", shape)
 
     def get_slice(self, thr_idx) -> "ThrMma":
-        return ThrMma(self, int(thr_idx))
+        return ThrMma(self, _thread_index(thr_idx))
 
     def _fragment(self, which: str, x) -> Tensor:
         if isinstance(x, Tensor):
@@ -216,17 +233,12 @@ class TiledMma:
 
 
 class ThrMma(TiledMma):
-    def __init__(self, tiled: TiledMma, thr_idx: int):
+    def __init__(self, tiled: TiledMma, thr_idx):
         super().__init__(tiled.recipe, tiled.op)
         self.thr_idx = thr_idx
 
     def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        parts = oracle.thread_partitions(self.recipe, which, tensor.layout, self.size)
-        if not 0 <= self.thr_idx < len(parts):
-            raise Hazard(report.CRASH, f"get_slice({self.thr_idx}) of a TiledMMA of "
-                                       f"{len(parts)} threads", report.site())
-        delta, layout = parts[self.thr_idx]
-        return Tensor(tensor._advance(delta), layout)
+        return partition_for(self.recipe, which, tensor, self.size, self.thr_idx)
 
     def partition_A(self, t: Tensor) -> Tensor:
         return self._partition("partition_A", t)
@@ -240,50 +252,59 @@ class ThrMma(TiledMma):
 
 # ---------------------------------------------------------------- moving values
 
-def _elements(t: Tensor) -> np.ndarray:
+def _pointer(t: Tensor) -> Pointer:
     if not isinstance(t.iterator, Pointer):
         raise Unmodelled("copying to or from a coordinate tensor")
-    return t.elements()
+    return t.iterator
 
 
-def read(t: Tensor, elems: np.ndarray, width: int = 0) -> np.ndarray:
-    """Values of these elements of t's memory, for the current thread."""
-    ptr = t.iterator
+def _who(mem, rows, tids):
+    return rows if mem.space == RMEM else tids
+
+
+def _gather(t: Tensor, E: np.ndarray, emask: np.ndarray, rows, tids, site,
+            width: int = 0) -> np.ndarray:
+    """Values (R, n) of elements E (R, n) where emask holds (0 elsewhere)."""
+    ptr = _pointer(t)
     mem = ptr.memory
-    if mem.space == SMEM:
-        thread = machine.current_thread()
-        site = report.site(2)
-        if thread is not None:
-            thread.note_smem(mem, site, _units(elems, ptr.dtype, width), ptr.dtype, width)
-            return mem.read(thread.tid, ptr.dtype, elems, site)
-    return mem.load(ptr.dtype, elems)
+    out = np.zeros(E.shape, dtype=ptr.dtype.compute if ptr.dtype.name != "BFloat16"
+                   else np.float32)
+    if not emask.any():
+        return out
+    w = machine.current_warp()
+    if w is not None and mem.space == SMEM:
+        per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
+        w.note_smem(mem, site, E[:, ::per] * ptr.dtype.storage.itemsize,
+                    width or ptr.dtype.storage.itemsize)
+    n = E.shape[1]
+    who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
+    out[emask] = mem.load(ptr.dtype, who, E[emask][:, None], site)[:, 0]
+    return out
 
 
-def write(t: Tensor, elems: np.ndarray, values, width: int = 0) -> None:
-    ptr = t.iterator
+def _scatter(t: Tensor, E: np.ndarray, emask: np.ndarray, values, rows, tids, site,
+             width: int = 0) -> None:
+    ptr = _pointer(t)
     mem = ptr.memory
-    if mem.space == SMEM:
-        thread = machine.current_thread()
-        site = report.site(2)
-        if thread is not None:
-            thread.note_smem(mem, site, _units(elems, ptr.dtype, width), ptr.dtype, width)
-            mem.write(thread.tid, ptr.dtype, elems, values, site)
-            return
-    mem.store(ptr.dtype, elems, values)
-
-
-def _units(elems: np.ndarray, dtype: DType, width: int) -> np.ndarray:
-    """The first element of each access unit (a vector of `width` bytes)."""
-    per = max(width // dtype.storage.itemsize, 1) if width else 1
-    return elems[::per]
-
-
-def _check_vectors(t: Tensor, elems: np.ndarray, per: int, bits: int, mask: np.ndarray):
-    """A vector access needs `per` contiguous elements starting on a multiple of its
-    width (in shared and global memory; registers have no addresses)."""
-    if per <= 1 or t.iterator.memory.space == RMEM:
+    if not emask.any():
         return
-    groups = elems.reshape(-1, per)[mask]
+    w = machine.current_warp()
+    if w is not None and mem.space == SMEM:
+        per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
+        w.note_smem(mem, site, E[:, ::per] * ptr.dtype.storage.itemsize,
+                    width or ptr.dtype.storage.itemsize)
+    n = E.shape[1]
+    who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
+    v = np.broadcast_to(values, E.shape)[emask]
+    mem.store(ptr.dtype, who, E[emask][:, None], v[:, None], site)
+
+
+def _check_vectors(t: Tensor, E: np.ndarray, per: int, bits: int, cmask: np.ndarray, site):
+    """A vector access needs `per` contiguous elements starting on a multiple of its width
+    (in shared and global memory; registers have no addresses)."""
+    if per <= 1 or _pointer(t).memory.space == RMEM:
+        return
+    groups = E.reshape(E.shape[0], -1, per)[cmask]
     if not groups.size:
         return
     contiguous = (np.diff(groups, axis=1) == 1).all(axis=1)
@@ -294,29 +315,38 @@ def _check_vectors(t: Tensor, elems: np.ndarray, per: int, bits: int, mask: np.n
         raise Hazard(report.MISALIGNED,
                      f"a {bits}-bit access of elements {groups[k].tolist()} of "
                      f"{t.iterator.memory.name}: they must be {per} contiguous elements "
-                     f"starting on a {bits // 8}-byte boundary", report.site(3))
+                     f"starting on a {bits // 8}-byte boundary", site)
 
 
-def _call_mask(pred: Tensor | None, calls: int) -> np.ndarray:
+def _call_mask(pred: Tensor | None, calls: int, rows, site) -> np.ndarray:
+    """(R, calls): which copy instructions each active lane makes."""
     if pred is None:
-        return np.ones(calls, dtype=bool)
-    values = pred.values() if isinstance(pred.iterator, Pointer) else None
-    if values is None:
+        return np.ones((len(rows), calls), dtype=bool)
+    if not isinstance(pred.iterator, Pointer):
         raise Unmodelled("a predicate that is not a tensor of booleans")
-    if values.size != calls:
-        if values.size == 1:
-            return np.full(calls, bool(values[0]))
-        raise Hazard(report.CRASH, f"a predicate of {values.size} values for {calls} copy "
-                                   f"instructions", report.site(3))
+    values = pred.values()[rows] if pred.values().shape[0] > 1 else \
+        np.broadcast_to(pred.values(), (len(rows), pred.size))
+    if values.shape[1] != calls:
+        if values.shape[1] == 1:
+            return np.broadcast_to(values.astype(bool), (len(rows), calls))
+        raise Hazard(report.CRASH, f"a predicate of {values.shape[1]} values for {calls} copy "
+                                   f"instructions", site)
     return values.astype(bool)
+
+
+def _rows() :
+    from course.execute.tensor import _lanes_now
+
+    return _lanes_now()
 
 
 def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -> None:
     """cute.copy(atom, src, dst, pred=...)."""
     if not isinstance(atom, CopyAtom):
         raise Unmodelled(f"cute.copy with {type(atom).__name__}")
+    site = report.site(2)
     if atom.kind == "ldmatrix":
-        _ldmatrix(atom, src, dst, pred)
+        _ldmatrix(atom, src, dst, pred, site)
         return
     if atom.kind not in ("universal", "cp.async"):
         raise Unmodelled(f"cute.copy with {atom.op.name}")
@@ -324,71 +354,101 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
         raise Unmodelled(f"cute.copy with {', '.join(kwargs)}")
     n = src.size
     if dst.size != n:
-        raise Hazard(report.CRASH, f"cute.copy of {n} values into {dst.size}", report.site(2))
+        raise Hazard(report.CRASH, f"cute.copy of {n} values into {dst.size}", site)
     dtype = src.element_type
     bits = atom.bits or dtype.width
     per = max(bits // dtype.width, 1)
     if n % per:
         raise Hazard(report.CRASH, f"cute.copy of {n} values with a {bits}-bit atom of "
-                                   f"{per} values each", report.site(2))
+                                   f"{per} values each", site)
     calls = n // per
-    mask = _call_mask(pred, calls)
-    s_el, d_el = _elements(src), _elements(dst)
-    _check_vectors(src, s_el, per, bits, mask)
-    _check_vectors(dst, d_el, per, bits, mask)
-    emask = np.repeat(mask, per)
-    s_sel, d_sel = s_el[emask], d_el[emask]
-    if not s_sel.size:
-        return
-    values = read(src, s_sel, bits // 8 if per > 1 else 0)
+    w, rows, tids = _rows()
+    from course.execute.tensor import _rows_of
+
+    S = _rows_of(_elements(src), rows)
+    D = _rows_of(_elements(dst), rows)
+    cmask = _call_mask(pred, calls, rows, site)
+    _check_vectors(src, S, per, bits, cmask, site)
+    _check_vectors(dst, D, per, bits, cmask, site)
+    emask = np.repeat(cmask, per, axis=1)
+    width = bits // 8 if per > 1 else 0
+    values = _gather(src, S, emask, rows, tids, site, width)
     if atom.kind == "cp.async":
-        _cp_async(src, dst, d_sel, values, bits)
+        _cp_async(src, dst, D, emask, values, rows, tids, bits, site)
         return
-    write(dst, d_sel, values, bits // 8 if per > 1 else 0)
+    _scatter(dst, D, emask, values, rows, tids, site, width)
 
 
-def _cp_async(src: Tensor, dst: Tensor, elems: np.ndarray, values, bits: int) -> None:
-    if src.iterator.memory.space != GMEM or dst.iterator.memory.space != SMEM:
+def _elements(t: Tensor) -> np.ndarray:
+    _pointer(t)
+    return t.elements()
+
+
+def _cp_async(src, dst, D, emask, values, rows, tids, bits: int, site) -> None:
+    if _pointer(src).memory.space != GMEM or _pointer(dst).memory.space != SMEM:
         raise Hazard(report.CRASH, f"cp.async copies global to shared memory, not "
                                    f"{src.iterator.memory.space} to {dst.iterator.memory.space}",
-                     report.site(3))
-    thread = machine.thread()
-    site = report.site(3)
+                     site)
+    w = machine.warp()
+    if not emask.any():
+        return
     mem = dst.iterator.memory
-    thread.note_smem(mem, site, _units(elems, dst.element_type, bits // 8), dst.element_type,
-                     bits // 8)
-    land_now = thread.cta.launch.options.seed != 0 and thread.cta.rng.random() < 0.5
-    thread.pending.append(mem.issue(thread.tid, dst.element_type, elems, values, site,
-                                    land_now))
+    dtype = dst.element_type
+    per = max(bits // dtype.width, 1)
+    w.note_smem(mem, site, D[:, ::per] * dtype.storage.itemsize, bits // 8)
+    n = D.shape[1]
+    who = np.repeat(tids, n)[emask.reshape(-1)]
+    land_now = w.cta.launch.options.seed != 0 and w.cta.rng.random() < 0.5
+    w.pending.append(mem.issue(who, dtype, D[emask][:, None], values[emask][:, None], site,
+                               land_now))
 
 
 def commit_group() -> None:
-    t = machine.thread()
-    t.groups.append(t.pending)
-    t.pending = []
+    w = machine.warp()
+    _uniform_only(w, "cp_async_commit_group")
+    w.groups.append(w.pending)
+    w.pending = []
 
 
 def wait_group(n: int) -> None:
-    t = machine.thread()
-    while len(t.groups) > int(n):
-        for copy_ in t.groups.popleft():
-            copy_ and t.cta.smem.retire(copy_)
+    w = machine.warp()
+    _uniform_only(w, "cp_async_wait_group")
+    while len(w.groups) > int(n):
+        for copy_ in w.groups.popleft():
+            w.cta.smem.retire(copy_)
+
+
+def _uniform_only(w, what: str) -> None:
+    if not w.full():
+        raise Unmodelled(f"{what} inside a branch the threads of a warp take differently")
 
 
 def autovec_copy(src: Tensor, dst: Tensor) -> None:
     """Element by element (the vector width is the compiler's choice)."""
+    site = report.site(2)
     if dst.size != src.size:
-        raise Hazard(report.CRASH, f"autovec_copy of {src.size} values into {dst.size}",
-                     report.site(2))
-    write(dst, _elements(dst), read(src, _elements(src)))
+        raise Hazard(report.CRASH, f"autovec_copy of {src.size} values into {dst.size}", site)
+    from course.execute.tensor import _rows_of
+
+    w, rows, tids = _rows()
+    S = _rows_of(_elements(src), rows)
+    D = _rows_of(_elements(dst), rows)
+    emask = np.ones(S.shape, dtype=bool)
+    _scatter(dst, D, emask, _gather(src, S, emask, rows, tids, site), rows, tids, site)
 
 
 def copy_if(pred: Tensor, src: Tensor, dst: Tensor) -> None:
-    mask = _call_mask(pred, src.size)
-    write(dst, _elements(dst)[mask], read(src, _elements(src)[mask]))
+    site = report.site(2)
+    from course.execute.tensor import _rows_of
+
+    w, rows, tids = _rows()
+    S = _rows_of(_elements(src), rows)
+    D = _rows_of(_elements(dst), rows)
+    emask = _call_mask(pred, src.size, rows, site)
+    _scatter(dst, D, emask, _gather(src, S, emask, rows, tids, site), rows, tids, site)
 
 
-# ---------------------------------------------------------------- ldmatrix
+# ---------------------------------------------------------------- warp-wide instructions
 
 def _tv_index(layout) -> np.ndarray:
     """(threads, values) -> the atom tile's index, from a TV layout."""
@@ -398,48 +458,44 @@ def _tv_index(layout) -> np.ndarray:
     return np.asarray(layout.offsets).reshape(values, threads).T
 
 
-def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred) -> None:
+def _whole_warp(what: str, site) -> "machine.Warp":
+    w = machine.warp()
+    if w.width != 32 or not w.full():
+        raise Hazard(report.DIVERGENT, f"{what} is a warp-wide instruction: all 32 lanes must "
+                                       f"execute it, but here only "
+                                       f"{report.threads_text(w.active_tids().tolist())} do",
+                     site)
+    return w
+
+
+def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     if pred is not None:
         raise Unmodelled("a predicated ldmatrix")
-    if src.iterator.memory.space != SMEM or not _is_registers(dst):
-        raise Hazard(report.CRASH, "ldmatrix reads shared memory into registers",
-                     report.site(2))
-    site = report.site(2)
-    machine.collective("ldmatrix", site, (atom, src, dst),
-                       lambda waits: _ldmatrix_warp(atom, waits, site))
-
-
-def _ldmatrix_warp(atom: CopyAtom, waits, site) -> list:
+    if _pointer(src).memory.space != SMEM or not _is_registers(dst):
+        raise Hazard(report.CRASH, "ldmatrix reads shared memory into registers", site)
+    w = _whole_warp("ldmatrix", site)
     src_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
     dst_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
     vs, vd = src_tv.shape[1], dst_tv.shape[1]
-    lanes = [w.payload for w in waits]
-    threads = [w.thread for w in waits]
-    sizes = {(s.size, d.size) for _, s, d in lanes}
-    if len(sizes) != 1:
-        raise Hazard(report.CRASH, "lanes of a warp ldmatrix fragments of different sizes",
-                     site)
-    n_src, n_dst = sizes.pop()
+    n_src, n_dst = src.size, dst.size
     calls = n_src // vs
     if calls * vs != n_src or calls * vd != n_dst:
         raise Hazard(report.CRASH, f"ldmatrix of {n_src} values into {n_dst} with an atom of "
-                                   f"{vs} -> {vd} per thread", site)
-    tiles = np.zeros((calls, src_tv.size), dtype=np.float64)
-    dtype = lanes[0][1].element_type
-    for (_, s, _), t in zip(lanes, threads):
-        elems = s.elements()
-        mem = s.iterator.memory
-        t.note_smem(mem, site, elems[::vs], dtype, vs * dtype.storage.itemsize)
-        _check_vectors(s, elems, vs, vs * dtype.width, np.ones(calls, dtype=bool))
-        values = mem.read(t.tid, dtype, elems, site).reshape(calls, vs)
-        tiles[:, src_tv[t.lane]] = values
-    for (_, _, d), t in zip(lanes, threads):
-        d.iterator.memory.store(d.element_type, d.elements(),
-                                tiles[:, dst_tv[t.lane]].reshape(-1))
-    return [None] * len(waits)
+                                   f"{vs} -> {vd} values per thread", site)
+    from course.execute.tensor import _rows_of
 
+    rows = np.arange(32)
+    S = _rows_of(_elements(src), rows)
+    dtype = src.element_type
+    _check_vectors(src, S, vs, vs * dtype.width, np.ones((32, calls), dtype=bool), site)
+    values = _gather(src, S, np.ones(S.shape, dtype=bool), rows, w.tids, site,
+                     vs * dtype.storage.itemsize).reshape(32, calls, vs)
+    tiles = np.zeros((calls, src_tv.size))
+    tiles[:, src_tv.reshape(-1)] = values.transpose(1, 0, 2).reshape(calls, -1)
+    out = tiles[:, dst_tv].transpose(1, 0, 2).reshape(32, n_dst)  # (lanes, calls*vd)
+    D = _rows_of(_elements(dst), rows)
+    _scatter(dst, D, np.ones(D.shape, dtype=bool), out, rows, w.tids, site)
 
-# ---------------------------------------------------------------- gemm
 
 def _dims(t: Tensor) -> list[int]:
     shape = t.shape if isinstance(t.shape, tuple) else (t.shape,)
@@ -489,22 +545,14 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
         if (va, vb, vc) != (1, 1, 1):
             raise Hazard(report.CRASH, f"a scalar FMA atom with {va}/{vb}/{vc} values per "
                                        f"thread", site)
-        if ka == 1:  # one rank-1 update: the scalar FMAs of every (m, n)
-            av = a.values().astype(np.float32)
-            bv = b.values().astype(np.float32)
-            cv = c.values().astype(np.float32).reshape(n, m)
-            dv = (cv + np.multiply.outer(bv, av)).astype(np.float32)
-            d.iterator.memory.store(d.element_type, d.elements(), dv.reshape(-1))
-            return
-        A, B, C = (_values(t, s) for t, s in zip((a, b, c), shapes))
-        acc = C.astype(np.float64)
-        for k in range(ka):
-            acc = (acc + A[:, :, None, k] * B[:, None, :, k]).astype(np.float32) \
-                .astype(np.float64)
-        d.iterator.memory.store(d.element_type, d.elements(), _flat(acc))
+        A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (W, v, x, y)
+        acc = C[:, 0].astype(np.float32)  # (W, m, n)
+        for k in range(ka):  # one fused multiply-add per (m, n) per k, in fp32
+            acc = (acc + A[:, 0, :, k][:, :, None] * B[:, 0, :, k][:, None, :]) \
+                .astype(np.float32)
+        d.store_values(_ssa(d, acc[:, None]))
         return
-    machine.collective("mma.sync", site, (mma, d, a, b, c, shapes),
-                       lambda waits: _mma_warp(mma, waits, site))
+    _mma_sync(mma, d, a, b, c, shapes, site)
 
 
 def _rank(t: Tensor) -> int:
@@ -512,57 +560,57 @@ def _rank(t: Tensor) -> int:
 
 
 def _values(t: Tensor, shape3) -> np.ndarray:
+    """An operand's values per lane as (W, V, X, Y) (colexicographic: V fastest)."""
     v, x, y = shape3
     vals = np.asarray(t.values(), dtype=np.float64)
-    return vals.reshape(y, x, v).transpose(2, 1, 0)
+    return vals.reshape(vals.shape[0], y, x, v).transpose(0, 3, 2, 1)
 
 
-def _flat(arr3: np.ndarray) -> np.ndarray:
-    return arr3.transpose(2, 1, 0).reshape(-1)
+def _ssa(t: Tensor, arr4: np.ndarray):
+    from course.execute.tensor import TensorSSA
+
+    flat = arr4.transpose(0, 3, 2, 1).reshape(arr4.shape[0], -1)
+    return TensorSSA(flat, t.shape, t.element_type)
 
 
 def _check_initialised(t: Tensor, doing: str, meaning: str, site) -> None:
     if not _is_registers(t):
         return
+    from course.execute.tensor import _lanes_now, _rows_of
+
+    w, rows, tids = _lanes_now()
     regs: Registers = t.iterator.memory
-    unset = regs.unwritten(t.element_type, t.elements())
+    unset = regs.unwritten(t.element_type, rows, _rows_of(t.elements(), rows))
     if unset:
-        thread = machine.current_thread()
-        who = report.threads_text([thread.tid]) if thread else "a thread"
-        raise Hazard(report.UNINITIALISED, f"{who}'s cute.gemm {doing} no instruction wrote "
-                                           f"({unset} of {t.size}): {meaning}", site)
+        who = report.threads_text(tids.tolist())
+        raise Hazard(report.UNINITIALISED, f"cute.gemm by {who} {doing} no instruction wrote "
+                                           f"({unset} register values): {meaning}", site)
 
 
-def _mma_warp(mma: TiledMma, waits, site) -> list:
+def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
+    """One warp's mma.sync atoms: the lanes' fragments put together, multiplied, handed back."""
+    _whole_warp("mma.sync", site)
     atom_m, atom_n, atom_k = (int(x) for x in mma.shape_mnk)
-    tva = _tv_index(mma.tv_layout_A)
-    tvb = _tv_index(mma.tv_layout_B)
-    tvc = _tv_index(mma.tv_layout_C)
-    lanes = [w.payload for w in waits]
-    threads = [w.thread for w in waits]
-    (va, m, k), (vb, n, _), (vc, _, _) = lanes[0][5]
+    tva, tvb, tvc = (_tv_index(lay) for lay in (mma.tv_layout_A, mma.tv_layout_B,
+                                                  mma.tv_layout_C))
+    (va, m, k), (vb, n, _), (vc, _, _) = shapes
     if (va, vb, vc) != (tva.shape[1], tvb.shape[1], tvc.shape[1]):
         raise Hazard(report.CRASH, f"mma.sync fragments of {va}/{vb}/{vc} values per atom; "
                                    f"the atom takes {tva.shape[1]}/{tvb.shape[1]}/"
                                    f"{tvc.shape[1]}", site)
-    A = np.zeros((m, k, atom_m * atom_k))
-    B = np.zeros((n, k, atom_n * atom_k))
-    C = np.zeros((m, n, atom_m * atom_n))
-    for (_, d, a, b, c, shapes), t in zip(lanes, threads):
-        if shapes != lanes[0][5]:
-            raise Hazard(report.DIVERGENT, "lanes of a warp call mma.sync with fragments of "
-                                           "different shapes", site)
-        A[:, :, tva[t.lane]] = _values(a, shapes[0]).transpose(1, 2, 0)
-        B[:, :, tvb[t.lane]] = _values(b, shapes[1]).transpose(1, 2, 0)
-        C[:, :, tvc[t.lane]] = _values(c, shapes[2]).transpose(1, 2, 0)
-    A4 = A.reshape(m, k, atom_k, atom_m).transpose(0, 1, 3, 2)  # [mi, ki, am, ak]
-    B4 = B.reshape(n, k, atom_k, atom_n).transpose(0, 1, 3, 2)  # [ni, ki, an, ak]
-    acc = C.reshape(m, n, atom_n, atom_m).transpose(0, 1, 3, 2).astype(np.float64)
-    for ki in range(k):
-        acc = (acc + np.einsum("iab,jcb->ijac", A4[:, ki], B4[:, ki])).astype(np.float32) \
+    A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (32, v, x, y)
+    dense_a = np.zeros((m, k, atom_m * atom_k))
+    dense_b = np.zeros((n, k, atom_n * atom_k))
+    dense_c = np.zeros((m, n, atom_m * atom_n))
+    dense_a[:, :, tva.reshape(-1)] = A.transpose(2, 3, 0, 1).reshape(m, k, -1)
+    dense_b[:, :, tvb.reshape(-1)] = B.transpose(2, 3, 0, 1).reshape(n, k, -1)
+    dense_c[:, :, tvc.reshape(-1)] = C.transpose(2, 3, 0, 1).reshape(m, n, -1)
+    a4 = dense_a.reshape(m, k, atom_k, atom_m).transpose(0, 1, 3, 2)  # [mi, ki, am, ak]
+    b4 = dense_b.reshape(n, k, atom_k, atom_n).transpose(0, 1, 3, 2)  # [ni, ki, an, ak]
+    acc = dense_c.reshape(m, n, atom_n, atom_m).transpose(0, 1, 3, 2)  # [mi, ni, am, an]
+    for ki in range(k):  # one mma.sync per k-atom: exact products, fp32 accumulation
+        acc = (acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki])).astype(np.float32) \
             .astype(np.float64)
-    D = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
-    for (_, d, *_), t in zip(lanes, threads):
-        vals = D[:, :, tvc[t.lane]].transpose(2, 0, 1)  # (vc, m, n)
-        d.iterator.memory.store(d.element_type, d.elements(), _flat(vals))
-    return [None] * len(waits)
+    dense_d = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
+    per_lane = dense_d[:, :, tvc]  # (m, n, 32, vc)
+    d.store_values(_ssa(d, per_lane.transpose(2, 3, 0, 1)))

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from course.execute.lanes import Lanes
+
 
 class LayoutError(ValueError):
     """A coordinate or shape the layout cannot take."""
@@ -156,14 +158,21 @@ class Layout:
         crd = coord[0] if len(coord) == 1 else coord
         return self.offset_of(crd)
 
-    def offset_of(self, crd) -> int:
-        """The offset of one coordinate (an int: a colexicographic index)."""
+    def offset_of(self, crd):
+        """The offset of one coordinate (an int: a colexicographic index; per-lane values
+        give per-lane offsets)."""
         if isinstance(crd, (int, np.integer)):
             i = int(crd)
             offs = self.offsets
             if 0 <= i < offs.size:
                 return int(offs[i])
             return self.offset_of_index(i)
+        if isinstance(crd, Lanes):
+            offs = self.offsets
+            v = crd.v.astype(np.int64)
+            if v.size and v.min() >= 0 and v.max() < offs.size:
+                return Lanes(offs[v])
+            return Lanes(self.offsets_of(v))
         return _crd_offset(crd, self.shape, self.stride)
 
     def offset_of_index(self, i: int) -> int:
@@ -212,8 +221,11 @@ class Layout:
         kept_shape, kept_stride = [], []
         off = _slice(crd, self.shape, self.stride, kept_shape, kept_stride)
         hit = (off, Layout(tuple(kept_shape), tuple(kept_stride)))
-        if len(self._slices) < 4096:
-            self._slices[crd] = hit
+        if len(self._slices) < 4096 and not isinstance(off, Lanes):
+            try:
+                self._slices[crd] = hit
+            except TypeError:  # a per-lane coordinate: not kept
+                pass
         return hit
 
 
@@ -243,11 +255,11 @@ def idx2crd(i: int, shape):
     return tuple(out)
 
 
-def _crd_offset(crd, shape, stride) -> int:
+def _crd_offset(crd, shape, stride):
     if crd is None:
         raise LayoutError("a coordinate with None where a value is read")
-    if isinstance(crd, (int, np.integer)):
-        crd = int(crd)
+    if isinstance(crd, (int, np.integer, Lanes)):
+        crd = crd if isinstance(crd, Lanes) else int(crd)
         if not isinstance(shape, tuple):
             return crd * stride
         return _crd_offset(idx2crd(crd, shape), shape, stride)
@@ -326,8 +338,9 @@ class ComposedLayout:
 
     __slots__ = ("inner", "offset", "outer")
 
-    def __init__(self, inner, offset: int, outer: Layout):
-        self.inner, self.offset, self.outer = inner, int(offset), outer
+    def __init__(self, inner, offset, outer: Layout):
+        self.inner, self.outer = inner, outer
+        self.offset = offset if isinstance(offset, Lanes) else int(offset)
 
     def __str__(self) -> str:
         return f"{self.inner} o {self.offset} o {self.outer}"
@@ -356,12 +369,24 @@ class ComposedLayout:
     def rank(self) -> int:
         return self.outer.rank
 
-    def __call__(self, *coord) -> int:
-        return int(self.inner(self.offset + self.outer(*coord)))
+    def __call__(self, *coord):
+        v = self.inner(self.offset + self.outer(*coord))
+        return v if isinstance(v, Lanes) else int(v)
 
     @property
     def offsets(self) -> np.ndarray:
-        return np.asarray(self.inner(self.offset + self.outer.offsets))
+        """Every element's offset: (n,), or (lanes, n) when the offset is per lane."""
+        outer = np.asarray(self.outer.offsets)
+        if isinstance(self.offset, Lanes):
+            return np.asarray(self.inner(self.offset.v[:, None] + outer[None, :]))
+        return np.asarray(self.inner(self.offset + outer))
+
+    def representative(self) -> "ComposedLayout":
+        """The same layout with lane 0's offset (for questions whose answer does not
+        depend on it, such as a fragment's register layout)."""
+        if isinstance(self.offset, Lanes):
+            return ComposedLayout(self.inner, int(self.offset.v[0]), self.outer)
+        return self
 
 
 def as_layout(x) -> Layout:

@@ -1,44 +1,47 @@
-"""The executor's GPU: a grid of CTAs, each a set of threads run as greenlets.
+"""The executor's GPU: a grid of CTAs; in each CTA, one greenlet per warp.
 
-A launch runs its CTAs one after another. Within a CTA every thread runs the kernel's own
-code on its own greenlet until it blocks -- at `sync_threads` (every thread of the CTA must
-come), at a warp-wide instruction (`ldmatrix`, `mma.sync`: all lanes of the warp must
-come, then it is computed for the 32 of them at once) -- or finishes. The order the
-threads run in is a seeded choice: seed 0 runs warps in order; other seeds shuffle the
-warps after every barrier, preempt threads at shared-memory accesses now and then, and let
-a cp.async land early or late. When no thread can go on, what they wait for is the
-verdict: a barrier some threads finished without reaching is a deadlock, named with who
-waits where.
+A launch runs its CTAs one after another. Within a CTA each warp runs the kernel's own code
+on its own greenlet, its 32 lanes together (values that differ between lanes are
+course.execute.lanes.Lanes; branches they take differently run masked,
+course.execute.simt). A warp runs until it reaches `sync_threads` -- where every warp of
+the CTA must arrive, with every lane -- or finishes. Which warp runs next is a seeded
+choice: seed 0 runs warps in order; other seeds shuffle them after every barrier, switch
+warps at shared-memory accesses now and then, and let a cp.async land early or late. When
+no warp can go on, what they wait for is the verdict: a barrier some threads never reach
+(they finished, or a branch took them around it) is a deadlock, named with who waits where.
+Warp-wide instructions (ldmatrix, mma.sync) need all 32 lanes active, and get them: the
+warp is one execution.
 """
 from __future__ import annotations
 
 import itertools
 import random
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
 
+import numpy as np
 from greenlet import GreenletExit, greenlet
 
 from course.execute import report
+from course.execute.lanes import Divergent, lanes
 from course.execute.memory import SharedMemory
 from course.execute.report import Hazard, Site, threads_text
 
 WARP = 32
 SMEM_CAPACITY = 232448  # bytes a CTA may use on sm_90 (227 KB)
-MAX_STEPS = 5_000_000  # blocking points and shared-memory accesses of one launch
+MAX_STEPS = 2_000_000  # barriers and shared-memory accesses of one launch
 
 _CURRENT = None
 
 
-def current_thread() -> "Thread | None":
+def current_warp() -> "Warp | None":
     return _CURRENT
 
 
-def thread() -> "Thread":
+def warp() -> "Warp":
     if _CURRENT is None:
-        raise report.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) on the "
-                                "host side")
+        raise report.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host "
+                                "code")
     return _CURRENT
 
 
@@ -48,67 +51,74 @@ class Options:
 
     seed: int = 0
     count_banks: bool = False
-    preempt: float | None = None  # chance of a switch at a shared-memory access
+    preempt: float | None = None  # chance of a warp switch at a shared-memory access
 
     @property
     def preempt_chance(self) -> float:
-        return (0.0 if self.seed == 0 else 0.02) if self.preempt is None else self.preempt
+        return (0.0 if self.seed == 0 else 0.05) if self.preempt is None else self.preempt
 
 
 @dataclass
 class Wait:
-    kind: str  # "barrier" or "collective"
     site: Site
-    op: str = ""
-    payload: Any = None
-    run: Callable | None = None  # a collective: run(list of the lanes' waits)
-    thread: "Thread | None" = None
 
 
-class Thread:
-    """One GPU thread: its indices, what it waits for, its cp.async groups."""
+class Warp:
+    """One warp: its lanes' thread ids and indices, its active mask, its cp.async groups."""
 
-    def __init__(self, cta: "Cta", tid: int, idx: tuple[int, int, int]):
-        self.cta, self.tid, self.idx = cta, tid, idx
-        self.warp, self.lane = tid // WARP, tid % WARP
+    def __init__(self, cta: "Cta", index: int, tids: np.ndarray):
+        self.cta, self.index, self.tids = cta, index, tids
+        self.width = len(tids)
+        bx, by, _ = cta.dim
+        self.idx = (tids % bx, (tids // bx) % by, tids // (bx * by))
+        self.mask: np.ndarray | None = None  # None: every lane active
         self.state = "ready"  # ready, running, blocked, done
         self.wait: Wait | None = None
         self.pending: list = []  # cp.async copies not committed yet
         self.groups: deque = deque()  # committed groups, oldest first
         self.site_counts: dict = {}
         self.glet: greenlet | None = None
-        self.result = None
 
     def __repr__(self) -> str:
-        return f"Thread({self.tid})"
+        return f"Warp({self.index})"
 
-    # --- blocking
-    def block(self, wait: Wait):
-        wait.thread = self
+    def thread_idx(self) -> tuple:
+        return tuple(lanes(v) for v in self.idx)
+
+    def active_tids(self) -> np.ndarray:
+        return self.tids if self.mask is None else self.tids[self.mask]
+
+    def full(self) -> bool:
+        return self.mask is None or bool(self.mask.all())
+
+    def block(self, wait: Wait) -> None:
         self.state, self.wait = "blocked", wait
         self.cta.step()
         self.cta.scheduler.switch()
         self.wait = None
-        return self.result
 
-    def note_smem(self, mem: SharedMemory, site: Site, elems, dtype, width: int = 0) -> None:
-        """Every shared-memory access passes here: count it, log it for the bank model,
-        and maybe let another thread run first."""
+    def note_smem(self, mem: SharedMemory, site: Site, unit_addresses: np.ndarray,
+                  width: int) -> None:
+        """Every shared-memory instruction passes here: count it, log each lane's access
+        units for the bank model, and maybe let another warp run first."""
         cta = self.cta
         cta.step()
         if mem.count_banks:
             sid = mem.site_id(site)
             n = self.site_counts.get(sid, 0)
             self.site_counts[sid] = n + 1
-            size = dtype.storage.itemsize
-            mem.note_access((sid, self.warp, n), self.lane, elems * size, width or size)
+            mem.note_access((sid, self.index, n), self.lanes_active(), unit_addresses, width)
         if cta.preempt and cta.rng.random() < cta.preempt:
             self.state = "ready"
             cta.scheduler.switch()
 
+    def lanes_active(self) -> np.ndarray:
+        lanes_ = self.tids % WARP
+        return lanes_ if self.mask is None else lanes_[self.mask]
+
 
 class Cta:
-    """One CTA's threads, shared memory and barrier epoch."""
+    """One CTA's warps, shared memory and barrier epoch."""
 
     def __init__(self, launch: "Launch", block: tuple[int, int, int]):
         self.launch, self.block = launch, block
@@ -118,10 +128,11 @@ class Cta:
         self.epoch = 0
         self._smem: SharedMemory | None = None
         self.smem_used = 0
-        bx, by, bz = self.dim
-        self.threads = [Thread(self, x + bx * (y + by * z), (x, y, z))
-                        for z in range(bz) for y in range(by) for x in range(bx)]
-        self.threads.sort(key=lambda t: t.tid)
+        threads = self.dim[0] * self.dim[1] * self.dim[2]
+        self.threads = threads
+        all_tids = np.arange(threads, dtype=np.int64)
+        self.warps = [Warp(self, w, all_tids[w * WARP:(w + 1) * WARP])
+                      for w in range(-(-threads // WARP))]
         self.scheduler: greenlet | None = None
 
     @property
@@ -139,30 +150,36 @@ class Cta:
                                       f"CPU executor", report.site(3))
 
     # --- running
-    def run(self, fn: Callable, args: tuple) -> None:
+    def run(self, fn, args: tuple) -> None:
         global _CURRENT
         self.scheduler = greenlet.getcurrent()
-        for t in self.threads:
-            t.glet = greenlet(lambda t=t: self._body(t, fn, args), parent=self.scheduler)
-        ready = deque(self._order(self.threads))
+        for w in self.warps:
+            w.glet = greenlet(lambda w=w: self._body(w, fn, args), parent=self.scheduler)
+        ready = deque(self._order(self.warps))
         try:
             while True:
                 while ready:
-                    t = ready.popleft()
-                    if t.state == "done":
+                    w = ready.popleft()
+                    if w.state == "done":
                         continue
-                    t.state = "running"
-                    _CURRENT = t
+                    w.state = "running"
+                    _CURRENT = w
                     try:
-                        t.glet.switch()
+                        w.glet.switch()
                     except (Hazard, report.Unmodelled):
                         raise
-                    except Exception as exc:  # the kernel's own error: which thread, where
-                        raise _crash(t, exc) from exc
+                    except Divergent as exc:
+                        raise report.Unmodelled(
+                            f"a value that differs between the threads of a warp where Python "
+                            f"needs one ({exc}), at "
+                            f"{report.site_of_traceback(exc.__traceback__).describe()}") \
+                            from exc
+                    except Exception as exc:  # the kernel's own error: which warp, where
+                        raise _crash(w, exc) from exc
                     finally:
                         _CURRENT = None
-                    if t.state == "ready":  # preempted: back of the queue
-                        ready.append(t)
+                    if w.state == "ready":  # switched away at an access: back of the queue
+                        ready.append(w)
                 woken = self._resolve()
                 if woken is None:
                     break
@@ -171,29 +188,23 @@ class Cta:
             self._stop_all()
         self._land_the_rest()
 
-    def _body(self, t: Thread, fn, args):
+    def _body(self, w: Warp, fn, args):
         try:
             fn(*args)
-        except GreenletExit:
-            raise
         finally:
-            t.state = "done"
+            w.state = "done"
 
-    def _order(self, threads):
-        """Warps in order at seed 0, shuffled otherwise; lanes in order."""
-        warps = sorted({t.warp for t in threads})
+    def _order(self, warps):
+        warps = list(warps)
         if self.launch.options.seed:
             self.rng.shuffle(warps)
-        rank = {w: i for i, w in enumerate(warps)}
-        return sorted(threads, key=lambda t: (rank[t.warp], t.lane))
+        return warps
 
     def _stop_all(self) -> None:
-        for t in self.threads:
-            if t.glet is not None and not t.glet.dead:
+        for w in self.warps:
+            if w.glet is not None and not w.glet.dead:
                 try:
-                    t.glet.throw(GreenletExit)
-                except GreenletExit:
-                    pass
+                    w.glet.throw(GreenletExit)
                 except BaseException:  # noqa: BLE001 -- already failing: the first error wins
                     pass
 
@@ -202,80 +213,52 @@ class Cta:
             for copy in list(self._smem.copies.values()):
                 self._smem.retire(copy)
 
-    # --- when every live thread waits
-    def _resolve(self) -> list[Thread] | None:
-        live = [t for t in self.threads if t.state != "done"]
+    def _resolve(self) -> list[Warp] | None:
+        """Every warp waits or is done: open the barrier, or name the deadlock."""
+        live = [w for w in self.warps if w.state != "done"]
         if not live:
             return None
-        by_warp: dict[int, list[Thread]] = {}
-        for t in live:
-            by_warp.setdefault(t.warp, []).append(t)
-        woken: list[Thread] = []
-        for warp, lanes in by_warp.items():
-            waits = [t for t in lanes if t.wait and t.wait.kind == "collective"]
-            if not waits:
-                continue
-            everyone = [t for t in self.threads if t.warp == warp]
-            if len(waits) != len(everyone):
-                continue  # some lanes elsewhere: maybe they come after a barrier
-            sites = {t.wait.site for t in waits}
+        if len(live) == len(self.warps):
+            sites = {w.wait.site for w in live}
             if len(sites) > 1:
-                raise Hazard(report.DIVERGENT, _split(waits, "a warp-wide instruction"),
-                             waits[0].wait.site)
-            results = waits[0].wait.run([t.wait for t in waits])
-            for t, r in zip(waits, results or [None] * len(waits)):
-                t.result, t.state = r, "ready"
-            woken.extend(waits)
-        if woken:
-            return woken
-        at_barrier = [t for t in live if t.wait and t.wait.kind == "barrier"]
-        if len(at_barrier) == len(self.threads):
-            sites = {t.wait.site for t in at_barrier}
-            if len(sites) > 1:
-                raise Hazard(report.DIVERGENT, _split(at_barrier, "sync_threads"),
-                             at_barrier[0].wait.site)
+                raise Hazard(report.DIVERGENT, _split(live), live[0].wait.site)
             self.epoch += 1
-            for t in at_barrier:
-                t.result, t.state = None, "ready"
-            return self._order(at_barrier)
-        raise Hazard(report.DEADLOCK, self._deadlock_text(live), live[0].wait.site
-                     if live[0].wait else None)
-
-    def _deadlock_text(self, live: list[Thread]) -> str:
-        done = [t.tid for t in self.threads if t.state == "done"]
-        groups: dict[tuple, list[int]] = {}
-        for t in live:
-            key = (t.wait.op or t.wait.kind, t.wait.site) if t.wait else ("?", report.UNKNOWN)
-            groups.setdefault(key, []).append(t.tid)
-        parts = [f"{threads_text(tids)} wait at {op} ({site.describe()})"
-                 for (op, site), tids in groups.items()]
-        if done:
-            parts.append(f"{threads_text(done)} finished without reaching it")
-        return f"CTA {self.block}: " + "; ".join(parts) + ": a barrier not every thread " \
-                                                          "reaches never opens"
+            for w in live:
+                w.state = "ready"
+            return self._order(live)
+        done = [w for w in self.warps if w.state == "done"]
+        raise Hazard(report.DEADLOCK,
+                     f"CTA {self.block}: {_tids(live)} wait at sync_threads "
+                     f"({live[0].wait.site.describe()}); {_tids(done)} finished without "
+                     f"reaching it: a barrier not every thread reaches never opens",
+                     live[0].wait.site)
 
 
-def _crash(t: Thread, exc: Exception) -> Hazard:
+def _tids(warps: list[Warp]) -> str:
+    return threads_text(np.concatenate([w.tids for w in warps]).tolist())
+
+
+def _split(warps: list[Warp]) -> str:
+    groups: dict[Site, list[Warp]] = {}
+    for w in warps:
+        groups.setdefault(w.wait.site, []).append(w)
+    parts = [f"{_tids(ws)} at {site.describe()}" for site, ws in groups.items()]
+    return "threads reach sync_threads at different lines: " + "; ".join(parts)
+
+
+def _crash(w: Warp, exc: Exception) -> Hazard:
     from course.execute.oracle import CuteError
 
     what = "CuTe DSL refused a call" if isinstance(exc, CuteError) else \
         f"raised {type(exc).__name__}"
-    return Hazard(report.CRASH, f"{threads_text([t.tid])} of CTA {t.cta.block} {what}: {exc}",
-                  report.site_of_traceback(exc.__traceback__))
-
-
-def _split(waiting: list[Thread], what: str) -> str:
-    groups: dict[Site, list[int]] = {}
-    for t in waiting:
-        groups.setdefault(t.wait.site, []).append(t.tid)
-    parts = [f"{threads_text(tids)} at {site.describe()}" for site, tids in groups.items()]
-    return f"threads reach {what} at different lines: " + "; ".join(parts)
+    return Hazard(report.CRASH, f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} "
+                                f"{what}: {exc}", report.site_of_traceback(exc.__traceback__))
 
 
 class Launch:
     """One kernel launch: grid, block, the kernel function and its arguments."""
 
-    def __init__(self, fn: Callable, args: tuple, grid, block, options: Options):
+    def __init__(self, fn, args: tuple, grid, block, options: Options):
         self.fn, self.args = fn, args
         self.grid = _dim3(grid)
         self.block = _dim3(block)
@@ -284,7 +267,8 @@ class Launch:
         self.smems: list[SharedMemory] = []
         threads = self.block[0] * self.block[1] * self.block[2]
         if not 1 <= threads <= 1024:
-            raise Hazard(report.CRASH, f"a block of {threads} threads: the GPU takes 1 to 1024")
+            raise Hazard(report.CRASH, f"a block of {threads} threads: the GPU takes 1 to "
+                                       f"1024")
 
     def run(self) -> None:
         if _CURRENT is not None:
@@ -300,13 +284,13 @@ def _dim3(v) -> tuple[int, int, int]:
     return v[0], v[1], v[2]
 
 
-# ---------------------------------------------------------------- what a thread asks
-
 def barrier(site: Site) -> None:
-    thread().block(Wait("barrier", site, "sync_threads"))
-
-
-def collective(op: str, site: Site, payload, run: Callable):
-    """Wait until every lane of the warp comes here; run(waits) computes the op for all of
-    them and returns each lane's result."""
-    return thread().block(Wait("collective", site, op, payload, run))
+    w = warp()
+    if not w.full():
+        skipped = w.tids[~w.mask]
+        raise Hazard(report.DEADLOCK,
+                     f"{threads_text(w.active_tids().tolist())} reach sync_threads while "
+                     f"{threads_text(skipped.tolist())} of the same warp go around it (a "
+                     f"branch the threads take differently): a barrier not every thread "
+                     f"reaches never opens", site)
+    w.block(Wait(site))

@@ -94,6 +94,25 @@ class DType:
             return np.asarray(stored).astype(bool)
         return np.asarray(stored).astype(self.compute)
 
+    def decode_one(self, stored):
+        """One stored element as the scalar kernel code sees (pure Python: fast)."""
+        if self.name == "BFloat16":
+            return np.float32(np.uint32(int(stored) << 16).view(np.float32))
+        if self.kind == "bool":
+            return bool(stored)
+        if self.kind in ("int", "uint"):
+            return int(stored)
+        return stored  # a numpy float32/float16/float64 scalar already
+
+    def encode_one(self, value):
+        if self.name == "BFloat16":
+            return int(f32_to_bf16_bits(np.float32(value)))
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind in ("int", "uint"):
+            return _wrap_int(int(value), self.width, self.kind == "int")
+        return value
+
     def of_decoded(self, value):
         """One decoded value as the scalar kernel code sees (a Python int or bool, or a
         numpy float of the compute type)."""

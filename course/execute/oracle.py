@@ -280,6 +280,8 @@ def fragment(recipe: Recipe | None, name: str, space: str, dtype: DType, layout,
         made = fn(t, *to_real(extra))
         return (from_real(made.layout), _dtype_name(made.element_type))
 
+    if isinstance(layout, ComposedLayout):
+        layout = layout.representative()
     return ask(("fragment", recipe.key if recipe else None, name, space, dtype.name,
                 key_of(layout), key_of(extra)), job)
 

@@ -1,22 +1,25 @@
 """Tensors on the executor: an iterator (a pointer into a memory, or a coordinate) composed
-with a static layout, as CuTe defines them.
+with a static layout, as CuTe defines them -- for all lanes of a warp at once.
 
-* `Pointer`: a memory (course.execute.memory), a byte offset, an element type, and the
-  swizzle a shared-memory pointer may carry (applied to the element index within the
-  memory, as the GPU applies it to the address).
+* `Pointer`: a memory (course.execute.memory), a byte offset (one, or one per lane:
+  course.execute.lanes.Lanes), an element type, and the swizzle a shared-memory pointer
+  may carry (applied to the element index within the memory, as the GPU applies it to the
+  address).
 * `Coordinates`: the iterator of an identity tensor. Its layout's strides pack the modes of
   a coordinate into one integer (mode i is worth BASE[rank]**i), so every layout operation
   CuTe does on it is plain integer algebra, and a tile that hangs over the tensor's edge
   still names coordinates past it, as a ScaledBasis stride would.
-* `Tensor`: element access (`t[i]`, `t[3, 4]`), slicing (`t[None, 2]`), `load()`/`store()`
-  as `TensorSSA` (numpy values in colexicographic order), `fill`. Reads and writes of shared
-  memory go through its hazard watch with the current thread and the kernel's line.
+* `Tensor`: element access (`t[i]`, `t[3, 4]`; a per-lane index reads per lane), slicing
+  (`t[None, 2]`), `load()`/`store()` as `TensorSSA`, `fill`. Only the warp's active lanes
+  touch memory (course.execute.simt); shared memory goes through its hazard watch with the
+  lanes' thread ids and the kernel's line.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from course.execute import report
+from course.execute.lanes import Lanes, lanes
 from course.execute.layout import ComposedLayout, Layout, LayoutError, fmt, product
 from course.execute.memory import RMEM, SMEM, Memory, Registers
 from course.execute.numeric import Boolean, DType, Float32, Int32, of_value
@@ -25,24 +28,93 @@ from course.execute.report import Unmodelled
 BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
 
 
+# ---------------------------------------------------------------- who accesses
+
+def _lanes_now():
+    """(warp or None, active lane indices (R,), their thread ids (R,))."""
+    from course.execute import machine
+
+    w = machine.current_warp()
+    if w is None:
+        return None, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if w.mask is None:
+        return w, np.arange(w.width), w.tids
+    rows = np.nonzero(w.mask)[0]
+    return w, rows, w.tids[rows]
+
+
+def _width() -> int:
+    from course.execute import machine
+
+    w = machine.current_warp()
+    return 1 if w is None else w.width
+
+
+def _rows_of(elems: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Element indices per active lane, (R, n), from (n,) or (W, n)."""
+    if elems.ndim == 1:
+        return np.broadcast_to(elems, (len(rows), elems.size))
+    return elems[rows]
+
+
+def _note(w, mem, site, elems2: np.ndarray, dtype: DType, width: int = 0) -> None:
+    if w is not None and mem.space == SMEM:
+        per = max(width // dtype.storage.itemsize, 1) if width else 1
+        w.note_smem(mem, site, elems2[:, ::per] * dtype.storage.itemsize,
+                    width or dtype.storage.itemsize)
+
+
+def access_read(ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int = 0,
+                site=None) -> np.ndarray:
+    """Values (W, n) of element indices (n,) or (W, n) for the warp's active lanes (rows of
+    inactive lanes are 0)."""
+    w, rows, tids = _lanes_now()
+    e2 = _rows_of(elems, rows)
+    site = site or report.site(3)
+    _note(w, ptr_memory, site, e2, dtype, width)
+    got = ptr_memory.load(dtype, rows if ptr_memory.space == RMEM else tids, e2, site)
+    W = 1 if w is None else w.width
+    if len(rows) == W:
+        return got
+    out = np.zeros((W, e2.shape[1]), dtype=got.dtype)
+    out[rows] = got
+    return out
+
+
+def access_write(ptr_memory: Memory, dtype: DType, elems: np.ndarray, values,
+                 width: int = 0, site=None) -> None:
+    """Write values ((W, n), (n,) or a scalar) at element indices for the active lanes."""
+    w, rows, tids = _lanes_now()
+    e2 = _rows_of(elems, rows)
+    v = np.asarray(values)
+    if v.ndim == 2 and v.shape[0] != len(rows):
+        v = v[rows]
+    site = site or report.site(3)
+    _note(w, ptr_memory, site, e2, dtype, width)
+    ptr_memory.store(dtype, rows if ptr_memory.space == RMEM else tids, e2,
+                     np.broadcast_to(v, e2.shape), site)
+
+
+# ---------------------------------------------------------------- iterators
+
 class Pointer:
     """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
 
     __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "align")
 
-    def __init__(self, memory: Memory, byte_offset: int, dtype: DType, swizzle=None,
+    def __init__(self, memory: Memory, byte_offset, dtype: DType, swizzle=None,
                  align: int = 16):
-        self.memory, self.byte_offset, self.dtype = memory, int(byte_offset), dtype
+        self.memory, self.byte_offset, self.dtype = memory, byte_offset, dtype
         self.swizzle, self.align = swizzle, align
 
     def __add__(self, n):
-        return Pointer(self.memory, self.byte_offset + int(n) * self.dtype.itemsize,
-                       self.dtype, self.swizzle, self.align)
+        return Pointer(self.memory, self.byte_offset + n * self.dtype.itemsize, self.dtype,
+                       self.swizzle, self.align)
 
     __radd__ = __add__
 
     def __sub__(self, n):
-        return self + (-int(n))
+        return self + (-n)
 
     def __str__(self) -> str:
         return f"ptr<{self.dtype}, {self.memory.space}, {self.memory.name}+{self.byte_offset}>"
@@ -53,7 +125,7 @@ class Pointer:
     def value_type(self) -> DType:
         return self.dtype
 
-    element_type = dtype_ = value_type
+    element_type = value_type
 
     @property
     def memspace(self):
@@ -68,63 +140,65 @@ class Pointer:
     max_alignment = alignment
 
     @property
-    def elem_base(self) -> int:
+    def elem_base(self):
         size = self.dtype.itemsize
+        if isinstance(self.byte_offset, Lanes):
+            return Lanes(self.byte_offset.v // size)
         if self.byte_offset % size:
             raise Unmodelled(f"a {self.dtype} pointer at byte {self.byte_offset} (not "
                              f"element-aligned)")
         return self.byte_offset // size
 
-    def elements(self, offsets) -> np.ndarray:
-        """Element indices in the memory for layout offsets from this pointer."""
-        e = self.elem_base + np.asarray(offsets, dtype=np.int64)
+    def element(self, offset):
+        e = self.elem_base + offset
+        if self.swizzle is not None:
+            e = self.swizzle(e)
+        return e
+
+    def elements(self, offsets: np.ndarray) -> np.ndarray:
+        """Element indices for layout offsets ((n,) or (W, n)): (n,), or (W, n) per lane."""
+        base = self.elem_base
+        if isinstance(base, Lanes):
+            e = base.v[:, None] + (offsets if offsets.ndim == 2 else offsets[None, :])
+        else:
+            e = base + offsets
         return self.swizzle(e) if self.swizzle is not None else e
 
 
 class Coordinates:
-    """An identity tensor's iterator: the origin coordinate, and how offsets pack modes."""
+    """An identity tensor's iterator: the origin coordinate (entries may be per lane)."""
 
     __slots__ = ("origin",)
 
     def __init__(self, origin: tuple):
-        self.origin = tuple(int(o) for o in origin)
+        self.origin = tuple(origin)
 
     @property
     def rank(self) -> int:
         return len(self.origin)
 
-    @property
-    def base(self) -> int:
-        return BASE[self.rank]
-
     def __add__(self, packed):
-        return Coordinates(tuple(o + d for o, d in zip(self.origin, unpack(int(packed),
-                                                                             self.rank))))
+        return Coordinates(tuple(o + d for o, d in zip(self.origin,
+                                                         unpack(packed, self.rank))))
 
     def __str__(self) -> str:
-        return fmt(self.origin)
+        return fmt(tuple(o if not isinstance(o, Lanes) else "lanes" for o in self.origin))
 
-    def decode(self, packed: np.ndarray) -> np.ndarray:
-        """(n, rank) coordinates of packed offsets from this origin."""
-        comps = unpack_array(np.asarray(packed, dtype=np.int64), self.rank)
-        return comps + np.array(self.origin, dtype=np.int64)
+    def decode_one(self, packed) -> tuple:
+        return tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank)))
 
 
-def unpack(x: int, rank: int) -> tuple:
-    return tuple(int(c) for c in unpack_array(np.array([x], dtype=np.int64), rank)[0])
-
-
-def unpack_array(x: np.ndarray, rank: int) -> np.ndarray:
-    """Signed digits of x in base BASE[rank], least significant (mode 0) first."""
-    base = BASE[rank]
-    out = np.empty((x.size, rank), dtype=np.int64)
-    rest = x.reshape(-1).copy()
-    for i in range(rank - 1):
-        digit = (rest + base // 2) % base - base // 2
-        out[:, i] = digit
-        rest = (rest - digit) // base
-    out[:, rank - 1] = rest
-    return out
+def unpack(packed, rank: int) -> tuple:
+    """Signed digits of an int (or Lanes) in base BASE[rank], mode 0 first."""
+    if rank == 1:
+        return (packed,)
+    base, half, out = BASE[rank], BASE[rank] // 2, []
+    for _ in range(rank - 1):
+        digit = (packed + half) % base - half
+        out.append(digit)
+        packed = (packed - digit) // base
+    out.append(packed)
+    return tuple(out)
 
 
 def packed_strides(rank: int) -> tuple:
@@ -144,13 +218,15 @@ def _as_crd(crd):
         crd = tuple(crd)
     if isinstance(crd, tuple):
         return tuple(_as_crd(c) for c in crd)
-    if crd is None or isinstance(crd, (int, bool)):
+    if crd is None or isinstance(crd, (int, bool, Lanes)):
         return crd
     try:
         return int(crd)
     except (TypeError, ValueError):
         raise LayoutError(f"{crd!r} is not a coordinate") from None
 
+
+# ---------------------------------------------------------------- tensors
 
 class Tensor:
     """iterator o layout."""
@@ -199,18 +275,19 @@ class Tensor:
 
     __repr__ = __str__
 
-    def __len__(self):
-        shape = self.shape
-        return len(shape) if isinstance(shape, tuple) else int(shape)
-
     # --- slicing and elements
     def __getitem__(self, crd):
-        crd = _as_crd(crd)
-        if has_none(crd):
-            return self.slice(crd)
-        if self.is_coordinates:
-            return self._coordinate(self.layout(crd))
-        return self._read_one(self.layout(crd))
+        if type(crd) is not int:
+            crd = _as_crd(crd)
+            if has_none(crd):
+                return self.slice(crd)
+        off = self.layout(crd)
+        it = self.iterator
+        if type(it) is Coordinates:
+            return it.decode_one(off)
+        if not isinstance(it, Pointer):
+            return it + off
+        return self._read_one(it.element(off))
 
     def slice(self, crd) -> "Tensor":
         lay = self.layout
@@ -220,68 +297,67 @@ class Tensor:
         off, sub = lay.slice(crd)
         return Tensor(self._advance(off), sub)
 
-    def _advance(self, offset: int):
-        if isinstance(self.iterator, Pointer):
-            return self.iterator + offset
-        if isinstance(self.iterator, Coordinates):
-            return self.iterator + offset
-        return self.iterator + offset  # a counting tensor's int
+    def _advance(self, offset):
+        return self.iterator + offset
+
+    def moved(self, delta, layout) -> "Tensor":
+        """This tensor after a domain operation that CuTe answered on its (outer) layout:
+        `delta` moves the start, `layout` is the new one. A swizzled tensor keeps the move
+        inside its swizzle (the swizzle acts on the whole offset)."""
+        if isinstance(self.layout, ComposedLayout):
+            if isinstance(layout, ComposedLayout):
+                raise Unmodelled("a swizzled layout composed with another swizzle")
+            return Tensor(self.iterator, ComposedLayout(self.layout.inner,
+                                                        self.layout.offset + delta, layout))
+        return Tensor(self._advance(delta), layout)
+
+    @property
+    def domain_layout(self) -> Layout:
+        """The layout CuTe's domain operations act on (a swizzled tensor's outer layout)."""
+        return self.layout.outer if isinstance(self.layout, ComposedLayout) else self.layout
 
     def __setitem__(self, crd, value):
-        crd = _as_crd(crd)
-        if has_none(crd):
-            self.slice(crd).store_values(value)
-            return
-        if not isinstance(self.iterator, Pointer):
+        if type(crd) is not int:
+            crd = _as_crd(crd)
+            if has_none(crd):
+                self.slice(crd).store_values(value)
+                return
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
             raise Unmodelled("writing to a coordinate or counting tensor")
-        self._write(self.iterator.elements(np.array([self.layout(crd)], dtype=np.int64)),
-                    _scalar_value(value))
+        elem = ptr.element(self.layout(crd))
+        value = _scalar_value(value)
+        if isinstance(elem, Lanes):
+            e = elem.v[:, None]
+        else:
+            e = np.array([elem], dtype=np.int64)
+        v = value.v[:, None] if isinstance(value, Lanes) else value
+        access_write(ptr.memory, ptr.dtype, e, v, site=report.site(2))
 
-    def _coordinate(self, packed):
-        it = self.iterator
-        if isinstance(it, Coordinates):
-            crd = tuple(int(c) for c in it.decode(np.array([packed]))[0])
-            return crd if it.rank > 1 else crd
-        return it + int(packed)
+    def _read_one(self, elem):
+        ptr = self.iterator
+        e = elem.v[:, None] if isinstance(elem, Lanes) else np.array([elem], dtype=np.int64)
+        got = access_read(ptr.memory, ptr.dtype, e, site=report.site(3))[:, 0]
+        value = lanes(got) if got.size > 1 else got[0]
+        if isinstance(value, Lanes):
+            return value
+        return ptr.dtype.of_decoded(value)
 
-    # --- bulk views
+    # --- bulk
     def elements(self) -> np.ndarray:
-        """Element indices into the memory of every element, colexicographic (cached)."""
+        """Element indices of every element (colexicographic): (n,) or (W, n)."""
         if self._elems is None:
-            self._elems = self.iterator.elements(self.layout.offsets)
+            if not isinstance(self.iterator, Pointer):
+                raise Unmodelled("the elements of a coordinate or counting tensor")
+            self._elems = self.iterator.elements(np.asarray(self.layout.offsets))
         return self._elems
 
-    def coordinates(self) -> np.ndarray:
-        """(size, rank) coordinates of a coordinate tensor's elements."""
-        return self.iterator.decode(np.asarray(self.layout.offsets))
-
-    def values(self) -> np.ndarray:
-        """Every element's value (coordinate tensors: not values)."""
-        if not isinstance(self.iterator, Pointer):
+    def values(self, width: int = 0) -> np.ndarray:
+        """Every element's value for the active lanes, (W, n)."""
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
             raise Unmodelled("loading a coordinate tensor as values")
-        return self._read(self.elements())
-
-    # --- memory traffic
-    def _read_one(self, offset: int):
-        if not isinstance(self.iterator, Pointer):
-            return self.iterator + offset
-        elems = self.iterator.elements(np.array([offset], dtype=np.int64))
-        return self.iterator.dtype.of_decoded(self._read(elems)[0])
-
-    def _read(self, elems: np.ndarray) -> np.ndarray:
-        ptr = self.iterator
-        mem = ptr.memory
-        if mem.space == SMEM:
-            return _smem_read(mem, ptr.dtype, elems)
-        return mem.load(ptr.dtype, elems)
-
-    def _write(self, elems: np.ndarray, values) -> None:
-        ptr = self.iterator
-        mem = ptr.memory
-        if mem.space == SMEM:
-            _smem_write(mem, ptr.dtype, elems, values)
-        else:
-            mem.store(ptr.dtype, elems, values)
+        return access_read(ptr.memory, ptr.dtype, self.elements(), width, report.site(3))
 
     def load(self) -> "TensorSSA":
         return TensorSSA(self.values(), self.shape, self.element_type)
@@ -290,16 +366,18 @@ class Tensor:
         self.store_values(value)
 
     def store_values(self, value) -> None:
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
+            raise Unmodelled("writing to a coordinate tensor")
         if isinstance(value, TensorSSA):
-            if value.values.size != self.size:
-                raise LayoutError(f"storing {value.values.size} values into a tensor of "
+            if value.values.shape[-1] != self.size:
+                raise LayoutError(f"storing {value.values.shape[-1]} values into a tensor of "
                                   f"{self.size} ({fmt(self.shape)})")
             values = value.values
         else:
-            values = _scalar_value(value)
-        if not isinstance(self.iterator, Pointer):
-            raise Unmodelled("writing to a coordinate tensor")
-        self._write(self.elements(), values)
+            value = _scalar_value(value)
+            values = value.v[:, None] if isinstance(value, Lanes) else value
+        access_write(ptr.memory, ptr.dtype, self.elements(), values, site=report.site(3))
 
     def fill(self, value) -> None:
         self.store_values(value)
@@ -307,35 +385,12 @@ class Tensor:
 
 def _scalar_value(value):
     if isinstance(value, TensorSSA):
-        if value.values.size != 1:
+        if value.values.shape[-1] != 1:
             raise LayoutError("a TensorSSA of several values written to one element")
-        return value.values[0]
+        return lanes(value.values[..., 0]) if value.values.ndim == 2 else value.values[0]
     if isinstance(value, tuple):
         raise TypeError(f"cannot store the coordinate {value} as a value")
     return value
-
-
-def _smem_read(mem, dtype, elems):
-    from course.execute import machine
-
-    thread = machine.current_thread()
-    site = report.site(3)
-    if thread is None:
-        return mem.load(dtype, elems)
-    thread.note_smem(mem, site, elems, dtype)
-    return mem.read(thread.tid, dtype, elems, site)
-
-
-def _smem_write(mem, dtype, elems, values):
-    from course.execute import machine
-
-    thread = machine.current_thread()
-    site = report.site(3)
-    if thread is None:
-        mem.store(dtype, elems, values)
-        return
-    thread.note_smem(mem, site, elems, dtype)
-    mem.write(thread.tid, dtype, elems, values, site)
 
 
 # ---------------------------------------------------------------- making tensors
@@ -343,7 +398,7 @@ def _smem_write(mem, dtype, elems, values):
 def make_tensor(iterator, layout) -> Tensor:
     if isinstance(iterator, (int, np.integer)) and not isinstance(iterator, bool):
         return Tensor(int(iterator), layout)
-    if not isinstance(iterator, (Pointer, Coordinates, int)):
+    if not isinstance(iterator, (Pointer, Coordinates, int, Lanes)):
         raise Unmodelled(f"a tensor over {type(iterator).__name__}")
     return Tensor(iterator, layout)
 
@@ -359,34 +414,33 @@ def identity_tensor(shape) -> Tensor:
     if rank > 1 and max(int(s) for s in dims) >= BASE[rank] // 2:
         raise Unmodelled(f"make_identity_tensor{fmt(tuple(dims))}: a mode of "
                          f"{BASE[rank] // 2} or more")
-    stride = packed_strides(rank)
-    layout = Layout(tuple(int(s) for s in dims), stride) if isinstance(shape, tuple) \
-        else Layout(int(shape), 1)
+    layout = Layout(tuple(int(s) for s in dims), packed_strides(rank)) \
+        if isinstance(shape, tuple) else Layout(int(shape), 1)
     return Tensor(Coordinates((0,) * rank), layout)
 
 
 def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
-    """A fresh register fragment with `layout` (poisoned until written)."""
-    cosize = layout.cosize if isinstance(layout, Layout) else layout.outer.cosize
-    mem = Registers(cosize * dtype.storage.itemsize, dtype, name)
+    """A fresh register fragment with `layout`, one bank per lane (poisoned until written)."""
+    outer = layout.outer if isinstance(layout, ComposedLayout) else layout
+    mem = Registers(outer.cosize * dtype.storage.itemsize, dtype, _width(), name)
     return Tensor(Pointer(mem, 0, dtype), layout)
 
 
 # ---------------------------------------------------------------- TensorSSA
 
 class TensorSSA:
-    """Values loaded from a tensor (`t.load()`), as numpy, colexicographic."""
+    """Values loaded from a tensor (`t.load()`): numpy, (W, n) or (n,), colexicographic."""
 
     __slots__ = ("values", "shape", "dtype")
 
     def __init__(self, values, shape, dtype: DType):
-        self.values = np.asarray(values).reshape(-1)
+        self.values = np.asarray(values)
         self.shape, self.dtype = shape, dtype
 
     element_type = property(lambda self: self.dtype)
 
     def __str__(self) -> str:
-        return f"TensorSSA<{self.dtype}, {fmt(self.shape)}>{self.values.tolist()[:16]}"
+        return f"TensorSSA<{self.dtype}, {fmt(self.shape)}>"
 
     __repr__ = __str__
 
@@ -396,27 +450,26 @@ class TensorSSA:
         elif dtype.kind in ("int", "uint"):
             values = np.trunc(self.values).astype(np.int64) if self.dtype.is_float \
                 else self.values.astype(np.int64)
+        elif dtype.name == "BFloat16":
+            values = dtype.decode(dtype.encode(self.values.astype(np.float32)))
         else:
-            values = dtype.decode(dtype.encode(self.values.astype(np.float64)
-                                               if dtype.name != "BFloat16"
-                                               else self.values.astype(np.float32)))
+            values = self.values.astype(dtype.compute)
         return TensorSSA(values, self.shape, dtype)
 
     def _other(self, other):
         if isinstance(other, TensorSSA):
-            if other.values.size != self.values.size:
-                raise LayoutError(f"TensorSSA of {self.values.size} and {other.values.size} "
-                                  f"values")
             return other.values
+        if isinstance(other, Lanes):
+            return other.v[:, None]
         return other
 
     def _op(self, fn, other=None, dtype=None):
         values = fn(self.values) if other is None else fn(self.values, self._other(other))
+        values = np.asarray(values)
         if dtype is None:
             dtype = Boolean if values.dtype == bool else self.dtype
         if dtype.is_float and dtype.name != "Float64":
-            values = values.astype(dtype.compute) if dtype.name != "BFloat16" else \
-                values.astype(np.float32)
+            values = values.astype(np.float32 if dtype.name == "BFloat16" else dtype.compute)
         return TensorSSA(values, self.shape, dtype)
 
     def __add__(self, o): return self._op(np.add, o)
@@ -439,7 +492,8 @@ class TensorSSA:
 
     def __getitem__(self, i):
         if isinstance(i, (int, np.integer)):
-            return self.dtype.of_decoded(self.values[int(i)])
+            col = self.values[..., int(i)]
+            return lanes(col) if col.ndim else self.dtype.of_decoded(col)
         raise Unmodelled("slicing a TensorSSA")
 
     def reduce(self, *args, **kwargs):
@@ -452,4 +506,4 @@ def ssa_like(value, shape, dtype=None) -> TensorSSA:
 
 
 __all__ = ["Pointer", "Coordinates", "Tensor", "TensorSSA", "make_tensor", "identity_tensor",
-           "register_tensor", "has_none", "Float32", "RMEM"]
+           "register_tensor", "has_none", "Float32", "RMEM", "access_read", "access_write"]

@@ -16,19 +16,25 @@
 * a module of the course becomes a proxy that translates what is taken from it;
 * containers are translated element by element; anything else is itself.
 
-Nothing is parsed or re-executed, so every line number is the source's own and a hazard
-can name the learner's line (course.execute.report).
+A function's source is rewritten once (course.execute.translate.rewrite) so that a branch
+the lanes of a warp take differently runs both ways under masks (course.execute.simt):
+`if`, `a if c else b`, `and`, `or`, `not`, `while`. Line numbers stay the source's own, so
+a hazard names the learner's line (course.execute.report). Code whose source cannot be
+read keeps its code object and runs unrewritten.
 """
 from __future__ import annotations
 
+import ast
 import builtins
+import copy
 import functools
 import inspect
 import os
 import sysconfig
+import textwrap
 import types
 
-from course.execute import api
+from course.execute import api, simt
 from course.execute.report import KernelGlobals, Unmodelled
 
 _LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) for key in ("stdlib", "platstdlib",
@@ -133,12 +139,18 @@ class Translator:
                                  f"(its source is not reachable)")
             return fn
         g = self.globals_of(raw.__globals__)
-        closure = None
-        if raw.__closure__:
-            closure = tuple(types.CellType(self.value(_cell(c))) if _filled(c)
-                            else types.CellType() for c in raw.__closure__)
-        new = types.FunctionType(raw.__code__, g, raw.__name__,
-                                 self.value(raw.__defaults__), closure)
+        cells = [self.value(_cell(c)) if _filled(c) else simt.UNDEF
+                 for c in raw.__closure__ or ()]
+        code = rewrite(raw.__code__, raw)
+        if code is not None:
+            namespace: dict = {}
+            exec(code, g, namespace)  # defines the factory that recreates the closure
+            new = namespace[FACTORY](*cells)
+            new.__defaults__ = self.value(raw.__defaults__)
+        else:
+            closure = tuple(types.CellType(c) for c in cells) if raw.__closure__ else None
+            new = types.FunctionType(raw.__code__, g, raw.__name__,
+                                     self.value(raw.__defaults__), closure)
         new.__kwdefaults__ = self.value(raw.__kwdefaults__)
         new.__qualname__ = raw.__qualname__
         new.__module__ = raw.__module__
@@ -248,6 +260,7 @@ class _Globals(KernelGlobals):
         super().__init__()
         self._real, self._tr = real, translator
         self["__builtins__"] = translator.builtins
+        self[simt.NAME] = simt
         for key in ("__name__", "__package__", "__file__", "__spec__"):
             if key in real:
                 dict.__setitem__(self, key, real[key])
@@ -316,3 +329,202 @@ class InstanceProxy:
 
     def __repr__(self) -> str:
         return f"<{type(self._obj).__name__} on the CPU executor>"
+
+
+# ---------------------------------------------------------------- rewriting branches
+
+FACTORY = "__simt_factory__"
+
+
+def rewrite(code: types.CodeType, raw) -> types.CodeType | None:
+    """The code of a module that defines FACTORY(*free variables) -> `raw` with its branches
+    rewritten for masked execution; None where its source cannot be read."""
+    cached = _REWRITTEN.get(code)
+    if cached is not None or code in _REWRITTEN:
+        return cached
+    made = None
+    try:
+        lines, first = inspect.getsourcelines(raw)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        fn = tree.body[0]
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == raw.__name__:
+            made = _compile_rewritten(fn, code, first)
+    except (OSError, TypeError, SyntaxError, IndexError):
+        made = None
+    _REWRITTEN[code] = made
+    return made
+
+
+_REWRITTEN: dict = {}
+
+
+def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType, first: int):
+    fn.decorator_list = []
+    for arg in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+        arg.annotation = None
+    for arg in (fn.args.vararg, fn.args.kwarg):
+        if arg is not None:
+            arg.annotation = None
+    fn.returns = None
+    fn = _Branches().visit(fn)
+    factory = ast.FunctionDef(
+        name=FACTORY,
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in code.co_freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fn, ast.Return(ast.Name(fn.name, ast.Load()))], decorator_list=[],
+        returns=None)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, first - 1)
+    return compile(module, code.co_filename, "exec")
+
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                  ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _assigned(stmts: list) -> set[str]:
+    """Names these statements bind in the enclosing function's scope."""
+    found: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            return
+        elif isinstance(node, _NESTED_SCOPES):
+            return
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.NamedExpr):
+            found.add(node.target.id)
+        for child in ast.iter_child_nodes(node):
+            walk(child)
+
+    for stmt in stmts:
+        walk(stmt)
+    return {n for n in found if not n.startswith("__simt_")}
+
+
+class _NoExits(ast.NodeTransformer):
+    """In a branch the lanes take differently: return/break/continue are not modelled."""
+
+    def __init__(self):
+        self.loops = 0
+
+    def _exit(self, what: str):
+        return ast.Expr(_simt_call("divergent_exit", ast.Constant(what)))
+
+    def visit_Return(self, node):
+        return self._exit("return")
+
+    def visit_Break(self, node):
+        return node if self.loops else self._exit("break")
+
+    def visit_Continue(self, node):
+        return node if self.loops else self._exit("continue")
+
+    def _loop(self, node):
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+        return node
+
+    visit_For = visit_While = visit_AsyncFor = _loop
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
+def _simt_call(fn: str, *args):
+    return ast.Call(func=ast.Attribute(value=ast.Name(simt.NAME, ast.Load()), attr=fn,
+                                       ctx=ast.Load()), args=list(args), keywords=[])
+
+
+def _thunk(expr):
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                         kw_defaults=[], defaults=[]), body=expr)
+
+
+def _locals():
+    return ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[])
+
+
+class _Branches(ast.NodeTransformer):
+    """Branches on values that may differ between lanes -> course.execute.simt calls."""
+
+    def __init__(self):
+        self.count = 0
+
+    def _fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"__simt_{stem}{self.count}"
+
+    def visit_If(self, node: ast.If):
+        self.generic_visit(node)
+        k = self._fresh("k")
+        names = sorted(_assigned(node.body) | _assigned(node.orelse))
+        body_div = [_NoExits().visit(s) for s in copy.deepcopy(node.body)]
+        else_div = [_NoExits().visit(s) for s in copy.deepcopy(node.orelse)] or [ast.Pass()]
+        divergent: list = []
+        if names:
+            saved, then = self._fresh("s"), self._fresh("t")
+            listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+
+            def snapshot(target):
+                return ast.Assign([ast.Name(target, ast.Store())],
+                                  _simt_call("save", _locals(), listed))
+
+            targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+            divergent.append(snapshot(saved))
+        divergent.append(ast.With([ast.withitem(_simt_call("masked", ast.Name(k, ast.Load())))],
+                                  body_div))
+        if names:
+            divergent.append(snapshot(then))
+            divergent.append(ast.Assign([copy.deepcopy(targets)], ast.Name(saved, ast.Load())))
+        divergent.append(ast.With([ast.withitem(_simt_call(
+            "masked", _simt_call("negate", ast.Name(k, ast.Load()))))], else_div))
+        if names:
+            divergent.append(ast.Assign([copy.deepcopy(targets)], _simt_call(
+                "merge", ast.Name(k, ast.Load()), ast.Name(then, ast.Load()),
+                _simt_call("save", _locals(), listed))))
+
+        def is_(value):
+            return ast.Compare(ast.Name(k, ast.Load()), [ast.Is()], [ast.Constant(value)])
+
+        uniform = ast.If(is_(True), node.body,
+                         [ast.If(is_(False), node.orelse or [ast.Pass()], divergent)])
+        return [ast.Assign([ast.Name(k, ast.Store())], _simt_call("branch", node.test)), uniform]
+
+    def visit_IfExp(self, node: ast.IfExp):
+        self.generic_visit(node)
+        return _simt_call("ifexp", node.test, _thunk(node.body), _thunk(node.orelse))
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        return _simt_call(fn, *[_thunk(v) for v in node.values])
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _simt_call("not_", node.operand)
+        return node
+
+    def visit_While(self, node: ast.While):
+        self.generic_visit(node)
+        node.test = _simt_call("loop_test", node.test)
+        return node
+
+    def visit_Compare(self, node: ast.Compare):
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        operands = [node.left] + node.comparators
+        pairs = [ast.Compare(copy.deepcopy(operands[i]), [op],
+                             [copy.deepcopy(operands[i + 1])])
+                 for i, op in enumerate(node.ops)]
+        return _simt_call("and_", *[_thunk(p) for p in pairs])
