@@ -105,6 +105,12 @@ class TiledCopy(CopyAtom):
 
     layout_tv_tiled = property(lambda self: self._attr("layout_tv_tiled"))
     tiler_mn = property(lambda self: self._attr("tiler_mn"))
+
+    def partition_tile(self, which: str) -> tuple:
+        """The shape of one tile this copy partitions (its tiler's sizes)."""
+        tiler = self.tiler_mn
+        tiler = tiler if isinstance(tiler, tuple) else (tiler,)
+        return tuple(t.size if isinstance(t, Layout) else product(t) for t in tiler)
     layout_src_tv_tiled = property(lambda self: self._attr("layout_src_tv_tiled"))
     layout_dst_tv_tiled = property(lambda self: self._attr("layout_dst_tv_tiled"))
 
@@ -122,21 +128,34 @@ def _thread_index(t):
     return t if isinstance(t, Lanes) else int(t)
 
 
-def partition_for(recipe: Recipe, which: str, tensor: Tensor, size: int, thr_idx) -> Tensor:
-    """The thread's (or each lane's) partition: CuTe's layout, the start moved per lane."""
-    parts = oracle.thread_partitions(recipe, which, tensor.domain_layout, size)
+def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
+    """The thread's (or each lane's) partition of `tensor` by a TiledCopy/TiledMMA.
+
+    CuTe gives the layout (thread 0's partition, computed once per layout) and where each
+    thread starts within one tile (computed once per tiled op); a thread's start in this
+    tensor is the tensor's own layout at that coordinate, for all lanes at once."""
+    lay = tensor.domain_layout
+    delta0, layout = oracle.first_partition(op.recipe, which, lay)
+    tile = op.partition_tile(which)
+    starts = oracle.thread_starts(op.recipe, which, tile, op.size)
     ids = thr_idx.v if isinstance(thr_idx, Lanes) else np.array([thr_idx])
-    if ids.min() < 0 or ids.max() >= len(parts):
-        bad = int(ids.max() if ids.max() >= len(parts) else ids.min())
-        raise Hazard(report.CRASH, f"get_slice({bad}) of a tiled op of {len(parts)} threads",
-                     report.site(2))
-    chosen = [parts[i] for i in ids.tolist()]
-    layouts = {lay for _, lay in chosen}
-    if len(layouts) != 1:
-        raise Unmodelled(f"a {which} whose layout differs between threads")
-    deltas = np.array([d for d, _ in chosen], dtype=np.int64)
-    delta = lanes(deltas) if isinstance(thr_idx, Lanes) else int(deltas[0])
-    return tensor.moved(delta, layouts.pop())
+    if ids.min() < 0 or ids.max() >= len(starts):
+        bad = int(ids.max() if ids.max() >= len(starts) else ids.min())
+        raise Hazard(report.CRASH, f"get_slice({bad}) of a tiled op of {len(starts)} threads",
+                     report.site(3))
+    from course.execute.layout import idx2crd
+
+    start = Lanes(np.asarray(starts, dtype=np.int64)[ids])
+    crd = idx2crd(start, tile)
+    crd = crd if isinstance(crd, tuple) else (crd,)
+    rank = lay.rank
+    crd = tuple(crd[:rank]) + (0,) * max(rank - len(crd), 0)
+    offsets = lay(crd if rank > 1 else crd[0])
+    first = lay((0,) * rank if rank > 1 else 0)
+    moved = offsets - first + delta0 if isinstance(offsets, Lanes) else \
+        Lanes(np.full(ids.size, offsets - first + delta0))
+    delta = lanes(moved.v) if isinstance(thr_idx, Lanes) else int(moved.v[0])
+    return tensor.moved(delta, layout)
 
 
 class ThrCopy(TiledCopy):
@@ -147,7 +166,7 @@ class ThrCopy(TiledCopy):
         self.thr_idx = thr_idx
 
     def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        return partition_for(self.recipe, which, tensor, self.size, self.thr_idx)
+        return partition_for(self, which, tensor, self.thr_idx)
 
     def partition_S(self, tensor: Tensor) -> Tensor:
         return self._partition("partition_S", tensor)
@@ -208,6 +227,11 @@ class TiledMma:
     def get_slice(self, thr_idx) -> "ThrMma":
         return ThrMma(self, _thread_index(thr_idx))
 
+    def partition_tile(self, which: str) -> tuple:
+        """(M, K), (N, K) or (M, N) of the TiledMMA's tile, for partition_A, _B or _C."""
+        m, n, k = (int(product(self.get_tile_size(i))) for i in range(3))
+        return {"partition_A": (m, k), "partition_B": (n, k), "partition_C": (m, n)}[which]
+
     def _fragment(self, which: str, x) -> Tensor:
         if isinstance(x, Tensor):
             if x.is_coordinates:
@@ -238,7 +262,7 @@ class ThrMma(TiledMma):
         self.thr_idx = thr_idx
 
     def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        return partition_for(self.recipe, which, tensor, self.size, self.thr_idx)
+        return partition_for(self, which, tensor, self.thr_idx)
 
     def partition_A(self, t: Tensor) -> Tensor:
         return self._partition("partition_A", t)

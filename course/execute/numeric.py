@@ -65,7 +65,13 @@ class DType:
         return self.kind != "uint"
 
     def __call__(self, value=0):
-        """A scalar of this type, converted as CuTe DSL converts it."""
+        """A scalar of this type, converted as CuTe DSL converts it (per lane for a
+        per-lane value)."""
+        from course.execute.lanes import Lanes
+
+        if isinstance(value, Lanes):
+            return Lanes(self.decode(self.encode(value.v)) if self.kind != "bool"
+                         else value.v.astype(bool))
         if hasattr(value, "ndim") and getattr(value, "ndim", 0) and not np.isscalar(value):
             raise TypeError(f"{self.name}(...) takes a scalar, got an array")
         if self.kind == "bool":

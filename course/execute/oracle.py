@@ -268,6 +268,32 @@ def thread_partitions(recipe: Recipe, name: str, layout, threads: int) -> list:
     return done
 
 
+def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[int]:
+    """Where each thread's partition starts in one tile: the colexicographic index, in a
+    tile of shape `tile`, of thread t's first value under recipe.get_slice(t).<name>.
+    Every tensor the op partitions tile by tile starts there too (course.execute.atoms)."""
+    def job():
+        import cutlass.cute as cute
+
+        obj = recipe.real()
+        t = cute.make_tensor(0, cute.make_layout(tile))
+        return [_int(getattr(obj.get_slice(i), name)(t).iterator) for i in range(threads)]
+
+    return ask(("starts", recipe.key, name, tile, threads), job)
+
+
+def first_partition(recipe: Recipe, name: str, layout) -> tuple[int, Any]:
+    """(iterator offset, layout) of thread 0's partition of a counting tensor over `layout`:
+    the layout every thread's partition has."""
+    def job():
+        import cutlass.cute as cute
+
+        t = cute.make_tensor(0, to_real(layout))
+        return from_real(getattr(recipe.real().get_slice(0), name)(t))
+
+    return _counting(ask(("first", recipe.key, name, key_of(layout)), job), name)
+
+
 def fragment(recipe: Recipe | None, name: str, space: str, dtype: DType, layout, *extra):
     """The register layout and type of a fragment CuTe makes from a tensor with `layout`
     in `space` of `dtype`: recipe.<name>(t) (make_fragment_A/B/C), or cute.<name>(t, *extra)

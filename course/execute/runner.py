@@ -51,6 +51,7 @@ class Result:
 
 
 _ACTIVE: list[Result] = []
+UNNAMED = "a global tensor"
 
 
 def run(fn, *args, seed: int = 0, count_banks: bool = False) -> Result:
@@ -94,7 +95,7 @@ def pointer(t, name: str = "", align: int = 16) -> Pointer:
     if t.device.type != "cpu":
         raise ValueError(f"the CPU executor runs on CPU tensors, got one on {t.device}")
     raw = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
-    memory = Memory(GMEM, raw.numpy(), name or "a global tensor")
+    memory = Memory(GMEM, raw.numpy(), name or UNNAMED)
     return Pointer(memory, t.storage_offset() * t.element_size(), of_torch(t.dtype),
                    align=align)
 

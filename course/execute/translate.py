@@ -59,6 +59,9 @@ def _is_library_module(module: types.ModuleType) -> bool:
     return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
 
 
+TRANSLATED = "__on_the_cpu_executor__"
+
+
 class _Unknown:
     """A CuTe DSL object the executor does not model: any use of it says so."""
 
@@ -80,7 +83,10 @@ class _Unknown:
 class Translator:
     """One run's translations (made fresh per run: a redefined function is seen anew)."""
 
-    def __init__(self):
+    def __init__(self, redirects: dict | None = None):
+        """redirects: real object -> what kernel code gets instead (e.g. the GPU's boundary
+        functions of the host code, replaced by CPU versions)."""
+        self._redirects = {id(k): (k, v) for k, v in (redirects or {}).items()}
         self._done: dict[int, tuple] = {}
         self._globals: dict[int, KernelGlobals] = {}
         self.builtins = dict(vars(builtins))
@@ -101,8 +107,11 @@ class Translator:
         return out
 
     def _translate(self, obj):
+        redirect = self._redirects.get(id(obj))
+        if redirect is not None and redirect[0] is obj:
+            return redirect[1]
         module = getattr(type(obj), "__module__", "") or ""
-        if module.startswith("course.execute"):
+        if module.startswith("course.execute") or getattr(obj, TRANSLATED, False):
             return obj
         if isinstance(obj, types.ModuleType):
             return self._module(obj)
@@ -152,10 +161,12 @@ class Translator:
             new = types.FunctionType(raw.__code__, g, raw.__name__,
                                      self.value(raw.__defaults__), closure)
         new.__kwdefaults__ = self.value(raw.__kwdefaults__)
+        new.__annotations__ = dict(getattr(raw, "__annotations__", {}))
         new.__qualname__ = raw.__qualname__
         new.__module__ = raw.__module__
         new.__doc__ = raw.__doc__
         new.__dict__.update(getattr(raw, "__dict__", {}))
+        setattr(new, TRANSLATED, True)
         return api.KernelFunction(new) if kind == "kernel" else new
 
     def globals_of(self, real: dict) -> KernelGlobals:
