@@ -6,9 +6,9 @@ interleaved on greenlets (course.execute.machine), global tensors over torch CPU
 (`pointer(t)`), shared memory watched for races, cp.async groups in flight until waited
 for, ldmatrix and mma.sync computed warp-wide. Static layouts, TV partitions and fragments
 are CuTe DSL's own answers (course.execute.oracle). What it does not model it says
-(`report.Unmodelled`); what would go wrong on the GPU it names (`report.Hazard`).
+(`hazards.Unmodelled`); what would go wrong on the GPU it names (`hazards.Hazard`).
 """
-from course.execute.report import Hazard, Unmodelled
+from course.execute.hazards import Hazard, Unmodelled
 from course.execute.runner import Result, pointer, run
 
 __all__ = ["run", "pointer", "Result", "Hazard", "Unmodelled"]

@@ -16,13 +16,13 @@ import math as _math
 
 import numpy as np
 
-from course.execute import atoms, machine, oracle, report
+from course.execute import atoms, hazards, machine, oracle
 from course.execute.lanes import Lanes, lanes
-from course.execute.layout import ComposedLayout, Layout, Swizzle, as_layout, product
+from course.execute.static_layout import ComposedLayout, Layout, Swizzle, as_layout, product
 from course.execute.memory import GMEM, RMEM, SMEM
 from course.execute.numeric import TYPES, DType, of_value
 from course.execute.oracle import Recipe
-from course.execute.report import Unmodelled
+from course.execute.hazards import Unmodelled
 from course.execute.tensor import (Coordinates, Pointer, Tensor, TensorSSA, identity_tensor,
                                    make_tensor as _make_tensor, register_tensor)
 
@@ -157,7 +157,7 @@ def rank(x, mode=None) -> int:
 
 
 def depth(x) -> int:
-    from course.execute.layout import depth as d
+    from course.execute.static_layout import depth as d
 
     return d(_shape_of(x))
 
@@ -175,7 +175,7 @@ def crd2idx(coord, layout):
 
 
 def idx2crd(idx, shape_):
-    from course.execute.layout import idx2crd as i2c
+    from course.execute.static_layout import idx2crd as i2c
 
     return i2c(int(idx), _static(shape_))
 
@@ -441,7 +441,7 @@ def warp_idx():
 
 
 def sync_threads():
-    machine.barrier(report.site(2))
+    machine.barrier(hazards.site(2))
 
 
 def barrier(barrier_id=0, number_of_threads=None, **_):
@@ -449,7 +449,7 @@ def barrier(barrier_id=0, number_of_threads=None, **_):
     if int(barrier_id) != 0 or (number_of_threads is not None
                                 and int(number_of_threads) != w.cta.threads):
         raise Unmodelled("cute.arch.barrier with a barrier id or thread count (named barriers)")
-    machine.barrier(report.site(2))
+    machine.barrier(hazards.site(2))
 
 
 def cp_async_commit_group():
@@ -554,10 +554,10 @@ class SmemAllocator:
         start = -(-self.offset // align) * align
         cta = machine.warp().cta
         if start + nbytes > machine.SMEM_CAPACITY:
-            raise report.Hazard(report.OUT_OF_BOUNDS, f"shared memory of {start + nbytes} "
+            raise hazards.Hazard(hazards.OUT_OF_BOUNDS, f"shared memory of {start + nbytes} "
                                                       f"bytes: more than the "
                                                       f"{machine.SMEM_CAPACITY} a CTA has",
-                                report.site(3))
+                                hazards.site(3))
         self.offset = start + nbytes
         cta.smem_used = max(cta.smem_used, self.offset)
         return start
@@ -573,7 +573,7 @@ class SmemAllocator:
         start = self._take(nbytes, max(int(byte_alignment), element_type.itemsize))
         smem = machine.warp().cta.smem
         if not any(a.start == start for a in smem.allocations):
-            smem.allocate(start, nbytes, element_type, lay, report.site(2))
+            smem.allocate(start, nbytes, element_type, lay, hazards.site(2))
         return Tensor(Pointer(smem, start, element_type, align=int(byte_alignment)), lay)
 
     def allocate_array(self, element_type, num_elems=1, byte_alignment=1):

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute import machine, oracle, report
+from course.execute import hazards, machine, oracle
 from course.execute.lanes import Lanes, lanes
-from course.execute.layout import ComposedLayout, Layout, product
+from course.execute.static_layout import ComposedLayout, Layout, product
 from course.execute.memory import GMEM, RMEM, SMEM, Registers
 from course.execute.numeric import DType, Float32
 from course.execute.oracle import Recipe
-from course.execute.report import Hazard, Unmodelled
+from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer, Tensor, register_tensor
 
 COPY_KINDS = {"CopyUniversalOp": "universal", "CopyG2SOp": "cp.async",
@@ -141,9 +141,9 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
     ids = thr_idx.v if isinstance(thr_idx, Lanes) else np.array([thr_idx])
     if ids.min() < 0 or ids.max() >= len(starts):
         bad = int(ids.max() if ids.max() >= len(starts) else ids.min())
-        raise Hazard(report.CRASH, f"get_slice({bad}) of a tiled op of {len(starts)} threads",
-                     report.site(3))
-    from course.execute.layout import idx2crd
+        raise Hazard(hazards.CRASH, f"get_slice({bad}) of a tiled op of {len(starts)} threads",
+                     hazards.site(3))
+    from course.execute.static_layout import idx2crd
 
     start = Lanes(np.asarray(starts, dtype=np.int64)[ids])
     crd = idx2crd(start, tile)
@@ -336,7 +336,7 @@ def _check_vectors(t: Tensor, E: np.ndarray, per: int, bits: int, cmask: np.ndar
     bad = ~(contiguous & aligned)
     if bad.any():
         k = int(np.argmax(bad))
-        raise Hazard(report.MISALIGNED,
+        raise Hazard(hazards.MISALIGNED,
                      f"a {bits}-bit access of elements {groups[k].tolist()} of "
                      f"{t.iterator.memory.name}: they must be {per} contiguous elements "
                      f"starting on a {bits // 8}-byte boundary", site)
@@ -353,7 +353,7 @@ def _call_mask(pred: Tensor | None, calls: int, rows, site) -> np.ndarray:
     if values.shape[1] != calls:
         if values.shape[1] == 1:
             return np.broadcast_to(values.astype(bool), (len(rows), calls))
-        raise Hazard(report.CRASH, f"a predicate of {values.shape[1]} values for {calls} copy "
+        raise Hazard(hazards.CRASH, f"a predicate of {values.shape[1]} values for {calls} copy "
                                    f"instructions", site)
     return values.astype(bool)
 
@@ -368,7 +368,7 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
     """cute.copy(atom, src, dst, pred=...)."""
     if not isinstance(atom, CopyAtom):
         raise Unmodelled(f"cute.copy with {type(atom).__name__}")
-    site = report.site(2)
+    site = hazards.site(2)
     if atom.kind == "ldmatrix":
         _ldmatrix(atom, src, dst, pred, site)
         return
@@ -378,12 +378,12 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
         raise Unmodelled(f"cute.copy with {', '.join(kwargs)}")
     n = src.size
     if dst.size != n:
-        raise Hazard(report.CRASH, f"cute.copy of {n} values into {dst.size}", site)
+        raise Hazard(hazards.CRASH, f"cute.copy of {n} values into {dst.size}", site)
     dtype = src.element_type
     bits = atom.bits or dtype.width
     per = max(bits // dtype.width, 1)
     if n % per:
-        raise Hazard(report.CRASH, f"cute.copy of {n} values with a {bits}-bit atom of "
+        raise Hazard(hazards.CRASH, f"cute.copy of {n} values with a {bits}-bit atom of "
                                    f"{per} values each", site)
     calls = n // per
     w, rows, tids = _rows()
@@ -410,7 +410,7 @@ def _elements(t: Tensor) -> np.ndarray:
 
 def _cp_async(src, dst, D, emask, values, rows, tids, bits: int, site) -> None:
     if _pointer(src).memory.space != GMEM or _pointer(dst).memory.space != SMEM:
-        raise Hazard(report.CRASH, f"cp.async copies global to shared memory, not "
+        raise Hazard(hazards.CRASH, f"cp.async copies global to shared memory, not "
                                    f"{src.iterator.memory.space} to {dst.iterator.memory.space}",
                      site)
     w = machine.warp()
@@ -449,9 +449,9 @@ def _uniform_only(w, what: str) -> None:
 
 def autovec_copy(src: Tensor, dst: Tensor) -> None:
     """Element by element (the vector width is the compiler's choice)."""
-    site = report.site(2)
+    site = hazards.site(2)
     if dst.size != src.size:
-        raise Hazard(report.CRASH, f"autovec_copy of {src.size} values into {dst.size}", site)
+        raise Hazard(hazards.CRASH, f"autovec_copy of {src.size} values into {dst.size}", site)
     from course.execute.tensor import _rows_of
 
     w, rows, tids = _rows()
@@ -462,7 +462,7 @@ def autovec_copy(src: Tensor, dst: Tensor) -> None:
 
 
 def copy_if(pred: Tensor, src: Tensor, dst: Tensor) -> None:
-    site = report.site(2)
+    site = hazards.site(2)
     from course.execute.tensor import _rows_of
 
     w, rows, tids = _rows()
@@ -485,9 +485,9 @@ def _tv_index(layout) -> np.ndarray:
 def _whole_warp(what: str, site) -> "machine.Warp":
     w = machine.warp()
     if w.width != 32 or not w.full():
-        raise Hazard(report.DIVERGENT, f"{what} is a warp-wide instruction: all 32 lanes must "
+        raise Hazard(hazards.DIVERGENT, f"{what} is a warp-wide instruction: all 32 lanes must "
                                        f"execute it, but here only "
-                                       f"{report.threads_text(w.active_tids().tolist())} do",
+                                       f"{hazards.threads_text(w.active_tids().tolist())} do",
                      site)
     return w
 
@@ -496,7 +496,7 @@ def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     if pred is not None:
         raise Unmodelled("a predicated ldmatrix")
     if _pointer(src).memory.space != SMEM or not _is_registers(dst):
-        raise Hazard(report.CRASH, "ldmatrix reads shared memory into registers", site)
+        raise Hazard(hazards.CRASH, "ldmatrix reads shared memory into registers", site)
     w = _whole_warp("ldmatrix", site)
     src_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
     dst_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
@@ -504,7 +504,7 @@ def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     n_src, n_dst = src.size, dst.size
     calls = n_src // vs
     if calls * vs != n_src or calls * vd != n_dst:
-        raise Hazard(report.CRASH, f"ldmatrix of {n_src} values into {n_dst} with an atom of "
+        raise Hazard(hazards.CRASH, f"ldmatrix of {n_src} values into {n_dst} with an atom of "
                                    f"{vs} -> {vd} values per thread", site)
     from course.execute.tensor import _rows_of
 
@@ -530,7 +530,7 @@ def _dispatch(a: Tensor, b: Tensor, c: Tensor, d: Tensor, site):
     """CuTe's gemm dispatch: (V,M,K) x (V,N,K) -> (V,M,N) shapes of the three operands."""
     ra, rb, rc, rd = (_rank(t) for t in (a, b, c, d))
     if ra != rb or rc != rd:
-        raise Hazard(report.CRASH, "cute.gemm: A and B (and C and D) must have the same rank",
+        raise Hazard(hazards.CRASH, "cute.gemm: A and B (and C and D) must have the same rank",
                      site)
     da, db, dc = _dims(a), _dims(b), _dims(c)
     if ra == 3 and rc == 3:  # (V,M,K) x (V,N,K) => (V,M,N)
@@ -543,7 +543,7 @@ def _dispatch(a: Tensor, b: Tensor, c: Tensor, d: Tensor, site):
         return (1, da[0], 1), (1, db[0], 1), (1, dc[0], dc[1])
     if ra == 1 and rc == 1:  # (V) x (V) => (V)
         return (da[0], 1, 1), (db[0], 1, 1), (dc[0], 1, 1)
-    raise Hazard(report.CRASH, f"cute.gemm of rank-{ra} A/B and rank-{rc} C", site)
+    raise Hazard(hazards.CRASH, f"cute.gemm of rank-{ra} A/B and rank-{rc} C", site)
 
 
 def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
@@ -554,11 +554,11 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
         raise Unmodelled(f"cute.gemm with {mma.op.name}")
     if kwargs:
         raise Unmodelled(f"cute.gemm with {', '.join(kwargs)}")
-    site = report.site(2)
+    site = hazards.site(2)
     shapes = _dispatch(a, b, c, d, site)
     (va, m, ka), (vb, n, kb), (vc, mc, nc) = shapes
     if (m, n) != (mc, nc) or ka != kb:
-        raise Hazard(report.CRASH, f"cute.gemm: A is {m}x{ka}, B {n}x{kb} and C {mc}x{nc} "
+        raise Hazard(hazards.CRASH, f"cute.gemm: A is {m}x{ka}, B {n}x{kb} and C {mc}x{nc} "
                                    f"in atoms: expects A's M == D's M and B's N == D's N (a "
                                    f"fragment from the wrong partition?)", site)
     _check_initialised(c, "adds to accumulator registers", "the accumulator was never "
@@ -567,7 +567,7 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
     _check_initialised(b, "multiplies B registers", "B was never loaded", site)
     if mma.kind == "fma":
         if (va, vb, vc) != (1, 1, 1):
-            raise Hazard(report.CRASH, f"a scalar FMA atom with {va}/{vb}/{vc} values per "
+            raise Hazard(hazards.CRASH, f"a scalar FMA atom with {va}/{vb}/{vc} values per "
                                        f"thread", site)
         A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (W, v, x, y)
         acc = C[:, 0].astype(np.float32)  # (W, m, n)
@@ -606,8 +606,8 @@ def _check_initialised(t: Tensor, doing: str, meaning: str, site) -> None:
     regs: Registers = t.iterator.memory
     unset = regs.unwritten(t.element_type, rows, _rows_of(t.elements(), rows))
     if unset:
-        who = report.threads_text(tids.tolist())
-        raise Hazard(report.UNINITIALISED, f"cute.gemm by {who} {doing} no instruction wrote "
+        who = hazards.threads_text(tids.tolist())
+        raise Hazard(hazards.UNINITIALISED, f"cute.gemm by {who} {doing} no instruction wrote "
                                            f"({unset} register values): {meaning}", site)
 
 
@@ -619,7 +619,7 @@ def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
                                                   mma.tv_layout_C))
     (va, m, k), (vb, n, _), (vc, _, _) = shapes
     if (va, vb, vc) != (tva.shape[1], tvb.shape[1], tvc.shape[1]):
-        raise Hazard(report.CRASH, f"mma.sync fragments of {va}/{vb}/{vc} values per atom; "
+        raise Hazard(hazards.CRASH, f"mma.sync fragments of {va}/{vb}/{vc} values per atom; "
                                    f"the atom takes {tva.shape[1]}/{tvb.shape[1]}/"
                                    f"{tvc.shape[1]}", site)
     A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (32, v, x, y)

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from greenlet import GreenletExit, greenlet
 
-from course.execute import report
+from course.execute import hazards
 from course.execute.lanes import Divergent, lanes
 from course.execute.memory import SharedMemory
-from course.execute.report import Hazard, Site, threads_text
+from course.execute.hazards import Hazard, Site, threads_text
 
 WARP = 32
 SMEM_CAPACITY = 232448  # bytes a CTA may use on sm_90 (227 KB)
@@ -40,7 +40,7 @@ def current_warp() -> "Warp | None":
 
 def warp() -> "Warp":
     if _CURRENT is None:
-        raise report.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host "
+        raise hazards.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host "
                                 "code")
     return _CURRENT
 
@@ -145,9 +145,9 @@ class Cta:
     def step(self) -> None:
         self.launch.steps += 1
         if self.launch.steps > MAX_STEPS:
-            raise Hazard(report.HANG, f"more than {MAX_STEPS:,} steps in one launch: a loop "
+            raise Hazard(hazards.HANG, f"more than {MAX_STEPS:,} steps in one launch: a loop "
                                       f"that does not end, or a problem too large for the "
-                                      f"CPU executor", report.site(3))
+                                      f"CPU executor", hazards.site(3))
 
     # --- running
     def run(self, fn, args: tuple) -> None:
@@ -166,13 +166,13 @@ class Cta:
                     _CURRENT = w
                     try:
                         w.glet.switch()
-                    except (Hazard, report.Unmodelled):
+                    except (Hazard, hazards.Unmodelled):
                         raise
                     except Divergent as exc:
-                        raise report.Unmodelled(
+                        raise hazards.Unmodelled(
                             f"a value that differs between the threads of a warp where Python "
                             f"needs one ({exc}), at "
-                            f"{report.site_of_traceback(exc.__traceback__).describe()}") \
+                            f"{hazards.site_of_traceback(exc.__traceback__).describe()}") \
                             from exc
                     except Exception as exc:  # the kernel's own error: which warp, where
                         raise _crash(w, exc) from exc
@@ -221,13 +221,13 @@ class Cta:
         if len(live) == len(self.warps):
             sites = {w.wait.site for w in live}
             if len(sites) > 1:
-                raise Hazard(report.DIVERGENT, _split(live), live[0].wait.site)
+                raise Hazard(hazards.DIVERGENT, _split(live), live[0].wait.site)
             self.epoch += 1
             for w in live:
                 w.state = "ready"
             return self._order(live)
         done = [w for w in self.warps if w.state == "done"]
-        raise Hazard(report.DEADLOCK,
+        raise Hazard(hazards.DEADLOCK,
                      f"CTA {self.block}: {_tids(live)} wait at sync_threads "
                      f"({live[0].wait.site.describe()}); {_tids(done)} finished without "
                      f"reaching it: a barrier not every thread reaches never opens",
@@ -251,8 +251,8 @@ def _crash(w: Warp, exc: Exception) -> Hazard:
 
     what = "CuTe DSL refused a call" if isinstance(exc, CuteError) else \
         f"raised {type(exc).__name__}"
-    return Hazard(report.CRASH, f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} "
-                                f"{what}: {exc}", report.site_of_traceback(exc.__traceback__))
+    return Hazard(hazards.CRASH, f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} "
+                                f"{what}: {exc}", hazards.site_of_traceback(exc.__traceback__))
 
 
 class Launch:
@@ -267,12 +267,12 @@ class Launch:
         self.smems: list[SharedMemory] = []
         threads = self.block[0] * self.block[1] * self.block[2]
         if not 1 <= threads <= 1024:
-            raise Hazard(report.CRASH, f"a block of {threads} threads: the GPU takes 1 to "
+            raise Hazard(hazards.CRASH, f"a block of {threads} threads: the GPU takes 1 to "
                                        f"1024")
 
     def run(self) -> None:
         if _CURRENT is not None:
-            raise report.Unmodelled("launching a kernel from inside a kernel")
+            raise hazards.Unmodelled("launching a kernel from inside a kernel")
         gx, gy, gz = self.grid
         for z, y, x in itertools.product(range(gz), range(gy), range(gx)):
             Cta(self, (x, y, z)).run(self.fn, self.args)
@@ -288,7 +288,7 @@ def barrier(site: Site) -> None:
     w = warp()
     if not w.full():
         skipped = w.tids[~w.mask]
-        raise Hazard(report.DEADLOCK,
+        raise Hazard(hazards.DEADLOCK,
                      f"{threads_text(w.active_tids().tolist())} reach sync_threads while "
                      f"{threads_text(skipped.tolist())} of the same warp go around it (a "
                      f"branch the threads take differently): a barrier not every thread "

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course.execute import report
+from course.execute import hazards
 from course.execute.numeric import DType
-from course.execute.report import Hazard, Site, threads_text
+from course.execute.hazards import Hazard, Site, threads_text
 
 GMEM, SMEM, RMEM = "gmem", "smem", "rmem"
 NOBODY, MANY = -1, -2
@@ -61,9 +61,9 @@ class Memory:
             who = _who(tids, pos)
             verb = "writes" if writing else "reads"
             past = " (past its end and any guard zone after it)" if first >= size else ""
-            raise Hazard(report.OUT_OF_BOUNDS,
+            raise Hazard(hazards.OUT_OF_BOUNDS,
                          f"{who} {verb} element {first} of {self.name}, outside its {size} "
-                         f"{dtype} elements{past}", report.site(4))
+                         f"{dtype} elements{past}", hazards.site(4))
 
     def load(self, dtype: DType, tids, elems: np.ndarray, site: Site | None = None):
         self.check(dtype, tids, elems, False)
@@ -198,6 +198,7 @@ class SharedMemory(Memory):
                 if crd is None:
                     return f"{alloc.name} (byte {byte - alloc.start})"
                 stage = f" (stage {crd[-1]})" if isinstance(crd, tuple) and len(crd) >= 3 else ""
+                # a 3-mode shared tile is (rows, columns, stages) in the course's kernels
                 return f"{alloc.name}[{_fmt_crd(crd)}]{stage}"
         return f"shared memory byte {byte}"
 
@@ -206,10 +207,10 @@ class SharedMemory(Memory):
 
     # --- accesses
     def load(self, dtype, tids, elems, site=None):
-        return self.read(tids, dtype, elems, site or report.UNKNOWN)
+        return self.read(tids, dtype, elems, site or hazards.UNKNOWN)
 
     def store(self, dtype, tids, elems, values, site=None):
-        self.write(tids, dtype, elems, values, site or report.UNKNOWN)
+        self.write(tids, dtype, elems, values, site or hazards.UNKNOWN)
 
     def read(self, tids, dtype: DType, elems: np.ndarray, site: Site) -> np.ndarray:
         self.check(dtype, tids, elems, False)
@@ -222,7 +223,7 @@ class SharedMemory(Memory):
             issuer = int(copy.tids[0])
             own = "its own" if issuer == t[k] or t[k] in copy.tids else \
                 f"{threads_text(copy.tids.tolist())}'s"
-            raise Hazard(report.IN_FLIGHT,
+            raise Hazard(hazards.IN_FLIGHT,
                          f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))} while "
                          f"{own} cp.async to it (issued at {copy.site.describe()}) is still in "
                          f"flight: no cp.async wait_group has retired it", site)
@@ -230,7 +231,7 @@ class SharedMemory(Memory):
         race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
         if race.any():
             k = int(np.argmax(race))
-            raise Hazard(report.RACE,
+            raise Hazard(hazards.RACE,
                          f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))}, which "
                          f"{threads_text([int(wt[k])])} wrote at "
                          f"{self._site(int(self.w_site[b[k]]))} with no barrier between "
@@ -252,7 +253,7 @@ class SharedMemory(Memory):
         if (flying >= 0).any():
             k = int(np.argmax(flying >= 0))
             copy = self.copies[int(flying[k])]
-            raise Hazard(report.WRITE_IN_FLIGHT,
+            raise Hazard(hazards.WRITE_IN_FLIGHT,
                          f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))} while "
                          f"the cp.async of {threads_text(copy.tids.tolist())} (issued at "
                          f"{copy.site.describe()}) is still writing it", site)
@@ -261,7 +262,7 @@ class SharedMemory(Memory):
         if war.any():
             k = int(np.argmax(war))
             reader = "several threads" if rt[k] == MANY else threads_text([int(rt[k])])
-            raise Hazard(report.STAGE_OVERWRITE,
+            raise Hazard(hazards.STAGE_OVERWRITE,
                          f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
                          f"{reader} read at {self._site(int(self.r_site[b[k]]))} with no "
                          f"barrier between: data still being read (a stage not yet released) "
@@ -270,7 +271,7 @@ class SharedMemory(Memory):
         waw = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
         if waw.any():
             k = int(np.argmax(waw))
-            raise Hazard(report.RACE,
+            raise Hazard(hazards.RACE,
                          f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
                          f"{threads_text([int(wt[k])])} also wrote at "
                          f"{self._site(int(self.w_site[b[k]]))} with no barrier between", site)
@@ -281,7 +282,7 @@ class SharedMemory(Memory):
         clash = self.w_tid[b] != t
         if clash.any():  # two lanes of one instruction wrote the same bytes
             k = int(np.argmax(clash))
-            raise Hazard(report.RACE, f"{threads_text([int(t[k])])} and "
+            raise Hazard(hazards.RACE, f"{threads_text([int(t[k])])} and "
                                       f"{threads_text([int(self.w_tid[b[k]])])} {how} "
                                       f"{self.describe(int(b[k]))} in the same instruction",
                          site)
@@ -336,9 +337,18 @@ def _coordinate_of(layout, elem: int):
         return None
     if not len(hits):
         return None
-    from course.execute.layout import idx2crd
+    from course.execute.static_layout import product
 
-    return idx2crd(int(hits[0]), layout.shape)
+    # the coordinate as the kernel wrote the allocation's shape: one index per top mode
+    index, shape = int(hits[0]), layout.shape
+    if not isinstance(shape, tuple):
+        return index
+    out = []
+    for mode in shape:
+        size = product(mode)
+        out.append(index % size)
+        index //= size
+    return tuple(out)
 
 
 def _fmt_crd(crd) -> str:

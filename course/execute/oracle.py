@@ -3,7 +3,7 @@
 Everything static a kernel builds -- a zipped_divide, a tile_to_shape, a TiledMMA's
 partition of a tile for each thread, a fragment's register layout, a retile -- is the
 answer CuTe DSL gives in a CPU trace (course.cute.trace.on_cpu) to the same call on the
-same static layouts, converted back into course.execute.layout objects and kept: the
+same static layouts, converted back into course.execute.static_layout objects and kept: the
 executor asks each question once per process.
 
 Tensor operations are asked on counting tensors (`cute.make_tensor(0, layout)`): every
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from course.execute.layout import ComposedLayout, Layout, Swizzle
+from course.execute.static_layout import ComposedLayout, Layout, Swizzle
 from course.execute.numeric import TYPES, DType
-from course.execute.report import Unmodelled
+from course.execute.hazards import Unmodelled
 
 ARCH = "sm_90a"  # mma.sync, cp.async and ldmatrix all trace for it
 _CACHE: dict = {}

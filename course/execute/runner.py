@@ -9,20 +9,20 @@ arguments translated too (a function passed as a Constexpr runs as kernel code);
 `.launch(...)` inside it runs the grid there and then (course.execute.machine). Global
 memory is the torch CPU tensors the pointers were made from: the kernel writes into them.
 
-A hazard raises `report.Hazard` (what, who, which line); a call the executor does not model
-raises `report.Unmodelled`; an error of the kernel's own code or one CuTe DSL refuses is a
-Hazard of kind `report.CRASH` naming the thread and line.
+A hazard raises `hazards.Hazard` (what, who, which line); a call the executor does not model
+raises `hazards.Unmodelled`; an error of the kernel's own code or one CuTe DSL refuses is a
+Hazard of kind `hazards.CRASH` naming the thread and line.
 """
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
 
-from course.execute import machine, report
+from course.execute import hazards, machine
 from course.execute.memory import GMEM, Memory, SharedMemory, bank_summaries
 from course.execute.numeric import of_torch
 from course.execute.oracle import CuteError
-from course.execute.report import Hazard, Unmodelled
+from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer
 from course.execute.translate import Translator
 
@@ -66,11 +66,11 @@ def run(fn, *args, seed: int = 0, count_banks: bool = False) -> Result:
     except (Hazard, Unmodelled):
         raise
     except CuteError as exc:
-        raise Hazard(report.CRASH, f"CuTe DSL refused a call: {exc}",
-                     report.site_of_traceback(exc.__traceback__)) from exc
+        raise Hazard(hazards.CRASH, f"CuTe DSL refused a call: {exc}",
+                     hazards.site_of_traceback(exc.__traceback__)) from exc
     except Exception as exc:  # noqa: BLE001 -- the host code's own error, with its line
-        raise Hazard(report.CRASH, f"the host code raised {type(exc).__name__}: {exc}",
-                     report.site_of_traceback(exc.__traceback__)) from exc
+        raise Hazard(hazards.CRASH, f"the host code raised {type(exc).__name__}: {exc}",
+                     hazards.site_of_traceback(exc.__traceback__)) from exc
     finally:
         _ACTIVE.pop()
     return result

@@ -24,7 +24,7 @@ import numpy as np
 
 from course.execute import machine
 from course.execute.lanes import Divergent, Lanes
-from course.execute.report import Unmodelled
+from course.execute.hazards import Unmodelled
 
 NAME = "__simt__"  # what kernel code calls this module
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute import report
+from course.execute import hazards
 from course.execute.lanes import Lanes, lanes
-from course.execute.layout import ComposedLayout, Layout, LayoutError, fmt, product
+from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt, product
 from course.execute.memory import RMEM, SMEM, Memory, Registers
 from course.execute.numeric import Boolean, DType, Float32, Int32, of_value
-from course.execute.report import Unmodelled
+from course.execute.hazards import Unmodelled
 
 BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
 
@@ -70,7 +70,7 @@ def access_read(ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int 
     inactive lanes are 0)."""
     w, rows, tids = _lanes_now()
     e2 = _rows_of(elems, rows)
-    site = site or report.site(3)
+    site = site or hazards.site(3)
     _note(w, ptr_memory, site, e2, dtype, width)
     got = ptr_memory.load(dtype, rows if ptr_memory.space == RMEM else tids, e2, site)
     W = 1 if w is None else w.width
@@ -89,7 +89,7 @@ def access_write(ptr_memory: Memory, dtype: DType, elems: np.ndarray, values,
     v = np.asarray(values)
     if v.ndim == 2 and v.shape[0] != len(rows):
         v = v[rows]
-    site = site or report.site(3)
+    site = site or hazards.site(3)
     _note(w, ptr_memory, site, e2, dtype, width)
     ptr_memory.store(dtype, rows if ptr_memory.space == RMEM else tids, e2,
                      np.broadcast_to(v, e2.shape), site)
@@ -332,12 +332,12 @@ class Tensor:
         else:
             e = np.array([elem], dtype=np.int64)
         v = value.v[:, None] if isinstance(value, Lanes) else value
-        access_write(ptr.memory, ptr.dtype, e, v, site=report.site(2))
+        access_write(ptr.memory, ptr.dtype, e, v, site=hazards.site(2))
 
     def _read_one(self, elem):
         ptr = self.iterator
         e = elem.v[:, None] if isinstance(elem, Lanes) else np.array([elem], dtype=np.int64)
-        got = access_read(ptr.memory, ptr.dtype, e, site=report.site(3))[:, 0]
+        got = access_read(ptr.memory, ptr.dtype, e, site=hazards.site(3))[:, 0]
         value = lanes(got) if got.size > 1 else got[0]
         if isinstance(value, Lanes):
             return value
@@ -357,7 +357,7 @@ class Tensor:
         ptr = self.iterator
         if not isinstance(ptr, Pointer):
             raise Unmodelled("loading a coordinate tensor as values")
-        return access_read(ptr.memory, ptr.dtype, self.elements(), width, report.site(3))
+        return access_read(ptr.memory, ptr.dtype, self.elements(), width, hazards.site(3))
 
     def load(self) -> "TensorSSA":
         return TensorSSA(self.values(), self.shape, self.element_type)
@@ -377,7 +377,7 @@ class Tensor:
         else:
             value = _scalar_value(value)
             values = value.v[:, None] if isinstance(value, Lanes) else value
-        access_write(ptr.memory, ptr.dtype, self.elements(), values, site=report.site(3))
+        access_write(ptr.memory, ptr.dtype, self.elements(), values, site=hazards.site(3))
 
     def fill(self, value) -> None:
         self.store_values(value)

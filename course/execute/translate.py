@@ -19,7 +19,7 @@
 A function's source is rewritten once (course.execute.translate.rewrite) so that a branch
 the lanes of a warp take differently runs both ways under masks (course.execute.simt):
 `if`, `a if c else b`, `and`, `or`, `not`, `while`. Line numbers stay the source's own, so
-a hazard names the learner's line (course.execute.report). Code whose source cannot be
+a hazard names the learner's line (course.execute.hazards). Code whose source cannot be
 read keeps its code object and runs unrewritten.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ import textwrap
 import types
 
 from course.execute import api, simt
-from course.execute.report import KernelGlobals, Unmodelled
+from course.execute.hazards import KernelGlobals, Unmodelled
 
 _LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) for key in ("stdlib", "platstdlib",
                                                               "purelib", "platlib")

@@ -24,8 +24,8 @@ import inspect
 import types
 from typing import Callable
 
-from course.execute import report, runner
-from course.execute.report import Hazard, Unmodelled
+from course.execute import hazards, runner
+from course.execute.hazards import Hazard, Unmodelled
 
 CHECK = "ran on the course's CPU executor"
 LABEL = ("ran on the course's CPU executor, not on a GPU: values and hazards checked, "
@@ -35,23 +35,23 @@ EXERCISES = ("01.saxpy", "02.padded_tiles", "03.partition", "04.vector_copy",
 SPEED_GATED = {"04.vector_copy": "at least 90% of torch's copy bandwidth",
                "07.mainloop": "speed against the course's main loop"}
 HAZARD_HINTS = {
-    report.IN_FLIGHT: "a missing wait: cp_async_wait_group must retire a k-tile's copies "
+    hazards.IN_FLIGHT: "a missing wait: cp_async_wait_group must retire a k-tile's copies "
                       "before any thread reads its stage",
-    report.RACE: "missing sync: one thread read shared memory another thread wrote with no "
-                 "sync_threads() between them",
-    report.STAGE_OVERWRITE: "wrong stage: copies overwrite a stage some thread still reads; "
+    hazards.RACE: "missing sync: two threads touch the same shared-memory bytes with no "
+                  "sync_threads() between them (or two elements share one address)",
+    hazards.STAGE_OVERWRITE: "wrong stage: copies overwrite a stage some thread still reads; "
                             "the stage written must be the one freed last iteration",
-    report.WRITE_IN_FLIGHT: "wrong stage: copies go into a stage whose earlier copies are "
+    hazards.WRITE_IN_FLIGHT: "wrong stage: copies go into a stage whose earlier copies are "
                             "still in flight",
-    report.OUT_OF_BOUNDS: "an access outside the tensor: a missing predicate at the edge",
-    report.DEADLOCK: "a barrier not every thread reaches: keep sync_threads() out of "
+    hazards.OUT_OF_BOUNDS: "an access outside the tensor: a missing predicate at the edge",
+    hazards.DEADLOCK: "a barrier not every thread reaches: keep sync_threads() out of "
                      "branches that only some threads take",
-    report.DIVERGENT: "a barrier or warp-wide instruction reached by only some threads",
-    report.UNINITIALISED: "accumulator not cleared: registers are garbage until written; "
+    hazards.DIVERGENT: "a barrier or warp-wide instruction reached by only some threads",
+    hazards.UNINITIALISED: "accumulator not cleared: registers are garbage until written; "
                           "fill the accumulator with 0 before cute.gemm",
-    report.MISALIGNED: "vector width: a 128-bit access needs 16 contiguous, aligned bytes",
-    report.CRASH: "read the error: it names the thread and the line",
-    report.HANG: "a loop that does not end",
+    hazards.MISALIGNED: "vector width: a 128-bit access needs 16 contiguous, aligned bytes",
+    hazards.CRASH: "read the error: it names the thread and the line",
+    hazards.HANG: "a loop that does not end",
 }
 
 
@@ -91,7 +91,7 @@ def _renamed(f):
 def _hazard_finding(exc: Hazard):
     from course.exercises.kernel_check import failed
 
-    where = f" at {exc.site.describe()}" if exc.site is not report.UNKNOWN else ""
+    where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
     return failed(f"{CHECK}: {exc.kind}", exc.detail + where, HAZARD_HINTS.get(exc.kind, ""))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from course.execute import report
+from course.execute import hazards
 from course.execute.runner import pointer, run
 
 GUARD = 256
@@ -54,7 +54,7 @@ class LadderRun:
     tolerance: float
     seconds: float
     observed: list[str] = field(default_factory=list)
-    hazard: report.Hazard | None = None
+    hazard: hazards.Hazard | None = None
 
     @property
     def relative_error(self) -> float:
@@ -145,7 +145,7 @@ def _run_case(case: str, launch, out_shape, out_dtype, tolerance_dtype, seed: in
         written_past = int((~torch.isnan(buffer[out.numel():].float())).sum())
         if written_past:
             observed.append(f"wrote {written_past} element(s) past the end of the output")
-    except report.Hazard as exc:
+    except hazards.Hazard as exc:
         hazard = exc
     return LadderRun(case, None if hazard else out, reference(case, x),
                      TOLERANCE[tolerance_dtype], time.perf_counter() - start, observed, hazard)

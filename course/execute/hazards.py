@@ -88,7 +88,7 @@ class Hazard(Exception):
 
     def __init__(self, kind: str, detail: str, site: Site | None = None):
         self.kind, self.detail, self.site = kind, detail, site or UNKNOWN
-        where = f" at {self.site.describe()}" if self.site is not UNKNOWN else ""
+        where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
         super().__init__(f"{kind}: {detail}{where}")
 
     @property
