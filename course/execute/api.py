@@ -23,7 +23,7 @@ from course.execute.memory import GMEM, RMEM, SMEM
 from course.execute.numeric import TYPES, DType, of_value
 from course.execute.oracle import Recipe
 from course.execute.hazards import Unmodelled
-from course.execute.tensor import (Coordinates, Pointer, Tensor, TensorSSA, identity_tensor,
+from course.execute.tensor import (Pointer, Tensor, TensorSSA, identity_tensor,
                                    make_tensor as _make_tensor, register_tensor)
 
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from course.execute import hazards, machine, oracle
 from course.execute.lanes import Lanes, lanes
-from course.execute.static_layout import ComposedLayout, Layout, product
+from course.execute.static_layout import Layout, product
 from course.execute.memory import GMEM, RMEM, SMEM, Registers
-from course.execute.numeric import DType, Float32
+from course.execute.numeric import DType
 from course.execute.oracle import Recipe
 from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer, Tensor, register_tensor
@@ -34,21 +34,6 @@ COPY_KINDS = {"CopyUniversalOp": "universal", "CopyG2SOp": "cp.async",
               "LdMatrix8x8x16bOp": "ldmatrix", "LdMatrix16x16x8bOp": "ldmatrix"}
 MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync"}
 
-
-def _find_op(recipe: Recipe, kinds: dict) -> tuple[Recipe, str]:
-    """The op recipe inside an atom/tiled recipe, and its kind."""
-    todo = [recipe]
-    while todo:
-        r = todo.pop(0)
-        if r.name in kinds:
-            return r, kinds[r.name]
-        todo.extend(a for a in list(r.args) + list(r.kwargs.values()) if isinstance(a, Recipe))
-        todo.extend(a.recipe for a in list(r.args) + list(r.kwargs.values())
-                    if isinstance(a, (CopyAtom, TiledMma)))
-    return recipe, ""
-
-
-# ---------------------------------------------------------------- copies
 
 class CopyAtom:
     """cute.make_copy_atom(op, dtype, num_bits_per_copy=...)."""
@@ -158,15 +143,21 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
     return tensor.moved(delta, layout)
 
 
-class ThrCopy(TiledCopy):
+class _ThreadSlice:
+    """What get_slice(t) gives: the tiled op, for thread t (or for each lane's t)."""
+
+    thr_idx = 0
+
+    def _partition(self, which: str, tensor: Tensor) -> Tensor:
+        return partition_for(self, which, tensor, self.thr_idx)
+
+
+class ThrCopy(_ThreadSlice, TiledCopy):
     """One thread's (or each lane's) slice of a TiledCopy."""
 
     def __init__(self, tiled: TiledCopy, thr_idx):
         super().__init__(tiled.recipe, tiled.atom)
         self.thr_idx = thr_idx
-
-    def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        return partition_for(self, which, tensor, self.thr_idx)
 
     def partition_S(self, tensor: Tensor) -> Tensor:
         return self._partition("partition_S", tensor)
@@ -256,13 +247,12 @@ class TiledMma:
         return self._fragment("make_fragment_C", x)
 
 
-class ThrMma(TiledMma):
+class ThrMma(_ThreadSlice, TiledMma):
+    """One thread's (or each lane's) slice of a TiledMMA."""
+
     def __init__(self, tiled: TiledMma, thr_idx):
         super().__init__(tiled.recipe, tiled.op)
         self.thr_idx = thr_idx
-
-    def _partition(self, which: str, tensor: Tensor) -> Tensor:
-        return partition_for(self, which, tensor, self.thr_idx)
 
     def partition_A(self, t: Tensor) -> Tensor:
         return self._partition("partition_A", t)

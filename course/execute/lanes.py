@@ -122,12 +122,3 @@ def lanes(values) -> "Lanes | object":
     return Lanes(v)
 
 
-def as_array(x, width: int) -> np.ndarray:
-    """A per-lane numpy vector of x (a scalar is broadcast)."""
-    if isinstance(x, Lanes):
-        return x.v
-    return np.full(width, x)
-
-
-def is_lanes(x) -> bool:
-    return isinstance(x, Lanes)

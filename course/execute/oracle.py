@@ -251,23 +251,6 @@ def method(recipe: Recipe, name: str, *args):
                lambda: from_real(getattr(recipe.real(), name)(*to_real(args))))
 
 
-def thread_partitions(recipe: Recipe, name: str, layout, threads: int) -> list:
-    """[(iterator offset, layout)] of recipe.get_slice(t).<name>(counting tensor) for every
-    thread t: one trace answers for the whole CTA."""
-    def job():
-        import cutlass.cute as cute
-
-        obj = recipe.real()
-        t = cute.make_tensor(0, to_real(layout))
-        return [from_real(getattr(obj.get_slice(i), name)(t)) for i in range(threads)]
-
-    key = ("partition", recipe.key, name, key_of(layout), threads)
-    done = _CONVERTED.get(key)
-    if done is None:
-        done = _CONVERTED[key] = [_counting(r, name) for r in ask(key, job)]
-    return done
-
-
 def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[int]:
     """Where each thread's partition starts in one tile: the colexicographic index, in a
     tile of shape `tile`, of thread t's first value under recipe.get_slice(t).<name>.

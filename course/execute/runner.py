@@ -15,7 +15,6 @@ Hazard of kind `hazards.CRASH` naming the thread and line.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 from course.execute import hazards, machine

@@ -25,10 +25,6 @@ class LayoutError(ValueError):
     """A coordinate or shape the layout cannot take."""
 
 
-def is_tuple(x: Any) -> bool:
-    return isinstance(x, tuple)
-
-
 def leaves(t: Any) -> list:
     """The leaves of a nested tuple, in order."""
     if isinstance(t, tuple):

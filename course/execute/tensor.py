@@ -20,9 +20,9 @@ import numpy as np
 
 from course.execute import hazards
 from course.execute.lanes import Lanes, lanes
-from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt, product
+from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
 from course.execute.memory import RMEM, SMEM, Memory, Registers
-from course.execute.numeric import Boolean, DType, Float32, Int32, of_value
+from course.execute.numeric import Boolean, DType, Int32
 from course.execute.hazards import Unmodelled
 
 BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
@@ -500,10 +500,3 @@ class TensorSSA:
         raise Unmodelled("TensorSSA.reduce")
 
 
-def ssa_like(value, shape, dtype=None) -> TensorSSA:
-    dtype = dtype or of_value(value)
-    return TensorSSA(np.full(product(shape), value), shape, dtype)
-
-
-__all__ = ["Pointer", "Coordinates", "Tensor", "TensorSSA", "make_tensor", "identity_tensor",
-           "register_tensor", "has_none", "Float32", "RMEM", "access_read", "access_write"]
