@@ -47,6 +47,15 @@ def test_the_transpose_shows_the_bank_conflicts_the_h100_measured():
             "(conflict-free)" in reads, reads
 
 
+def test_the_mma_stamp_kernel_shows_the_ptx_isa_fragment_of_c():
+    """Notebook 06's stamp kernel run on the executor: thread t holds rows t//4 and t//4 + 8,
+    columns 2(t%4) and 2(t%4)+1 of one m16n8k16 accumulator (the PTX ISA's figure)."""
+    owner, value = ladder_runs.run_mma_stamp((1, 1))
+    rows, cols = torch.meshgrid(torch.arange(16), torch.arange(8), indexing="ij")
+    assert torch.equal(owner, (4 * (rows % 8) + cols // 2).int())
+    assert sorted(value.unique().tolist()) == [0, 1, 2, 3]
+
+
 def _h100():
     record = results.latest("executor_ladder")
     if record is None:

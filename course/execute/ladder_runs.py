@@ -233,6 +233,22 @@ def run_mma_atom(warps: tuple[int, int] = (1, 1), seed: int = 0) -> LadderRun:
     return _run_case(case, launch, (m, n), torch.float32, torch.float32, seed)
 
 
+def run_mma_stamp(warps: tuple[int, int] = (1, 1)) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 06's stamp kernel (kernels.mma_atom): each thread writes its index (and value
+    index) into the C cells its accumulators map to. (owner, value) int32 maps of C."""
+    import cutlass
+
+    from kernels import mma_atom
+
+    cfg = mma_atom.Config(*warps)
+    m, n, _ = cfg.shape_mnk
+    owner = torch.full((m, n), -1, dtype=torch.int32)
+    value = torch.full((m, n), -1, dtype=torch.int32)
+    kernels = mma_atom._Kernels(cutlass.BFloat16, cfg)
+    run(kernels.stamp, pointer(owner, "owner", 4), pointer(value, "value", 4), None)
+    return owner, value
+
+
 def run_sm80_gemm(m: int = 256, n: int = 256, k: int = 128, seed: int = 0,
                   config=None) -> LadderRun:
     """Notebook 07: the SM80 GEMM (kernels.sm80_gemm): cp.async ring, swizzled shared memory,
