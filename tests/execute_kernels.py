@@ -99,3 +99,18 @@ def elected_kernel(gOut: cute.Tensor):
 def elected(out_ptr: cute.Pointer, stream: cuda.CUstream):
     elected_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+
+
+@cute.kernel
+def spin_kernel(gOut: cute.Tensor):
+    """A loop whose bound never changes: it never ends."""
+    tid, _, _ = cute.arch.thread_idx()
+    i = tid * 0
+    while i < 1:
+        gOut[tid] = cutlass.Float32(i)
+
+
+@cute.jit
+def spin(out_ptr: cute.Pointer, stream: cuda.CUstream):
+    spin_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)

@@ -127,6 +127,13 @@ def test_a_call_it_does_not_model_says_so_and_makes_up_no_value():
     assert torch.isnan(out).all()
 
 
+def test_a_kernel_that_never_ends_is_stopped_and_named():
+    out = torch.full((planted.THREADS,), float("nan"))
+    with pytest.raises(Hazard) as found:
+        run(planted.spin, pointer(out), None, time_limit_s=1.0)
+    assert found.value.kind == hazards.HANG
+
+
 # ---------------------------------------------------------------- the SM80 main loop
 
 def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():

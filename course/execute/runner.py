@@ -15,6 +15,9 @@ Hazard of kind `hazards.CRASH` naming the thread and line.
 """
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from dataclasses import dataclass, field
 
 from course.execute import hazards, machine
@@ -53,7 +56,37 @@ _ACTIVE: list[Result] = []
 UNNAMED = "a global tensor"
 
 
-def run(fn, *args, seed: int = 0, count_banks: bool = False) -> Result:
+TIME_LIMIT_S = 120.0
+
+
+class _TimeUp(BaseException):
+    """The run's time is up (a BaseException: kernel code catching Exception keeps going
+    otherwise)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Stop a run whose Python never returns (a loop that does not end): SIGALRM, where this
+    process may set it (the main thread of a Unix process)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer") or signal.getitimer(signal.ITIMER_REAL)[0]:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(fn, *args, seed: int = 0, count_banks: bool = False,
+        time_limit_s: float = TIME_LIMIT_S) -> Result:
     """fn(*args) on the executor; the Result of its launches."""
     translator = Translator()
     kernel_fn = translator.value(fn)
@@ -61,7 +94,11 @@ def run(fn, *args, seed: int = 0, count_banks: bool = False) -> Result:
     result = Result(seed, count_banks=count_banks)
     _ACTIVE.append(result)
     try:
-        kernel_fn(*kernel_args)
+        with _time_limit(time_limit_s):
+            kernel_fn(*kernel_args)
+    except _TimeUp:
+        raise Hazard(hazards.HANG, f"still running after {time_limit_s:g} s on the CPU "
+                                   f"executor: a loop that does not end?") from None
     except (Hazard, Unmodelled):
         raise
     except CuteError as exc:
