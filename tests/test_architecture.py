@@ -27,12 +27,15 @@ LAYERS = {
     "sim": ({"models"}, True),  # the ring protocol runs the kernel's own parity functions
     "emulate": ({"models"}, False),
     "cute": ({"models"}, True),
+    "execute": ({"models", "cute"}, True),  # the ladder kernels run on it
     "runtime": (set(), True),  # kernels.host only (checked below)
     "bench": ({"runtime", "models"}, True),
     "viz": ({"models", "sim", "emulate"}, False),
     "widgets": ({"models", "sim", "emulate", "cute", "viz"}, False),
-    "exercises": ({"models", "sim", "emulate", "cute", "runtime", "bench", "viz"}, True),
-    "lessons": ({"models", "sim", "emulate", "cute", "runtime", "bench", "viz", "widgets"}, True),
+    "exercises": ({"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz"},
+                  True),
+    "lessons": ({"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz",
+                 "widgets"}, True),
     "tools": (None, True),  # anything
 }
 MAX_TOP_LEVEL_MODULES = 8

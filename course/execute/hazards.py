@@ -1,0 +1,120 @@
+"""What the executor says: a hazard it found, a call it does not model, and where in the
+kernel's source each happened.
+
+Kernel code runs with globals of a `KernelGlobals` class (course.execute.translate makes
+them), so the line of the kernel that made an operation is the innermost frame with such
+globals: `site()` finds it, `Site.describe()` names it as a learner reads it: the function,
+the line within it and the line's text.
+"""
+from __future__ import annotations
+
+import linecache
+import sys
+from dataclasses import dataclass
+
+
+class KernelGlobals(dict):
+    """The globals of kernel code run on the executor (see course.execute.translate)."""
+
+
+class Unmodelled(Exception):
+    """Kernel code called something the executor does not model: no value is made up."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"the CPU executor does not model `{what}`; this check needs a GPU")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One line of kernel source."""
+
+    filename: str
+    lineno: int
+    function: str
+    first_line: int
+
+    def text(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def describe(self) -> str:
+        line = self.lineno - self.first_line + 1
+        text = self.text()
+        return f"{self.function} line {line}" + (f" (`{text}`)" if text else "")
+
+
+UNKNOWN = Site("<unknown>", 0, "the kernel", 0)
+
+
+def site(depth: int = 1) -> Site:
+    """The innermost line of kernel code on the current stack."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        if isinstance(frame.f_globals, KernelGlobals):
+            code = frame.f_code
+            return Site(code.co_filename, frame.f_lineno, code.co_name, code.co_firstlineno)
+        frame = frame.f_back
+    return UNKNOWN
+
+
+def site_of_traceback(tb) -> Site:
+    """The innermost kernel line an exception passed through."""
+    found = UNKNOWN
+    while tb is not None:
+        frame = tb.tb_frame
+        if isinstance(frame.f_globals, KernelGlobals):
+            code = frame.f_code
+            found = Site(code.co_filename, tb.tb_lineno, code.co_name, code.co_firstlineno)
+        tb = tb.tb_next
+    return found
+
+
+# the kinds of hazard, in the words a verdict uses
+IN_FLIGHT = "read while a copy is in flight"
+WRITE_IN_FLIGHT = "write while a copy is in flight"
+RACE = "race"
+STAGE_OVERWRITE = "overwrite while being read"
+OUT_OF_BOUNDS = "out of bounds"
+DEADLOCK = "deadlock"
+DIVERGENT = "divergent barrier"
+UNINITIALISED = "uninitialised registers"
+MISALIGNED = "misaligned access"
+CRASH = "the kernel raised an error"
+HANG = "no progress"
+
+
+class Hazard(Exception):
+    """Something the GPU would get wrong or race on, with who, what and where."""
+
+    def __init__(self, kind: str, detail: str, site: Site | None = None):
+        self.kind, self.detail, self.site = kind, detail, site or UNKNOWN
+        where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
+        super().__init__(f"{kind}: {detail}{where}")
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+def threads_text(tids, warp_size: int = 32) -> str:
+    """'threads 0-127 (warps 0-3)' or 'thread 5 (warp 0, lane 5)'."""
+    tids = sorted(set(int(t) for t in tids))
+    if not tids:
+        return "no thread"
+    if len(tids) == 1:
+        t = tids[0]
+        return f"thread {t} (warp {t // warp_size}, lane {t % warp_size})"
+    runs, start, prev = [], tids[0], tids[0]
+    for t in tids[1:] + [None]:
+        if t is not None and t == prev + 1:
+            prev = t
+            continue
+        runs.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if t is not None:
+            start = prev = t
+    warps = sorted({t // warp_size for t in tids})
+    wtext = f"warp {warps[0]}" if len(warps) == 1 else (
+        f"warps {warps[0]}-{warps[-1]}" if warps == list(range(warps[0], warps[-1] + 1))
+        else "warps " + ",".join(map(str, warps[:8])) + ("..." if len(warps) > 8 else ""))
+    text = ",".join(runs[:6]) + ("..." if len(runs) > 6 else "")
+    return f"threads {text} ({wtext})"

@@ -1,0 +1,293 @@
+"""The ladder kernels of notebooks 00-07 run on the CPU executor, one call each.
+
+    from course.execute import ladder
+    r = ladder.run_vector_add(1000)
+    r.ok, r.relative_error, r.observed      # the kernel's own code, run on numpy
+
+Each `run_*` builds the case's inputs from a fixed seed (`inputs(case)`, the same the H100
+recording uses: scripts/record_executor_ladder.py), poisons the output with NaN followed by
+a guard zone, runs the kernel's own host function (`@cute.jit`) on the executor, and
+returns a `LadderRun`: the output, the float64 torch reference, the relative error against
+the kernel's tolerance, and what the executor observed (grid, threads, hazards, bank
+conflicts per line where shared memory is the point). A hazard is an answer too: the run
+is returned with `hazard` set instead of raising.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from course.execute import hazards
+from course.execute.runner import pointer, run
+
+GUARD = 256
+SEED = 2025
+
+# case -> the problem; the inputs are inputs(case), the same on the CPU and on the H100
+CASES = {
+    "vector_add": {"n": 1000},
+    "naive_gemm": {"m": 129, "n": 130, "k": 17},
+    "copies.scalar": {"n": 4100, "variant": "scalar"},
+    "copies.strided": {"n": 4100, "variant": "strided"},
+    "copies.vector": {"n": 4100, "variant": "vector"},
+    "copies.tiled": {"n": 4100, "variant": "tiled"},
+    "copies.cp_async": {"n": 4100, "variant": "cp_async"},
+    "smem_transpose.plain": {"m": 100, "n": 67, "layout": "plain"},
+    "smem_transpose.padded": {"m": 100, "n": 67, "layout": "padded"},
+    "smem_transpose.swizzled": {"m": 100, "n": 67, "layout": "swizzled"},
+    "mma_atom.1x1": {"warps": (1, 1)},
+    "mma_atom.2x4": {"warps": (2, 4)},
+    "sm80_gemm": {"m": 256, "n": 256, "k": 128},
+    "sm80_gemm.ragged": {"m": 129, "n": 264, "k": 72},
+}
+
+
+@dataclass
+class LadderRun:
+    """One ladder kernel run on the executor, and what it showed."""
+
+    case: str
+    output: torch.Tensor | None
+    reference: torch.Tensor
+    tolerance: float
+    seconds: float
+    observed: list[str] = field(default_factory=list)
+    hazard: hazards.Hazard | None = None
+
+    @property
+    def relative_error(self) -> float:
+        from kernels.selftest import relative_error
+
+        if self.output is None:
+            return float("nan")
+        return relative_error(self.output, self.reference)
+
+    @property
+    def ok(self) -> bool:
+        return self.hazard is None and self.relative_error <= self.tolerance
+
+    def summary(self) -> str:
+        head = (f"{self.case}: executed on the CPU executor in {self.seconds:.1f} s "
+                f"(values and hazards, no speed)")
+        if self.hazard is not None:
+            return f"{head}; stopped: {self.hazard}"
+        return f"{head}; relative error {self.relative_error:.1e} against torch " \
+               f"(tolerance {self.tolerance:.0e})" + "".join(f"\n  {o}" for o in self.observed)
+
+
+def inputs(case: str, device: str = "cpu") -> dict:
+    """The case's input tensors, from a fixed seed (identical on every machine)."""
+    p = CASES[case]
+    g = torch.Generator().manual_seed(SEED + sum(map(ord, case)))
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g).to(device)
+
+    kernel = case.split("@")[0].split(".")[0]
+    if kernel == "vector_add":
+        return {"a": randn(p["n"]), "b": randn(p["n"])}
+    if kernel == "naive_gemm":
+        return {"a": randn(p["k"], p["m"]).t(), "b": randn(p["k"], p["n"]).t()}
+    if kernel == "copies":
+        return {"src": randn(p["n"])}
+    if kernel == "smem_transpose":
+        return {"x": randn(p["m"], p["n"])}
+    if kernel == "mma_atom":
+        from kernels import mma_atom
+
+        m, n, k = mma_atom.Config(*p["warps"]).shape_mnk
+        return {"a": randn(m, k).to(torch.bfloat16), "b": randn(n, k).to(torch.bfloat16)}
+    if kernel == "sm80_gemm":
+        return {"a": randn(p["m"], p["k"]).to(torch.bfloat16),
+                "b": randn(p["n"], p["k"]).to(torch.bfloat16)}
+    raise KeyError(case)
+
+
+def reference(case: str, x: dict) -> torch.Tensor:
+    kernel = case.split("@")[0].split(".")[0]
+    if kernel == "vector_add":
+        return x["a"].double() + x["b"].double()
+    if kernel in ("naive_gemm", "mma_atom", "sm80_gemm"):
+        return x["a"].double() @ x["b"].double().T
+    if kernel == "copies":
+        return x["src"].double()
+    if kernel == "smem_transpose":
+        return x["x"].double().t()
+    raise KeyError(case)
+
+
+def _guarded(shape, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    numel = 1
+    for s in shape:
+        numel *= s
+    buffer = torch.full((numel + GUARD,), float("nan"), dtype=dtype)
+    return buffer[:numel].view(shape), buffer
+
+
+def _run_case(case: str, launch, out_shape, out_dtype, tolerance_dtype, seed: int = 0,
+              count_banks: bool = False) -> LadderRun:
+    from kernels.selftest import TOLERANCE
+
+    x = inputs(case)
+    out, buffer = _guarded(out_shape, out_dtype)
+    start = time.perf_counter()
+    observed, hazard = [], None
+    try:
+        result = launch(x, out, seed, count_banks)
+        for launched in result.launches:
+            g, b = launched.grid, launched.block
+            ctas, threads = g[0] * g[1] * g[2], b[0] * b[1] * b[2]
+            observed.append(f"grid {g[0]}x{g[1]}x{g[2]} = {ctas} CTA(s) of {threads} threads, "
+                            f"seed {seed}: no hazard")
+        observed += [line.line() for line in result.bank_lines()]
+        written_past = int((~torch.isnan(buffer[out.numel():].float())).sum())
+        if written_past:
+            observed.append(f"wrote {written_past} element(s) past the end of the output")
+    except hazards.Hazard as exc:
+        hazard = exc
+    return LadderRun(case, None if hazard else out, reference(case, x),
+                     TOLERANCE[tolerance_dtype], time.perf_counter() - start, observed, hazard)
+
+
+# ---------------------------------------------------------------- one function per kernel
+
+def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
+    """Notebook 00/01: c = a + b, one element per thread (kernels.vector_add.add)."""
+    from kernels import vector_add
+
+    case = _case("vector_add", n=n)
+
+    def launch(x, out, seed, banks):
+        return run(vector_add.add, pointer(x["a"], "a"), pointer(x["b"], "b"),
+                   pointer(out, "c"), x["a"].numel(), None, 256, seed=seed)
+
+    return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
+
+
+def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> LadderRun:
+    """Notebook 03: the naive GEMM (kernels.naive_gemm), fp32, A M-major, B N-major."""
+    import cutlass
+
+    from kernels import naive_gemm
+
+    case = _case("naive_gemm", m=m, n=n, k=k)
+    p = CASES[case]
+
+    def launch(x, out, seed, banks):
+        gemm = naive_gemm.NaiveGemm(cutlass.Float32, naive_gemm.Config(), "m", "n")
+        return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
+                   pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
+
+    return _run_case(case, launch, (p["m"], p["n"]), torch.float32, torch.float32, seed)
+
+
+def run_copy(variant: str = "tiled", n: int = 4100, seed: int = 0) -> LadderRun:
+    """Notebook 04: one of kernels.copies' five copies."""
+    from kernels import copies
+
+    case = _case(f"copies.{variant}", n=n)
+    cfg = copies.Config(variant=variant)
+
+    def launch(x, out, seed, banks):
+        return run(copies.copy, pointer(x["src"], "src"), pointer(out, "dst"),
+                   x["src"].numel(), None, cfg.variant, cfg.threads_per_block, cfg.values,
+                   seed=seed)
+
+    return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
+
+
+def run_transpose(layout: str = "swizzled", m: int = 100, n: int = 67,
+                  seed: int = 0) -> LadderRun:
+    """Notebook 05: the transpose through a 32x32 shared-memory tile (kernels.smem_transpose),
+    with the bank model's count of every shared-memory access line."""
+    from kernels import smem_transpose
+
+    case = _case(f"smem_transpose.{layout}", m=m, n=n)
+    p = CASES[case]
+
+    def launch(x, out, seed, banks):
+        return run(smem_transpose.transpose, pointer(x["x"], "in", 4), pointer(out, "out", 4),
+                   p["m"], p["n"], None, smem_transpose.LAYOUTS[layout], seed=seed,
+                   count_banks=True)
+
+    return _run_case(case, launch, (p["n"], p["m"]), torch.float32, torch.float32, seed)
+
+
+def run_mma_atom(warps: tuple[int, int] = (1, 1), seed: int = 0) -> LadderRun:
+    """Notebook 06: one tile of mma.sync m16n8k16 atoms (kernels.mma_atom's micro-GEMM)."""
+    import cutlass
+
+    from kernels import mma_atom
+
+    case = _case(f"mma_atom.{warps[0]}x{warps[1]}", warps=tuple(warps))
+    cfg = mma_atom.Config(*warps)
+    m, n, _ = cfg.shape_mnk
+
+    def launch(x, out, seed, banks):
+        kernels = mma_atom._Kernels(cutlass.BFloat16, cfg)
+        return run(kernels.gemm, pointer(x["a"], "A"), pointer(x["b"], "B"),
+                   pointer(out, "C"), None, seed=seed)
+
+    return _run_case(case, launch, (m, n), torch.float32, torch.float32, seed)
+
+
+def run_mma_stamp(warps: tuple[int, int] = (1, 1)) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 06's stamp kernel (kernels.mma_atom): each thread writes its index (and value
+    index) into the C cells its accumulators map to. (owner, value) int32 maps of C."""
+    import cutlass
+
+    from kernels import mma_atom
+
+    cfg = mma_atom.Config(*warps)
+    m, n, _ = cfg.shape_mnk
+    owner = torch.full((m, n), -1, dtype=torch.int32)
+    value = torch.full((m, n), -1, dtype=torch.int32)
+    kernels = mma_atom._Kernels(cutlass.BFloat16, cfg)
+    run(kernels.stamp, pointer(owner, "owner", 4), pointer(value, "value", 4), None)
+    return owner, value
+
+
+def run_sm80_gemm(m: int = 256, n: int = 256, k: int = 128, seed: int = 0,
+                  config=None) -> LadderRun:
+    """Notebook 07: the SM80 GEMM (kernels.sm80_gemm): cp.async ring, swizzled shared memory,
+    ldmatrix, mma.sync, epilogue through shared memory; bf16 in and out."""
+    import cutlass
+
+    from kernels import sm80_gemm
+
+    case = _case("sm80_gemm", m=m, n=n, k=k) if (m, n, k) != (129, 264, 72) \
+        else "sm80_gemm.ragged"
+    p = CASES[case]
+
+    def launch(x, out, seed, banks):
+        gemm = sm80_gemm.Sm80Gemm(cutlass.BFloat16, config or sm80_gemm.Config())
+        return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
+                   pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
+
+    return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
+
+
+def _case(name: str, **problem) -> str:
+    """The case for this problem: a recorded one if it matches, else a new one (not
+    recorded on the H100)."""
+    if name in CASES and all(CASES[name].get(k) == v for k, v in problem.items()):
+        return name
+    custom = f"{name}@" + ",".join(f"{k}={v}" for k, v in problem.items())
+    CASES[custom] = {**CASES.get(name, {}), **problem}
+    return custom
+
+
+RUNNERS = {
+    "vector_add": lambda: run_vector_add(),
+    "naive_gemm": lambda: run_naive_gemm(),
+    **{f"copies.{v}": (lambda v=v: run_copy(v)) for v in
+       ("scalar", "strided", "vector", "tiled", "cp_async")},
+    **{f"smem_transpose.{v}": (lambda v=v: run_transpose(v)) for v in
+       ("plain", "padded", "swizzled")},
+    "mma_atom.1x1": lambda: run_mma_atom((1, 1)),
+    "mma_atom.2x4": lambda: run_mma_atom((2, 4)),
+    "sm80_gemm": lambda: run_sm80_gemm(),
+    "sm80_gemm.ragged": lambda: run_sm80_gemm(129, 264, 72),
+}

@@ -1,0 +1,402 @@
+"""The executor's memories and what it watches in them.
+
+Every bulk access is by rows: one row per active lane of the warp (its thread id), each with
+the element indices that lane touches (`tids` shape (R,), `elems` shape (R, n)).
+
+* `Memory`: bytes a pointer points into, read and written through a numeric type
+  (course.execute.numeric). Global memory is a torch CPU tensor's own storage (the guard
+  zone after an output included); an access outside it is a hazard, never a numpy error.
+* `Registers`: one fragment's registers, one bank per lane of the warp; fresh ones hold NaN
+  and remember which elements were written, so an MMA that adds to a never-cleared
+  accumulator is named.
+* `SharedMemory`: one CTA's shared memory, with what racecheck watches: for every byte the
+  last writer (thread, barrier epoch, line), the last reader, and the cp.async still in
+  flight to it. A read of bytes a copy is still writing, a read of bytes another thread
+  wrote since the last barrier, a write over bytes another thread read or wrote since the
+  last barrier: each stops the run with the threads, the tensor (and stage) and the lines.
+  Bank conflicts of every warp-wide access are counted on request (course.models.bank_model).
+
+The threads of a CTA pass barriers together, so one epoch counter per CTA orders them: two
+accesses by different threads in the same epoch have no barrier between them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from course.execute import hazards
+from course.execute.numeric import DType
+from course.execute.hazards import Hazard, Site, threads_text
+
+GMEM, SMEM, RMEM = "gmem", "smem", "rmem"
+NOBODY, MANY = -1, -2
+
+
+class Memory:
+    """Bytes, read and written as numeric types (global memory)."""
+
+    def __init__(self, space: str, data: np.ndarray, name: str):
+        self.space, self.data, self.name = space, data, name
+        self._views: dict = {}
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.shape[-1]
+
+    def typed(self, dtype: DType) -> np.ndarray:
+        view = self._views.get(dtype.storage)
+        if view is None:
+            usable = self.nbytes - self.nbytes % dtype.storage.itemsize
+            view = self._views[dtype.storage] = self.data[..., :usable].view(dtype.storage)
+        return view
+
+    def check(self, dtype: DType, tids, elems: np.ndarray, writing: bool) -> None:
+        size = self.typed(dtype).shape[-1]
+        bad = (elems < 0) | (elems >= size)
+        if bad.any():
+            pos = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            first = int(elems[pos])
+            who = _who(tids, pos)
+            verb = "writes" if writing else "reads"
+            past = " (past its end and any guard zone after it)" if first >= size else ""
+            raise Hazard(hazards.OUT_OF_BOUNDS,
+                         f"{who} {verb} element {first} of {self.name}, outside its {size} "
+                         f"{dtype} elements{past}", hazards.site(4))
+
+    def load(self, dtype: DType, tids, elems: np.ndarray, site: Site | None = None):
+        self.check(dtype, tids, elems, False)
+        return dtype.decode(self.typed(dtype)[elems])
+
+    def store(self, dtype: DType, tids, elems: np.ndarray, values, site: Site | None = None):
+        self.check(dtype, tids, elems, True)
+        self.typed(dtype)[elems] = dtype.encode(np.broadcast_to(values, elems.shape))
+
+
+def _who(tids, pos) -> str:
+    from course.execute import machine
+
+    w = machine.current_warp()
+    cta = f" of CTA {w.cta.block}" if w is not None else ""
+    if tids is None:
+        return "the host"
+    tid = int(np.asarray(tids).reshape(-1)[pos[0]])
+    return threads_text([tid]) + cta
+
+
+class Registers(Memory):
+    """One register fragment, a bank per lane: poisoned until written; remembers which
+    elements were written (in its own element type)."""
+
+    def __init__(self, nbytes: int, dtype: DType, width: int, name: str = "registers"):
+        data = np.empty((width, max(nbytes, dtype.storage.itemsize)), dtype=np.uint8)
+        super().__init__(RMEM, data, name)
+        self.dtype, self.width = dtype, width
+        self.typed(dtype)[:] = dtype.poison()
+        self.written = np.zeros(self.typed(dtype).shape, dtype=bool)
+
+    def _rows(self, rows, elems):
+        rows = np.asarray(rows, dtype=np.int64)
+        return rows.reshape(-1, *([1] * (elems.ndim - 1))) if elems.ndim > 1 else rows
+
+    def _mask_index(self, dtype: DType, elems: np.ndarray) -> np.ndarray:
+        mine, theirs = self.dtype.storage.itemsize, dtype.storage.itemsize
+        return elems if mine == theirs else elems * theirs // mine
+
+    def load(self, dtype, rows, elems, site=None):
+        self.check(dtype, None, elems, False)
+        return dtype.decode(self.typed(dtype)[self._rows(rows, elems), elems])
+
+    def store(self, dtype, rows, elems, values, site=None):
+        self.check(dtype, None, elems, True)
+        r = self._rows(rows, elems)
+        self.typed(dtype)[r, elems] = dtype.encode(np.broadcast_to(values, np.broadcast_shapes(
+            np.shape(r), elems.shape)))
+        self.written[r, self._mask_index(dtype, elems)] = True
+
+    def unwritten(self, dtype: DType, rows, elems: np.ndarray) -> int:
+        """How many of these elements (on these lanes) no instruction has written."""
+        r = self._rows(rows, elems)
+        got = self.written[r, self._mask_index(dtype, elems)]
+        return int(got.size - np.count_nonzero(got))
+
+
+# ---------------------------------------------------------------- shared memory
+
+@dataclass
+class AsyncCopy:
+    """One warp's cp.async instruction: in flight until the warp's wait retires it."""
+
+    id: int
+    tids: np.ndarray  # (R,) the lanes that issued it
+    elems: np.ndarray  # (R, n)
+    dtype: DType
+    values: np.ndarray  # (R, n)
+    site: Site
+    landed: bool = False
+
+
+@dataclass
+class Allocation:
+    name: str
+    start: int  # bytes
+    nbytes: int
+    dtype: DType
+    layout: object  # the allocated tensor's layout, to name an element's coordinate
+
+
+class SharedMemory(Memory):
+    """One CTA's shared memory, watched for what racecheck watches."""
+
+    def __init__(self, nbytes: int, cta, count_banks: bool = False):
+        data = np.full(max(nbytes, 16), 0xFF, dtype=np.uint8)  # garbage reads as NaN
+        super().__init__(SMEM, data, "shared memory")
+        self.cta = cta
+        n = data.size
+        self.w_tid = np.full(n, NOBODY, np.int32)
+        self.w_epoch = np.full(n, -1, np.int32)
+        self.w_site = np.full(n, -1, np.int32)
+        self.r_tid = np.full(n, NOBODY, np.int32)
+        self.r_epoch = np.full(n, -1, np.int32)
+        self.r_site = np.full(n, -1, np.int32)
+        self.inflight = np.full(n, -1, np.int32)
+        self.copies: dict[int, AsyncCopy] = {}
+        self.sites: list[Site] = []
+        self._site_ids: dict[Site, int] = {}
+        self.allocations: list[Allocation] = []
+        self.count_banks = count_banks
+        self.bank_log: dict[tuple, list] = {}
+        self._next_copy = 0
+
+    # --- bookkeeping
+    def site_id(self, site: Site) -> int:
+        sid = self._site_ids.get(site)
+        if sid is None:
+            sid = self._site_ids[site] = len(self.sites)
+            self.sites.append(site)
+        return sid
+
+    def allocate(self, start: int, nbytes: int, dtype: DType, layout, site: Site) -> None:
+        match = re.match(r"\s*(\w+)\s*(?::[^=]*)?=[^=]", site.text() + " ")
+        name = match.group(1) if match else f"shared allocation {len(self.allocations)}"
+        self.allocations.append(Allocation(name, start, nbytes, dtype, layout))
+
+    def _bytes(self, dtype: DType, tids, elems: np.ndarray):
+        """(bytes, the thread of each byte) of an access by rows: tids (R,), elems (R, n)."""
+        size = dtype.storage.itemsize
+        b = (elems[..., None] * size + np.arange(size)).reshape(-1)
+        t = np.repeat(np.asarray(tids, dtype=np.int64), elems.shape[-1] * size)
+        return b, t
+
+    def describe(self, byte: int) -> str:
+        """'sA[37, 8, 2] (stage 2)': the allocation and coordinate a byte belongs to."""
+        for alloc in self.allocations:
+            if alloc.start <= byte < alloc.start + alloc.nbytes:
+                elem = (byte - alloc.start) // alloc.dtype.storage.itemsize
+                crd = _coordinate_of(alloc.layout, elem)
+                if crd is None:
+                    return f"{alloc.name} (byte {byte - alloc.start})"
+                stage = f" (stage {crd[-1]})" if isinstance(crd, tuple) and len(crd) >= 3 else ""
+                # a 3-mode shared tile is (rows, columns, stages) in the course's kernels
+                return f"{alloc.name}[{_fmt_crd(crd)}]{stage}"
+        return f"shared memory byte {byte}"
+
+    def _site(self, sid: int) -> str:
+        return self.sites[sid].describe() if 0 <= sid < len(self.sites) else "an earlier line"
+
+    # --- accesses
+    def load(self, dtype, tids, elems, site=None):
+        return self.read(tids, dtype, elems, site or hazards.UNKNOWN)
+
+    def store(self, dtype, tids, elems, values, site=None):
+        self.write(tids, dtype, elems, values, site or hazards.UNKNOWN)
+
+    def read(self, tids, dtype: DType, elems: np.ndarray, site: Site) -> np.ndarray:
+        self.check(dtype, tids, elems, False)
+        b, t = self._bytes(dtype, tids, elems)
+        epoch = self.cta.epoch
+        flying = self.inflight[b]
+        if (flying >= 0).any():
+            k = int(np.argmax(flying >= 0))
+            copy = self.copies[int(flying[k])]
+            issuer = int(copy.tids[0])
+            own = "its own" if issuer == t[k] or t[k] in copy.tids else \
+                f"{threads_text(copy.tids.tolist())}'s"
+            raise Hazard(hazards.IN_FLIGHT,
+                         f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))} while "
+                         f"{own} cp.async to it (issued at {copy.site.describe()}) is still in "
+                         f"flight: no cp.async wait_group has retired it", site)
+        wt = self.w_tid[b]
+        race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
+        if race.any():
+            k = int(np.argmax(race))
+            raise Hazard(hazards.RACE,
+                         f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))}, which "
+                         f"{threads_text([int(wt[k])])} wrote at "
+                         f"{self._site(int(self.w_site[b[k]]))} with no barrier between "
+                         f"(missing sync_threads)", site)
+        sid = self.site_id(site)
+        rt = self.r_tid[b]
+        other = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
+        self.r_tid[b] = np.where(other, MANY, t)
+        clash = self.r_tid[b] != np.where(other, MANY, t)  # two lanes of this instruction
+        if clash.any():
+            self.r_tid[b[clash]] = MANY
+        self.r_epoch[b] = epoch
+        self.r_site[b] = sid
+        return dtype.decode(self.typed(dtype)[elems])
+
+    def _check_write(self, tids, b: np.ndarray, t: np.ndarray, site: Site, how: str) -> None:
+        epoch = self.cta.epoch
+        flying = self.inflight[b]
+        if (flying >= 0).any():
+            k = int(np.argmax(flying >= 0))
+            copy = self.copies[int(flying[k])]
+            raise Hazard(hazards.WRITE_IN_FLIGHT,
+                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))} while "
+                         f"the cp.async of {threads_text(copy.tids.tolist())} (issued at "
+                         f"{copy.site.describe()}) is still writing it", site)
+        rt = self.r_tid[b]
+        war = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
+        if war.any():
+            k = int(np.argmax(war))
+            reader = "several threads" if rt[k] == MANY else threads_text([int(rt[k])])
+            raise Hazard(hazards.STAGE_OVERWRITE,
+                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
+                         f"{reader} read at {self._site(int(self.r_site[b[k]]))} with no "
+                         f"barrier between: data still being read (a stage not yet released) "
+                         f"is overwritten", site)
+        wt = self.w_tid[b]
+        waw = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
+        if waw.any():
+            k = int(np.argmax(waw))
+            raise Hazard(hazards.RACE,
+                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
+                         f"{threads_text([int(wt[k])])} also wrote at "
+                         f"{self._site(int(self.w_site[b[k]]))} with no barrier between", site)
+
+    def _mark_written(self, b, t, site: Site, how: str) -> None:
+        self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
+        self.w_site[b] = self.site_id(site)
+        clash = self.w_tid[b] != t
+        if clash.any():  # two lanes of one instruction wrote the same bytes
+            k = int(np.argmax(clash))
+            raise Hazard(hazards.RACE, f"{threads_text([int(t[k])])} and "
+                                      f"{threads_text([int(self.w_tid[b[k]])])} {how} "
+                                      f"{self.describe(int(b[k]))} in the same instruction",
+                         site)
+
+    def write(self, tids, dtype: DType, elems: np.ndarray, values, site: Site) -> None:
+        self.check(dtype, tids, elems, True)
+        b, t = self._bytes(dtype, tids, elems)
+        self._check_write(tids, b, t, site, "writes")
+        self.typed(dtype)[elems] = dtype.encode(np.broadcast_to(values, elems.shape))
+        self._mark_written(b, t, site, "write")
+
+    # --- cp.async
+    def issue(self, tids, dtype: DType, elems: np.ndarray, values, site: Site,
+              land_now: bool) -> AsyncCopy:
+        self.check(dtype, tids, elems, True)
+        b, t = self._bytes(dtype, tids, elems)
+        self._check_write(tids, b, t, site, "starts a cp.async into")
+        copy = AsyncCopy(self._next_copy, np.asarray(tids).reshape(-1), elems, dtype,
+                         np.asarray(values), site)
+        self._next_copy += 1
+        self.copies[copy.id] = copy
+        self.inflight[b] = copy.id
+        if land_now:  # the hardware may finish it at once; reading it is still a race
+            self.typed(dtype)[elems] = dtype.encode(copy.values)
+            copy.landed = True
+        return copy
+
+    def retire(self, copy: AsyncCopy) -> None:
+        """The issuing warp's wait_group covers this copy: its bytes are there, written by
+        the threads that issued it, now."""
+        if not copy.landed:
+            self.typed(copy.dtype)[copy.elems] = copy.dtype.encode(copy.values)
+        b, t = self._bytes(copy.dtype, copy.tids, copy.elems)
+        mine = self.inflight[b] == copy.id
+        self.inflight[b[mine]] = -1
+        self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
+        self.w_site[b] = self.site_id(copy.site)
+        del self.copies[copy.id]
+
+    # --- banks
+    def note_access(self, key: tuple, lanes: np.ndarray, unit_addresses: np.ndarray,
+                    width: int) -> None:
+        if self.count_banks:
+            self.bank_log.setdefault(key, []).append((lanes, unit_addresses, width))
+
+
+def _coordinate_of(layout, elem: int):
+    try:
+        offsets = np.asarray(layout.offsets)
+        hits = np.nonzero(offsets == elem)[0]
+    except Exception:  # noqa: BLE001 -- a layout it cannot enumerate: no coordinate
+        return None
+    if not len(hits):
+        return None
+    from course.execute.static_layout import product
+
+    # the coordinate as the kernel wrote the allocation's shape: one index per top mode
+    index, shape = int(hits[0]), layout.shape
+    if not isinstance(shape, tuple):
+        return index
+    out = []
+    for mode in shape:
+        size = product(mode)
+        out.append(index % size)
+        index //= size
+    return tuple(out)
+
+
+def _fmt_crd(crd) -> str:
+    if isinstance(crd, tuple):
+        return ", ".join(_fmt_crd(c) if not isinstance(c, tuple) else f"({_fmt_crd(c)})"
+                         for c in crd)
+    return str(crd)
+
+
+@dataclass
+class BankSummary:
+    """Wavefronts of the warp-wide shared-memory accesses of one line."""
+
+    site: Site
+    requests: int = 0
+    wavefronts: int = 0
+    ideal: int = 0
+
+    @property
+    def conflicts(self) -> int:
+        return self.wavefronts - self.ideal
+
+    def line(self) -> str:
+        way = self.wavefronts / max(self.ideal, 1)
+        return (f"{self.site.describe()}: {self.requests} warp request(s), {self.wavefronts} "
+                f"wavefront(s) for an ideal {self.ideal}"
+                + (f" ({way:.1f}x: bank conflicts)" if self.conflicts else " (conflict-free)"))
+
+
+def bank_summaries(smem: SharedMemory) -> list[BankSummary]:
+    """The bank model's count for every warp-wide access logged, per source line."""
+    from course.models.bank_model import Request, analyze
+
+    out: dict[int, BankSummary] = {}
+    for (sid, _warp, _n), entries in smem.bank_log.items():
+        summary = out.setdefault(sid, BankSummary(smem.sites[sid]))
+        for lanes, addresses, width in entries:
+            addresses = np.asarray(addresses)
+            per_lane = addresses.reshape(len(lanes), -1) if addresses.ndim > 1 or \
+                addresses.size != len(lanes) else addresses.reshape(-1, 1)
+            if addresses.ndim == 1 and addresses.size != len(lanes):  # uniform: a broadcast
+                per_lane = np.broadcast_to(addresses, (len(lanes), addresses.size))
+            for u in range(per_lane.shape[1]):
+                slots = [None] * 32
+                for lane, a in zip(lanes.tolist(), per_lane[:, u].tolist()):
+                    slots[lane] = int(a)
+                analysis = analyze(Request(tuple(slots), width))
+                summary.requests += 1
+                summary.wavefronts += analysis.wavefronts
+                summary.ideal += analysis.ideal
+    return [out[k] for k in sorted(out)]

@@ -1,0 +1,185 @@
+"""CuTe DSL's numeric types on the executor: what `cutlass.Float32(x)` and a bf16 tensor mean.
+
+Each `DType` says how its values are computed (numpy scalars and arrays: float32 for
+Float32 and BFloat16, float16 for Float16, Python ints for the integer types) and how they
+are stored in memory (bfloat16 as its 16 bits, rounded to nearest even, as the GPU's
+cvt.rn.bf16.f32 does). Calling one converts a value, as in kernel code:
+`cutlass.Float32(alpha)`, `mA.element_type(0)`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BF16_NAN = np.uint16(0x7FC0)
+
+
+def f32_to_bf16_bits(values) -> np.ndarray:
+    """Round float32 values to bfloat16 (nearest, ties to even); their 16 bits."""
+    f = np.asarray(values, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        bits = np.where(nan, BF16_NAN, bits)
+    return bits
+
+
+def bf16_bits_to_f32(bits) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def round_bf16(values) -> np.ndarray:
+    return bf16_bits_to_f32(f32_to_bf16_bits(values))
+
+
+class DType:
+    """One CuTe DSL numeric type: its name, width in bits, storage and compute dtypes."""
+
+    def __init__(self, name: str, width: int, storage, compute, kind: str):
+        self.name, self.width, self.kind = name, width, kind
+        self.storage = np.dtype(storage)  # how memory holds it
+        self.compute = np.dtype(compute)  # what arithmetic on it uses
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (by_name, (self.name,))
+
+    @property
+    def itemsize(self) -> int:
+        return max(self.width // 8, 1)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def signed(self) -> bool:
+        return self.kind != "uint"
+
+    def __call__(self, value=0):
+        """A scalar of this type, converted as CuTe DSL converts it (per lane for a
+        per-lane value)."""
+        from course.execute.lanes import Lanes
+
+        if isinstance(value, Lanes):
+            return Lanes(self.decode(self.encode(value.v)) if self.kind != "bool"
+                         else value.v.astype(bool))
+        if hasattr(value, "ndim") and getattr(value, "ndim", 0) and not np.isscalar(value):
+            raise TypeError(f"{self.name}(...) takes a scalar, got an array")
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind in ("int", "uint"):
+            return _wrap_int(int(value), self.width, self.kind == "int")
+        if self.name == "BFloat16":
+            return np.float32(round_bf16(np.float32(value)))
+        return self.compute.type(value)
+
+    def encode(self, values) -> np.ndarray:
+        """Values (any numbers) as this type's stored bits/values."""
+        if self.name == "BFloat16":
+            return f32_to_bf16_bits(np.asarray(values, dtype=np.float32))
+        if self.kind == "bool":
+            return np.asarray(values).astype(bool).astype(self.storage)
+        if self.kind in ("int", "uint"):
+            return np.asarray(values).astype(np.int64).astype(self.storage)
+        return np.asarray(values).astype(self.storage)
+
+    def decode(self, stored) -> np.ndarray:
+        """Stored bits/values as values to compute with."""
+        if self.name == "BFloat16":
+            return bf16_bits_to_f32(stored)
+        if self.kind == "bool":
+            return np.asarray(stored).astype(bool)
+        return np.asarray(stored).astype(self.compute)
+
+    def decode_one(self, stored):
+        """One stored element as the scalar kernel code sees (pure Python: fast)."""
+        if self.name == "BFloat16":
+            return np.float32(np.uint32(int(stored) << 16).view(np.float32))
+        if self.kind == "bool":
+            return bool(stored)
+        if self.kind in ("int", "uint"):
+            return int(stored)
+        return stored  # a numpy float32/float16/float64 scalar already
+
+    def encode_one(self, value):
+        if self.name == "BFloat16":
+            return int(f32_to_bf16_bits(np.float32(value)))
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind in ("int", "uint"):
+            return _wrap_int(int(value), self.width, self.kind == "int")
+        return value
+
+    def of_decoded(self, value):
+        """One decoded value as the scalar kernel code sees (a Python int or bool, or a
+        numpy float of the compute type)."""
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind in ("int", "uint"):
+            return int(value)
+        return self.compute.type(value)
+
+    def poison(self):
+        """What fresh registers hold: NaN for floats (so a read before a write shows)."""
+        if self.kind == "float":
+            return self.encode(np.float32("nan"))
+        return self.storage.type(0)
+
+
+def _wrap_int(v: int, width: int, signed: bool) -> int:
+    v &= (1 << width) - 1
+    if signed and v >> (width - 1):
+        v -= 1 << width
+    return v
+
+
+TYPES = {t.name: t for t in (
+    DType("Float32", 32, np.float32, np.float32, "float"),
+    DType("Float64", 64, np.float64, np.float64, "float"),
+    DType("Float16", 16, np.float16, np.float16, "float"),
+    DType("BFloat16", 16, np.uint16, np.float32, "float"),
+    DType("Int8", 8, np.int8, np.int64, "int"),
+    DType("Int16", 16, np.int16, np.int64, "int"),
+    DType("Int32", 32, np.int32, np.int64, "int"),
+    DType("Int64", 64, np.int64, np.int64, "int"),
+    DType("Uint8", 8, np.uint8, np.int64, "uint"),
+    DType("Uint16", 16, np.uint16, np.int64, "uint"),
+    DType("Uint32", 32, np.uint32, np.int64, "uint"),
+    DType("Uint64", 64, np.uint64, np.int64, "uint"),
+    DType("Boolean", 8, np.uint8, np.bool_, "bool"),
+)}
+Float32, Float16, BFloat16, Int32, Boolean = (TYPES[n] for n in
+                                              ("Float32", "Float16", "BFloat16", "Int32", "Boolean"))
+
+TORCH_NAMES = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16",
+               "float64": "Float64", "int32": "Int32", "int64": "Int64", "int8": "Int8",
+               "uint8": "Uint8", "bool": "Boolean", "int16": "Int16"}
+
+
+def by_name(name: str) -> DType:
+    return TYPES[name]
+
+
+def of_torch(dtype) -> DType:
+    """The executor's type for a torch dtype."""
+    return TYPES[TORCH_NAMES[str(dtype).replace("torch.", "")]]
+
+
+def of_value(value) -> DType:
+    """The type CuTe DSL would give a Python/numpy scalar."""
+    if isinstance(value, (bool, np.bool_)):
+        return Boolean
+    if isinstance(value, (int, np.integer)):
+        return Int32
+    if isinstance(value, np.float16):
+        return Float16
+    return Float32

@@ -1,0 +1,138 @@
+"""Run a CuTe DSL host function (`@cute.jit`) and the kernels it launches on the executor.
+
+    from course.execute import run, pointer
+    out = torch.full_like(a, float("nan"))
+    run(vector_add.add, pointer(a), pointer(b), pointer(out), n, None, 256)
+
+`run(fn, *args)` calls the executor's version of `fn` (course.execute.translate) with the
+arguments translated too (a function passed as a Constexpr runs as kernel code); every
+`.launch(...)` inside it runs the grid there and then (course.execute.machine). Global
+memory is the torch CPU tensors the pointers were made from: the kernel writes into them.
+
+A hazard raises `hazards.Hazard` (what, who, which line); a call the executor does not model
+raises `hazards.Unmodelled`; an error of the kernel's own code or one CuTe DSL refuses is a
+Hazard of kind `hazards.CRASH` naming the thread and line.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from dataclasses import dataclass, field
+
+from course.execute import hazards, machine
+from course.execute.memory import GMEM, Memory, SharedMemory, bank_summaries
+from course.execute.numeric import of_torch
+from course.execute.oracle import CuteError
+from course.execute.hazards import Hazard, Unmodelled
+from course.execute.tensor import Pointer
+from course.execute.translate import Translator
+
+
+@dataclass
+class Launched:
+    grid: tuple
+    block: tuple
+    smems: list[SharedMemory]
+
+
+@dataclass
+class Result:
+    """What one run did: its launches and, if asked, the bank model's count per line."""
+
+    seed: int
+    launches: list[Launched] = field(default_factory=list)
+    count_banks: bool = False
+
+    def bank_lines(self) -> list:
+        out = []
+        for launched in self.launches:
+            for smem in launched.smems[:1]:  # every CTA runs the same accesses: the first
+                out.extend(bank_summaries(smem))
+        return out
+
+
+_ACTIVE: list[Result] = []
+UNNAMED = "a global tensor"
+
+
+TIME_LIMIT_S = 120.0
+
+
+class _TimeUp(BaseException):
+    """The run's time is up (a BaseException: kernel code catching Exception keeps going
+    otherwise)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Stop a run whose Python never returns (a loop that does not end): SIGALRM, where this
+    process may set it (the main thread of a Unix process)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer") or signal.getitimer(signal.ITIMER_REAL)[0]:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(fn, *args, seed: int = 0, count_banks: bool = False,
+        time_limit_s: float = TIME_LIMIT_S) -> Result:
+    """fn(*args) on the executor; the Result of its launches."""
+    translator = Translator()
+    kernel_fn = translator.value(fn)
+    kernel_args = translator.value(args)
+    result = Result(seed, count_banks=count_banks)
+    _ACTIVE.append(result)
+    try:
+        with _time_limit(time_limit_s):
+            kernel_fn(*kernel_args)
+    except _TimeUp:
+        raise Hazard(hazards.HANG, f"still running after {time_limit_s:g} s on the CPU "
+                                   f"executor: a loop that does not end?") from None
+    except (Hazard, Unmodelled):
+        raise
+    except CuteError as exc:
+        raise Hazard(hazards.CRASH, f"CuTe DSL refused a call: {exc}",
+                     hazards.site_of_traceback(exc.__traceback__)) from exc
+    except Exception as exc:  # noqa: BLE001 -- the host code's own error, with its line
+        raise Hazard(hazards.CRASH, f"the host code raised {type(exc).__name__}: {exc}",
+                     hazards.site_of_traceback(exc.__traceback__)) from exc
+    finally:
+        _ACTIVE.pop()
+    return result
+
+
+def launch(fn, grid, block) -> None:
+    """A kernel's .launch(...) inside run(): the grid, now."""
+    if not _ACTIVE:
+        raise Unmodelled("a kernel launch outside course.execute.run")
+    result = _ACTIVE[-1]
+    options = machine.Options(result.seed, result.count_banks)
+    grid_launch = machine.Launch(fn, (), grid, block, options)
+    grid_launch.run()
+    result.launches.append(Launched(grid_launch.grid, grid_launch.block, grid_launch.smems))
+
+
+def pointer(t, name: str = "", align: int = 16) -> Pointer:
+    """A global-memory pointer to a torch CPU tensor's first element; the memory behind it is
+    the tensor's whole storage (a guard zone after a view included)."""
+    import torch
+
+    if t.device.type != "cpu":
+        raise ValueError(f"the CPU executor runs on CPU tensors, got one on {t.device}")
+    raw = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
+    memory = Memory(GMEM, raw.numpy(), name or UNNAMED)
+    return Pointer(memory, t.storage_offset() * t.element_size(), of_torch(t.dtype),
+                   align=align)
+
+

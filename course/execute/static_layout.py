@@ -1,0 +1,391 @@
+"""Layouts as the executor holds them: static shapes and strides, evaluated with numpy.
+
+A kernel run on the executor has concrete sizes, so every layout it builds is static. The
+executor keeps them as plain Python (`Layout`, `Swizzle`, `ComposedLayout`) and does here
+only what a thread does many times and CuTe defines simply: evaluate a layout at a
+coordinate or for every coordinate, slice it (`layout[None, 3]`), read its shape. The
+algebra that makes new layouts (divides, products, TV partitions, ...) is asked of CuTe DSL
+itself, in a CPU trace (course.execute.oracle), and comes back as these objects.
+
+Coordinates follow CuTe: an int where a mode is a tuple is a colexicographic index into
+that mode; an index past the end runs on in the last mode (so a tile that hangs over the
+edge of a tensor addresses memory past it, as on the GPU).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from course.execute.lanes import Lanes
+
+
+class LayoutError(ValueError):
+    """A coordinate or shape the layout cannot take."""
+
+
+def leaves(t: Any) -> list:
+    """The leaves of a nested tuple, in order."""
+    if isinstance(t, tuple):
+        return [leaf for e in t for leaf in leaves(e)]
+    return [t]
+
+
+def product(t: Any) -> int:
+    if isinstance(t, tuple):
+        return math.prod(product(e) for e in t)
+    return int(t)
+
+
+def depth(t: Any) -> int:
+    return 1 + max((depth(e) for e in t), default=0) if isinstance(t, tuple) else 0
+
+
+def compact_col_major(shape: Any, current: int = 1):
+    """CuTe's default strides: the first mode fastest."""
+    if isinstance(shape, tuple):
+        out = []
+        for s in shape:
+            out.append(compact_col_major(s, current))
+            current *= product(s)
+        return tuple(out)
+    return 0 if shape == 1 else current  # CuTe gives a mode of size 1 stride 0
+
+
+def _check_congruent(shape, stride) -> None:
+    if isinstance(shape, tuple) != isinstance(stride, tuple) or (
+            isinstance(shape, tuple) and len(shape) != len(stride)):
+        raise LayoutError(f"shape {shape} and stride {stride} differ in structure")
+    if isinstance(shape, tuple):
+        for s, d in zip(shape, stride):
+            _check_congruent(s, d)
+
+
+def fmt(t: Any) -> str:
+    """CuTe's way of writing a shape or stride: (4,(2,8))."""
+    if isinstance(t, tuple):
+        return "(" + ",".join(fmt(e) for e in t) + ")"
+    return str(t)
+
+
+class Layout:
+    """shape:stride, both nested tuples of ints (or ints). Layouts are interned: equal
+    layouts are one object, so what is computed from one (offsets, slices) is computed
+    once for every thread that uses it."""
+
+    __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices",
+                 "__weakref__")
+    _interned: dict = {}
+
+    def __new__(cls, shape, stride=None):
+        raw = (shape, stride)
+        try:
+            hit = cls._interned.get(raw)
+        except TypeError:  # lists: normalise first
+            hit = None
+        if hit is not None:
+            return hit
+        shape = _ints(shape)
+        stride = compact_col_major(shape) if stride is None else _ints(stride)
+        _check_congruent(shape, stride)
+        key = ("L", shape, stride)
+        self = cls._interned.get(key)
+        if self is None:
+            self = object.__new__(cls)
+            self.shape, self.stride, self.key = shape, stride, key
+            self._size = self._flat = self._offsets = None
+            self._slices = {}
+            cls._interned[key] = self
+        try:
+            cls._interned[raw] = self
+        except TypeError:
+            pass
+        return self
+
+    def __reduce__(self):
+        return (Layout, (self.shape, self.stride))
+
+    # --- what CuTe DSL code reads
+    def __str__(self) -> str:
+        return f"{fmt(self.shape)}:{fmt(self.stride)}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, Layout) and self.key == other.key)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def size(self) -> int:
+        if self._size is None:
+            self._size = product(self.shape)
+        return self._size
+
+    @property
+    def cosize(self) -> int:
+        shapes, strides = self.flat
+        return int(sum((s - 1) * d for s, d in zip(shapes.tolist(), strides.tolist()))) + 1 \
+            if self.size else 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape) if isinstance(self.shape, tuple) else 1
+
+    def mode(self, i: int) -> "Layout":
+        """Mode i as a layout of its own (a rank-1 layout is its own mode 0)."""
+        if not isinstance(self.shape, tuple):
+            if i != 0:
+                raise LayoutError(f"mode {i} of a rank-1 layout {self}")
+            return self
+        return Layout(self.shape[i], self.stride[i])
+
+    @property
+    def flat(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._flat is None:
+            self._flat = (np.array(leaves(self.shape), dtype=np.int64),
+                          np.array(leaves(self.stride), dtype=np.int64))
+        return self._flat
+
+    # --- evaluation
+    def __call__(self, *coord) -> int:
+        crd = coord[0] if len(coord) == 1 else coord
+        return self.offset_of(crd)
+
+    def offset_of(self, crd):
+        """The offset of one coordinate (an int: a colexicographic index; per-lane values
+        give per-lane offsets)."""
+        if isinstance(crd, (int, np.integer)):
+            i = int(crd)
+            offs = self.offsets
+            if 0 <= i < offs.size:
+                return int(offs[i])
+            return self.offset_of_index(i)
+        if isinstance(crd, Lanes):
+            offs = self.offsets
+            v = crd.v.astype(np.int64)
+            if v.size and v.min() >= 0 and v.max() < offs.size:
+                return Lanes(offs[v])
+            return Lanes(self.offsets_of(v))
+        return _crd_offset(crd, self.shape, self.stride)
+
+    def offset_of_index(self, i: int) -> int:
+        shapes, strides = self.flat
+        off = 0
+        for k in range(len(shapes) - 1):
+            s = int(shapes[k])
+            off += (i % s) * int(strides[k])
+            i //= s
+        return off + i * int(strides[-1]) if len(shapes) else 0
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Every element's offset, in colexicographic order (read-only, computed once)."""
+        if self._offsets is None:
+            shapes, strides = self.flat
+            off = np.zeros(1, dtype=np.int64)
+            for s, d in zip(shapes.tolist(), strides.tolist()):
+                off = np.add.outer(np.arange(s, dtype=np.int64) * d, off).reshape(-1)
+            off.setflags(write=False)
+            self._offsets = off
+        return self._offsets
+
+    def offsets_of(self, indices: np.ndarray) -> np.ndarray:
+        """Offsets of many colexicographic indices at once."""
+        shapes, strides = self.flat
+        idx = np.asarray(indices, dtype=np.int64)
+        off = np.zeros_like(idx)
+        for k in range(len(shapes) - 1):
+            off += (idx % shapes[k]) * strides[k]
+            idx = idx // shapes[k]
+        if len(shapes):
+            off += idx * strides[-1]
+        return off
+
+    # --- slicing
+    def slice(self, crd) -> tuple[int, "Layout"]:
+        """(offset of the fixed part, layout of the modes where crd is None): CuTe's
+        slice_and_offset. The kept modes are the result's modes, in order."""
+        try:
+            hit = self._slices.get(crd)
+        except TypeError:
+            hit = None
+        if hit is not None:
+            return hit
+        kept_shape, kept_stride = [], []
+        off = _slice(crd, self.shape, self.stride, kept_shape, kept_stride)
+        hit = (off, Layout(tuple(kept_shape), tuple(kept_stride)))
+        if len(self._slices) < 4096 and not isinstance(off, Lanes):
+            try:
+                self._slices[crd] = hit
+            except TypeError:  # a per-lane coordinate: not kept
+                pass
+        return hit
+
+
+def _ints(t):
+    if isinstance(t, tuple):
+        return tuple(_ints(e) for e in t)
+    if isinstance(t, list):
+        return tuple(_ints(e) for e in t)
+    try:
+        return int(t)
+    except (TypeError, ValueError):
+        raise LayoutError(f"{t!r} is not a static integer") from None
+
+
+def idx2crd(i: int, shape):
+    """CuTe's idx2crd: colexicographic, the last mode unbounded."""
+    if not isinstance(shape, tuple):
+        return i
+    out = []
+    for k, s in enumerate(shape):
+        n = product(s)
+        if k == len(shape) - 1:
+            out.append(idx2crd(i, s))
+        else:
+            out.append(idx2crd(i % n, s))
+            i //= n
+    return tuple(out)
+
+
+def _crd_offset(crd, shape, stride):
+    if crd is None:
+        raise LayoutError("a coordinate with None where a value is read")
+    if isinstance(crd, (int, np.integer, Lanes)):
+        crd = crd if isinstance(crd, Lanes) else int(crd)
+        if not isinstance(shape, tuple):
+            return crd * stride
+        return _crd_offset(idx2crd(crd, shape), shape, stride)
+    if not isinstance(shape, tuple):
+        if len(crd) == 1:
+            return _crd_offset(crd[0], shape, stride)
+        raise LayoutError(f"coordinate {crd} for a mode of shape {shape}")
+    if len(crd) != len(shape):
+        if len(crd) == 1:
+            return _crd_offset(crd[0], shape, stride)
+        raise LayoutError(f"coordinate {fmt(crd)} does not match shape {fmt(shape)}")
+    return sum(_crd_offset(c, s, d) for c, s, d in zip(crd, shape, stride))
+
+
+def _slice(crd, shape, stride, kept_shape, kept_stride) -> int:
+    if crd is None:
+        kept_shape.append(shape)
+        kept_stride.append(stride)
+        return 0
+    if isinstance(crd, tuple):
+        if not isinstance(shape, tuple) or len(crd) != len(shape):
+            if not isinstance(shape, tuple) and len(crd) == 1:
+                return _slice(crd[0], shape, stride, kept_shape, kept_stride)
+            raise LayoutError(f"coordinate {crd} does not match shape {fmt(shape)}")
+        return sum(_slice(c, s, d, kept_shape, kept_stride)
+                   for c, s, d in zip(crd, shape, stride))
+    return _crd_offset(crd, shape, stride)
+
+
+class Swizzle:
+    """Swizzle<B,M,S>: XOR the B bits above bit M+S... into the B bits at M (CuTe's)."""
+
+    __slots__ = ("bits", "base", "shift")
+
+    def __init__(self, bits: int, base: int, shift: int):
+        self.bits, self.base, self.shift = int(bits), int(base), int(shift)
+
+    def __call__(self, offset):
+        if self.bits == 0:
+            return offset
+        mask = ((1 << self.bits) - 1) << (self.base + max(self.shift, 0))
+        if self.shift >= 0:
+            return offset ^ ((offset & mask) >> self.shift)
+        return offset ^ ((offset & (mask >> -self.shift)) << -self.shift)
+
+    def __str__(self) -> str:
+        return f"S<{self.bits},{self.base},{self.shift}>"
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Swizzle) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def key(self):
+        return ("S", self.bits, self.base, self.shift)
+
+    @property
+    def num_bits(self) -> int:
+        return self.bits
+
+    @property
+    def num_base(self) -> int:
+        return self.base
+
+    @property
+    def num_shift(self) -> int:
+        return self.shift
+
+
+class ComposedLayout:
+    """inner o offset o outer: coordinate c -> inner(offset + outer(c)) (CuTe's naming)."""
+
+    __slots__ = ("inner", "offset", "outer")
+
+    def __init__(self, inner, offset, outer: Layout):
+        self.inner, self.outer = inner, outer
+        self.offset = offset if isinstance(offset, Lanes) else int(offset)
+
+    def __str__(self) -> str:
+        return f"{self.inner} o {self.offset} o {self.outer}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ComposedLayout) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def key(self):
+        return ("C", self.inner.key, self.offset, self.outer.key)
+
+    @property
+    def shape(self):
+        return self.outer.shape
+
+    @property
+    def size(self) -> int:
+        return self.outer.size
+
+    @property
+    def rank(self) -> int:
+        return self.outer.rank
+
+    def __call__(self, *coord):
+        v = self.inner(self.offset + self.outer(*coord))
+        return v if isinstance(v, Lanes) else int(v)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Every element's offset: (n,), or (lanes, n) when the offset is per lane."""
+        outer = np.asarray(self.outer.offsets)
+        if isinstance(self.offset, Lanes):
+            return np.asarray(self.inner(self.offset.v[:, None] + outer[None, :]))
+        return np.asarray(self.inner(self.offset + outer))
+
+    def representative(self) -> "ComposedLayout":
+        """The same layout with lane 0's offset (for questions whose answer does not
+        depend on it, such as a fragment's register layout)."""
+        if isinstance(self.offset, Lanes):
+            return ComposedLayout(self.inner, int(self.offset.v[0]), self.outer)
+        return self
+
+
+def as_layout(x) -> Layout:
+    if isinstance(x, Layout):
+        return x
+    return Layout(x)

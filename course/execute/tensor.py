@@ -1,0 +1,502 @@
+"""Tensors on the executor: an iterator (a pointer into a memory, or a coordinate) composed
+with a static layout, as CuTe defines them -- for all lanes of a warp at once.
+
+* `Pointer`: a memory (course.execute.memory), a byte offset (one, or one per lane:
+  course.execute.lanes.Lanes), an element type, and the swizzle a shared-memory pointer
+  may carry (applied to the element index within the memory, as the GPU applies it to the
+  address).
+* `Coordinates`: the iterator of an identity tensor. Its layout's strides pack the modes of
+  a coordinate into one integer (mode i is worth BASE[rank]**i), so every layout operation
+  CuTe does on it is plain integer algebra, and a tile that hangs over the tensor's edge
+  still names coordinates past it, as a ScaledBasis stride would.
+* `Tensor`: element access (`t[i]`, `t[3, 4]`; a per-lane index reads per lane), slicing
+  (`t[None, 2]`), `load()`/`store()` as `TensorSSA`, `fill`. Only the warp's active lanes
+  touch memory (course.execute.simt); shared memory goes through its hazard watch with the
+  lanes' thread ids and the kernel's line.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from course.execute import hazards
+from course.execute.lanes import Lanes, lanes
+from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
+from course.execute.memory import RMEM, SMEM, Memory, Registers
+from course.execute.numeric import Boolean, DType, Int32
+from course.execute.hazards import Unmodelled
+
+BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
+
+
+# ---------------------------------------------------------------- who accesses
+
+def _lanes_now():
+    """(warp or None, active lane indices (R,), their thread ids (R,))."""
+    from course.execute import machine
+
+    w = machine.current_warp()
+    if w is None:
+        return None, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if w.mask is None:
+        return w, np.arange(w.width), w.tids
+    rows = np.nonzero(w.mask)[0]
+    return w, rows, w.tids[rows]
+
+
+def _width() -> int:
+    from course.execute import machine
+
+    w = machine.current_warp()
+    return 1 if w is None else w.width
+
+
+def _rows_of(elems: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Element indices per active lane, (R, n), from (n,) or (W, n)."""
+    if elems.ndim == 1:
+        return np.broadcast_to(elems, (len(rows), elems.size))
+    return elems[rows]
+
+
+def _note(w, mem, site, elems2: np.ndarray, dtype: DType, width: int = 0) -> None:
+    if w is not None and mem.space == SMEM:
+        per = max(width // dtype.storage.itemsize, 1) if width else 1
+        w.note_smem(mem, site, elems2[:, ::per] * dtype.storage.itemsize,
+                    width or dtype.storage.itemsize)
+
+
+def access_read(ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int = 0,
+                site=None) -> np.ndarray:
+    """Values (W, n) of element indices (n,) or (W, n) for the warp's active lanes (rows of
+    inactive lanes are 0)."""
+    w, rows, tids = _lanes_now()
+    e2 = _rows_of(elems, rows)
+    site = site or hazards.site(3)
+    _note(w, ptr_memory, site, e2, dtype, width)
+    got = ptr_memory.load(dtype, rows if ptr_memory.space == RMEM else tids, e2, site)
+    W = 1 if w is None else w.width
+    if len(rows) == W:
+        return got
+    out = np.zeros((W, e2.shape[1]), dtype=got.dtype)
+    out[rows] = got
+    return out
+
+
+def access_write(ptr_memory: Memory, dtype: DType, elems: np.ndarray, values,
+                 width: int = 0, site=None) -> None:
+    """Write values ((W, n), (n,) or a scalar) at element indices for the active lanes."""
+    w, rows, tids = _lanes_now()
+    e2 = _rows_of(elems, rows)
+    v = np.asarray(values)
+    if v.ndim == 2 and v.shape[0] != len(rows):
+        v = v[rows]
+    site = site or hazards.site(3)
+    _note(w, ptr_memory, site, e2, dtype, width)
+    ptr_memory.store(dtype, rows if ptr_memory.space == RMEM else tids, e2,
+                     np.broadcast_to(v, e2.shape), site)
+
+
+# ---------------------------------------------------------------- iterators
+
+class Pointer:
+    """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
+
+    __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "align")
+
+    def __init__(self, memory: Memory, byte_offset, dtype: DType, swizzle=None,
+                 align: int = 16):
+        self.memory, self.byte_offset, self.dtype = memory, byte_offset, dtype
+        self.swizzle, self.align = swizzle, align
+
+    def __add__(self, n):
+        return Pointer(self.memory, self.byte_offset + n * self.dtype.itemsize, self.dtype,
+                       self.swizzle, self.align)
+
+    __radd__ = __add__
+
+    def __sub__(self, n):
+        return self + (-n)
+
+    def __str__(self) -> str:
+        return f"ptr<{self.dtype}, {self.memory.space}, {self.memory.name}+{self.byte_offset}>"
+
+    __repr__ = __str__
+
+    @property
+    def value_type(self) -> DType:
+        return self.dtype
+
+    element_type = value_type
+
+    @property
+    def memspace(self):
+        from course.execute.api import AddressSpace
+
+        return getattr(AddressSpace, self.memory.space)
+
+    @property
+    def alignment(self) -> int:
+        return self.align
+
+    max_alignment = alignment
+
+    @property
+    def elem_base(self):
+        size = self.dtype.itemsize
+        if isinstance(self.byte_offset, Lanes):
+            return Lanes(self.byte_offset.v // size)
+        if self.byte_offset % size:
+            raise Unmodelled(f"a {self.dtype} pointer at byte {self.byte_offset} (not "
+                             f"element-aligned)")
+        return self.byte_offset // size
+
+    def element(self, offset):
+        e = self.elem_base + offset
+        if self.swizzle is not None:
+            e = self.swizzle(e)
+        return e
+
+    def elements(self, offsets: np.ndarray) -> np.ndarray:
+        """Element indices for layout offsets ((n,) or (W, n)): (n,), or (W, n) per lane."""
+        base = self.elem_base
+        if isinstance(base, Lanes):
+            e = base.v[:, None] + (offsets if offsets.ndim == 2 else offsets[None, :])
+        else:
+            e = base + offsets
+        return self.swizzle(e) if self.swizzle is not None else e
+
+
+class Coordinates:
+    """An identity tensor's iterator: the origin coordinate (entries may be per lane)."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, origin: tuple):
+        self.origin = tuple(origin)
+
+    @property
+    def rank(self) -> int:
+        return len(self.origin)
+
+    def __add__(self, packed):
+        return Coordinates(tuple(o + d for o, d in zip(self.origin,
+                                                         unpack(packed, self.rank))))
+
+    def __str__(self) -> str:
+        return fmt(tuple(o if not isinstance(o, Lanes) else "lanes" for o in self.origin))
+
+    def decode_one(self, packed) -> tuple:
+        return tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank)))
+
+
+def unpack(packed, rank: int) -> tuple:
+    """Signed digits of an int (or Lanes) in base BASE[rank], mode 0 first."""
+    if rank == 1:
+        return (packed,)
+    base, half, out = BASE[rank], BASE[rank] // 2, []
+    for _ in range(rank - 1):
+        digit = (packed + half) % base - half
+        out.append(digit)
+        packed = (packed - digit) // base
+    out.append(packed)
+    return tuple(out)
+
+
+def packed_strides(rank: int) -> tuple:
+    return tuple(BASE[rank] ** i for i in range(rank))
+
+
+def has_none(crd) -> bool:
+    if crd is None:
+        return True
+    return isinstance(crd, tuple) and any(has_none(c) for c in crd)
+
+
+def _as_crd(crd):
+    if isinstance(crd, (np.integer,)):
+        return int(crd)
+    if isinstance(crd, list):
+        crd = tuple(crd)
+    if isinstance(crd, tuple):
+        return tuple(_as_crd(c) for c in crd)
+    if crd is None or isinstance(crd, (int, bool, Lanes)):
+        return crd
+    try:
+        return int(crd)
+    except (TypeError, ValueError):
+        raise LayoutError(f"{crd!r} is not a coordinate") from None
+
+
+# ---------------------------------------------------------------- tensors
+
+class Tensor:
+    """iterator o layout."""
+
+    __slots__ = ("iterator", "layout", "_elems")
+
+    def __init__(self, iterator, layout):
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            raise TypeError(f"a tensor's layout, got {layout!r}")
+        self.iterator, self.layout, self._elems = iterator, layout, None
+
+    # --- what kernel code reads
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        lay = self.layout.outer if isinstance(self.layout, ComposedLayout) else self.layout
+        return lay.stride
+
+    @property
+    def element_type(self):
+        if isinstance(self.iterator, Pointer):
+            return self.iterator.dtype
+        return Int32
+
+    dtype = element_type
+
+    @property
+    def memspace(self):
+        if isinstance(self.iterator, Pointer):
+            return self.iterator.memspace
+        raise Unmodelled("memspace of a coordinate tensor")
+
+    @property
+    def is_coordinates(self) -> bool:
+        return isinstance(self.iterator, Coordinates)
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+    def __str__(self) -> str:
+        return f"tensor<{self.iterator} o {self.layout}>"
+
+    __repr__ = __str__
+
+    # --- slicing and elements
+    def __getitem__(self, crd):
+        if type(crd) is not int:
+            crd = _as_crd(crd)
+            if has_none(crd):
+                return self.slice(crd)
+        off = self.layout(crd)
+        it = self.iterator
+        if type(it) is Coordinates:
+            return it.decode_one(off)
+        if not isinstance(it, Pointer):
+            return it + off
+        return self._read_one(it.element(off))
+
+    def slice(self, crd) -> "Tensor":
+        lay = self.layout
+        if isinstance(lay, ComposedLayout):
+            off, sub = lay.outer.slice(crd)
+            return Tensor(self.iterator, ComposedLayout(lay.inner, lay.offset + off, sub))
+        off, sub = lay.slice(crd)
+        return Tensor(self._advance(off), sub)
+
+    def _advance(self, offset):
+        return self.iterator + offset
+
+    def moved(self, delta, layout) -> "Tensor":
+        """This tensor after a domain operation that CuTe answered on its (outer) layout:
+        `delta` moves the start, `layout` is the new one. A swizzled tensor keeps the move
+        inside its swizzle (the swizzle acts on the whole offset)."""
+        if isinstance(self.layout, ComposedLayout):
+            if isinstance(layout, ComposedLayout):
+                raise Unmodelled("a swizzled layout composed with another swizzle")
+            return Tensor(self.iterator, ComposedLayout(self.layout.inner,
+                                                        self.layout.offset + delta, layout))
+        return Tensor(self._advance(delta), layout)
+
+    @property
+    def domain_layout(self) -> Layout:
+        """The layout CuTe's domain operations act on (a swizzled tensor's outer layout)."""
+        return self.layout.outer if isinstance(self.layout, ComposedLayout) else self.layout
+
+    def __setitem__(self, crd, value):
+        if type(crd) is not int:
+            crd = _as_crd(crd)
+            if has_none(crd):
+                self.slice(crd).store_values(value)
+                return
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
+            raise Unmodelled("writing to a coordinate or counting tensor")
+        elem = ptr.element(self.layout(crd))
+        value = _scalar_value(value)
+        if isinstance(elem, Lanes):
+            e = elem.v[:, None]
+        else:
+            e = np.array([elem], dtype=np.int64)
+        v = value.v[:, None] if isinstance(value, Lanes) else value
+        access_write(ptr.memory, ptr.dtype, e, v, site=hazards.site(2))
+
+    def _read_one(self, elem):
+        ptr = self.iterator
+        e = elem.v[:, None] if isinstance(elem, Lanes) else np.array([elem], dtype=np.int64)
+        got = access_read(ptr.memory, ptr.dtype, e, site=hazards.site(3))[:, 0]
+        value = lanes(got) if got.size > 1 else got[0]
+        if isinstance(value, Lanes):
+            return value
+        return ptr.dtype.of_decoded(value)
+
+    # --- bulk
+    def elements(self) -> np.ndarray:
+        """Element indices of every element (colexicographic): (n,) or (W, n)."""
+        if self._elems is None:
+            if not isinstance(self.iterator, Pointer):
+                raise Unmodelled("the elements of a coordinate or counting tensor")
+            self._elems = self.iterator.elements(np.asarray(self.layout.offsets))
+        return self._elems
+
+    def values(self, width: int = 0) -> np.ndarray:
+        """Every element's value for the active lanes, (W, n)."""
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
+            raise Unmodelled("loading a coordinate tensor as values")
+        return access_read(ptr.memory, ptr.dtype, self.elements(), width, hazards.site(3))
+
+    def load(self) -> "TensorSSA":
+        return TensorSSA(self.values(), self.shape, self.element_type)
+
+    def store(self, value) -> None:
+        self.store_values(value)
+
+    def store_values(self, value) -> None:
+        ptr = self.iterator
+        if not isinstance(ptr, Pointer):
+            raise Unmodelled("writing to a coordinate tensor")
+        if isinstance(value, TensorSSA):
+            if value.values.shape[-1] != self.size:
+                raise LayoutError(f"storing {value.values.shape[-1]} values into a tensor of "
+                                  f"{self.size} ({fmt(self.shape)})")
+            values = value.values
+        else:
+            value = _scalar_value(value)
+            values = value.v[:, None] if isinstance(value, Lanes) else value
+        access_write(ptr.memory, ptr.dtype, self.elements(), values, site=hazards.site(3))
+
+    def fill(self, value) -> None:
+        self.store_values(value)
+
+
+def _scalar_value(value):
+    if isinstance(value, TensorSSA):
+        if value.values.shape[-1] != 1:
+            raise LayoutError("a TensorSSA of several values written to one element")
+        return lanes(value.values[..., 0]) if value.values.ndim == 2 else value.values[0]
+    if isinstance(value, tuple):
+        raise TypeError(f"cannot store the coordinate {value} as a value")
+    return value
+
+
+# ---------------------------------------------------------------- making tensors
+
+def make_tensor(iterator, layout) -> Tensor:
+    if isinstance(iterator, (int, np.integer)) and not isinstance(iterator, bool):
+        return Tensor(int(iterator), layout)
+    if not isinstance(iterator, (Pointer, Coordinates, int, Lanes)):
+        raise Unmodelled(f"a tensor over {type(iterator).__name__}")
+    return Tensor(iterator, layout)
+
+
+def identity_tensor(shape) -> Tensor:
+    """CuTe's make_identity_tensor for a flat shape (ints): coordinates, packed."""
+    dims = shape if isinstance(shape, tuple) else (shape,)
+    if any(isinstance(s, tuple) for s in dims):
+        raise Unmodelled("make_identity_tensor of a hierarchical shape")
+    rank = len(dims)
+    if rank not in BASE:
+        raise Unmodelled(f"make_identity_tensor of rank {rank}")
+    if rank > 1 and max(int(s) for s in dims) >= BASE[rank] // 2:
+        raise Unmodelled(f"make_identity_tensor{fmt(tuple(dims))}: a mode of "
+                         f"{BASE[rank] // 2} or more")
+    layout = Layout(tuple(int(s) for s in dims), packed_strides(rank)) \
+        if isinstance(shape, tuple) else Layout(int(shape), 1)
+    return Tensor(Coordinates((0,) * rank), layout)
+
+
+def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
+    """A fresh register fragment with `layout`, one bank per lane (poisoned until written)."""
+    outer = layout.outer if isinstance(layout, ComposedLayout) else layout
+    mem = Registers(outer.cosize * dtype.storage.itemsize, dtype, _width(), name)
+    return Tensor(Pointer(mem, 0, dtype), layout)
+
+
+# ---------------------------------------------------------------- TensorSSA
+
+class TensorSSA:
+    """Values loaded from a tensor (`t.load()`): numpy, (W, n) or (n,), colexicographic."""
+
+    __slots__ = ("values", "shape", "dtype")
+
+    def __init__(self, values, shape, dtype: DType):
+        self.values = np.asarray(values)
+        self.shape, self.dtype = shape, dtype
+
+    element_type = property(lambda self: self.dtype)
+
+    def __str__(self) -> str:
+        return f"TensorSSA<{self.dtype}, {fmt(self.shape)}>"
+
+    __repr__ = __str__
+
+    def to(self, dtype: DType) -> "TensorSSA":
+        if dtype.kind == "bool":
+            values = self.values.astype(bool)
+        elif dtype.kind in ("int", "uint"):
+            values = np.trunc(self.values).astype(np.int64) if self.dtype.is_float \
+                else self.values.astype(np.int64)
+        elif dtype.name == "BFloat16":
+            values = dtype.decode(dtype.encode(self.values.astype(np.float32)))
+        else:
+            values = self.values.astype(dtype.compute)
+        return TensorSSA(values, self.shape, dtype)
+
+    def _other(self, other):
+        if isinstance(other, TensorSSA):
+            return other.values
+        if isinstance(other, Lanes):
+            return other.v[:, None]
+        return other
+
+    def _op(self, fn, other=None, dtype=None):
+        values = fn(self.values) if other is None else fn(self.values, self._other(other))
+        values = np.asarray(values)
+        if dtype is None:
+            dtype = Boolean if values.dtype == bool else self.dtype
+        if dtype.is_float and dtype.name != "Float64":
+            values = values.astype(np.float32 if dtype.name == "BFloat16" else dtype.compute)
+        return TensorSSA(values, self.shape, dtype)
+
+    def __add__(self, o): return self._op(np.add, o)
+    def __radd__(self, o): return self._op(lambda a, b: np.add(b, a), o)
+    def __sub__(self, o): return self._op(np.subtract, o)
+    def __rsub__(self, o): return self._op(lambda a, b: np.subtract(b, a), o)
+    def __mul__(self, o): return self._op(np.multiply, o)
+    def __rmul__(self, o): return self._op(lambda a, b: np.multiply(b, a), o)
+    def __truediv__(self, o): return self._op(np.true_divide, o)
+    def __rtruediv__(self, o): return self._op(lambda a, b: np.true_divide(b, a), o)
+    def __neg__(self): return self._op(np.negative)
+    def __abs__(self): return self._op(np.abs)
+    def __lt__(self, o): return self._op(np.less, o, Boolean)
+    def __le__(self, o): return self._op(np.less_equal, o, Boolean)
+    def __gt__(self, o): return self._op(np.greater, o, Boolean)
+    def __ge__(self, o): return self._op(np.greater_equal, o, Boolean)
+    def __and__(self, o): return self._op(np.logical_and, o, Boolean)
+    def __or__(self, o): return self._op(np.logical_or, o, Boolean)
+    def __invert__(self): return self._op(np.logical_not, dtype=Boolean)
+
+    def __getitem__(self, i):
+        if isinstance(i, (int, np.integer)):
+            col = self.values[..., int(i)]
+            return lanes(col) if col.ndim else self.dtype.of_decoded(col)
+        raise Unmodelled("slicing a TensorSSA")
+
+    def reduce(self, *args, **kwargs):
+        raise Unmodelled("TensorSSA.reduce")
+
+

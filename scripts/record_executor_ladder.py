@@ -1,0 +1,67 @@
+"""Record, on a GPU, the outputs of the ladder kernels of notebooks 00-07 for the fixed
+inputs the CPU executor runs them on (course.execute.ladder_runs.inputs), so that
+tests/test_execute_ladder.py can compare the executor's outputs with the GPU's.
+
+    COURSE_PYTHON=... PYTHONPATH=. python scripts/record_executor_ladder.py
+
+Appends a record to results/executor_ladder.json (GPU, driver, date, this command), with
+each case's output bytes (base64) and its relative error against the float64 reference.
+Refuses to run without a GPU: a CPU output is not a GPU result.
+"""
+from __future__ import annotations
+
+import base64
+import sys
+
+import torch
+
+from course.execute import ladder_runs
+from course.runtime import results
+from kernels.selftest import relative_error
+
+
+def gpu_output(case: str, x: dict) -> torch.Tensor:
+    """The kernel's own GPU run (its module's run()) on the case's inputs."""
+    from kernels import copies, mma_atom, naive_gemm, sm80_gemm, smem_transpose, vector_add
+
+    p = ladder_runs.CASES[case]
+    kernel = case.split(".")[0]
+    if kernel == "vector_add":
+        return vector_add.run(x["a"], x["b"])
+    if kernel == "naive_gemm":
+        return naive_gemm.run(x["a"], x["b"])
+    if kernel == "copies":
+        return copies.run(x["src"], config=copies.Config(variant=p["variant"]))
+    if kernel == "smem_transpose":
+        return smem_transpose.run(x["x"], config=smem_transpose.Config(p["layout"]))
+    if kernel == "mma_atom":
+        return mma_atom.micro_gemm(x["a"], x["b"], mma_atom.Config(*p["warps"]))
+    if kernel == "sm80_gemm":
+        return sm80_gemm.run(x["a"], x["b"])
+    raise KeyError(case)
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("no GPU here: the ladder outputs are recorded on a GPU", file=sys.stderr)
+        return 2
+    cases = {}
+    for case in ladder_runs.RUNNERS:
+        x = ladder_runs.inputs(case, device="cuda")
+        out = gpu_output(case, x)
+        torch.cuda.synchronize()
+        ref = ladder_runs.reference(case, {k: v.cpu() for k, v in x.items()})
+        cpu = out.detach().cpu().contiguous()
+        err = relative_error(cpu, ref)
+        cases[case] = {"dtype": str(cpu.dtype).replace("torch.", ""),
+                       "shape": list(cpu.shape), "relative_error": err,
+                       "output_b64": base64.b64encode(cpu.view(torch.uint8).numpy()
+                                                      .tobytes()).decode()}
+        print(f"{case:26s} {tuple(cpu.shape)} relative error {err:.1e}")
+    rec = results.record("executor_ladder", {"cases": cases})
+    print(f"recorded: {rec.citation()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

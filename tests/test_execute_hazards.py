@@ -1,0 +1,148 @@
+"""The CPU executor names what would go wrong on the GPU: one planted bug per hazard.
+
+Each bug is planted in a small kernel (tests/execute_kernels.py) or is one of the known
+wrong variants of the course's exercises; the same code without the bug runs clean, over
+several seeded interleavings of its warps.
+"""
+import pytest
+import torch
+
+from course.execute import Hazard, Unmodelled, hazards, pointer, run
+from course.exercises.learner_code import edited
+from tests import execute_kernels as planted
+
+SEEDS = (0, 1, 2)
+
+
+def _buffers(n=planted.THREADS * planted.VEC):
+    x = torch.randn(n, generator=torch.Generator().manual_seed(5))
+    return x, torch.full((n,), float("nan"))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_correct_kernels_run_clean_in_every_interleaving(seed):
+    x, out = _buffers(planted.THREADS)
+    run(planted.neighbour, pointer(x), pointer(out), None, True, True, seed=seed)
+    assert torch.equal(out, 2 * torch.roll(x, -1))
+    x, out = _buffers()
+    run(planted.staged_copy, pointer(x), pointer(out), None, True, seed=seed)
+    assert torch.equal(out, torch.roll(x, -planted.VEC))
+
+
+def test_missing_cp_async_wait_is_a_read_of_a_copy_in_flight():
+    x, out = _buffers()
+    with pytest.raises(Hazard) as found:
+        run(planted.staged_copy, pointer(x), pointer(out), None, False)
+    h = found.value
+    assert h.kind == hazards.IN_FLIGHT
+    assert "thread 0 (warp 0, lane 0)" in h.detail and "staged[" in h.detail
+    assert "still in flight" in h.detail and "cute.copy(g2s" in h.detail  # where it was issued
+    assert "gOut[tid * VEC + v] = staged" in h.site.text()  # the line that read it
+
+
+def test_missing_sync_is_a_race_naming_both_threads_and_lines():
+    x, out = _buffers(planted.THREADS)
+    with pytest.raises(Hazard) as found:
+        run(planted.neighbour, pointer(x), pointer(out), None, False, True)
+    h = found.value
+    assert h.kind == hazards.RACE
+    assert ("thread 0 (warp 0, lane 0) reads staged[1], which thread 1 (warp 0, lane 1) wrote "
+            "at neighbour_kernel line 7 (`staged[tid] = gIn[tid]`) with no barrier between") \
+        in h.detail
+    assert "neighbour = staged[(tid + 1) % THREADS]" in h.site.text()
+
+
+def test_overwriting_data_still_being_read_is_named():
+    x, out = _buffers(planted.THREADS)
+    with pytest.raises(Hazard) as found:
+        run(planted.neighbour, pointer(x), pointer(out), None, True, False)
+    h = found.value
+    assert h.kind == hazards.STAGE_OVERWRITE
+    assert "thread 1 (warp 0, lane 1) writes staged[1], which thread 0 (warp 0, lane 0) read" \
+        in h.detail
+    assert "staged[tid] = neighbour * 2.0" in h.site.text()
+
+
+def test_a_store_past_the_end_of_memory_is_out_of_bounds():
+    from kernels import vector_add
+
+    a, b = torch.randn(300), torch.randn(300)
+    c = torch.full((260,), float("nan"))  # 40 elements short
+    with pytest.raises(Hazard) as found:
+        run(vector_add.add, pointer(a), pointer(b), pointer(c, "c"), 300, None, 256)
+    h = found.value
+    assert h.kind == hazards.OUT_OF_BOUNDS
+    assert "writes element 260 of c, outside its 260 Float32 elements" in h.detail
+    assert "CTA (1, 0, 0)" in h.detail and "c[i] = a[i] + b[i]" in h.site.text()
+
+
+def test_a_store_into_the_guard_zone_is_seen_by_the_output_check():
+    from course.exercises.executor_checks import EXECUTOR_CHECKS
+    from course.exercises.solutions import nb01_solutions
+
+    findings = EXECUTOR_CHECKS["01.saxpy"](nb01_solutions.saxpy_kernel__no_guard, True)
+    assert findings and all(f.status == "fail" for f in findings)
+    assert any("missing predicate" in f.hint for f in findings)
+
+
+def test_a_barrier_some_warps_never_reach_is_a_deadlock_naming_who_waits_where():
+    out = torch.full((planted.THREADS,), float("nan"))
+    with pytest.raises(Hazard) as found:
+        run(planted.partial_barrier, pointer(out), None, 64)
+    h = found.value
+    assert h.kind == hazards.DEADLOCK
+    assert "threads 0-63 (warps 0-1) wait at sync_threads" in h.detail
+    assert "threads 64-127 (warps 2-3) finished without reaching it" in h.detail
+
+
+def test_a_barrier_half_a_warp_goes_around_is_a_deadlock():
+    out = torch.full((planted.THREADS,), float("nan"))
+    with pytest.raises(Hazard) as found:
+        run(planted.partial_barrier, pointer(out), None, 16)
+    assert found.value.kind == hazards.DEADLOCK
+    assert "threads 0-15 (warp 0) reach sync_threads while threads 16-31 (warp 0)" in \
+        found.value.detail
+
+
+def test_every_thread_at_the_barrier_is_no_deadlock():
+    out = torch.full((planted.THREADS,), float("nan"))
+    run(planted.partial_barrier, pointer(out), None, planted.THREADS)
+    assert (out == 1).all()
+
+
+def test_an_accumulator_never_cleared_is_named_before_it_is_used():
+    from course.exercises.executor_checks import EXECUTOR_CHECKS
+    from course.exercises.solutions import nb06_solutions
+
+    findings = EXECUTOR_CHECKS["06.mma_tile"](nb06_solutions.mma_tile_kernel__no_clear, True)
+    assert findings[0].status == "fail" and hazards.UNINITIALISED in findings[0].check
+    assert "accumulator" in findings[0].detail and "tCrC.fill(0.0)" not in findings[0].detail
+
+
+def test_a_call_it_does_not_model_says_so_and_makes_up_no_value():
+    out = torch.full((planted.THREADS,), float("nan"))
+    with pytest.raises(Unmodelled) as found:
+        run(planted.elected, pointer(out), None)
+    assert "does not model `cute.arch.elect_one`; this check needs a GPU" in str(found.value)
+    assert torch.isnan(out).all()
+
+
+def test_a_kernel_that_never_ends_is_stopped_and_named():
+    out = torch.full((planted.THREADS,), float("nan"))
+    with pytest.raises(Hazard) as found:
+        run(planted.spin, pointer(out), None, time_limit_s=1.0)
+    assert found.value.kind == hazards.HANG
+
+
+# ---------------------------------------------------------------- the SM80 main loop
+
+def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():
+    from course.exercises.solutions import nb07_solutions as s
+    from course.exercises.executor_checks import EXECUTOR_CHECKS
+
+    no_wait = edited(s.mainloop, "mainloop__no_wait", (s.WAIT, ""))
+    findings = EXECUTOR_CHECKS["07.mainloop"](no_wait, True)
+    assert findings[0].status == "fail", findings
+    assert hazards.IN_FLIGHT in findings[0].check
+    assert "sA[" in findings[0].detail or "sB[" in findings[0].detail
+    assert "(stage " in findings[0].detail and "mainloop__no_wait line" in findings[0].detail
