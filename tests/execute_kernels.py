@@ -114,3 +114,23 @@ def spin_kernel(gOut: cute.Tensor):
 def spin(out_ptr: cute.Pointer, stream: cuda.CUstream):
     spin_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+
+
+@cute.kernel
+def per_lane_loops_kernel(gOut: cute.Tensor, n: cutlass.Int32):
+    """Loops whose trip counts differ between the threads of a warp: a grid-stride loop
+    (each thread starts at its own index) and a while loop that runs tid times."""
+    tid, _, _ = cute.arch.thread_idx()
+    for i in range(tid, n, THREADS):  # thread t writes t, t + THREADS, ...
+        gOut[i] = cutlass.Float32(i)
+    total, j = tid * 0, tid * 0
+    while j < tid:  # 0 + 1 + ... + (tid - 1)
+        total = total + j
+        j = j + 1
+    gOut[n + tid] = cutlass.Float32(total)
+
+
+@cute.jit
+def per_lane_loops(out_ptr: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+    per_lane_loops_kernel(cute.make_tensor(out_ptr, cute.make_layout(n + THREADS)), n).launch(
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)

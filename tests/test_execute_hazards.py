@@ -146,3 +146,16 @@ def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():
     assert hazards.IN_FLIGHT in findings[0].check
     assert "sA[" in findings[0].detail or "sB[" in findings[0].detail
     assert "(stage " in findings[0].detail and "mainloop__no_wait line" in findings[0].detail
+
+
+# ---------------------------------------------------------------- loops the lanes leave apart
+
+@pytest.mark.parametrize("n", [1, 130, 300])
+def test_loops_whose_trip_counts_differ_between_lanes_run_masked(n):
+    """A grid-stride loop and a while loop that each lane leaves at its own trip: every lane
+    runs its own trips and no more (values, and no write past what it owns)."""
+    out = torch.full((n + planted.THREADS,), float("nan"))
+    run(planted.per_lane_loops, pointer(out), n, None)
+    assert torch.equal(out[:n], torch.arange(n, dtype=torch.float32))
+    t = torch.arange(planted.THREADS, dtype=torch.float32)
+    assert torch.equal(out[n:], t * (t - 1) / 2)

@@ -1,7 +1,8 @@
 """Kernel exercises: each reference passes, each known wrong variant fails with its hint,
 the shipped skeletons say "not solved yet", and every notebook from 01 to 13 has one.
 
-On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace); the
+On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace) and, for
+notebooks 01-07, a run of the kernel on the course's CPU executor; the
 `gpu`-marked tests run the same exercises live on the GPU (correctness against torch under
 the watchdog, speed where asked, compute-sanitizer where the exercise asks for it).
 """
@@ -34,6 +35,8 @@ def test_a_correct_solution_is_never_called_wrong_without_a_run(case):
     reference and the alternatives) passes every check made here: not proven, never wrong;
     right only where something here really ran it and compared every output."""
     verdict = check(case.exercise, case.fn, quiet=True, gpu=False)
+    if case.exercise in kernel_check.executor_exercises():  # run here, on the CPU executor
+        assert verdict.status == RIGHT and "CPU executor" in verdict.message, verdict.message
     assert verdict.status in (RIGHT, UNPROVEN), verdict.message
     if verdict.status == UNPROVEN:
         assert "did not run here" in verdict.message and "Only a run shows" in verdict.message
@@ -47,6 +50,8 @@ def test_a_wrong_variant_is_never_called_right_without_a_run(case):
     if case.where == "cpu":
         assert verdict.status == WRONG, verdict.message
         assert case.word in _hint_line(verdict.message), verdict.message
+    elif case.exercise in kernel_check.executor_exercises():  # the executor's run shows it
+        assert verdict.status == WRONG and "CPU executor" in verdict.message, verdict.message
     else:
         assert verdict.status in (WRONG, UNPROVEN), verdict.message
 

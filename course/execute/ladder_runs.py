@@ -168,15 +168,13 @@ def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
 
 def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> LadderRun:
     """Notebook 03: the naive GEMM (kernels.naive_gemm), fp32, A M-major, B N-major."""
-    import cutlass
-
     from kernels import naive_gemm
 
     case = _case("naive_gemm", m=m, n=n, k=k)
     p = CASES[case]
 
     def launch(x, out, seed, banks):
-        gemm = naive_gemm.NaiveGemm(cutlass.Float32, naive_gemm.Config(), "m", "n")
+        gemm = naive_gemm.NaiveGemm(naive_gemm.Config(), "m", "n")
         return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
                    pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
 
@@ -256,13 +254,15 @@ def run_sm80_gemm(m: int = 256, n: int = 256, k: int = 128, seed: int = 0,
     import cutlass
 
     from kernels import sm80_gemm
+    from kernels.gemm_host import GemmTypes
 
     case = _case("sm80_gemm", m=m, n=n, k=k) if (m, n, k) != (129, 264, 72) \
         else "sm80_gemm.ragged"
     p = CASES[case]
 
     def launch(x, out, seed, banks):
-        gemm = sm80_gemm.Sm80Gemm(cutlass.BFloat16, config or sm80_gemm.Config())
+        gemm = sm80_gemm.Sm80Gemm(GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
+                                  config or sm80_gemm.Config())
         return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
                    pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
 

@@ -13,8 +13,10 @@ course.execute.translate rewrites a kernel's `if`, `a if c else b`, `and`, `or`,
 
 Under a mask only the active lanes read and write memory (course.execute.tensor asks
 `active()`); a barrier or warp-wide instruction reached with some lanes inactive is a
-hazard. A `return`, `break` or `continue` inside a divergent branch, and a `while` whose
-condition differs between lanes, are not modelled: the check says so.
+hazard. A loop whose condition differs between lanes (a `while`, or a `for` over a `range`
+whose bounds differ, such as a grid-stride loop) runs while any lane's condition holds, each
+trip masked to the lanes still in it (`Loop`, `Counter`). A `return`, `break` or `continue`
+inside a divergent branch or loop is not modelled: the check says so.
 """
 from __future__ import annotations
 
@@ -178,6 +180,67 @@ def not_(x):
     return not x
 
 
+class Loop:
+    """A loop whose condition may differ between lanes: it runs while the condition holds on
+    any lane still in it, each trip masked to those lanes; a lane whose condition failed has
+    left for good (as it would have on the GPU)."""
+
+    def __init__(self):
+        self.live = None  # None: every lane that entered is still in the loop
+
+    def go(self, cond) -> bool:
+        """Evaluate `cond()` on the lanes still in the loop: another trip?"""
+        with (masked(Lanes(self.live)) if self.live is not None else contextlib.nullcontext()):
+            k = branch(cond())
+        if isinstance(k, Lanes):
+            self.live = k.v.astype(bool) if self.live is None else (self.live & k.v.astype(bool))
+            return True
+        return k
+
+    @property
+    def uniform(self) -> bool:
+        return self.live is None
+
+    def body(self):
+        """The mask of one trip: the lanes still in the loop."""
+        return masked(Lanes(self.live)) if self.live is not None else contextlib.nullcontext()
+
+    def merge(self, after: tuple, before: tuple) -> tuple:
+        """Each local as the trip left it on the lanes in it, as before elsewhere."""
+        return after if self.live is None else merge(Lanes(self.live), after, before)
+
+
+class Counter:
+    """The counter of `for i in range(start, stop, step)`, each bound one value or one per
+    lane: `uniform` when every bound is one value (the loop then runs as written)."""
+
+    def __init__(self, *bounds):
+        start, stop, step = ((0, bounds[0], 1) if len(bounds) == 1 else
+                             (bounds[0], bounds[1], 1) if len(bounds) == 2 else bounds)
+        self.start, self.stop, self.step = start, stop, step
+        self.uniform = not any(isinstance(b, Lanes) and not _same_on_all(b)
+                               for b in (start, stop, step))
+        self.i = start
+
+    def python_range(self) -> range:
+        return range(int(self.start), int(self.stop), int(self.step))
+
+    def more(self):
+        step = self.step.uniform() if isinstance(self.step, Lanes) else int(self.step)
+        if step == 0:
+            raise Unmodelled("a range whose step is 0")
+        return self.i < self.stop if step > 0 else self.i > self.stop
+
+    def take(self):
+        """The counter's value for this trip; the next trip's is one step on."""
+        value, self.i = self.i, self.i + self.step
+        return value
+
+
+def _same_on_all(x: Lanes) -> bool:
+    return x.v.size == 0 or bool((x.v == x.v.flat[0]).all())
+
+
 def loop_test(cond) -> bool:
     k = branch(cond)
     if isinstance(k, Lanes):
@@ -190,4 +253,4 @@ def divergent_exit(what: str):
 
 
 __all__ = ["branch", "masked", "negate", "save", "merge", "ifexp", "and_", "or_", "not_",
-           "loop_test", "divergent_exit", "UNDEF", "Divergent"]
+           "loop_test", "divergent_exit", "Loop", "Counter", "UNDEF", "Divergent"]

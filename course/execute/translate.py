@@ -526,9 +526,67 @@ class _Branches(ast.NodeTransformer):
         return node
 
     def visit_While(self, node: ast.While):
+        """while c: body  ->  L = Loop(); while L.go(lambda: c): body, masked to the lanes
+        still in the loop once they disagree."""
         self.generic_visit(node)
-        node.test = _simt_call("loop_test", node.test)
-        return node
+        if node.orelse:  # a while-else: only where every lane agrees
+            node.test = _simt_call("loop_test", node.test)
+            return node
+        loop = self._fresh("L")
+        return [ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
+                ast.While(ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "go", ast.Load()),
+                                   [_thunk(node.test)], []),
+                          self._trip(loop, node.body, []), [])]
+
+    def visit_For(self, node: ast.For):
+        """for i in range(a, b, c): when a bound differs between lanes (a grid-stride loop),
+        the loop runs as a masked while over a per-lane counter; otherwise as written."""
+        self.generic_visit(node)
+        it = node.iter
+        is_range = isinstance(it, ast.Call) and not it.keywords and 1 <= len(it.args) <= 3 and (
+            (isinstance(it.func, ast.Name) and it.func.id == "range")
+            or (isinstance(it.func, ast.Attribute) and it.func.attr == "range"))
+        if not is_range or node.orelse:
+            return node
+        counter, loop = self._fresh("r"), self._fresh("L")
+
+        def attr(name, attribute):
+            return ast.Attribute(ast.Name(name, ast.Load()), attribute, ast.Load())
+
+        take = ast.Assign([copy.deepcopy(node.target)], ast.Call(attr(counter, "take"), [], []))
+        as_written = ast.For(node.target, ast.Call(attr(counter, "python_range"), [], []),
+                             node.body, [])
+        masked_loop = [ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
+                       ast.While(ast.Call(attr(loop, "go"), [
+                           _thunk(ast.Call(attr(counter, "more"), [], []))], []),
+                           self._trip(loop, node.body, [take]), [])]
+        return [ast.Assign([ast.Name(counter, ast.Store())], _simt_call("Counter", *it.args)),
+                ast.If(attr(counter, "uniform"), [as_written], masked_loop)]
+
+    def _trip(self, loop: str, body: list, first: list) -> list:
+        """One trip of a loop whose lanes may disagree: as written while they agree, else
+        masked to the lanes still in it, each local merged lane by lane."""
+        names = sorted(_assigned(first + body))
+        div = first + [_NoExits().visit(s) for s in copy.deepcopy(body)]
+        uniform = first and [copy.deepcopy(first[0])] + body or body
+        if not names:
+            divergent = [ast.With([ast.withitem(ast.Call(ast.Attribute(
+                ast.Name(loop, ast.Load()), "body", ast.Load()), [], []))], div)]
+        else:
+            before, after = self._fresh("s"), self._fresh("t")
+            listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+            targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+            divergent = [
+                ast.Assign([ast.Name(before, ast.Store())], _simt_call("save", _locals(), listed)),
+                ast.With([ast.withitem(ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "body",
+                                                              ast.Load()), [], []))], div),
+                ast.Assign([ast.Name(after, ast.Store())], _simt_call("save", _locals(), listed)),
+                ast.Assign([targets], ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "merge",
+                                                             ast.Load()),
+                                               [ast.Name(after, ast.Load()),
+                                                ast.Name(before, ast.Load())], []))]
+        return [ast.If(ast.Attribute(ast.Name(loop, ast.Load()), "uniform", ast.Load()),
+                       uniform, divergent)]
 
     def visit_Compare(self, node: ast.Compare):
         self.generic_visit(node)

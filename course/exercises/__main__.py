@@ -2,11 +2,12 @@
 
 Run every kernel exercise's reference solution, its alternative correct solutions and its
 known wrong variants through the checker on this machine, and print one line each with the
-verdict (right / wrong / not proven / not answered). Where the machine runs the exercise
-live, each correct solution must be right and each wrong variant wrong with its hint; where
-it cannot, a correct solution must not be called wrong, a wrong variant caught by the CPU
-checks must be wrong with its hint, and a mistake only a run shows must be "not proven"
-(never right). On a GPU that includes the live checks (correctness against torch under the
+verdict (right / wrong / not proven / not answered). Where the machine runs the exercise's
+kernel -- live on a GPU that can, or on the course's CPU executor (notebooks 01-07) -- each
+correct solution must be right and each wrong variant wrong with its hint; where nothing runs
+it, a correct solution must not be called wrong, a wrong variant caught by the CPU checks
+must be wrong with its hint, and a mistake only a run shows must be "not proven" (never
+right). On a GPU that includes the live checks (correctness against torch under the
 watchdog, speed where asked, compute-sanitizer where the exercise asks or with --sanitize).
 `--record` appends the verdicts to results/kernel_exercises.json with the GPU, date and this
 command (refused without a GPU: a CPU verdict is not a GPU result). A run cut short (Ctrl-C,
@@ -39,9 +40,13 @@ def as_expected(case: solutions.Case, report: kernel_check.Report, live: bool) -
 
 
 def runs_live(ex: kernel_check.KernelExercise) -> bool:
+    """Does this machine run the exercise's kernel: on a GPU that can, or else on the
+    course's CPU executor (notebooks 01-07)?"""
     from course.runtime.hardware import machine
 
-    return ex.gpu_checks is not None and machine().can(ex.needs)
+    if ex.gpu_checks is None:
+        return False
+    return machine().can(ex.needs) or ex.id in kernel_check.executor_exercises()
 
 
 def verify(ids: list[str], sanitize: bool | None, rows: list[dict] | None = None) -> list[dict]:

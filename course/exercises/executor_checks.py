@@ -159,8 +159,8 @@ def _gemm_host_on_cpu():
                 out, a_major, b_major = gemm_host.validate_gemm(
                     a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype)
             (m, k), n = a.shape, b.shape[0]
-            obj = self.kernel(host.cutlass_dtype(a.dtype), host.cutlass_dtype(out.dtype),
-                              config, host.COMPILE_TARGET[self.needs], a_major, b_major)
+            obj = self.kernel(self.operands.types(a.dtype, out.dtype), config,
+                              host.COMPILE_TARGET[self.needs], a_major, b_major)
             align = self.operands.align(a.dtype)
             runner.run(obj.__call__, runner.pointer(a, "A", align), runner.pointer(b, "B", align),
                        runner.pointer(out, "C", align), m, n, k,

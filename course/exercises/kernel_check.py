@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
@@ -182,10 +182,12 @@ class Report:
         return "\n".join(f.line() for f in self.findings)
 
 
-def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | None = None
-          ) -> tuple[str, str]:
-    """check()'s checker for kernel exercises: (verdict, the report as text)."""
-    report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu)
+def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | None = None,
+          executor: bool | None = None) -> tuple[str, str]:
+    """check()'s checker for kernel exercises: (verdict, the report as text). Options:
+    `sanitize` (compute-sanitizer on a GPU), `gpu=False` (no GPU run), `executor=False` (no
+    run on the CPU executor where there is no GPU run)."""
+    report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu, executor=executor)
     if report.unwritten:
         return UNANSWERED, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your "
                             f"code, then run this check again. {ex.prompt} Hint: {ex.hint}")
@@ -205,8 +207,11 @@ def summary(ex: KernelExercise, report: Report) -> str:
         first = report.first_failure()
         return f"observed: {first.check}: {first.detail}\nhint: {first.hint or ex.hint}"
     if report.status == RIGHT:
+        from course.exercises.executor_checks import CHECK, LABEL
+
         where = next(f.check for f in report.findings if f.ran and f.status == PASS)
-        return f"every check passed, including a run of your code ({where})."
+        return ("every check passed, including a run of your code against torch ("
+                + (LABEL if where.startswith(CHECK) else where) + ").")
     why = next((f.detail.removeprefix("not run: ") for f in report.not_run()),
                "nothing on this machine runs this kernel")
     return (f"every check this machine can make passed, but your kernel did not run here "
@@ -214,7 +219,7 @@ def summary(ex: KernelExercise, report: Report) -> str:
 
 
 def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
-               gpu: bool | None = None) -> Report:
+               gpu: bool | None = None, executor: bool | None = None) -> Report:
     """Every check this machine allows, in order: compile, CPU checks, GPU run, sanitizer."""
     try:
         code = LearnerCode.from_function(fn)
@@ -233,7 +238,7 @@ def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
         findings.extend(_live_findings(ex, code, compiled is not None and not broken, sanitize,
                                        gpu, why_not="fix what the checks above found first: "
                                        "a kernel they find broken may hang the GPU"
-                                       if broken else "it did not compile"))
+                                       if broken else "it did not compile", executor=executor))
     return Report(tuple(findings), as_shipped=as_shipped)
 
 
@@ -264,9 +269,26 @@ def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> 
     return compiled
 
 
+def executor_exercises() -> tuple[str, ...]:
+    """The exercises whose kernels the course's CPU executor runs."""
+    from course.exercises.executor_checks import EXERCISES
+
+    return EXERCISES
+
+
+def _executor_findings(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
+    """The exercise's own GPU checks run on the CPU executor (course.execute): a passed run
+    against torch counts as a run, as on a GPU."""
+    from course.exercises.executor_checks import CHECK, EXECUTOR_CHECKS
+
+    found = EXECUTOR_CHECKS[ex.id](code.load(), True)
+    return [replace(f, ran=f.check.startswith(CHECK)) for f in found]
+
+
 def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
                    sanitize: bool | None, gpu: bool | None,
-                   why_not: str = "it did not compile") -> list[Finding]:
+                   why_not: str = "it did not compile", executor: bool | None = None
+                   ) -> list[Finding]:
     from course.runtime.hardware import machine
 
     what = "run on the GPU against torch"
@@ -277,6 +299,12 @@ def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
     if gpu is False or not m.can(ex.needs):
         why = "asked not to" if gpu is False else (f"it needs {ex.needs}; this machine is "
                                                     f"{m.describe()}")
+        if not compiled_ok:
+            return [not_checked(what, f"not run: {why_not}")]
+        if executor is not False and ex.id in executor_exercises():
+            return _executor_findings(ex, code) + [not_checked(
+                what, f"not run: {why}; the CPU executor ran it instead (small shapes; speed "
+                      f"and compute-sanitizer need a GPU)")]
         return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
     if not compiled_ok:
         return [not_checked(what, f"not run: {why_not}")]
