@@ -4,7 +4,7 @@ policy, benchmarking, recorded results, pictures, widgets and exercises.
 Notebooks start with `import course` and use:
     course.machine()            this machine and its tier
     course.live_or(...)         run a live cell or take its labelled fallback
-    course.recorded / compile_only / simulated   the three fallbacks
+    course.executed / recorded / compile_only / simulated   the four fallbacks
     course.recorded_or(...)     recorded if measured yet, else a labelled stand-in
     course.compiled_here(...)   compile for this GPU, or for the target arch without one
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from course.runtime.hardware import machine  # noqa: E402
-from course.runtime.live import (Mode, compile_only, compiled_here, live_or, recorded,  # noqa: E402
-                                 recorded_or, simulated)
+from course.runtime.live import (Mode, compile_only, compiled_here, executed, live_or,  # noqa: E402
+                                 recorded, recorded_or, simulated)
 
 __all__ = ["ROOT", "machine", "live_or", "recorded", "recorded_or", "compile_only", "simulated",
-           "compiled_here", "Mode"]
+           "executed", "compiled_here", "Mode"]

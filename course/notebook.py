@@ -14,6 +14,8 @@ from course.runtime.live import Mode, show
 
 _MEANING = {
     Mode.LIVE.value: "run live on this machine",
+    Mode.EXECUTED.value: "run the kernel's own code on the course's CPU executor at a small size "
+                         "(values and hazards; no speed)",
     Mode.COMPILE_ONLY.value: "compile for the target GPU and show the PTX/SASS (nothing launched)",
     Mode.SIMULATED.value: "run the course's CPU simulator/emulator instead",
     Mode.RECORDED.value: "show results recorded on a named GPU (GPU, date and command are cited)",

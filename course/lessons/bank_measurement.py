@@ -14,7 +14,7 @@ import re
 
 from course.bench import bank_conflicts as bench_banks
 from course.bench import ncu
-from course.runtime.live import Outcome, live_or, recorded_or, simulated
+from course.runtime.live import Outcome, executed, live_or, recorded_or, simulated
 from course.viz.bank_pictures import predicted_vs_measured, time_vs_wavefronts
 
 RECORD_COMMAND = "python -m course.bench banks --record"
@@ -64,12 +64,23 @@ def prediction_only(predicted: dict) -> dict:
             "ncu_error": None}
 
 
+def transposes_on_the_executor() -> str:
+    """The transpose's own code on the CPU executor with each tile layout: its values, and
+    the shared-memory wavefronts the executor counted per line (its bank model)."""
+    from course.execute.ladder_runs import run_transpose
+
+    return "\n".join(run_transpose(layout).summary() for layout in ("plain", "padded",
+                                                                      "swizzled"))
+
+
 def measure_banks(predicted: dict) -> Outcome:
     """Measured now, recorded, or the prediction alone (labelled); prints the table and, when
     there are counters, on how many cases Nsight Compute agrees with the model."""
-    out = live_or("gpu", measure_now, recorded_or(
-        "bank_conflicts", simulated(lambda: prediction_only(predicted), "the model's prediction"),
-        RECORD_COMMAND))
+    out = live_or("gpu", measure_now, executed(
+        transposes_on_the_executor, "the transpose of kernels/smem_transpose.py with each tile "
+        "layout", then=recorded_or(
+            "bank_conflicts", simulated(lambda: prediction_only(predicted),
+                                        "the model's prediction"), RECORD_COMMAND)))
     print(bench_banks.table(out.value))
     verdicts = [r["agree"] for r in out.value["cases"]]
     if any(v is not None for v in verdicts):

@@ -20,7 +20,7 @@ from collections import Counter
 from course import source
 from course.bench import copy_bandwidth as bench_copies
 from course.models import coalescing
-from course.runtime.live import Mode, Outcome, live_or, recorded_or, simulated
+from course.runtime.live import Mode, Outcome, executed, live_or, recorded_or, simulated
 from course.viz.copy_pictures import bandwidth_bars
 
 RECORD_COMMAND = "python -m course.bench copies --record"
@@ -62,13 +62,23 @@ def coalescing_prediction() -> dict[str, float]:
     return {v: coalescing.warp_of(v).efficiency for v in coalescing.VARIANTS}
 
 
+def copies_on_the_executor() -> str:
+    """Every copy variant's own code on the CPU executor (a ragged 4,100 floats): right or
+    not, and any hazard; the speeds are the GPU's to measure."""
+    from course.execute.ladder_runs import run_copy
+
+    return "\n".join(run_copy(v).summary() for v in coalescing.VARIANTS)
+
+
 def measure_copies() -> Outcome:
     """Check and time every copy against the ceiling on a GPU; elsewhere the recorded run,
     or, before one is recorded, the coalescing model's upper bound. Prints a table either way."""
-    out = live_or("gpu", bench_copies.measure, recorded_or(
-        "copies", simulated(coalescing_prediction,
-                            "the coalescing model's prediction (useful fraction of the bytes "
-                            "each warp makes the memory system move)"), RECORD_COMMAND))
+    out = live_or("gpu", bench_copies.measure, executed(
+        copies_on_the_executor, "the five copy kernels of kernels/copies.py", then=recorded_or(
+            "copies", simulated(coalescing_prediction,
+                                "the coalescing model's prediction (useful fraction of the "
+                                "bytes each warp makes the memory system move)"),
+            RECORD_COMMAND)))
     if out.mode is Mode.SIMULATED:
         for v, eff in out.value.items():
             print(f"{v:9s} at most {100 * eff:5.1f}% of moved bytes are useful")

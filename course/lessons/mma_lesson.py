@@ -50,10 +50,21 @@ def print_row_owners(c_map: Ownership, rows=(0, 1, 4, 8)) -> None:
 def stamp_on_gpu() -> bool:
     """Run the stamping kernel (every thread writes its id and value index into the C
     elements it owns) and compare with CuTe's map (needs sm_80+)."""
-    owner, value = _kernel().stamp()
+    return _compare_stamp(*_kernel().stamp(), "the GPU")
+
+
+def stamp_on_the_executor() -> str:
+    """The same stamping kernel's own code on the CPU executor, compared with CuTe's map."""
+    from course.execute.ladder_runs import run_mma_stamp
+
+    agree = _compare_stamp(*run_mma_stamp(), "the CPU executor")
+    return f"(the stamp kernel ran on the CPU executor: its map {'equals' if agree else 'differs from'} CuTe's)"
+
+
+def _compare_stamp(owner, value, who: str) -> bool:
     agree = all(owner[r, c] == t and value[r, c] == v for (t, v), (r, c) in _pairs("C"))
-    print("the GPU's map equals CuTe's:", agree)
-    print("row 0 as the GPU wrote it:", " ".join(f"T{int(t):02d}" for t in owner[0]))
+    print(f"{who}'s map equals CuTe's:", agree)
+    print(f"row 0 as {who} wrote it:", " ".join(f"T{int(t):02d}" for t in owner[0]))
     return agree
 
 

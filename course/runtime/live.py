@@ -8,6 +8,9 @@ that does the real thing, and a fallback for machines that cannot:
 On a machine that can, `measure_ceilings()` runs and the cell is labelled LIVE.
 Elsewhere the fallback runs and says exactly what it is:
 
+    executed(fn, what) run the kernel's own code on the course's CPU executor at a small size
+                      (values and hazards checked, speed not measured), optionally followed
+                      by another fallback (what the compiler made of it)
     compile_only(fn)  compile for the target arch and show what came out (PTX/SASS)
     simulated(fn)     run the course's simulator or functional emulator instead
     recorded(name)    show a result measured earlier, naming GPU, date and command
@@ -39,6 +42,7 @@ from kernels.host import COMPILE_TARGET
 
 class Mode(str, enum.Enum):
     LIVE = "live"
+    EXECUTED = "executed"
     COMPILE_ONLY = "compile-only"
     SIMULATED = "simulated"
     RECORDED = "recorded"
@@ -46,6 +50,7 @@ class Mode(str, enum.Enum):
 
 _STYLE = {  # colour, symbol
     Mode.LIVE: ("#1a7f37", "▶ LIVE"),
+    Mode.EXECUTED: ("#bf3989", "▷ EXECUTED ON THE CPU EXECUTOR"),
     Mode.COMPILE_ONLY: ("#9a6700", "⚙ COMPILE-ONLY"),
     Mode.SIMULATED: ("#8250df", "≈ SIMULATED"),
     Mode.RECORDED: ("#0969da", "⏺ RECORDED"),
@@ -181,6 +186,28 @@ def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> 
         return Outcome(Mode.COMPILE_ONLY, compile_for(target), banner)
 
     return Fallback(Mode.COMPILE_ONLY, run)
+
+
+def executed(run: Callable[[], Any], what: str, then: Fallback | None = None) -> Fallback:
+    """Fall back to running `what` -- the kernel's own CuTe DSL code -- on the course's CPU
+    executor (course.execute) at a small size: `run()` returns what it observed (printed:
+    its `summary()` when it has one). With `then`, that fallback runs after it (what the
+    compiler made of the kernel, say) and its Outcome is the cell's value."""
+
+    def go(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
+        banner = Banner(Mode.EXECUTED, f"{why}. Running {what} on the course's CPU executor "
+                                       f"at a small size instead: the kernel's own code, its "
+                                       f"values and hazards checked against torch; speed is "
+                                       f"not measured.")
+        announce(banner)
+        value = run()
+        summary = getattr(value, "summary", None)
+        print(summary() if callable(summary) else value)
+        if then is not None:
+            return then.run(m, needs, why, announce)
+        return Outcome(Mode.EXECUTED, value, banner)
+
+    return Fallback(Mode.EXECUTED, go)
 
 
 def simulated(simulate: Callable[[], Any], what: str) -> Fallback:
