@@ -30,7 +30,7 @@ def lines(path):
 def test_check_records_one_line_per_verdict(learner_file):
     path = learner_file("alice")
     assert check("00.tiles", 1000, quiet=True).ok is False
-    assert check("00.tiles", 1024, quiet=True).ok is True
+    assert check("00.tiles", 1536, quiet=True).ok is True
     assert check("00.tiles", quiet=True).ok is None
     wrong, right, unanswered = lines(path)
     assert {k: wrong[k] for k in ("learner", "exercise", "verdict", "hint")} == {
@@ -46,7 +46,7 @@ def test_check_records_one_line_per_verdict(learner_file):
 def test_a_rejected_answer_records_its_reason(learner_file):
     path = learner_file("alice")
     check("00.bound", "maybe", quiet=True)
-    assert lines(path)[0]["hint"].startswith("answer 'memory' or 'compute'")
+    assert lines(path)[0]["hint"].startswith("expected a number, got 'maybe'")
 
 
 def test_the_hint_is_the_first_line_capped():
@@ -62,14 +62,14 @@ def test_default_file_and_account_name(tmp_path, monkeypatch):
     for name in ("COURSE_PROGRESS_FILE", "COURSE_PROGRESS", "JUPYTERHUB_USER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(progress.getpass, "getuser", lambda: "carol")
-    check("00.tiles", 1024, quiet=True)
+    check("00.tiles", 1536, quiet=True)
     assert lines(tmp_path / ".course" / "progress.jsonl")[0]["learner"] == "carol"
 
 
 def test_recording_switched_off_writes_nothing(learner_file, monkeypatch):
     path = learner_file("alice")
     monkeypatch.setenv("COURSE_PROGRESS", "off")
-    assert check("00.tiles", 1024, quiet=True).ok is True
+    assert check("00.tiles", 1536, quiet=True).ok is True
     assert not path.exists()
 
 
@@ -77,7 +77,7 @@ def test_an_unwritable_progress_file_does_not_break_check(tmp_path, learner_file
     not_a_folder = tmp_path / "a_file"
     not_a_folder.write_text("")
     learner_file("alice", not_a_folder / "progress.jsonl")  # its folder cannot be made
-    assert check("00.tiles", 1024).ok is True
+    assert check("00.tiles", 1536).ok is True
     assert "✅" in capsys.readouterr().out
 
 
@@ -87,7 +87,7 @@ def two_learners(tmp_path, learner_file):
     twice; bob's file also holds a line cut short and one that is not a verdict."""
     learner_file("alice")
     check("00.tiles", 1000, quiet=True)
-    check("00.tiles", 1024, quiet=True)
+    check("00.tiles", 1536, quiet=True)
     check("00.bound", "compute", quiet=True)
     bob = learner_file("bob")
     check("00.tiles", 1000, quiet=True)

@@ -249,7 +249,7 @@ def class_of_two(tmp_path, users, names, peek=False) -> dict:
         kernels = {name: new_kernel(base, name, auth[name]) for name in names}
         check = "from course.exercises.check import check\ncheck('00.tiles', {})"
         assert "correct" in run_code(base, first, auth[first], kernels[first],
-                                     check.format(1024))
+                                     check.format(1536))
         assert "not yet" in run_code(base, second, auth[second], kernels[second],
                                      check.format(1000))
         homes = {name: Path(run_code(base, name, auth[name], kernels[name],
