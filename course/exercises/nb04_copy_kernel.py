@@ -185,9 +185,9 @@ kernel_exercise(
     prompt="Write make_vector_copy(threads): the TiledCopy with which `threads` threads copy "
            "a 1-D float32 tile, each thread 4 contiguous floats with one 128-bit access, "
            "neighbouring threads on neighbouring vectors.",
-    hint="a copy atom of 128 bits (cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), "
-         "cutlass.Float32, num_bits_per_copy=128)), a thread layout of `threads`, a value "
-         "layout of 4, put together by cute.make_tiled_copy_tv.",
+    hint="one pass covers `threads` vectors of 4 floats: the copy atom moves 4 floats (128 "
+         "bits) in one instruction, the thread layout says where the threads stand (1-D here), "
+         "the value layout how many floats each takes; section 5 built the 2-D version.",
     arch="sm_90a", needs="gpu", build=_build,
     cpu_checks=(moves_16_bytes_per_access, coalesced_warps),
     gpu_checks=gpu_checks, timeout_s=120,

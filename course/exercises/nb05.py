@@ -213,9 +213,9 @@ def _register_transpose_swizzle():
         prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 32x32 "
                "float tile, (row, col) -> offset, with which a warp writes a tile row and "
                "reads a tile column without bank conflicts.",
-        hint="start from the row-major tile (32,32):(32,1): a column read then hits one bank "
-             "32 times. Compose it with a Swizzle<B,M,S> that XORs all 5 row bits into the 5 "
-             "bank bits: cute.make_composed_layout(cute.make_swizzle(B, M, S), 0, layout).",
+        hint="which bits of a word's offset hold its row, and which its bank? Start from the "
+             "row-major tile (32,32):(32,1), where a column read hits one bank 32 times, and "
+             "compose it with a swizzle that XORs the one into the other (section 4).",
         arch="sm_90a", needs="gpu", build=_transpose_build,
         cpu_checks=(each_element_its_own_word, conflict_free_both_ways),
         gpu_checks=transpose_gpu_checks, timeout_s=90,

@@ -218,9 +218,9 @@ kernel_exercise(
            "the TiledMMA (A M x 16, B N x 16 K-major, C fp32): take this thread's slice, "
            "partition A, B and C, make register fragments, load them, clear the "
            "accumulator, one cute.gemm, store C.",
-    hint="thr_mma = tiled_mma.get_slice(tid); partition_A/B/C; make_fragment_A/B/C; "
-         "autovec_copy in; tCrC.fill(0.0); cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC); "
-         "autovec_copy out.",
+    hint="section 2 partitioned C by a thread's slice of the TiledMMA; do the same for A and "
+         "B, give each operand a register fragment shaped for the instruction, start the "
+         "accumulator at zero, one cute.gemm, then store the accumulator to C.",
     arch="sm_80", needs="sm_80+", build=_build,
     cpu_checks=(one_mma_per_warp, slices_by_thread, loads_a_and_b, accumulator_cleared,
                 stores_the_accumulator),
