@@ -3,6 +3,7 @@
 This is the single list that `python -m course doctor`, notebook 00's course map
 and the headless runner read, so they cannot disagree about what runs where.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,49 +43,121 @@ class Lesson:
 
 
 LESSONS: tuple[Lesson, ...] = (
-    Lesson(0, "orientation", "Orientation",
-           "the GEMM problem, this machine's roofline, how the course works",
-           "gpu", (Mode.RECORDED, Mode.EXECUTED, Mode.COMPILE_ONLY)),
-    Lesson(1, "dsl_basics", "CuTe DSL basics",
-           "a first kernel, static vs dynamic values, printing, control flow, TensorSSA, "
-           "register tensors, compiling once, PTX/SASS and spills, the thread hierarchy and "
-           "occupancy",
-           "gpu", (Mode.EXECUTED, Mode.COMPILE_ONLY)),
-    Lesson(2, "layouts", "Layouts",
-           "shape:stride, hierarchy, coalesce, composition, complement, divide, product",
-           "cpu", (Mode.LIVE,)),
-    Lesson(3, "tiling", "Tiling and partitioning",
-           "local_tile, local_partition, TV layouts, the thread trace of a naive GEMM, reading a "
-           "timing row",
-           "gpu", (Mode.EXECUTED, Mode.COMPILE_ONLY)),
-    Lesson(4, "copies", "Copies",
-           "coalescing, vector width, TiledCopy, bandwidth vs the device's peak, Nsight Compute",
-           "gpu", (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(5, "swizzle", "Swizzle and bank conflicts",
-           "banks, Swizzle<B,M,S>, TMA swizzle modes, predicted vs measured conflicts",
-           "gpu", (Mode.EXECUTED, Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(6, "mma_atoms", "MMA atoms",
-           "mma.sync fragments and their owners", "sm_80+", (Mode.EXECUTED, Mode.COMPILE_ONLY)),
-    Lesson(7, "tiled_gemm", "The tiled GEMM",
-           "cp.async multistage, ldmatrix, swizzled smem, epilogue", "sm_80+",
-           (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(8, "tma", "TMA", "tensor maps, boxes, multicast in a cluster",
-           "sm_90+", (Mode.COMPILE_ONLY, Mode.SIMULATED, Mode.RECORDED)),
-    Lesson(9, "pipelines", "mbarrier pipelines",
-           "phases, expect_tx, full/empty rings, deadlocks", "sm_90+",
-           (Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(10, "wgmma", "WGMMA",
-           "warpgroups, smem descriptors, accumulator ownership", "sm_90a",
-           (Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(11, "hopper_sol", "The Hopper speed-of-light GEMM",
-           "warp specialization, persistence, tile order, cluster multicast",
-           "sm_90a", (Mode.COMPILE_ONLY, Mode.RECORDED)),
-    Lesson(12, "tcgen05", "Blackwell: TMEM and tcgen05",
-           "tensor memory, UMMA, instruction descriptors", "sm_100a",
-           (Mode.COMPILE_ONLY, Mode.SIMULATED)),
-    Lesson(13, "cta_pair_clc_gemm", "The CTA-pair CLC GEMM",
-           "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
-           "sm_100a", (Mode.COMPILE_ONLY, Mode.SIMULATED)),
+    Lesson(
+        0,
+        "orientation",
+        "Orientation",
+        "the GEMM problem, this machine's roofline, how the course works",
+        "gpu",
+        (Mode.RECORDED, Mode.EXECUTED, Mode.COMPILE_ONLY),
+    ),
+    Lesson(
+        1,
+        "dsl_basics",
+        "CuTe DSL basics",
+        "a first kernel, static vs dynamic values, printing, control flow, TensorSSA, "
+        "register tensors, compiling once, PTX/SASS and spills, the thread hierarchy and "
+        "occupancy",
+        "gpu",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY),
+    ),
+    Lesson(
+        2,
+        "layouts",
+        "Layouts",
+        "shape:stride, hierarchy, coalesce, composition, complement, divide, product",
+        "cpu",
+        (Mode.LIVE,),
+    ),
+    Lesson(
+        3,
+        "tiling",
+        "Tiling and partitioning",
+        "local_tile, local_partition, TV layouts, the thread trace of a naive GEMM, reading a "
+        "timing row",
+        "gpu",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY),
+    ),
+    Lesson(
+        4,
+        "copies",
+        "Copies",
+        "coalescing, vector width, TiledCopy, bandwidth vs the device's peak, Nsight Compute",
+        "gpu",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        5,
+        "swizzle",
+        "Swizzle and bank conflicts",
+        "banks, Swizzle<B,M,S>, TMA swizzle modes, predicted vs measured conflicts",
+        "gpu",
+        (Mode.EXECUTED, Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        6,
+        "mma_atoms",
+        "MMA atoms",
+        "mma.sync fragments and their owners",
+        "sm_80+",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY),
+    ),
+    Lesson(
+        7,
+        "tiled_gemm",
+        "The tiled GEMM",
+        "cp.async multistage, ldmatrix, swizzled smem, epilogue",
+        "sm_80+",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        8,
+        "tma",
+        "TMA",
+        "tensor maps, boxes, multicast in a cluster",
+        "sm_90+",
+        (Mode.COMPILE_ONLY, Mode.SIMULATED, Mode.RECORDED),
+    ),
+    Lesson(
+        9,
+        "pipelines",
+        "mbarrier pipelines",
+        "phases, expect_tx, full/empty rings, deadlocks",
+        "sm_90+",
+        (Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        10,
+        "wgmma",
+        "WGMMA",
+        "warpgroups, smem descriptors, accumulator ownership",
+        "sm_90a",
+        (Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        11,
+        "hopper_sol",
+        "The Hopper speed-of-light GEMM",
+        "warp specialization, persistence, tile order, cluster multicast",
+        "sm_90a",
+        (Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        12,
+        "tcgen05",
+        "Blackwell: TMEM and tcgen05",
+        "tensor memory, UMMA, instruction descriptors",
+        "sm_100a",
+        (Mode.COMPILE_ONLY, Mode.SIMULATED),
+    ),
+    Lesson(
+        13,
+        "cta_pair_clc_gemm",
+        "The CTA-pair CLC GEMM",
+        "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
+        "sm_100a",
+        (Mode.COMPILE_ONLY, Mode.SIMULATED),
+    ),
 )
 
 
@@ -95,5 +168,13 @@ def lesson(number: int) -> Lesson:
 def course_map(m: Machine | None = None) -> list[dict]:
     """One row per notebook: number, title, idea, needs, and what happens here."""
     m = m or machine()
-    return [{"#": f"{l.number:02d}", "notebook": l.path.name, "idea": l.idea,
-             "live on": l.needs, "here": l.here(m)} for l in LESSONS]
+    return [
+        {
+            "#": f"{l.number:02d}",
+            "notebook": l.path.name,
+            "idea": l.idea,
+            "live on": l.needs,
+            "here": l.here(m),
+        }
+        for l in LESSONS
+    ]

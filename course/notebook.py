@@ -4,6 +4,7 @@ Every notebook opens with `course.notebook.header(N)`: what it teaches, what it
 assumes, and -- from the hardware check, so it is true on the reader's machine --
 what its live cells will do here.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ from course.runtime.live import Mode, show
 _MEANING = {
     Mode.LIVE.value: "run live on this machine",
     Mode.EXECUTED.value: "run the kernel's own code on the course's CPU executor at a small size "
-                         "(values and hazards; no speed)",
+    "(values and hazards; no speed)",
     Mode.COMPILE_ONLY.value: "compile for the target GPU and show the PTX/SASS (nothing launched)",
     Mode.SIMULATED.value: "run the course's CPU simulator/emulator instead",
     Mode.RECORDED.value: "show results recorded on a named GPU (GPU, date and command are cited)",
@@ -40,15 +41,19 @@ def header(number: int, assumes: str = "") -> Markdown:
     lesson = LESSONS[number]
     m = machine()
     here = lesson.here(m)
-    text = (f"**Notebook {number:02d} -- {lesson.title}.** Teaches: {lesson.idea}.  \n"
-            + (f"Assumes: {assumes}.  \n" if assumes else "")
-            + f"Live cells need **{lesson.needs}** (tier {tiers_for(lesson.needs)}). "
-            f"This machine: {m.describe()}.  \n"
-            f"Here its live cells will **{'; '.join(_MEANING.get(h, h) for h in here.split(' + '))}**.")
+    text = (
+        f"**Notebook {number:02d} -- {lesson.title}.** Teaches: {lesson.idea}.  \n"
+        + (f"Assumes: {assumes}.  \n" if assumes else "")
+        + f"Live cells need **{lesson.needs}** (tier {tiers_for(lesson.needs)}). "
+        f"This machine: {m.describe()}.  \n"
+        f"Here its live cells will **{'; '.join(_MEANING.get(h, h) for h in here.split(' + '))}**."
+    )
     share = os.environ.get("COURSE_GPU_SHARE")  # set by a class's hub (course.tools.gpu_share)
     if share:
-        text += (f"  \nYour GPU in this class: {share}. Timings move while others run on "
-                 "the same GPU: compare ratios measured in one run, not numbers across runs.")
+        text += (
+            f"  \nYour GPU in this class: {share}. Timings move while others run on "
+            "the same GPU: compare ratios measured in one run, not numbers across runs."
+        )
     return Markdown(text)
 
 
@@ -67,8 +72,9 @@ def course_map_table() -> Markdown:
     """The ladder as a Markdown table with what each notebook does on this machine."""
     rows = course_map()
     lines = ["| # | notebook | idea | live on | here |", "|---|---|---|---|---|"]
-    lines += [f"| {r['#']} | {r['notebook']} | {r['idea']} | {r['live on']} | {r['here']} |"
-              for r in rows]
+    lines += [
+        f"| {r['#']} | {r['notebook']} | {r['idea']} | {r['live on']} | {r['here']} |" for r in rows
+    ]
     return Markdown("\n".join(lines))
 
 

@@ -16,6 +16,7 @@ In a notebook the code shows with syntax highlighting (HTML with inline colours,
 offline slides keep them too) and carries its plain text beside it for any viewer that shows
 text only; outside a notebook it is printed.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -61,18 +62,23 @@ def excerpt(obj, region: str | None = None, dedent: bool = True) -> str:
     `def` line (decorators left out); region markers are left out either way."""
     lines = inspect.getsource(obj).splitlines()
     if region is None:
-        start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(
-            ("def ", "async def ", "class ")))
+        start = next(
+            i
+            for i, line in enumerate(lines)
+            if line.lstrip().startswith(("def ", "async def ", "class "))
+        )
         chunk = lines[start:]
     else:
         spans = regions(obj)
         if region not in spans:
-            raise RegionNotFound(f"no region {region!r} in {_name(obj)}; it marks "
-                                 f"{sorted(spans) or 'none'}")
+            raise RegionNotFound(
+                f"no region {region!r} in {_name(obj)}; it marks {sorted(spans) or 'none'}"
+            )
         first, end = spans[region]
         chunk = lines[first:end]
-    chunk = [FORMATTER.sub("", line) for line in chunk
-             if not (START.match(line) or END.match(line))]
+    chunk = [
+        FORMATTER.sub("", line) for line in chunk if not (START.match(line) or END.match(line))
+    ]
     if dedent:
         pad = min((len(line) - len(line.lstrip()) for line in chunk if line.strip()), default=0)
         chunk = [line[pad:] for line in chunk]
@@ -95,8 +101,11 @@ class Code:
             from pygments.lexers import get_lexer_by_name
         except ImportError:  # no Pygments: the plain text shows instead
             return None
-        return highlight(self.text, get_lexer_by_name(self.language),
-                         HtmlFormatter(noclasses=True, style="default"))
+        return highlight(
+            self.text,
+            get_lexer_by_name(self.language),
+            HtmlFormatter(noclasses=True, style="default"),
+        )
 
 
 def _in_notebook() -> bool:
@@ -134,5 +143,6 @@ def diff(old, new, context: int = 1) -> str:
     b = new if isinstance(new, str) else excerpt(new, dedent=False)
     name_a = getattr(old, "__qualname__", "old")
     name_b = getattr(new, "__qualname__", "new")
-    return "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), name_a, name_b,
-                                          n=context, lineterm=""))
+    return "\n".join(
+        difflib.unified_diff(a.splitlines(), b.splitlines(), name_a, name_b, n=context, lineterm="")
+    )

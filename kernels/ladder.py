@@ -6,6 +6,7 @@ course.bench (which GEMM `--kernel NAME` prepares), course.lessons.ladder (the t
 the chart, each rung numbered by its notebook) and ARCHITECTURE.md's table of steps
 (`python -m course ladder --write`). Plain data: importing it loads no kernel and no CuTe DSL.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,18 +27,37 @@ STEPS: tuple[Step, ...] = (
     Step("naive_gemm", 3, "local_tile, partitions, a TiledMMA of FMAs"),
     Step("copies", 4, "coalescing, 128-bit vectors, TiledCopy, cp.async"),
     Step("smem_banks", 5, "shared-memory reads at chosen addresses"),
-    Step("smem_transpose", 5, "a transpose through shared memory, its tile layout (swizzled or "
-         "not) a parameter", selftest=False),
+    Step(
+        "smem_transpose",
+        5,
+        "a transpose through shared memory, its tile layout (swizzled or not) a parameter",
+        selftest=False,
+    ),
     Step("mma_atom", 6, "one mma.sync atom, and a TiledMMA of them"),
-    Step("sm80_gemm", 7, "tiles over K, cp.async ring, swizzled smem, ldmatrix, epilogue; the "
-         "pieces later steps reuse"),
+    Step(
+        "sm80_gemm",
+        7,
+        "tiles over K, cp.async ring, swizzled smem, ldmatrix, epilogue; the "
+        "pieces later steps reuse",
+    ),
     Step("tma", 8, "tensor maps, TMA loads, stores, multicast"),
-    Step("tma_gemm", 9, "TMA loads into an mbarrier ring, written by hand; then the same ring "
-         "as `PipelineTmaAsync` (`Config(ring=\"pipeline\")`)"),
-    Step("wgmma_gemm", 10, "WGMMA from shared-memory descriptors, on step 09's "
-         "`PipelineTmaAsync` ring"),
-    Step("hopper_gemm", 11, "warp specialization, persistence, clusters, TMA store, ping-pong: "
-         "one preset per idea (`PRESETS`)"),
+    Step(
+        "tma_gemm",
+        9,
+        "TMA loads into an mbarrier ring, written by hand; then the same ring "
+        'as `PipelineTmaAsync` (`Config(ring="pipeline")`)',
+    ),
+    Step(
+        "wgmma_gemm",
+        10,
+        "WGMMA from shared-memory descriptors, on step 09's `PipelineTmaAsync` ring",
+    ),
+    Step(
+        "hopper_gemm",
+        11,
+        "warp specialization, persistence, clusters, TMA store, ping-pong: "
+        "one preset per idea (`PRESETS`)",
+    ),
     Step("tcgen05_gemm", 12, "tcgen05.mma into tensor memory, warp roles"),
     Step("cta_pair_gemm", 13, "CTA pairs: cta_group::2, barrier aliasing"),
     Step("cta_pair_clc_gemm", 13, "Cluster Launch Control and TMEM ping-pong"),
@@ -56,10 +76,18 @@ class Part:
 
 
 PARTS: tuple[Part, ...] = (
-    Part("sm90_parts", "tma_gemm", "the Hopper pieces steps 09-11 share: tensor maps, swizzled "
-         "stages, k-tile copies, the ring as `PipelineTmaAsync`, WGMMA's tiled MMA"),
-    Part("sm100_parts", "tcgen05_gemm", "the Blackwell pieces steps 12-13 share: warp roles, "
-         "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue"),
+    Part(
+        "sm90_parts",
+        "tma_gemm",
+        "the Hopper pieces steps 09-11 share: tensor maps, swizzled "
+        "stages, k-tile copies, the ring as `PipelineTmaAsync`, WGMMA's tiled MMA",
+    ),
+    Part(
+        "sm100_parts",
+        "tcgen05_gemm",
+        "the Blackwell pieces steps 12-13 share: warp roles, "
+        "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue",
+    ),
 )
 
 
@@ -85,17 +113,38 @@ class Gemm:
 GEMMS: tuple[Gemm, ...] = (
     Gemm("naive", "naive_gemm", "gpu", "scalar FMAs, 128x128x8 CTA tile, no shared memory"),
     Gemm("sm80", "sm80_gemm", "sm_80+", "cp.async multistage, swizzled smem, ldmatrix, mma.sync"),
-    Gemm("tma", "tma_gemm", "sm_90+", "TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync "
-         "(--config ring=pipeline: the ring as PipelineTmaAsync)"),
+    Gemm(
+        "tma",
+        "tma_gemm",
+        "sm_90+",
+        "TMA loads, full/empty mbarrier ring, ldmatrix, mma.sync "
+        "(--config ring=pipeline: the ring as PipelineTmaAsync)",
+    ),
     Gemm("wgmma", "wgmma_gemm", "sm_90a", "TMA + PipelineTmaAsync ring + WGMMA"),
-    Gemm("hopper", "hopper_gemm", "sm_90a",
-         "warp-specialized, persistent, clustered, TMA-store epilogue"),
-    Gemm("tcgen05_gemm", "tcgen05_gemm", "sm_100a",
-         "1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator"),
-    Gemm("cta_pair_gemm", "cta_pair_gemm", "sm_100a",
-         "CTA pairs (cta_group::2), 256x128 tiles, one tile per cluster"),
-    Gemm("cta_pair_clc_gemm", "cta_pair_clc_gemm", "sm_100a",
-         "CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, CLC"),
+    Gemm(
+        "hopper",
+        "hopper_gemm",
+        "sm_90a",
+        "warp-specialized, persistent, clustered, TMA-store epilogue",
+    ),
+    Gemm(
+        "tcgen05_gemm",
+        "tcgen05_gemm",
+        "sm_100a",
+        "1-CTA tcgen05 GEMM, 128x128 tiles, TMEM accumulator",
+    ),
+    Gemm(
+        "cta_pair_gemm",
+        "cta_pair_gemm",
+        "sm_100a",
+        "CTA pairs (cta_group::2), 256x128 tiles, one tile per cluster",
+    ),
+    Gemm(
+        "cta_pair_clc_gemm",
+        "cta_pair_clc_gemm",
+        "sm_100a",
+        "CTA-pair (cta_group::2) 256x128 tiles, TMEM ping-pong, CLC",
+    ),
 )
 
 

@@ -1,4 +1,5 @@
 """Shared by the Blackwell kernel tests: a fake B200 that reaches as far as the launch."""
+
 import collections
 import re
 
@@ -81,15 +82,24 @@ def validation_cases():
         ("K mismatch", dict(a=a, b=torch.zeros(64, 32, dtype=bf)), "same K"),
         ("M-major A", dict(a=torch.zeros(64, 64, dtype=bf).t(), b=b), "K-major"),
         ("column slice", dict(a=torch.zeros(64, 128, dtype=bf)[:, :64], b=b), "not packed"),
-        ("K not a multiple of 8", dict(a=torch.zeros(64, 60, dtype=bf),
-                                       b=torch.zeros(64, 60, dtype=bf)), "K = 60"),
+        (
+            "K not a multiple of 8",
+            dict(a=torch.zeros(64, 60, dtype=bf), b=torch.zeros(64, 60, dtype=bf)),
+            "K = 60",
+        ),
         ("N not a multiple of 8", dict(a=a, b=torch.zeros(60, 64, dtype=bf)), "N = 60"),
-        ("misaligned base", dict(a=torch.zeros(65 * 64, dtype=bf)[1:64 * 64 + 1].view(64, 64),
-                                 b=b), "aligned"),
+        (
+            "misaligned base",
+            dict(a=torch.zeros(65 * 64, dtype=bf)[1 : 64 * 64 + 1].view(64, 64), b=b),
+            "aligned",
+        ),
         ("fp32 output", dict(a=a, b=b, out=torch.zeros(64, 64)), "dtype float32"),
         ("wrong output shape", dict(a=a, b=b, out=torch.zeros(64, 32, dtype=bf)), "64x64"),
-        ("transposed output", dict(a=a, b=b, out=torch.zeros(64, 64, dtype=bf).t()),
-         "compact row-major"),
+        (
+            "transposed output",
+            dict(a=a, b=b, out=torch.zeros(64, 64, dtype=bf).t()),
+            "compact row-major",
+        ),
     ]
 
 

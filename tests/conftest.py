@@ -1,4 +1,5 @@
 """Fixtures shared by the lesson tests."""
+
 import pytest
 
 from course.runtime import results
@@ -15,5 +16,7 @@ def cpu_results(tmp_path, monkeypatch):
 
     def bring(name: str) -> None:
         (tmp_path / f"{name}.json").write_text(
-            (results.ROOT / "results" / f"{name}.json").read_text())
+            (results.ROOT / "results" / f"{name}.json").read_text()
+        )
+
     return bring

@@ -4,6 +4,7 @@ Each launcher takes its bug as a Constexpr switch, so the same kernel runs once 
 and once without: the executor must name the hazard in the first case and find none in the
 second.
 """
+
 # no `from __future__ import annotations`: CuTe DSL evaluates the annotations
 import cuda.bindings.driver as cuda
 import cutlass
@@ -16,8 +17,12 @@ VEC = 4
 
 
 @cute.kernel
-def neighbour_kernel(gIn: cute.Tensor, gOut: cute.Tensor, sync_before_read: cutlass.Constexpr,
-                     sync_before_overwrite: cutlass.Constexpr):
+def neighbour_kernel(
+    gIn: cute.Tensor,
+    gOut: cute.Tensor,
+    sync_before_read: cutlass.Constexpr,
+    sync_before_overwrite: cutlass.Constexpr,
+):
     """Each thread stages its element, reads its neighbour's, then overwrites its own."""
     tid, _, _ = cute.arch.thread_idx()
     smem = SmemAllocator()
@@ -34,22 +39,32 @@ def neighbour_kernel(gIn: cute.Tensor, gOut: cute.Tensor, sync_before_read: cutl
 
 
 @cute.jit
-def neighbour(in_ptr: cute.Pointer, out_ptr: cute.Pointer, stream: cuda.CUstream,
-              sync_before_read: cutlass.Constexpr, sync_before_overwrite: cutlass.Constexpr):
+def neighbour(
+    in_ptr: cute.Pointer,
+    out_ptr: cute.Pointer,
+    stream: cuda.CUstream,
+    sync_before_read: cutlass.Constexpr,
+    sync_before_overwrite: cutlass.Constexpr,
+):
     layout = cute.make_layout(THREADS)
-    neighbour_kernel(cute.make_tensor(in_ptr, layout), cute.make_tensor(out_ptr, layout),
-                     sync_before_read, sync_before_overwrite).launch(
-        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+    neighbour_kernel(
+        cute.make_tensor(in_ptr, layout),
+        cute.make_tensor(out_ptr, layout),
+        sync_before_read,
+        sync_before_overwrite,
+    ).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
 
 
 @cute.kernel
-def staged_copy_kernel(gIn: cute.Tensor, gOut: cute.Tensor, g2s: cute.TiledCopy,
-                       wait: cutlass.Constexpr):
+def staged_copy_kernel(
+    gIn: cute.Tensor, gOut: cute.Tensor, g2s: cute.TiledCopy, wait: cutlass.Constexpr
+):
     """cp.async a tile into shared memory, then read back the next thread's vector."""
     tid, _, _ = cute.arch.thread_idx()
     smem = SmemAllocator()
-    staged = smem.allocate_tensor(cutlass.Float32, cute.make_layout(THREADS * VEC),
-                                  byte_alignment=128)
+    staged = smem.allocate_tensor(
+        cutlass.Float32, cute.make_layout(THREADS * VEC), byte_alignment=128
+    )
     thr = g2s.get_slice(tid)
     cute.copy(g2s, thr.partition_S(gIn), thr.partition_D(staged))
     cute.arch.cp_async_commit_group()
@@ -61,13 +76,15 @@ def staged_copy_kernel(gIn: cute.Tensor, gOut: cute.Tensor, g2s: cute.TiledCopy,
 
 
 @cute.jit
-def staged_copy(in_ptr: cute.Pointer, out_ptr: cute.Pointer, stream: cuda.CUstream,
-                wait: cutlass.Constexpr):
+def staged_copy(
+    in_ptr: cute.Pointer, out_ptr: cute.Pointer, stream: cuda.CUstream, wait: cutlass.Constexpr
+):
     layout = cute.make_layout(THREADS * VEC)
     atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
     g2s = cute.make_tiled_copy_tv(atom, cute.make_layout(THREADS), cute.make_layout(VEC))
-    staged_copy_kernel(cute.make_tensor(in_ptr, layout), cute.make_tensor(out_ptr, layout),
-                       g2s, wait).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+    staged_copy_kernel(
+        cute.make_tensor(in_ptr, layout), cute.make_tensor(out_ptr, layout), g2s, wait
+    ).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
 
 
 @cute.kernel
@@ -80,11 +97,10 @@ def partial_barrier_kernel(gOut: cute.Tensor, at_barrier: cutlass.Constexpr):
 
 
 @cute.jit
-def partial_barrier(out_ptr: cute.Pointer, stream: cuda.CUstream,
-                    at_barrier: cutlass.Constexpr):
-    partial_barrier_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS)),
-                           at_barrier).launch(grid=[1, 1, 1], block=[THREADS, 1, 1],
-                                              stream=stream)
+def partial_barrier(out_ptr: cute.Pointer, stream: cuda.CUstream, at_barrier: cutlass.Constexpr):
+    partial_barrier_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS)), at_barrier).launch(
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )
 
 
 @cute.kernel
@@ -98,7 +114,8 @@ def elected_kernel(gOut: cute.Tensor):
 @cute.jit
 def elected(out_ptr: cute.Pointer, stream: cuda.CUstream):
     elected_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
-        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )
 
 
 @cute.kernel
@@ -113,7 +130,8 @@ def spin_kernel(gOut: cute.Tensor):
 @cute.jit
 def spin(out_ptr: cute.Pointer, stream: cuda.CUstream):
     spin_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
-        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )
 
 
 @cute.kernel
@@ -133,4 +151,5 @@ def per_lane_loops_kernel(gOut: cute.Tensor, n: cutlass.Int32):
 @cute.jit
 def per_lane_loops(out_ptr: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
     per_lane_loops_kernel(cute.make_tensor(out_ptr, cute.make_layout(n + THREADS)), n).launch(
-        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )

@@ -1,12 +1,22 @@
 """Fakes shared by the tests: machines of every tier, without owning one."""
+
 from course.runtime.hardware import Machine
 
 CPU = Machine(tier="cpu", reason="test: no GPU")
-H100 = Machine(tier="sm_90", reason="test", gpu_name="NVIDIA H100 80GB HBM3",
-               compute_capability=(9, 0), sm_count=132, driver="580.159.04",
-               cuda_runtime="13.0", torch_version="2.11.0", cutlass_dsl_version="4.8.1")
-B200 = Machine(tier="sm_100", reason="test", gpu_name="NVIDIA B200",
-               compute_capability=(10, 0), sm_count=148)
+H100 = Machine(
+    tier="sm_90",
+    reason="test",
+    gpu_name="NVIDIA H100 80GB HBM3",
+    compute_capability=(9, 0),
+    sm_count=132,
+    driver="580.159.04",
+    cuda_runtime="13.0",
+    torch_version="2.11.0",
+    cutlass_dsl_version="4.8.1",
+)
+B200 = Machine(
+    tier="sm_100", reason="test", gpu_name="NVIDIA B200", compute_capability=(10, 0), sm_count=148
+)
 A100 = Machine(tier="sm_80", reason="test", gpu_name="NVIDIA A100", compute_capability=(8, 0))
 
 
@@ -16,12 +26,19 @@ def use_machine(monkeypatch, m: Machine) -> None:
     import course.runtime.live
     import course.runtime.results
     import course.catalogue
-    for mod in (course.runtime.hardware, course.runtime.live, course.runtime.results, course.catalogue):
+
+    for mod in (
+        course.runtime.hardware,
+        course.runtime.live,
+        course.runtime.results,
+        course.catalogue,
+    ):
         monkeypatch.setattr(mod, "machine", lambda m=m: m)
 
 
-def pretend_gpu(monkeypatch, compute_capability: tuple[int, int] = (9, 0),
-                accept_cpu_tensors: bool = False) -> None:
+def pretend_gpu(
+    monkeypatch, compute_capability: tuple[int, int] = (9, 0), accept_cpu_tensors: bool = False
+) -> None:
     """Make the kernels' host side (kernels.host) see a GPU of this compute capability, so
     everything before a launch runs for real on a CPU-only machine. With
     `accept_cpu_tensors`, CPU tensors pass the device check too (to reach the later rules)."""

@@ -13,6 +13,7 @@ fingerprints is committed beside this file; tests/test_ptx_fingerprints.py compa
 
 Only CuTe DSL and torch are needed, no GPU: everything compiles for its target arch here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,8 +78,9 @@ def _kernel(step: str):
     return importlib.import_module(f"kernels.{step}")
 
 
-def _gemm(step: str, arch: str, dtype: torch.dtype, what: str = "default", config=None,
-          **keys) -> Configuration:
+def _gemm(
+    step: str, arch: str, dtype: torch.dtype, what: str = "default", config=None, **keys
+) -> Configuration:
     """A GEMM step's configuration: `config(module)` builds its Config (None: the default)."""
     label = f"{step} {arch} {SHORT[dtype]} {what}"
     extra = "".join(f" {k}={SHORT.get(v, v)}" for k, v in keys.items())
@@ -99,10 +101,13 @@ def _named(**fields) -> str:
     return ", ".join(f"{k}={v}" for k, v in fields.items())
 
 
-def _gemm_configs(step: str, arch: str, dtype: torch.dtype, *field_sets: dict,
-                  **keys) -> list[Configuration]:
-    return [_gemm(step, arch, dtype, _named(**f) or "default", _cfg(**f) if f else None, **keys)
-            for f in field_sets]
+def _gemm_configs(
+    step: str, arch: str, dtype: torch.dtype, *field_sets: dict, **keys
+) -> list[Configuration]:
+    return [
+        _gemm(step, arch, dtype, _named(**f) or "default", _cfg(**f) if f else None, **keys)
+        for f in field_sets
+    ]
 
 
 def _ladder() -> list[Configuration]:
@@ -110,17 +115,31 @@ def _ladder() -> list[Configuration]:
     out: list[Configuration] = []
 
     # 00 vector_add
-    for arch, dtype, threads in (("sm_80", fp32, 256), ("sm_90a", fp32, 256),
-                                 ("sm_100a", fp32, 256), ("sm_90a", bf16, 256),
-                                 ("sm_90a", fp16, 128)):
-        out.append(Configuration(
-            "vector_add", f"vector_add {arch} {SHORT[dtype]} threads_per_block={threads}",
-            lambda arch=arch, dtype=dtype, threads=threads: _kernel("vector_add").artifacts(
-                arch, dtype, _kernel("vector_add").Config(threads))))
+    for arch, dtype, threads in (
+        ("sm_80", fp32, 256),
+        ("sm_90a", fp32, 256),
+        ("sm_100a", fp32, 256),
+        ("sm_90a", bf16, 256),
+        ("sm_90a", fp16, 128),
+    ):
+        out.append(
+            Configuration(
+                "vector_add",
+                f"vector_add {arch} {SHORT[dtype]} threads_per_block={threads}",
+                lambda arch=arch, dtype=dtype, threads=threads: _kernel("vector_add").artifacts(
+                    arch, dtype, _kernel("vector_add").Config(threads)
+                ),
+            )
+        )
 
     # 03 naive_gemm: A M-major and B N-major as notebook 03 traces it, and group=2
-    for arch, dtype in (("sm_80", fp32), ("sm_90a", fp32), ("sm_100a", fp32), ("sm_90a", bf16),
-                        ("sm_90a", fp16)):
+    for arch, dtype in (
+        ("sm_80", fp32),
+        ("sm_90a", fp32),
+        ("sm_100a", fp32),
+        ("sm_90a", bf16),
+        ("sm_90a", fp16),
+    ):
         out.append(_gemm("naive_gemm", arch, dtype))
     out.append(_gemm("naive_gemm", "sm_90a", fp32, "group=2", _cfg(group=2)))
     out.append(_gemm("naive_gemm", "sm_90a", bf16, "default", a_major="k", b_major="k"))
@@ -128,82 +147,167 @@ def _ladder() -> list[Configuration]:
     # 04 copies: every variant, and the tiled copy with 8 values per thread
     for variant in ("scalar", "strided", "vector", "tiled", "cp_async"):
         for arch in ("sm_80", "sm_90a"):
-            out.append(Configuration(
-                "copies", f"copies {arch} {variant}",
-                lambda arch=arch, variant=variant: _kernel("copies").artifacts(
-                    arch, _kernel("copies").Config(variant))))
-    out.append(Configuration("copies", "copies sm_90a tiled values=8",
-                             lambda: _kernel("copies").artifacts(
-                                 "sm_90a", _kernel("copies").Config("tiled", values=8))))
+            out.append(
+                Configuration(
+                    "copies",
+                    f"copies {arch} {variant}",
+                    lambda arch=arch, variant=variant: _kernel("copies").artifacts(
+                        arch, _kernel("copies").Config(variant)
+                    ),
+                )
+            )
+    out.append(
+        Configuration(
+            "copies",
+            "copies sm_90a tiled values=8",
+            lambda: _kernel("copies").artifacts(
+                "sm_90a", _kernel("copies").Config("tiled", values=8)
+            ),
+        )
+    )
 
     # 05 smem_banks (requests per pass x vector width; 32 threads as the bank benchmark)
-    for n_req, vec, threads in ((1, 4, 256), (2, 1, 256), (2, 2, 256), (2, 4, 256),
-                                (1, 1, 32), (2, 1, 32), (1, 2, 32), (1, 4, 32)):
-        out.append(Configuration(
-            "smem_banks", f"smem_banks sm_90a n_req={n_req} vec={vec} threads={threads}",
-            lambda n_req=n_req, vec=vec, threads=threads: _kernel("smem_banks").artifacts(
-                "sm_90a", n_req, vec, _kernel("smem_banks").Config(threads))))
+    for n_req, vec, threads in (
+        (1, 4, 256),
+        (2, 1, 256),
+        (2, 2, 256),
+        (2, 4, 256),
+        (1, 1, 32),
+        (2, 1, 32),
+        (1, 2, 32),
+        (1, 4, 32),
+    ):
+        out.append(
+            Configuration(
+                "smem_banks",
+                f"smem_banks sm_90a n_req={n_req} vec={vec} threads={threads}",
+                lambda n_req=n_req, vec=vec, threads=threads: _kernel("smem_banks").artifacts(
+                    "sm_90a", n_req, vec, _kernel("smem_banks").Config(threads)
+                ),
+            )
+        )
 
     # 05 smem_transpose: every shared-memory layout
     for layout in ("plain", "padded", "swizzled"):
-        out.append(Configuration(
-            "smem_transpose", f"smem_transpose sm_90a {layout}",
-            lambda layout=layout: _kernel("smem_transpose").artifacts(
-                "sm_90a", _kernel("smem_transpose").Config(layout))))
+        out.append(
+            Configuration(
+                "smem_transpose",
+                f"smem_transpose sm_90a {layout}",
+                lambda layout=layout: _kernel("smem_transpose").artifacts(
+                    "sm_90a", _kernel("smem_transpose").Config(layout)
+                ),
+            )
+        )
 
     # 06 mma_atom: the micro-GEMM and the stamping kernel on 1x1, 2x2 and 4x1 warps
     for warps in ((1, 1), (2, 2), (4, 1)):
         for dtype in (bf16, fp16):
             for arch in ("sm_80", "sm_90a"):
                 for kernel in ("MICRO_GEMM", "STAMP"):
-                    out.append(Configuration(
-                        "mma_atom", f"mma_atom {arch} {SHORT[dtype]} {kernel.lower()} "
-                                    f"warps={warps[0]}x{warps[1]}",
-                        lambda arch=arch, dtype=dtype, warps=warps, kernel=kernel: getattr(
-                            _kernel("mma_atom"), kernel).artifacts(
-                            arch, dtype, _kernel("mma_atom").Config(*warps))))
+                    out.append(
+                        Configuration(
+                            "mma_atom",
+                            f"mma_atom {arch} {SHORT[dtype]} {kernel.lower()} "
+                            f"warps={warps[0]}x{warps[1]}",
+                            lambda arch=arch, dtype=dtype, warps=warps, kernel=kernel: getattr(
+                                _kernel("mma_atom"), kernel
+                            ).artifacts(arch, dtype, _kernel("mma_atom").Config(*warps)),
+                        )
+                    )
 
     # 07 sm80_gemm: the default on both targets, the configurations measured and tested
     for arch in ("sm_80", "sm_90a"):
         out += _gemm_configs("sm80_gemm", arch, bf16, {})
     out += _gemm_configs("sm80_gemm", "sm_90a", fp16, {})
-    out += _gemm_configs("sm80_gemm", "sm_90a", bf16, dict(stages=2), dict(stages=4),
-                         dict(tile_n=128, warps_n=2, stages=4), dict(tile_k=32, stages=3),
-                         dict(tile_k=32, stages=5))
+    out += _gemm_configs(
+        "sm80_gemm",
+        "sm_90a",
+        bf16,
+        dict(stages=2),
+        dict(stages=4),
+        dict(tile_n=128, warps_n=2, stages=4),
+        dict(tile_k=32, stages=3),
+        dict(tile_k=32, stages=5),
+    )
 
     # 08 tma: every kernel on the box configurations of the lessons and tests
-    boxes = {"default": {}, "box_rows=32": dict(box_rows=32), "box_cols=32": dict(box_cols=32),
-             "box_cols=32 swizzle=64": dict(box_cols=32, swizzle=64),
-             "box_cols=16 swizzle=32 box_rows=128": dict(box_cols=16, swizzle=32, box_rows=128),
-             "box_cols=24 swizzle=0 box_rows=16": dict(box_cols=24, swizzle=0, box_rows=16),
-             "box_cols=24 swizzle=0 box_rows=16 threads=128":
-                 dict(box_cols=24, swizzle=0, box_rows=16, threads=128)}
-    cases = [(bf16, "default"), (fp16, "box_rows=32"), (fp32, "box_cols=32"),
-             (bf16, "box_cols=32 swizzle=64"), (bf16, "box_cols=16 swizzle=32 box_rows=128"),
-             (bf16, "box_cols=24 swizzle=0 box_rows=16")]
+    boxes = {
+        "default": {},
+        "box_rows=32": dict(box_rows=32),
+        "box_cols=32": dict(box_cols=32),
+        "box_cols=32 swizzle=64": dict(box_cols=32, swizzle=64),
+        "box_cols=16 swizzle=32 box_rows=128": dict(box_cols=16, swizzle=32, box_rows=128),
+        "box_cols=24 swizzle=0 box_rows=16": dict(box_cols=24, swizzle=0, box_rows=16),
+        "box_cols=24 swizzle=0 box_rows=16 threads=128": dict(
+            box_cols=24, swizzle=0, box_rows=16, threads=128
+        ),
+    }
+    cases = [
+        (bf16, "default"),
+        (fp16, "box_rows=32"),
+        (fp32, "box_cols=32"),
+        (bf16, "box_cols=32 swizzle=64"),
+        (bf16, "box_cols=16 swizzle=32 box_rows=128"),
+        (bf16, "box_cols=24 swizzle=0 box_rows=16"),
+    ]
     for dtype, box in cases:
         for kernel in ("load", "boxes", "physical", "store"):
-            out.append(Configuration(
-                "tma", f"tma sm_90a {SHORT[dtype]} {kernel} {box}",
-                lambda dtype=dtype, box=box, kernel=kernel: _kernel("tma").artifacts(
-                    "sm_90a", kernel, dtype, _kernel("tma").Config(**boxes[box]))))
-    out.append(Configuration("tma", "tma sm_100a bf16 load default",
-                             lambda: _kernel("tma").artifacts("sm_100a", "load")))
-    out.append(Configuration("tma", "tma sm_90a bf16 descriptor default",
-                             lambda: _kernel("tma").artifacts("sm_90a", "descriptor")))
-    for cluster, tiles, multicast in ((2, 4, True), (2, 2, True), (4, 2, True), (2, 2, False),
-                                      (4, 2, False), (2, 3, True), (4, 3, True), (2, 3, False),
-                                      (4, 3, False), (2, 8, True), (4, 8, True), (2, 8, False),
-                                      (4, 8, False)):
+            out.append(
+                Configuration(
+                    "tma",
+                    f"tma sm_90a {SHORT[dtype]} {kernel} {box}",
+                    lambda dtype=dtype, box=box, kernel=kernel: _kernel("tma").artifacts(
+                        "sm_90a", kernel, dtype, _kernel("tma").Config(**boxes[box])
+                    ),
+                )
+            )
+    out.append(
+        Configuration(
+            "tma",
+            "tma sm_100a bf16 load default",
+            lambda: _kernel("tma").artifacts("sm_100a", "load"),
+        )
+    )
+    out.append(
+        Configuration(
+            "tma",
+            "tma sm_90a bf16 descriptor default",
+            lambda: _kernel("tma").artifacts("sm_90a", "descriptor"),
+        )
+    )
+    for cluster, tiles, multicast in (
+        (2, 4, True),
+        (2, 2, True),
+        (4, 2, True),
+        (2, 2, False),
+        (4, 2, False),
+        (2, 3, True),
+        (4, 3, True),
+        (2, 3, False),
+        (4, 3, False),
+        (2, 8, True),
+        (4, 8, True),
+        (2, 8, False),
+        (4, 8, False),
+    ):
         for kernel in ("multicast", "multicast_bench"):
-            out.append(Configuration(
-                "tma", f"tma sm_90a bf16 {kernel} cluster={cluster} tiles={tiles} "
-                       f"multicast={multicast}",
-                lambda cluster=cluster, tiles=tiles, multicast=multicast, kernel=kernel:
-                    _kernel("tma").artifacts("sm_90a", kernel, torch.bfloat16,
-                                             _kernel("tma").MulticastConfig(
-                                                 cluster=cluster, tiles=tiles,
-                                                 multicast=multicast))))
+            out.append(
+                Configuration(
+                    "tma",
+                    f"tma sm_90a bf16 {kernel} cluster={cluster} tiles={tiles} "
+                    f"multicast={multicast}",
+                    lambda cluster=cluster, tiles=tiles, multicast=multicast, kernel=kernel: (
+                        _kernel("tma").artifacts(
+                            "sm_90a",
+                            kernel,
+                            torch.bfloat16,
+                            _kernel("tma").MulticastConfig(
+                                cluster=cluster, tiles=tiles, multicast=multicast
+                            ),
+                        )
+                    ),
+                )
+            )
 
     # 09 tma_gemm: the stage sweep with both rings, the injected bugs, bounded waits
     for dtype in (bf16, fp16):
@@ -212,23 +316,48 @@ def _ladder() -> list[Configuration]:
         for ring in ("mbarrier", "pipeline"):
             out += _gemm_configs("tma_gemm", "sm_90a", bf16, dict(stages=stages, ring=ring))
     for bug in ("producer_parity", "missing_arrive", "arrival_count", "thread_arrival_count"):
-        out += _gemm_configs("tma_gemm", "sm_90a", bf16, dict(bug=bug), dict(stages=2, bug=bug),
-                             dict(stages=2, bug=bug, debug_timeout_ms=200))
-    out += _gemm_configs("tma_gemm", "sm_90a", bf16, dict(debug_timeout_ms=100),
-                         dict(debug_timeout_ms=1000), dict(tile_n=128, warps_n=2, stages=6))
+        out += _gemm_configs(
+            "tma_gemm",
+            "sm_90a",
+            bf16,
+            dict(bug=bug),
+            dict(stages=2, bug=bug),
+            dict(stages=2, bug=bug, debug_timeout_ms=200),
+        )
+    out += _gemm_configs(
+        "tma_gemm",
+        "sm_90a",
+        bf16,
+        dict(debug_timeout_ms=100),
+        dict(debug_timeout_ms=1000),
+        dict(tile_n=128, warps_n=2, stages=6),
+    )
 
     # 10 wgmma_gemm: the default and the stage sweeps of notebook 10
     for dtype in (bf16, fp16):
         out += _gemm_configs("wgmma_gemm", "sm_90a", dtype, {})
-    out += _gemm_configs("wgmma_gemm", "sm_90a", bf16, dict(stages=2), dict(stages=3),
-                         dict(tile_n=128), *(dict(tile_n=128, stages=s) for s in (2, 3, 5, 6)))
+    out += _gemm_configs(
+        "wgmma_gemm",
+        "sm_90a",
+        bf16,
+        dict(stages=2),
+        dict(stages=3),
+        dict(tile_n=128),
+        *(dict(tile_n=128, stages=s) for s in (2, 3, 5, 6)),
+    )
 
     # 11 hopper_gemm: every preset of the ladder
-    for preset in ("specialized", "persistent", "cluster", "tma_store", "pingpong",
-                   "pingpong_2x2"):
+    for preset in ("specialized", "persistent", "cluster", "tma_store", "pingpong", "pingpong_2x2"):
         for dtype in (bf16, fp16):
-            out.append(_gemm("hopper_gemm", "sm_90a", dtype, f"preset={preset}",
-                             lambda module, preset=preset: module.PRESETS[preset]))
+            out.append(
+                _gemm(
+                    "hopper_gemm",
+                    "sm_90a",
+                    dtype,
+                    f"preset={preset}",
+                    lambda module, preset=preset: module.PRESETS[preset],
+                )
+            )
 
     # 12-13 the Blackwell GEMMs: both tile widths, both input types, C in another type
     for step in ("tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm"):
@@ -244,8 +373,11 @@ STEPS = sorted({c.step for c in CONFIGURATIONS})
 
 def measure(step: str | None = None) -> dict[str, str]:
     """label -> fingerprint of every configuration (of one step)."""
-    return {c.label: fingerprint(c.artifacts().ptx) for c in CONFIGURATIONS
-            if step is None or c.step == step}
+    return {
+        c.label: fingerprint(c.artifacts().ptx)
+        for c in CONFIGURATIONS
+        if step is None or c.step == step
+    }
 
 
 def compiler_version() -> str:
@@ -257,8 +389,14 @@ def load() -> dict:
 
 
 def record() -> None:
-    TABLE.write_text(json.dumps({"nvidia-cutlass-dsl": compiler_version(),
-                                 "fingerprints": measure()}, indent=1, sort_keys=True) + "\n")
+    TABLE.write_text(
+        json.dumps(
+            {"nvidia-cutlass-dsl": compiler_version(), "fingerprints": measure()},
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -3,6 +3,7 @@
 Every import statement is read from the source (also those inside functions), so a lazy
 import cannot hide a dependency that points the wrong way.
 """
+
 import ast
 from pathlib import Path
 
@@ -32,10 +33,11 @@ LAYERS = {
     "bench": ({"runtime", "models"}, True),
     "viz": ({"models", "sim", "emulate"}, False),
     "widgets": ({"models", "sim", "emulate", "cute", "viz"}, False),
-    "exercises": ({"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz"},
-                  True),
-    "lessons": ({"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz",
-                 "widgets"}, True),
+    "exercises": ({"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz"}, True),
+    "lessons": (
+        {"models", "sim", "emulate", "cute", "execute", "runtime", "bench", "viz", "widgets"},
+        True,
+    ),
     "tools": (None, True),  # anything
 }
 MAX_TOP_LEVEL_MODULES = 8
@@ -52,7 +54,7 @@ def imports(path: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             names.add(base)
             names |= {f"{base}.{a.name}" for a in node.names}
     return names
@@ -74,9 +76,12 @@ def test_kernels_import_nothing_from_the_course(path):
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_step_builds_only_on_earlier_steps(step):
-    allowed = KERNEL_HOST | set(STEPS[:STEPS.index(step)])
-    used = {m.split(".")[1] for m in imports(KERNELS / f"{step}.py")
-            if m.startswith("kernels.") and (KERNELS / f"{m.split('.')[1]}.py").exists()}
+    allowed = KERNEL_HOST | set(STEPS[: STEPS.index(step)])
+    used = {
+        m.split(".")[1]
+        for m in imports(KERNELS / f"{step}.py")
+        if m.startswith("kernels.") and (KERNELS / f"{m.split('.')[1]}.py").exists()
+    }
     assert used <= allowed, f"{step} imports {sorted(used - allowed)}, a later step"
 
 
@@ -108,18 +113,23 @@ def test_course_imports_point_one_way(layer):
                 problems.append(f"{path.relative_to(ROOT)} imports {module}")
             if module.startswith("kernels") and not kernels_ok:
                 problems.append(f"{path.relative_to(ROOT)} imports {module}")
-            if layer == "runtime" and module.startswith("kernels") and \
-                    module.split(".")[:2] != ["kernels", "host"]:
-                problems.append(f"{path.relative_to(ROOT)} imports {module} (runtime: "
-                                f"kernels.host only)")
+            if (
+                layer == "runtime"
+                and module.startswith("kernels")
+                and module.split(".")[:2] != ["kernels", "host"]
+            ):
+                problems.append(
+                    f"{path.relative_to(ROOT)} imports {module} (runtime: kernels.host only)"
+                )
     assert not problems, "\n".join(problems)
 
 
 def test_course_keeps_few_top_level_modules():
     top = sorted(p.name for p in COURSE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
-    assert {p.name for p in COURSE.iterdir() if p.is_dir() and p.name != "__pycache__"} == \
-        set(LAYERS), "a course/ folder that ARCHITECTURE.md does not describe"
+    assert {p.name for p in COURSE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(
+        LAYERS
+    ), "a course/ folder that ARCHITECTURE.md does not describe"
 
 
 def test_module_names_say_what_they_are_without_their_folder():

@@ -1,4 +1,5 @@
 """The BankConflictExplorer widget: presets, custom choices, errors, static picture."""
+
 from course.widgets.bank_explorer import ACCESSES, BankConflictExplorer, make_access, make_tile
 from course.widgets.static_widget import StaticWidget
 
@@ -41,8 +42,12 @@ def test_impossible_choices_explain_instead_of_failing():
 def test_pattern_builders():
     t = make_tile("bf16", "32x64", "row-major", "TMA 128B: Swizzle<3,4,3> on bytes")
     assert make_access(ACCESSES[3], t).predict(t).conflicts == 0
-    assert make_access(ACCESSES[5], make_tile("fp32", "32x4", "row-major", "none")).predict(
-        make_tile("fp32", "32x4", "row-major", "none")).conflicts == 2
+    assert (
+        make_access(ACCESSES[5], make_tile("fp32", "32x4", "row-major", "none"))
+        .predict(make_tile("fp32", "32x4", "row-major", "none"))
+        .conflicts
+        == 2
+    )
 
 
 def test_widget_has_a_static_picture():

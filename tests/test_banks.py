@@ -1,4 +1,5 @@
 """course.models.bank_model: the bank model on hand-worked cases, and notebook 05's cases."""
+
 import numpy as np
 import pytest
 
@@ -81,6 +82,7 @@ def test_bank_of():
 
 
 # ---------------------------------------------------------------- notebook 05's 8x8 float tile
+
 
 def test_float8x8_tile_bank_maps_and_row_conflicts():
     plain = sa.SmemTile("fp32", Layout.col_major(8, 8))

@@ -1,5 +1,6 @@
 """The pictures of the mbarrier (notebook 08), of WGMMA's groups (notebook 10) and of a
 ring's barrier phases (notebook 12): drawn from the course's models, and labelled."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -10,9 +11,11 @@ from course.viz import barrier_pictures, wgmma_pictures  # noqa: E402
 
 
 def _texts(fig):
-    return [t.get_text() for ax in fig.axes for t in ax.texts] + \
-        [t.get_text() for t in fig.texts] + \
-        [t.get_text() for ax in fig.axes for t in (ax.title, ax.xaxis.label)]
+    return (
+        [t.get_text() for ax in fig.axes for t in ax.texts]
+        + [t.get_text() for t in fig.texts]
+        + [t.get_text() for ax in fig.axes for t in (ax.title, ax.xaxis.label)]
+    )
 
 
 def test_the_wgmma_loop_releases_a_stage_only_after_its_group_completed():
@@ -55,8 +58,12 @@ def test_the_barrier_timeline_draws_every_phase_of_every_barrier():
     fig = barrier_pictures.barrier_timeline(sim)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    names = [b.name for pipe in (sim.parts["ab"], sim.parts["acc"])
-             for kind in ("full", "empty") for b in getattr(pipe, kind)]
+    names = [
+        b.name
+        for pipe in (sim.parts["ab"], sim.parts["acc"])
+        for kind in ("full", "empty")
+        for b in getattr(pipe, kind)
+    ]
     assert set(names) <= set(labels) and not any(l.startswith("smem stage") for l in labels)
     texts = _texts(fig)
     for bar in sim.parts["ab"].full:  # k-tiles 0..7 through 4 stages: each full twice

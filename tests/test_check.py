@@ -58,5 +58,6 @@ def test_source_excerpt_and_diff():
     d = source.diff("a\nb\nc", "a\nB\nc")
     assert "-b" in d and "+B" in d
     import pytest
+
     with pytest.raises(ValueError):
         source.excerpt(vector_add.add_kernel, "no-such-region")

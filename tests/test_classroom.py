@@ -2,6 +2,7 @@
 teacher gathers the files into the class table, the common wrong answers and a picture.
 Whose a file is comes from the file (its owner, or its folder), never from its lines: the
 tests that give files real owners create Unix accounts (root only) and remove them."""
+
 import json
 import os
 import pwd
@@ -24,12 +25,14 @@ LOW, LOWER = TILES_RIGHT - 24, TILES_RIGHT - 25
 @pytest.fixture
 def learner_file(tmp_path, monkeypatch):
     """Point this test's check() calls at a progress file of learner `alice`."""
+
     def point(user="alice", path=None):
         path = path or tmp_path / "home" / user / ".course" / "progress.jsonl"
         monkeypatch.delenv("COURSE_PROGRESS", raising=False)
         monkeypatch.setenv("COURSE_PROGRESS_FILE", str(path))
         monkeypatch.setenv("JUPYTERHUB_USER", user)
         return path
+
     return point
 
 
@@ -45,8 +48,11 @@ def test_check_records_one_line_per_verdict(learner_file):
     assert check("00.tiles", quiet=True).ok is None
     wrong, right, unanswered = lines(path)
     assert {k: wrong[k] for k in ("learner", "exercise", "verdict", "hint")} == {
-        "learner": "alice", "exercise": "00.tiles", "verdict": "wrong",
-        "hint": f"{answer - 24} is too low."}
+        "learner": "alice",
+        "exercise": "00.tiles",
+        "verdict": "wrong",
+        "hint": f"{answer - 24} is too low.",
+    }
     assert (right["verdict"], right["hint"]) == ("right", "")
     assert (unanswered["verdict"], unanswered["hint"]) == ("not answered", "")
     when = datetime.fromisoformat(wrong["time"])
@@ -61,9 +67,13 @@ def test_a_rejected_answer_records_its_reason(learner_file):
 
 
 def test_the_hint_is_the_first_line_capped():
-    kernel_style = Verdict("01.saxpy", "wrong", "observed: 3 of 257 outputs wrong\n"
-                                                 "hint: guard the last block with a predicate\n"
-                                                 "  ✘ traced and compiled: ...")
+    kernel_style = Verdict(
+        "01.saxpy",
+        "wrong",
+        "observed: 3 of 257 outputs wrong\n"
+        "hint: guard the last block with a predicate\n"
+        "  ✘ traced and compiled: ...",
+    )
     assert progress.mistake_key(kernel_style) == "guard the last block with a predicate"
     plain = Verdict("00.bound", "wrong", "answer 'memory' or 'compute'\nmore")
     assert progress.mistake_key(plain) == "answer 'memory' or 'compute'"
@@ -113,8 +123,10 @@ def two_learners(tmp_path, learner_file):
 
 def test_gathering_builds_the_class_table(two_learners):
     rows, wrong = gather.table([two_learners], gather.by_folder(two_learners))
-    assert rows == [{"learner": "alice", "00.tiles": "✅", "00.bound": "❌"},
-                    {"learner": "bob", "00.tiles": "❌", "00.bound": ""}]
+    assert rows == [
+        {"learner": "alice", "00.tiles": "✅", "00.bound": "❌"},
+        {"learner": "bob", "00.tiles": "❌", "00.bound": ""},
+    ]
     assert list(rows[0]) == ["learner", "00.tiles", "00.bound"]  # the course's order
     assert wrong["00.tiles"][0] == gather.WrongAnswer(f"{LOW} is too low.", 2, 2)
     assert wrong["00.tiles"][1] == gather.WrongAnswer(f"{LOWER} is too low.", 1, 1)
@@ -122,13 +134,17 @@ def test_gathering_builds_the_class_table(two_learners):
 
 
 def test_gathering_skips_and_counts_malformed_lines(two_learners):
-    found = gather.gather([two_learners, two_learners / "bob" / ".course" / "progress.jsonl"],
-                          gather.by_folder(two_learners))
+    found = gather.gather(
+        [two_learners, two_learners / "bob" / ".course" / "progress.jsonl"],
+        gather.by_folder(two_learners),
+    )
     assert found.skipped_lines == 2
     assert len(found.files) == 2 and len(found.attempts) == 5  # bob's file read once
     counts = gather.exercise_counts(gather.class_rows(found), found.exercises)
-    assert counts == {"00.tiles": {"right": 1, "not proven": 0, "wrong": 1, "not answered": 0},
-                      "00.bound": {"right": 0, "not proven": 0, "wrong": 1, "not answered": 0}}
+    assert counts == {
+        "00.tiles": {"right": 1, "not proven": 0, "wrong": 1, "not answered": 0},
+        "00.bound": {"right": 0, "not proven": 0, "wrong": 1, "not answered": 0},
+    }
 
 
 def test_cli_writes_the_table_and_the_picture(two_learners, tmp_path, capsys):
@@ -153,8 +169,19 @@ def test_cli_says_when_there_is_nothing_to_gather(tmp_path, capsys):
 def test_python_m_course_progress_is_the_teachers_command(two_learners, tmp_path, capsys):
     from course.__main__ import main
 
-    assert main(["progress", str(two_learners), "--out", str(tmp_path / "class"),
-                 "--learner-from", "folder"]) == 0
+    assert (
+        main(
+            [
+                "progress",
+                str(two_learners),
+                "--out",
+                str(tmp_path / "class"),
+                "--learner-from",
+                "folder",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "class" / "progress.md").read_text() in capsys.readouterr().out
 
 
@@ -162,19 +189,35 @@ def write_lines(path, *entries):
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         for learner, exercise, verdict in entries:
-            f.write(json.dumps({"learner": learner, "exercise": exercise, "verdict": verdict,
-                                "hint": "", "time": "2026-11-25T00:00:00+00:00"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "learner": learner,
+                        "exercise": exercise,
+                        "verdict": verdict,
+                        "hint": "",
+                        "time": "2026-11-25T00:00:00+00:00",
+                    }
+                )
+                + "\n"
+            )
 
 
 def test_the_four_verdicts_are_counted_apart_and_old_files_still_read(tmp_path, capsys):
     """right, not proven here, wrong and not answered each have their mark, their count
     and their colour; a file written before "not proven" existed reads as it did."""
     home = tmp_path / "home"
-    write_lines(home / "ann" / ".course" / "progress.jsonl",
-                ("ann", "01.saxpy", "wrong"), ("ann", "01.saxpy", "not proven"),
-                ("ann", "00.tiles", "right"))
-    write_lines(home / "ben" / ".course" / "progress.jsonl",  # an old file: three verdicts
-                ("ben", "01.saxpy", "not answered"), ("ben", "00.tiles", "wrong"))
+    write_lines(
+        home / "ann" / ".course" / "progress.jsonl",
+        ("ann", "01.saxpy", "wrong"),
+        ("ann", "01.saxpy", "not proven"),
+        ("ann", "00.tiles", "right"),
+    )
+    write_lines(
+        home / "ben" / ".course" / "progress.jsonl",  # an old file: three verdicts
+        ("ben", "01.saxpy", "not answered"),
+        ("ben", "00.tiles", "wrong"),
+    )
     write_lines(home / "cy" / ".course" / "progress.jsonl", ("cy", "01.saxpy", "wrong"))
     found = gather.gather([home], gather.by_folder(home))
     rows = {r["learner"]: r for r in gather.class_rows(found)}
@@ -182,7 +225,8 @@ def test_the_four_verdicts_are_counted_apart_and_old_files_still_read(tmp_path, 
     assert rows["ben"]["01.saxpy"] == "○" and rows["ben"]["00.tiles"] == "❌"
     assert rows["cy"]["01.saxpy"] == "❌" and rows["cy"]["00.tiles"] == ""
     assert gather.exercise_counts(list(rows.values()), ["01.saxpy"]) == {
-        "01.saxpy": {"right": 0, "not proven": 1, "wrong": 1, "not answered": 1}}
+        "01.saxpy": {"right": 0, "not proven": 1, "wrong": 1, "not answered": 1}
+    }
     assert progress_command([str(home)], tmp_path / "out", learner_from="folder") == 0
     report = (tmp_path / "out" / "progress.md").read_text()
     assert "❔ not proven here" in report and "| **not proven here** |" in report
@@ -246,11 +290,14 @@ def test_a_learner_cannot_write_someone_elses_grade(two_accounts, tmp_path, caps
     owner, so B keeps B's own verdict and the forged line is reported."""
     a, b = two_accounts
     alice, bob = (gather.learner_of(account.pw_name) for account in two_accounts)
-    for account, entries in ((a, [(alice, "00.tiles", "wrong")]),
-                             (b, [(bob, "00.tiles", "wrong")])):
+    for account, entries in (
+        (a, [(alice, "00.tiles", "wrong")]),
+        (b, [(bob, "00.tiles", "wrong")]),
+    ):
         path = f"{account.pw_dir}/.course/progress.jsonl"
-        line = "".join(json.dumps({"learner": n, "exercise": e, "verdict": v}) + "\n"
-                       for n, e, v in entries)
+        line = "".join(
+            json.dumps({"learner": n, "exercise": e, "verdict": v}) + "\n" for n, e, v in entries
+        )
         as_learner(account, f"mkdir -p ~/.course && printf '%s' '{line}' >> {path}")
     forged = json.dumps({"learner": bob, "exercise": "00.tiles", "verdict": "right"})
     as_learner(a, f"echo '{forged}' >> ~/.course/progress.jsonl")
@@ -258,13 +305,18 @@ def test_a_learner_cannot_write_someone_elses_grade(two_accounts, tmp_path, caps
     rows = {r["learner"]: r for r in gather.table(homes)[0]}
     assert rows[bob]["00.tiles"] == "❌" and rows[alice]["00.tiles"] == "❌"
     found = gather.gather(homes)
-    assert found.foreign == [f"{a.pw_dir}/.course/progress.jsonl (belongs to {alice}): "
-                             f"1 line(s) naming {bob}"]
+    assert found.foreign == [
+        f"{a.pw_dir}/.course/progress.jsonl (belongs to {alice}): 1 line(s) naming {bob}"
+    ]
     assert progress_command(homes, tmp_path / "out") == 0
     assert f"1 line(s) naming {bob}" in (tmp_path / "out" / "progress.md").read_text()
 
 
 def as_learner(account, command: str) -> None:
     """Run a shell command as `account`, in its home, as its terminal would."""
-    subprocess.run(["su", "--login", account.pw_name, "--shell", "/bin/sh", "--command",
-                    command], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["su", "--login", account.pw_name, "--shell", "/bin/sh", "--command", command],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )

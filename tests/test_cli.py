@@ -11,8 +11,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def test_doctor_tells_the_truth_about_this_machine():
@@ -36,6 +42,7 @@ def test_course_map_depends_on_the_machine():
     assert on["sm_100"]["00"] == "live"
     from course.catalogue import Lesson
     from course.runtime.live import Mode
+
     wgmma = Lesson(0, "orientation", "t", "t", "sm_90a", (Mode.RECORDED,))  # an existing file
     assert wgmma.here(H100) == "live" and wgmma.here(B200) == "recorded"
     assert len(on["cpu"]) == 14
@@ -55,8 +62,11 @@ def test_runner_counts_banners():
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                           text="[⏺ RECORDED] a\n[▶ LIVE] b\n[▶ LIVE] c\n")]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stdout", text="[⏺ RECORDED] a\n[▶ LIVE] b\n[▶ LIVE] c\n"
+        )
+    ]
     nb.cells = [cell]
     counts = _count_modes(nb)
     assert counts["live"] == 2 and counts["recorded"] == 1 and counts["simulated"] == 0
@@ -69,6 +79,7 @@ def test_recording_a_notebook_run_is_refused_without_a_gpu(monkeypatch):
 
     monkeypatch.setenv("COURSE_TIER", "cpu")
     from course.runtime import hardware
+
     if hasattr(hardware.machine, "cache_clear"):
         hardware.machine.cache_clear()
     with pytest.raises(SystemExit, match="recording needs a GPU"):

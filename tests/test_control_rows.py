@@ -1,5 +1,6 @@
 """A comparison with cuBLAS carries its control, and the results table shows one row per
 GPU and configuration, the latest."""
+
 from course.bench import report
 from course.bench.gemm_bench import PairedResult, standing
 from course.bench.timing import Timing, round_ratios
@@ -32,13 +33,28 @@ def test_a_ratio_and_a_median_round_on_different_sides_are_not_called():
 
 
 def test_a_result_reports_the_ratio_of_its_two_rates_and_its_rounds():
-    r = PairedResult("4096x4096x4096 bfloat16", "hopper", 0.18, 0.19, 760.0, 720.0, 0.01, 0.01,
-                     4, 150, "eager", (105.5, 103.0, 108.0), (100.1, 98.0, 102.2))
+    r = PairedResult(
+        "4096x4096x4096 bfloat16",
+        "hopper",
+        0.18,
+        0.19,
+        760.0,
+        720.0,
+        0.01,
+        0.01,
+        4,
+        150,
+        "eager",
+        (105.5, 103.0, 108.0),
+        (100.1, 98.0, 102.2),
+    )
     d = r.as_dict()
     assert d["pct_of_cublas"] == round(100 * 0.19 / 0.18, 1) == 105.6
     assert d["standing"] == "above cuBLAS"
-    assert report.pct_with_control(d) == ("105.6% of cuBLAS (per round 105.5%, 103.0-108.0%; "
-                                          "control 100.1%, 98.0-102.2%): above cuBLAS")
+    assert report.pct_with_control(d) == (
+        "105.6% of cuBLAS (per round 105.5%, 103.0-108.0%; "
+        "control 100.1%, 98.0-102.2%): above cuBLAS"
+    )
     old = {"pct_of_cublas": 93.1}  # a record from before the control, without its rates
     assert report.pct_with_control(old) == "93.1% of cuBLAS (no control)"
 
@@ -71,8 +87,10 @@ def test_the_ladder_names_the_cublas_each_cell_was_measured_against():
         for size in (2048, 4096, 8192):
             row = rung.at(size)
             if row:
-                assert (f"{report.pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
-                        f"{row['cublas_tflops']:.0f})") in table
+                assert (
+                    f"{report.pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
+                    f"{row['cublas_tflops']:.0f})"
+                ) in table
 
 
 def test_the_table_keeps_the_latest_row_per_key_in_its_first_place():
@@ -83,8 +101,11 @@ def test_the_table_keeps_the_latest_row_per_key_in_its_first_place():
     def fmt(rec):
         return rec.rows
 
-    records = [Rec([(("h100", "a"), "a old"), (("h100", "b"), "b old")]),
-               Rec([(("h100", "a"), "a new")]), Rec(["plain line"])]
+    records = [
+        Rec([(("h100", "a"), "a old"), (("h100", "b"), "b old")]),
+        Rec([(("h100", "a"), "a new")]),
+        Rec(["plain line"]),
+    ]
     assert report.latest_rows(fmt, records) == ["a new", "b old", "plain line"]
 
 

@@ -1,5 +1,6 @@
 """Notebook 04's copies: each variant compiles to the instructions it is about (checked
 here without a GPU), validates its inputs, and on a GPU equals its source exactly."""
+
 import pytest
 import torch
 

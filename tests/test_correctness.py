@@ -92,7 +92,9 @@ def test_one_table_of_tolerances():
     from kernels import selftest
 
     assert correctness.TOLERANCE is selftest.TOLERANCE
-    assert blackwell_gemm.TOLERANCE == {str(d).replace("torch.", ""): t
-                                        for d, t in selftest.TOLERANCE.items()
-                                        if str(d).replace("torch.", "") in blackwell_gemm.TOLERANCE}
+    assert blackwell_gemm.TOLERANCE == {
+        str(d).replace("torch.", ""): t
+        for d, t in selftest.TOLERANCE.items()
+        if str(d).replace("torch.", "") in blackwell_gemm.TOLERANCE
+    }
     assert set(blackwell_gemm.TOLERANCE) == {"bfloat16", "float16", "float32"}

@@ -5,6 +5,7 @@ only on a B200-class GPU.
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
 """
+
 import re
 
 import pytest
@@ -19,8 +20,14 @@ from kernels import cta_pair_clc_gemm as pair
 from kernels import cta_pair_gemm
 from kernels.host import UnsupportedGPU
 
-from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
-                                last_operand_value, sass_mnemonics, validation_cases)
+from .blackwell_helpers import (
+    assert_refused,
+    check_recorded_launch,
+    fake_b200_host,
+    last_operand_value,
+    sass_mnemonics,
+    validation_cases,
+)
 from .helpers import pretend_gpu
 
 
@@ -46,6 +53,7 @@ def sass(kernel):
 
 # ---------------------------------------------------------------- what the compiler produced
 
+
 @pytest.mark.compile
 def test_ptx_has_the_pair_mma_and_its_tmem(kernel):
     _, slots, art = kernel
@@ -60,8 +68,13 @@ def test_ptx_has_the_pair_mma_and_its_tmem(kernel):
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::2\.kind::f16") == 4
     assert art.count_ptx(r"cta_group::1") == 0
     # commits go to both CTAs of the pair (multicast): stage release and slot full
-    assert art.count_ptx(r"tcgen05\.commit\.cta_group::2\.mbarrier::arrive::one\.shared::cluster"
-                         r"\.multicast::cluster") == 2
+    assert (
+        art.count_ptx(
+            r"tcgen05\.commit\.cta_group::2\.mbarrier::arrive::one\.shared::cluster"
+            r"\.multicast::cluster"
+        )
+        == 2
+    )
     assert art.count_ptx(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x32") == 1
     assert art.count_ptx(r"tcgen05\.wait::ld") == 1
 
@@ -77,8 +90,10 @@ def test_ptx_has_the_multicast_loads_and_barrier_aliasing(kernel):
     barrier_regs = {ln.split("[")[-1].split("]")[0] for ln in loads}
     assert len(barrier_regs) == 1
     (reg,) = barrier_regs
-    assert any(f"and.b32 \t{reg}," in ln or f"and.b32 {reg}," in ln
-               for ln in art.ptx_lines(r"and\.b32.*-16777224"))
+    assert any(
+        f"and.b32 \t{reg}," in ln or f"and.b32 {reg}," in ln
+        for ln in art.ptx_lines(r"and\.b32.*-16777224")
+    )
     # the leader's full barrier expects both CTAs' bytes: 2 x (128x64 A + 64x64 B) x 2 B
     assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64") == 49152
     assert cta_pair_clc_gemm_shape().stage_bytes * 2 == 49152  # the emulator agrees
@@ -97,8 +112,13 @@ def test_only_the_clc_kernel_asks_for_more_tiles(kernel):
 
 @pytest.mark.compile
 def test_ptx_has_cluster_launch_control(art):
-    assert art.count_ptx(r"clusterlaunchcontrol\.try_cancel\.async\.shared::cta\.mbarrier::"
-                         r"complete_tx::bytes\.multicast::cluster::all\.b128") == 1
+    assert (
+        art.count_ptx(
+            r"clusterlaunchcontrol\.try_cancel\.async\.shared::cta\.mbarrier::"
+            r"complete_tx::bytes\.multicast::cluster::all\.b128"
+        )
+        == 1
+    )
     # each role (TMA, MMA, epilogue) decodes every answer; the MMA warp only needs "is
     # there a tile?" (it reads its A/B from the ring), so the compiler dropped its ctaid
     assert art.count_ptx(r"clusterlaunchcontrol\.query_cancel\.is_canceled") == 3
@@ -119,8 +139,10 @@ def test_footprint_and_descriptor_match_the_compiled_kernel(kernel):
     plan = module.footprint()
     assert plan["accumulator_slots"] == slots
     assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == plan["tmem_columns"]
-    assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64") == \
-        plan["full_barrier_bytes"]
+    assert (
+        last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx\.shared\.b64")
+        == plan["full_barrier_bytes"]
+    )
     idesc = InstructionDescriptor(m=256, n=128).encode()  # M = 256: the pair's MMA
     assert re.search(rf"\b{idesc}\b", art.ptx), f"{idesc:#x} not in the PTX"
 
@@ -169,9 +191,11 @@ def test_config_is_validated():
 
 # ---------------------------------------------------------------- validation before launch
 
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
-@pytest.mark.parametrize("what,kwargs,message", validation_cases(),
-                         ids=[c[0] for c in validation_cases()])
+@pytest.mark.parametrize(
+    "what,kwargs,message", validation_cases(), ids=[c[0] for c in validation_cases()]
+)
 def test_inputs_are_validated_before_launch(monkeypatch, name, what, kwargs, message):
     pretend_gpu(monkeypatch, (10, 0), accept_cpu_tensors=True)
     assert_refused(KERNELS[name][0], kwargs, message)
@@ -186,6 +210,7 @@ def test_off_blackwell_run_refuses_and_says_why(name):
 
 
 # ---------------------------------------------------------------- the live path, up to launch
+
 
 @pytest.mark.compile
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -213,8 +238,16 @@ def test_prepare_goes_through_the_ladder_on_a_fake_b200(monkeypatch, name):
 
 # ---------------------------------------------------------------- live, on sm_100 only
 
-SHAPES = [(256, 128, 64), (256, 256, 256), (1, 8, 8), (129, 136, 72), (300, 264, 200),
-          (1000, 520, 1032), (4096, 4096, 4096), (8192, 1024, 512)]
+SHAPES = [
+    (256, 128, 64),
+    (256, 256, 256),
+    (1, 8, 8),
+    (129, 136, 72),
+    (300, 264, 200),
+    (1000, 520, 1032),
+    (4096, 4096, 4096),
+    (8192, 1024, 512),
+]
 
 
 @pytest.mark.gpu(needs="sm_100a")

@@ -1,9 +1,9 @@
 """course.cute.trace.on_cpu (the one CPU bridge to CuTe DSL) and the ownership extractor
 course.cute.partition_ownership, on cases whose answers are known without CuTe."""
+
 import pytest
 
-from course.cute.partition_ownership import (elements, owner_pairs, tiled_mma_pairs,
-                                             tv_partitions)
+from course.cute.partition_ownership import elements, owner_pairs, tiled_mma_pairs, tv_partitions
 from course.cute.trace import on_cpu
 from course.models import layout as pl
 from course.models.ownership import Ownership
@@ -40,8 +40,13 @@ def test_an_architecture_specific_op_traces_only_for_its_arch():
 
     def wgmma():
         op = cute.nvgpu.warpgroup.MmaF16BF16Op(
-            cutlass.BFloat16, cutlass.Float32, (64, 64, 16), cute.nvgpu.warpgroup.OperandSource.SMEM,
-            cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K)
+            cutlass.BFloat16,
+            cutlass.Float32,
+            (64, 64, 16),
+            cute.nvgpu.warpgroup.OperandSource.SMEM,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+        )
         return str(cute.make_tiled_mma(op).tv_layout_C_tiled)
 
     # 128 threads (a warpgroup), 2 x 2 x 8 fp32 values each of the 64 x 64 accumulator
@@ -55,8 +60,7 @@ def test_pointers_build_tensors_the_way_host_code_does():
     import cutlass.cute as cute
 
     def job(a, b):
-        return (str(cute.make_tensor(a, cute.make_layout((4, 8), stride=(8, 1)))),
-                str(b.dtype))
+        return (str(cute.make_tensor(a, cute.make_layout((4, 8), stride=(8, 1)))), str(b.dtype))
 
     a_text, b_type = on_cpu(job, arch="sm_80", pointers=(cutlass.Float32, cutlass.BFloat16))
     assert "(4,8):(8,1)" in a_text and "f32" in a_text and "BFloat16" in b_type
@@ -72,11 +76,13 @@ def test_mma_sync_c_fragment_is_the_ptx_isa_table():
 
     def tiled():
         return cute.make_tiled_mma(
-            cute.nvgpu.warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+            cute.nvgpu.warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))
+        )
 
     pairs = tiled_mma_pairs(tiled, "C", (16, 8), 32, arch="sm_80")
-    assert pairs == [((t, i), (t // 4 + 8 * (i // 2), 2 * (t % 4) + i % 2))
-                     for t in range(32) for i in range(4)]
+    assert pairs == [
+        ((t, i), (t // 4 + 8 * (i // 2), 2 * (t % 4) + i % 2)) for t in range(32) for i in range(4)
+    ]
     with pytest.raises(ValueError, match="operand"):
         tiled_mma_pairs(tiled, "D", (16, 8), 32)
 
@@ -89,8 +95,9 @@ def test_a_tv_layout_partitions_a_tile_as_the_pure_python_model_says():
 
     def views():
         lay = pl.parse_layout(tv)
-        return tv_partitions(cute.make_identity_tensor((16, 8)),
-                             cute.make_layout(lay.shape, stride=lay.stride))
+        return tv_partitions(
+            cute.make_identity_tensor((16, 8)), cute.make_layout(lay.shape, stride=lay.stride)
+        )
 
     got = Ownership.from_pairs((16, 8), owner_pairs(views))
     want = Ownership.from_tv_layout(tv, (16, 8))
@@ -107,8 +114,15 @@ def test_counting_tensors_give_numbers_and_owners_continue_their_values():
         yield 1, cute.make_tensor(3, cute.make_layout(2, stride=2))
         yield 0, cute.make_tensor(131072 + 7, cute.make_layout(1))
 
-    assert owner_pairs(views) == [((0, 0), 0), ((0, 1), 1), ((0, 2), 65536), ((0, 3), 65537),
-                                  ((0, 4), 131079), ((1, 0), 3), ((1, 1), 5)]
+    assert owner_pairs(views) == [
+        ((0, 0), 0),
+        ((0, 1), 1),
+        ((0, 2), 65536),
+        ((0, 3), 65537),
+        ((0, 4), 131079),
+        ((1, 0), 3),
+        ((1, 1), 5),
+    ]
     lanes = owner_pairs(views, cell=lambda address: divmod(address, 65536))
     assert lanes[2] == ((0, 2), (1, 0)) and lanes[4] == ((0, 4), (2, 7))
 
@@ -135,8 +149,14 @@ def test_the_models_do_not_import_the_bridge():
     offenders = []
     for path in sorted(models.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            offenders += [f"{path.name}: {n}" for n in names
-                          if n.startswith(("course.cute", "cutlass"))]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [
+                f"{path.name}: {n}" for n in names if n.startswith(("course.cute", "cutlass"))
+            ]
     assert not offenders, offenders

@@ -1,19 +1,37 @@
 """The CPU emulators of the Blackwell GEMMs, and the hardware models they are built from."""
+
 import numpy as np
 import pytest
 import torch
 
-from course.emulate import (EmulatedDeadlock, RingCorruption, cta_pair_clc_gemm_shape,
-                            cta_pair_gemm_shape, emulate_cta_pair_clc_gemm,
-                            emulate_cta_pair_gemm, emulate_tcgen05_gemm, random_operands)
+from course.emulate import (
+    EmulatedDeadlock,
+    RingCorruption,
+    cta_pair_clc_gemm_shape,
+    cta_pair_gemm_shape,
+    emulate_cta_pair_clc_gemm,
+    emulate_cta_pair_gemm,
+    emulate_tcgen05_gemm,
+    random_operands,
+)
 from course.emulate import blackwell_gemm as emu
 from course.emulate.clc import ClcHardware, DuplicateTile, SkipTile
-from course.emulate.blackwell_memory import Tmem, TmemError, round_to, tma_load, tma_store, \
-    tmem_alloc_columns
+from course.emulate.blackwell_memory import (
+    Tmem,
+    TmemError,
+    round_to,
+    tma_load,
+    tma_store,
+    tmem_alloc_columns,
+)
 from course.emulate.warp_scheduler import NamedBarrier, Scheduler, wait_barrier
 from course.models.mbarrier import MBarrier, MBarrierError, PipelineState
-from course.models.tmem_ownership import (epilogue_tmem_pairs, pair_tile_pairs, warp_lanes,
-                                     warp_of_lane)
+from course.models.tmem_ownership import (
+    epilogue_tmem_pairs,
+    pair_tile_pairs,
+    warp_lanes,
+    warp_of_lane,
+)
 
 # ---------------------------------------------------------------- the hardware models
 
@@ -94,8 +112,14 @@ def test_scheduler_interleaves_two_warps():
 
 
 def test_tmem_allocates_powers_of_two_and_guards_lanes():
-    assert [tmem_alloc_columns(n) for n in (1, 32, 33, 128, 129, 512)] == [32, 32, 64, 128,
-                                                                           256, 512]
+    assert [tmem_alloc_columns(n) for n in (1, 32, 33, 128, 129, 512)] == [
+        32,
+        32,
+        64,
+        128,
+        256,
+        512,
+    ]
     with pytest.raises(TmemError):
         tmem_alloc_columns(513)
     tmem = Tmem()
@@ -129,8 +153,9 @@ def test_tma_boxes_zero_fill_and_clip():
     assert writes.sum() == 1 and dst[2, 3] == 1
 
 
-@pytest.mark.parametrize("dtype,torch_dtype", [("bfloat16", torch.bfloat16),
-                                               ("float16", torch.float16)])
+@pytest.mark.parametrize(
+    "dtype,torch_dtype", [("bfloat16", torch.bfloat16), ("float16", torch.float16)]
+)
 def test_rounding_matches_torch(dtype, torch_dtype):
     x = np.random.default_rng(0).standard_normal(10_000).astype(np.float32) * 100
     x[:4] = [1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 65504.0]  # ties to even, large
@@ -162,8 +187,14 @@ def test_tmem_map_matches_cute_dsl(tile_n, ctas):
 
 # ---------------------------------------------------------------- the emulated kernels
 
-SHAPES = [(128, 128, 64), (256, 256, 256), (1, 8, 8), (129, 136, 72), (300, 264, 200),
-          (520, 392, 136)]
+SHAPES = [
+    (128, 128, 64),
+    (256, 256, 256),
+    (1, 8, 8),
+    (129, 136, 72),
+    (300, 264, 200),
+    (520, 392, 136),
+]
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
@@ -191,8 +222,10 @@ def test_cta_pair_gemm_emulation(m, n, k, seed):
 def test_the_pair_kernels_shapes_match_their_kernels():
     from kernels import cta_pair_clc_gemm, cta_pair_gemm
 
-    for shape, module in ((cta_pair_gemm_shape(), cta_pair_gemm),
-                          (cta_pair_clc_gemm_shape(), cta_pair_clc_gemm)):
+    for shape, module in (
+        (cta_pair_gemm_shape(), cta_pair_gemm),
+        (cta_pair_clc_gemm_shape(), cta_pair_clc_gemm),
+    ):
         plan = module.footprint()
         assert plan["accumulator_slots"] == shape.acc_slots
         assert plan["tmem_columns"] == shape.tmem_columns
@@ -212,8 +245,10 @@ def test_cta_pair_clc_gemm_emulation(m, n, k, seed):
 
 def test_fp16_output_and_wide_tiles():
     a, b = random_operands(384, 512, 128, dtype="float16")
-    for run in (emulate_cta_pair_clc_gemm(a, b, tile_n=256, out_dtype="float16"),
-                emulate_tcgen05_gemm(a, b, tile_n=256, out_dtype="float16")):
+    for run in (
+        emulate_cta_pair_clc_gemm(a, b, tile_n=256, out_dtype="float16"),
+        emulate_tcgen05_gemm(a, b, tile_n=256, out_dtype="float16"),
+    ):
         verdict = run.check(a, b)
         assert verdict.ok and verdict.tol == 1e-3, verdict
 
@@ -223,8 +258,11 @@ def test_clc_hands_out_every_waiting_cluster_once():
     run = emulate_cta_pair_clc_gemm(a, b, resident_clusters=3, seed=7)
     assert run.clusters == 3
     answers = [r.response for r in run.clc_log]
-    stolen = [(x // 2, y) for ok, x, y in ((r.cancelled, r.first_ctaid_x, r.first_ctaid_y)
-                                          for r in answers) if ok]
+    stolen = [
+        (x // 2, y)
+        for ok, x, y in ((r.cancelled, r.first_ctaid_x, r.first_ctaid_y) for r in answers)
+        if ok
+    ]
     assert len(stolen) == 20 - 3 and len(set(stolen)) == len(stolen)
     assert sum(not r.cancelled for r in answers) == 3  # one "no more work" per cluster
     homes = [t.tile for t in run.tiles if t.source == "home"]
@@ -260,6 +298,7 @@ def test_two_slots_let_the_epilogue_overlap_the_next_mma():
 
 
 # ---------------------------------------------------------------- broken on purpose
+
 
 def test_a_tile_handed_out_twice_is_caught():
     a, b = random_operands(768, 256, 64)

@@ -7,6 +7,7 @@ checks -- plus the exercise's own GPU checks run on the executor
 shape the H100 also ran gives the same pass or fail, and a hazard is only ever found in a
 case the H100 failed.
 """
+
 import pytest
 
 from course.exercises import kernel_check, solutions
@@ -44,8 +45,9 @@ def test_the_executor_verdict_equals_the_h100_verdict(case):
     assert report.status == OLD_WORDS.get(row["verdict"], row["verdict"]), report.text()
 
     runs = [f for f in report.findings if f.check.startswith(CHECK)]
-    caught_before_a_run = any(f.status == kernel_check.FAIL and not f.check.startswith(CHECK)
-                              for f in report.findings)
+    caught_before_a_run = any(
+        f.status == kernel_check.FAIL and not f.check.startswith(CHECK) for f in report.findings
+    )
     if caught_before_a_run:  # the checks every machine makes found it: no run, here or there
         return
     assert runs, "nothing ran on the executor"
@@ -54,7 +56,7 @@ def test_the_executor_verdict_equals_the_h100_verdict(case):
     for name, status, _ in row["checks"]:
         h100.setdefault(name, set()).add(status)
     for f in runs:
-        name = f.check[len(CHECK) + 2:]
+        name = f.check[len(CHECK) + 2 :]
         if name in h100:  # the same shape, run on both: the same outcome
             assert f.status in h100[name], (f.line(), h100[name])
         elif f.status == "fail":  # a hazard: only where the H100 failed the case too

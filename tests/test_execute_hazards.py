@@ -4,6 +4,7 @@ Each bug is planted in a small kernel (tests/execute_kernels.py) or is one of th
 wrong variants of the course's exercises; the same code without the bug runs clean, over
 several seeded interleavings of its warps.
 """
+
 import pytest
 import torch
 
@@ -46,9 +47,10 @@ def test_missing_sync_is_a_race_naming_both_threads_and_lines():
         run(planted.neighbour, pointer(x), pointer(out), None, False, True)
     h = found.value
     assert h.kind == hazards.RACE
-    assert ("thread 0 (warp 0, lane 0) reads staged[1], which thread 1 (warp 0, lane 1) wrote "
-            "at neighbour_kernel line 7 (`staged[tid] = gIn[tid]`) with no barrier between") \
-        in h.detail
+    assert (
+        "thread 0 (warp 0, lane 0) reads staged[1], which thread 1 (warp 0, lane 1) wrote "
+        "at neighbour_kernel line 7 (`staged[tid] = gIn[tid]`) with no barrier between"
+    ) in h.detail
     assert "neighbour = staged[(tid + 1) % THREADS]" in h.site.text()
 
 
@@ -58,8 +60,10 @@ def test_overwriting_data_still_being_read_is_named():
         run(planted.neighbour, pointer(x), pointer(out), None, True, False)
     h = found.value
     assert h.kind == hazards.STAGE_OVERWRITE
-    assert "thread 1 (warp 0, lane 1) writes staged[1], which thread 0 (warp 0, lane 0) read" \
+    assert (
+        "thread 1 (warp 0, lane 1) writes staged[1], which thread 0 (warp 0, lane 0) read"
         in h.detail
+    )
     assert "staged[tid] = neighbour * 2.0" in h.site.text()
 
 
@@ -100,8 +104,10 @@ def test_a_barrier_half_a_warp_goes_around_is_a_deadlock():
     with pytest.raises(Hazard) as found:
         run(planted.partial_barrier, pointer(out), None, 16)
     assert found.value.kind == hazards.DEADLOCK
-    assert "threads 0-15 (warp 0) reach sync_threads while threads 16-31 (warp 0)" in \
-        found.value.detail
+    assert (
+        "threads 0-15 (warp 0) reach sync_threads while threads 16-31 (warp 0)"
+        in found.value.detail
+    )
 
 
 def test_every_thread_at_the_barrier_is_no_deadlock():
@@ -136,6 +142,7 @@ def test_a_kernel_that_never_ends_is_stopped_and_named():
 
 # ---------------------------------------------------------------- the SM80 main loop
 
+
 def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():
     from course.exercises.solutions import nb07_solutions as s
     from course.exercises.executor_checks import EXECUTOR_CHECKS
@@ -149,6 +156,7 @@ def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():
 
 
 # ---------------------------------------------------------------- loops the lanes leave apart
+
 
 @pytest.mark.parametrize("n", [1, 130, 300])
 def test_loops_whose_trip_counts_differ_between_lanes_run_masked(n):

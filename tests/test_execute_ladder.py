@@ -5,6 +5,7 @@ The H100 side is recorded once by scripts/record_executor_ladder.py (results/
 executor_ladder.json); until that record exists the comparison with it is skipped, and says
 so.
 """
+
 import base64
 
 import numpy as np
@@ -43,8 +44,9 @@ def test_the_transpose_shows_the_bank_conflicts_the_h100_measured():
     for layout, way in (("plain", 32.0), ("padded", 1.0), ("swizzled", 1.0)):
         r = ladder_runs.run_transpose(layout)
         reads = next(line for line in r.observed if "tile[tx, c]" in line)
-        assert (f"({way:.1f}x: bank conflicts)" in reads) if way > 1 else \
-            "(conflict-free)" in reads, reads
+        assert (
+            (f"({way:.1f}x: bank conflicts)" in reads) if way > 1 else "(conflict-free)" in reads
+        ), reads
 
 
 def test_the_mma_stamp_kernel_shows_the_ptx_isa_fragment_of_c():
@@ -59,8 +61,10 @@ def test_the_mma_stamp_kernel_shows_the_ptx_isa_fragment_of_c():
 def _h100():
     record = results.latest("executor_ladder")
     if record is None:
-        pytest.skip("the H100's outputs of the ladder kernels are not recorded yet: run "
-                    "`PYTHONPATH=. python scripts/record_executor_ladder.py` on the H100")
+        pytest.skip(
+            "the H100's outputs of the ladder kernels are not recorded yet: run "
+            "`PYTHONPATH=. python scripts/record_executor_ladder.py` on the H100"
+        )
     return record
 
 

@@ -5,6 +5,7 @@ identity tensors' coordinates, where each thread's partition starts, bf16 roundi
 compared with what CuTe DSL computes in a CPU trace (course.cute.trace.on_cpu) for the same
 static layouts; what it asks of CuTe (course.execute.oracle) is CuTe's by construction.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -15,11 +16,23 @@ from course.execute.lanes import Lanes
 from course.execute.static_layout import Layout
 from course.execute.tensor import Tensor
 
-LAYOUTS = [((1, (4, 2), 8, 3), (0, (1, 64), 300, 2400)), (((8, 1), 4, 1, 3), ((1, 0), 8, 0, 32)),
-           ((4, 3), (10, 100)), (((2, 2), 3), ((10, 20), 100)), (7, 3), ((128, 64, 2), (72, 1, 64))]
+LAYOUTS = [
+    ((1, (4, 2), 8, 3), (0, (1, 64), 300, 2400)),
+    (((8, 1), 4, 1, 3), ((1, 0), 8, 0, 32)),
+    ((4, 3), (10, 100)),
+    (((2, 2), 3), ((10, 20), 100)),
+    (7, 3),
+    ((128, 64, 2), (72, 1, 64)),
+]
 COORDS = [13, 0, 5, (1, 2), ((1, 0), 2, 0, 1), 40, (0, 5, 3, 1)]
-SLICES = [(None, None, None, 1), (None, (1, None), 2, None), (0, 5, None, None),
-          (None, 2), ((None, 1), None), (None, None, 0)]
+SLICES = [
+    (None, None, None, 1),
+    (None, (1, None), 2, None),
+    (0, 5, None, None),
+    (None, 2),
+    ((None, 1), None),
+    (None, None, 0),
+]
 
 
 def _cute_eval(shape, stride, crds, slices):
@@ -73,14 +86,24 @@ def _cute_tiles(shape, tiler, coords, proj):
     for crd in coords:
         t = cute.local_tile(cute.make_tensor(0, cute.make_layout(shape)), tiler, crd, proj=proj)
         ident = cute.local_tile(cute.make_identity_tensor(shape), tiler, crd, proj=proj)
-        out.append((int(t.iterator), str(t.layout), [tuple(int(x) for x in ident[i])
-                                                      for i in (0, 1, 129, 300)]))
+        out.append(
+            (
+                int(t.iterator),
+                str(t.layout),
+                [tuple(int(x) for x in ident[i]) for i in (0, 1, 129, 300)],
+            )
+        )
     return out
 
 
-@pytest.mark.parametrize("shape,tiler,proj", [((129, 72), (128, 256, 64), (1, None, 1)),
-                                              ((130, 40), (128, 128, 8), (None, 1, 1)),
-                                              ((300, 200), (128, 128, 8), (1, 1, None))])
+@pytest.mark.parametrize(
+    "shape,tiler,proj",
+    [
+        ((129, 72), (128, 256, 64), (1, None, 1)),
+        ((130, 40), (128, 128, 8), (None, 1, 1)),
+        ((300, 200), (128, 128, 8), (1, 1, None)),
+    ],
+)
 def test_local_tile_of_a_ragged_tensor_matches_cute(shape, tiler, proj):
     coords = [(1, 0, None), (0, 1, None), (1, 1, None)]
     want = on_cpu(lambda: _cute_tiles(shape, tiler, coords, proj))
@@ -104,13 +127,25 @@ def _tiled_ops():
     ldsm = api.make_copy_atom(api.warp.LdMatrix8x8x16bOp(False, 4), bf16)
     g2s = api.cpasync.CopyG2SOp(cache_mode=api.nvgpu.LoadCacheMode.GLOBAL)
     return [
-        ("naive A", ng.make_tiled_mma(naive_gemm.Config()), "partition_A",
-         Layout((128, 8, 3), (1, 300, 2400))),
-        ("naive C", ng.make_tiled_mma(naive_gemm.Config()), "partition_C",
-         Layout((128, 128), (130, 1))),
+        (
+            "naive A",
+            ng.make_tiled_mma(naive_gemm.Config()),
+            "partition_A",
+            Layout((128, 8, 3), (1, 300, 2400)),
+        ),
+        (
+            "naive C",
+            ng.make_tiled_mma(naive_gemm.Config()),
+            "partition_C",
+            Layout((128, 128), (130, 1)),
+        ),
         ("sm80 A of sA", mma80, "partition_A", sA.outer),
-        ("sm80 row copy", sg.row_copy(bf16, 256, 64, g2s), "partition_S",
-         Layout((128, 64, 2), (72, 1, 64))),
+        (
+            "sm80 row copy",
+            sg.row_copy(bf16, 256, 64, g2s),
+            "partition_S",
+            Layout((128, 64, 2), (72, 1, 64)),
+        ),
         ("ldmatrix A", api.cute.make_tiled_copy_A(ldsm, mma80), "partition_S", sA.outer),
     ]
 

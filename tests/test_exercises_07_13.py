@@ -1,6 +1,7 @@
 """Notebooks 07-13: exercises accept the right answers, refuse the ones printed above them,
 and no answer is in a stored output above its exercise (solutions come after the check,
 folded)."""
+
 import json
 
 import pytest
@@ -38,16 +39,19 @@ def _index(cells, needle):
     return i
 
 
-@pytest.mark.parametrize("name, exercise, answer", [
-    ("08_tma.ipynb", "08.arm_and_load", "def _arm_and_load"),
-    ("10_wgmma.ipynb", "10.wgmma_mainloop", "ring.consumer_release(release)"),
-    ("10_wgmma.ipynb", "10.owner", "thread  73"),
-    ("10_wgmma.ipynb", "10.acc_regs", "accumulator per thread: 80 "),
-    ("10_wgmma.ipynb", "10.sbo", "SBO 512"),
-    ("12_tcgen05.ipynb", "12.lane_owner", "thread  93"),
-    ("12_tcgen05.ipynb", "12.epilogue_role", "def epilogue_role"),
-    ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "cute.arch.clc_response(clc_response)"),
-])
+@pytest.mark.parametrize(
+    "name, exercise, answer",
+    [
+        ("08_tma.ipynb", "08.arm_and_load", "def _arm_and_load"),
+        ("10_wgmma.ipynb", "10.wgmma_mainloop", "ring.consumer_release(release)"),
+        ("10_wgmma.ipynb", "10.owner", "thread  73"),
+        ("10_wgmma.ipynb", "10.acc_regs", "accumulator per thread: 80 "),
+        ("10_wgmma.ipynb", "10.sbo", "SBO 512"),
+        ("12_tcgen05.ipynb", "12.lane_owner", "thread  93"),
+        ("12_tcgen05.ipynb", "12.epilogue_role", "def epilogue_role"),
+        ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "cute.arch.clc_response(clc_response)"),
+    ],
+)
 def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     cells = _cells(name)
     at = _index(cells, f'check("{exercise}"')
@@ -55,17 +59,23 @@ def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     assert answer not in above, f"{name}: the answer of {exercise} is printed above it"
 
 
-@pytest.mark.parametrize("name, exercise, solution", [
-    ("08_tma.ipynb", "08.arm_and_load", "tma._arm_and_load"),
-    ("10_wgmma.ipynb", "10.wgmma_mainloop", "WgmmaGemm.mainloop"),
-    ("12_tcgen05.ipynb", "12.epilogue_role", "Tcgen05Gemm.epilogue_role"),
-    ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "CtaPairClcGemm.read_next_tile"),
-])
+@pytest.mark.parametrize(
+    "name, exercise, solution",
+    [
+        ("08_tma.ipynb", "08.arm_and_load", "tma._arm_and_load"),
+        ("10_wgmma.ipynb", "10.wgmma_mainloop", "WgmmaGemm.mainloop"),
+        ("12_tcgen05.ipynb", "12.epilogue_role", "Tcgen05Gemm.epilogue_role"),
+        ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "CtaPairClcGemm.read_next_tile"),
+    ],
+)
 def test_the_kernels_own_solution_comes_after_the_check_folded(name, exercise, solution):
     cells = _cells(name)
     at = _index(cells, f'check("{exercise}"')
-    shown = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
-             and solution in "".join(c["source"])]
+    shown = [
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "code" and solution in "".join(c["source"])
+    ]
     assert shown and all(i > at for i in shown)
     assert all(cells[i]["metadata"].get("jupyter", {}).get("outputs_hidden") for i in shown)
 

@@ -1,4 +1,5 @@
 """Notebook 12's exercises accept the right answers and reject near misses."""
+
 from course.exercises.check import check
 
 

@@ -1,4 +1,5 @@
 """figures/: drawn by code, deterministic, fresh, and used."""
+
 import subprocess
 import sys
 
@@ -10,15 +11,21 @@ ROOT = figures.FIGURES_DIR.parent
 
 
 def test_committed_figures_are_fresh():
-    stale = [name for name in figures.FIGURES
-             if not (figures.FIGURES_DIR / name).exists()
-             or (figures.FIGURES_DIR / name).read_bytes() != figures.render(name)]
+    stale = [
+        name
+        for name in figures.FIGURES
+        if not (figures.FIGURES_DIR / name).exists()
+        or (figures.FIGURES_DIR / name).read_bytes() != figures.render(name)
+    ]
     assert not stale, f"stale figures {stale}: run `./course.sh figures` and commit"
 
 
 def test_every_file_in_figures_has_a_generator():
-    orphans = sorted(p.name for p in figures.FIGURES_DIR.iterdir()
-                     if p.is_file() and p.name not in figures.FIGURES)
+    orphans = sorted(
+        p.name
+        for p in figures.FIGURES_DIR.iterdir()
+        if p.is_file() and p.name not in figures.FIGURES
+    )
     assert not orphans, f"figures/ holds files no code draws: {orphans}"
 
 
@@ -30,16 +37,22 @@ def test_every_figure_is_used_by_the_readme_or_a_notebook():
 
 
 def test_rendering_is_deterministic_across_processes(tmp_path):
-    script = ("import hashlib, sys; from course.tools import figures; "
-              "print({n: hashlib.sha256(figures.render(n)).hexdigest() for n in figures.FIGURES})")
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           cwd=ROOT, check=True).stdout for _ in range(2)]
+    script = (
+        "import hashlib, sys; from course.tools import figures; "
+        "print({n: hashlib.sha256(figures.render(n)).hexdigest() for n in figures.FIGURES})"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True
+        ).stdout
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1] and runs[0].strip() not in ("", "{}")
 
 
 def test_check_mode_reports_a_stale_figure(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(figures, "FIGURES_DIR", tmp_path)
-    assert figures.main([]) == 0                      # writes fresh copies into tmp_path
+    assert figures.main([]) == 0  # writes fresh copies into tmp_path
     assert figures.main(["--check"]) == 0
     victim = next(iter(figures.FIGURES))
     (tmp_path / victim).write_bytes(b"not the figure")

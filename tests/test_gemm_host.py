@@ -4,11 +4,20 @@ Everything here runs on a CPU: `pretend_gpu` makes the kernels' host side see a 
 step's tier and accept CPU tensors, so each rule is reached and each refusal happens
 before anything would be compiled or launched.
 """
+
 import pytest
 import torch
 
-from kernels import (cta_pair_clc_gemm, cta_pair_gemm, hopper_gemm, naive_gemm, sm80_gemm,
-                     tcgen05_gemm, tma_gemm, wgmma_gemm)
+from kernels import (
+    cta_pair_clc_gemm,
+    cta_pair_gemm,
+    hopper_gemm,
+    naive_gemm,
+    sm80_gemm,
+    tcgen05_gemm,
+    tma_gemm,
+    wgmma_gemm,
+)
 from kernels.gemm_host import Operands, validate_gemm
 from kernels.host import KernelInputError
 
@@ -16,15 +25,21 @@ from .blackwell_helpers import assert_refused, validation_cases
 from .helpers import pretend_gpu
 
 # every K-major ("TN") GEMM step and a compute capability that can run it
-TN_STEPS = {"sm80_gemm": (sm80_gemm, (8, 0)), "tma_gemm": (tma_gemm, (9, 0)),
-            "wgmma_gemm": (wgmma_gemm, (9, 0)), "hopper_gemm": (hopper_gemm, (9, 0)),
-            "tcgen05_gemm": (tcgen05_gemm, (10, 0)), "cta_pair_gemm": (cta_pair_gemm, (10, 0)),
-            "cta_pair_clc_gemm": (cta_pair_clc_gemm, (10, 0))}
+TN_STEPS = {
+    "sm80_gemm": (sm80_gemm, (8, 0)),
+    "tma_gemm": (tma_gemm, (9, 0)),
+    "wgmma_gemm": (wgmma_gemm, (9, 0)),
+    "hopper_gemm": (hopper_gemm, (9, 0)),
+    "tcgen05_gemm": (tcgen05_gemm, (10, 0)),
+    "cta_pair_gemm": (cta_pair_gemm, (10, 0)),
+    "cta_pair_clc_gemm": (cta_pair_clc_gemm, (10, 0)),
+}
 
 
 @pytest.mark.parametrize("step", sorted(TN_STEPS))
-@pytest.mark.parametrize("what,kwargs,message", validation_cases(),
-                         ids=[c[0] for c in validation_cases()])
+@pytest.mark.parametrize(
+    "what,kwargs,message", validation_cases(), ids=[c[0] for c in validation_cases()]
+)
 def test_every_tn_step_refuses_the_same_inputs(monkeypatch, step, what, kwargs, message):
     module, cc = TN_STEPS[step]
     pretend_gpu(monkeypatch, cc, accept_cpu_tensors=True)
@@ -54,8 +69,9 @@ def test_the_naive_step_takes_what_its_element_wise_loads_can(monkeypatch):
     assert (a_major, b_major) == ("m", "k") and out.shape == (7, 3)
     assert out.dtype == torch.float32
     with pytest.raises(KernelInputError, match="out has dtype bfloat16; this kernel takes float32"):
-        validate_gemm(a, b, torch.zeros(7, 3, dtype=torch.bfloat16), kernel="naive_gemm",
-                      operands=rules)
+        validate_gemm(
+            a, b, torch.zeros(7, 3, dtype=torch.bfloat16), kernel="naive_gemm", operands=rules
+        )
 
 
 def test_out_dtype_rules():
@@ -88,11 +104,15 @@ def float8_hopper_gemm():
     bf16 (what an FP8 GEMM stores): the configuration the low-precision step starts from."""
     from kernels.gemm_host import FLOAT8_TYPES, GemmHost
 
-    return GemmHost("hopper_gemm_fp8", hopper_gemm.NEEDS,
-                    lambda types, config, arch, a_major, b_major:
-                    hopper_gemm.HopperGemm(types, config, arch), hopper_gemm.Config,
-                    Operands(ab_dtypes=FLOAT8_TYPES, c_dtypes=(torch.bfloat16,)),
-                    extra=hopper_gemm.GEMM.extra, default_dtype=E4M3)
+    return GemmHost(
+        "hopper_gemm_fp8",
+        hopper_gemm.NEEDS,
+        lambda types, config, arch, a_major, b_major: hopper_gemm.HopperGemm(types, config, arch),
+        hopper_gemm.Config,
+        Operands(ab_dtypes=FLOAT8_TYPES, c_dtypes=(torch.bfloat16,)),
+        extra=hopper_gemm.GEMM.extra,
+        default_dtype=E4M3,
+    )
 
 
 def test_a_float8_gemm_takes_e4m3_operands_with_16_byte_rows(monkeypatch):

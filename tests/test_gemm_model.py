@@ -14,8 +14,9 @@ def test_the_4096_numbers_notebook_00_quotes():
     assert g.intensity(1, 1) == pytest.approx(0.5, rel=1e-3)
 
 
-@pytest.mark.parametrize("m,n,k,tm,tn", [(64, 48, 16, 16, 16), (50, 70, 9, 32, 16),
-                                         (7, 5, 3, 1, 1), (33, 17, 5, 8, 32)])
+@pytest.mark.parametrize(
+    "m,n,k,tm,tn", [(64, 48, 16, 16, 16), (50, 70, 9, 32, 16), (7, 5, 3, 1, 1), (33, 17, 5, 8, 32)]
+)
 def test_tiled_traffic_matches_counting_each_ctas_loads(m, n, k, tm, tn):
     g = Gemm(m, n, k, in_bytes=2, out_bytes=4)
     loaded = 0

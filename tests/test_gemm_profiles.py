@@ -1,6 +1,7 @@
 """course.lessons.gemm_profiles: the newest recorded ncu launch per (preset, clock), cuBLAS
 once per clock, and the rows notebook 11 prints (no GPU: records are written with a
 pretend H100, or the committed ones are read)."""
+
 from course.bench import report
 from course.lessons import gemm_profiles
 from course.runtime import results
@@ -10,15 +11,23 @@ from .helpers import H100, use_machine
 
 def _record(root, preset, clock, duration, with_cublas=False):
     def headline(value):
-        return {"Duration": {"value": value, "unit": "ns"},
-                "L2 Cache Throughput": {"value": "50.00", "unit": "%"}}
+        return {
+            "Duration": {"value": value, "unit": "ns"},
+            "L2 Cache Throughput": {"value": "50.00", "unit": "%"},
+        }
 
-    data = {"kernel": "hopper", "size": 4096, "config": {"preset": preset},
-            "clock_control": clock, "ours": {"kernel_name": "k", "headline": headline(duration)}}
+    data = {
+        "kernel": "hopper",
+        "size": 4096,
+        "config": {"preset": preset},
+        "clock_control": clock,
+        "ours": {"kernel_name": "k", "headline": headline(duration)},
+    }
     if with_cublas:
         data["cublas"] = {"kernel_name": "nvjet", "headline": headline("1")}
-    results.record("profile", data, command=f"python -m course.bench.profile {preset} {clock}",
-                   root=root)
+    results.record(
+        "profile", data, command=f"python -m course.bench.profile {preset} {clock}", root=root
+    )
 
 
 def test_the_newest_launch_per_preset_and_clock_with_cublas_once(monkeypatch, tmp_path):
@@ -31,8 +40,11 @@ def test_the_newest_launch_per_preset_and_clock_with_cublas_once(monkeypatch, tm
     _record(tmp_path, "specialized", "base", "999")  # not asked for
     rows = gemm_profiles.profile_rows(("persistent", "tma_store"))
     assert [(r["who"], r["clock"], r["Duration"]) for r in rows] == [
-        ("persistent", "base", "217"), ("persistent", "free", "199"),
-        ("tma_store", "free", "181"), ("cuBLAS", "free", "1")]
+        ("persistent", "base", "217"),
+        ("persistent", "free", "199"),
+        ("tma_store", "free", "181"),
+        ("cuBLAS", "free", "1"),
+    ]
     assert rows[0]["Elapsed Cycles"] == "-"  # not in that record: shown as a dash
     text = report.markdown(tmp_path)
     assert "4096^3 (SM clock: free)" in text and "4096^3 (SM clock: held at base)" in text

@@ -1,5 +1,6 @@
 """course.tools.gpu_share: spreading a class's learners over a machine's GPUs (no GPU
 needed: nvidia-smi's list is given as text)."""
+
 from course.tools.gpu_share import Gpu, GpuShare, parse_nvidia_smi_list
 
 SMI = """\
@@ -38,8 +39,10 @@ def test_a_vanished_gpu_is_replaced_and_one_gpu_is_shared(tmp_path):
     share.gpu_for("ann")
     share = GpuShare(tmp_path / "gpus.json", [Gpu("new", "GPU 0: H100")])
     env = share.environment_for("ann", {"ann"})
-    assert env == {"CUDA_VISIBLE_DEVICES": "new",
-                   "COURSE_GPU_SHARE": "GPU 0: H100, yours alone for now"}
+    assert env == {
+        "CUDA_VISIBLE_DEVICES": "new",
+        "COURSE_GPU_SHARE": "GPU 0: H100, yours alone for now",
+    }
     env = share.environment_for("bob", {"ann", "bob", "cat"})
     assert env["CUDA_VISIBLE_DEVICES"] == "new"
     assert env["COURSE_GPU_SHARE"] == "GPU 0: H100, shared with 1 other learner"
@@ -49,7 +52,9 @@ def test_no_gpu_and_a_damaged_state_file(tmp_path):
     state = tmp_path / "gpus.json"
     state.write_text("{not json")
     assert GpuShare(state, []).environment_for("ann") == {
-        "CUDA_VISIBLE_DEVICES": "", "COURSE_GPU_SHARE": "no GPU on this machine"}
+        "CUDA_VISIBLE_DEVICES": "",
+        "COURSE_GPU_SHARE": "no GPU on this machine",
+    }
     assert GpuShare(state, [Gpu("g0", "g0")]).gpu_for("ann").uuid == "g0"
 
 

@@ -4,6 +4,7 @@ was assigned (from inside, through torch, and from outside, through nvidia-smi),
 course kernel right, keeps its GPU when it returns, and keeps answering while another
 learner's kernel hangs and a third learner's process crashes. With several GPUs the learners
 are spread across them; that part needs a machine with at least two."""
+
 import pytest
 
 from course.tools.gpu_share import visible_gpus
@@ -38,7 +39,9 @@ def test_a_hung_kernel_and_a_crash_leave_the_others_answering(seen):
 
 def test_learners_are_spread_across_the_gpus(seen):
     if len(seen["gpus"]) < 2:
-        pytest.skip(f"needs a machine with several GPUs; this one has {len(seen['gpus'])} "
-                    f"(the learners shared it: {seen['learners_per_gpu']})")
+        pytest.skip(
+            f"needs a machine with several GPUs; this one has {len(seen['gpus'])} "
+            f"(the learners shared it: {seen['learners_per_gpu']})"
+        )
     assert seen["outcome"]["spread"], seen
     assert max(seen["learners_per_gpu"].values()) - min(seen["learners_per_gpu"].values()) <= 1

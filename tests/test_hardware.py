@@ -8,16 +8,26 @@ from kernels import host as kernel_host
 from .helpers import A100, B200, CPU, H100
 
 
-@pytest.mark.parametrize("cc,tier", [
-    ((7, 5), "cpu"), ((8, 0), "sm_80"), ((8, 6), "sm_80"), ((8, 9), "sm_80"),
-    ((9, 0), "sm_90"), ((10, 0), "sm_100"), ((10, 3), "sm_100"), ((12, 0), "sm_80"),
-])
+@pytest.mark.parametrize(
+    "cc,tier",
+    [
+        ((7, 5), "cpu"),
+        ((8, 0), "sm_80"),
+        ((8, 6), "sm_80"),
+        ((8, 9), "sm_80"),
+        ((9, 0), "sm_90"),
+        ((10, 0), "sm_100"),
+        ((10, 3), "sm_100"),
+        ((12, 0), "sm_80"),
+    ],
+)
 def test_tier_for(cc, tier):
     assert tier_for(cc) == tier
 
 
-@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3),
-                                (11, 0), (12, 0), (12, 1)])
+@pytest.mark.parametrize(
+    "cc", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)]
+)
 def test_course_tiers_and_the_kernels_agree_on_what_a_gpu_can_run(cc):
     """The kernels check the operands' GPU themselves (kernels.host, no course import);
     a notebook decides live-or-fallback from the course's tier: they must never disagree."""
@@ -47,8 +57,9 @@ def test_machine_is_detected_once_and_matches_torch():
     import torch
 
     assert machine() is machine()
-    assert machine().has_gpu == (torch.cuda.is_available() and
-                                 tier_for(torch.cuda.get_device_capability()) != "cpu")
+    assert machine().has_gpu == (
+        torch.cuda.is_available() and tier_for(torch.cuda.get_device_capability()) != "cpu"
+    )
     assert machine().tier in TIERS
 
 

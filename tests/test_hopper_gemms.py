@@ -1,4 +1,5 @@
 """Notebooks 10-11: the WGMMA GEMM and the Hopper speed-of-light GEMM."""
+
 import re
 
 import pytest
@@ -72,8 +73,16 @@ def test_validation_before_launch(monkeypatch):
             module.run(a, a)
 
 
-SHAPES = [(128, 256, 64), (4096, 4096, 4096), (1000, 1016, 520), (1, 8, 8), (129, 264, 72),
-          (3000, 2056, 1000), (64, 4096, 8), (8192, 256, 128)]
+SHAPES = [
+    (128, 256, 64),
+    (4096, 4096, 4096),
+    (1000, 1016, 520),
+    (1, 8, 8),
+    (129, 264, 72),
+    (3000, 2056, 1000),
+    (64, 4096, 8),
+    (8192, 256, 128),
+]
 
 
 @pytest.mark.gpu(needs="sm_90a")

@@ -9,6 +9,7 @@ build/hub/; without it this test FAILS with the reason (it never skips). The lea
 servers run as this test's own user ("shared" mode) in the first test; the second runs
 the mode a class uses, a Unix account per learner, where the test runs as root.
 """
+
 import html
 import json
 import os
@@ -28,9 +29,12 @@ import pytest
 # a machine without the course's requirements (a GPU box running `pytest -m gpu`) has no hub
 # to test: say so instead of failing at collection
 for _package in ("jupyterhub", "nativeauthenticator", "requests", "websocket"):
-    pytest.importorskip(_package, reason=f"{_package} is not installed here: the hub tests "
-                                         f"need JupyterHub and NativeAuthenticator "
-                                         f"(requirements.txt, ./course.sh setup)")
+    pytest.importorskip(
+        _package,
+        reason=f"{_package} is not installed here: the hub tests "
+        f"need JupyterHub and NativeAuthenticator "
+        f"(requirements.txt, ./course.sh setup)",
+    )
 
 import requests  # noqa: E402
 import websocket  # noqa: E402
@@ -44,11 +48,14 @@ NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 
 
 def proxy_binary() -> str:
-    found = shutil.which("configurable-http-proxy") or \
-        str(ROOT / "build" / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
+    found = shutil.which("configurable-http-proxy") or str(
+        ROOT / "build" / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
+    )
     if not os.path.exists(found):
-        pytest.fail("configurable-http-proxy not found: `./course.sh test` installs it with "
-                    "npm into build/hub (or: npm install -g configurable-http-proxy)")
+        pytest.fail(
+            "configurable-http-proxy not found: `./course.sh test` installs it with "
+            "npm into build/hub (or: npm install -g configurable-http-proxy)"
+        )
     return found
 
 
@@ -70,32 +77,57 @@ def running_hub(tmp_path, users="shared", lab_args=(), native=False, env=None, s
     settings; `state` is the hub's state folder (default tmp_path/hub). Yields the base URL
     and the admin token's headers."""
     port, token = free_port(), uuid.uuid4().hex
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("COURSE_PROGRESS", "COURSE_HUB_"))}
+    full_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("COURSE_PROGRESS", "COURSE_HUB_"))
+    }
     if native:
         password_file = tmp_path / "teacher-password"
         password_file.write_text(TEACHER_PASSWORD + "\n")
-        full_env.update(COURSE_HUB_ADMIN_PASSWORD_FILE=str(password_file),
-                        COURSE_PYTHON=sys.executable)  # the test's environment, no setup
+        full_env.update(
+            COURSE_HUB_ADMIN_PASSWORD_FILE=str(password_file), COURSE_PYTHON=sys.executable
+        )  # the test's environment, no setup
         command = ["bash", str(ROOT / "course.sh"), "hub"]
     else:
-        full_env.update(COURSE_HUB_TEST_PASSWORD=PASSWORD, COURSE_HUB_TEST_TOKEN=token,
-                        COURSE_HUB_TEST_LAB_ARGS=" ".join(lab_args))
-        command = [sys.executable, "-m", "jupyterhub", "-f",
-                   str(ROOT / "hub" / "jupyterhub_config.py")]
-    full_env.update(COURSE_HUB_STATE=str(state or tmp_path / "hub"), COURSE_HUB_PORT=str(port),
-                    COURSE_HUB_HUB_PORT=str(free_port()),
-                    COURSE_HUB_PROXY_API_PORT=str(free_port()), COURSE_HUB_USERS=users,
-                    COURSE_HUB_HOMES=str(tmp_path / "homes"),
-                    PATH=os.path.dirname(proxy_binary()) + os.pathsep + os.environ["PATH"],
-                    **(env or {}))
+        full_env.update(
+            COURSE_HUB_TEST_PASSWORD=PASSWORD,
+            COURSE_HUB_TEST_TOKEN=token,
+            COURSE_HUB_TEST_LAB_ARGS=" ".join(lab_args),
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "jupyterhub",
+            "-f",
+            str(ROOT / "hub" / "jupyterhub_config.py"),
+        ]
+    full_env.update(
+        COURSE_HUB_STATE=str(state or tmp_path / "hub"),
+        COURSE_HUB_PORT=str(port),
+        COURSE_HUB_HUB_PORT=str(free_port()),
+        COURSE_HUB_PROXY_API_PORT=str(free_port()),
+        COURSE_HUB_USERS=users,
+        COURSE_HUB_HOMES=str(tmp_path / "homes"),
+        PATH=os.path.dirname(proxy_binary()) + os.pathsep + os.environ["PATH"],
+        **(env or {}),
+    )
     log = open(tmp_path / "hub.log", "w")
-    hub = subprocess.Popen(command, cwd=tmp_path, env=full_env, stdout=log,
-                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    hub = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=full_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: hub.poll() is None and requests.get(f"{base}/hub/api", timeout=5).ok,
-                 180, "the hub to answer", tmp_path / "hub.log", gone=lambda: hub.poll())
+        wait_for(
+            lambda: hub.poll() is None and requests.get(f"{base}/hub/api", timeout=5).ok,
+            180,
+            "the hub to answer",
+            tmp_path / "hub.log",
+            gone=lambda: hub.poll(),
+        )
         yield base, {"Authorization": f"token {token}"}
     finally:
         hub.terminate()
@@ -125,9 +157,12 @@ def try_log_in(base, name, password=PASSWORD) -> tuple[requests.Session, bool]:
     """The login page, as a browser would use it: get the form's xsrf cookie, post it."""
     session = requests.Session()
     session.get(f"{base}/hub/login", timeout=30)
-    reply = session.post(f"{base}/hub/login", timeout=60, allow_redirects=False,
-                         data={"username": name, "password": password,
-                               "_xsrf": session.cookies.get("_xsrf")})
+    reply = session.post(
+        f"{base}/hub/login",
+        timeout=60,
+        allow_redirects=False,
+        data={"username": name, "password": password, "_xsrf": session.cookies.get("_xsrf")},
+    )
     return session, reply.status_code == 302 and "/hub/login" not in reply.headers["location"]
 
 
@@ -141,10 +176,16 @@ def sign_up(base, name, password) -> str:
     """NativeAuthenticator's sign-up page, as a learner fills it in: what the page says."""
     session = requests.Session()
     session.get(f"{base}/hub/signup", timeout=30)
-    reply = session.post(f"{base}/hub/signup", timeout=60,
-                         data={"username": name, "signup_password": password,
-                               "signup_password_confirmation": password,
-                               "_xsrf": session.cookies.get("_xsrf")})
+    reply = session.post(
+        f"{base}/hub/signup",
+        timeout=60,
+        data={
+            "username": name,
+            "signup_password": password,
+            "signup_password_confirmation": password,
+            "_xsrf": session.cookies.get("_xsrf"),
+        },
+    )
     assert reply.ok, reply.text[:300]
     said = re.search(r'class="alert[^"]*"[^>]*>(.*?)</div>', reply.text, re.S)
     return html.unescape(re.sub(r"<[^>]+>|\s+", " ", said.group(1))).strip() if said else ""
@@ -153,11 +194,19 @@ def sign_up(base, name, password) -> str:
 def start_server(base, admin, name) -> dict:
     """Start `name`'s server and return headers with a token of theirs for it."""
     requests.post(f"{base}/hub/api/users/{name}/server", headers=admin, timeout=60)
-    wait_for(lambda: requests.get(f"{base}/hub/api/users/{name}", headers=admin,
-                                  timeout=10).json()["servers"][""]["ready"], 180,
-             f"{name}'s server")
-    token = requests.post(f"{base}/hub/api/users/{name}/tokens", headers=admin, timeout=30,
-                          json={"note": "course test"}).json()["token"]
+    wait_for(
+        lambda: requests.get(f"{base}/hub/api/users/{name}", headers=admin, timeout=10).json()[
+            "servers"
+        ][""]["ready"],
+        180,
+        f"{name}'s server",
+    )
+    token = requests.post(
+        f"{base}/hub/api/users/{name}/tokens",
+        headers=admin,
+        timeout=30,
+        json={"note": "course test"},
+    ).json()["token"]
     return {"Authorization": f"token {token}"}
 
 
@@ -169,14 +218,33 @@ def run_code(base, name, auth, kernel, code, timeout=240, wait=True) -> str:
     """Execute `code` in `name`'s kernel over the websocket; what it printed."""
     ws = websocket.create_connection(
         f"ws://{base.split('//')[1]}/user/{name}/api/kernels/{kernel}/channels",
-        header=[f"Authorization: {auth['Authorization']}"], timeout=timeout)
+        header=[f"Authorization: {auth['Authorization']}"],
+        timeout=timeout,
+    )
     msg_id = uuid.uuid4().hex
-    ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "execute_request",
-                                   "username": name, "session": uuid.uuid4().hex,
-                                   "version": "5.3"},
-                        "parent_header": {}, "metadata": {}, "channel": "shell",
-                        "content": {"code": code, "silent": False, "store_history": False,
-                                    "user_expressions": {}, "allow_stdin": False}}))
+    ws.send(
+        json.dumps(
+            {
+                "header": {
+                    "msg_id": msg_id,
+                    "msg_type": "execute_request",
+                    "username": name,
+                    "session": uuid.uuid4().hex,
+                    "version": "5.3",
+                },
+                "parent_header": {},
+                "metadata": {},
+                "channel": "shell",
+                "content": {
+                    "code": code,
+                    "silent": False,
+                    "store_history": False,
+                    "user_expressions": {},
+                    "allow_stdin": False,
+                },
+            }
+        )
+    )
     printed = []
     try:
         while wait:
@@ -187,8 +255,7 @@ def run_code(base, name, auth, kernel, code, timeout=240, wait=True) -> str:
                 printed.append(msg["content"]["text"])
             elif msg["msg_type"] == "error":
                 printed.append("\n".join(msg["content"]["traceback"]))
-            elif msg["msg_type"] == "status" and \
-                    msg["content"]["execution_state"] == "idle":
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 break  # the end of this request's output (execute_reply can come first)
     finally:
         ws.close()
@@ -196,8 +263,9 @@ def run_code(base, name, auth, kernel, code, timeout=240, wait=True) -> str:
 
 
 def new_kernel(base, name, auth) -> str:
-    return requests.post(f"{base}/user/{name}/api/kernels", headers=auth, json={},
-                         timeout=60).json()["id"]
+    return requests.post(
+        f"{base}/user/{name}/api/kernels", headers=auth, json={}, timeout=60
+    ).json()["id"]
 
 
 def test_a_class_of_two_on_a_real_hub(tmp_path):
@@ -220,17 +288,31 @@ def learner_python(folder: Path) -> tuple[str, str]:
     system = Path("/usr/bin/python3")
     version = "%d.%d" % sys.version_info[:2]
     same = f"import sys; assert '%d.%d' % sys.version_info[:2] == '{version}'"
-    if not system.exists() or subprocess.run([str(system), "-c", same],
-                                             capture_output=True).returncode != 0:
+    if (
+        not system.exists()
+        or subprocess.run([str(system), "-c", same], capture_output=True).returncode != 0
+    ):
         return "", f"no Debian python{version} to give learners a Python they can run"
     venv = folder / "learner-venv"
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=120)
-    site = subprocess.run([str(venv / "bin" / "python"), "-c",
-                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(
+        [str(system), "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    site = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "course-packages.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n"
+    )
     for shared in ("etc", "share"):  # Jupyter's extensions, kernels and Lab, by sys.prefix
         if (Path(sys.prefix) / shared).is_dir():
             (venv / shared).symlink_to(Path(sys.prefix) / shared)
@@ -269,25 +351,30 @@ def test_a_class_with_an_account_per_learner(tmp_path, open_folder):
         pytest.skip(why_not)
     names = tuple(f"ct{uuid.uuid4().hex[:6]}{who}" for who in "ab")
     try:
-        homes = class_of_two(tmp_path, "system", names, hostile=True,
-                             env={"COURSE_HUB_PYTHON": python})
+        homes = class_of_two(
+            tmp_path, "system", names, hostile=True, env={"COURSE_HUB_PYTHON": python}
+        )
         for name, home in homes.items():
             assert home.owner() == f"course-{name}" and (home / "course").owner() == home.owner()
             assert home.stat().st_mode & 0o077 == 0  # closed to every other account
     finally:
         for name in names:
-            subprocess.run(["userdel", "--remove", f"course-{name}"], capture_output=True,
-                           timeout=60)
+            subprocess.run(
+                ["userdel", "--remove", f"course-{name}"], capture_output=True, timeout=60
+            )
 
 
 def run_in_terminal(base, name, auth, command, timeout=120) -> str:
     """Type `command` into a new terminal of `name`'s server; what the terminal showed up
     to the end of its output (a marker the typed line itself does not contain)."""
-    term = requests.post(f"{base}/user/{name}/api/terminals", headers=auth,
-                         timeout=30).json()["name"]
+    term = requests.post(f"{base}/user/{name}/api/terminals", headers=auth, timeout=30).json()[
+        "name"
+    ]
     ws = websocket.create_connection(
         f"ws://{base.split('//')[1]}/user/{name}/terminals/websocket/{term}",
-        header=[f"Authorization: {auth['Authorization']}"], timeout=timeout)
+        header=[f"Authorization: {auth['Authorization']}"],
+        timeout=timeout,
+    )
     shown = ""
     try:
         ws.send(json.dumps(["stdin", f"{command}; echo END-$((6 * 7))\r"]))
@@ -313,20 +400,28 @@ def class_of_two(tmp_path, users, names, hostile=False, env=None) -> dict:
 
         # each has their own copy of every notebook
         for name in names:
-            listed = sorted(f["name"] for f in contents(base, name, auth[name]).json()["content"]
-                            if f["name"].endswith(".ipynb"))
+            listed = sorted(
+                f["name"]
+                for f in contents(base, name, auth[name]).json()["content"]
+                if f["name"].endswith(".ipynb")
+            )
             assert listed == NOTEBOOKS, name
 
         # the first learner's edit stays in their copy
         path = f"course/{NOTEBOOKS[0]}"
         model = contents(base, first, auth[first], path).json()
         model["content"]["cells"][0]["source"] = "# the first learner was here"
-        saved = requests.put(f"{base}/user/{first}/api/contents/{path}", headers=auth[first],
-                             json={"type": "notebook", "content": model["content"]},
-                             timeout=60)
+        saved = requests.put(
+            f"{base}/user/{first}/api/contents/{path}",
+            headers=auth[first],
+            json={"type": "notebook", "content": model["content"]},
+            timeout=60,
+        )
         assert saved.ok, saved.text
-        first_cell = {name: contents(base, name, auth[name], path).json()["content"]["cells"][0]
-                      ["source"] for name in names}
+        first_cell = {
+            name: contents(base, name, auth[name], path).json()["content"]["cells"][0]["source"]
+            for name in names
+        }
         assert first_cell[first] == "# the first learner was here"
         assert first_cell[second] != "# the first learner was here"
 
@@ -334,50 +429,82 @@ def class_of_two(tmp_path, users, names, hostile=False, env=None) -> dict:
         kernels = {name: new_kernel(base, name, auth[name]) for name in names}
         check = "from course.exercises.check import check\ncheck('00.tiles', {})"
         right = TILES.tiles(TILE_M, TILE_N)
-        assert "✅ right" in run_code(base, first, auth[first], kernels[first],
-                                     check.format(right))
-        assert "❌ wrong" in run_code(base, second, auth[second], kernels[second],
-                                     check.format(right - 24))
-        homes = {name: Path(run_code(base, name, auth[name], kernels[name],
-                                     "import os; print(os.path.expanduser('~'))").strip())
-                 for name in names}
+        assert "✅ right" in run_code(base, first, auth[first], kernels[first], check.format(right))
+        assert "❌ wrong" in run_code(
+            base, second, auth[second], kernels[second], check.format(right - 24)
+        )
+        homes = {
+            name: Path(
+                run_code(
+                    base,
+                    name,
+                    auth[name],
+                    kernels[name],
+                    "import os; print(os.path.expanduser('~'))",
+                ).strip()
+            )
+            for name in names
+        }
         # each server (and so each kernel) has its memory and CPU limits, or the hub's log
         # says why it could not set them
         log = (tmp_path / "hub.log").read_text
         for name in names:
-            groups = run_code(base, name, auth[name], kernels[name],
-                              "print(open('/proc/self/cgroup').read())")
-            assert f"course-hub/{name}" in groups or \
-                f"no memory/CPU limits for {name}" in log(), groups
+            groups = run_code(
+                base, name, auth[name], kernels[name], "print(open('/proc/self/cgroup').read())"
+            )
+            assert f"course-hub/{name}" in groups or f"no memory/CPU limits for {name}" in log(), (
+                groups
+            )
         # `python` in a learner's terminal is the course's (a login shell used to lose it)
-        shown = run_in_terminal(base, first, auth[first],
-                                "python -c 'import course, sys; print(\"COURSE-AT\", "
-                                "course.__file__, sys.prefix)'")
+        shown = run_in_terminal(
+            base,
+            first,
+            auth[first],
+            "python -c 'import course, sys; print(\"COURSE-AT\", course.__file__, sys.prefix)'",
+        )
         assert f"COURSE-AT {ROOT / 'course' / '__init__.py'}" in shown, shown[-800:]
         if hostile:
-            peeked = run_code(base, second, auth[second], kernels[second],
-                              f"print(len(open({str(homes[first] / path)!r}).read()))")
+            peeked = run_code(
+                base,
+                second,
+                auth[second],
+                kernels[second],
+                f"print(len(open({str(homes[first] / path)!r}).read()))",
+            )
             assert "PermissionError" in peeked, peeked[-500:]
             forged = json.dumps({"learner": second, "exercise": "00.tiles", "verdict": "right"})
-            run_code(base, first, auth[first], kernels[first],
-                     "import os; open(os.path.expanduser('~/.course/progress.jsonl'), 'a')"
-                     f".write({forged!r} + '\\n')")
+            run_code(
+                base,
+                first,
+                auth[first],
+                kernels[first],
+                "import os; open(os.path.expanduser('~/.course/progress.jsonl'), 'a')"
+                f".write({forged!r} + '\\n')",
+            )
 
         # the first learner's kernel hangs, then another of theirs dies: the second
         # learner's kernel and the first learner's server still answer
         run_code(base, first, auth[first], kernels[first], "while True: pass", wait=False)
         crashed = new_kernel(base, first, auth[first])
         run_code(base, first, auth[first], crashed, "import os; os._exit(1)", wait=False)
-        assert run_code(base, second, auth[second], kernels[second], "print(6 * 7)",
-                        timeout=120).strip() == "42"
+        assert (
+            run_code(
+                base, second, auth[second], kernels[second], "print(6 * 7)", timeout=120
+            ).strip()
+            == "42"
+        )
         assert contents(base, first, auth[first]).ok
-        requests.delete(f"{base}/user/{first}/api/kernels/{kernels[first]}",
-                        headers=auth[first], timeout=60)  # stop the hung kernel's spinning
+        requests.delete(
+            f"{base}/user/{first}/api/kernels/{kernels[first]}", headers=auth[first], timeout=60
+        )  # stop the hung kernel's spinning
 
     # the teacher's view of the class, from the learners' own folders: whose each file is
     # comes from its owner (an account per learner) or its folder (one account for all)
-    whose = class_progress.by_owner if users == "system" else \
-        class_progress.by_folder(tmp_path / "homes")
+    whose = (
+        class_progress.by_owner
+        if users == "system"
+        else class_progress.by_folder(tmp_path / "homes")
+    )
     found = class_progress.gather([str(home) for home in homes.values()], whose)
     by_learner = {row["learner"]: row for row in class_progress.class_rows(found)}
     assert by_learner[first]["00.tiles"] == "✅"

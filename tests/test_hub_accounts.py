@@ -1,6 +1,7 @@
 """course.tools.hub and hub_accounts without a hub running: the check that learners'
 accounts can run the course (a course under /root fails every learner), on folders made for
 the purpose, and which Unix account a learner gets (root only: made and removed here)."""
+
 import os
 import shutil
 import subprocess
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jupyterhub", reason="jupyterhub is not installed here: course.tools.hub "
-                                         "builds on its spawners (requirements.txt)")
+pytest.importorskip(
+    "jupyterhub",
+    reason="jupyterhub is not installed here: course.tools.hub "
+    "builds on its spawners (requirements.txt)",
+)
 
 from course.tools.hub import unreadable_for_learners  # noqa: E402
 
@@ -24,12 +28,16 @@ def test_a_closed_folder_or_an_unreadable_file_on_the_way_is_named():
         course.mkdir(parents=True)
         (course / "x.py").write_text("")
         os.chmod(base / "opt", 0o700)  # like /root
-        assert unreadable_for_learners([course / "x.py"]) == \
-            f"{base / 'opt'} is closed to other accounts (needed for {course / 'x.py'})"
+        assert (
+            unreadable_for_learners([course / "x.py"])
+            == f"{base / 'opt'} is closed to other accounts (needed for {course / 'x.py'})"
+        )
         os.chmod(base / "opt", 0o755)
         os.chmod(course / "x.py", 0o600)
-        assert unreadable_for_learners([course / "x.py"]) == \
-            f"{course / 'x.py'} cannot be read by other accounts"
+        assert (
+            unreadable_for_learners([course / "x.py"])
+            == f"{course / 'x.py'} cannot be read by other accounts"
+        )
         os.chmod(course / "x.py", 0o644)
         assert unreadable_for_learners([course / "x.py"]) == ""
     finally:
@@ -71,8 +79,9 @@ def test_a_learner_gets_a_new_account_and_never_one_that_existed(tmp_path):
 
     registry = tmp_path / "accounts.json"
     mine, planted = (f"ct{uuid.uuid4().hex[:6]}{who}" for who in "ab")
-    subprocess.run(["useradd", "--create-home", f"course-{planted}"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["useradd", "--create-home", f"course-{planted}"], check=True, capture_output=True
+    )
     try:
         account = hub_accounts.ensure_account(mine, registry)
         assert account.pw_name == f"course-{mine}"

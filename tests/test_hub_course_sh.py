@@ -1,6 +1,7 @@
 """course.sh's part in a class: COURSE_BASE_PYTHON takes effect (a .venv made with another
 interpreter is rebuilt with the one named, as a class on a machine whose Python sits under
 /root needs), and the README's progress command works as written."""
+
 import json
 import os
 import pwd
@@ -8,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,17 +17,27 @@ from course.tools.hub_accounts import learner_of
 
 
 def interpreter(python: str) -> str:
-    return subprocess.run([python, "-c", "import os, sys; print(os.path.realpath(sys.executable))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [python, "-c", "import os, sys; print(os.path.realpath(sys.executable))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def two_pythons() -> tuple[str, str] | None:
     """This Python and another of version 3.11 or newer (Debian's), if the machine has one."""
     ours = interpreter(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
     for other in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.path.exists(other) and interpreter(other) != ours and subprocess.run(
+        if (
+            os.path.exists(other)
+            and interpreter(other) != ours
+            and subprocess.run(
                 [other, "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"],
-                capture_output=True).returncode == 0:
+                capture_output=True,
+            ).returncode
+            == 0
+        ):
             return ours, interpreter(other)
     return None
 
@@ -39,13 +49,21 @@ def test_course_base_python_rebuilds_a_venv_made_with_another(tmp_path):
     first, second = two_pythons()
     shutil.copy(ROOT / "course.sh", tmp_path / "course.sh")
     (tmp_path / "requirements.txt").write_text("# nothing: only the interpreter matters here\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PYTHON", "COURSE_VENV",
-                                                            "VIRTUAL_ENV")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("COURSE_PYTHON", "COURSE_VENV", "VIRTUAL_ENV")
+    }
 
     def setup(base):
-        return subprocess.run(["bash", str(tmp_path / "course.sh"), "setup"], cwd=tmp_path,
-                              env={**env, "COURSE_BASE_PYTHON": base}, capture_output=True,
-                              text=True, timeout=600)
+        return subprocess.run(
+            ["bash", str(tmp_path / "course.sh"), "setup"],
+            cwd=tmp_path,
+            env={**env, "COURSE_BASE_PYTHON": base},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     assert setup(first).returncode == 0
     assert interpreter(str(tmp_path / ".venv" / "bin" / "python")) == first
@@ -63,11 +81,23 @@ def test_the_readmes_progress_command_works_as_written(tmp_path):
     assert commands == {"./course.sh progress /home"}, commands
     home = tmp_path / "home"
     (home / "ann" / ".course").mkdir(parents=True)
-    (home / "ann" / ".course" / "progress.jsonl").write_text(json.dumps(
-        {"learner": learner_of(pwd.getpwuid(os.geteuid()).pw_name), "exercise": "00.tiles",
-         "verdict": "right"}) + "\n")
-    done = subprocess.run(["bash", str(ROOT / "course.sh"), "progress", str(home), "--out",
-                           str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "COURSE_PYTHON": sys.executable}, timeout=300)
+    (home / "ann" / ".course" / "progress.jsonl").write_text(
+        json.dumps(
+            {
+                "learner": learner_of(pwd.getpwuid(os.geteuid()).pw_name),
+                "exercise": "00.tiles",
+                "verdict": "right",
+            }
+        )
+        + "\n"
+    )
+    done = subprocess.run(
+        ["bash", str(ROOT / "course.sh"), "progress", str(home), "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COURSE_PYTHON": sys.executable},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "| 00.tiles |" in done.stdout and (tmp_path / "out" / "progress.md").exists()

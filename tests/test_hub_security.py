@@ -14,6 +14,7 @@ Each test is an attack that worked before the hub was hardened:
 The tests that create Unix accounts need root (they remove them again); without root they
 say so and skip.
 """
+
 import html
 import os
 import shutil
@@ -28,11 +29,22 @@ from pathlib import Path
 import pytest
 import requests
 
-from .test_hub import (PASSWORD, TEACHER_PASSWORD, free_port, log_in, proxy_binary,
-                       running_hub, sign_up, try_log_in)
+from .test_hub import (
+    PASSWORD,
+    TEACHER_PASSWORD,
+    free_port,
+    log_in,
+    proxy_binary,
+    running_hub,
+    sign_up,
+    try_log_in,
+)
 
-NO_ROOT = "" if os.geteuid() == 0 and shutil.which("useradd") else \
-    "creating a learner's Unix account needs root and useradd"
+NO_ROOT = (
+    ""
+    if os.geteuid() == 0 and shutil.which("useradd")
+    else "creating a learner's Unix account needs root and useradd"
+)
 LOCKOUT = 3  # seconds a name stays locked here (300 in a class)
 
 
@@ -54,8 +66,12 @@ def machine_account():
         yield None
         return
     name = f"ct{uuid.uuid4().hex[:8]}"
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        ["useradd", "--create-home", "--shell", "/bin/sh", name],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     try:
         yield name
     finally:
@@ -71,9 +87,13 @@ def class_hub(tmp_path_factory, open_folder):
     closed.mkdir(mode=0o700)
     python = closed / "python3"
     shutil.copy(os.path.realpath(sys.executable), python)
-    with running_hub(tmp, users="system", native=True, state=open_folder / "state",
-                     env={"COURSE_HUB_PYTHON": str(python),
-                          "COURSE_HUB_LOCKOUT_SECONDS": str(LOCKOUT)}) as (base, _):
+    with running_hub(
+        tmp,
+        users="system",
+        native=True,
+        state=open_folder / "state",
+        env={"COURSE_HUB_PYTHON": str(python), "COURSE_HUB_LOCKOUT_SECONDS": str(LOCKOUT)},
+    ) as (base, _):
         yield base, tmp / "hub.log", open_folder / "state"
 
 
@@ -88,15 +108,24 @@ def test_the_hub_does_not_open_before_the_teacher_has_a_password(tmp_path):
     stops before listening, and says how to start it."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_HUB_")}
-    env.update(COURSE_HUB_STATE=str(tmp_path / "state"), COURSE_HUB_PORT=str(port),
-               COURSE_HUB_HUB_PORT=str(free_port()), COURSE_HUB_USERS="shared",
-               COURSE_HUB_PROXY_API_PORT=str(free_port()),
-               PATH=os.path.dirname(proxy_binary()) + os.pathsep + os.environ["PATH"])
+    env.update(
+        COURSE_HUB_STATE=str(tmp_path / "state"),
+        COURSE_HUB_PORT=str(port),
+        COURSE_HUB_HUB_PORT=str(free_port()),
+        COURSE_HUB_USERS="shared",
+        COURSE_HUB_PROXY_API_PORT=str(free_port()),
+        PATH=os.path.dirname(proxy_binary()) + os.pathsep + os.environ["PATH"],
+    )
     from course import ROOT
 
-    hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
-                            str(ROOT / "hub" / "jupyterhub_config.py")], cwd=tmp_path, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub = subprocess.Popen(
+        [sys.executable, "-m", "jupyterhub", "-f", str(ROOT / "hub" / "jupyterhub_config.py")],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _, said = hub.communicate(timeout=300)
     except subprocess.TimeoutExpired:  # it started: stop it as a teacher would (Ctrl-C)
@@ -117,15 +146,14 @@ def test_racing_for_the_teachers_name_loses(class_hub):
     assert learners_info(state) >= {"teacher"}
 
 
-def test_signing_up_as_root_or_an_account_of_the_machine_gets_nothing(class_hub,
-                                                                      machine_account):
+def test_signing_up_as_root_or_an_account_of_the_machine_gets_nothing(class_hub, machine_account):
     base, _, state = class_hub
     root_course = "/root/course"  # lexists: False where /root cannot be opened (not root)
     before = os.path.lexists(root_course)
     names = ["root"] + ([machine_account] if machine_account else [])
     for name in names:
         said = sign_up(base, name, "a long enough password 7")
-        assert ("is an account of this machine" in said or "is reserved" in said), said
+        assert "is an account of this machine" in said or "is reserved" in said, said
         teacher = log_in(base, "teacher", TEACHER_PASSWORD)
         teacher.get(f"{base}/hub/authorize/{name}", timeout=30)  # the teacher approves anyway
         assert not try_log_in(base, name, "a long enough password 7")[1]
@@ -167,8 +195,9 @@ def test_a_first_login_where_learners_cannot_run_python_says_what_to_do(class_hu
 
 
 @pytest.mark.skipif(bool(NO_ROOT), reason=NO_ROOT or "-")
-def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(class_hub, machine_account,
-                                                                  open_folder, tmp_path):
+def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(
+    class_hub, machine_account, open_folder, tmp_path
+):
     """From a shell of a learner's account: the password hashes, the cookie secret and the
     teacher's report stay closed."""
     _, _, state = class_hub
@@ -184,7 +213,8 @@ def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(class_hub, mac
     home = tmp_path / "home" / "ann" / ".course"
     home.mkdir(parents=True)
     (home / "progress.jsonl").write_text(
-        '{"learner": "ann", "exercise": "00.tiles", "verdict": "wrong", "hint": "too low"}\n')
+        '{"learner": "ann", "exercise": "00.tiles", "verdict": "wrong", "hint": "too low"}\n'
+    )
     report = open_folder / "classroom"
     assert class_progress_report.progress([str(tmp_path / "home")], report, "folder") == 0
     for path in (report / "progress.md", report / "progress.png"):
@@ -194,13 +224,18 @@ def test_a_learner_cannot_read_the_hubs_state_or_the_class_report(class_hub, mac
 
 def as_account(name: str, command: str) -> subprocess.CompletedProcess:
     """A shell command as account `name`, as in a terminal of theirs."""
-    return subprocess.run(["su", name, "--shell", "/bin/sh", "--command", command],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["su", name, "--shell", "/bin/sh", "--command", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.skipif(bool(NO_ROOT), reason=NO_ROOT or "-")
-def test_the_admin_api_cannot_make_a_learner_of_an_account_of_the_machine(tmp_path,
-                                                                         machine_account):
+def test_the_admin_api_cannot_make_a_learner_of_an_account_of_the_machine(
+    tmp_path, machine_account
+):
     """Even added by hand (the admin page, the REST API) or logging in with the hub's
     password, an account of the machine never becomes a learner's."""
     with running_hub(tmp_path, users="system") as (base, admin):

@@ -6,6 +6,7 @@ notebooks 01-07, a run of the kernel on the course's CPU executor; the
 `gpu`-marked tests run the same exercises live on the GPU (correctness against torch under
 the watchdog, speed where asked, compute-sanitizer where the exercise asks for it).
 """
+
 import json
 import re
 
@@ -20,9 +21,21 @@ from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
 CASES = solutions.cases()
 CORRECT = [c for c in CASES if c.correct]
 MISTAKES = [c for c in CASES if not c.correct]
-KERNEL_NOTEBOOKS = ["01_dsl_basics", "02_layouts", "03_tiling", "04_copies", "05_swizzle",
-                    "06_mma_atoms", "07_tiled_gemm", "08_tma", "09_pipelines", "10_wgmma",
-                    "11_hopper_sol", "12_tcgen05", "13_cta_pair_clc_gemm"]
+KERNEL_NOTEBOOKS = [
+    "01_dsl_basics",
+    "02_layouts",
+    "03_tiling",
+    "04_copies",
+    "05_swizzle",
+    "06_mma_atoms",
+    "07_tiled_gemm",
+    "08_tma",
+    "09_pipelines",
+    "10_wgmma",
+    "11_hopper_sol",
+    "12_tcgen05",
+    "13_cta_pair_clc_gemm",
+]
 
 
 def _ids(cases):
@@ -90,8 +103,11 @@ def _skip_unless_this_gpu_runs(ex):
 def _tagged_cells(stem):
     nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
     cells = nb["cells"]
-    return [(i, c) for i, c in enumerate(cells)
-            if "exercise-kernel" in c.get("metadata", {}).get("tags", [])], cells
+    return [
+        (i, c)
+        for i, c in enumerate(cells)
+        if "exercise-kernel" in c.get("metadata", {}).get("tags", [])
+    ], cells
 
 
 @pytest.mark.parametrize("stem", KERNEL_NOTEBOOKS)
@@ -105,11 +121,12 @@ def test_each_notebook_has_a_kernel_exercise_shipped_unsolved(stem):
         ex = kernel_check.lookup(re.search(r'check\("([\w.]+)"', follow).group(1))
         if ex.shipped is not None:  # find and fix: the cell holds the broken code as shipped
             name = re.search(r"^def (\w+)\(", source, re.M).group(1)
-            cell_fn = LearnerCode(name, source[source.index(f"def {name}("):])
+            cell_fn = LearnerCode(name, source[source.index(f"def {name}(") :])
             assert cell_fn.same_statements(ex.shipped), f"{stem}: the cell is not {ex.id}'s code"
         else:
-            assert LearnerCode("f", source).unwritten() or "..." in source, \
+            assert LearnerCode("f", source).unwritten() or "..." in source, (
                 "the shipped skeleton must hold a bare `...`"
+            )
         shown = "".join("".join(o.get("text", "")) for o in cells[i + 1].get("outputs", []))
         assert "not solved yet" in shown, f"{stem} cell {i + 1} should report 'not solved yet'"
 
@@ -122,8 +139,9 @@ def test_every_kernel_exercise_has_a_reference_and_wrong_variants():
     assert ids == set(kernel_check.KERNEL_EXERCISES)
     for id in ids:
         assert any(c.exercise == id for c in MISTAKES), f"{id} has no known wrong variant"
-        assert any(c.exercise == id and c.kind == "alternative" for c in CORRECT), \
+        assert any(c.exercise == id and c.kind == "alternative" for c in CORRECT), (
             f"{id} has no alternative correct solution: the checker may accept one spelling only"
+        )
 
 
 def test_unwritten_means_a_bare_ellipsis():
@@ -145,21 +163,29 @@ def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():
 
     id, fn = CP_ASYNC_RACE
     ex, code = kernel_check.lookup(id), LearnerCode.from_function(fn)
-    sass = compile_artifacts(("exercise", id, code.digest), "sm_90a",
-                             *ex.build(code.load(), "sm_90a")).sass()
+    sass = compile_artifacts(
+        ("exercise", id, code.digest), "sm_90a", *ex.build(code.load(), "sm_90a")
+    ).sass()
     read = re.search(r"/\*([0-9a-f]{4})\*/\s+LDSM", sass).group(1)
-    log = (f"========= Error: Race reported between Write access at kernel_x+0x1d60\n"
-           f"=========     and Read access at kernel_x+0x{read} [12 hazards]\n"
-           f"========= RACECHECK SUMMARY: 56 hazards displayed (56 errors, 0 warnings)\n")
+    log = (
+        f"========= Error: Race reported between Write access at kernel_x+0x1d60\n"
+        f"=========     and Read access at kernel_x+0x{read} [12 hazards]\n"
+        f"========= RACECHECK SUMMARY: 56 hazards displayed (56 errors, 0 warnings)\n"
+    )
     finding = gpu_run.sanitizer_finding("racecheck", "racecheck", 99, log, sass=lambda: sass)
     assert finding.status == kernel_check.FAIL
-    assert ("56 error(s); first: a cp.async copy into shared memory (LDGSTS at +0x1d60) and an "
-            f"ldmatrix read (LDSM at +0x{read}) touch the same shared-memory bytes") \
-        in finding.detail, finding.detail
-    clean = gpu_run.sanitizer_finding("racecheck", "racecheck", 1,
-                                      "  ✘ 200x296x200 bf16 against torch: 3% wrong\n"
-                                      "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
-                                      "errors, 0 warnings)\n")
+    assert (
+        "56 error(s); first: a cp.async copy into shared memory (LDGSTS at +0x1d60) and an "
+        f"ldmatrix read (LDSM at +0x{read}) touch the same shared-memory bytes"
+    ) in finding.detail, finding.detail
+    clean = gpu_run.sanitizer_finding(
+        "racecheck",
+        "racecheck",
+        1,
+        "  ✘ 200x296x200 bf16 against torch: 3% wrong\n"
+        "========= RACECHECK SUMMARY: 0 hazards displayed (0 "
+        "errors, 0 warnings)\n",
+    )
     assert clean.status == kernel_check.FAIL and "no racecheck error" in clean.detail
 
 
@@ -178,8 +204,14 @@ def test_an_interrupted_verify_records_the_cases_it_finished(monkeypatch):
         return real(ex, fn, **kw)
 
     monkeypatch.setattr(kernel_check, "run_checks", second_call_interrupted)
-    monkeypatch.setattr(results, "record", lambda name, data, command=None: recorded.update(
-        name=name, data=data) or type("R", (), {"citation": lambda self: "test"})())
+    monkeypatch.setattr(
+        results,
+        "record",
+        lambda name, data, command=None: (
+            recorded.update(name=name, data=data)
+            or type("R", (), {"citation": lambda self: "test"})()
+        ),
+    )
     assert cli.main(["verify", "01.saxpy", "--record"]) == 1
     assert recorded["name"] == "kernel_exercises" and recorded["data"]["interrupted"] is True
     assert [c["variant"] for c in recorded["data"]["cases"]] == ["saxpy_kernel"]

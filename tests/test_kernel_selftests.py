@@ -6,6 +6,7 @@ every step here, in a fresh process, with `course` made unimportable to prove th
 do not need it. On a GPU the steps are run for real (the fast ones here; the GEMMs in the
 GPU validation pass, where their timing is recorded).
 """
+
 import os
 import subprocess
 import sys
@@ -25,15 +26,24 @@ NO_COURSE = "import sys; sys.modules['course'] = None\n"
 
 def run_step(step: str, tmp_path: Path) -> subprocess.CompletedProcess:
     (tmp_path / "sitecustomize.py").write_text(NO_COURSE)
-    path = [str(tmp_path), str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [str(tmp_path), str(ROOT)] + [
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", f"kernels.{step}"], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", f"kernels.{step}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=900,
+    )
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("step", [s for s in STEPS
-                                  if not host.satisfies(host.device_capability(), NEEDS[s])])
+@pytest.mark.parametrize(
+    "step", [s for s in STEPS if not host.satisfies(host.device_capability(), NEEDS[s])]
+)
 def test_a_step_that_cannot_run_here_compiles_itself_without_the_course(step, tmp_path):
     out = run_step(step, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]

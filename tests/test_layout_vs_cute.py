@@ -6,6 +6,7 @@ return the same layout -- the same shape and stride, not merely the same functio
 or both refuse the operation. Evaluation (crd2idx, idx2crd, swizzles) is compared
 element by element on a subset.
 """
+
 import random
 
 import pytest
@@ -44,7 +45,9 @@ def test_every_operation_matches_cute_exactly(cute_results):
         got, err = mine(op, *operands)
         if not ref.ok:
             if err is None:  # CuTe refused: so must we (or our result must be CuTe's garbage)
-                mismatches.append(f"{ref.expression}: CuTe refused ({ref.error[:80]}), we gave {got}")
+                mismatches.append(
+                    f"{ref.expression}: CuTe refused ({ref.error[:80]}), we gave {got}"
+                )
             continue
         if err is not None or got != ref.layout:
             mismatches.append(f"{ref.expression}: CuTe {ref.printed}, course {got or err}")
@@ -60,8 +63,10 @@ def test_printing_matches_cute(cute_results):
 def test_evaluation_matches_cute():
     rng = random.Random(SEED + 1)
     layouts = [rand_layout(rng, injective=rng.random() < 0.5, budget=64) for _ in range(60)]
-    swizzles = [pl.ComposedLayout(pl.Swizzle(b, m, s), 0, pl.Layout((8, 16), (16, 1)))
-                for b, m, s in [(1, 0, 1), (2, 1, 3), (3, 4, 3), (2, 2, -2), (3, 0, 3), (0, 4, 3)]]
+    swizzles = [
+        pl.ComposedLayout(pl.Swizzle(b, m, s), 0, pl.Layout((8, 16), (16, 1)))
+        for b, m, s in [(1, 0, 1), (2, 1, 3), (3, 4, 3), (2, 2, -2), (3, 0, 3), (0, 4, 3)]
+    ]
 
     def job():
         import cutlass.cute as cute
@@ -69,9 +74,16 @@ def test_evaluation_matches_cute():
         out = []
         for lay in layouts:
             L = algebra.to_cute(lay)
-            out.append(([int(L(i)) for i in range(lay.size)],
-                        [cute.idx2crd(i, lay.shape) for i in range(0, lay.size, 3)],
-                        int(cute.size(L)), int(cute.cosize(L)), cute.rank(L), cute.depth(L)))
+            out.append(
+                (
+                    [int(L(i)) for i in range(lay.size)],
+                    [cute.idx2crd(i, lay.shape) for i in range(0, lay.size, 3)],
+                    int(cute.size(L)),
+                    int(cute.cosize(L)),
+                    cute.rank(L),
+                    cute.depth(L),
+                )
+            )
         for c in swizzles:
             C = algebra.to_cute(c)
             out.append([int(C(i)) for i in range(c.size)])
@@ -85,7 +97,7 @@ def test_evaluation_matches_cute():
         assert (lay.size, lay.cosize, lay.rank, lay.depth) == (size, cosize, rank, depth), lay
         for i in range(0, lay.size, 5):  # a hierarchical coordinate gives the same offset
             assert lay(pl.idx2crd(i, lay.shape)) == offsets[i]
-    for c, offsets in zip(swizzles, ref[len(layouts):]):
+    for c, offsets in zip(swizzles, ref[len(layouts) :]):
         assert c.offsets().tolist() == offsets, c
 
 
@@ -96,7 +108,9 @@ def test_the_seed_examples():
     assert row.grid().tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     z = pl.zipped_divide(pl.Layout((8, 8), (1, 8)), (2, 4))
     assert str(z) == "((2,4),(4,2)):((1,8),(2,32))"
-    assert str(pl.logical_divide(pl.Layout((8, 8), (1, 8)), (2, 4))) == "((2,4),(4,2)):((1,2),(8,32))"
+    assert (
+        str(pl.logical_divide(pl.Layout((8, 8), (1, 8)), (2, 4))) == "((2,4),(4,2)):((1,2),(8,32))"
+    )
 
 
 def test_parsing():
@@ -116,8 +130,13 @@ def test_parsing():
 
 
 def test_the_seed_examples_in_cute_itself():
-    col, row, zipped = algebra.apply_many([("identity", "(2,4)"), ("identity", "(2,4):(4,1)"),
-                                           ("zipped_divide", "(8,8):(1,8)", "(2,4)")])
+    col, row, zipped = algebra.apply_many(
+        [
+            ("identity", "(2,4)"),
+            ("identity", "(2,4):(4,1)"),
+            ("zipped_divide", "(8,8):(1,8)", "(2,4)"),
+        ]
+    )
     assert (col.printed, row.printed) == ("(2,4):(1,2)", "(2,4):(4,1)")
     assert zipped.printed == "((2,4),(4,2)):((1,8),(2,32))"
 
@@ -125,6 +144,7 @@ def test_the_seed_examples_in_cute_itself():
 def test_local_partition_is_an_outer_partition():
     """The seed's tutorial 02 prints (_2,_2):(_1,_8), 'thread 0 owns 0 1 8 9' for
     local_partition; CuTe computes the outer partition. Notebook 03 shows both."""
+
     def job():
         import cutlass
         import cutlass.cute as cute

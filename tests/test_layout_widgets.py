@@ -1,4 +1,5 @@
 """LayoutExplorer and OwnershipMap: their logic, their clicks and their static pictures."""
+
 import pytest
 
 from course.cute import algebra
@@ -17,8 +18,10 @@ def test_explore_reports_cutes_answer_or_its_refusal():
     r = algebra.explore("(8,8):(1,8)", "zipped_divide", "(2,4)")
     assert r.ok and r.printed == "((2,4),(4,2)):((1,8),(2,32))"
     assert r.layout == pl.Layout(((2, 4), (4, 2)), ((1, 8), (2, 32)))
-    assert algebra.explore("(2,2)", "blocked_product", "(3,4)").printed == \
-        "((2,3),(2,4)):((1,4),(2,12))"  # a bare shape becomes a layout for the products
+    assert (
+        algebra.explore("(2,2)", "blocked_product", "(3,4)").printed
+        == "((2,3),(2,4)):((1,4),(2,12))"
+    )  # a bare shape becomes a layout for the products
     bad = algebra.explore("(8,8)", "zipped_divide", "(3,_)")
     assert not bad.ok and bad.layout is None and bad.error
     assert not algebra.explore("(2,4", "none").ok  # a typo is an error message, not a crash
@@ -68,8 +71,10 @@ def test_layout_pictures():
     assert fig.axes[0].get_title() == "(2,4):(4,1)"
     assert vl.memory_map(pl.Layout((2, 2), (1, 4)))[2] == []  # a gap
     assert vl.memory_map(pl.Layout((2, 2), (1, 0)))[0] == [(0, 0), (0, 1)]  # stored twice
-    assert vl.cell_label(pl.Layout((2, (2, 2)), (1, (4, 2))), 1, 3) == \
-        "cell (1, 3): index 7, coordinate (1,(1,1)) -> offset 7"
+    assert (
+        vl.cell_label(pl.Layout((2, (2, 2)), (1, (4, 2))), 1, 3)
+        == "cell (1, 3): index 7, coordinate (1,(1,1)) -> offset 7"
+    )
     assert vl.draw_memory(pl.Layout((2, 4), (1, 6))).axes[0].get_title().startswith("memory")
 
 
@@ -91,8 +96,9 @@ def test_ownership_map_picks_threads_and_cells():
 
 
 def test_ownership_map_on_a_big_tile_uses_a_picture():
-    pairs = [((r // 4 * 16 + c // 8, (r % 4) * 8 + c % 8), (r, c))
-             for r in range(64) for c in range(128)]
+    pairs = [
+        ((r // 4 * 16 + c // 8, (r % 4) * 8 + c % 8), (r, c)) for r in range(64) for c in range(128)
+    ]
     own = Ownership.from_pairs((64, 128), pairs, thread_label="W")
     m = OwnershipMap(own, thread=3, source="test")
     assert m._grid is None and "W3 holds 32 cells" in m.info.value

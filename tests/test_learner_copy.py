@@ -1,5 +1,6 @@
 """Each learner's copy of the notebooks: copied once, updated only where untouched, a newer
 version offered beside an edited notebook exactly once, and never a learner's bytes lost."""
+
 import builtins
 import io
 import json
@@ -11,15 +12,27 @@ import pytest
 
 from course import ROOT
 from course.tools import learner_copy
-from course.tools.learner_copy import (MANIFEST_NAME, SyncReport, course_version, offer_name,
-                                       restore, sync_notebooks)
+from course.tools.learner_copy import (
+    MANIFEST_NAME,
+    SyncReport,
+    course_version,
+    offer_name,
+    restore,
+    sync_notebooks,
+)
 
 NAMES = ["00_intro.ipynb", "01_layouts.ipynb", "02_tiling.ipynb"]
 
 
 def notebook(text: str) -> str:
-    return json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def write_course(folder, texts):
@@ -168,8 +181,10 @@ def test_a_damaged_or_missing_manifest_never_overwrites_a_notebook(course, home,
     assert (home / "01_layouts.ipynb").read_bytes() == untouched
     assert (home / "02_tiling.ipynb").read_bytes() == edited
     assert report.new == ["00_intro.ipynb"]
-    assert sorted(report.offered) == ["01_layouts (course update v2).ipynb",
-                                      "02_tiling (course update v2).ipynb"]
+    assert sorted(report.offered) == [
+        "01_layouts (course update v2).ipynb",
+        "02_tiling (course update v2).ipynb",
+    ]
     manifest = json.loads((home / MANIFEST_NAME).read_text())
     assert set(manifest["notebooks"]) == set(NAMES)  # rebuilt from what is there
     again = sync_notebooks(course, home, "v2")
@@ -187,6 +202,7 @@ def test_a_notebook_found_identical_to_the_course_is_adopted(course, home):
 def test_a_failed_rename_leaves_no_partial_notebook(course, home, monkeypatch):
     def refuse(*_):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(learner_copy.os, "replace", refuse)
     report = sync_notebooks(course, home, "v1")
     assert len(report.failed) == len(NAMES) + 1  # the notebooks and the manifest
@@ -203,6 +219,7 @@ def test_a_crash_while_writing_leaves_no_partial_notebook(course, home, monkeypa
 
     def crash(_fd):
         raise KeyboardInterrupt  # the process killed mid-copy
+
     monkeypatch.setattr(learner_copy.os, "fsync", crash)
     with pytest.raises(KeyboardInterrupt):
         sync_notebooks(course, home, "v2")
@@ -231,6 +248,7 @@ def test_a_notebook_is_only_ever_written_under_a_temporary_name(course, home, mo
     def guarded_io_open(path, mode="r", *args, **kwargs):
         assert not (set(mode) & set("wax+") and str(path).endswith(".ipynb")), path
         return real_io_open(path, mode, *args, **kwargs)
+
     monkeypatch.setattr(os, "open", guarded_os_open)
     monkeypatch.setattr(io, "open", guarded_io_open)
     monkeypatch.setattr(builtins, "open", guarded_io_open)
@@ -238,8 +256,9 @@ def test_a_notebook_is_only_ever_written_under_a_temporary_name(course, home, mo
     assert report.updated and report.offered and not report.failed
 
 
-@pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o077, 0o600, 0o700),
-                                                           (0o002, 0o664, 0o775)])
+@pytest.mark.parametrize(
+    "umask, file_mode, folder_mode", [(0o077, 0o600, 0o700), (0o002, 0o664, 0o775)]
+)
 def test_copies_follow_the_umask(course, home, umask, file_mode, folder_mode):
     old = os.umask(umask)
     try:
@@ -261,15 +280,23 @@ def test_as_root_the_copies_belong_to_the_learner(course, tmp_path):
 
 
 def test_the_summary_speaks_to_the_learner():
-    text = str(SyncReport(new=["a.ipynb", "b.ipynb", "c.ipynb"], updated=["d.ipynb"],
-                          offered=["e (course update v2).ipynb"]))
-    assert text == ("3 new notebooks, 1 updated, 1 update offered beside your edited copy: "
-                    "e (course update v2).ipynb")
+    text = str(
+        SyncReport(
+            new=["a.ipynb", "b.ipynb", "c.ipynb"],
+            updated=["d.ipynb"],
+            offered=["e (course update v2).ipynb"],
+        )
+    )
+    assert text == (
+        "3 new notebooks, 1 updated, 1 update offered beside your edited copy: "
+        "e (course update v2).ipynb"
+    )
 
 
 def test_course_version_is_git_describe_or_a_hash_of_the_notebooks(tmp_path):
-    described = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--tags"],
-                               capture_output=True, text=True).stdout.strip()
+    described = subprocess.run(
+        ["git", "-C", str(ROOT), "describe", "--always", "--tags"], capture_output=True, text=True
+    ).stdout.strip()
     if described:
         assert course_version(ROOT) == described
     write_course(tmp_path / "notebooks", {"00_a.ipynb": "one"})
@@ -290,8 +317,15 @@ def test_the_real_notebooks_copy_whole(tmp_path):
 
 
 def test_the_command_line(course, home):
-    run = [sys.executable, "-m", "course.tools.learner_copy", "--source", str(course),
-           "--dest", str(home)]
+    run = [
+        sys.executable,
+        "-m",
+        "course.tools.learner_copy",
+        "--source",
+        str(course),
+        "--dest",
+        str(home),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.run(run, capture_output=True, text=True, env=env, cwd=ROOT)
     assert first.returncode == 0, first.stderr
@@ -299,8 +333,9 @@ def test_the_command_line(course, home):
     (home / "00_intro.ipynb").unlink()
     again = subprocess.run(run, capture_output=True, text=True, env=env, cwd=ROOT)
     assert again.returncode == 0 and "deleted by you" in again.stdout
-    back = subprocess.run(run + ["--restore", "00_intro.ipynb"], capture_output=True,
-                          text=True, env=env, cwd=ROOT)
+    back = subprocess.run(
+        run + ["--restore", "00_intro.ipynb"], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert back.returncode == 0 and (home / "00_intro.ipynb").exists()
 
 
@@ -309,8 +344,11 @@ def saved_by_jupyterlab(path):
     the kernel it ran with and that kernel's Python version in the metadata, outputs under
     the cells, and the file written out again by the server (another layout)."""
     nb = json.loads(path.read_text())
-    nb["metadata"]["kernelspec"] = {"display_name": "Python 3 (ipykernel)",
-                                    "language": "python", "name": "python3"}
+    nb["metadata"]["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.2"}
     for cell in nb["cells"]:
         cell["metadata"]["execution"] = {"iopub.status.busy": "2026-11-25T08:00:00.000Z"}
@@ -333,8 +371,15 @@ def test_a_notebook_opened_and_saved_without_edits_still_gets_updates(course, ho
 def test_an_edit_of_a_cell_or_a_new_cell_is_the_learners(course, home):
     sync_notebooks(course, home, "v1")
     nb = json.loads((home / "00_intro.ipynb").read_text())
-    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": "x = 1",
-                        "outputs": [], "execution_count": None})
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": "x = 1",
+            "outputs": [],
+            "execution_count": None,
+        }
+    )
     (home / "00_intro.ipynb").write_text(json.dumps(nb))
     saved_by_jupyterlab(home / "01_layouts.ipynb")
     nb = json.loads((home / "01_layouts.ipynb").read_text())

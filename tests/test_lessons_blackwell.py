@@ -1,6 +1,7 @@
 """Notebooks 12 and 13's lessons: TMEM sizes and allocation, the instruction descriptor,
 the compile views, the epilogue's TMEM reads, the emulator's checks (right and broken)
 and the pair's maps."""
+
 import re
 import types
 
@@ -21,15 +22,27 @@ def test_accumulator_footprint_compares_registers_and_tmem(capsys):
 
 
 def test_allocate_rounds_requests_up_and_shows_fragmentation(capsys):
-    granted = tcgen05_lesson.allocate([
-        ("CTA 1", "a", 128), ("CTA 2", "b", 128), ("CTA 3", "c", 128), ("CTA 4", "d", 40),
-        ("CTA 1", "exits", None), ("CTA 3", "exits", None), ("CTA 5", "e", 256)])
+    granted = tcgen05_lesson.allocate(
+        [
+            ("CTA 1", "a", 128),
+            ("CTA 2", "b", 128),
+            ("CTA 3", "c", 128),
+            ("CTA 4", "d", 40),
+            ("CTA 1", "exits", None),
+            ("CTA 3", "exits", None),
+            ("CTA 5", "e", 256),
+        ]
+    )
     assert granted == [("CTA 2: b", 128, 128), ("CTA 4: d", 384, 64)]
     out = capsys.readouterr().out
-    assert "CTA 4: d                      needs  40 columns, asks for  64 -> columns 384..447" in out
+    assert (
+        "CTA 4: d                      needs  40 columns, asks for  64 -> columns 384..447" in out
+    )
     # 320 columns free, but no 256 of them contiguous: fragmentation, not a lack of space
-    assert "CTA 5: e                      needs 256 columns, asks for 256 -> does not fit (320 " \
-           "columns free, no 256 contiguous)" in out
+    assert (
+        "CTA 5: e                      needs 256 columns, asks for 256 -> does not fit (320 "
+        "columns free, no 256 contiguous)" in out
+    )
     tmem = Tmem("t")
     assert tcgen05_lesson.allocate([("x", "", 512)], tmem) == [("x: ", 0, 512)]
     assert tcgen05_lesson.allocate([("y", "", 32)], tmem) == []
@@ -37,8 +50,10 @@ def test_allocate_rounds_requests_up_and_shows_fragmentation(capsys):
 
 def test_a_request_that_is_not_a_power_of_two_is_refused(capsys):
     assert not tcgen05_lesson.alloc_as_is(40)
-    assert "tcgen05.alloc(40) as such: refused: 40 columns is not a power of two >= 32" in \
-        capsys.readouterr().out
+    assert (
+        "tcgen05.alloc(40) as such: refused: 40 columns is not a power of two >= 32"
+        in capsys.readouterr().out
+    )
     assert tcgen05_lesson.alloc_as_is(64)
 
 
@@ -53,8 +68,9 @@ def test_descriptor_fields_end_with_the_value(capsys):
 def test_ptx_counts_and_the_descriptor_search(capsys):
     idesc = InstructionDescriptor(m=128, n=128, a="bfloat16", b="bfloat16", d="float32")
     ptx = f"tcgen05.commit x\ntcgen05.commit y\nmov.b32 %r1, {idesc.encode()};"
-    art = types.SimpleNamespace(ptx=ptx, count_ptx=lambda p: sum(
-        1 for line in ptx.splitlines() if re.search(p, line)))
+    art = types.SimpleNamespace(
+        ptx=ptx, count_ptx=lambda p: sum(1 for line in ptx.splitlines() if re.search(p, line))
+    )
     counts = tcgen05_instructions.ptx_counts(art, idesc)
     assert counts["tcgen05.commit -> mbarrier"] == 2 and counts["tcgen05.dealloc"] == 0
     assert "appears in the PTX: True" in capsys.readouterr().out
@@ -111,7 +127,7 @@ def test_pair_operand_rows_split_a_and_c_between_the_ctas(capsys):
 def test_epilogue_warp_map_gives_each_warp_32_rows():
     own = cta_pair_lesson.epilogue_warp_map(tile_n=128)
     assert own.shape == (256, 128)
-    assert (own.thread == np.arange(256)[:, None] // 32).all()   # warps 0-3 leader, 4-7 follower
+    assert (own.thread == np.arange(256)[:, None] // 32).all()  # warps 0-3 leader, 4-7 follower
 
 
 @pytest.fixture(scope="module")

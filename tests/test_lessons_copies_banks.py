@@ -1,6 +1,7 @@
 """Notebooks 04 and 05's lessons: the copy ceiling, the copies' instructions and
 measurement (recorded, or the model's bound), the TiledCopy's description, the bank
 model's tables, its check against CuTe DSL, and the figures."""
+
 import types
 
 import matplotlib
@@ -16,7 +17,6 @@ from course.models import smem_access as sa  # noqa: E402
 from course.models.swizzle import Swizzle  # noqa: E402
 from course.runtime import live  # noqa: E402
 from course.viz.bank_pictures import bank_maps  # noqa: E402
-
 
 
 def test_copy_ceiling_is_the_recorded_one_with_its_citation(cpu_results, capsys):
@@ -37,8 +37,11 @@ def test_describe_tiled_copy_names_each_threads_cells(capsys):
 
 
 def test_memory_ops_are_counted_per_instruction_and_width(capsys):
-    lines = ["/*0010*/ LDG.E.128 R4, desc[UR4][R2.64] ;", "/*0020*/ LDG.E.128 R8, [R2+0x10] ;",
-             "/*0030*/ STG.E R0, [R6] ;"]
+    lines = [
+        "/*0010*/ LDG.E.128 R4, desc[UR4][R2.64] ;",
+        "/*0020*/ LDG.E.128 R8, [R2+0x10] ;",
+        "/*0030*/ STG.E R0, [R6] ;",
+    ]
     art = types.SimpleNamespace(arch="sm_90a", sass_lines=lambda pattern: lines)
     ops = copies_lesson.print_memory_ops({"demo": art})
     assert ops["demo"] == {"LDG.E.128": 2, "STG.E": 1}
@@ -95,10 +98,15 @@ def test_the_swizzle_model_agrees_with_cute(sw, capsys):
 
 
 def test_padding_and_swizzling_remove_the_transposes_conflicts():
-    totals = banks_lesson.print_cases(["transpose_rows", "transpose_rows_padded",
-                                       "transpose_rows_swizzled"])
+    totals = banks_lesson.print_cases(
+        ["transpose_rows", "transpose_rows_padded", "transpose_rows_swizzled"]
+    )
     assert totals["transpose_rows"].conflicts > 0
-    assert totals["transpose_rows_padded"].conflicts == totals["transpose_rows_swizzled"].conflicts == 0
+    assert (
+        totals["transpose_rows_padded"].conflicts
+        == totals["transpose_rows_swizzled"].conflicts
+        == 0
+    )
 
 
 def test_every_tma_mode_is_conflict_free_and_its_plain_layout_is_not(capsys):
@@ -119,8 +127,11 @@ def test_tma_modes_are_listed_with_cutes_atoms(capsys):
 @pytest.mark.compile
 def test_each_load_width_compiles_to_its_lds(capsys):
     found = bank_measurement.print_load_widths(bank_measurement.load_widths("sm_90a"))
-    assert {vec: sass for vec, (_, sass) in found.items()} == {1: ["LDS"], 2: ["LDS.64"],
-                                                               4: ["LDS.128"]}
+    assert {vec: sass for vec, (_, sass) in found.items()} == {
+        1: ["LDS"],
+        2: ["LDS.64"],
+        4: ["LDS.128"],
+    }
 
 
 def test_prediction_table_has_a_row_per_case(capsys):
@@ -145,8 +156,10 @@ def test_recorded_banks_report_the_agreement(cpu_results, capsys):
     cpu_results("bank_conflicts")
     meas = bank_measurement.measure_banks(bench_banks.predict())
     agree = [r["agree"] for r in meas.value["cases"]]
-    assert f"agrees with the model on {agree.count(True)} of {len(agree)} cases" in \
-        capsys.readouterr().out
+    assert (
+        f"agrees with the model on {agree.count(True)} of {len(agree)} cases"
+        in capsys.readouterr().out
+    )
     assert len(bank_measurement.bank_figures(meas)) == 2
     plt.close("all")
 

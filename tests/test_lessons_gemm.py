@@ -1,6 +1,7 @@
 """The GEMM notebooks' lessons (07, 10, 11): the check sweep (judged here on torch's own
 matmul on a CPU, right and wrong), benchmarks or their recorded rows, compile reports,
 configurations, the WGMMA accumulator formula, the Hopper presets and the goal."""
+
 import dataclasses
 import types
 
@@ -34,8 +35,10 @@ def test_check_sweep_passes_a_right_gemm_and_fails_a_wrong_one(capsys):
 
     def forgets_the_last_row(a, b, c):
         c[:-1] = a[:-1] @ b.t()
-    verdicts = gemm_lesson.check_sweep(forgets_the_last_row, shapes, dtypes=(torch.float32,),
-                                       device="cpu")
+
+    verdicts = gemm_lesson.check_sweep(
+        forgets_the_last_row, shapes, dtypes=(torch.float32,), device="cpu"
+    )
     assert not any(v.ok for v in verdicts) and "0/2 passed" in capsys.readouterr().out
 
 
@@ -45,24 +48,33 @@ def test_check_sweep_hands_the_kernel_operands_of_the_asked_majors():
     def record(a, b, c):
         seen.append((a.stride(), b.stride()))
         _torch_gemm(a, b, c)
-    assert all(v.ok for v in gemm_lesson.check_sweep(record, [(4, 6, 8)], dtypes=(torch.float32,),
-                                                     device="cpu", a_major="m", b_major="n"))
-    assert seen == [((1, 4), (1, 6))]   # M- and N-contiguous
+
+    assert all(
+        v.ok
+        for v in gemm_lesson.check_sweep(
+            record, [(4, 6, 8)], dtypes=(torch.float32,), device="cpu", a_major="m", b_major="n"
+        )
+    )
+    assert seen == [((1, 4), (1, 6))]  # M- and N-contiguous
 
 
 def _art(ptx: dict[str, list[str]], sass: str = ""):
     return types.SimpleNamespace(
         resource_usage=lambda: {"kernel_x": {"registers": 96, "stack_frame_bytes": 0}},
-        compile_seconds=1.25, ptx_lines=lambda pattern: ptx.get(pattern, []), sass=lambda: sass)
+        compile_seconds=1.25,
+        ptx_lines=lambda pattern: ptx.get(pattern, []),
+        sass=lambda: sass,
+    )
 
 
 def test_compile_report_counts_ptx_and_sass(capsys):
     art = _art({"mma": ["mma.sync a", "mma.sync b", "mma.sync c"]}, sass="HMMA HMMA LDSM")
-    counts = gemm_lesson.compile_report(art, {"mma.sync": "mma", "ldmatrix": "ldm"}, show=1,
-                                        sass=("HMMA", "LDSM", "UTMALDG"))
+    counts = gemm_lesson.compile_report(
+        art, {"mma.sync": "mma", "ldmatrix": "ldm"}, show=1, sass=("HMMA", "LDSM", "UTMALDG")
+    )
     assert counts == {"mma.sync": 3, "ldmatrix": 0}
     out = capsys.readouterr().out
-    assert "96 registers/thread" in out and "mma.sync b" not in out   # show=1: one line
+    assert "96 registers/thread" in out and "mma.sync b" not in out  # show=1: one line
     assert "SASS: {'HMMA': 2, 'LDSM': 1, 'UTMALDG': 0}" in out
 
 
@@ -109,8 +121,10 @@ def test_try_config_off_the_gpu_compiles_and_shows_the_record(monkeypatch, capsy
 
     def artifacts(arch, dtype, cfg):
         compiled.append((arch, cfg))
-        return types.SimpleNamespace(resource_usage=lambda: {
-            "k": {"registers": 200, "stack_frame_bytes": 0}})
+        return types.SimpleNamespace(
+            resource_usage=lambda: {"k": {"registers": 200, "stack_frame_bytes": 0}}
+        )
+
     module = types.SimpleNamespace(__name__="k", Config=_Config, artifacts=artifacts)
     out = gemm_configs.try_config(module, "sm80", {"stages": 4})
     assert out.mode is live.Mode.COMPILE_ONLY and compiled == [("sm_90a", _Config(stages=4))]
@@ -123,7 +137,9 @@ def test_try_config_off_the_gpu_compiles_and_shows_the_record(monkeypatch, capsy
     # the recorded numbers come under their own banner, with the GPU, date and command
     banner = next(line for line in text.splitlines() if "RECORDED" in line)
     assert rec.citation() in banner
-    assert text.index("registers per thread") < text.index(banner) < text.index(at_4096[0]["problem"])
+    assert (
+        text.index("registers per thread") < text.index(banner) < text.index(at_4096[0]["problem"])
+    )
     gemm_configs.try_config(module, "sm80", {"stages": 7})
     assert "no H100 measurement at 4096^3 recorded" in capsys.readouterr().out
 
@@ -139,10 +155,13 @@ def test_the_wgmma_accumulator_formula_matches_cute(capsys):
     from course.cute import kernel_traces
 
     pairs = kernel_traces.wgmma_accumulator_pairs(64)
-    assert wgmma_lesson.accumulator_rows(pairs, threads=(0, 37, 127)) == {0: True, 37: True,
-                                                                          127: True}
+    assert wgmma_lesson.accumulator_rows(pairs, threads=(0, 37, 127)) == {
+        0: True,
+        37: True,
+        127: True,
+    }
     assert "thread  37: 32 values, rows [17, 25]" in capsys.readouterr().out
-    swapped = [((t ^ 1, v), rc) for (t, v), rc in pairs]   # neighbouring threads swapped
+    swapped = [((t ^ 1, v), rc) for (t, v), rc in pairs]  # neighbouring threads swapped
     assert not wgmma_lesson.accumulator_rows(swapped, threads=(0,))[0]
 
 
@@ -205,9 +224,14 @@ def test_swizzled_chunks_colours_each_element_by_its_chunk():
     ax = fig.axes[0]
     image = ax.images[0].get_array()
     assert image.shape == (16, 64)
-    assert all(image[r, c] == (core_matrix_bytes(r, 2 * c) % 128) // 16
-               for r in range(16) for c in range(0, 64, 5))
-    assert image[1, 0] == 1 and image[9, 8] == 0   # chunk 0 of row 1 -> slot 1; chunk 1 of row 9 -> 0
+    assert all(
+        image[r, c] == (core_matrix_bytes(r, 2 * c) % 128) // 16
+        for r in range(16)
+        for c in range(0, 64, 5)
+    )
+    assert (
+        image[1, 0] == 1 and image[9, 8] == 0
+    )  # chunk 0 of row 1 -> slot 1; chunk 1 of row 9 -> 0
     assert sum(t.get_text().startswith("k-step") for t in ax.texts) == 4
     assert "0-7 and 8-15" in ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
     plt.close(fig)

@@ -1,5 +1,6 @@
 """Notebook 02's lessons: operations checked against the model, a layout with its
 complement, a matrix painted by tile, and the agreement sample."""
+
 import numpy as np
 import pytest
 
@@ -8,9 +9,10 @@ from course.lessons import layout_lesson
 
 
 def test_same_offsets_tells_a_rearrangement_from_a_new_function(capsys):
-    same = layout_lesson.same_offsets([("coalesce", "(2,(2,4)):(1,(2,4))"),
-                                       ("composition", "(4,4):(4,1)", "(2,8):(8,1)")])
-    assert same == [True, False]   # coalesce keeps the function; composition makes a new one
+    same = layout_lesson.same_offsets(
+        [("coalesce", "(2,(2,4)):(1,(2,4))"), ("composition", "(4,4):(4,1)", "(2,8):(8,1)")]
+    )
+    assert same == [True, False]  # coalesce keeps the function; composition makes a new one
     assert "coalesce((2,(2,4)):(1,(2,4)))" in capsys.readouterr().out
 
 
@@ -29,7 +31,7 @@ def test_painted_by_tile_labels_each_cell_with_its_tile():
     Z = on_cpu(lambda: cute.zipped_divide(cute.make_layout((8, 8), stride=(1, 8)), (2, 4)))
     own = layout_lesson.painted_by_tile(Z, (8, 8))
     rows, cols = np.indices((8, 8))
-    assert (own.thread == rows // 2 + 4 * (cols // 4)).all()   # 2x4 tiles, column-major
+    assert (own.thread == rows // 2 + 4 * (cols // 4)).all()  # 2x4 tiles, column-major
     assert own.thread_label == "tile" and "painted by tile" in own.title
 
 
@@ -38,7 +40,16 @@ def test_check_agreement_reports_and_raises_on_a_mismatch(monkeypatch, capsys):
     assert a["cases"] > 0 and "mismatches: 0" in capsys.readouterr().out
     from course.cute import layout_agreement
 
-    monkeypatch.setattr(layout_agreement, "agreement", lambda **kw: {
-        "cases": 1, "cute_valid": 1, "identical": 0, "both_refused": 0, "mismatches": ["x"]})
+    monkeypatch.setattr(
+        layout_agreement,
+        "agreement",
+        lambda **kw: {
+            "cases": 1,
+            "cute_valid": 1,
+            "identical": 0,
+            "both_refused": 0,
+            "mismatches": ["x"],
+        },
+    )
     with pytest.raises(AssertionError, match="differs from CuTe DSL"):
         layout_lesson.check_agreement()

@@ -1,5 +1,6 @@
 """Notebook 06's lessons: fragment sizes, C's owners, a TiledMMA's warps, the compiled
 mma.sync, and the stamp and micro-GEMM on a GPU."""
+
 import numpy as np
 import pytest
 
@@ -18,7 +19,7 @@ def test_row_owners_follow_lane_over_four(capsys):
     c_map = Ownership.from_pairs((16, 8), kernel_traces.mma_atom_pairs("C"))
     mma_lesson.print_row_owners(c_map, rows=(1, 9))
     lines = capsys.readouterr().out.splitlines()
-    expected = " ".join(f"T{4 + n // 2:02d}" for n in range(8))   # row r: lanes 4(r%8) + col/2
+    expected = " ".join(f"T{4 + n // 2:02d}" for n in range(8))  # row r: lanes 4(r%8) + col/2
     assert lines[0] == f"row  1: {expected}" and lines[1] == f"row  9: {expected}"
     assert lines[2] == "thread 0 holds [(0, 0), (0, 1), (8, 0), (8, 1)]"
 

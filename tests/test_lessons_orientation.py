@@ -1,6 +1,7 @@
 """Notebook 00's lessons: the ceilings (recorded here), the roofline and tiling table of
 the GEMM model, and the vector add's check (judged on torch's add, right and wrong),
 compile view and compile cache."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -26,7 +27,10 @@ def test_machine_ceilings_come_from_the_record_with_its_gpu(monkeypatch, capsys)
     assert f"{ceil.matmul_tflops:7.1f} TFLOP/s" in out and "(measured)" in out
     ds = datasheet(rec.gpu)  # the recorded GPU is in the datasheet table
     assert f"{100 * ceil.matmul_tflops / ds.tflops:.0f}% (matmul)" in out
-    assert f"{100 * ceil.bandwidth_gbps / ds.gbps:.0f}% (copy)" in out and "NVIDIA H100 datasheet" in out
+    assert (
+        f"{100 * ceil.bandwidth_gbps / ds.gbps:.0f}% (copy)" in out
+        and "NVIDIA H100 datasheet" in out
+    )
 
 
 def test_the_datasheet_table_names_its_source_and_knows_only_listed_gpus():
@@ -34,7 +38,8 @@ def test_the_datasheet_table_names_its_source_and_knows_only_listed_gpus():
     assert (h100.tflops, h100.gbps) == (989.4, 3350.0) and "NVIDIA H100 datasheet" in h100.source
     assert datasheet("GPU X") is None and datasheet(None) is None
     text = ceilings_lesson.datasheet_fractions(
-        ceilings_lesson.Ceilings(700.0, 3000.0, 233.3, "GPU X", "test source"))
+        ceilings_lesson.Ceilings(700.0, 3000.0, 233.3, "GPU X", "test source")
+    )
     assert text.startswith("no datasheet entry for GPU X")
 
 
@@ -45,13 +50,20 @@ def test_gemm_roofline_places_the_model_and_cublas():
     ax = fig.axes[0]
     labels = ax.get_legend_handles_labels()[1]
     # GPU X has no datasheet entry: the measured roofs only
-    assert labels == ["measured (cuBLAS / copy): 700 TFLOP/s, 3,000 GB/s",
-                      "naive GEMM 4096^3 (1x1 tiles)", "128x128 tiles, no L2 reuse",
-                      "4096^3, each operand read once", "cuBLAS 8192^3 (measured)"]
+    assert labels == [
+        "measured (cuBLAS / copy): 700 TFLOP/s, 3,000 GB/s",
+        "naive GEMM 4096^3 (1x1 tiles)",
+        "128x128 tiles, no L2 reuse",
+        "4096^3, each operand read once",
+        "cuBLAS 8192^3 (measured)",
+    ]
     assert ax.get_title() == "Roofline of GPU X"
     assert any(t.get_text() == "ceilings test source" for t in fig.texts)
     cublas = ax.get_lines()[-1]
-    assert cublas.get_ydata()[0] == 700.0 and cublas.get_xdata()[0] == Gemm(8192, 8192, 8192).intensity()
+    assert (
+        cublas.get_ydata()[0] == 700.0
+        and cublas.get_xdata()[0] == Gemm(8192, 8192, 8192).intensity()
+    )
     plt.close(fig)
 
 
@@ -60,8 +72,10 @@ def test_gemm_roofline_draws_the_datasheet_beside_the_measured_roofs():
     fig = ceilings_lesson.gemm_roofline(ceil, Gemm(4096, 4096, 4096))
     ax = fig.axes[0]
     labels = ax.get_legend_handles_labels()[1]
-    assert labels[:2] == ["datasheet: 989 TFLOP/s, 3,350 GB/s",
-                          "measured (cuBLAS / copy): 741 TFLOP/s, 3,008 GB/s"]
+    assert labels[:2] == [
+        "datasheet: 989 TFLOP/s, 3,350 GB/s",
+        "measured (cuBLAS / copy): 741 TFLOP/s, 3,008 GB/s",
+    ]
     datasheet_roof, measured_roof = ax.get_lines()[:2]
     assert max(datasheet_roof.get_ydata()) == 989.4 and max(measured_roof.get_ydata()) == 741.0
     assert ax.get_ylim()[1] > 989.4
@@ -80,12 +94,14 @@ def test_tiling_table_rows_follow_the_model():
 def test_vector_add_check_passes_torch_and_catches_a_missed_element(capsys):
     def add(a, b, c):
         torch.add(a, b, out=c)
+
     assert all(v.ok for v in vector_add_lesson.check(add, sizes=(1, 257), device="cpu"))
 
     def forgets_the_last(a, b, c):
         c[:-1] = a[:-1] + b[:-1]
+
     verdicts = vector_add_lesson.check(forgets_the_last, sizes=(257,), device="cpu")
-    assert not any(v.ok for v in verdicts)   # the poisoned element is never written
+    assert not any(v.ok for v in verdicts)  # the poisoned element is never written
     assert "n=257" in capsys.readouterr().out
 
 
@@ -100,10 +116,10 @@ def test_a_second_request_is_answered_by_the_cache(monkeypatch, capsys):
     use_machine(monkeypatch, CPU)
     from kernels.host import COMPILE_LOG
 
-    vector_add_lesson.compile_again()               # first request: may compile
+    vector_add_lesson.compile_again()  # first request: may compile
     compiles = len(COMPILE_LOG)
     vector_add_lesson.compile_again()
-    assert len(COMPILE_LOG) == compiles             # nothing compiled the second time
+    assert len(COMPILE_LOG) == compiles  # nothing compiled the second time
     assert "(cached)" in capsys.readouterr().out
 
 

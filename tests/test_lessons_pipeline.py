@@ -1,5 +1,6 @@
 """Notebook 09's lessons: the ring's parities, the mistakes and the watchdog, and the
 stage sweep's three sources (measured, recorded, predicted)."""
+
 import matplotlib
 
 matplotlib.use("Agg")

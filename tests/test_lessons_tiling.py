@@ -1,5 +1,6 @@
 """Notebook 03's lessons: the two partitions and a TiledCopy as ownership maps, the naive
 GEMM's thread trace read out, its load reuse, and its check (on a GPU) or compile."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """Notebook 08's lessons: tensor maps, the TMA checks over shapes (judged here on a CPU
 stand-in, and on a Hopper GPU for real) and the multicast cell's fallbacks."""
+
 import types
 
 import pytest
@@ -38,8 +39,12 @@ def test_every_rejected_example_breaks_a_rule(capsys):
 
 
 def test_cute_and_the_model_agree_on_every_swizzle_mode(capsys):
-    assert tma_lesson.print_swizzle_agreement(nbytes=1024) == {0: True, 32: True, 64: True,
-                                                                128: True}
+    assert tma_lesson.print_swizzle_agreement(nbytes=1024) == {
+        0: True,
+        32: True,
+        64: True,
+        128: True,
+    }
     out = capsys.readouterr().out
     assert "128B swizzle: CuTe and the model agree on all 64 chunks: True" in out
     # each mode's masks on the rows TMA accepts for it (32B on 32-byte rows, ...)
@@ -70,21 +75,36 @@ class _CpuTma:
 
     def boxes(self, x, config=tma.Config(), physical=False):
         down, across = tma.tiles(tuple(x.shape), config)
-        mosaic = torch.full((down * config.box_rows, across * config.box_cols),
-                            7.0 if self.wrong == "fill" else 0.0, dtype=x.dtype)
-        mosaic[:x.shape[0], :x.shape[1]] = x
+        mosaic = torch.full(
+            (down * config.box_rows, across * config.box_cols),
+            7.0 if self.wrong == "fill" else 0.0,
+            dtype=x.dtype,
+        )
+        mosaic[: x.shape[0], : x.shape[1]] = x
         box = mosaic.view(down, config.box_rows, across, config.box_cols).permute(0, 2, 1, 3)
         if physical and self.wrong != "swizzle":
-            box = torch.stack([torch.stack([torch.as_tensor(tensormap.swizzled_box(
-                box[i, j].contiguous().view(torch.int16), config.swizzle)).view(x.dtype)
-                for j in range(across)]) for i in range(down)])
+            box = torch.stack(
+                [
+                    torch.stack(
+                        [
+                            torch.as_tensor(
+                                tensormap.swizzled_box(
+                                    box[i, j].contiguous().view(torch.int16), config.swizzle
+                                )
+                            ).view(x.dtype)
+                            for j in range(across)
+                        ]
+                    )
+                    for i in range(down)
+                ]
+            )
         return box.contiguous()
 
     def store(self, x, out, config=tma.Config()):
         out.copy_(x)
         if self.wrong == "store":
             base = out.as_strided((1,), (1,), out.storage_offset() + out.shape[1])
-            base.fill_(0)   # one element past the end of row 0: outside the view
+            base.fill_(0)  # one element past the end of row 0: outside the view
         return out
 
 
@@ -108,9 +128,21 @@ def test_store_checks_catch_a_write_outside_the_view(capsys):
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("view, ptx, sass", [
-    (tma_checks.load_instructions, "cp.async.bulk.tensor.2d.shared::cta.global", "'UTMALDG': 1"),
-    (tma_checks.store_instructions, "cp.async.bulk.tensor.2d.global.shared::cta", "'UTMASTG': 1")])
+@pytest.mark.parametrize(
+    "view, ptx, sass",
+    [
+        (
+            tma_checks.load_instructions,
+            "cp.async.bulk.tensor.2d.shared::cta.global",
+            "'UTMALDG': 1",
+        ),
+        (
+            tma_checks.store_instructions,
+            "cp.async.bulk.tensor.2d.global.shared::cta",
+            "'UTMASTG': 1",
+        ),
+    ],
+)
 def test_instruction_views_show_the_tma_instructions(view, ptx, sass, capsys):
     view("sm_90a")
     shown = capsys.readouterr().out
@@ -123,8 +155,9 @@ def test_tma_kernels_pass_the_notebook_checks():
     assert all(tma_checks.check_stores().values())
 
 
-def test_multicast_without_a_record_compiles_and_says_how_to_record(monkeypatch, capsys,
-                                                                    cpu_results):
+def test_multicast_without_a_record_compiles_and_says_how_to_record(
+    monkeypatch, capsys, cpu_results
+):
     monkeypatch.setattr(multicast_lesson, "multicast_ptx", lambda arch: f"ptx for {arch}")
     out = multicast_lesson.measure_multicast()
     assert out.mode is live.Mode.COMPILE_ONLY and out.value == "ptx for sm_90a"
@@ -157,8 +190,10 @@ def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
     multicast_lesson.traffic_report()
     (r,) = rounds
     timed = results.latest("tma").data
-    assert f"the timing ran {timed['rounds']}: its model bytes are {timed['rounds'] / r:g}x " \
+    assert (
+        f"the timing ran {timed['rounds']}: its model bytes are {timed['rounds'] / r:g}x "
         "these" in capsys.readouterr().out
+    )
     # ... which is what the numbers say: bytes delivered per launch x that = the model's bytes
     delivered = next(x for x in rec.data["ratios"] if x["metric"].startswith("l1tex__m_xbar"))
     separate = next(x for x in timed["results"] if x["cluster"] == 2 and not x["multicast"])
@@ -184,16 +219,29 @@ def test_profile_rows_come_under_a_recorded_banner(capsys, cpu_results):
 
 def test_the_counters_are_read_against_the_model_and_the_coalescer():
     def ratio(cluster, metric, separate, multicast):
-        return {"cluster": cluster, "metric": metric, "separate": separate,
-                "multicast": multicast, "ratio": multicast / separate if separate else None}
+        return {
+            "cluster": cluster,
+            "metric": metric,
+            "separate": separate,
+            "multicast": multicast,
+            "ratio": multicast / separate if separate else None,
+        }
 
     m = multicast_lesson
-    data = {"ratios": [ratio(2, m.L2_SECTORS, 4.0e6, 5.4e6), ratio(2, m.REQUESTS, 2.7e6, 1.35e6),
-                       ratio(2, m.ASKED, 10.8e6, 5.4e6), ratio(2, m.MERGED, 6.8e6, 0.0),
-                       ratio(4, m.L2_SECTORS, 3.2e6, 2.7e6)]}  # an older record: no lrc counters
+    data = {
+        "ratios": [
+            ratio(2, m.L2_SECTORS, 4.0e6, 5.4e6),
+            ratio(2, m.REQUESTS, 2.7e6, 1.35e6),
+            ratio(2, m.ASKED, 10.8e6, 5.4e6),
+            ratio(2, m.MERGED, 6.8e6, 0.0),
+            ratio(4, m.L2_SECTORS, 3.2e6, 2.7e6),
+        ]
+    }  # an older record: no lrc counters
     two, four = m.model_vs_counters(data)
-    assert two == ("cluster 2: model 1/2 = 0.50x; requests 0.50x; L2 sectors read 1.35x; "
-                   "separate loads had 63% of their sectors merged by the coalescer, multicast 0%")
+    assert two == (
+        "cluster 2: model 1/2 = 0.50x; requests 0.50x; L2 sectors read 1.35x; "
+        "separate loads had 63% of their sectors merged by the coalescer, multicast 0%"
+    )
     assert four == "cluster 4: model 1/4 = 0.25x; L2 sectors read 0.84x"
     table = "\n".join(m.counter_table(data))
     assert "sectors L2 actually read" in table and "1.35x" in table

@@ -1,6 +1,7 @@
 """course.tools.limits: a learner's server in a control group of its own. The parsing runs
 anywhere; the real limits need root and a writable control-group file system (a class's
 hub machine; this test says so and skips where they are missing)."""
+
 import os
 import subprocess
 import sys
@@ -45,8 +46,9 @@ def _can_write_cgroups() -> str:
     if limits.cgroup_version() is None:
         return "no control-group file system at /sys/fs/cgroup"
     try:
-        probe = limits.CGROUP_ROOT / ("memory" if limits.cgroup_version() == 1 else "") / \
-            limits.GROUP
+        probe = (
+            limits.CGROUP_ROOT / ("memory" if limits.cgroup_version() == 1 else "") / limits.GROUP
+        )
         probe.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         return f"cannot write control groups here: {exc}"
@@ -60,16 +62,21 @@ NO_CGROUPS = _can_write_cgroups()
 def test_a_learner_past_the_memory_ceiling_is_stopped_and_nobody_else():
     name = f"test-{uuid.uuid4().hex[:8]}"
     grab = "x = bytearray(400 * 2**20); x[::4096] = b'1' * len(x[::4096]); print('survived')"
-    greedy = subprocess.run([sys.executable, "-c", grab], capture_output=True, text=True,
-                            timeout=120,
-                            preexec_fn=limits.preexec_with_limits(name, 100 * 2**20, 0.5))
+    greedy = subprocess.run(
+        [sys.executable, "-c", grab],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limits.preexec_with_limits(name, 100 * 2**20, 0.5),
+    )
     for controller in ("memory", "cpu", ""):  # the child has exited: its groups are empty
         group = limits.CGROUP_ROOT / controller / limits.GROUP / name
         if group.is_dir():
             group.rmdir()
     assert "survived" not in greedy.stdout and greedy.returncode != 0
-    neighbour = subprocess.run([sys.executable, "-c", grab], capture_output=True, text=True,
-                               timeout=120)
+    neighbour = subprocess.run(
+        [sys.executable, "-c", grab], capture_output=True, text=True, timeout=120
+    )
     assert neighbour.stdout.strip() == "survived"  # same program, outside the group
 
 

@@ -11,11 +11,26 @@ from .helpers import B200, CPU, H100, use_machine
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    prov = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580",
-            "cuda_runtime": "13.0", "torch": "2.11", "cutlass_dsl": "4.8.1",
-            "date": "2026-11-22T10:00:00+00:00", "command": "python -m course.bench x --record"}
-    (tmp_path / "x.json").write_text(json.dumps({"records": [
-        {"provenance": prov, "data": {"v": 1}}, {"provenance": prov, "data": {"v": 2}}]}))
+    prov = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "compute_capability": "9.0",
+        "driver": "580",
+        "cuda_runtime": "13.0",
+        "torch": "2.11",
+        "cutlass_dsl": "4.8.1",
+        "date": "2026-11-22T10:00:00+00:00",
+        "command": "python -m course.bench x --record",
+    }
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            {
+                "records": [
+                    {"provenance": prov, "data": {"v": 1}},
+                    {"provenance": prov, "data": {"v": 2}},
+                ]
+            }
+        )
+    )
     return tmp_path
 
 
@@ -64,25 +79,34 @@ def test_banner_renders_as_html_and_text():
 
 def test_recorded_or_shows_the_record_when_there_is_one(monkeypatch, capsys, results_dir):
     use_machine(monkeypatch, CPU)
-    fb = live.recorded_or("x", simulated(lambda: pytest.fail("must not simulate"), "a model"),
-                          "python -m course.bench x --record")
+    fb = live.recorded_or(
+        "x",
+        simulated(lambda: pytest.fail("must not simulate"), "a model"),
+        "python -m course.bench x --record",
+    )
     out = live_or("gpu", lambda: pytest.fail("must not run live"), fb)
     assert out.mode is Mode.RECORDED and out.value == {"v": 2} and out.record is not None
     assert "No GPU measurement" not in capsys.readouterr().out
 
 
-def test_recorded_or_says_nothing_is_recorded_and_runs_the_stand_in(monkeypatch, capsys,
-                                                                   results_dir):
+def test_recorded_or_says_nothing_is_recorded_and_runs_the_stand_in(
+    monkeypatch, capsys, results_dir
+):
     use_machine(monkeypatch, CPU)
-    fb = live.recorded_or("nothing", compile_only(lambda arch: f"compiled for {arch}"),
-                          "python -m course.bench nothing --record")
+    fb = live.recorded_or(
+        "nothing",
+        compile_only(lambda arch: f"compiled for {arch}"),
+        "python -m course.bench nothing --record",
+    )
     out = live_or("sm_90a", lambda: pytest.fail("must not run live"), fb)
     assert out.mode is Mode.COMPILE_ONLY and out.value == "compiled for sm_90a"
     assert out.record is None
     text = capsys.readouterr().out
-    assert text.count("COMPILE-ONLY") == 1 and "No GPU measurement of this has been recorded" in text
+    assert (
+        text.count("COMPILE-ONLY") == 1 and "No GPU measurement of this has been recorded" in text
+    )
     assert "`python -m course.bench nothing --record`" in text and "results/nothing.json" in text
-    assert str(out.banner) in text   # the outcome carries the banner that was shown
+    assert str(out.banner) in text  # the outcome carries the banner that was shown
 
 
 def test_outcome_caption_names_where_the_value_came_from(monkeypatch, results_dir):
@@ -91,7 +115,9 @@ def test_outcome_caption_names_where_the_value_came_from(monkeypatch, results_di
     assert out.caption("x") == f"measured now on {H100.describe()}"
     use_machine(monkeypatch, CPU)
     out = live_or("gpu", lambda: 1, recorded("x"), quiet=True)
-    assert out.caption("x").startswith("x measured on NVIDIA H100") and "2026-11-22" in out.caption("x")
+    assert out.caption("x").startswith("x measured on NVIDIA H100") and "2026-11-22" in out.caption(
+        "x"
+    )
     out = live_or("gpu", lambda: 1, simulated(lambda: 0, "a model"), quiet=True)
     assert out.caption("x", otherwise="the model only") == "the model only"
 

@@ -1,5 +1,6 @@
 """What a labelled live cell prints on a GPU is recorded under `course run --record`, and
 shown after the fallback on a machine without one."""
+
 import json
 import os
 
@@ -38,15 +39,19 @@ def fallback():
     return compile_only(lambda arch: print(f"compiled for {arch}; nothing launched"))
 
 
-def test_recording_keeps_what_the_live_cell_printed_and_still_prints_it(monkeypatch, capsys,
-                                                                        recording):
+def test_recording_keeps_what_the_live_cell_printed_and_still_prints_it(
+    monkeypatch, capsys, recording
+):
     use_machine(monkeypatch, H100)
     out = live_or("sm_80+", sweep, fallback(), label="07.sm80_sweep")
     assert out.mode is Mode.LIVE and out.value == "verdicts"
     assert "1/1 passed" in capsys.readouterr().out  # the tee still prints
     rec = results.latest(live_outputs.FAMILY)
-    assert rec.data == {"label": "07.sm80_sweep", "notebook": "07_tiled_gemm.ipynb",
-                        "text": "256x128x64 bf16: ok\n1/1 passed\n"}
+    assert rec.data == {
+        "label": "07.sm80_sweep",
+        "notebook": "07_tiled_gemm.ipynb",
+        "text": "256x128x64 bf16: ok\n1/1 passed\n",
+    }
     assert rec.gpu == "NVIDIA H100 80GB HBM3" and rec.command == COMMAND
     assert rec.provenance["driver"] == "580.159.04" and rec.provenance["date"]
 
@@ -73,9 +78,16 @@ def test_a_long_output_is_cut_and_says_so(monkeypatch, recording):
 
 
 def write_recording(root, label: str, text: str, date: str) -> None:
-    prov = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
-            "driver": "580.159.04", "cuda_runtime": "13.0", "torch": "2.11",
-            "cutlass_dsl": "4.8.1", "date": date, "command": COMMAND}
+    prov = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "compute_capability": "9.0",
+        "driver": "580.159.04",
+        "cuda_runtime": "13.0",
+        "torch": "2.11",
+        "cutlass_dsl": "4.8.1",
+        "date": date,
+        "command": COMMAND,
+    }
     path = root / f"{live_outputs.FAMILY}.json"
     raw = json.loads(path.read_text()) if path.exists() else {"records": []}
     raw["records"].append({"provenance": prov, "data": {"label": label, "text": text}})
@@ -87,12 +99,13 @@ def test_fallback_shows_the_recorded_output_after_its_own(monkeypatch, capsys, r
     write_recording(results_dir, "07.sm80_sweep", "1/1 passed\n", "2026-11-24T10:00:00+00:00")
     write_recording(results_dir, "07.other", "another cell\n", "2026-11-25T10:00:00+00:00")
     use_machine(monkeypatch, CPU)
-    out = live_or("sm_80+", lambda: pytest.fail("must not run live"), fallback(),
-                  label="07.sm80_sweep")
+    out = live_or(
+        "sm_80+", lambda: pytest.fail("must not run live"), fallback(), label="07.sm80_sweep"
+    )
     assert out.mode is Mode.COMPILE_ONLY
     text = capsys.readouterr().out
     assert text.index("nothing launched") < text.index("RECORDED] What this cell printed")
-    banner = text[text.index("RECORDED] What this cell printed"):].splitlines()[0]
+    banner = text[text.index("RECORDED] What this cell printed") :].splitlines()[0]
     for fact in ("NVIDIA H100 80GB HBM3", "580.159.04", "CUDA 13.0", "2026-11-24", COMMAND):
         assert fact in banner
     assert text.endswith(banner + "\n1/1 passed\n")  # the newest, verbatim, for this label
@@ -108,8 +121,9 @@ def test_fallback_without_a_recording_prints_nothing_more(monkeypatch, capsys, r
     assert text.rstrip().endswith("nothing launched")
 
 
-def test_the_run_report_does_not_count_a_recorded_output_as_what_the_cell_did(monkeypatch,
-                                                                              capsys, results_dir):
+def test_the_run_report_does_not_count_a_recorded_output_as_what_the_cell_did(
+    monkeypatch, capsys, results_dir
+):
     import nbformat
 
     from course.tools.notebook_runner import _count_modes

@@ -1,4 +1,5 @@
 """Notebook 06: the mma.sync m16n8k16 atom's fragments, from CuTe and from the GPU."""
+
 import pytest
 import torch
 
@@ -59,8 +60,9 @@ def test_micro_gemm_is_one_mma_per_warp():
 
 
 @pytest.mark.gpu(needs="sm_80+")
-@pytest.mark.parametrize("config", [mma_atom.Config(), mma_atom.Config(2, 2),
-                                    mma_atom.Config(4, 1)], ids=str)
+@pytest.mark.parametrize(
+    "config", [mma_atom.Config(), mma_atom.Config(2, 2), mma_atom.Config(4, 1)], ids=str
+)
 def test_the_gpu_stamps_what_cute_says(config):
     owner, value = mma_atom.stamp(config)
     for (t, v), (r, c) in kernel_traces.mma_atom_pairs("C", config):

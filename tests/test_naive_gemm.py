@@ -1,5 +1,6 @@
 """Notebook 03's naive GEMM: the seed's thread trace from the kernel's own partitioning
 (on a CPU), compile-only checks for every tier, validation, and live checks on a GPU."""
+
 import pytest
 import torch
 
@@ -97,8 +98,15 @@ def test_config_validation():
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("arch,dtype", [("sm_80", torch.float32), ("sm_90a", torch.float32),
-                                        ("sm_100a", torch.float32), ("sm_90a", torch.bfloat16)])
+@pytest.mark.parametrize(
+    "arch,dtype",
+    [
+        ("sm_80", torch.float32),
+        ("sm_90a", torch.float32),
+        ("sm_100a", torch.float32),
+        ("sm_90a", torch.bfloat16),
+    ],
+)
 def test_compiles_without_a_gpu(arch, dtype):
     art = ng.artifacts(arch, dtype)
     assert f".target {arch}" in art.ptx
@@ -161,14 +169,22 @@ def test_on_the_bench_ladder():
 
 # ---------------------------------------------------------------- on a GPU
 
-SHAPES = [(256, 128, 32), (128, 128, 8), (1, 1, 1), (200, 100, 20), (129, 257, 9),
-          (1000, 24, 1031), (512, 384, 300)]
+SHAPES = [
+    (256, 128, 32),
+    (128, 128, 8),
+    (1, 1, 1),
+    (200, 100, 20),
+    (129, 257, 9),
+    (1000, 24, 1031),
+    (512, 384, 300),
+]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ng.DTYPES, ids=lambda d: str(d).replace("torch.", ""))
-@pytest.mark.parametrize("majors", [("m", "n"), ("k", "k"), ("m", "k"), ("k", "n")],
-                         ids=lambda m: "".join(m))
+@pytest.mark.parametrize(
+    "majors", [("m", "n"), ("k", "k"), ("m", "k"), ("k", "n")], ids=lambda m: "".join(m)
+)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_matches_torch(shape, majors, dtype):
     m, n, k = shape

@@ -1,6 +1,7 @@
 """course.bench.ncu and the counting side of course.bench.bank_conflicts, on canned Nsight
 Compute output (the real thing runs on the GPU machine:
 tests/test_smem_banks.py::test_ncu_agrees...)."""
+
 import json
 import stat
 import sys
@@ -11,28 +12,42 @@ import pytest
 from course.bench import ncu
 from course.bench import bank_conflicts as bench_banks
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
-          '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
-          '"Metric Value"')
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+    '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+    '"Metric Value"'
+)
 
 
 def row(i, kernel, metric, value, unit=""):
-    return (f'"{i}","4242","python3","gpu","{kernel}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0",'
-            f'"Command line profiler metrics","{metric}","{unit}","{value}"')
+    return (
+        f'"{i}","4242","python3","gpu","{kernel}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0",'
+        f'"Command line profiler metrics","{metric}","{unit}","{value}"'
+    )
 
 
-CANNED = "\n".join([
-    "==PROF== Connected to process 4242 (/usr/bin/python3)",
-    "some line the application printed",
-    HEADER,
-    row(0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["conflicts"], "8"),
-    row(0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["wavefronts"], "16"),
-    row(0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["requests"], "8", "inst"),
-    row(1, "kernel_cutlass_smem_read_kernel_b", ncu.SHARED_LOAD_METRICS["conflicts"], "992"),
-    row(1, "kernel_cutlass_smem_read_kernel_b", ncu.SHARED_LOAD_METRICS["wavefronts"], "1,024"),
-    row(1, "kernel_cutlass_smem_read_kernel_b", ncu.SHARED_LOAD_METRICS["requests"], "32", "inst"),
-    "==PROF== Disconnected from process 4242",
-])
+CANNED = "\n".join(
+    [
+        "==PROF== Connected to process 4242 (/usr/bin/python3)",
+        "some line the application printed",
+        HEADER,
+        row(0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["conflicts"], "8"),
+        row(0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["wavefronts"], "16"),
+        row(
+            0, "kernel_cutlass_smem_read_kernel_a", ncu.SHARED_LOAD_METRICS["requests"], "8", "inst"
+        ),
+        row(1, "kernel_cutlass_smem_read_kernel_b", ncu.SHARED_LOAD_METRICS["conflicts"], "992"),
+        row(1, "kernel_cutlass_smem_read_kernel_b", ncu.SHARED_LOAD_METRICS["wavefronts"], "1,024"),
+        row(
+            1,
+            "kernel_cutlass_smem_read_kernel_b",
+            ncu.SHARED_LOAD_METRICS["requests"],
+            "32",
+            "inst",
+        ),
+        "==PROF== Disconnected from process 4242",
+    ]
+)
 
 
 def test_parse_canned_csv():
@@ -49,8 +64,9 @@ def test_parse_without_a_table_explains():
 
 
 def test_explain_common_failures():
-    assert "ERR_NVGPUCTRPERM" in ncu.explain(1, "==ERROR== ERR_NVGPUCTRPERM - The user does not "
-                                                "have permission")
+    assert "ERR_NVGPUCTRPERM" in ncu.explain(
+        1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"
+    )
     assert "query-metrics" in ncu.explain(1, "==ERROR== Failed to find metric l1tex__foo")
     assert "matched nothing" in ncu.explain(0, "==WARNING== No kernels were profiled.")
     assert "status 3" in ncu.explain(3, "boom")
@@ -113,7 +129,9 @@ def test_counters_through_a_fake_ncu(fake_ncu, monkeypatch):
     got = bench_banks.measure_counters(names)
     assert got["float8x8_rows"]["conflicts"] == 8 and got["float8x8_rows"]["wavefronts"] == 16
     assert bench_banks.compare(pred["float8x8_rows"], got["float8x8_rows"]) == {"agree": True}
-    assert bench_banks.compare(pred["float8x8_rows_swizzled"], got["float8x8_rows_swizzled"])["agree"]
+    assert bench_banks.compare(pred["float8x8_rows_swizzled"], got["float8x8_rows_swizzled"])[
+        "agree"
+    ]
     assert bench_banks.compare(pred["vec128_rows"], got["vec128_rows"]) == {"agree": False}
     assert bench_banks.compare(pred["float8x8_rows"], None) == {"agree": None}
 

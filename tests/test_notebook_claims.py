@@ -1,5 +1,6 @@
 """Numbers the notebooks' text states, recomputed from the results and models they come
 from: a sentence that no longer matches its source fails here."""
+
 import json
 
 from course import ROOT
@@ -17,11 +18,15 @@ def test_notebook_09_stage_sweeps_and_shared_memory():
     text = " ".join(_markdown("09_pipelines.ipynb").split())
 
     def sweep(config):
-        return results.latest("stage_sweep", match=lambda r: r.data["kernel"] == "wgmma"
-                              and (r.data.get("config") or {}) == config).data["results"]
+        return results.latest(
+            "stage_sweep",
+            match=lambda r: r.data["kernel"] == "wgmma" and (r.data.get("config") or {}) == config,
+        ).data["results"]
 
-    for rows, claims in ((sweep({}), {2: 42, 3: 76, 4: 83}),
-                         (sweep({"tile_n": 128}), {2: 53, 3: 78, 4: 62})):
+    for rows, claims in (
+        (sweep({}), {2: 42, 3: 76, 4: 83}),
+        (sweep({"tile_n": 128}), {2: 53, 3: 78, 4: 62}),
+    ):
         for stages, claimed in claims.items():
             pct = next(r for r in rows if r["stages"] == stages)["pct_of_cublas"]
             assert round(pct) == claimed, (stages, pct, claimed)

@@ -1,5 +1,6 @@
 """course.models.occupancy: the CTAs an SM holds, worked by hand here, and on a Hopper GPU
 checked against the driver's own occupancy calculator for the kernels notebook 01 shows."""
+
 import re
 
 import pytest

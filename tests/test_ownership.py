@@ -1,4 +1,5 @@
 """The Ownership data model (the contract in OWNERSHIP_API.md) and its picture."""
+
 import numpy as np
 import pytest
 
@@ -50,12 +51,14 @@ def test_bad_pairs_are_refused():
 
 def test_tiled_copy_tv_layout_from_cute_gives_the_seed_map():
     """CuTe's own TV layout for the seed's TiledCopy; T00 owns rows 0-3 of column 0, ..."""
+
     def job():
         import cutlass
         import cutlass.cute as cute
 
-        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                                   num_bits_per_copy=128)
+        atom = cute.make_copy_atom(
+            cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128
+        )
         tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((4, 8)), cute.make_layout((4, 1)))
         return tiled.layout_tv_tiled, tiled.tiler_mn
 
@@ -86,8 +89,10 @@ def test_from_a_function():
 def test_big_tiles_draw_quickly_and_are_labelled():
     rng = np.random.default_rng(0)
     cells = [(r, c) for r in range(256) for c in range(256)]
-    pairs = [((int(t), i % 64), cell) for i, (cell, t) in
-             enumerate(zip(cells, rng.integers(0, 256, len(cells))))]
+    pairs = [
+        ((int(t), i % 64), cell)
+        for i, (cell, t) in enumerate(zip(cells, rng.integers(0, 256, len(cells))))
+    ]
     own = Ownership.from_pairs((256, 256), pairs, title="random 256x256")
     fig = vo.draw(own, highlight=3, cell=(10, 10), source="test")
     ax = fig.axes[0]

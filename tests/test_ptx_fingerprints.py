@@ -5,6 +5,7 @@ A refactor of the kernels must leave this table unchanged. A change of device co
 meant changes it: re-record with `python -m tests.ptx_fingerprints --record` and say in the
 commit which configurations changed and why.
 """
+
 import pytest
 
 from tests import ptx_fingerprints as fp
@@ -16,26 +17,32 @@ RERECORD = "python -m tests.ptx_fingerprints --record"
 def table():
     recorded = fp.load()
     if recorded["nvidia-cutlass-dsl"] != fp.compiler_version():
-        pytest.fail(f"the table was recorded with nvidia-cutlass-dsl "
-                    f"{recorded['nvidia-cutlass-dsl']}, this is {fp.compiler_version()}: "
-                    f"another compiler writes other PTX. Re-record ({RERECORD}) once the new "
-                    f"version's kernels are checked on a GPU")
+        pytest.fail(
+            f"the table was recorded with nvidia-cutlass-dsl "
+            f"{recorded['nvidia-cutlass-dsl']}, this is {fp.compiler_version()}: "
+            f"another compiler writes other PTX. Re-record ({RERECORD}) once the new "
+            f"version's kernels are checked on a GPU"
+        )
     return recorded["fingerprints"]
 
 
 def test_the_table_names_every_configuration_once(table):
     labels = [c.label for c in fp.CONFIGURATIONS]
     assert len(labels) == len(set(labels))
-    assert set(table) == set(labels), (f"not recorded: {sorted(set(labels) - set(table))}; "
-                                       f"no longer compiled: {sorted(set(table) - set(labels))}")
+    assert set(table) == set(labels), (
+        f"not recorded: {sorted(set(labels) - set(table))}; "
+        f"no longer compiled: {sorted(set(table) - set(labels))}"
+    )
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("step", fp.STEPS)
 def test_every_configuration_compiles_to_the_recorded_ptx(step, table):
     changed = sorted(label for label, got in fp.measure(step).items() if table.get(label) != got)
-    assert not changed, (f"{len(changed)} configuration(s) of {step} compile to other PTX than "
-                         f"recorded: {changed}. If the change is meant, re-record ({RERECORD})")
+    assert not changed, (
+        f"{len(changed)} configuration(s) of {step} compile to other PTX than "
+        f"recorded: {changed}. If the change is meant, re-record ({RERECORD})"
+    )
 
 
 PTX = """//
@@ -56,9 +63,13 @@ PTX = """//
 
 
 def test_a_fingerprint_ignores_where_the_code_lives_but_not_what_it_does():
-    moved = PTX.replace("kernelsstepGemm", "kernelssm90_partsOtherName").replace(
-        "12 3", "40 7").replace("one more", "moved")
+    moved = (
+        PTX.replace("kernelsstepGemm", "kernelssm90_partsOtherName")
+        .replace("12 3", "40 7")
+        .replace("one more", "moved")
+    )
     assert fp.fingerprint(moved) == fp.fingerprint(PTX)
-    assert fp.fingerprint(PTX.replace("add.s32 \t%r2, %r1, 1", "add.s32 \t%r2, %r1, 2")) != \
-        fp.fingerprint(PTX)
+    assert fp.fingerprint(
+        PTX.replace("add.s32 \t%r2, %r1, 1", "add.s32 \t%r2, %r1, 2")
+    ) != fp.fingerprint(PTX)
     assert fp.fingerprint(PTX.replace("sm_90a", "sm_100a")) != fp.fingerprint(PTX)

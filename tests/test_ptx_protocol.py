@@ -5,6 +5,7 @@ course.cute.ptx_protocol; a kernel changed to break a rule (compiled with one of
 synchronisation calls removed) or PTX with one instruction removed is caught, each by the
 rule that names the mistake.
 """
+
 import re
 
 import cutlass.cute as cute
@@ -15,10 +16,17 @@ from course.cute import ptx_protocol as pp
 from kernels import cta_pair_clc_gemm, cta_pair_gemm, tcgen05_gemm
 from kernels.artifacts import compile_artifacts
 
-KERNELS = {"tcgen05_gemm": tcgen05_gemm, "cta_pair_gemm": cta_pair_gemm,
-           "cta_pair_clc_gemm": cta_pair_clc_gemm}
-CASES = [(name, dtype, tile_n) for name in KERNELS for dtype in (torch.bfloat16, torch.float16)
-         for tile_n in (128, 256)]
+KERNELS = {
+    "tcgen05_gemm": tcgen05_gemm,
+    "cta_pair_gemm": cta_pair_gemm,
+    "cta_pair_clc_gemm": cta_pair_clc_gemm,
+}
+CASES = [
+    (name, dtype, tile_n)
+    for name in KERNELS
+    for dtype in (torch.bfloat16, torch.float16)
+    for tile_n in (128, 256)
+]
 
 
 def _ptx(name, dtype=torch.bfloat16, tile_n=128):
@@ -27,8 +35,9 @@ def _ptx(name, dtype=torch.bfloat16, tile_n=128):
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("name,dtype,tile_n", CASES,
-                         ids=[f"{n}-{str(d)[6:]}-{t}" for n, d, t in CASES])
+@pytest.mark.parametrize(
+    "name,dtype,tile_n", CASES, ids=[f"{n}-{str(d)[6:]}-{t}" for n, d, t in CASES]
+)
 def test_every_configuration_keeps_the_protocol(name, dtype, tile_n):
     assert pp.check(_ptx(name, dtype, tile_n)) == []
 
@@ -57,8 +66,9 @@ MUTANTS = [  # (kernel, instruction removed, which one, the rule that must catch
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("name,pattern,which,rule", MUTANTS,
-                         ids=[f"{m[0]}-{m[3]}-{i}" for i, m in enumerate(MUTANTS)])
+@pytest.mark.parametrize(
+    "name,pattern,which,rule", MUTANTS, ids=[f"{m[0]}-{m[3]}-{i}" for i, m in enumerate(MUTANTS)]
+)
 def test_one_missing_instruction_is_caught_by_its_rule(name, pattern, which, rule):
     found = pp.check(_without(_ptx(name), pattern, which))
     assert rule in {v.rule for v in found}, found
@@ -77,15 +87,24 @@ def _compiled_without(monkeypatch, call: str, key: str) -> str:
     """The 1-CTA kernel compiled for sm_100a with `cute.arch.<call>` made a no-op: a real
     kernel change, compiled by CuTe DSL like any other."""
     monkeypatch.setattr(cute.arch, call, lambda *a, **k: None)
-    art = compile_artifacts(("protocol-mutant", key), "sm_100a",
-                            *tcgen05_gemm.GEMM.build("sm_100a", torch.bfloat16, torch.bfloat16,
-                                                     tcgen05_gemm.Config(), "k", "k"))
+    art = compile_artifacts(
+        ("protocol-mutant", key),
+        "sm_100a",
+        *tcgen05_gemm.GEMM.build(
+            "sm_100a", torch.bfloat16, torch.bfloat16, tcgen05_gemm.Config(), "k", "k"
+        ),
+    )
     return art.ptx
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("call,rule", [("fence_view_async_tmem_load", "tmem_load_waited"),
-                                       ("fence_view_async_shared", "staging_visible_to_tma")])
+@pytest.mark.parametrize(
+    "call,rule",
+    [
+        ("fence_view_async_tmem_load", "tmem_load_waited"),
+        ("fence_view_async_shared", "staging_visible_to_tma"),
+    ],
+)
 def test_a_kernel_missing_a_fence_fails_the_protocol(monkeypatch, call, rule):
     found = pp.check(_compiled_without(monkeypatch, call, call))
     assert rule in {v.rule for v in found}, found

@@ -57,19 +57,33 @@ def test_results_table_is_up_to_date():
 
 
 def test_current_command_names_the_module():
-    out = subprocess.run([sys.executable, "-c",
-                          "import sys, course.bench.__main__ as m; sys.argv=[m.__file__,'ceilings'];"
-                          "from course.runtime.results import current_command; print(current_command())"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, course.bench.__main__ as m; sys.argv=[m.__file__,'ceilings'];"
+            "from course.runtime.results import current_command; print(current_command())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "python -m course.bench ceilings"
 
 
 def test_current_command_names_a_module_run_with_dash_m():
     """`python -m course.bench.profile` (also under ncu) puts profile.py in argv[0]."""
-    out = subprocess.run([sys.executable, "-c",
-                          "import sys, course.bench.profile as m; sys.argv=[m.__file__,'--record'];"
-                          "from course.runtime.results import current_command; print(current_command())"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, course.bench.profile as m; sys.argv=[m.__file__,'--record'];"
+            "from course.runtime.results import current_command; print(current_command())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "python -m course.bench.profile --record"
 
 

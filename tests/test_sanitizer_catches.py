@@ -6,6 +6,7 @@ A missing wait in notebook 09's TMA ring is a different story: racecheck follows
 shared-memory accesses threads make (cp.async included), not the bytes TMA writes through
 the async proxy, so it reports no hazard there. That mistake is caught by its wrong result
 on the GPU, and by the CPU model of the ring before any run (course.sim.ring_code)."""
+
 import pytest
 
 from course.exercises import gpu_run, kernel_check
@@ -32,9 +33,11 @@ def _racecheck(id, fn, tool="racecheck"):
     return finding
 
 
-@pytest.mark.parametrize("planted_case", [planted.CP_ASYNC_RACE, planted.CP_ASYNC_NO_WAIT],
-                         ids=["race: the barrier after the wait removed",
-                              "missing wait: cp_async_wait_group removed"])
+@pytest.mark.parametrize(
+    "planted_case",
+    [planted.CP_ASYNC_RACE, planted.CP_ASYNC_NO_WAIT],
+    ids=["race: the barrier after the wait removed", "missing wait: cp_async_wait_group removed"],
+)
 def test_racecheck_catches_a_planted_mistake_and_names_the_instructions(planted_case):
     finding = _racecheck(*planted_case)
     assert finding.status == kernel_check.FAIL, finding.line()
@@ -42,8 +45,9 @@ def test_racecheck_catches_a_planted_mistake_and_names_the_instructions(planted_
     assert "ldmatrix read" in finding.detail, finding.line()
 
 
-@pytest.mark.parametrize("id,ref", [("07.mainloop", nb07_solutions.mainloop),
-                                    ("09.ring", nb09_solutions.ring)])
+@pytest.mark.parametrize(
+    "id,ref", [("07.mainloop", nb07_solutions.mainloop), ("09.ring", nb09_solutions.ring)]
+)
 @pytest.mark.parametrize("tool", ["racecheck", "synccheck", "memcheck"])
 def test_the_references_are_clean(id, ref, tool):
     finding = _racecheck(id, ref, tool)
@@ -53,20 +57,22 @@ def test_the_references_are_clean(id, ref, tool):
 def test_a_missing_wait_in_the_tma_ring_is_caught_by_its_result_not_by_racecheck():
     finding = _racecheck(*planted.TMA_NO_WAIT)
     assert finding.status == kernel_check.FAIL, finding.line()
-    assert "no racecheck error, but the run under it failed its checks" in finding.detail, \
+    assert "no racecheck error, but the run under it failed its checks" in finding.detail, (
         finding.line()
+    )
     # the checker no longer runs a kernel its CPU checks find broken (the CPU model of the
     # ring names this one), so the run is made directly here
-    live = gpu_run.in_child(kernel_check.lookup("09.ring"),
-                            LearnerCode.from_function(planted.TMA_NO_WAIT[1]))
+    live = gpu_run.in_child(
+        kernel_check.lookup("09.ring"), LearnerCode.from_function(planted.TMA_NO_WAIT[1])
+    )
     assert any(f.status == kernel_check.FAIL for f in live), [f.line() for f in live]
 
 
 def test_a_deadlocked_ring_comes_back_as_the_barrier_and_parity_that_stuck():
     ex = kernel_check.lookup("09.ring")
-    findings = gpu_run.in_child(ex, LearnerCode.from_function(
-        nb09_solutions.ring__producer_parity))
+    findings = gpu_run.in_child(ex, LearnerCode.from_function(nb09_solutions.ring__producer_parity))
     stuck = [f for f in findings if f.status == kernel_check.FAIL]
     assert stuck and "hang:" in stuck[0].detail, [f.line() for f in findings]
-    assert "waiting on empty[" in stuck[0].detail and "for parity" in stuck[0].detail, \
-        stuck[0].line()
+    assert "waiting on empty[" in stuck[0].detail and "for parity" in stuck[0].detail, stuck[
+        0
+    ].line()

@@ -1,4 +1,5 @@
 """Models, simulators and emulators return data; drawing it is course.viz's job."""
+
 import ast
 
 from course import ROOT

@@ -1,15 +1,22 @@
 """The mbarrier model: phases, parity waits, transaction bytes, and the errors."""
+
 import pytest
 
-from course.models.mbarrier import (CONSUMER, PRODUCER, MBarrier, MBarrierError, PipelineState,
-                                 make_pipeline_state)
+from course.models.mbarrier import (
+    CONSUMER,
+    PRODUCER,
+    MBarrier,
+    MBarrierError,
+    PipelineState,
+    make_pipeline_state,
+)
 
 
 def test_fresh_barrier_parity_waits():
     b = MBarrier(1, "b")
     assert b.phase == 0 and b.parity == 0 and b.arrived == 0
-    assert not b.try_wait(0)          # phase 0 has not completed: block
-    assert b.try_wait(1)              # "phase -1" counts as complete: pass at once
+    assert not b.try_wait(0)  # phase 0 has not completed: block
+    assert b.try_wait(1)  # "phase -1" counts as complete: pass at once
     assert b.completed(-1) and not b.completed(0)
 
 
@@ -17,10 +24,10 @@ def test_phase_completes_on_the_last_arrival_and_flips_parity():
     b = MBarrier(3, "b")
     assert not b.arrive() and not b.arrive()
     assert b.arrived == 2 and not b.try_wait(0)
-    assert b.arrive()                  # the third arrival completes phase 0
+    assert b.arrive()  # the third arrival completes phase 0
     assert b.phase == 1 and b.parity == 1 and b.arrived == 0 and b.pending == 3
     assert b.try_wait(0) and not b.try_wait(1)
-    assert b.arrive(count=3)           # one arrive can carry several arrivals
+    assert b.arrive(count=3)  # one arrive can carry several arrivals
     assert b.phase == 2 and b.try_wait(1) and not b.try_wait(0)
 
 
@@ -35,18 +42,18 @@ def test_parity_keeps_one_bit_of_history():
 
 def test_expect_tx_waits_for_the_bytes():
     b = MBarrier(1, "full")
-    assert not b.arrive(tx=32768)      # arrive.expect_tx: arrivals done, bytes pending
+    assert not b.arrive(tx=32768)  # arrive.expect_tx: arrivals done, bytes pending
     assert b.pending == 0 and b.tx == 32768 and not b.try_wait(0)
-    assert not b.complete_tx(16384)    # the A tile lands
-    assert b.complete_tx(16384)        # the B tile lands: phase 0 completes
+    assert not b.complete_tx(16384)  # the A tile lands
+    assert b.complete_tx(16384)  # the B tile lands: phase 0 completes
     assert b.phase == 1 and b.tx == 0 and b.pending == 1
 
 
 def test_bytes_may_land_before_their_expect_tx():
     b = MBarrier(1, "full")
-    assert not b.complete_tx(100)      # a copy landed first: tx-count dips below zero
+    assert not b.complete_tx(100)  # a copy landed first: tx-count dips below zero
     assert b.tx == -100 and b.phase == 0
-    assert b.arrive(tx=100)            # the expect_tx catches up: phase completes
+    assert b.arrive(tx=100)  # the expect_tx catches up: phase completes
     assert b.phase == 1
 
 
@@ -77,13 +84,13 @@ def test_tx_underflow_is_an_error():
 
 def test_over_arrival_is_an_error():
     b = MBarrier(1, "full")
-    b.arrive(tx=100)                   # complete on arrivals, waiting for bytes
+    b.arrive(tx=100)  # complete on arrivals, waiting for bytes
     with pytest.raises(MBarrierError, match="over-arrival in phase 0"):
         b.arrive()
     c = MBarrier(2, "c")
     with pytest.raises(MBarrierError, match="3 arrival") as err:
         c.arrive(count=3)
-    assert "waits only for" not in str(err.value)   # arrivals were still pending
+    assert "waits only for" not in str(err.value)  # arrivals were still pending
 
 
 def test_bad_arguments():
@@ -103,8 +110,9 @@ def test_bad_arguments():
 def test_describe_names_the_state():
     b = MBarrier(2, "ab.full[1]")
     b.arrive(tx=10)
-    assert b.describe() == ("ab.full[1] is in phase 0 (parity 0) with 1/2 arrivals, "
-                            "waiting for 10 more bytes")
+    assert b.describe() == (
+        "ab.full[1] is in phase 0 (parity 0) with 1/2 arrivals, waiting for 10 more bytes"
+    )
 
 
 def test_pipeline_state_wraps_and_flips():
@@ -113,8 +121,7 @@ def test_pipeline_state_wraps_and_flips():
     for _ in range(7):
         seen.append((st.index, st.phase, st.round))
         st.advance()
-    assert seen == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 1), (1, 1, 1), (2, 1, 1),
-                    (0, 0, 2)]
+    assert seen == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 1), (1, 1, 1), (2, 1, 1), (0, 0, 2)]
     assert st.count == 7
     clone = st.clone()
     clone.advance()
@@ -126,8 +133,8 @@ def test_producer_starts_on_the_opposite_parity():
     assert (prod.index, prod.phase, prod.count) == (0, 1, 0)
     assert (cons.index, cons.phase, cons.count) == (0, 0, 0)
     empty, full = MBarrier(1), MBarrier(1)
-    assert empty.try_wait(prod.phase)      # the producer's first acquire passes
-    assert not full.try_wait(cons.phase)   # the consumer's first wait blocks
+    assert empty.try_wait(prod.phase)  # the producer's first acquire passes
+    assert not full.try_wait(cons.phase)  # the consumer's first wait blocks
     with pytest.raises(ValueError):
         make_pipeline_state("both", 4)
     with pytest.raises(ValueError):
@@ -147,14 +154,14 @@ def test_one_stage_ring_by_hand():
     full, empty = MBarrier(1, "full"), MBarrier(1, "empty")
     p, c = make_pipeline_state(PRODUCER, 1), make_pipeline_state(CONSUMER, 1)
     for _ in range(3):
-        assert not full.try_wait(c.phase)        # nothing to read yet
-        assert empty.try_wait(p.phase)           # stage free
+        assert not full.try_wait(c.phase)  # nothing to read yet
+        assert empty.try_wait(p.phase)  # stage free
         full.arrive(tx=8)
-        assert not full.try_wait(c.phase)        # bytes still in flight
+        assert not full.try_wait(c.phase)  # bytes still in flight
         full.complete_tx(8)
-        assert full.try_wait(c.phase)            # data landed
+        assert full.try_wait(c.phase)  # data landed
         p.advance()
-        assert not empty.try_wait(p.phase)       # cannot refill before the release
+        assert not empty.try_wait(p.phase)  # cannot refill before the release
         empty.arrive()
         c.advance()
     assert full.phase == empty.phase == 3

@@ -1,14 +1,19 @@
 """course.sim.ring_code runs a ring's own code on the CPU: the kernel's ring holds, each
 mistake the kernel can inject (Config.bug) is found and named, and what the model does
 not know is said, not guessed."""
+
 import pytest
 
 from course.sim import ring_code
 from kernels import tma_gemm
 from kernels.tma_gemm import TmaGemm
 
-BUG_MISTAKES = {"producer_parity": "wrong parity", "missing_arrive": "missing release",
-                "arrival_count": "arrival count", "thread_arrival_count": "arrival count"}
+BUG_MISTAKES = {
+    "producer_parity": "wrong parity",
+    "missing_arrive": "missing release",
+    "arrival_count": "arrival count",
+    "thread_arrival_count": "arrival count",
+}
 
 
 def test_the_kernels_own_ring_holds_everywhere_it_is_tried():
@@ -24,22 +29,31 @@ def test_each_injected_bug_deadlocks_and_is_named(bug):
 
 
 def test_a_deadlock_names_the_barrier_its_phase_and_the_parity_needed():
-    v = ring_code.run(TmaGemm.ring, TmaGemm, tma_gemm.Config(stages=2, bug="producer_parity"),
-                      k_tiles=4)
+    v = ring_code.run(
+        TmaGemm.ring, TmaGemm, tma_gemm.Config(stages=2, bug="producer_parity"), k_tiles=4
+    )
     assert v.kind == "deadlock"
-    assert "warp 0 waits on empty[0] for parity 0 (loading k-tile 0, which needs parity 1)" \
-        in v.detail, v.detail
+    assert (
+        "warp 0 waits on empty[0] for parity 0 (loading k-tile 0, which needs parity 1)" in v.detail
+    ), v.detail
 
 
 def test_the_interleaving_changes_with_the_seed_but_a_correct_ring_never_fails():
-    runs = {ring_code.run(TmaGemm.ring, TmaGemm, tma_gemm.Config(stages=3), 7, seed).detail
-            for seed in range(8)}
+    runs = {
+        ring_code.run(TmaGemm.ring, TmaGemm, tma_gemm.Config(stages=3), 7, seed).detail
+        for seed in range(8)
+    }
     assert runs == {ring_code.run(TmaGemm.ring, TmaGemm, tma_gemm.Config(stages=3), 7).detail}
 
 
 def test_a_ring_the_model_does_not_know_is_unmodelled_not_judged():
-    v = ring_code.verdict(tma_gemm.TmaPipelineGemm.ring, tma_gemm.TmaPipelineGemm,
-                          stages_list=(2,), k_tiles_list=(3,), seeds=1)
+    v = ring_code.verdict(
+        tma_gemm.TmaPipelineGemm.ring,
+        tma_gemm.TmaPipelineGemm,
+        stages_list=(2,),
+        k_tiles_list=(3,),
+        seeds=1,
+    )
     assert v.kind == "unmodelled" and "cutlass.pipeline" in v.detail, v
 
 

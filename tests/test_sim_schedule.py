@@ -1,4 +1,5 @@
 """Notebook 13's schedule simulator: invariants, and the seed document's lessons."""
+
 import matplotlib
 import pytest
 
@@ -43,7 +44,7 @@ def test_clc_asks_once_per_extra_tile_plus_one_failure_per_cluster():
 
 
 def test_static_round_robin_assignment():
-    sim = schedule_sim.simulate(scheduler="static", **SMALL)   # 2 pairs, 8 pair tiles
+    sim = schedule_sim.simulate(scheduler="static", **SMALL)  # 2 pairs, 8 pair tiles
     by_pair = {}
     for rec in sim.tiles:
         by_pair.setdefault(rec.sm // 2, set()).add(rec.unit)
@@ -54,20 +55,20 @@ def test_utilisation_per_sm():
     sim = schedule_sim.simulate(**SMALL)
     u = sim.per_sm_utilisation
     assert len(u) == 4 and all(0 < x <= 1 for x in u)
-    assert u[0] == u[1] and u[2] == u[3]          # a paired MMA keeps both SMs busy
+    assert u[0] == u[1] and u[2] == u[3]  # a paired MMA keeps both SMs busy
     assert sim.utilisation == pytest.approx(sum(u) / 4)
     late = schedule_sim.simulate(scheduler="clc", sm_busy_until=(6000, 6000), **SMALL)
-    assert late.per_sm_utilisation[0] < late.per_sm_utilisation[2]   # fewer tiles for SM 0/1
+    assert late.per_sm_utilisation[0] < late.per_sm_utilisation[2]  # fewer tiles for SM 0/1
 
 
 def test_deep_pipeline_hides_the_handshake_shallow_does_not():
     lesson = schedule_sim.handshake_lesson(stages=(1, 2, 4, 6), sms=4, tiles_m=4, tiles_n=4)
     cost = dict(zip(lesson.column("stages"), lesson.column("handshake cost")))
-    assert cost[1] > 0.10 and cost[2] > 0.10          # shallow: the handshake shows
-    assert cost[4] < 0.05 and cost[6] < 0.05          # deep: it is hidden
+    assert cost[1] > 0.10 and cost[2] > 0.10  # shallow: the handshake shows
+    assert cost[4] < 0.05 and cost[6] < 0.05  # deep: it is hidden
     speedup = dict(zip(lesson.column("stages"), lesson.column("pair speed-up")))
-    assert speedup[1] < 1 and speedup[2] < 1          # pairs lose while shallow...
-    assert speedup[4] > 1 and speedup[6] > 1          # ...and win once deep enough
+    assert speedup[1] < 1 and speedup[2] < 1  # pairs lose while shallow...
+    assert speedup[4] > 1 and speedup[6] > 1  # ...and win once deep enough
     assert "a deep pipeline hides it" in lesson.claim
     assert "handshake cost" in lesson.table()
 
@@ -81,19 +82,19 @@ def test_handshake_only_matters_for_pairs():
 def test_tmem_ping_pong_overlaps_the_epilogue():
     lesson = schedule_sim.pingpong_lesson(epilogue_latencies=(0, 1600), **SMALL)
     one, two = lesson.column("1 slot"), lesson.column("2 slots")
-    assert two[1] < 0.8 * one[1]                       # long epilogue: ping-pong wins big
-    assert one[1] - one[0] > 2 * (two[1] - two[0])     # and the epilogue costs it far less
+    assert two[1] < 0.8 * one[1]  # long epilogue: ping-pong wins big
+    assert one[1] - one[0] > 2 * (two[1] - two[0])  # and the epilogue costs it far less
 
 
 def test_clc_balances_uneven_work_and_late_sms():
-    lesson = schedule_sim.scheduler_lesson(seeds=range(4))     # 8 SMs, 24 pair tiles
+    lesson = schedule_sim.scheduler_lesson(seeds=range(4))  # 8 SMs, 24 pair tiles
     rows = {r[0].split(" (")[0]: dict(zip(lesson.columns, r)) for r in lesson.rows}
-    assert rows["uneven tiles"]["static / clc"] > 1.05          # on average over workloads
+    assert rows["uneven tiles"]["static / clc"] > 1.05  # on average over workloads
     assert rows["uneven tiles"]["best"] > 1.2
     assert rows["2 SMs busy at start"]["clc"] < 0.8 * rows["2 SMs busy at start"]["static"]
     even = rows["even tiles"]
     assert abs(even["clc"] - even["static"]) <= 0.05 * even["static"]
-    for r in rows.values():                            # a launch per tile is slowest
+    for r in rows.values():  # a launch per tile is slowest
         assert r["launch"] > r["static"] and r["launch"] > r["clc"]
 
 
@@ -109,20 +110,23 @@ def test_lesson_figures_and_timeline_are_labelled():
     ax = schedule_pictures.lesson(lesson).axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     import matplotlib.pyplot as plt
+
     plt.close("all")
 
 
 def test_every_lesson_kind_has_its_chart():
-    lessons = [schedule_sim.handshake_lesson(stages=(1, 4), **SMALL),
-               schedule_sim.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL),
-               schedule_sim.scheduler_lesson(seeds=range(1), sms=4, tiles_m=4, tiles_n=4,
-                                             k_tiles=4)]
+    lessons = [
+        schedule_sim.handshake_lesson(stages=(1, 4), **SMALL),
+        schedule_sim.pingpong_lesson(epilogue_latencies=(0, 800), **SMALL),
+        schedule_sim.scheduler_lesson(seeds=range(1), sms=4, tiles_m=4, tiles_n=4, k_tiles=4),
+    ]
     assert {lesson.kind for lesson in lessons} == set(schedule_pictures.CHARTS)
     for lesson in lessons:
         ax = schedule_pictures.lesson(lesson).axes[0]
         series = 2 if lesson.kind == "pingpong" else 3
         assert ax.get_title() and len(ax.get_legend().get_texts()) == series, lesson.kind
     import matplotlib.pyplot as plt
+
     plt.close("all")
 
 

@@ -1,4 +1,5 @@
 """The simulator explorers react to their controls and carry a static picture."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -57,5 +58,6 @@ def test_schedule_explorer_workloads():
     assert config(4, 2, 2, "clc", "uneven tiles", 800, 100, draw=3)["tile_k"] != kw["tile_k"]
     assert config(4, 2, 2, "clc", "2 SMs busy at start", 800, 100)["sm_busy_until"]
     import pytest
+
     with pytest.raises(ValueError):
         config(4, 2, 2, "clc", "nonsense", 800, 100)

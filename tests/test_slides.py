@@ -1,4 +1,5 @@
 """Lecture mode: slide metadata on every cell, and slides/HTML that work offline."""
+
 import re
 
 import nbformat
@@ -10,8 +11,10 @@ from course.catalogue import LESSONS
 WRITTEN = [l for l in LESSONS if l.written]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # a resource the page would fetch (not a link the reader may click)
-FETCHED_URL = re.compile(r"""<(?:script|link|img|iframe)[^>]+(?:src|href)=["']?(?:https?:)?//"""
-                         r"""|@import\s+(?:url\()?["']?(?:https?:)?//|url\(["']?(?:https?:)?//""")
+FETCHED_URL = re.compile(
+    r"""<(?:script|link|img|iframe)[^>]+(?:src|href)=["']?(?:https?:)?//"""
+    r"""|@import\s+(?:url\()?["']?(?:https?:)?//|url\(["']?(?:https?:)?//"""
+)
 
 
 @pytest.mark.parametrize("lesson", WRITTEN, ids=lambda l: l.path.name)
@@ -53,9 +56,14 @@ def test_slides_fetch_nothing_from_the_network(deck):
 @pytest.mark.parametrize("kind", ["slides", "html"])
 def test_static_widgets_fall_back_to_their_png(kind):
     nb = nbformat.read(LESSONS[0].path, as_version=4)
-    widget_cells = [c for c in nb.cells if any(WIDGET_VIEW in o.get("data", {}) and
-                                               "image/png" in o.get("data", {})
-                                               for o in c.get("outputs", []))]
+    widget_cells = [
+        c
+        for c in nb.cells
+        if any(
+            WIDGET_VIEW in o.get("data", {}) and "image/png" in o.get("data", {})
+            for o in c.get("outputs", [])
+        )
+    ]
     assert widget_cells, "notebook 00 has a StaticWidget output"
     html = slides.to_html(nb, kind, "00")
     assert WIDGET_VIEW not in html, "a widget view without a widget manager renders nothing"
@@ -72,14 +80,26 @@ def test_plain_nbconvert_with_saved_widget_state_drops_the_png():
     nb = nbformat.read(LESSONS[0].path, as_version=4)
     # the committed notebooks carry no widget state (course.tools.notebook_runner strips it);
     # put back what nbclient saves for notebook 00's widget, as a learner's own save would have
-    view = next(out["data"]["application/vnd.jupyter.widget-view+json"]
-                for cell in nb.cells for out in cell.get("outputs", [])
-                if "application/vnd.jupyter.widget-view+json" in out.get("data", {}))
-    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
-        "state": {view["model_id"]: {"model_name": "VBoxModel", "model_module":
-                                      "@jupyter-widgets/controls", "model_module_version":
-                                      "2.0.0", "state": {}}},
-        "version_major": 2, "version_minor": 0}}
+    view = next(
+        out["data"]["application/vnd.jupyter.widget-view+json"]
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+    )
+    nb.metadata["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {
+            "state": {
+                view["model_id"]: {
+                    "model_name": "VBoxModel",
+                    "model_module": "@jupyter-widgets/controls",
+                    "model_module_version": "2.0.0",
+                    "state": {},
+                }
+            },
+            "version_major": 2,
+            "version_minor": 0,
+        }
+    }
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     assert WIDGET_VIEW in html
 

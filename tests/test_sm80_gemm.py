@@ -1,4 +1,5 @@
 """Notebook 07's tensor-core GEMM: compiled everywhere, checked on a GPU."""
+
 import pytest
 import torch
 
@@ -35,7 +36,6 @@ def test_config_validation():
         sm80_gemm.Config(tile_k=48)
 
 
-
 @pytest.mark.compile
 def test_shared_memory_is_checked_for_the_target_gpu():
     """4 stages of 128x64 + 256x64 bf16 tiles are 192 KB: they fit an H100's 227 KB but not
@@ -45,8 +45,9 @@ def test_shared_memory_is_checked_for_the_target_gpu():
         sm80_gemm.artifacts("sm_80", torch.bfloat16, deep)
     assert sm80_gemm.artifacts("sm_90a", torch.bfloat16, deep).count_ptx(r"cp\.async") > 0
     with pytest.raises(KernelInputError, match="sm_90a has 232448"):
-        sm80_gemm.artifacts("sm_90a", torch.bfloat16,
-                            sm80_gemm.Config(tile_m=256, tile_n=256, stages=8))
+        sm80_gemm.artifacts(
+            "sm_90a", torch.bfloat16, sm80_gemm.Config(tile_m=256, tile_n=256, stages=8)
+        )
 
 
 def test_input_validation(monkeypatch):
@@ -56,8 +57,9 @@ def test_input_validation(monkeypatch):
         sm80_gemm.run(a, b)
     pretend_gpu(monkeypatch, accept_cpu_tensors=True)  # the operand rules, on CPU tensors
     with pytest.raises(KernelInputError, match="multiple of 8"):
-        sm80_gemm.run(torch.zeros(64, 60, dtype=torch.bfloat16),
-                      torch.zeros(64, 60, dtype=torch.bfloat16))
+        sm80_gemm.run(
+            torch.zeros(64, 60, dtype=torch.bfloat16), torch.zeros(64, 60, dtype=torch.bfloat16)
+        )
     with pytest.raises(KernelInputError, match="same K"):
         sm80_gemm.run(a, torch.zeros(64, 32, dtype=torch.bfloat16))
     with pytest.raises(KernelInputError, match="not packed"):
@@ -66,8 +68,16 @@ def test_input_validation(monkeypatch):
         sm80_gemm.run(torch.zeros(64, 64, dtype=torch.bfloat16).t(), b)
 
 
-SHAPES = [(128, 128, 64), (256, 512, 1024), (1000, 1016, 520), (1, 8, 8), (129, 136, 72),
-          (4096, 4096, 4096), (3000, 2056, 1000), (64, 4096, 8)]
+SHAPES = [
+    (128, 128, 64),
+    (256, 512, 1024),
+    (1000, 1016, 520),
+    (1, 8, 8),
+    (129, 136, 72),
+    (4096, 4096, 4096),
+    (3000, 2056, 1000),
+    (64, 4096, 8),
+]
 
 
 @pytest.mark.gpu(needs="sm_80+")
@@ -80,9 +90,15 @@ def test_matches_torch(mnk, dtype):
 
 
 @pytest.mark.gpu(needs="sm_80+")
-@pytest.mark.parametrize("config", [sm80_gemm.Config(tile_k=32, stages=3),
-                                    sm80_gemm.Config(tile_n=128, warps_n=2, stages=4),
-                                    sm80_gemm.Config(stages=2)], ids=str)
+@pytest.mark.parametrize(
+    "config",
+    [
+        sm80_gemm.Config(tile_k=32, stages=3),
+        sm80_gemm.Config(tile_n=128, warps_n=2, stages=4),
+        sm80_gemm.Config(stages=2),
+    ],
+    ids=str,
+)
 def test_configs_match_torch(config):
     problem = GemmProblem(1000, 1016, 776, torch.bfloat16)
     verdict = check_gemm(lambda a, b, c: sm80_gemm.run(a, b, c, config), problem)

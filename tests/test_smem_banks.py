@@ -1,5 +1,6 @@
 """Notebook 05's measuring kernel: compiled here (load widths checked), run on a GPU, and
 counted by Nsight Compute where it can read the GPU's counters."""
+
 import pytest
 import torch
 
@@ -13,9 +14,14 @@ from .helpers import pretend_gpu
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("vec,ptx,sass", [(1, r"ld\.shared\.b32", r"LDS "),
-                                          (2, r"ld\.shared\.v2\.b32", r"LDS\.64"),
-                                          (4, r"ld\.shared\.v4\.b32", r"LDS\.128")])
+@pytest.mark.parametrize(
+    "vec,ptx,sass",
+    [
+        (1, r"ld\.shared\.b32", r"LDS "),
+        (2, r"ld\.shared\.v2\.b32", r"LDS\.64"),
+        (4, r"ld\.shared\.v4\.b32", r"LDS\.128"),
+    ],
+)
 def test_loads_have_the_asked_width(vec, ptx, sass):
     art = smem_banks.artifacts("sm_90a", n_req=2, vec=vec)
     loads = art.ptx_lines(r"ld\.shared")
@@ -74,8 +80,9 @@ def test_gpu_validation():
 
 @pytest.mark.gpu
 def test_time_follows_the_wavefronts():
-    t = bench_banks.time_cases(["transpose_rows", "transpose_rows_padded", "vec128_rows",
-                                "vec128_rows_swizzled"], reps=10)
+    t = bench_banks.time_cases(
+        ["transpose_rows", "transpose_rows_padded", "vec128_rows", "vec128_rows_swizzled"], reps=10
+    )
     # predicted 32x and 8x more wavefronts; allow for fixed costs
     assert t["transpose_rows"]["ns_per_request"] > 8 * t["transpose_rows_padded"]["ns_per_request"]
     assert t["vec128_rows"]["ns_per_request"] > 3 * t["vec128_rows_swizzled"]["ns_per_request"]

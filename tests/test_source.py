@@ -1,5 +1,6 @@
 """Kernel excerpts in the notebooks: every excerpt a notebook shows names a region the kernel
 marks, and shows lines; every region a kernel marks is well formed and shown somewhere."""
+
 import ast
 import inspect
 import json
@@ -32,8 +33,11 @@ def test_without_a_region_the_whole_function_from_its_def_line():
 
 
 def test_a_missing_region_names_the_ones_that_exist():
-    with pytest.raises(source.RegionNotFound, match=r"no region 'fourth' in _sample; it marks "
-                                                    r"\['inner', 'middle'\]"):
+    with pytest.raises(
+        source.RegionNotFound,
+        match=r"no region 'fourth' in _sample; it marks "
+        r"\['inner', 'middle'\]",
+    ):
         source.excerpt(_sample, "fourth")
 
 
@@ -72,19 +76,37 @@ def test_a_diff_of_two_functions_leaves_markers_out():
 def _notebook_excerpts():
     """(notebook, call source, imports) for every source.show/excerpt/diff call in a notebook."""
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        cells = [''.join(c["source"]) for c in json.loads(path.read_text())["cells"]
-                 if c["cell_type"] == "code"]
+        cells = [
+            "".join(c["source"])
+            for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"
+        ]
         trees = [ast.parse(src) for src in cells]
-        imports = [ast.unparse(node) for tree in trees for node in ast.walk(tree)
-                   if isinstance(node, ast.ImportFrom) and node.module
-                   and node.module.split(".")[0] == "kernels"]
-        imports += [ast.unparse(node) for tree in trees for node in ast.walk(tree)
-                    if isinstance(node, ast.Import)
-                    and any(a.name.split(".")[0] == "kernels" for a in node.names)]
-        calls = [node for tree in trees for node in ast.walk(tree)
-                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                 and node.func.attr in ("show", "excerpt", "diff")
-                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "source"]
+        imports = [
+            ast.unparse(node)
+            for tree in trees
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == "kernels"
+        ]
+        imports += [
+            ast.unparse(node)
+            for tree in trees
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            and any(a.name.split(".")[0] == "kernels" for a in node.names)
+        ]
+        calls = [
+            node
+            for tree in trees
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("show", "excerpt", "diff")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "source"
+        ]
         for call in calls:
             yield path.name, ast.unparse(call), imports
 
@@ -105,8 +127,9 @@ def test_the_notebooks_show_excerpts():
     assert len(EXCERPTS) >= 15
 
 
-@pytest.mark.parametrize("notebook, call, imports", EXCERPTS,
-                         ids=[f"{n[:2]}:{c[:60]}" for n, c, _ in EXCERPTS])
+@pytest.mark.parametrize(
+    "notebook, call, imports", EXCERPTS, ids=[f"{n[:2]}:{c[:60]}" for n, c, _ in EXCERPTS]
+)
 def test_every_notebook_excerpt_exists_and_shows_lines(notebook, call, imports):
     kind, args = _evaluate(notebook, call, imports)
     text = source.diff(*args) if kind == "diff" else source.excerpt(*args)
@@ -135,8 +158,11 @@ def test_notebook_sources_are_shown_with_source_show_not_printed():
     """Kernel code a notebook shows goes through course.source (highlighted), never a bare
     print(inspect.getsource(...)), in the notebooks that use source.show."""
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
-                         if c["cell_type"] == "code")
+        code = "\n".join(
+            "".join(c["source"])
+            for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
         assert "inspect.getsource" not in code, path.name
 
 
@@ -164,8 +190,11 @@ def test_every_region_a_kernel_marks_is_well_formed_and_shown_by_a_notebook():
         kind, args = _evaluate(notebook, call, imports)
         if kind != "diff" and len(args) > 1:
             shown.add((inspect.unwrap(args[0]).__qualname__, args[1]))
-    marked = {(inspect.unwrap(fn).__qualname__, name)
-              for fn in _kernel_functions() for name in source.regions(fn)}
+    marked = {
+        (inspect.unwrap(fn).__qualname__, name)
+        for fn in _kernel_functions()
+        for name in source.regions(fn)
+    }
     assert marked, "no kernel marks a region"
     assert marked <= shown, f"regions no notebook shows: {sorted(marked - shown)}"
     texts = "".join(p.read_text() for p in (ROOT / "kernels").glob("*.py"))

@@ -1,5 +1,6 @@
 """Numbers and claims in the prose of notebooks 00-06 that a computation or a recorded result
 decides: each is checked against that computation, so the text cannot drift from it."""
+
 import json
 
 import pytest
@@ -10,8 +11,11 @@ from course.runtime import results
 
 def _prose(number: str) -> str:
     path = next((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
-    return " ".join(" ".join("".join(c["source"]).split())
-                    for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    return " ".join(
+        " ".join("".join(c["source"]).split())
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "markdown"
+    )
 
 
 def test_00_cublas_reads_above_the_measured_roof_at_4096_and_only_below_at_8192(capsys):
@@ -27,9 +31,12 @@ def test_01_loop_branches_are_as_the_text_counts_them():
     from course.lessons import dsl_basics_lesson
 
     rows = {r["loop"]: r for r in dsl_basics_lesson.loop_table()}
-    assert [(r["add.f32"], r["branches"], r["of them backward (a loop)"]) for r in rows.values()] \
-        == [(8, 0, 0), (1, 2, 1), (5, 5, 2)]
-    assert "One add and two branches" in _prose("01") and "Five adds and five branches" in _prose("01")
+    assert [
+        (r["add.f32"], r["branches"], r["of them backward (a loop)"]) for r in rows.values()
+    ] == [(8, 0, 0), (1, 2, 1), (5, 5, 2)]
+    assert "One add and two branches" in _prose("01") and "Five adds and five branches" in _prose(
+        "01"
+    )
 
 
 def test_01_occupancy_claims_follow_from_the_compiled_registers():
@@ -40,8 +47,12 @@ def test_01_occupancy_claims_follow_from_the_compiled_registers():
     live = registers["live_values, 200 values"]
     occ = occupancy(256, live)
     text = _prose("01")
-    assert f"The 200-value kernel needs {live} registers per thread, so only {occ.warps} of its " \
-           f"warps fit" in text and f"{100 * occ.fraction:.3g}% occupancy" in text
+    assert (
+        f"The 200-value kernel needs {live} registers per thread, so only {occ.warps} of its "
+        f"warps fit"
+        in text
+        and f"{100 * occ.fraction:.3g}% occupancy" in text
+    )
     assert occupancy(128, 64, 100 * 1024).ctas == 2 and "100 KiB each leaves room for two" in text
 
 

@@ -1,5 +1,6 @@
 """Swizzle<B,M,S> on offsets (course.models.layout), composition with layouts, the TMA modes
 (course.models.swizzle) -- by hand, and against CuTe DSL's own algebra evaluated on the CPU."""
+
 import random
 
 import numpy as np
@@ -29,8 +30,17 @@ def test_swizzle_keeps_blocks_and_is_its_own_inverse():
 
 def test_bit_roles():
     roles = Swizzle(3, 2, 3).bit_roles(9)
-    assert roles == ["kept", "kept", "target", "target", "target", "source", "source", "source",
-                     "other"]
+    assert roles == [
+        "kept",
+        "kept",
+        "target",
+        "target",
+        "target",
+        "source",
+        "source",
+        "source",
+        "other",
+    ]
 
 
 def test_rejects_overlapping_fields():
@@ -72,6 +82,7 @@ def test_tma_modes_spread_16_byte_chunks_over_rows():
 
 # ---------------------------------------------------------------- against CuTe DSL
 
+
 def _cute(job):
     from course.cute.trace import on_cpu
 
@@ -88,8 +99,9 @@ def test_composition_matches_cute_dsl():
     params += [(b, rng.randint(0, 3), b + rng.randint(0, 2)) for b in (1, 2, 3) for _ in range(2)]
 
     def job():
-        seed = cute.make_composed_layout(cute.make_swizzle(3, 2, 3), 0,
-                                         cute.make_layout((8, 8), stride=(1, 8)))
+        seed = cute.make_composed_layout(
+            cute.make_swizzle(3, 2, 3), 0, cute.make_layout((8, 8), stride=(1, 8))
+        )
         grid = [[int(seed((r, c))) for c in range(8)] for r in range(8)]
         flat = {}
         for b, m, s in params:
@@ -121,8 +133,12 @@ def test_tma_atoms_match_cute_dsl():
             bf16 = warpgroup.make_smem_layout_atom(k, cutlass.BFloat16)
             u8 = warpgroup.make_smem_layout_atom(k, cutlass.Uint8)
             cols = int(cute.size(u8.outer.shape[1]))
-            out[mode] = (str(bf16.inner), str(u8.inner), str(bf16.outer),
-                         [[int(u8((r, c))) for c in range(cols)] for r in range(8)])
+            out[mode] = (
+                str(bf16.inner),
+                str(u8.inner),
+                str(bf16.outer),
+                [[int(u8((r, c))) for c in range(cols)] for r in range(8)],
+            )
         return out
 
     got = _cute(job)

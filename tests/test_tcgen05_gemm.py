@@ -3,6 +3,7 @@
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
 """
+
 import re
 
 import pytest
@@ -15,8 +16,14 @@ from course.models.instruction_descriptor import InstructionDescriptor
 from kernels import sm100_parts, tcgen05_gemm
 from kernels.host import KernelInputError, UnsupportedGPU
 
-from .blackwell_helpers import (assert_refused, check_recorded_launch, fake_b200_host,
-                                last_operand_value, sass_mnemonics, validation_cases)
+from .blackwell_helpers import (
+    assert_refused,
+    check_recorded_launch,
+    fake_b200_host,
+    last_operand_value,
+    sass_mnemonics,
+    validation_cases,
+)
 from .helpers import pretend_gpu
 
 
@@ -34,6 +41,7 @@ def sass(art):
 
 # ---------------------------------------------------------------- the epilogue's staging buffers
 
+
 def _store_ring_conflicts(buffer_of, subtiles: int, tiles: int, epi_stages: int) -> list:
     """Play a CTA's epilogue TMA stores the way PipelineTmaStore runs them: each store writes
     a staging buffer, commits its bulk group, and producer_acquire then waits until at most
@@ -46,7 +54,7 @@ def _store_ring_conflicts(buffer_of, subtiles: int, tiles: int, epi_stages: int)
             if buffer in in_flight:
                 conflicts.append((tile, sub))
             in_flight.append(buffer)
-            del in_flight[:max(0, len(in_flight) - (epi_stages - 1))]
+            del in_flight[: max(0, len(in_flight) - (epi_stages - 1))]
             store += 1
     return conflicts
 
@@ -56,8 +64,10 @@ def _store_ring_conflicts(buffer_of, subtiles: int, tiles: int, epi_stages: int)
 def test_staging_buffers_are_never_written_while_a_store_reads_them(subtiles, epi_stages):
     """The kernel's rule (a count of stores that runs on across tiles), for any number of
     sub-tiles per tile, over three tiles of a persistent CTA."""
+
     def kernel_rule(store, sub):
         return sm100_parts.staging_buffer(store, epi_stages)
+
     assert _store_ring_conflicts(kernel_rule, subtiles, 3, epi_stages) == []
 
 
@@ -65,8 +75,10 @@ def test_restarting_the_count_on_every_tile_overwrites_a_store_in_flight():
     """The rule the epilogue used before (buffer = sub % stages, from 0 on each tile) is
     right only when a tile's sub-tiles are a multiple of the stages: 4 or 8 sub-tiles of 32
     columns pass, an odd count overwrites the buffer of the previous tile's last store."""
+
     def per_tile(store, sub):
         return sub % 2
+
     assert _store_ring_conflicts(per_tile, 4, 3, 2) == []
     assert _store_ring_conflicts(per_tile, 3, 3, 2) == [(1, 0), (2, 0)]
 
@@ -90,8 +102,12 @@ def test_ptx_has_the_tcgen05_instructions(art):
     assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta") == 1
     assert art.count_ptx(r"mbarrier\.try_wait\.parity") >= 3
     # none of notebook 13's ideas yet
-    for absent in (r"cta_group::2", r"multicast::cluster", r"clusterlaunchcontrol",
-                   r"barrier\.cluster\.arrive"):
+    for absent in (
+        r"cta_group::2",
+        r"multicast::cluster",
+        r"clusterlaunchcontrol",
+        r"barrier\.cluster\.arrive",
+    ):
         assert art.count_ptx(absent) == 0, absent
 
 
@@ -102,8 +118,11 @@ def test_the_constants_that_matter(art):
     assert last_operand_value(art.ptx, r"tcgen05\.alloc\.") == plan["tmem_columns"] == 128
     assert last_operand_value(art.ptx, r"tcgen05\.dealloc\.") == 128
     # each stage's full barrier expects 128x64 of A + 128x64 of B, 2 bytes each
-    assert last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx") == \
-        plan["full_barrier_bytes"] == 32768
+    assert (
+        last_operand_value(art.ptx, r"mbarrier\.arrive\.expect_tx")
+        == plan["full_barrier_bytes"]
+        == 32768
+    )
 
 
 @pytest.mark.compile
@@ -133,11 +152,11 @@ def test_resources(art):
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("dtype,out_dtype,tile_n", [(torch.float16, None, 128),
-                                                    (torch.bfloat16, torch.float16, 256)])
+@pytest.mark.parametrize(
+    "dtype,out_dtype,tile_n", [(torch.float16, None, 128), (torch.bfloat16, torch.float16, 256)]
+)
 def test_other_configurations_compile(dtype, out_dtype, tile_n):
-    art = tcgen05_gemm.artifacts("sm_100a", dtype, tcgen05_gemm.Config(tile_n),
-                                out_dtype=out_dtype)
+    art = tcgen05_gemm.artifacts("sm_100a", dtype, tcgen05_gemm.Config(tile_n), out_dtype=out_dtype)
     assert art.count_ptx(r"tcgen05\.mma\.cta_group::1\.kind::f16") == 4
     assert art.count_ptx(r"tcgen05\.alloc") == 1
 
@@ -156,8 +175,10 @@ def test_config_is_validated():
 
 # ---------------------------------------------------------------- validation before launch
 
-@pytest.mark.parametrize("what,kwargs,message", validation_cases(),
-                         ids=[c[0] for c in validation_cases()])
+
+@pytest.mark.parametrize(
+    "what,kwargs,message", validation_cases(), ids=[c[0] for c in validation_cases()]
+)
 def test_inputs_are_validated_before_launch(monkeypatch, what, kwargs, message):
     pretend_gpu(monkeypatch, (10, 0), accept_cpu_tensors=True)
     assert_refused(tcgen05_gemm, kwargs, message)
@@ -185,6 +206,7 @@ def test_prepare_refuses_what_the_kernel_cannot_do():
 
 
 # ---------------------------------------------------------------- the live path, up to launch
+
 
 @pytest.mark.compile
 def test_run_reaches_the_launch_on_a_fake_b200(monkeypatch):
@@ -219,8 +241,15 @@ def test_degenerate_shapes_never_launch(monkeypatch):
 
 # ---------------------------------------------------------------- live, on sm_100 only
 
-SHAPES = [(128, 128, 64), (256, 256, 256), (1, 8, 8), (129, 136, 72), (300, 264, 200),
-          (1000, 520, 1032), (2048, 2048, 2048)]
+SHAPES = [
+    (128, 128, 64),
+    (256, 256, 256),
+    (1, 8, 8),
+    (129, 136, 72),
+    (300, 264, 200),
+    (1000, 520, 1032),
+    (2048, 2048, 2048),
+]
 
 
 @pytest.mark.gpu(needs="sm_100a")
@@ -252,7 +281,7 @@ def test_gpu_validation_and_fresh_outputs():
     a = torch.randn(256, 128, device="cuda").to(torch.bfloat16)
     b = torch.randn(128, 128, device="cuda").to(torch.bfloat16)
     with pytest.raises(KernelInputError, match="aligned"):
-        tcgen05_gemm.run(a.view(-1)[1:].view(-1)[:255 * 128].view(255, 128), b)
+        tcgen05_gemm.run(a.view(-1)[1:].view(-1)[: 255 * 128].view(255, 128), b)
     first = tcgen05_gemm.run(a, b)
     second = tcgen05_gemm.run(a, b)  # a new output each call, same numbers
     assert first.data_ptr() != second.data_ptr()
@@ -267,9 +296,16 @@ def test_cpu_traces_target_sm100a_even_where_cute_detects_a_hopper_gpu():
     import subprocess
     import sys
 
-    code = ("from course.cute import kernel_traces as p; "
-            "print(len(p.epilogue_tmem_ownership(128, threads=(0,))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "CUTE_DSL_ARCH": "sm_90a"}, timeout=300)
+    code = (
+        "from course.cute import kernel_traces as p; "
+        "print(len(p.epilogue_tmem_ownership(128, threads=(0,))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUTE_DSL_ARCH": "sm_90a"},
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "128"

@@ -1,4 +1,5 @@
 """The teachers' table in README.md agrees with the catalogue and with run reports."""
+
 import json
 
 from course.tools import teachers_table
@@ -10,12 +11,15 @@ def test_readme_table_matches_the_catalogue():
     times = teachers_table.times_in_readme(text)
     block = teachers_table._block(text)
     assert block is not None, "README.md lost its teachers-table block"
-    assert block == teachers_table.section(times), \
+    assert block == teachers_table.section(times), (
         "stale: run `python -m course teachers --write` (after `./course.sh run`)"
+    )
     for lesson in LESSONS:
         if lesson.written:
-            assert times.get(lesson.path.name, teachers_table.NOT_MEASURED) != teachers_table.NOT_MEASURED, \
-                f"{lesson.path.name} has no measured run time: ./course.sh run {lesson.number}"
+            assert (
+                times.get(lesson.path.name, teachers_table.NOT_MEASURED)
+                != teachers_table.NOT_MEASURED
+            ), f"{lesson.path.name} has no measured run time: ./course.sh run {lesson.number}"
 
 
 def test_without_gpu_column_follows_the_catalogue():
@@ -27,9 +31,18 @@ def test_without_gpu_column_follows_the_catalogue():
 def test_a_run_report_updates_only_its_rows(tmp_path):
     text = teachers_table.section({"00_orientation.ipynb": "99 s (2000-01-01)"})
     report = tmp_path / "run-report.json"
-    report.write_text(json.dumps({"machine": "m", "date": "2026-01-02T03:04:05+00:00", "notebooks": [
-        {"name": "00_orientation.ipynb", "seconds": 12.4, "error": None, "modes": {}},
-        {"name": "02_layouts.ipynb", "seconds": 5, "error": "boom", "modes": {}}]}))
+    report.write_text(
+        json.dumps(
+            {
+                "machine": "m",
+                "date": "2026-01-02T03:04:05+00:00",
+                "notebooks": [
+                    {"name": "00_orientation.ipynb", "seconds": 12.4, "error": None, "modes": {}},
+                    {"name": "02_layouts.ipynb", "seconds": 5, "error": "boom", "modes": {}},
+                ],
+            }
+        )
+    )
     new = teachers_table.updated_readme("intro\n" + text + "\noutro", report)
     assert "| 12 s (2026-01-02) |" in new and "99 s" not in new
     assert new.startswith("intro\n") and new.endswith("\noutro")
@@ -38,8 +51,12 @@ def test_a_run_report_updates_only_its_rows(tmp_path):
 
 def test_the_h100_column_never_calls_a_blackwell_notebook_live():
     """Notebooks 12 and 13 need sm_100a: on the H100 their cells compile and simulate."""
-    rows = {line.split("|")[2].strip(" `"): line for line in teachers_table.table(
-        {}, {l.path.name: "9 s (2026-01-01)" for l in LESSONS}).splitlines()[2:]}
+    rows = {
+        line.split("|")[2].strip(" `"): line
+        for line in teachers_table.table(
+            {}, {l.path.name: "9 s (2026-01-01)" for l in LESSONS}
+        ).splitlines()[2:]
+    }
     header = teachers_table.table({}, {}).splitlines()[0]
     assert "(live)" not in header
     for lesson in LESSONS:
@@ -47,8 +64,9 @@ def test_the_h100_column_never_calls_a_blackwell_notebook_live():
         if teachers_table.H100.can(lesson.needs):
             assert cell == "9 s (2026-01-01)"
         else:
-            assert cell.startswith("9 s (2026-01-01); not live there: ") and "live" not in \
-                cell.split("; ", 1)[1].replace("not live", ""), cell
+            assert cell.startswith(
+                "9 s (2026-01-01); not live there: "
+            ) and "live" not in cell.split("; ", 1)[1].replace("not live", ""), cell
     assert not teachers_table.H100.can(LESSONS[12].needs)
 
 
@@ -57,8 +75,9 @@ def test_every_notebook_has_its_recorded_h100_time():
     times = teachers_table.gpu_times()
     for lesson in LESSONS:
         if lesson.written:
-            assert times.get(lesson.path.name, "").endswith(")"), \
+            assert times.get(lesson.path.name, "").endswith(")"), (
                 f"{lesson.path.name}: no H100 run recorded (`python -m course run --record` there)"
+            )
 
 
 def test_the_h100_column_shows_the_newest_clean_run(monkeypatch):
@@ -71,10 +90,15 @@ def test_the_h100_column_shows_the_newest_clean_run(monkeypatch):
     def row(name, s, err=None):
         return {"name": name, "seconds": s, "error": err, "modes": {}}
 
-    records = [Rec("NVIDIA H100 80GB HBM3", "2026-01-01", [row("00_orientation.ipynb", 20)]),
-               Rec("NVIDIA A100", "2026-01-02", [row("00_orientation.ipynb", 5)]),
-               Rec("NVIDIA H100 80GB HBM3", "2026-01-03", [row("00_orientation.ipynb", 16),
-                                                           row("02_layouts.ipynb", 9, "boom")])]
+    records = [
+        Rec("NVIDIA H100 80GB HBM3", "2026-01-01", [row("00_orientation.ipynb", 20)]),
+        Rec("NVIDIA A100", "2026-01-02", [row("00_orientation.ipynb", 5)]),
+        Rec(
+            "NVIDIA H100 80GB HBM3",
+            "2026-01-03",
+            [row("00_orientation.ipynb", 16), row("02_layouts.ipynb", 9, "boom")],
+        ),
+    ]
     monkeypatch.setattr(results, "load", lambda name, root=None: records)
     assert teachers_table.gpu_times() == {"00_orientation.ipynb": "16 s (2026-01-03)"}
     line = next(l for l in teachers_table.table({}).splitlines() if "00_orientation" in l)

@@ -9,8 +9,9 @@ from kernels.sm80_gemm import grouped_tile as grouped_tile_dsl
 def test_every_tile_once_and_dsl_agrees(tm, tn, g):
     order = visit_order(tm, tn, g)
     assert sorted(t for row in order for t in row) == list(range(tm * tn))
-    dsl = on_cpu(lambda: [tuple(int(x) for x in grouped_tile_dsl(t, tm, tn, g))
-                          for t in range(tm * tn)])
+    dsl = on_cpu(
+        lambda: [tuple(int(x) for x in grouped_tile_dsl(t, tm, tn, g)) for t in range(tm * tn)]
+    )
     assert dsl == [grouped_tile(t, tm, tn, g) for t in range(tm * tn)]
 
 

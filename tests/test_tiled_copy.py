@@ -1,4 +1,5 @@
 """Notebook 04's 16x8 TiledCopy ownership map, as CuTe DSL's TV layout gives it."""
+
 from course.cute.tiled_copy import tiled_copy_16x8
 from course.models import smem_access
 

@@ -15,8 +15,11 @@ def test_rotation_count_beats_the_l2():
 
 def test_alternating_rounds_reverse_the_order(monkeypatch):
     order = []
-    monkeypatch.setattr(timing, "time_calls",
-                        lambda calls, reps, warmup=0: (order.append(calls[0]()), [1.0] * reps)[1])
+    monkeypatch.setattr(
+        timing,
+        "time_calls",
+        lambda calls, reps, warmup=0: (order.append(calls[0]()), [1.0] * reps)[1],
+    )
     t = timing.alternating({"a": [lambda: "a"], "b": [lambda: "b"]}, rounds=4, reps=3, warmup=1)
     assert order == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]  # warm-ups, then ABBA
     assert len(t["a"].samples_ms) == 12 and t["a"].median_ms == 1.0

@@ -1,4 +1,5 @@
 """Notebook 08: TMA load / store / multicast kernels and the raw tensor map."""
+
 from dataclasses import replace
 
 import pytest
@@ -11,13 +12,22 @@ from kernels.host import KernelInputError
 
 from .helpers import pretend_gpu
 
-CASES = [(torch.bfloat16, tma.Config()), (torch.float16, tma.Config(box_rows=32)),
-         (torch.float32, tma.Config(box_cols=32)),
-         (torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
-         (torch.bfloat16, tma.Config(box_cols=16, swizzle=32, box_rows=128)),
-         (torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16, threads=128))]
-CASE_IDS = ["bf16-sw128", "fp16-sw128-32rows", "fp32-sw128", "bf16-sw64", "bf16-sw32",
-            "bf16-noswizzle-24cols"]
+CASES = [
+    (torch.bfloat16, tma.Config()),
+    (torch.float16, tma.Config(box_rows=32)),
+    (torch.float32, tma.Config(box_cols=32)),
+    (torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
+    (torch.bfloat16, tma.Config(box_cols=16, swizzle=32, box_rows=128)),
+    (torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16, threads=128)),
+]
+CASE_IDS = [
+    "bf16-sw128",
+    "fp16-sw128-32rows",
+    "fp32-sw128",
+    "bf16-sw64",
+    "bf16-sw32",
+    "bf16-noswizzle-24cols",
+]
 
 # ------------------------------------------------------------------ the raw tensor map (CPU)
 
@@ -28,14 +38,20 @@ def test_seed_arguments_are_exactly_the_hopper_notes_example():
     assert s.global_dim == (8192, 8192)  # fastest dimension first
     assert s.global_strides == (16384,)  # bytes; dimension 0's stride is implicit
     assert s.box_dim == (64, 64) and s.element_strides == (1, 1)
-    assert (s.interleave, s.swizzle, s.l2_promotion, s.oob_fill) == ("NONE", "128B", "NONE",
-                                                                      "NONE")
+    assert (s.interleave, s.swizzle, s.l2_promotion, s.oob_fill) == ("NONE", "128B", "NONE", "NONE")
     assert s.boxes == (128, 128) and s.box_bytes == 8192
     assert tensormap.rule_violations(s) == []
     call = s.call()
-    for piece in ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "{8192, 8192}", "{16384}", "{64, 64}",
-                  "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_NONE",
-                  "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", "CU_TENSOR_MAP_INTERLEAVE_NONE"):
+    for piece in (
+        "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+        "{8192, 8192}",
+        "{16384}",
+        "{64, 64}",
+        "CU_TENSOR_MAP_SWIZZLE_128B",
+        "CU_TENSOR_MAP_L2_PROMOTION_NONE",
+        "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE",
+        "CU_TENSOR_MAP_INTERLEAVE_NONE",
+    ):
         assert piece in call
 
 
@@ -49,13 +65,16 @@ def test_tiled_handles_strides_dtypes_and_ragged_shapes():
         tensormap.tiled(8, 8, swizzle=16)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (tensormap.tiled(100, 100, box=(64, 64)), "globalStrides[0] = 200"),
-    (tensormap.tiled(64, 64, box=(64, 64), address=8), "16-byte aligned"),
-    (tensormap.tiled(64, 512, box=(64, 300), swizzle=0), "boxDim[0] = 300"),
-    (tensormap.tiled(64, 256, box=(64, 128), swizzle=128), "swizzle span"),
-    (tensormap.tiled(64, 64, box=(64, 4), swizzle=0), "multiple of 16"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (tensormap.tiled(100, 100, box=(64, 64)), "globalStrides[0] = 200"),
+        (tensormap.tiled(64, 64, box=(64, 64), address=8), "16-byte aligned"),
+        (tensormap.tiled(64, 512, box=(64, 300), swizzle=0), "boxDim[0] = 300"),
+        (tensormap.tiled(64, 256, box=(64, 128), swizzle=128), "swizzle span"),
+        (tensormap.tiled(64, 64, box=(64, 4), swizzle=0), "multiple of 16"),
+    ],
+)
 def test_rule_violations_name_the_broken_rule(args, fragment):
     assert any(fragment in v for v in tensormap.rule_violations(args))
 
@@ -99,12 +118,18 @@ def test_cute_side_by_side_shows_the_same_tensor_map():
 
 # ------------------------------------------------------------------ the kernels (compile, CPU)
 
+
 @pytest.mark.compile
 @pytest.mark.parametrize("kernel", ["load", "boxes", "physical"])
 def test_load_kernels_use_tma_and_an_expect_tx_mbarrier(kernel):
     art = tma.artifacts("sm_90a", kernel)
-    assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\."
-                         r"mbarrier::complete_tx::bytes") == 1
+    assert (
+        art.count_ptx(
+            r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\."
+            r"mbarrier::complete_tx::bytes"
+        )
+        == 1
+    )
     assert art.count_ptx(r"mbarrier\.init\.shared") == 1
     assert art.count_ptx(r"mbarrier\.arrive\.expect_tx") == 1
     assert art.count_ptx(r"mbarrier\.try_wait\.parity") >= 1
@@ -132,9 +157,10 @@ def test_multicast_kernel_multicasts_within_the_cluster(cluster):
     lines = art.ptx_lines(r"cp\.async\.bulk\.tensor")
     assert lines and all("multicast::cluster" in ln and "shared::cluster" in ln for ln in lines)
     assert art.count_ptx(r"barrier\.cluster\.(arrive|wait)") >= 4
-    assert art.count_ptx(rf"mov\.b16\s+%rs\d+, {2 ** cluster - 1};") > 0  # mask: every CTA
-    off = tma.artifacts("sm_90a", "multicast",
-                        config=tma.MulticastConfig(cluster=cluster, tiles=2, multicast=False))
+    assert art.count_ptx(rf"mov\.b16\s+%rs\d+, {2**cluster - 1};") > 0  # mask: every CTA
+    off = tma.artifacts(
+        "sm_90a", "multicast", config=tma.MulticastConfig(cluster=cluster, tiles=2, multicast=False)
+    )
     assert off.count_ptx(r"multicast::cluster") == 0
 
 
@@ -234,9 +260,10 @@ def test_physical_boxes_show_the_swizzle_the_model_predicts(dtype, cfg):
     physical = tma.boxes(x, cfg, physical=True)
     for i in range(2):
         for j in range(3):
-            want = tensormap.swizzled_box(logical[i, j].view(torch.int16 if dtype != torch.float32
-                                                             else torch.int32).cpu(),
-                                          cfg.swizzle)
+            want = tensormap.swizzled_box(
+                logical[i, j].view(torch.int16 if dtype != torch.float32 else torch.int32).cpu(),
+                cfg.swizzle,
+            )
             got = physical[i, j].view(torch.int16 if dtype != torch.float32 else torch.int32)
             assert torch.equal(got.cpu(), torch.as_tensor(want)), (i, j)
 
@@ -252,7 +279,7 @@ def test_store_is_exact_and_clips_at_the_edges(shape, dtype, cfg):
     torch.cuda.synchronize()
     assert torch.equal(out, x)
     outside = buf.clone()
-    outside[:shape[0], :shape[1]] = 7.0
+    outside[: shape[0], : shape[1]] = 7.0
     assert (outside == 7.0).all(), "the TMA store wrote outside the tensor"
 
 
@@ -288,7 +315,7 @@ def test_cute_and_the_driver_describe_the_same_tensor():
     cute_bytes = tma.descriptor(x)
     driver = tensormap.encode(tensormap.for_tensor(x, l2_promotion="L2_128B"))
     assert len(cute_bytes) == tma.DESCRIPTOR_COPIED
-    differ = tensormap.differing_bytes(cute_bytes, driver[:len(cute_bytes)])
+    differ = tensormap.differing_bytes(cute_bytes, driver[: len(cute_bytes)])
     assert not [b for b in differ if b < 8], "the two maps point at different memory"
     assert len(differ) <= 2, differ
     # read by difference: every bit that differs lies in the bytes of the settings word
@@ -301,16 +328,26 @@ def _fake_encoder(calls=None):
     settings in bytes 8-11 (swizzle bits 13-14, L2 promotion bits 17-18, OOB fill bit 20),
     the row stride / 16 in bytes 12-15. It refuses a swizzle narrower than the box, as the
     driver does."""
+
     def encode(args):
         if calls is not None:
             calls.append(args)
         if tensormap.rule_violations(args):
             raise ValueError("rejected")
         swz = list(tensormap.SWIZZLES.values()).index(args.swizzle)
-        word = (swz << 13 | tensormap.L2_PROMOTIONS.index(args.l2_promotion) << 17
-                | tensormap.OOB_FILLS.index(args.oob_fill) << 20 | 0x10)
-        return (args.global_address.to_bytes(8, "little") + word.to_bytes(4, "little")
-                + (args.global_strides[0] // 16).to_bytes(4, "little") + bytes(112))
+        word = (
+            swz << 13
+            | tensormap.L2_PROMOTIONS.index(args.l2_promotion) << 17
+            | tensormap.OOB_FILLS.index(args.oob_fill) << 20
+            | 0x10
+        )
+        return (
+            args.global_address.to_bytes(8, "little")
+            + word.to_bytes(4, "little")
+            + (args.global_strides[0] // 16).to_bytes(4, "little")
+            + bytes(112)
+        )
+
     return encode
 
 

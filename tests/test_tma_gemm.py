@@ -1,6 +1,7 @@
 """Notebook 09's TMA + mbarrier GEMM: its barrier protocol (modelled on the CPU with the
 kernel's own parity functions), its compiled code, and -- on a GPU -- its results and
 its injected bugs, which must come back as a clear error in bounded time."""
+
 import time
 
 import pytest
@@ -62,12 +63,18 @@ def test_parity_helpers():
 
 # ------------------------------------------------------------------ compiled (CPU)
 
+
 @pytest.mark.compile
 @pytest.mark.parametrize("stages", [1, 2, 4])
 def test_compiles_to_tma_mbarriers_ldmatrix_and_mma_sync(stages):
     art = tma_gemm.artifacts("sm_90a", torch.bfloat16, tma_gemm.Config(stages=stages))
-    assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\."
-                         r"mbarrier::complete_tx::bytes") >= 2  # A and B
+    assert (
+        art.count_ptx(
+            r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\."
+            r"mbarrier::complete_tx::bytes"
+        )
+        >= 2
+    )  # A and B
     assert art.count_ptx(r"mbarrier\.init\.shared") == 2 * stages  # full + empty per stage
     assert art.count_ptx(r"mbarrier\.arrive\.expect_tx") >= 1
     assert art.count_ptx(r"mbarrier\.arrive\.shared") >= 1  # consumers release stages
@@ -128,11 +135,18 @@ def test_the_pipeline_ring_compiles_to_the_same_instructions(stages):
     """ring="pipeline" (CuTe DSL's PipelineTmaAsync) is the hand-written ring: the same
     barrier inits, TMA copies, expect_tx, waits, arrivals, ldmatrix and mma.sync."""
     hand = tma_gemm.artifacts("sm_90a", torch.bfloat16, tma_gemm.Config(stages=stages))
-    lib = tma_gemm.artifacts("sm_90a", torch.bfloat16,
-                             tma_gemm.Config(stages=stages, ring="pipeline"))
-    for pattern in (r"mbarrier\.init\.shared", r"cp\.async\.bulk\.tensor",
-                    r"mbarrier\.arrive\.expect_tx", r"mbarrier\.try_wait", r"mbarrier\.arrive",
-                    r"ldmatrix\.sync", r"mma\.sync"):
+    lib = tma_gemm.artifacts(
+        "sm_90a", torch.bfloat16, tma_gemm.Config(stages=stages, ring="pipeline")
+    )
+    for pattern in (
+        r"mbarrier\.init\.shared",
+        r"cp\.async\.bulk\.tensor",
+        r"mbarrier\.arrive\.expect_tx",
+        r"mbarrier\.try_wait",
+        r"mbarrier\.arrive",
+        r"ldmatrix\.sync",
+        r"mma\.sync",
+    ):
         assert lib.count_ptx(pattern) == hand.count_ptx(pattern), pattern
     (res,) = lib.resource_usage().values()
     assert res["stack_frame_bytes"] == 0
@@ -147,8 +161,17 @@ def test_validation_before_launch(monkeypatch):
 
 # ------------------------------------------------------------------ on a Hopper GPU
 
-SHAPES = [(128, 256, 64), (4096, 4096, 4096), (1000, 1016, 520), (1, 8, 8), (129, 264, 72),
-          (3000, 2056, 1000), (64, 4096, 8), (8192, 256, 128), (256, 512, 4104)]
+SHAPES = [
+    (128, 256, 64),
+    (4096, 4096, 4096),
+    (1000, 1016, 520),
+    (1, 8, 8),
+    (129, 264, 72),
+    (3000, 2056, 1000),
+    (64, 4096, 8),
+    (8192, 256, 128),
+    (256, 512, 4104),
+]
 
 
 @pytest.mark.gpu(needs="sm_90+")
@@ -163,30 +186,36 @@ def test_matches_torch(mnk, dtype, ring):
 
 @pytest.mark.gpu(needs="sm_90+")
 @pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("mnk", [(1000, 1016, 520), (512, 256, 2048), (129, 264, 72)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize(
+    "mnk",
+    [(1000, 1016, 520), (512, 256, 2048), (129, 264, 72)],
+    ids=lambda s: "x".join(map(str, s)),
+)
 def test_every_stage_count_matches_torch(mnk, stages):
     for ring in tma_gemm.RINGS:
         cfg = tma_gemm.Config(stages=stages, ring=ring)
         for dtype in (torch.bfloat16, torch.float16):
-            verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c, cfg),
-                                 GemmProblem(*mnk, dtype))
+            verdict = check_gemm(
+                lambda a, b, c: tma_gemm.run(a, b, c, cfg), GemmProblem(*mnk, dtype)
+            )
             assert verdict.ok, (stages, ring, verdict)
 
 
 @pytest.mark.gpu(needs="sm_90+")
 def test_smaller_tiles_and_debug_mode_stay_correct():
-    for cfg in (tma_gemm.Config(tile_n=128, warps_n=2, stages=6),
-                tma_gemm.Config(debug_timeout_ms=1000)):
-        verdict = check_gemm(lambda a, b, c: tma_gemm.run(a, b, c, cfg),
-                             GemmProblem(777, 384, 1096))
+    for cfg in (
+        tma_gemm.Config(tile_n=128, warps_n=2, stages=6),
+        tma_gemm.Config(debug_timeout_ms=1000),
+    ):
+        verdict = check_gemm(
+            lambda a, b, c: tma_gemm.run(a, b, c, cfg), GemmProblem(777, 384, 1096)
+        )
         assert verdict.ok, (cfg, verdict)
 
 
 @pytest.mark.gpu(needs="sm_90+")
 def test_a_correct_kernel_passes_through_the_watchdog():
-    ok, text = isolated(check_tma_gemm, 512, 512, 1024, "bf16", tma_gemm.Config(),
-                        timeout_s=30)
+    ok, text = isolated(check_tma_gemm, 512, 512, 1024, "bf16", tma_gemm.Config(), timeout_s=30)
     assert ok, text
 
 
@@ -198,17 +227,25 @@ def test_buggy_kernels_hang_and_the_watchdog_says_so_in_bounded_time(bug):
     with pytest.raises(PipelineHang, match="did not finish within 10 s"):
         isolated(check_tma_gemm, 256, 256, 1024, "bf16", cfg, timeout_s=10)
     from course.runtime.watchdog import LAST_TIMING
+
     assert LAST_TIMING.launch < 10 + 12  # the kill itself is quick
     assert time.perf_counter() - start < 300
 
 
 @pytest.mark.gpu(needs="sm_90+")
-@pytest.mark.parametrize("bug, who, where", [
-    ("producer_parity", "warp 0 gave up after 200 ms", "empty[0] for parity 0: the producer"),
-    ("missing_arrive", "warp 0 gave up after 200 ms", "empty[0] for parity 0: the producer"),
-    ("thread_arrival_count", "warp 0 gave up after 200 ms", "empty[0] for parity 0: the "
-                                                             "producer"),
-    ("arrival_count", "gave up after 400 ms", "full[0] for parity 0: a consumer")])
+@pytest.mark.parametrize(
+    "bug, who, where",
+    [
+        ("producer_parity", "warp 0 gave up after 200 ms", "empty[0] for parity 0: the producer"),
+        ("missing_arrive", "warp 0 gave up after 200 ms", "empty[0] for parity 0: the producer"),
+        (
+            "thread_arrival_count",
+            "warp 0 gave up after 200 ms",
+            "empty[0] for parity 0: the producer",
+        ),
+        ("arrival_count", "gave up after 400 ms", "full[0] for parity 0: a consumer"),
+    ],
+)
 def test_debug_mode_names_the_barrier_that_never_completed(bug, who, where):
     """A stuck producer (warp 0) reports first: consumers wait twice as long."""
     cfg = tma_gemm.Config(stages=2, bug=bug, debug_timeout_ms=200)

@@ -1,4 +1,5 @@
 """Notebook 08's pictures and explorer: labelled, reactive, with a static rendering."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,9 +13,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _texts(fig):
-    return " ".join(t.get_text() for ax in fig.axes for t in [ax.title, ax.xaxis.label,
-                                                               ax.yaxis.label]) + \
-        " ".join(t.get_text() for t in fig.texts)
+    return " ".join(
+        t.get_text() for ax in fig.axes for t in [ax.title, ax.xaxis.label, ax.yaxis.label]
+    ) + " ".join(t.get_text() for t in fig.texts)
 
 
 def test_tensor_map_picture_is_labelled_and_marks_ragged_boxes():
@@ -37,7 +38,10 @@ def test_each_swizzle_mode_is_drawn_on_a_row_length_tma_accepts_for_it():
     fig = viz.swizzle_modes_picture()
     titles = [ax.title.get_text() for ax in fig.axes]
     assert [t.splitlines()[0] for t in titles] == [
-        "32B swizzle, 32-byte rows", "64B swizzle, 64-byte rows", "128B swizzle, 128-byte rows"]
+        "32B swizzle, 32-byte rows",
+        "64B swizzle, 64-byte rows",
+        "128B swizzle, 128-byte rows",
+    ]
     assert "(row // 4) mod 2" in titles[0] and "(row // 2) mod 4" in titles[1]
     for mode in (32, 64, 128):
         box = tensormap.tiled(64, mode // 2, box=(8, mode // 2), swizzle=mode)  # bf16 rows

@@ -2,6 +2,7 @@
 the CPU): its counts name what each kernel really contains, its comparison finds the
 differences, and a tutorial that cannot be compiled is reported, never dropped. NVIDIA's
 tutorials themselves are not available here, so they are not compiled."""
+
 import json
 from types import SimpleNamespace
 
@@ -32,8 +33,12 @@ def test_the_clc_pair_kernel_counts_clc_and_pair_mmas(course):
 def test_the_single_cta_kernel_counts_no_cluster_instructions(course):
     ptx = course["tcgen05_gemm"]["ptx"]
     assert ptx["tcgen05.mma cta_group::1"] >= 1 and ptx["tcgen05.mma cta_group::2"] == 0
-    for cls in ("clusterlaunchcontrol.try_cancel", "barrier.cluster.wait",
-                "TMA load multicast::cluster", "tcgen05.commit multicast"):
+    for cls in (
+        "clusterlaunchcontrol.try_cancel",
+        "barrier.cluster.wait",
+        "TMA load multicast::cluster",
+        "tcgen05.commit multicast",
+    ):
         assert ptx[cls] == 0, cls
     assert course["tcgen05_gemm"]["sass"]["UTC*MMA (tcgen05.mma, 1 CTA)"] >= 1
 
@@ -60,8 +65,10 @@ def test_compare_names_what_only_one_side_has(course):
 
 
 def test_the_gemm_kernel_of_a_module_is_the_one_with_the_mma():
-    ptx = (".visible .entry helper(\n ld.global.u32 %r1, [%rd1];\n}\n"
-           ".visible .entry gemm(\n tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1;\n}\n")
+    ptx = (
+        ".visible .entry helper(\n ld.global.u32 %r1, [%rd1];\n}\n"
+        ".visible .entry gemm(\n tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1;\n}\n"
+    )
     kernels = um.ptx_kernels(ptx)
     assert set(kernels) == {"helper", "gemm"}
     assert um.gemm_kernel(kernels, r"tcgen05\.mma") == "gemm"
@@ -69,13 +76,17 @@ def test_the_gemm_kernel_of_a_module_is_the_one_with_the_mma():
 
 
 def test_mbarrier_arrives_are_split_by_scope_and_expect_tx():
-    code = ("mbarrier.arrive.shared.b64 %rd1, [%r1];\n"
-            "mbarrier.arrive.shared::cluster.b64 _, [%r2], %r3;\n"
-            "mbarrier.arrive.expect_tx.shared.b64 %rd2, [%r4], %r5;\n"
-            "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [%r6], %r7;\n")
+    code = (
+        "mbarrier.arrive.shared.b64 %rd1, [%r1];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [%r2], %r3;\n"
+        "mbarrier.arrive.expect_tx.shared.b64 %rd2, [%r4], %r5;\n"
+        "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [%r6], %r7;\n"
+    )
     mix = um.ptx_mix(code)
-    assert [mix[f"mbarrier.arrive{k}"] for k in (" (local)", " (cluster)", ".expect_tx (local)",
-                                                  ".expect_tx (cluster)")] == [1, 1, 1, 1]
+    assert [
+        mix[f"mbarrier.arrive{k}"]
+        for k in (" (local)", " (cluster)", ".expect_tx (local)", ".expect_tx (cluster)")
+    ] == [1, 1, 1, 1]
 
 
 def test_stand_in_cluster_counts_follow_the_tutorials_cluster_shapes():

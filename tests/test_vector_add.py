@@ -1,4 +1,5 @@
 """notebook 00's kernel: compiled without a GPU everywhere, run and checked on a GPU."""
+
 import pytest
 import torch
 

@@ -1,6 +1,7 @@
 """A hint says what was observed before it guesses a cause: CuTe DSL's errors mapped to the
 slip that causes them, a wrong output described by its pattern, a guard that lets one lane
 through recognised however it is written."""
+
 import pytest
 import torch
 
@@ -31,8 +32,9 @@ def test_a_compile_error_is_named_by_the_slip_that_causes_it(id, fn, words):
 
 
 def test_an_error_points_at_the_line_of_the_learners_code():
-    report = kernel_check.run_checks(kernel_check.lookup("01.saxpy"), slips.saxpy__early_return,
-                                     gpu=False)
+    report = kernel_check.run_checks(
+        kernel_check.lookup("01.saxpy"), slips.saxpy__early_return, gpu=False
+    )
     assert "your code, line 8" in report.first_failure().detail  # `return`, counted from the def
 
 
@@ -44,19 +46,37 @@ def _saxpy(n=1000, alpha=1.7):
 HINTS = {"repeats": "BLOCK INDEX", "values": "VALUES"}
 
 
-@pytest.mark.parametrize("name,make,seen,hint", [
-    ("alpha on y", lambda x, y, a, r: a * y + x, "equals alpha * y + x", "alpha multiplies y"),
-    ("first block repeated", lambda x, y, a, r: r[torch.arange(r.numel()) % 256],
-     "i mod 256", "BLOCK INDEX"),
-    ("doubled", lambda x, y, a, r: 2 * r, "2 times the right value", "VALUES"),
-    ("tail never written", lambda x, y, a, r: torch.cat([r[:600], torch.full((400,), float("nan"),
-                                                                             dtype=r.dtype)]),
-     "400 of 1000 outputs were never written (every one of indices 600..999", "VALUES"),
-])
+@pytest.mark.parametrize(
+    "name,make,seen,hint",
+    [
+        ("alpha on y", lambda x, y, a, r: a * y + x, "equals alpha * y + x", "alpha multiplies y"),
+        (
+            "first block repeated",
+            lambda x, y, a, r: r[torch.arange(r.numel()) % 256],
+            "i mod 256",
+            "BLOCK INDEX",
+        ),
+        ("doubled", lambda x, y, a, r: 2 * r, "2 times the right value", "VALUES"),
+        (
+            "tail never written",
+            lambda x, y, a, r: torch.cat(
+                [r[:600], torch.full((400,), float("nan"), dtype=r.dtype)]
+            ),
+            "400 of 1000 outputs were never written (every one of indices 600..999",
+            "VALUES",
+        ),
+    ],
+)
 def test_a_wrong_output_is_described_before_a_cause_is_guessed(name, make, seen, hint):
     x, y, a, ref = _saxpy()
-    f = judge_output(name, make(x, y, a, ref).float(), ref, period=256,
-                     candidates=_wrong_formulas(x, y, a), wrong_hint=HINTS)
+    f = judge_output(
+        name,
+        make(x, y, a, ref).float(),
+        ref,
+        period=256,
+        candidates=_wrong_formulas(x, y, a),
+        wrong_hint=HINTS,
+    )
     assert f.status == kernel_check.FAIL
     assert seen in f.detail, f.detail
     assert hint in f.hint, f.hint
@@ -69,8 +89,15 @@ def test_a_gemm_that_drops_a_k_tile_or_the_edge_is_told_apart():
     class Config:
         tile_m, tile_n, tile_k = 128, 128, 64
 
-    short = judge_output("short", (a[:, :128] @ b[:, :128].T).float(), ref, tile=(128, 128),
-                         candidates=_k_tiles_missed(a, b, Config), wrong_hint="V", edge_hint="E")
+    short = judge_output(
+        "short",
+        (a[:, :128] @ b[:, :128].T).float(),
+        ref,
+        tile=(128, 128),
+        candidates=_k_tiles_missed(a, b, Config),
+        wrong_hint="V",
+        edge_hint="E",
+    )
     assert "without its last k-tile" in short.detail and "never multiplied" in short.hint
     edge = ref.clone()
     edge[128:, :] = 0
@@ -101,10 +128,17 @@ ALL_BUT_LANE0 = LANE0.replace("setp.ne.b32", "setp.eq.b32")
 UNGUARDED = "mbarrier.arrive.shared.b64 %rd3, [%r84], %r80;"
 
 
-@pytest.mark.parametrize("ptx,expected", [(ELECTED, "the elected lane"), (LANE0, "lane 0"),
-                                          (TID_MOD, "lane 0"), (ALL_BUT_LANE0, None),
-                                          (UNGUARDED, None)],
-                         ids=["elect.sync", "laneid == 0", "tid % 32 == 0", "laneid != 0", "none"])
+@pytest.mark.parametrize(
+    "ptx,expected",
+    [
+        (ELECTED, "the elected lane"),
+        (LANE0, "lane 0"),
+        (TID_MOD, "lane 0"),
+        (ALL_BUT_LANE0, None),
+        (UNGUARDED, None),
+    ],
+    ids=["elect.sync", "laneid == 0", "tid % 32 == 0", "laneid != 0", "none"],
+)
 def test_one_lane_is_read_from_the_guard_however_it_is_written(ptx, expected):
     lines = [ln.strip() for ln in ptx.splitlines()]
     i = next(k for k, ln in enumerate(lines) if ln.startswith("mbarrier"))

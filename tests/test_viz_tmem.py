@@ -1,4 +1,5 @@
 """The TMEM pictures render, labelled, from the course's data."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -23,8 +24,10 @@ def test_allocation_picture_names_each_block_and_the_warp_quarters():
 
 
 def test_ownership_picture_for_one_cta_and_a_pair():
-    for pairs, shape in ((epilogue_tmem_pairs(128), (128, 128)),
-                         (pair_tile_pairs(128), (256, 128))):
+    for pairs, shape in (
+        (epilogue_tmem_pairs(128), (128, 128)),
+        (pair_tile_pairs(128), (256, 128)),
+    ):
         fig = epilogue_ownership(pairs, shape, title="t", source="source: test")
         ax = _labelled(fig)
         image = ax.images[0].get_array()

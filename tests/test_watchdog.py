@@ -1,4 +1,5 @@
 """course.runtime.watchdog: a launch that hangs comes back as a clear error in bounded time."""
+
 import time
 
 import pytest
@@ -67,12 +68,19 @@ def test_a_script_without_a_main_guard_is_not_run_again_in_the_child(tmp_path):
     from course import ROOT
 
     script = tmp_path / "learner_script.py"
-    script.write_text("from course.runtime import watchdog\n"
-                      "print('script body ran')\n"
-                      "print(watchdog.isolated(watchdog.spin_wait, 0))\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(ROOT),
-                                                         "PATH": "/usr/bin:/bin"})
+    script.write_text(
+        "from course.runtime import watchdog\n"
+        "print('script body ran')\n"
+        "print(watchdog.isolated(watchdog.spin_wait, 0))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("script body ran") == 1, out.stdout
     assert "wait(parity=0) returned" in out.stdout

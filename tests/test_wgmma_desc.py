@@ -30,6 +30,10 @@ def test_wgmma_accumulator_matches_the_seed_store_mapping():
     assert len(owned) == 128
     for t in range(128):
         w, lane = divmod(t, 32)
-        expected = {(w * 16 + lane // 4 + dr, 16 * j + 2 * (lane % 4) + dc)
-                    for dr in (0, 8) for j in range(4) for dc in (0, 1, 8, 9)}
+        expected = {
+            (w * 16 + lane // 4 + dr, 16 * j + 2 * (lane % 4) + dc)
+            for dr in (0, 8)
+            for j in range(4)
+            for dc in (0, 1, 8, 9)
+        }
         assert owned[t] == expected

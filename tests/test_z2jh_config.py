@@ -5,6 +5,7 @@ chart's spawner, from the registry) asked for the pod each profile would start. 
 the command the pod runs (the image's start, which copies the notebooks), its image
 (a registry and a fixed version, pulled once), its GPU, its limits; the teacher's account
 written before the hub starts, and no hub without it; HTTPS; and the image's files."""
+
 import asyncio
 import os
 import sys
@@ -37,8 +38,9 @@ def helm_merge(defaults, values):
 def chart_values() -> dict:
     ours = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
     # --set-file hub.extraFiles.course-admin.stringData=course/tools/hub_admin.py
-    ours["hub"]["extraFiles"]["course-admin"]["stringData"] = \
-        (ROOT / "course" / "tools" / "hub_admin.py").read_text()
+    ours["hub"]["extraFiles"]["course-admin"]["stringData"] = (
+        ROOT / "course" / "tools" / "hub_admin.py"
+    ).read_text()
     merged = helm_merge(yaml.safe_load((CHART / "values.yaml").read_text()), ours)
     merged["Chart"] = {"Name": "jupyterhub", "Version": "4.4.0"}
     return merged
@@ -70,9 +72,14 @@ def run_chart_config(values: dict, folder: Path, env: dict):
     configure = AsyncHTTPClient.configure  # the chart picks pycurl's client: not needed here
     AsyncHTTPClient.configure = classmethod(lambda cls, *args, **kwargs: None)
     try:
-        exec(compile(source, "jupyterhub_config.py", "exec"),
-             {"get_config": lambda: config, "__file__": str(CHART / "jupyterhub_config.py"),
-              "__name__": "jupyterhub_config"})
+        exec(
+            compile(source, "jupyterhub_config.py", "exec"),
+            {
+                "get_config": lambda: config,
+                "__file__": str(CHART / "jupyterhub_config.py"),
+                "__name__": "jupyterhub_config",
+            },
+        )
     finally:
         AsyncHTTPClient.configure = configure
         os.chdir(saved_cwd)
@@ -88,8 +95,11 @@ def run_chart_config(values: dict, folder: Path, env: dict):
 def chart(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hub")
     values = chart_values()
-    config = run_chart_config(values, folder, {"COURSE_HUB_ADMIN": "teacher",
-                                               "COURSE_HUB_ADMIN_PASSWORD": "the teacher's secret"})
+    config = run_chart_config(
+        values,
+        folder,
+        {"COURSE_HUB_ADMIN": "teacher", "COURSE_HUB_ADMIN_PASSWORD": "the teacher's secret"},
+    )
     return values, config, folder
 
 
@@ -126,6 +136,7 @@ def pod_for(config, profile: str):
         spawner.user_options = {"profile": profile}
         await spawner.load_user_options()
         return await spawner.get_pod_manifest()
+
     return asyncio.run(build())
 
 
@@ -135,8 +146,11 @@ def test_the_pod_runs_the_images_start_which_copies_the_notebooks(chart):
     command = container.args or container.command
     assert command[0] == "/opt/course/hub/z2jh/start-singleuser.sh", command
     script = (HUB / "z2jh" / "start-singleuser.sh").read_text()
-    assert "course.tools.learner_copy --source /opt/course/notebooks --dest \"$HOME/course\"" \
-        in script and 'exec jupyterhub-singleuser' in script and script.rstrip().endswith('"$@"')
+    assert (
+        'course.tools.learner_copy --source /opt/course/notebooks --dest "$HOME/course"' in script
+        and "exec jupyterhub-singleuser" in script
+        and script.rstrip().endswith('"$@"')
+    )
     assert '"shell_command": ["/bin/bash"]' in script  # python in a terminal is the course's
     docker = (HUB / "z2jh" / "Dockerfile").read_text()
     assert 'CMD ["/opt/course/hub/z2jh/start-singleuser.sh"]' in docker
@@ -153,9 +167,10 @@ def test_the_image_comes_from_a_registry_at_a_fixed_version_pulled_once(chart):
     assert values["singleuser"]["startTimeout"] >= 600
 
 
-@pytest.mark.parametrize("profile, resource", [("gpu", "nvidia.com/gpu"),
-                                               ("mig", "nvidia.com/mig-1g.10gb"),
-                                               ("cpu", None)])
+@pytest.mark.parametrize(
+    "profile, resource",
+    [("gpu", "nvidia.com/gpu"), ("mig", "nvidia.com/mig-1g.10gb"), ("cpu", None)],
+)
 def test_each_profile_asks_for_its_gpu_and_the_limits(chart, profile, resource):
     _, config, _ = chart
     limits = pod_for(config, profile).spec.containers[0].resources.limits

@@ -13,6 +13,7 @@
 `--record` appends the result, with its provenance, to results/<family>.json and
 regenerates results/README.md. Recording is refused on a machine without a GPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,10 +50,13 @@ def cmd_ceilings(args) -> dict:
     _need_gpu("measuring the ceilings")
     data = ceilings.measure()
     print(f"{machine().describe()}")
-    print(f"  bf16 matmul (cuBLAS, n={data['matmul']['n']}): "
-          f"{data['matmul']['tflops']:.1f} TFLOP/s")
-    print(f"  device-to-device copy ({data['copy']['bytes'] / 2**30:.0f} GiB): "
-          f"{data['copy']['gbps']:.0f} GB/s (read + write)")
+    print(
+        f"  bf16 matmul (cuBLAS, n={data['matmul']['n']}): {data['matmul']['tflops']:.1f} TFLOP/s"
+    )
+    print(
+        f"  device-to-device copy ({data['copy']['bytes'] / 2**30:.0f} GiB): "
+        f"{data['copy']['gbps']:.0f} GB/s (read + write)"
+    )
     print(f"  ridge point: {data['ridge_flop_per_byte']:.0f} FLOP/byte")
     if args.record:
         results.record("ceilings", data)
@@ -74,15 +78,28 @@ def cmd_gemm(args) -> dict:
         checks.append(str(verdict))
         if not verdict.ok:
             sys.exit(f"refusing to time a wrong kernel: {verdict}")
-        res = benchmark_gemm(gemm, problem, args.kernel, rounds=args.rounds, reps=args.reps,
-                             graph=False if args.eager else "auto")
+        res = benchmark_gemm(
+            gemm,
+            problem,
+            args.kernel,
+            rounds=args.rounds,
+            reps=args.reps,
+            graph=False if args.eager else "auto",
+        )
         rows.append(res.as_dict())
-        print(f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
-              f"{res.cublas_tflops:7.1f} TFLOP/s | {pct_with_control(res.as_dict())} "
-              f"({res.samples} samples each, {res.input_sets} input sets, {res.method}"
-              f"{'; ' + describe_clock(res.sm_clock) if res.sm_clock else ''}) | {verdict}")
-    data = {"kernel": args.kernel, "dtype": args.dtype, "config": overrides, "checks": checks,
-            "results": rows}
+        print(
+            f"{problem}: {args.kernel} {res.kernel_tflops:7.1f} TFLOP/s | cuBLAS "
+            f"{res.cublas_tflops:7.1f} TFLOP/s | {pct_with_control(res.as_dict())} "
+            f"({res.samples} samples each, {res.input_sets} input sets, {res.method}"
+            f"{'; ' + describe_clock(res.sm_clock) if res.sm_clock else ''}) | {verdict}"
+        )
+    data = {
+        "kernel": args.kernel,
+        "dtype": args.dtype,
+        "config": overrides,
+        "checks": checks,
+        "results": rows,
+    }
     if args.record:
         results.record("gemm", data)
     return data
@@ -93,8 +110,15 @@ def cmd_stages(args) -> dict:
 
     _need_ladder_gpu(args.kernel, "sweeping stage counts")
     overrides = dict(_parse_override(o) for o in args.config)
-    data = stage_sweep.sweep(args.kernel, args.size, tuple(args.stages), DTYPES[args.dtype],
-                        rounds=args.rounds, reps=args.reps, **overrides)
+    data = stage_sweep.sweep(
+        args.kernel,
+        args.size,
+        tuple(args.stages),
+        DTYPES[args.dtype],
+        rounds=args.rounds,
+        reps=args.reps,
+        **overrides,
+    )
     print(f"{machine().describe()}: {args.kernel} at {args.size}^3 {args.dtype}")
     stage_sweep.print_rows(data)
     if args.record:
@@ -107,8 +131,9 @@ def cmd_clocks(args) -> dict:
 
     _need_ladder_gpu(args.kernel, "sampling the clock under load")
     configs = [dict(_parse_override(f) for f in c.split(",")) for c in args.configs]
-    data = clocks.measure(args.kernel, configs, args.size, args.rounds, args.reps,
-                          DTYPES[args.dtype])
+    data = clocks.measure(
+        args.kernel, configs, args.size, args.rounds, args.reps, DTYPES[args.dtype]
+    )
     print(machine().describe())
     clocks.print_summary(data)
     if args.record:
@@ -122,7 +147,9 @@ def cmd_tma(args) -> dict:
     _need_gpu("measuring TMA multicast")
     if not machine().can("sm_90+"):
         sys.exit(f"TMA multicast needs sm_90+; {machine().describe()}")
-    data = tma_multicast.measure(tiles=args.tiles, rounds=args.kernel_rounds, timing_rounds=args.rounds)
+    data = tma_multicast.measure(
+        tiles=args.tiles, rounds=args.kernel_rounds, timing_rounds=args.rounds
+    )
     print(machine().describe())
     tma_multicast.print_rows(data)
     if args.record:
@@ -142,8 +169,9 @@ def cmd_copies(args) -> dict:
     from course.bench import copy_bandwidth
 
     _need_gpu("benchmarking the copies")
-    data = copy_bandwidth.measure(nbytes=args.bytes, rounds=args.rounds, reps=args.reps,
-                          values=args.values)
+    data = copy_bandwidth.measure(
+        nbytes=args.bytes, rounds=args.rounds, reps=args.reps, values=args.values
+    )
     print(machine().describe())
     print(copy_bandwidth.table(data))
     print(f"best: {data['best']} at {data['best_pct_of_ceiling']:.1f}% of the copy ceiling")
@@ -162,8 +190,11 @@ def cmd_banks(args) -> int:
     print(bank_conflicts.table(data))
     if data["ncu_error"] and not args.no_ncu:
         args.recorded = False
-        print("\nnot recorded: the counters are the point of this benchmark "
-              "(pass --no-ncu to record timing and predictions only)", file=sys.stderr)
+        print(
+            "\nnot recorded: the counters are the point of this benchmark "
+            "(pass --no-ncu to record timing and predictions only)",
+            file=sys.stderr,
+        )
         return 2
     if args.record:
         results.record("bank_conflicts", data)
@@ -193,8 +224,11 @@ def cmd_table(args) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ceilings", help="measure matmul peak and copy bandwidth")
     p.add_argument("--record", action="store_true")
@@ -205,16 +239,26 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--reps", type=int, default=10)
-    p.add_argument("--eager", action="store_true",
-                   help="time eager launches only (default: CUDA-graph replays for "
-                        "problems under 7e10 FLOP, eager launches above)")
-    p.add_argument("--config", nargs="*", default=[], metavar="FIELD=VALUE",
-                   help="override fields of the kernel's Config, e.g. stages=3 tile_n=256")
+    p.add_argument(
+        "--eager",
+        action="store_true",
+        help="time eager launches only (default: CUDA-graph replays for "
+        "problems under 7e10 FLOP, eager launches above)",
+    )
+    p.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override fields of the kernel's Config, e.g. stages=3 tile_n=256",
+    )
     p.add_argument("--record", action="store_true")
     p.set_defaults(fn=cmd_gemm)
     p = sub.add_parser("copies", help="notebook 04: every copy variant vs the copy ceiling")
     p.add_argument("--bytes", type=int, default=2**30)
-    p.add_argument("--values", type=int, default=4, help="128-bit atoms per thread (tiled, cp_async)")
+    p.add_argument(
+        "--values", type=int, default=4, help="128-bit atoms per thread (tiled, cp_async)"
+    )
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--record", action="store_true")
@@ -247,8 +291,13 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_tma)
     p = sub.add_parser("clocks", help="paired rounds with the SM clock and power sampled (NVML)")
     p.add_argument("--kernel", required=True)
-    p.add_argument("--configs", nargs="+", required=True, metavar="FIELD=VALUE[,FIELD=VALUE]",
-                   help="one contender per item, e.g. preset=persistent")
+    p.add_argument(
+        "--configs",
+        nargs="+",
+        required=True,
+        metavar="FIELD=VALUE[,FIELD=VALUE]",
+        help="one contender per item, e.g. preset=persistent",
+    )
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--rounds", type=int, default=12)

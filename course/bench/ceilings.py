@@ -8,6 +8,7 @@ numbers, drawn beside these):
     written, GB/s (10^9 bytes per second).
 Together they draw the roofline every later notebook places its kernels on.
 """
+
 from __future__ import annotations
 
 import torch
@@ -15,15 +16,21 @@ import torch
 from course.bench.timing import Timing, alternating
 
 
-def matmul_peak(n: int = 8192, dtype: torch.dtype = torch.bfloat16, rounds: int = 6,
-                reps: int = 10) -> dict:
+def matmul_peak(
+    n: int = 8192, dtype: torch.dtype = torch.bfloat16, rounds: int = 6, reps: int = 10
+) -> dict:
     """Median TFLOP/s of cuBLAS on n x n x n random matrices."""
     a, b = (torch.randn(n, n, device="cuda").to(dtype) for _ in range(2))
     c = torch.empty(n, n, device="cuda", dtype=dtype)
     t: Timing = alternating({"mm": [lambda: torch.mm(a, b, out=c)]}, rounds, reps)["mm"]
-    return {"n": n, "dtype": str(dtype).replace("torch.", ""),
-            "median_ms": t.median_ms, "tflops": 2 * n**3 / t.median_ms / 1e9,
-            "spread": round(t.spread, 4), "samples": len(t.samples_ms)}
+    return {
+        "n": n,
+        "dtype": str(dtype).replace("torch.", ""),
+        "median_ms": t.median_ms,
+        "tflops": 2 * n**3 / t.median_ms / 1e9,
+        "spread": round(t.spread, 4),
+        "samples": len(t.samples_ms),
+    }
 
 
 def copy_bandwidth(nbytes: int = 2**30, rounds: int = 6, reps: int = 10) -> dict:
@@ -31,9 +38,13 @@ def copy_bandwidth(nbytes: int = 2**30, rounds: int = 6, reps: int = 10) -> dict
     src = torch.randn(nbytes // 4, device="cuda")
     dst = torch.empty_like(src)
     t: Timing = alternating({"copy": [lambda: dst.copy_(src)]}, rounds, reps)["copy"]
-    return {"bytes": nbytes, "median_ms": t.median_ms,
-            "gbps": 2 * nbytes / t.median_ms / 1e6, "spread": round(t.spread, 4),
-            "samples": len(t.samples_ms)}
+    return {
+        "bytes": nbytes,
+        "median_ms": t.median_ms,
+        "gbps": 2 * nbytes / t.median_ms / 1e6,
+        "spread": round(t.spread, 4),
+        "samples": len(t.samples_ms),
+    }
 
 
 def measure() -> dict:

@@ -18,6 +18,7 @@ NVML's clock reading moves in steps tens of milliseconds apart (on the H100 it s
 same across several 12 ms rounds), so a round must be long enough to own its samples: hence
 rounds of 100 launches by default, and a cycle ratio that is coarser than the time ratio.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,13 @@ from dataclasses import dataclass, field
 from course.bench.timing import spread
 
 # NVML clock-event reason bits (nvmlClocksEventReason*): what holds the clock below its top
-REASONS = {0x4: "power cap", 0x8: "hardware slowdown", 0x20: "thermal (software)",
-           0x40: "thermal (hardware)", 0x80: "power brake"}
+REASONS = {
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x20: "thermal (software)",
+    0x40: "thermal (hardware)",
+    0x80: "power brake",
+}
 POWER_CAP, THERMAL = 0x4 | 0x80, 0x20 | 0x40 | 0x8
 
 
@@ -62,8 +68,10 @@ class ClockSampler:
         pynvml.nvmlInit()
         self._nvml = pynvml
         self._handle = _nvml_handle(pynvml, self.device)
-        self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        self._reasons = (
+            getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -77,9 +85,14 @@ class ClockSampler:
     def _run(self):
         nv, h = self._nvml, self._handle
         while not self._stop.is_set():
-            self.samples.append(Sample(time.perf_counter(),
-                                       nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
-                                       nv.nvmlDeviceGetPowerUsage(h) / 1000, self._reasons(h)))
+            self.samples.append(
+                Sample(
+                    time.perf_counter(),
+                    nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                    nv.nvmlDeviceGetPowerUsage(h) / 1000,
+                    self._reasons(h),
+                )
+            )
             time.sleep(self.period_s)
 
     def between(self, start: float, end: float) -> list[Sample]:
@@ -92,9 +105,14 @@ class ClockSampler:
         if not self.samples:
             return {}
         mhz = [s.mhz for s in self.samples]
-        return {"median_mhz": statistics.median(mhz), "min_mhz": min(mhz), "max_mhz": max(mhz),
-                "power_capped": round(sum(bool(s.reasons & POWER_CAP) for s in self.samples)
-                                      / len(self.samples), 3)}
+        return {
+            "median_mhz": statistics.median(mhz),
+            "min_mhz": min(mhz),
+            "max_mhz": max(mhz),
+            "power_capped": round(
+                sum(bool(s.reasons & POWER_CAP) for s in self.samples) / len(self.samples), 3
+            ),
+        }
 
 
 @contextlib.contextmanager
@@ -116,9 +134,11 @@ def describe_clock(clock: dict) -> str:
     """'SM clock 1560 MHz (1335-1980), power-capped in 83% of samples', or ''."""
     if not clock:
         return ""
-    return (f"SM clock {clock['median_mhz']:.0f} MHz ({clock['min_mhz']:.0f}-"
-            f"{clock['max_mhz']:.0f}), power-capped in {100 * clock['power_capped']:.0f}% "
-            "of samples")
+    return (
+        f"SM clock {clock['median_mhz']:.0f} MHz ({clock['min_mhz']:.0f}-"
+        f"{clock['max_mhz']:.0f}), power-capped in {100 * clock['power_capped']:.0f}% "
+        "of samples"
+    )
 
 
 def _nvml_handle(pynvml, device: int):
@@ -143,45 +163,61 @@ def summarize_rounds(rounds: list[dict]) -> dict[str, dict]:
         mine = [r for r in rounds if r["name"] == name and r["mhz"] is not None]
         ms = statistics.median(r["ms"] for r in mine)
         mhz = statistics.median(r["mhz"] for r in mine)
-        out[name] = {"ms": ms, "mhz": mhz, "mcycles": ms * mhz / 1e3,
-                     "watts": statistics.fmean(r["watts"] for r in mine),
-                     "power_capped": statistics.fmean(r["capped"] for r in mine),
-                     "thermal": statistics.fmean(r["thermal"] for r in mine),
-                     "rounds": len(mine)}
+        out[name] = {
+            "ms": ms,
+            "mhz": mhz,
+            "mcycles": ms * mhz / 1e3,
+            "watts": statistics.fmean(r["watts"] for r in mine),
+            "power_capped": statistics.fmean(r["capped"] for r in mine),
+            "thermal": statistics.fmean(r["thermal"] for r in mine),
+            "rounds": len(mine),
+        }
     return out
 
 
-def paired_pct(rounds: list[dict], name: str, reference: str = "cublas",
-               cycles: bool = False) -> tuple[float, float, float]:
+def paired_pct(
+    rounds: list[dict], name: str, reference: str = "cublas", cycles: bool = False
+) -> tuple[float, float, float]:
     """(median, lowest, highest) of 100 x reference / `name` per round pair: in time, or
     (`cycles`) in clock cycles, time x clock, which a clock difference cannot move."""
+
     def cost(r):
         return r["ms"] * r["mhz"] if cycles else r["ms"]
 
     ref = [r for r in rounds if r["name"] == reference and r["mhz"] is not None]
     mine = [r for r in rounds if r["name"] == name and r["mhz"] is not None]
     by_round = {r["round"]: r for r in ref}
-    return spread([100 * cost(by_round[r["round"]]) / cost(r) for r in mine
-                   if r["round"] in by_round])
+    return spread(
+        [100 * cost(by_round[r["round"]]) / cost(r) for r in mine if r["round"] in by_round]
+    )
 
 
 def _round_record(name: str, index: int, ms: list[float], got: list[Sample]) -> dict:
-    return {"name": name, "round": index, "ms": statistics.median(ms),
-            "mhz": statistics.median(s.mhz for s in got) if got else None,
-            "watts": statistics.fmean(s.watts for s in got) if got else 0.0,
-            "capped": sum(bool(s.reasons & POWER_CAP) for s in got) / max(len(got), 1),
-            "thermal": sum(bool(s.reasons & THERMAL) for s in got) / max(len(got), 1),
-            "samples": len(got)}
+    return {
+        "name": name,
+        "round": index,
+        "ms": statistics.median(ms),
+        "mhz": statistics.median(s.mhz for s in got) if got else None,
+        "watts": statistics.fmean(s.watts for s in got) if got else 0.0,
+        "capped": sum(bool(s.reasons & POWER_CAP) for s in got) / max(len(got), 1),
+        "thermal": sum(bool(s.reasons & THERMAL) for s in got) / max(len(got), 1),
+        "samples": len(got),
+    }
 
 
-def measure(kernel: str, configs: list[dict], size: int = 4096, rounds: int = 12,
-            reps: int = 100, dtype=None) -> dict:
+def measure(
+    kernel: str,
+    configs: list[dict],
+    size: int = 4096,
+    rounds: int = 12,
+    reps: int = 100,
+    dtype=None,
+) -> dict:
     """Alternating rounds of cuBLAS, each configuration of `kernel`, and cuBLAS again,
     every result checked against torch first; returns per-round and summary records."""
     import torch
 
-    from course.bench.gemm_bench import (RotatingInputs, check_gemm, cublas, prepare,
-                                         problem_for)
+    from course.bench.gemm_bench import RotatingInputs, check_gemm, cublas, prepare, problem_for
     from course.bench.timing import alternating
 
     problem = problem_for(kernel, size, size, size, dtype or torch.bfloat16)
@@ -196,9 +232,11 @@ def measure(kernel: str, configs: list[dict], size: int = 4096, rounds: int = 12
     contenders["control"] = calls(cublas)
     per_round: list[dict] = []
     with ClockSampler() as sampler:
+
         def round_done(name, start, end, ms):
             index = sum(r["name"] == name for r in per_round)
             per_round.append(_round_record(name, index, ms, sampler.between(start, end)))
+
         alternating(contenders, rounds, reps, round_done=round_done)
     summary = summarize_rounds(per_round)
     for name, row in summary.items():
@@ -206,8 +244,15 @@ def measure(kernel: str, configs: list[dict], size: int = 4096, rounds: int = 12
         if name != "cublas":
             row["pct_of_cublas"] = paired_pct(per_round, name)
             row["pct_of_cublas_in_cycles"] = paired_pct(per_round, name, cycles=True)
-    return {"kernel": kernel, "problem": str(problem), "rounds": rounds, "reps": reps,
-            "configs": [label(c) for c in configs], "summary": summary, "per_round": per_round}
+    return {
+        "kernel": kernel,
+        "problem": str(problem),
+        "rounds": rounds,
+        "reps": reps,
+        "configs": [label(c) for c in configs],
+        "summary": summary,
+        "per_round": per_round,
+    }
 
 
 def label(config: dict) -> str:
@@ -218,12 +263,16 @@ def print_summary(data: dict) -> None:
     """One line per contender: time, clock, cycles, power, and the ratio to cuBLAS both in
     time and in cycles (the part of the difference that is not the clock's)."""
     print(f"{data['problem']}, {data['rounds']} alternating rounds of {data['reps']} launches:")
-    print(f"  {'contender':34s} {'ms':>7} {'TFLOP/s':>8} {'SM MHz':>7} {'Mcycles':>8} "
-          f"{'W':>5} {'capped':>7}  % of cuBLAS per round, median (range): time | cycles")
+    print(
+        f"  {'contender':34s} {'ms':>7} {'TFLOP/s':>8} {'SM MHz':>7} {'Mcycles':>8} "
+        f"{'W':>5} {'capped':>7}  % of cuBLAS per round, median (range): time | cycles"
+    )
     for name, r in data["summary"].items():
         pct = ""
         if "pct_of_cublas" in r:
             t, c = r["pct_of_cublas"], r["pct_of_cublas_in_cycles"]
             pct = f"{t[0]:6.1f} ({t[1]:.1f}-{t[2]:.1f}) | {c[0]:6.1f} ({c[1]:.1f}-{c[2]:.1f})"
-        print(f"  {name:34s} {r['ms']:7.3f} {r['tflops']:8.1f} {r['mhz']:7.0f} "
-              f"{r['mcycles']:8.3f} {r['watts']:5.0f} {100 * r['power_capped']:6.0f}%  {pct}")
+        print(
+            f"  {name:34s} {r['ms']:7.3f} {r['tflops']:8.1f} {r['mhz']:7.0f} "
+            f"{r['mcycles']:8.3f} {r['watts']:5.0f} {100 * r['power_capped']:6.0f}%  {pct}"
+        )

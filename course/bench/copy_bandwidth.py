@@ -6,6 +6,7 @@ output NaN-poisoned first); then all of them and torch's own device-to-device co
 process, so the percentages compare like with like. Bandwidth counts bytes read plus
 bytes written, in GB/s (10^9 bytes per second).
 """
+
 from __future__ import annotations
 
 import torch
@@ -61,17 +62,28 @@ def measure(nbytes: int = 2**30, rounds: int = 6, reps: int = 10, values: int = 
     for c in cfgs:
         t = timings[c.variant]
         gbps = 2 * nbytes / t.median_ms / 1e6
-        rows.append({"variant": c.variant, "threads_per_block": c.threads_per_block,
-                     "values": c.values if c.variant in ("tiled", "cp_async") else None,
-                     "median_ms": t.median_ms, "gbps": gbps,
-                     "pct_of_ceiling": 100 * gbps / ceiling, "spread": round(t.spread, 4),
-                     "samples": len(t.samples_ms),
-                     "checks": [str(v) for v in checks[c.variant]]})
+        rows.append(
+            {
+                "variant": c.variant,
+                "threads_per_block": c.threads_per_block,
+                "values": c.values if c.variant in ("tiled", "cp_async") else None,
+                "median_ms": t.median_ms,
+                "gbps": gbps,
+                "pct_of_ceiling": 100 * gbps / ceiling,
+                "spread": round(t.spread, 4),
+                "samples": len(t.samples_ms),
+                "checks": [str(v) for v in checks[c.variant]],
+            }
+        )
     best = max(rows, key=lambda r: r["gbps"])
-    return {"bytes": nbytes, "ceiling_gbps": ceiling,
-            "ceiling_spread": round(timings[CEILING].spread, 4),
-            "best": best["variant"], "best_pct_of_ceiling": best["pct_of_ceiling"],
-            "variants": rows}
+    return {
+        "bytes": nbytes,
+        "ceiling_gbps": ceiling,
+        "ceiling_spread": round(timings[CEILING].spread, 4),
+        "best": best["variant"],
+        "best_pct_of_ceiling": best["pct_of_ceiling"],
+        "variants": rows,
+    }
 
 
 def table(data: dict) -> str:
@@ -80,13 +92,16 @@ def table(data: dict) -> str:
     can be read against the noise of both timings."""
     lines = [f"{'variant':10s} {'GB/s':>8s} {'% of ceiling':>13s} {'ms':>9s} {'spread':>7s}"]
     for r in data["variants"]:
-        lines.append(f"{r['variant']:10s} {r['gbps']:8.0f} {r['pct_of_ceiling']:12.1f}% "
-                     f"{r['median_ms']:9.3f} {100 * r['spread']:6.2f}%")
-    spread = (f"{100 * data['ceiling_spread']:6.2f}%" if "ceiling_spread" in data
-              else f"{'-':>7s}")
-    lines.append(f"{'ceiling':10s} {data['ceiling_gbps']:8.0f} {'100.0':>12s}% "
-                 f"{2 * data['bytes'] / data['ceiling_gbps'] / 1e6:9.3f} {spread}   "
-                 f"(torch copy_ of {data['bytes'] / 2**30:.2f} GiB, read + write, same rounds)")
+        lines.append(
+            f"{r['variant']:10s} {r['gbps']:8.0f} {r['pct_of_ceiling']:12.1f}% "
+            f"{r['median_ms']:9.3f} {100 * r['spread']:6.2f}%"
+        )
+    spread = f"{100 * data['ceiling_spread']:6.2f}%" if "ceiling_spread" in data else f"{'-':>7s}"
+    lines.append(
+        f"{'ceiling':10s} {data['ceiling_gbps']:8.0f} {'100.0':>12s}% "
+        f"{2 * data['bytes'] / data['ceiling_gbps'] / 1e6:9.3f} {spread}   "
+        f"(torch copy_ of {data['bytes'] / 2**30:.2f} GiB, read + write, same rounds)"
+    )
     return "\n".join(lines)
 
 
@@ -98,12 +113,17 @@ def above_ceiling(data: dict) -> str | None:
         return None
     edge = best["pct_of_ceiling"] - 100
     noise = max(best["spread"], data.get("ceiling_spread", 0.0)) * 100
-    verdict = ("within the larger of the two spreads: a tie, within the noise" if edge <= noise
-               else f"more than either spread, so in this run {best['variant']} was measurably, "
-                    "if only slightly, faster than torch's copy_")
-    return (f"Above 100%: {best['variant']} is {edge:.1f}% past the ceiling. The ceiling is not "
-            f"the DRAM's limit but torch's copy_ (for a contiguous tensor, CUDA's device-to-device "
-            f"memcpy), timed in the same alternating rounds on the same "
-            f"{data['bytes'] / 2**30:.2f} GiB. The spreads (interquartile range / median) of the "
-            f"two timings are {100 * best['spread']:.2f}% ({best['variant']}) and "
-            f"{100 * data.get('ceiling_spread', 0.0):.2f}% (ceiling); {edge:.1f}% is {verdict}.")
+    verdict = (
+        "within the larger of the two spreads: a tie, within the noise"
+        if edge <= noise
+        else f"more than either spread, so in this run {best['variant']} was measurably, "
+        "if only slightly, faster than torch's copy_"
+    )
+    return (
+        f"Above 100%: {best['variant']} is {edge:.1f}% past the ceiling. The ceiling is not "
+        f"the DRAM's limit but torch's copy_ (for a contiguous tensor, CUDA's device-to-device "
+        f"memcpy), timed in the same alternating rounds on the same "
+        f"{data['bytes'] / 2**30:.2f} GiB. The spreads (interquartile range / median) of the "
+        f"two timings are {100 * best['spread']:.2f}% ({best['variant']}) and "
+        f"{100 * data.get('ceiling_spread', 0.0):.2f}% (ceiling); {edge:.1f}% is {verdict}."
+    )

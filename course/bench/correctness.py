@@ -8,6 +8,7 @@ The rules every kernel check in the course follows:
     chosen by the output dtype (the rounding of the stored result dominates);
   * any NaN or Inf in the output fails, whatever the error norm says.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,8 +83,9 @@ class Check:
         return f"{verdict} {self.what}: {detail}"
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, what: str = "",
-            tol: float | None = None) -> Check:
+def compare(
+    out: torch.Tensor, ref: torch.Tensor, what: str = "", tol: float | None = None
+) -> Check:
     """Judge `out` against the float64 reference `ref`."""
     o = out.detach().cpu()
     if o.dtype.is_floating_point:
@@ -93,12 +95,18 @@ def compare(out: torch.Tensor, ref: torch.Tensor, what: str = "",
         unwritten = int((o == max(INT_POISON, torch.iinfo(o.dtype).min)).sum())
         nonfinite = 0
     err = relative_error(out, ref)
-    return Check(what or f"{tuple(out.shape)} {out.dtype}", err,
-                 tolerance(out.dtype) if tol is None else tol, unwritten, nonfinite)
+    return Check(
+        what or f"{tuple(out.shape)} {out.dtype}",
+        err,
+        tolerance(out.dtype) if tol is None else tol,
+        unwritten,
+        nonfinite,
+    )
 
 
-def assert_close(out: torch.Tensor, ref: torch.Tensor, what: str = "",
-                 tol: float | None = None) -> Check:
+def assert_close(
+    out: torch.Tensor, ref: torch.Tensor, what: str = "", tol: float | None = None
+) -> Check:
     """compare(), raising AssertionError with the verdict when it fails."""
     verdict = compare(out, ref, what, tol)
     if not verdict.ok:
@@ -106,10 +114,13 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, what: str = "",
     return verdict
 
 
-def random_like_inputs(shape: tuple[int, ...], dtype: torch.dtype, device: str | torch.device,
-                       generator: torch.Generator | None = None) -> torch.Tensor:
+def random_like_inputs(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: str | torch.device,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Fresh standard-normal data (uniform small integers for integer dtypes)."""
     if dtype.is_floating_point:
-        return torch.randn(shape, dtype=torch.float32, device=device,
-                           generator=generator).to(dtype)
+        return torch.randn(shape, dtype=torch.float32, device=device, generator=generator).to(dtype)
     return torch.randint(-8, 8, shape, dtype=dtype, device=device, generator=generator)

@@ -10,6 +10,7 @@ provides `prepare(problem)` returning one (compiling once). The ladder's entries
 are listed in LADDER (from kernels/ladder.py, plain data), imported lazily so this module
 loads without CuTe DSL.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -61,11 +62,13 @@ class GemmProblem:
 
     def operands(self, device="cuda", generator=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Fresh random A (M,K) and B (N,K) as logical views with the declared majors."""
+
         def make(rows, cols, major_is_rows):
             if major_is_rows:  # contiguous along the first logical mode
                 t = torch.randn(cols, rows, device=device, generator=generator).to(self.dtype)
                 return t.t()
             return torch.randn(rows, cols, device=device, generator=generator).to(self.dtype)
+
         return make(self.m, self.k, self.a_major == "m"), make(self.n, self.k, self.b_major == "n")
 
     def output(self, device="cuda") -> torch.Tensor:
@@ -128,9 +131,11 @@ class PairedResult:
         return standing(self.pct_of_cublas, self.rounds_pct, self.control_pct)
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "pct_of_cublas": round(self.pct_of_cublas, 1),
-                "standing": self.standing}
-
+        return {
+            **self.__dict__,
+            "pct_of_cublas": round(self.pct_of_cublas, 1),
+            "standing": self.standing,
+        }
 
 
 class RotatingInputs:
@@ -153,8 +158,15 @@ class RotatingInputs:
 GRAPH_BELOW_FLOPS = 7e10
 
 
-def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", rounds: int = 10,
-                   reps: int = 10, warmup: int = 5, graph: bool | str = "auto") -> PairedResult:
+def benchmark_gemm(
+    gemm: Gemm,
+    problem: GemmProblem,
+    name: str = "kernel",
+    rounds: int = 10,
+    reps: int = 10,
+    warmup: int = 5,
+    graph: bool | str = "auto",
+) -> PairedResult:
     """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds.
 
     With `graph`, each sample is one replay of a CUDA graph holding one launch per
@@ -180,20 +192,36 @@ def benchmark_gemm(gemm: Gemm, problem: GemmProblem, name: str = "kernel", round
         timing.samples_ms = [ms / launches for ms in timing.samples_ms]
     k, c = t["kernel"], t["cublas"]
     method = f"cuda-graph ({launches} launches per replay)" if graph else "eager"
-    return PairedResult(str(problem), name, k.median_ms, c.median_ms,
-                        problem.flops / k.median_ms / 1e9, problem.flops / c.median_ms / 1e9,
-                        round(k.spread, 4), round(c.spread, 4), sets, len(k.samples_ms), method,
-                        round_ratios(c, k, reps), round_ratios(c, t["control"], reps),
-                        sampler.summary() if sampler else {})
+    return PairedResult(
+        str(problem),
+        name,
+        k.median_ms,
+        c.median_ms,
+        problem.flops / k.median_ms / 1e9,
+        problem.flops / c.median_ms / 1e9,
+        round(k.spread, 4),
+        round(c.spread, 4),
+        sets,
+        len(k.samples_ms),
+        method,
+        round_ratios(c, k, reps),
+        round_ratios(c, t["control"], reps),
+        sampler.summary() if sampler else {},
+    )
 
 
 # name -> (import path of prepare(problem) -> Gemm, what it needs, one-line title): cuBLAS
 # against itself, then every GEMM of the one ladder registry (kernels/ladder.py)
 LADDER: dict[str, tuple[str, str, str]] = {
-    "cublas": ("course.bench.gemm_bench:prepare_cublas", "gpu",
-               "cuBLAS against itself: the harness's self-check (should read ~100%)"),
-    **{g.name: (f"kernels.{g.module}:prepare", g.needs, f"notebook {g.notebook:02d}: {g.title}")
-       for g in ladder.GEMMS},
+    "cublas": (
+        "course.bench.gemm_bench:prepare_cublas",
+        "gpu",
+        "cuBLAS against itself: the harness's self-check (should read ~100%)",
+    ),
+    **{
+        g.name: (f"kernels.{g.module}:prepare", g.needs, f"notebook {g.notebook:02d}: {g.title}")
+        for g in ladder.GEMMS
+    },
 }
 
 # The operand majors a ladder kernel is benchmarked with (default: both K-major).
@@ -203,8 +231,14 @@ MAJORS: dict[str, tuple[str, str]] = {
 }
 
 
-def problem_for(name: str, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16,
-                out_dtype: torch.dtype | None = None) -> GemmProblem:
+def problem_for(
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype = torch.bfloat16,
+    out_dtype: torch.dtype | None = None,
+) -> GemmProblem:
     """The GemmProblem ladder kernel `name` is measured on (its operand majors)."""
     a_major, b_major = MAJORS.get(name, ("k", "k"))
     return GemmProblem(m, n, k, dtype, out_dtype, a_major=a_major, b_major=b_major)

@@ -12,6 +12,7 @@ the profiler's own `==PROF==` lines and whatever the application prints. Failure
 (no ncu, no permission to read counters, an unknown metric, no kernel matched) raise
 `NcuError` with a message that says what to do.
 """
+
 from __future__ import annotations
 
 import csv
@@ -43,9 +44,11 @@ def find_ncu() -> str | None:
     found = shutil.which("ncu")
     if found:
         return found
-    candidates = ["/usr/local/cuda/bin/ncu",  # then the newest versioned installs
-                  *sorted(glob.glob("/usr/local/cuda-*/bin/ncu"), reverse=True),
-                  *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)]
+    candidates = [
+        "/usr/local/cuda/bin/ncu",  # then the newest versioned installs
+        *sorted(glob.glob("/usr/local/cuda-*/bin/ncu"), reverse=True),
+        *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True),
+    ]
     for c in candidates:
         if Path(c).exists():
             return c
@@ -67,8 +70,19 @@ def version(ncu: str | None = None) -> str | None:
 
 def command(ncu: str, metrics: Sequence[str], kernel_regex: str, argv: Sequence[str]) -> list[str]:
     """The ncu command line that profiles kernels matching `kernel_regex` in `argv`."""
-    return [ncu, "--csv", "--print-units", "base", "--target-processes", "all",
-            "--metrics", ",".join(metrics), "--kernel-name", f"regex:{kernel_regex}", *argv]
+    return [
+        ncu,
+        "--csv",
+        "--print-units",
+        "base",
+        "--target-processes",
+        "all",
+        "--metrics",
+        ",".join(metrics),
+        "--kernel-name",
+        f"regex:{kernel_regex}",
+        *argv,
+    ]
 
 
 @dataclass
@@ -93,11 +107,14 @@ def _number(text: str) -> float | None:
 def parse_csv(text: str) -> list[Launch]:
     """The launches in `ncu --csv` output (details page: one row per launch and metric)."""
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    header_at = next((i for i, ln in enumerate(lines)
-                      if '"Metric Name"' in ln and '"Metric Value"' in ln), None)
+    header_at = next(
+        (i for i, ln in enumerate(lines) if '"Metric Name"' in ln and '"Metric Value"' in ln), None
+    )
     if header_at is None:
-        raise NcuError("ncu printed no CSV table (no line with \"Metric Name\" and "
-                       "\"Metric Value\"): did any kernel match, and did ncu run at all?")
+        raise NcuError(
+            'ncu printed no CSV table (no line with "Metric Name" and '
+            '"Metric Value"): did any kernel match, and did ncu run at all?'
+        )
     rows = csv.DictReader(io.StringIO("\n".join(lines[header_at:])))
     launches: dict[int, Launch] = {}
     for row in rows:
@@ -118,32 +135,48 @@ def explain(returncode: int, output: str) -> str:
     """A one-paragraph reason for an ncu failure, from its output."""
     text = output or ""
     if "ERR_NVGPUCTRPERM" in text or "permission" in text.lower():
-        return ("ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). Run "
-                "as root, or allow profiling for all users (NVreg_RestrictProfilingToAdminUsers=0) "
-                "and reload the driver.")
+        return (
+            "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). Run "
+            "as root, or allow profiling for all users (NVreg_RestrictProfilingToAdminUsers=0) "
+            "and reload the driver."
+        )
     for marker in ("Failed to find metric", "unknown metric", "Invalid metric", "not available"):
         if marker.lower() in text.lower():
-            return (f"ncu does not know one of the metrics on this GPU ({marker!r}). List the "
-                    "shared-memory ones with `ncu --query-metrics | grep shared`.")
+            return (
+                f"ncu does not know one of the metrics on this GPU ({marker!r}). List the "
+                "shared-memory ones with `ncu --query-metrics | grep shared`."
+            )
     if "No kernels were profiled" in text:
         return "ncu ran but profiled no kernel: the kernel-name filter matched nothing."
     tail = "\n".join(text.strip().splitlines()[-15:])
     return f"ncu exited with status {returncode}. Its last lines:\n{tail}"
 
 
-def profile(argv: Sequence[str], kernel_regex: str,
-            metrics: Sequence[str] = tuple(SHARED_LOAD_METRICS.values()),
-            timeout: float = 900, env: dict | None = None,
-            cwd: str | None = None) -> list[Launch]:
+def profile(
+    argv: Sequence[str],
+    kernel_regex: str,
+    metrics: Sequence[str] = tuple(SHARED_LOAD_METRICS.values()),
+    timeout: float = 900,
+    env: dict | None = None,
+    cwd: str | None = None,
+) -> list[Launch]:
     """Run `argv` under ncu and return every matching launch's metrics (in launch order)."""
     ncu = find_ncu()
     if ncu is None:
-        raise NcuError("Nsight Compute (ncu) was not found: put it on PATH, set COURSE_NCU, or "
-                       "install it with the CUDA toolkit (/usr/local/cuda/bin/ncu).")
+        raise NcuError(
+            "Nsight Compute (ncu) was not found: put it on PATH, set COURSE_NCU, or "
+            "install it with the CUDA toolkit (/usr/local/cuda/bin/ncu)."
+        )
     cmd = command(ncu, metrics, kernel_regex, argv)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                              env={**os.environ, **(env or {})})
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+        )
     except subprocess.TimeoutExpired as exc:
         raise NcuError(f"ncu did not finish in {timeout:.0f} s: {' '.join(cmd)}") from exc
     output = done.stdout + "\n" + done.stderr
@@ -155,6 +188,5 @@ def profile(argv: Sequence[str], kernel_regex: str,
         raise NcuError(f"{exc}\n{explain(done.returncode, output)}") from None
     missing = [m for m in metrics if launches and m not in launches[0].metrics]
     if missing:
-        raise NcuError(f"ncu returned no value for {missing}; "
-                       + explain(done.returncode, output))
+        raise NcuError(f"ncu returned no value for {missing}; " + explain(done.returncode, output))
     return launches

@@ -6,6 +6,7 @@ Runs this module as a child process under `ncu` twice -- once catching the cours
 kernel, once cuBLAS's -- with the Speed Of Light, compute and memory workload sections,
 and records the headline metrics (and the raw reports) in results/profile.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,12 +17,30 @@ import shutil
 import subprocess
 import sys
 
-SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "Occupancy",
-            "LaunchStats")
-HEADLINE = ("Duration", "Elapsed Cycles", "SM Frequency", "SM Active Cycles",
-            "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
-            "L2 Cache Throughput", "L2 Hit Rate", "Registers Per Thread", "Achieved Occupancy",
-            "Executed Ipc Active", "SM Busy", "L1/TEX Hit Rate", "Max Bandwidth")
+SECTIONS = (
+    "SpeedOfLight",
+    "ComputeWorkloadAnalysis",
+    "MemoryWorkloadAnalysis",
+    "Occupancy",
+    "LaunchStats",
+)
+HEADLINE = (
+    "Duration",
+    "Elapsed Cycles",
+    "SM Frequency",
+    "SM Active Cycles",
+    "Compute (SM) Throughput",
+    "Memory Throughput",
+    "DRAM Throughput",
+    "L2 Cache Throughput",
+    "L2 Hit Rate",
+    "Registers Per Thread",
+    "Achieved Occupancy",
+    "Executed Ipc Active",
+    "SM Busy",
+    "L1/TEX Hit Rate",
+    "Max Bandwidth",
+)
 
 
 def ncu_binary() -> str:
@@ -37,21 +56,46 @@ def parse_csv(text: str) -> dict[str, dict[str, str]]:
     if start < 0:
         raise ValueError("no ncu CSV table in the output")
     rows = list(csv.DictReader(io.StringIO(text[start:])))
-    return {r["Metric Name"]: {"value": r["Metric Value"], "unit": r["Metric Unit"],
-                               "section": r["Section Name"], "kernel": r["Kernel Name"]}
-            for r in rows}
+    return {
+        r["Metric Name"]: {
+            "value": r["Metric Value"],
+            "unit": r["Metric Unit"],
+            "section": r["Section Name"],
+            "kernel": r["Kernel Name"],
+        }
+        for r in rows
+    }
 
 
-def profile(kernel: str, size: int, config: dict, which: str, sections=SECTIONS,
-            metrics: tuple[str, ...] = (), clock_control: str = "base") -> dict:
+def profile(
+    kernel: str,
+    size: int,
+    config: dict,
+    which: str,
+    sections=SECTIONS,
+    metrics: tuple[str, ...] = (),
+    clock_control: str = "base",
+) -> dict:
     """Run ncu on a child that launches `which` ('kernel' or 'cublas') a few times, reading
     `sections` and the raw counters `metrics`. ncu holds the SM clock at its base value
     by default (`clock_control="base"`); "none" lets it run as it would unprofiled."""
     # cuBLAS's GEMM kernels on Hopper are named nvjet_* or *gemm*/*xmma*; the operands'
     # conversion kernels that run first must not be caught
     regex = "regex:kernel_cutlass" if which == "kernel" else "regex:nvjet|gemm|xmma"
-    cmd = [ncu_binary(), "--csv", "--page", "details", "-k", regex, "--launch-skip", "3",
-           "--launch-count", "1", "--clock-control", clock_control]
+    cmd = [
+        ncu_binary(),
+        "--csv",
+        "--page",
+        "details",
+        "-k",
+        regex,
+        "--launch-skip",
+        "3",
+        "--launch-count",
+        "1",
+        "--clock-control",
+        clock_control,
+    ]
     for s in sections:
         cmd += ["--section", s]
     if metrics:
@@ -62,9 +106,11 @@ def profile(kernel: str, size: int, config: dict, which: str, sections=SECTIONS,
     if out.returncode:
         raise RuntimeError(f"ncu failed ({out.returncode}): {out.stderr[-2000:]}")
     read = parse_csv(out.stdout)
-    return {"kernel_name": next(iter(read.values()))["kernel"][:120],
-            "headline": {k: v for k, v in read.items() if k in HEADLINE or k in metrics},
-            "all": read}
+    return {
+        "kernel_name": next(iter(read.values()))["kernel"][:120],
+        "headline": {k: v for k, v in read.items() if k in HEADLINE or k in metrics},
+        "all": read,
+    }
 
 
 def _launch(argv: list[str]) -> None:
@@ -99,18 +145,33 @@ def main(argv=None) -> int:
     p.add_argument("--sections", nargs="*", default=list(SECTIONS))
     p.add_argument("--metrics", nargs="*", default=[], help="raw counters to read as well")
     p.add_argument("--no-cublas", action="store_true", help="profile the course's kernel only")
-    p.add_argument("--clock-control", choices=("base", "none"), default="base",
-                   help="none: let the SM clock run free, as it does outside the profiler")
+    p.add_argument(
+        "--clock-control",
+        choices=("base", "none"),
+        default="base",
+        help="none: let the SM clock run free, as it does outside the profiler",
+    )
     p.add_argument("--dump", help="write every metric read to this JSON file")
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
     config = dict(o.split("=", 1) for o in args.config)
-    data = {"kernel": args.kernel, "size": args.size, "config": config,
-            "clock_control": args.clock_control}
+    data = {
+        "kernel": args.kernel,
+        "size": args.size,
+        "config": config,
+        "clock_control": args.clock_control,
+    }
     for who, which in (("ours", "kernel"), ("cublas", "cublas")):
         if not (args.no_cublas and which == "cublas"):
-            data[who] = profile(args.kernel, args.size, config, which, args.sections,
-                                tuple(args.metrics), args.clock_control)
+            data[who] = profile(
+                args.kernel,
+                args.size,
+                config,
+                which,
+                args.sections,
+                tuple(args.metrics),
+                args.clock_control,
+            )
     if args.dump:
         import json
 

@@ -1,4 +1,5 @@
 """results/README.md: the human-readable table of every recorded result."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,66 +72,99 @@ def pct_with_control(r: dict) -> str:
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
         return pct + " (no control)"
-    return (f"{pct} (per round {rounds[0]:.1f}%, {rounds[1]:.1f}-{rounds[2]:.1f}%; control "
-            f"{control[0]:.1f}%, {control[1]:.1f}-{control[2]:.1f}%): {row_standing(r)}")
+    return (
+        f"{pct} (per round {rounds[0]:.1f}%, {rounds[1]:.1f}-{rounds[2]:.1f}%; control "
+        f"{control[0]:.1f}%, {control[1]:.1f}-{control[2]:.1f}%): {row_standing(r)}"
+    )
 
 
 def _control_cells(r: dict) -> str:
     rounds, control = r.get("rounds_pct"), r.get("control_pct")
     if not rounds or not control:
         return f"{pct_of_cublas(r):.1f}% | - | no control | - |"
-    return (f"{pct_of_cublas(r):.1f}% | {pct_range(rounds)} | {pct_range(control)} | "
-            f"{row_standing(r)} |")
+    return (
+        f"{pct_of_cublas(r):.1f}% | {pct_range(rounds)} | {pct_range(control)} | "
+        f"{row_standing(r)} |"
+    )
 
 
 def _ceilings(rec: results.Record) -> list[tuple]:
     d = rec.data
-    return [((rec.gpu,), f"| {rec.gpu} | {rec.date} | bf16 matmul {d['matmul']['tflops']:.0f} TFLOP/s "
+    return [
+        (
+            (rec.gpu,),
+            f"| {rec.gpu} | {rec.date} | bf16 matmul {d['matmul']['tflops']:.0f} TFLOP/s "
             f"(n={d['matmul']['n']}) | copy {d['copy']['gbps']:.0f} GB/s | "
-            f"ridge {d['ridge_flop_per_byte']:.0f} FLOP/B | `{rec.command}` |")]
+            f"ridge {d['ridge_flop_per_byte']:.0f} FLOP/B | `{rec.command}` |",
+        )
+    ]
 
 
 def _gemm(rec: results.Record) -> list[tuple]:
     cfg = rec.data.get("config") or {}
     name = rec.data["kernel"] + (" " + " ".join(f"{k}={v}" for k, v in cfg.items()) if cfg else "")
-    return [((rec.gpu, name, r["problem"]),
-             f"| {rec.gpu} | {rec.date} | {name} | {r['problem']} | "
-             f"{r['kernel_tflops']:.0f} | {r['cublas_tflops']:.0f} | {_control_cells(r)} "
-             f"`{rec.command}` |") for r in rec.data["results"]]
+    return [
+        (
+            (rec.gpu, name, r["problem"]),
+            f"| {rec.gpu} | {rec.date} | {name} | {r['problem']} | "
+            f"{r['kernel_tflops']:.0f} | {r['cublas_tflops']:.0f} | {_control_cells(r)} "
+            f"`{rec.command}` |",
+        )
+        for r in rec.data["results"]
+    ]
 
 
 def _profile(rec: results.Record) -> list[str]:
     d = rec.data
+
     def pick(who, name):
         m = d.get(who, {}).get("headline", {}).get(name)
         return f"{m['value']} {m['unit']}".strip() if m else "-"
-    cells = [f"{pick(w, 'Duration')} / SM {pick(w, 'Compute (SM) Throughput')} / "
-             f"mem {pick(w, 'Memory Throughput')}" for w in ("ours", "cublas")]
+
+    cells = [
+        f"{pick(w, 'Duration')} / SM {pick(w, 'Compute (SM) Throughput')} / "
+        f"mem {pick(w, 'Memory Throughput')}"
+        for w in ("ours", "cublas")
+    ]
     clock = d.get("clock_control", "base")
-    return [((rec.gpu, d["kernel"], str(d.get("config") or ""), d["size"], clock),
-             f"| {rec.gpu} | {rec.date} | {d['kernel']} {d.get('config') or ''} {d['size']}^3 "
-             f"(SM clock: {'free' if clock == 'none' else 'held at base'}) | "
-             f"{cells[0]} | {cells[1]} | `{rec.command}` |")]
+    return [
+        (
+            (rec.gpu, d["kernel"], str(d.get("config") or ""), d["size"], clock),
+            f"| {rec.gpu} | {rec.date} | {d['kernel']} {d.get('config') or ''} {d['size']}^3 "
+            f"(SM clock: {'free' if clock == 'none' else 'held at base'}) | "
+            f"{cells[0]} | {cells[1]} | `{rec.command}` |",
+        )
+    ]
 
 
 def _copies(rec: results.Record) -> list[str]:
     d = rec.data
-    return [((rec.gpu, r["variant"]), f"| {rec.gpu} | {rec.date} | {r['variant']} | "
-             f"{r['gbps']:.0f} | {r['pct_of_ceiling']:.1f}% | {d['ceiling_gbps']:.0f} | "
-             f"`{rec.command}` |") for r in d["variants"]]
+    return [
+        (
+            (rec.gpu, r["variant"]),
+            f"| {rec.gpu} | {rec.date} | {r['variant']} | "
+            f"{r['gbps']:.0f} | {r['pct_of_ceiling']:.1f}% | {d['ceiling_gbps']:.0f} | "
+            f"`{rec.command}` |",
+        )
+        for r in d["variants"]
+    ]
 
 
 def _bank_conflicts(rec: results.Record) -> list[str]:
     rows = []
     for r in rec.data["cases"]:
         p, m, t = r["predicted"], r.get("measured"), r.get("timing")
-        measured = (f"{m['wavefronts']:.0f} / {m['conflicts']:.0f}" if m else "not measured")
+        measured = f"{m['wavefronts']:.0f} / {m['conflicts']:.0f}" if m else "not measured"
         agree = {True: "yes", False: "**no**", None: "-"}[r.get("agree")]
         ns = f"{t['ns_per_request']:.2f}" if t else "-"
-        rows.append(((rec.gpu, r["case"]),
-                     f"| {rec.gpu} | {rec.date} | {r['case']} | {r['width_bytes']} B | "
-                     f"{p['wavefronts']} / {p['conflicts']} | {measured} | {agree} | {ns} | "
-                     f"`{rec.command}` |"))
+        rows.append(
+            (
+                (rec.gpu, r["case"]),
+                f"| {rec.gpu} | {rec.date} | {r['case']} | {r['width_bytes']} B | "
+                f"{p['wavefronts']} / {p['conflicts']} | {measured} | {agree} | {ns} | "
+                f"`{rec.command}` |",
+            )
+        )
     return rows
 
 
@@ -138,10 +172,15 @@ def _stage_sweep(rec: results.Record) -> list[tuple]:
     d = rec.data
     cfg = d.get("config") or {}
     name = d["kernel"] + "".join(f" {k}={v}" for k, v in cfg.items())
-    return [((rec.gpu, name, d["size"], d["dtype"], r["stages"]),
-             f"| {rec.gpu} | {rec.date} | {name} | {d['size']}^3 {d['dtype']} | "
-             f"{r['stages']} | {r['kernel_tflops']:.0f} | {_control_cells(r)} "
-             f"`{rec.command}` |") for r in d["results"]]
+    return [
+        (
+            (rec.gpu, name, d["size"], d["dtype"], r["stages"]),
+            f"| {rec.gpu} | {rec.date} | {name} | {d['size']}^3 {d['dtype']} | "
+            f"{r['stages']} | {r['kernel_tflops']:.0f} | {_control_cells(r)} "
+            f"`{rec.command}` |",
+        )
+        for r in d["results"]
+    ]
 
 
 def _tma(rec: results.Record) -> list[str]:
@@ -149,45 +188,69 @@ def _tma(rec: results.Record) -> list[str]:
     lines = []
     for r in d["results"]:
         gain = f"{r['speedup_vs_separate']:.2f}x" if "speedup_vs_separate" in r else "-"
-        lines.append(((rec.gpu, r["variant"]),
-                      f"| {rec.gpu} | {rec.date} | {r['variant']} | {d['tiles_per_cta']} x "
-                      f"{d['tile'][0]}x{d['tile'][1]} {d['dtype']} | {r['median_ms']:.3f} | "
-                      f"{r['delivered_gbps']:.0f} | {gain} | `{rec.command}` |"))
+        lines.append(
+            (
+                (rec.gpu, r["variant"]),
+                f"| {rec.gpu} | {rec.date} | {r['variant']} | {d['tiles_per_cta']} x "
+                f"{d['tile'][0]}x{d['tile'][1]} {d['dtype']} | {r['median_ms']:.3f} | "
+                f"{r['delivered_gbps']:.0f} | {gain} | `{rec.command}` |",
+            )
+        )
     return lines
 
 
 # of the L2 Request Coalescer's many counters, the ones the table shows (the JSON has all)
-LRC_SHOWN = ("lrc__xbar2lrc_requests_op_read.sum", "lrc__request_sectors_op_read_coalescable.sum",
-             "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum",
-             "lrc__request_sectors_op_read_coalescing_type_programmatic.sum")
+LRC_SHOWN = (
+    "lrc__xbar2lrc_requests_op_read.sum",
+    "lrc__request_sectors_op_read_coalescable.sum",
+    "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum",
+    "lrc__request_sectors_op_read_coalescing_type_programmatic.sum",
+)
 
 
 def _tma_traffic(rec: results.Record) -> list[str]:
-    return [((rec.gpu, r["cluster"], r["metric"]),
-             f"| {rec.gpu} | {rec.date} | {r['cluster']} | {r['metric']} | {r['separate']:,.0f} | "
-             f"{r['multicast']:,.0f} | "
-             + (f"{r['ratio']:.3f}" if r["ratio"] is not None else "-") + f" | `{rec.command}` |")
-            for r in rec.data["ratios"]
-            if not r["metric"].startswith("lrc__") or r["metric"] in LRC_SHOWN]
+    return [
+        (
+            (rec.gpu, r["cluster"], r["metric"]),
+            f"| {rec.gpu} | {rec.date} | {r['cluster']} | {r['metric']} | {r['separate']:,.0f} | "
+            f"{r['multicast']:,.0f} | "
+            + (f"{r['ratio']:.3f}" if r["ratio"] is not None else "-")
+            + f" | `{rec.command}` |",
+        )
+        for r in rec.data["ratios"]
+        if not r["metric"].startswith("lrc__") or r["metric"] in LRC_SHOWN
+    ]
 
 
 def _clocks(rec: results.Record) -> list[tuple]:
     d = rec.data
     rows = []
     for name, r in d["summary"].items():
-        pct = (f"{pct_range(r['pct_of_cublas'])} | {pct_range(r['pct_of_cublas_in_cycles'])}"
-               if "pct_of_cublas" in r else "- | -")
-        rows.append(((rec.gpu, d["kernel"], d["problem"], name),
-                     f"| {rec.gpu} | {rec.date} | {d['kernel']} {name} | {d['problem']} | "
-                     f"{r['ms']:.3f} | {r['mhz']:.0f} | {r['mcycles']:.3f} | {r['watts']:.0f} | "
-                     f"{100 * r['power_capped']:.0f}% | {pct} | `{rec.command}` |"))
+        pct = (
+            f"{pct_range(r['pct_of_cublas'])} | {pct_range(r['pct_of_cublas_in_cycles'])}"
+            if "pct_of_cublas" in r
+            else "- | -"
+        )
+        rows.append(
+            (
+                (rec.gpu, d["kernel"], d["problem"], name),
+                f"| {rec.gpu} | {rec.date} | {d['kernel']} {name} | {d['problem']} | "
+                f"{r['ms']:.3f} | {r['mhz']:.0f} | {r['mcycles']:.3f} | {r['watts']:.0f} | "
+                f"{100 * r['power_capped']:.0f}% | {pct} | `{rec.command}` |",
+            )
+        )
     return rows
 
 
 def _live_outputs(rec: results.Record) -> list[tuple]:
     d = rec.data
-    return [((rec.gpu, d["label"]), f"| {rec.gpu} | {rec.date} | {d['label']} | "
-             f"{d.get('notebook', '-')} | {len(d['text']):,} | `{rec.command}` |")]
+    return [
+        (
+            (rec.gpu, d["label"]),
+            f"| {rec.gpu} | {rec.date} | {d['label']} | "
+            f"{d.get('notebook', '-')} | {len(d['text']):,} | `{rec.command}` |",
+        )
+    ]
 
 
 _AS_EXPECTED = {True: "yes", False: "**no**", None: "not run"}
@@ -197,18 +260,28 @@ def _kernel_exercises(rec: results.Record) -> list[str]:
     def kind(c):  # records before alternatives were checked name no kind
         return c.get("kind") or ("reference" if c["expected"] == "pass" else "wrong")
 
-    return [((rec.gpu, c["exercise"], c["variant"]),
-             f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {kind(c)} | "
-             f"{c['expected']} | {c['verdict']} | {_AS_EXPECTED[c['as_expected']]} | "
-             f"`{rec.command}` |")
-            for c in rec.data["cases"]]
+    return [
+        (
+            (rec.gpu, c["exercise"], c["variant"]),
+            f"| {rec.gpu} | {rec.date} | {c['exercise']} | `{c['variant']}` | {kind(c)} | "
+            f"{c['expected']} | {c['verdict']} | {_AS_EXPECTED[c['as_expected']]} | "
+            f"`{rec.command}` |",
+        )
+        for c in rec.data["cases"]
+    ]
 
 
 def _notebook_runs(rec: results.Record) -> list[tuple]:
-    return [((rec.gpu, r["name"]), f"| {rec.gpu} | {rec.date} | {r['name']} | "
-             f"{'ok' if r['error'] is None else 'error: ' + r['error']} | {r['seconds']:.0f} | "
-             + ", ".join(f"{n} {k}" for k, n in r["modes"].items() if n) + f" | `{rec.command}` |")
-            for r in rec.data["notebooks"]]
+    return [
+        (
+            (rec.gpu, r["name"]),
+            f"| {rec.gpu} | {rec.date} | {r['name']} | "
+            f"{'ok' if r['error'] is None else 'error: ' + r['error']} | {r['seconds']:.0f} | "
+            + ", ".join(f"{n} {k}" for k, n in r["modes"].items() if n)
+            + f" | `{rec.command}` |",
+        )
+        for r in rec.data["notebooks"]
+    ]
 
 
 def _generic(rec: results.Record) -> list[str]:
@@ -217,34 +290,60 @@ def _generic(rec: results.Record) -> list[str]:
 
 
 FORMATS = {
-    "ceilings": ("| GPU | date | matmul peak | copy bandwidth | ridge point | command |",
-                 _ceilings),
-    "gemm": ("| GPU | date | kernel | problem | TFLOP/s | cuBLAS TFLOP/s | % of cuBLAS | "
-             "per round: median (range) | control: cuBLAS vs itself | standing | command |",
-             _gemm),
-    "profile": ("| GPU | date | kernel | ours: duration / SM / memory throughput | "
-                "cuBLAS: same | command |", _profile),
-    "copies": ("| GPU | date | copy | GB/s | % of copy ceiling | ceiling GB/s | command |",
-               _copies),
-    "bank_conflicts": ("| GPU | date | case | access | predicted wavefronts / conflicts | "
-                       "measured (ncu) | agree | ns per request | command |", _bank_conflicts),
-
-
-    "stage_sweep": ("| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS | "
-                    "per round: median (range) | control: cuBLAS vs itself | standing | "
-                    "command |", _stage_sweep),
-    "tma": ("| GPU | date | variant | tiles per CTA | ms | delivered GB/s | vs separate | "
-            "command |", _tma),
-    "tma_traffic": ("| GPU | date | cluster | metric | separate loads | multicast | ratio | "
-                    "command |", _tma_traffic),
-    "notebook_runs": ("| GPU | date | notebook | result | seconds | cells by mode | command |",
-                      _notebook_runs),
-    "clocks": ("| GPU | date | contender | problem | ms | SM MHz | Mcycles per launch | W | "
-               "power-capped | % of cuBLAS in time | in cycles | command |", _clocks),
-    "live_outputs": ("| GPU | date | cell | notebook | characters printed | command |",
-                     _live_outputs),
-    "kernel_exercises": ("| GPU | date | exercise | variant | kind | expected | verdict | "
-                         "as expected | command |", _kernel_exercises),
+    "ceilings": (
+        "| GPU | date | matmul peak | copy bandwidth | ridge point | command |",
+        _ceilings,
+    ),
+    "gemm": (
+        "| GPU | date | kernel | problem | TFLOP/s | cuBLAS TFLOP/s | % of cuBLAS | "
+        "per round: median (range) | control: cuBLAS vs itself | standing | command |",
+        _gemm,
+    ),
+    "profile": (
+        "| GPU | date | kernel | ours: duration / SM / memory throughput | "
+        "cuBLAS: same | command |",
+        _profile,
+    ),
+    "copies": (
+        "| GPU | date | copy | GB/s | % of copy ceiling | ceiling GB/s | command |",
+        _copies,
+    ),
+    "bank_conflicts": (
+        "| GPU | date | case | access | predicted wavefronts / conflicts | "
+        "measured (ncu) | agree | ns per request | command |",
+        _bank_conflicts,
+    ),
+    "stage_sweep": (
+        "| GPU | date | kernel | problem | stages | TFLOP/s | % of cuBLAS | "
+        "per round: median (range) | control: cuBLAS vs itself | standing | "
+        "command |",
+        _stage_sweep,
+    ),
+    "tma": (
+        "| GPU | date | variant | tiles per CTA | ms | delivered GB/s | vs separate | command |",
+        _tma,
+    ),
+    "tma_traffic": (
+        "| GPU | date | cluster | metric | separate loads | multicast | ratio | command |",
+        _tma_traffic,
+    ),
+    "notebook_runs": (
+        "| GPU | date | notebook | result | seconds | cells by mode | command |",
+        _notebook_runs,
+    ),
+    "clocks": (
+        "| GPU | date | contender | problem | ms | SM MHz | Mcycles per launch | W | "
+        "power-capped | % of cuBLAS in time | in cycles | command |",
+        _clocks,
+    ),
+    "live_outputs": (
+        "| GPU | date | cell | notebook | characters printed | command |",
+        _live_outputs,
+    ),
+    "kernel_exercises": (
+        "| GPU | date | exercise | variant | kind | expected | verdict | as expected | command |",
+        _kernel_exercises,
+    ),
 }
 
 

@@ -13,6 +13,7 @@
   760 TFLOP/s in a short burst and 666 sustained, so unpaired numbers taken at
   different moments mislead by 15% or more.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,9 @@ import torch
 Call = Callable[[], object]
 
 
-def rotation_count(bytes_per_set: int, l2_bytes: int | None = None, free_bytes: int | None = None,
-                   limit: int = 32) -> int:
+def rotation_count(
+    bytes_per_set: int, l2_bytes: int | None = None, free_bytes: int | None = None, limit: int = 32
+) -> int:
     """How many input sets to rotate through so that their total exceeds 3x the L2.
 
     At least 2; at most `limit`, and never more than a quarter of free memory.
@@ -88,8 +90,10 @@ class Timing:
 
     def round_medians(self, reps: int) -> list[float]:
         """The median of each round's `reps` samples (as `alternating` appends them)."""
-        return [statistics.median(self.samples_ms[i:i + reps])
-                for i in range(0, len(self.samples_ms) - reps + 1, reps)]
+        return [
+            statistics.median(self.samples_ms[i : i + reps])
+            for i in range(0, len(self.samples_ms) - reps + 1, reps)
+        ]
 
     @property
     def spread(self) -> float:
@@ -100,10 +104,13 @@ class Timing:
         return (q[2] - q[0]) / self.median_ms
 
 
-def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: int = 10,
-                warmup: int = 5,
-                round_done: Callable[[str, float, float, list[float]], None] | None = None
-                ) -> dict[str, Timing]:
+def alternating(
+    contenders: dict[str, Sequence[Call]],
+    rounds: int = 10,
+    reps: int = 10,
+    warmup: int = 5,
+    round_done: Callable[[str, float, float, list[float]], None] | None = None,
+) -> dict[str, Timing]:
     """Time every contender in `rounds` rounds of `reps` calls, alternating the order.
 
     Each contender is warmed up first. Round r runs the contenders forwards when r
@@ -118,7 +125,7 @@ def alternating(contenders: dict[str, Sequence[Call]], rounds: int = 10, reps: i
         time_calls(contenders[name], reps=1, warmup=warmup)
     timings = {name: Timing(name) for name in names}
     for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             start = time.perf_counter()
             ms = time_calls(contenders[name], reps)
             timings[name].samples_ms += ms
@@ -131,8 +138,9 @@ def round_ratios(reference: Timing, candidate: Timing, reps: int) -> tuple[float
     """(median, lowest, highest) over rounds of 100 x reference / candidate time: the
     speed of `candidate` in percent of `reference`, one ratio per alternating round (the
     two ran back to back, on the same clock), so drift between rounds cancels."""
-    return spread([100 * r / c for r, c in zip(reference.round_medians(reps),
-                                               candidate.round_medians(reps))])
+    return spread(
+        [100 * r / c for r, c in zip(reference.round_medians(reps), candidate.round_medians(reps))]
+    )
 
 
 def spread(ratios: Sequence[float]) -> tuple[float, float, float]:

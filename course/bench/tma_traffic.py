@@ -27,6 +27,7 @@ visible rather than assumed. A metric this ncu does not know is retried alone an
 then reported as missing. `parse_csv` reads `ncu --csv` output (tested on canned
 output); results go to results/tma_traffic.json with provenance.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,18 @@ METRICS = {
     "dram__bytes_read.sum": "DRAM bytes read",
     "gpu__time_duration.sum": "duration",
 }
-UNIT_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "sector": 1,
-              "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "": 1}
+UNIT_SCALE = {
+    "byte": 1,
+    "Kbyte": 1e3,
+    "Mbyte": 1e6,
+    "Gbyte": 1e9,
+    "sector": 1,
+    "nsecond": 1,
+    "usecond": 1e3,
+    "msecond": 1e6,
+    "second": 1e9,
+    "": 1,
+}
 KERNEL_REGEX = "regex:TmaMulticast"
 
 
@@ -82,28 +93,51 @@ def unit_metrics(unit: str = "lrc") -> list[str]:
     description, merges read requests and serves multicast before anything reaches an
     L2 slice; its counters are listed at run time because they differ between ncu
     versions."""
-    out = subprocess.run([ncu_binary(), "--query-metrics"], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [ncu_binary(), "--query-metrics"], capture_output=True, text=True, timeout=120
+    )
     # "name  type  unit  description": only counters add up (.sum); ratios would be
     # rejected and retried one by one
-    names = [fields[0] for fields in map(str.split, out.stdout.splitlines())
-             if len(fields) > 1 and fields[0].startswith(unit + "__") and fields[1] == "Counter"]
+    names = [
+        fields[0]
+        for fields in map(str.split, out.stdout.splitlines())
+        if len(fields) > 1 and fields[0].startswith(unit + "__") and fields[1] == "Counter"
+    ]
     return [f"{n}.sum" for n in dict.fromkeys(names)]
 
 
 def _ncu(metrics: list[str], cluster: int, multicast: bool, tiles: int, rounds: int) -> str:
-    cmd = [ncu_binary(), "--csv", "--print-units", "base", "-k", KERNEL_REGEX, "--launch-skip",
-           "1", "--launch-count", "1", "--metrics", ",".join(metrics), sys.executable, "-m",
-           "course.bench.tma_traffic", "_launch", str(cluster), str(int(multicast)), str(tiles),
-           str(rounds)]
+    cmd = [
+        ncu_binary(),
+        "--csv",
+        "--print-units",
+        "base",
+        "-k",
+        KERNEL_REGEX,
+        "--launch-skip",
+        "1",
+        "--launch-count",
+        "1",
+        "--metrics",
+        ",".join(metrics),
+        sys.executable,
+        "-m",
+        "course.bench.tma_traffic",
+        "_launch",
+        str(cluster),
+        str(int(multicast)),
+        str(tiles),
+        str(rounds),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"ncu failed ({out.returncode}): {(out.stderr or out.stdout)[-1500:]}")
     return out.stdout
 
 
-def profile(cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10,
-            extra: tuple[str, ...] = ()) -> dict:
+def profile(
+    cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10, extra: tuple[str, ...] = ()
+) -> dict:
     """The metrics of one launch of one variant (METRICS and `extra`); unknown metrics are
     listed, not fatal."""
     wanted = list(METRICS) + [m for m in extra if m not in METRICS]
@@ -118,9 +152,16 @@ def profile(cluster: int, multicast: bool, tiles: int = 8, rounds: int = 10,
             except (RuntimeError, ValueError):
                 missing.append(m)
     kernel = next(iter(got.values()))["kernel"][:100] if got else ""
-    return {"cluster": cluster, "multicast": multicast, "tiles": tiles, "rounds": rounds,
-            "kernel": kernel, "metrics": {k: v["value"] for k, v in got.items()},
-            "units": {k: v["unit"] for k, v in got.items()}, "missing": missing}
+    return {
+        "cluster": cluster,
+        "multicast": multicast,
+        "tiles": tiles,
+        "rounds": rounds,
+        "kernel": kernel,
+        "metrics": {k: v["value"] for k, v in got.items()},
+        "units": {k: v["unit"] for k, v in got.items()},
+        "missing": missing,
+    }
 
 
 def ratios(rows: list[dict]) -> list[dict]:
@@ -135,18 +176,29 @@ def ratios(rows: list[dict]) -> list[dict]:
             a, b = off["metrics"].get(metric), on["metrics"].get(metric)
             if a is None or b is None:
                 continue
-            out.append({"cluster": n, "metric": metric, "separate": a, "multicast": b,
-                        "ratio": (b / a) if a else None})
+            out.append(
+                {
+                    "cluster": n,
+                    "metric": metric,
+                    "separate": a,
+                    "multicast": b,
+                    "ratio": (b / a) if a else None,
+                }
+            )
     return out
 
 
 def report(data: dict) -> str:
-    lines = [f"{'cluster':>7}  {'metric':42s} {'separate':>14} {'multicast':>14} {'ratio':>7}"
-             "  (the model predicts 1/n)"]
+    lines = [
+        f"{'cluster':>7}  {'metric':42s} {'separate':>14} {'multicast':>14} {'ratio':>7}"
+        "  (the model predicts 1/n)"
+    ]
     for r in data["ratios"]:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        lines.append(f"{r['cluster']:>7}  {r['metric']:42s} {r['separate']:>14,.0f} "
-                     f"{r['multicast']:>14,.0f} {ratio:>7}")
+        lines.append(
+            f"{r['cluster']:>7}  {r['metric']:42s} {r['separate']:>14,.0f} "
+            f"{r['multicast']:>14,.0f} {ratio:>7}"
+        )
     missing = sorted({m for row in data["rows"] for m in row["missing"]})
     if missing:
         lines.append("not available in this ncu: " + ", ".join(missing))
@@ -177,18 +229,26 @@ def main(argv=None) -> int:
     if argv and argv[0] == "_launch":
         _launch(argv[1:])
         return 0
-    p = argparse.ArgumentParser(prog="python -m course.bench.tma_traffic", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m course.bench.tma_traffic",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--cluster", type=int, nargs="+", default=[2, 4])
     p.add_argument("--tiles", type=int, default=8)
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--unit", nargs="*", default=["lrc"],
-                   help="also read every counter of these hardware units (default: lrc)")
+    p.add_argument(
+        "--unit",
+        nargs="*",
+        default=["lrc"],
+        help="also read every counter of these hardware units (default: lrc)",
+    )
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
     extra = tuple(m for unit in args.unit for m in unit_metrics(unit))
-    rows = [profile(n, mc, args.tiles, args.rounds, extra) for n in args.cluster
-            for mc in (False, True)]
+    rows = [
+        profile(n, mc, args.tiles, args.rounds, extra) for n in args.cluster for mc in (False, True)
+    ]
     data = {"metrics": METRICS, "rows": rows, "ratios": ratios(rows)}
     print(report(data))
     if args.record:

@@ -1,5 +1,6 @@
 """The @cute.jit functions behind course.cute.trace.on_cpu (kept in their own module because
 importing CuTe DSL costs about a second, and jit functions must live in .py files)."""
+
 import cutlass
 import cutlass.cute as cute
 
@@ -16,8 +17,13 @@ def run_traced(job: cutlass.Constexpr, box: cutlass.Constexpr):
 
 
 @cute.jit
-def run_traced_with_pointers(job: cutlass.Constexpr, box: cutlass.Constexpr, p0: cute.Pointer,
-                             p1: cute.Pointer, p2: cute.Pointer):
+def run_traced_with_pointers(
+    job: cutlass.Constexpr,
+    box: cutlass.Constexpr,
+    p0: cute.Pointer,
+    p1: cute.Pointer,
+    p2: cute.Pointer,
+):
     """As run_traced, with three global-memory pointers (address 0) for job(p0, p1, p2):
     tensors built on them show the strides a kernel would see, and nothing is read."""
     box.append(job(p0, p1, p2))

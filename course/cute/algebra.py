@@ -11,6 +11,7 @@ draws and is tested against it.
 
 Each call is one trace, so batch many questions with `apply_many`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -96,8 +97,10 @@ def apply_many(requests: list[tuple]) -> list[Result]:
                 out.append((None, msg, f"{type(exc).__name__}: {msg}"))
         return out
 
-    return [Result(_expression(op, operands), value, printed, error)
-            for (op, operands), (value, printed, error) in zip(coerced, on_cpu(job))]
+    return [
+        Result(_expression(op, operands), value, printed, error)
+        for (op, operands), (value, printed, error) in zip(coerced, on_cpu(job))
+    ]
 
 
 def apply(op: str, *operands) -> Result:
@@ -126,8 +129,13 @@ def evaluate(layout, indices=None) -> list[int]:
 
 
 # Operations whose tiler CuTe DSL only takes as a Layout: a bare shape (3,4) means (3,4):(1,3).
-NEEDS_LAYOUT_TILER = {"zipped_product", "tiled_product", "flat_product", "blocked_product",
-                      "raked_product"}
+NEEDS_LAYOUT_TILER = {
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+}
 NO_OPERAND = {"none", "right_inverse", "left_inverse"}
 
 
@@ -144,8 +152,11 @@ def explore(layout, op: str = "none", operand=None, swizzle=None) -> Result:
                     raise pl.LayoutError(f"{op} needs an operand (a tiler or a layout)")
             else:
                 opnd = pl.parse_tiler(operand) if isinstance(operand, str) else operand
-                if op in NEEDS_LAYOUT_TILER and isinstance(opnd, (int, tuple)) and \
-                        pl._is_int_tuple(opnd):
+                if (
+                    op in NEEDS_LAYOUT_TILER
+                    and isinstance(opnd, (int, tuple))
+                    and pl._is_int_tuple(opnd)
+                ):
                     opnd = pl.Layout(opnd)
                 args = (opnd,)
         swz = None

@@ -4,6 +4,7 @@ The course's evaluator must agree with CuTe DSL on every operation it implements
 tests/test_layout_vs_cute.py checks hundreds of these cases on every test run, and
 notebook 02 re-runs a sample live. Generation is seeded, so a failure reproduces.
 """
+
 from __future__ import annotations
 
 import random
@@ -16,6 +17,7 @@ EXTENTS = (1, 2, 2, 2, 3, 4, 4, 6, 8)
 
 def rand_shape(rng, max_rank=3, max_depth=2, budget=256):
     """A random (nested) shape of size <= budget."""
+
     def mode(depth):
         if depth < max_depth and rng.random() < 0.3:
             return tuple(mode(depth + 1) for _ in range(rng.randint(1, 2)))
@@ -44,13 +46,18 @@ def injective_strides(rng, shape, gaps=True):
 
     def rebuild(s):
         return tuple(rebuild(e) for e in s) if isinstance(s, tuple) else next(it)
+
     return rebuild(shape)
 
 
 def any_strides(rng, shape):
     def rebuild(s):
-        return tuple(rebuild(e) for e in s) if isinstance(s, tuple) else rng.choice(
-            (0, 0, 1, 1, 2, 3, 4, 8, 16, 5))
+        return (
+            tuple(rebuild(e) for e in s)
+            if isinstance(s, tuple)
+            else rng.choice((0, 0, 1, 1, 2, 3, 4, 8, 16, 5))
+        )
+
     return rebuild(shape)
 
 
@@ -67,8 +74,11 @@ def divisors(n):
 def rand_tiler_for(rng, layout):
     """A by-mode tuple tiler (ints, small layouts or None) or a whole-layout tiler."""
     if rng.random() < 0.3:
-        return pl.Layout(rng.choice(divisors(layout.size)), 1) if rng.random() < 0.5 else \
-            pl.Layout((rng.choice((1, 2)), rng.choice((2, 4))), (rng.choice((1, 2)), 4))
+        return (
+            pl.Layout(rng.choice(divisors(layout.size)), 1)
+            if rng.random() < 0.5
+            else pl.Layout((rng.choice((1, 2)), rng.choice((2, 4))), (rng.choice((1, 2)), 4))
+        )
     entries = []
     for m in layout.modes()[: rng.randint(1, layout.rank)]:
         roll = rng.random()
@@ -94,8 +104,13 @@ def cases(n_per_op=40, seed=SEED):
         b = rand_layout(rng, gaps=rng.random() < 0.3, budget=a.size)
         out.append(("composition", a, b))
         a = rand_layout(rng, gaps=False, max_rank=2)
-        out.append(("composition", a, rand_tiler_for(rng, a) if rng.random() < 0.7
-                    else rng.choice(divisors(a.size))))
+        out.append(
+            (
+                "composition",
+                a,
+                rand_tiler_for(rng, a) if rng.random() < 0.7 else rng.choice(divisors(a.size)),
+            )
+        )
         a = rand_layout(rng)
         out.append(("complement", a, a.cosize * rng.choice((1, 2, 3))))
         a = rand_layout(rng, gaps=rng.random() < 0.5)
@@ -106,15 +121,30 @@ def cases(n_per_op=40, seed=SEED):
             out.append((op, a, rand_tiler_for(rng, a)))
         a = rand_layout(rng, gaps=False, budget=32)
         t = rand_layout(rng, budget=16, max_rank=2)
-        out.append(("logical_product", a, t if rng.random() < 0.5 else
-                    tuple(rng.choice((1, 2, 3)) for _ in range(rng.randint(1, a.rank)))))
-        for op in ("zipped_product", "tiled_product", "flat_product", "blocked_product",
-                   "raked_product"):
-            out.append((op, rand_layout(rng, gaps=False, budget=32, max_rank=2),
-                        rand_layout(rng, budget=16, max_rank=2)))
+        out.append(
+            (
+                "logical_product",
+                a,
+                t
+                if rng.random() < 0.5
+                else tuple(rng.choice((1, 2, 3)) for _ in range(rng.randint(1, a.rank))),
+            )
+        )
+        for op in (
+            "zipped_product",
+            "tiled_product",
+            "flat_product",
+            "blocked_product",
+            "raked_product",
+        ):
+            out.append(
+                (
+                    op,
+                    rand_layout(rng, gaps=False, budget=32, max_rank=2),
+                    rand_layout(rng, budget=16, max_rank=2),
+                )
+            )
     return out
-
-
 
 
 def agreement(n_per_op: int = 8, seed: int = SEED) -> dict:
@@ -127,8 +157,7 @@ def agreement(n_per_op: int = 8, seed: int = SEED) -> dict:
 
     todo = cases(n_per_op, seed)
     ref = algebra.apply_many(todo)
-    out = {"cases": len(todo), "cute_valid": 0, "identical": 0, "both_refused": 0,
-           "mismatches": []}
+    out = {"cases": len(todo), "cute_valid": 0, "identical": 0, "both_refused": 0, "mismatches": []}
     for (op, *operands), r in zip(todo, ref):
         try:
             mine, err = pl.OPERATIONS[op](*operands), None

@@ -20,6 +20,7 @@ Elements are evaluated with course.models.layout (numpy) from the view's static 
 not one by one through CuTe (~0.3 ms per element); tests/test_naive_gemm.py checks the
 two agree.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -41,8 +42,9 @@ def owner_table(views: Views, *, arch: str | None = None) -> np.ndarray:
     return on_cpu(lambda: _table(views()), arch=arch)
 
 
-def owner_pairs(views: Views, *, arch: str | None = None,
-                cell: Callable[[Any], Any] | None = None) -> list[Pair]:
+def owner_pairs(
+    views: Views, *, arch: str | None = None, cell: Callable[[Any], Any] | None = None
+) -> list[Pair]:
     """owner_table as [((owner, value), cell), ...]. cell: turns an element into the cell
     it names (e.g. a TMEM address into (lane, column)); default: the element itself,
     (row, col) for a coordinate tensor, an int for a counting tensor."""
@@ -52,25 +54,27 @@ def owner_pairs(views: Views, *, arch: str | None = None,
     return list(zip(zip(owner, value), map(cell, found) if cell else found))
 
 
-def ownership(shape, views: Views, *, arch: str | None = None, title: str = "",
-              thread_label: str = "T") -> Ownership:
+def ownership(
+    shape, views: Views, *, arch: str | None = None, title: str = "", thread_label: str = "T"
+) -> Ownership:
     """The owner_table of coordinate-tensor views as course.models.ownership.Ownership
     over a tile of `shape`."""
     return Ownership.from_rows(shape, owner_table(views, arch=arch), title, thread_label)
 
 
-def tiled_mma_pairs(make_tiled_mma: Callable[[], Any], operand: str, shape, threads: int, *,
-                    arch: str | None = None) -> list[Pair]:
+def tiled_mma_pairs(
+    make_tiled_mma: Callable[[], Any], operand: str, shape, threads: int, *, arch: str | None = None
+) -> list[Pair]:
     """Where each thread's values of operand A, B or C sit in a tile of `shape`: CuTe's
     partition_<operand> of a coordinate tensor by the TiledMMA `make_tiled_mma()` builds
     (inside the trace; `arch` where the MMA exists on one architecture only)."""
     if operand not in ("A", "B", "C"):
         raise ValueError("operand must be 'A', 'B' or 'C'")
-    return owner_pairs(lambda: mma_partitions(make_tiled_mma(), operand, shape, threads),
-                       arch=arch)
+    return owner_pairs(lambda: mma_partitions(make_tiled_mma(), operand, shape, threads), arch=arch)
 
 
 # ---------------------------------------------------------------- views (call inside a trace)
+
 
 def mma_partitions(tiled_mma, operand: str, shape, threads: int):
     """(thread, partition_<operand> of a coordinate tensor of `shape`) for each thread."""
@@ -113,8 +117,7 @@ def elements(tensor) -> list:
     cute.make_identity_tensor: tuples) or counting tensor (cute.make_tensor(0, layout):
     ints), in element order. Call inside a trace."""
     cells = _element_array(tensor)
-    return [tuple(row) for row in cells.tolist()] if cells.shape[1] > 1 else \
-        cells[:, 0].tolist()
+    return [tuple(row) for row in cells.tolist()] if cells.shape[1] > 1 else cells[:, 0].tolist()
 
 
 def _element_array(tensor) -> np.ndarray:
@@ -141,9 +144,11 @@ def _element_array(tensor) -> np.ndarray:
             return int(stride.value) if list(stride.mode) == [mode] else 0
         if counting or int(stride) == 0:
             return int(stride)
-        raise ValueError(f"not a coordinate tensor: integer stride {stride} among basis "
-                         f"strides in {tensor}")
+        raise ValueError(
+            f"not a coordinate tensor: integer stride {stride} among basis strides in {tensor}"
+        )
 
-    columns = [o + pl.Layout(lay.shape, part(lay.stride, d)).offsets()
-               for d, o in enumerate(origin)]
+    columns = [
+        o + pl.Layout(lay.shape, part(lay.stride, d)).offsets() for d, o in enumerate(origin)
+    ]
     return np.stack(columns, axis=1).astype(np.int64)

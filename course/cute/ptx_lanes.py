@@ -9,6 +9,7 @@ constant) and says whether a single lane falls through.
 
     single_lane(lines, i)  ->  "the elected lane" | "lane 0" | None (several lanes, or unknown)
 """
+
 from __future__ import annotations
 
 import re
@@ -97,5 +98,6 @@ def _is_lane(lines: list[str], reg: str) -> bool:
 
 def _is_tid(lines: list[str], reg: str) -> bool:
     definition = _definition(lines, reg)
-    return definition is not None and definition[0].startswith("mov") and \
-        definition[1] == ["%tid.x"]
+    return (
+        definition is not None and definition[0].startswith("mov") and definition[1] == ["%tid.x"]
+    )

@@ -29,23 +29,34 @@ Program order is the order of the PTX text; a rule holds when it holds along tha
 kernels are straight-line per warp role apart from their loops, whose bodies keep the same
 order). `check(ptx)` returns the violations; an empty list is a pass.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-RULES = ("tmem_freed", "barriers_ready", "tmem_load_waited", "staging_visible_to_tma",
-         "tma_stores_drained", "pair_dealloc_synced", "clc_response_waited")
+RULES = (
+    "tmem_freed",
+    "barriers_ready",
+    "tmem_load_waited",
+    "staging_visible_to_tma",
+    "tma_stores_drained",
+    "pair_dealloc_synced",
+    "clc_response_waited",
+)
 
 
 # what a kernel's PTX must hold for a rule to say anything about it: a rule with nothing to
 # check is not a pass
-APPLIES = {"tmem_freed": r"tcgen05\.alloc\.", "barriers_ready": r"mbarrier\.init",
-           "tmem_load_waited": r"tcgen05\.ld\.",
-           "staging_visible_to_tma": r"cp\.async\.bulk\.tensor\.\S*global\.shared",
-           "tma_stores_drained": r"cp\.async\.bulk\.commit_group",
-           "pair_dealloc_synced": r"tcgen05\.dealloc\.cta_group::2",
-           "clc_response_waited": r"clusterlaunchcontrol\.try_cancel"}
+APPLIES = {
+    "tmem_freed": r"tcgen05\.alloc\.",
+    "barriers_ready": r"mbarrier\.init",
+    "tmem_load_waited": r"tcgen05\.ld\.",
+    "staging_visible_to_tma": r"cp\.async\.bulk\.tensor\.\S*global\.shared",
+    "tma_stores_drained": r"cp\.async\.bulk\.commit_group",
+    "pair_dealloc_synced": r"tcgen05\.dealloc\.cta_group::2",
+    "clc_response_waited": r"clusterlaunchcontrol\.try_cancel",
+}
 
 
 def applies(rule: str, ptx: str) -> bool:
@@ -77,18 +88,29 @@ def check(ptx: str) -> list[Violation]:
     """Every rule's violations in this kernel's PTX."""
     code = instructions(ptx)
     found: list[Violation] = []
-    for rule in (tmem_freed, barriers_ready, tmem_load_waited, staging_visible_to_tma,
-                 tma_stores_drained, pair_dealloc_synced, clc_response_waited):
+    for rule in (
+        tmem_freed,
+        barriers_ready,
+        tmem_load_waited,
+        staging_visible_to_tma,
+        tma_stores_drained,
+        pair_dealloc_synced,
+        clc_response_waited,
+    ):
         found.extend(rule(code))
     return found
 
 
-COUNTED = {"mbarrier.init": r"mbarrier\.init", "mbarrier.try_wait": r"mbarrier\.try_wait",
-           "mbarrier.arrive": r"mbarrier\.arrive", "tcgen05.alloc / dealloc":
-           r"tcgen05\.(alloc|dealloc)\.", "tcgen05.ld / wait::ld": r"tcgen05\.(ld\.|wait::ld)",
-           "TMA store commit / wait": r"cp\.async\.bulk\.(commit|wait)_group",
-           "cluster barriers": r"barrier\.cluster\.(arrive|wait)",
-           "CLC try_cancel / query": r"clusterlaunchcontrol\."}
+COUNTED = {
+    "mbarrier.init": r"mbarrier\.init",
+    "mbarrier.try_wait": r"mbarrier\.try_wait",
+    "mbarrier.arrive": r"mbarrier\.arrive",
+    "tcgen05.alloc / dealloc": r"tcgen05\.(alloc|dealloc)\.",
+    "tcgen05.ld / wait::ld": r"tcgen05\.(ld\.|wait::ld)",
+    "TMA store commit / wait": r"cp\.async\.bulk\.(commit|wait)_group",
+    "cluster barriers": r"barrier\.cluster\.(arrive|wait)",
+    "CLC try_cancel / query": r"clusterlaunchcontrol\.",
+}
 
 
 def report(ptx: str) -> str:
@@ -111,25 +133,34 @@ def _where(code: list[str], pattern: str) -> list[int]:
 
 def _between(code: list[str], start: int, end: int, pattern: str) -> bool:
     rx = re.compile(pattern)
-    return any(rx.search(line) for line in code[start + 1:end])
+    return any(rx.search(line) for line in code[start + 1 : end])
 
 
 # ---------------------------------------------------------------- the rules
+
 
 def tmem_freed(code: list[str]) -> list[Violation]:
     allocs = _where(code, r"tcgen05\.alloc\.")
     deallocs = _where(code, r"tcgen05\.dealloc\.")
     found = []
     if len(allocs) != len(deallocs):
-        found.append(Violation("tmem_freed", f"{len(allocs)} tcgen05.alloc but "
-                                             f"{len(deallocs)} tcgen05.dealloc"))
+        found.append(
+            Violation(
+                "tmem_freed", f"{len(allocs)} tcgen05.alloc but {len(deallocs)} tcgen05.dealloc"
+            )
+        )
     groups = {re.search(r"cta_group::(\d)", code[i]).group(1) for i in allocs + deallocs}
     if len(groups) > 1:
-        found.append(Violation("tmem_freed", f"alloc and dealloc disagree on cta_group: "
-                                             f"{sorted(groups)}"))
+        found.append(
+            Violation("tmem_freed", f"alloc and dealloc disagree on cta_group: {sorted(groups)}")
+        )
     if allocs and not _where(code, r"tcgen05\.relinquish_alloc_permit"):
-        found.append(Violation("tmem_freed", "the allocation permit is never given up "
-                                             "(tcgen05.relinquish_alloc_permit)"))
+        found.append(
+            Violation(
+                "tmem_freed",
+                "the allocation permit is never given up (tcgen05.relinquish_alloc_permit)",
+            )
+        )
     if allocs and deallocs and deallocs[-1] < allocs[0]:
         found.append(Violation("tmem_freed", "tcgen05.dealloc comes before tcgen05.alloc"))
     return found
@@ -146,45 +177,67 @@ def barriers_ready(code: list[str]) -> list[Violation]:
     uses = _where(code, _USES)
     first_use = uses[0] if uses else len(code)
     if not fences or fences[-1] < inits[-1]:
-        return [Violation("barriers_ready", "no fence.mbarrier_init after the last "
-                                            "mbarrier.init")]
+        return [Violation("barriers_ready", "no fence.mbarrier_init after the last mbarrier.init")]
     fence = next(f for f in fences if f > inits[-1])
     if fence > first_use:
-        return [Violation("barriers_ready", f"a barrier is used ({code[first_use][:50]}) "
-                                            "before fence.mbarrier_init")]
+        return [
+            Violation(
+                "barriers_ready",
+                f"a barrier is used ({code[first_use][:50]}) before fence.mbarrier_init",
+            )
+        ]
     clustered = any("cta_group::2" in line or "multicast::cluster" in line for line in code)
     if clustered and not _between(code, fence, first_use, r"barrier\.cluster\.wait"):
-        return [Violation("barriers_ready", "no cluster barrier between fence.mbarrier_init "
-                                            "and the first use: the peer CTA may signal a "
-                                            "barrier before it is initialised")]
+        return [
+            Violation(
+                "barriers_ready",
+                "no cluster barrier between fence.mbarrier_init "
+                "and the first use: the peer CTA may signal a "
+                "barrier before it is initialised",
+            )
+        ]
     if not clustered and not _between(code, fence, first_use, r"\bbar(rier)?\.sync"):
-        return [Violation("barriers_ready", "no CTA barrier between fence.mbarrier_init and "
-                                            "the first use: another warp may use a barrier "
-                                            "before it is initialised")]
+        return [
+            Violation(
+                "barriers_ready",
+                "no CTA barrier between fence.mbarrier_init and "
+                "the first use: another warp may use a barrier "
+                "before it is initialised",
+            )
+        ]
     return []
 
 
 def tmem_load_waited(code: list[str]) -> list[Violation]:
     found = []
     for i in _where(code, r"tcgen05\.ld\."):
-        use = next((j for j in range(i + 1, len(code)) if re.match(r"(st\.|cvt\.)", code[j])),
-                   len(code))
+        use = next(
+            (j for j in range(i + 1, len(code)) if re.match(r"(st\.|cvt\.)", code[j])), len(code)
+        )
         if not _between(code, i, use, r"tcgen05\.wait::ld"):
-            found.append(Violation("tmem_load_waited", f"tcgen05.ld at instruction {i} is used "
-                                                       "without tcgen05.wait::ld"))
+            found.append(
+                Violation(
+                    "tmem_load_waited",
+                    f"tcgen05.ld at instruction {i} is used without tcgen05.wait::ld",
+                )
+            )
     return found
 
 
 def staging_visible_to_tma(code: list[str]) -> list[Violation]:
     found = []
     for i in _where(code, r"cp\.async\.bulk\.tensor\.\S*global\.shared"):
-        last_store = next((j for j in range(i - 1, -1, -1) if code[j].startswith("st.shared")),
-                          None)
-        if last_store is not None and not _between(code, last_store, i,
-                                                   r"fence\.proxy\.async"):
-            found.append(Violation("staging_visible_to_tma",
-                                   f"the TMA store at instruction {i} reads shared memory "
-                                   "written without fence.proxy.async"))
+        last_store = next(
+            (j for j in range(i - 1, -1, -1) if code[j].startswith("st.shared")), None
+        )
+        if last_store is not None and not _between(code, last_store, i, r"fence\.proxy\.async"):
+            found.append(
+                Violation(
+                    "staging_visible_to_tma",
+                    f"the TMA store at instruction {i} reads shared memory "
+                    "written without fence.proxy.async",
+                )
+            )
     return found
 
 
@@ -194,16 +247,24 @@ def tma_stores_drained(code: list[str]) -> list[Violation]:
         return []
     found = []
     for c in commits:
-        if not any(re.search(r"cp\.async\.bulk\.wait_group", line) for line in code[c + 1:]):
-            found.append(Violation("tma_stores_drained",
-                                   f"the bulk group committed at instruction {c} is never "
-                                   "waited for"))
-    drains = [i for i in _where(code, r"cp\.async\.bulk\.wait_group(\.read)?\s+0;")
-              if i > commits[-1]]
+        if not any(re.search(r"cp\.async\.bulk\.wait_group", line) for line in code[c + 1 :]):
+            found.append(
+                Violation(
+                    "tma_stores_drained",
+                    f"the bulk group committed at instruction {c} is never waited for",
+                )
+            )
+    drains = [
+        i for i in _where(code, r"cp\.async\.bulk\.wait_group(\.read)?\s+0;") if i > commits[-1]
+    ]
     end = (_where(code, r"tcgen05\.dealloc") or _where(code, r"^ret;") or [len(code)])[-1]
     if not any(d < end for d in drains):
-        found.append(Violation("tma_stores_drained", "no cp.async.bulk.wait_group.read 0 after "
-                                                     "the last store and before TMEM is freed"))
+        found.append(
+            Violation(
+                "tma_stores_drained",
+                "no cp.async.bulk.wait_group.read 0 after the last store and before TMEM is freed",
+            )
+        )
     return found
 
 
@@ -212,17 +273,23 @@ def pair_dealloc_synced(code: list[str]) -> list[Violation]:
     for d in _where(code, r"tcgen05\.dealloc\.cta_group::2"):
         # from the moment this CTA is done with TMEM: its last TMEM access, and the CTA
         # barrier by which all its warps say they are done
-        done = max([i for i in _where(code, r"tcgen05\.(ld|mma)\.|\bbar(rier)?\.sync")
-                    if i < d], default=-1)
-        cluster_barrier = (_between(code, done, d, r"barrier\.cluster\.arrive")
-                           and _between(code, done, d, r"barrier\.cluster\.wait"))
-        arrive = [i for i in _where(code, r"mbarrier\.arrive\.\S*shared::cluster")
-                  if done < i < d]
+        done = max(
+            [i for i in _where(code, r"tcgen05\.(ld|mma)\.|\bbar(rier)?\.sync") if i < d],
+            default=-1,
+        )
+        cluster_barrier = _between(code, done, d, r"barrier\.cluster\.arrive") and _between(
+            code, done, d, r"barrier\.cluster\.wait"
+        )
+        arrive = [i for i in _where(code, r"mbarrier\.arrive\.\S*shared::cluster") if done < i < d]
         handshake = bool(arrive) and _between(code, arrive[-1], d, r"mbarrier\.try_wait")
         if not (cluster_barrier or handshake):
-            found.append(Violation("pair_dealloc_synced",
-                                   "tcgen05.dealloc.cta_group::2 without a handshake with the "
-                                   "peer CTA after the last TMEM access"))
+            found.append(
+                Violation(
+                    "pair_dealloc_synced",
+                    "tcgen05.dealloc.cta_group::2 without a handshake with the "
+                    "peer CTA after the last TMEM access",
+                )
+            )
     return found
 
 
@@ -230,14 +297,21 @@ def clc_response_waited(code: list[str]) -> list[Violation]:
     found = []
     for i in _where(code, r"clusterlaunchcontrol\.try_cancel"):
         barrier = re.findall(r"\[([^\]]+)\]", code[i])[-1]
-        query = next((j for j in _where(code, r"clusterlaunchcontrol\.query_cancel") if j > i),
-                     None)
+        query = next(
+            (j for j in _where(code, r"clusterlaunchcontrol\.query_cancel") if j > i), None
+        )
         if query is None:
             continue
-        waited = any(re.search(r"mbarrier\.try_wait", line) and f"[{barrier}]" in line
-                     for line in code[i + 1:query])
+        waited = any(
+            re.search(r"mbarrier\.try_wait", line) and f"[{barrier}]" in line
+            for line in code[i + 1 : query]
+        )
         if not waited:
-            found.append(Violation("clc_response_waited",
-                                   f"query_cancel at instruction {query} reads the response "
-                                   f"before waiting on its mbarrier [{barrier}]"))
+            found.append(
+                Violation(
+                    "clc_response_waited",
+                    f"query_cancel at instruction {query} reads the response "
+                    f"before waiting on its mbarrier [{barrier}]",
+                )
+            )
     return found

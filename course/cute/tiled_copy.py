@@ -10,6 +10,7 @@ sgemm_sm80 tutorial pairs a 128-bit atom with a (4,1) value layout) and CuTe DSL
 `tiled_copy_map(...)` builds a TiledCopy in CuTe DSL on the CPU and partitions a
 coordinate tensor of its tile with its TV layout (course.cute.partition_ownership).
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,8 +48,9 @@ ELEMENTS = {"fp32": "Float32", "bf16": "BFloat16", "fp16": "Float16"}
 
 
 @functools.lru_cache(maxsize=None)
-def tiled_copy_map(thr_shape, thr_stride, val_shape, val_stride, bits_per_copy: int = 128,
-                   dtype: str = "fp32") -> TiledCopyMap:
+def tiled_copy_map(
+    thr_shape, thr_stride, val_shape, val_stride, bits_per_copy: int = 128, dtype: str = "fp32"
+) -> TiledCopyMap:
     """Build make_tiled_copy_tv(atom, thr, val) in CuTe DSL and read who copies each cell."""
     import cutlass
     import cutlass.cute as cute
@@ -59,28 +61,40 @@ def tiled_copy_map(thr_shape, thr_stride, val_shape, val_stride, bits_per_copy: 
     element = getattr(cutlass, ELEMENTS[dtype])
 
     def make():
-        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), element,
-                                   num_bits_per_copy=bits_per_copy)
-        return cute.make_tiled_copy_tv(atom, cute.make_layout(thr_shape, stride=thr_stride),
-                                       cute.make_layout(val_shape, stride=val_stride))
+        atom = cute.make_copy_atom(
+            cute.nvgpu.CopyUniversalOp(), element, num_bits_per_copy=bits_per_copy
+        )
+        return cute.make_tiled_copy_tv(
+            atom,
+            cute.make_layout(thr_shape, stride=thr_stride),
+            cute.make_layout(val_shape, stride=val_stride),
+        )
 
     def describe():
         tiled = make()
         tv = tiled.layout_tv_tiled
-        return (tuple(int(cute.size(mode)) for mode in tiled.tiler_mn), str(tv),
-                int(cute.size(tv, mode=[0])), int(cute.size(tv, mode=[1])))
+        return (
+            tuple(int(cute.size(mode)) for mode in tiled.tiler_mn),
+            str(tv),
+            int(cute.size(tv, mode=[0])),
+            int(cute.size(tv, mode=[1])),
+        )
 
     def views():
         tiled = make()
-        return tv_partitions(cute.make_identity_tensor(shape), tiled.layout_tv_tiled,
-                             tiled.tiler_mn)
+        return tv_partitions(
+            cute.make_identity_tensor(shape), tiled.layout_tv_tiled, tiled.tiler_mn
+        )
 
     shape, tv_text, threads, values = on_cpu(describe)
     pairs = tuple(owner_pairs(views))
-    desc = (f"make_tiled_copy_tv({bits_per_copy}-bit {dtype} copy, thr {thr_shape}:{thr_stride}, "
-            f"val {val_shape}:{val_stride})")
-    return TiledCopyMap(shape, pairs, tv_text, threads, values, desc,
-                        Ownership.from_pairs(shape, pairs, title=desc))
+    desc = (
+        f"make_tiled_copy_tv({bits_per_copy}-bit {dtype} copy, thr {thr_shape}:{thr_stride}, "
+        f"val {val_shape}:{val_stride})"
+    )
+    return TiledCopyMap(
+        shape, pairs, tv_text, threads, values, desc, Ownership.from_pairs(shape, pairs, title=desc)
+    )
 
 
 def tiled_copy_16x8() -> TiledCopyMap:

@@ -19,6 +19,7 @@ sm_90a, tcgen05: sm_100a) refuse to trace for another, so their callers pass `ar
 A trace costs milliseconds plus whatever `job` asks CuTe to evaluate: batch many
 questions into one job.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -9,13 +9,37 @@
 
 Pure Python and numpy: no GPU, no CuTe DSL needed.
 """
-from course.emulate.blackwell_gemm import (Emulation, EmulationCheck, Event, KernelShape, RingCorruption,
-                   cta_pair_clc_gemm_shape, cta_pair_gemm_shape, emulate_cta_pair_clc_gemm,
-                   emulate_cta_pair_gemm, emulate_gemm,
-                   emulate_tcgen05_gemm, random_operands, tcgen05_gemm_shape)
+
+from course.emulate.blackwell_gemm import (
+    Emulation,
+    EmulationCheck,
+    Event,
+    KernelShape,
+    RingCorruption,
+    cta_pair_clc_gemm_shape,
+    cta_pair_gemm_shape,
+    emulate_cta_pair_clc_gemm,
+    emulate_cta_pair_gemm,
+    emulate_gemm,
+    emulate_tcgen05_gemm,
+    random_operands,
+    tcgen05_gemm_shape,
+)
 from course.emulate.warp_scheduler import EmulatedDeadlock
 
-__all__ = ["Emulation", "EmulationCheck", "Event", "KernelShape", "RingCorruption",
-           "EmulatedDeadlock", "cta_pair_clc_gemm_shape", "cta_pair_gemm_shape",
-           "emulate_cta_pair_clc_gemm", "emulate_cta_pair_gemm",
-           "emulate_gemm", "emulate_tcgen05_gemm", "random_operands", "tcgen05_gemm_shape"]
+__all__ = [
+    "Emulation",
+    "EmulationCheck",
+    "Event",
+    "KernelShape",
+    "RingCorruption",
+    "EmulatedDeadlock",
+    "cta_pair_clc_gemm_shape",
+    "cta_pair_gemm_shape",
+    "emulate_cta_pair_clc_gemm",
+    "emulate_cta_pair_gemm",
+    "emulate_gemm",
+    "emulate_tcgen05_gemm",
+    "random_operands",
+    "tcgen05_gemm_shape",
+]

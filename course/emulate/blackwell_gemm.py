@@ -31,6 +31,7 @@ ring, slots, CLC hand-out, clipping) covers C exactly once and computes A.B^T wi
 accumulation and bf16/fp16 rounding. It does not time anything, and it models the
 hardware's rules as documented, not the silicon.
 """
+
 from __future__ import annotations
 
 import math
@@ -100,20 +101,23 @@ class KernelShape:
         return tile_n * self.tile_n + rank * self.b_rows_per_cta
 
 
-def tcgen05_gemm_shape(tile_n: int = 128, stages: int = 4,
-                       out_dtype: str = "bfloat16") -> KernelShape:
+def tcgen05_gemm_shape(
+    tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16"
+) -> KernelShape:
     """kernels.tcgen05_gemm: one CTA per tile, one accumulator, no CLC."""
     return KernelShape(1, tile_n, stages, acc_slots=1, persistent=False, out_dtype=out_dtype)
 
 
-def cta_pair_gemm_shape(tile_n: int = 128, stages: int = 4,
-                        out_dtype: str = "bfloat16") -> KernelShape:
+def cta_pair_gemm_shape(
+    tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16"
+) -> KernelShape:
     """kernels.cta_pair_gemm: CTA pairs, one TMEM slot, one tile per cluster (no CLC)."""
     return KernelShape(2, tile_n, stages, acc_slots=1, persistent=False, out_dtype=out_dtype)
 
 
-def cta_pair_clc_gemm_shape(tile_n: int = 128, stages: int = 4,
-                            out_dtype: str = "bfloat16") -> KernelShape:
+def cta_pair_clc_gemm_shape(
+    tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16"
+) -> KernelShape:
     """kernels.cta_pair_clc_gemm: CTA pairs, two TMEM slots, persistent under CLC."""
     return KernelShape(2, tile_n, stages, acc_slots=2, persistent=True, out_dtype=out_dtype)
 
@@ -167,8 +171,12 @@ class EmulationCheck:
 
     @property
     def ok(self) -> bool:
-        return (self.exactly_once and not self.duplicate_tiles and not self.missing_tiles
-                and self.rel_error <= self.tol)
+        return (
+            self.exactly_once
+            and not self.duplicate_tiles
+            and not self.missing_tiles
+            and self.rel_error <= self.tol
+        )
 
     def __str__(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
@@ -176,8 +184,10 @@ class EmulationCheck:
         if self.exactly_once:
             parts.append("every element of C written exactly once")
         else:
-            parts.append(f"{self.unwritten} elements never written, "
-                         f"{self.overwritten} written more than once")
+            parts.append(
+                f"{self.unwritten} elements never written, "
+                f"{self.overwritten} written more than once"
+            )
         if self.duplicate_tiles:
             parts.append(f"tiles computed twice: {self.duplicate_tiles}")
         if self.missing_tiles:
@@ -222,11 +232,20 @@ class Emulation:
             err = math.inf
         else:
             denom = np.linalg.norm(ref)
-            err = float(np.linalg.norm(out - ref) / denom) if denom else float(
-                np.linalg.norm(out) != 0) * math.inf
-        return EmulationCheck(self.exactly_once, int((self.writes == 0).sum()),
-                              int((self.writes > 1).sum()), duplicates, missing, err,
-                              TOLERANCE[self.shape.out_dtype])
+            err = (
+                float(np.linalg.norm(out - ref) / denom)
+                if denom
+                else float(np.linalg.norm(out) != 0) * math.inf
+            )
+        return EmulationCheck(
+            self.exactly_once,
+            int((self.writes == 0).sum()),
+            int((self.writes > 1).sum()),
+            duplicates,
+            missing,
+            err,
+            TOLERANCE[self.shape.out_dtype],
+        )
 
     def overlaps(self) -> list[tuple[int, tuple, tuple]]:
         """(cluster, tile t, tile t+1) where the MMA of t+1 began before the last store of t.
@@ -258,6 +277,7 @@ class Emulation:
 
 # ---------------------------------------------------------------- the emulated machine
 
+
 @dataclass
 class _Cta:
     """One CTA's shared memory, barriers and tensor memory."""
@@ -279,8 +299,10 @@ class _Cta:
         self.ab_full = [MBarrier(1, f"{self.name}.ab_full[{i}]") for i in range(s.stages)]
         self.ab_empty = [MBarrier(1, f"{self.name}.ab_empty[{i}]") for i in range(s.stages)]
         self.acc_full = [MBarrier(1, f"{self.name}.acc_full[{i}]") for i in range(s.acc_slots)]
-        self.acc_empty = [MBarrier(EPILOGUE_WARPS * s.ctas, f"{self.name}.acc_empty[{i}]")
-                          for i in range(s.acc_slots)]
+        self.acc_empty = [
+            MBarrier(EPILOGUE_WARPS * s.ctas, f"{self.name}.acc_empty[{i}]")
+            for i in range(s.acc_slots)
+        ]
         self.clc_full = MBarrier(1, f"{self.name}.clc_full")
         self.clc_empty = MBarrier(readers, f"{self.name}.clc_empty")
         self.clc_response = None
@@ -363,13 +385,13 @@ def _tma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
                 leader.ab_full[ab.index].arrive(tx=full_barrier_bytes(s))
             k0 = kb * s.tile_k
             me.smem_a[ab.index] = tma_load(run.a, s.a_rows(tm, rank), k0, s.cta_m, s.tile_k)
-            me.smem_b[ab.index] = tma_load(run.b, s.b_rows(tn, rank), k0, s.b_rows_per_cta,
-                                           s.tile_k)
+            me.smem_b[ab.index] = tma_load(
+                run.b, s.b_rows(tn, rank), k0, s.b_rows_per_cta, s.tile_k
+            )
             me.stage_tag[ab.index] = (tile, kb)
             # barrier aliasing: the bytes complete on the leader's barrier, not our own
             leader.ab_full[ab.index].complete_tx(s.stage_bytes)
-            run.log(cluster, rank, "tma", "load", tile, k_block=kb, stage=ab.index,
-                    phase=ab.phase)
+            run.log(cluster, rank, "tma", "load", tile, k_block=kb, stage=ab.index, phase=ab.phase)
             if rank == 0:
                 run.ring.append(RingEntry(cluster, tile, kb, ab.index, ab.phase))
             ab.advance()
@@ -396,21 +418,28 @@ def _mma_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, home):
         if rank == 0:  # only the leader issues the (pair's) MMA
             yield wait_barrier(leader.acc_empty[acc.index], acc.phase)
             slot = acc.index
-            run.tiles.append(TileRecord(cluster, tile, order, "home" if order == 0 else "clc",
-                                        slot, ab.index, ab.phase))
+            run.tiles.append(
+                TileRecord(
+                    cluster, tile, order, "home" if order == 0 else "clc", slot, ab.index, ab.phase
+                )
+            )
             for kb in range(run.k_blocks):
                 yield wait_barrier(leader.ab_full[ab.index], ab.phase)
                 for cta in ctas:
                     if cta.stage_tag[ab.index] != (tile, kb):
                         raise RingCorruption(
                             f"{cta.name} stage {ab.index} holds {cta.stage_tag[ab.index]}, "
-                            f"the MMA of tile {tile} expected K-block {kb}")
+                            f"the MMA of tile {tile} expected K-block {kb}"
+                        )
                 a_tile = np.concatenate([c.smem_a[ab.index] for c in ctas])  # mma_m x 64
                 b_tile = np.concatenate([c.smem_b[ab.index] for c in ctas])  # tile_n x 64
                 product = a_tile @ b_tile.T  # fp32 products, fp32 accumulation
                 for r, cta in enumerate(ctas):  # rows 128r.. land in CTA r's TMEM
-                    cta.tmem.write(cta.tmem_base + slot * s.tile_n,
-                                   product[r * s.cta_m:(r + 1) * s.cta_m], accumulate=kb > 0)
+                    cta.tmem.write(
+                        cta.tmem_base + slot * s.tile_n,
+                        product[r * s.cta_m : (r + 1) * s.cta_m],
+                        accumulate=kb > 0,
+                    )
                 for cta in ctas:  # tcgen05.commit, multicast to the pair: stage is free
                     cta.ab_empty[ab.index].arrive()
                 run.log(cluster, 0, "mma", "mma", tile, k_block=kb, stage=ab.index, slot=slot)
@@ -440,19 +469,29 @@ def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, warp: i
         yield wait_barrier(me.acc_full[acc.index], acc.phase)
         slot = acc.index
         if me.slot_tag[slot] != tile:
-            raise RingCorruption(f"{me.name} slot {slot} holds tile {me.slot_tag[slot]}, "
-                                 f"epilogue warp {warp} expected {tile}")
+            raise RingCorruption(
+                f"{me.name} slot {slot} holds tile {me.slot_tag[slot]}, "
+                f"epilogue warp {warp} expected {tile}"
+            )
         row0 = s.a_rows(tile[0], rank)
         for sub in range(s.tile_n // EPI_COLS):
             col0 = me.tmem_base + slot * s.tile_n + sub * EPI_COLS
             values = me.tmem.read(warp, lane0, col0, EPI_COLS)  # tcgen05.ld 32x32b.x32
             buffer = me.staging[sub % 2]
-            buffer[lane0:lane0 + 32] = round_to(values, s.out_dtype)
+            buffer[lane0 : lane0 + 32] = round_to(values, s.out_dtype)
             yield from sync_named(me.epi_sync)
             if warp == 0:  # one thread stores the 128 x 32 sub-tile (TMA clips at C's edge)
                 tma_store(run.c, run.writes, row0, tile[1] * s.tile_n + sub * EPI_COLS, buffer)
-                run.log(cluster, rank, "epilogue0", "store", tile, sub_tile=sub, slot=slot,
-                        rows=(row0, row0 + s.cta_m))
+                run.log(
+                    cluster,
+                    rank,
+                    "epilogue0",
+                    "store",
+                    tile,
+                    sub_tile=sub,
+                    slot=slot,
+                    rows=(row0, row0 + s.cta_m),
+                )
             yield from sync_named(me.epi_sync)
         leader.acc_empty[slot].arrive()  # elect_one: one arrival per warp, on the leader
         run.log(cluster, rank, f"epilogue{warp}", "release", tile, slot=slot)
@@ -463,14 +502,21 @@ def _epilogue_warp(run: _Run, ctas: list[_Cta], rank: int, cluster: int, warp: i
         me.tmem.dealloc(me.tmem_base, s.tmem_columns)
 
 
-def emulate_gemm(a, b, shape: KernelShape, resident_clusters: int | None = None,
-                 seed: int | None = None, clc=ClcHardware) -> Emulation:
+def emulate_gemm(
+    a,
+    b,
+    shape: KernelShape,
+    resident_clusters: int | None = None,
+    seed: int | None = None,
+    clc=ClcHardware,
+) -> Emulation:
     """Emulate any KernelShape (e.g. a CTA pair with one accumulator slot, for contrast)."""
     return _emulate(a, b, shape, resident_clusters, seed, clc)
 
 
-def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int | None,
-             clc_factory) -> Emulation:
+def _emulate(
+    a, b, shape: KernelShape, resident_clusters: int | None, seed: int | None, clc_factory
+) -> Emulation:
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
     (m, k), (n, kb) = a.shape, b.shape
@@ -479,8 +525,9 @@ def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int 
     tiles_m, tiles_n = math.ceil(m / shape.mma_m), math.ceil(n / shape.tile_n)
     # clusters in launch order: blockIdx.x (along M) fastest
     cluster_ids = [(tm * shape.ctas, tn) for tn in range(tiles_n) for tm in range(tiles_m)]
-    resident = len(cluster_ids) if resident_clusters is None else min(resident_clusters,
-                                                                       len(cluster_ids))
+    resident = (
+        len(cluster_ids) if resident_clusters is None else min(resident_clusters, len(cluster_ids))
+    )
     if not shape.persistent:
         resident = len(cluster_ids)  # one tile per CTA: every CTA of the grid runs
     clc = clc_factory(cluster_ids, resident) if shape.persistent else None
@@ -502,38 +549,61 @@ def _emulate(a, b, shape: KernelShape, resident_clusters: int | None, seed: int 
             for w in range(EPILOGUE_WARPS):
                 sched.spawn(f"{tag}.epilogue{w}", _epilogue_warp(run, ctas, r, cluster, w, home))
     sched.run()
-    return Emulation(shape, m, n, k, c, run.writes, run.tiles, run.ring,
-                     clc.log if clc is not None else [], len(launched),
-                     sum(w.steps for w in sched.warps), run.events)
+    return Emulation(
+        shape,
+        m,
+        n,
+        k,
+        c,
+        run.writes,
+        run.tiles,
+        run.ring,
+        clc.log if clc is not None else [],
+        len(launched),
+        sum(w.steps for w in sched.warps),
+        run.events,
+    )
 
 
-def emulate_tcgen05_gemm(a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16",
-                         seed: int | None = None) -> Emulation:
+def emulate_tcgen05_gemm(
+    a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16", seed: int | None = None
+) -> Emulation:
     """Replay kernels.tcgen05_gemm on A (M,K) and B (N,K): C = A.B^T."""
     return _emulate(a, b, tcgen05_gemm_shape(tile_n, stages, out_dtype), None, seed, ClcHardware)
 
 
-def emulate_cta_pair_gemm(a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16",
-                          seed: int | None = None) -> Emulation:
+def emulate_cta_pair_gemm(
+    a, b, tile_n: int = 128, stages: int = 4, out_dtype: str = "bfloat16", seed: int | None = None
+) -> Emulation:
     """Replay kernels.cta_pair_gemm on A (M,K) and B (N,K): C = A.B^T."""
     return _emulate(a, b, cta_pair_gemm_shape(tile_n, stages, out_dtype), None, seed, ClcHardware)
 
 
-def emulate_cta_pair_clc_gemm(a, b, tile_n: int = 128, stages: int = 4,
-                              out_dtype: str = "bfloat16", resident_clusters: int | None = 2,
-                              seed: int | None = None, clc=ClcHardware) -> Emulation:
+def emulate_cta_pair_clc_gemm(
+    a,
+    b,
+    tile_n: int = 128,
+    stages: int = 4,
+    out_dtype: str = "bfloat16",
+    resident_clusters: int | None = 2,
+    seed: int | None = None,
+    clc=ClcHardware,
+) -> Emulation:
     """Replay kernels.cta_pair_clc_gemm on A (M,K) and B (N,K): C = A.B^T.
 
     resident_clusters: how many clusters the emulated GPU runs at once (the rest are
     handed out by CLC); a B200 would hold 74 pairs, a small number makes stealing visible.
     clc: the launch-queue model (course.emulate.clc.ClcHardware, or a broken one).
     """
-    return _emulate(a, b, cta_pair_clc_gemm_shape(tile_n, stages, out_dtype), resident_clusters,
-                    seed, clc)
+    return _emulate(
+        a, b, cta_pair_clc_gemm_shape(tile_n, stages, out_dtype), resident_clusters, seed, clc
+    )
 
 
 def random_operands(m: int, n: int, k: int, dtype: str = "bfloat16", seed: int = 0):
     """Standard-normal A (M,K) and B (N,K) rounded to `dtype`, as float32 arrays."""
     rng = np.random.default_rng(seed)
-    return (round_to(rng.standard_normal((m, k), dtype=np.float32), dtype),
-            round_to(rng.standard_normal((n, k), dtype=np.float32), dtype))
+    return (
+        round_to(rng.standard_normal((m, k), dtype=np.float32), dtype),
+        round_to(rng.standard_normal((n, k), dtype=np.float32), dtype),
+    )

@@ -9,6 +9,7 @@ TMA boxes: a load of a box that hangs over the edge of the tensor delivers zeros
 outside part (that is how the kernels handle ragged M, N, K), and still counts the full
 box's bytes; a store writes only the inside part.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,8 +60,10 @@ class Tmem:
 
     def dealloc(self, start: int, columns: int) -> None:
         if self.allocations.get(start) != columns:
-            raise TmemError(f"{self.name}: dealloc of {columns} columns at {start} that were "
-                            f"not allocated (in use: {self.allocations})")
+            raise TmemError(
+                f"{self.name}: dealloc of {columns} columns at {start} that were "
+                f"not allocated (in use: {self.allocations})"
+            )
         del self.allocations[start]
 
     def _check_columns(self, col0: int, ncols: int) -> None:
@@ -73,7 +76,7 @@ class Tmem:
         if lanes != TMEM_LANES:
             raise TmemError(f"an MMA writes all {TMEM_LANES} lanes, not {lanes}")
         self._check_columns(col0, ncols)
-        block = self.cells[:, col0:col0 + ncols]
+        block = self.cells[:, col0 : col0 + ncols]
         if accumulate:
             block += values
         else:
@@ -83,10 +86,12 @@ class Tmem:
         """tcgen05.ld 32x32b by epilogue warp `warp`: 32 lanes from lane0, ncols columns."""
         quarter = LANES_PER_WARP * (warp % 4)
         if lane0 != quarter:
-            raise TmemError(f"{self.name}: warp {warp} may access lanes {quarter}.."
-                            f"{quarter + LANES_PER_WARP - 1}, not {lane0}..")
+            raise TmemError(
+                f"{self.name}: warp {warp} may access lanes {quarter}.."
+                f"{quarter + LANES_PER_WARP - 1}, not {lane0}.."
+            )
         self._check_columns(col0, ncols)
-        return self.cells[lane0:lane0 + LANES_PER_WARP, col0:col0 + ncols].copy()
+        return self.cells[lane0 : lane0 + LANES_PER_WARP, col0 : col0 + ncols].copy()
 
 
 def tma_load(src: np.ndarray, row0: int, col0: int, rows: int, cols: int) -> np.ndarray:
@@ -94,16 +99,15 @@ def tma_load(src: np.ndarray, row0: int, col0: int, rows: int, cols: int) -> np.
     box = np.zeros((rows, cols), dtype=np.float32)
     r1, c1 = min(row0 + rows, src.shape[0]), min(col0 + cols, src.shape[1])
     if r1 > row0 and c1 > col0:
-        box[:r1 - row0, :c1 - col0] = src[row0:r1, col0:c1]
+        box[: r1 - row0, : c1 - col0] = src[row0:r1, col0:c1]
     return box
 
 
-def tma_store(dst: np.ndarray, writes: np.ndarray, row0: int, col0: int,
-              box: np.ndarray) -> None:
+def tma_store(dst: np.ndarray, writes: np.ndarray, row0: int, col0: int, box: np.ndarray) -> None:
     """A TMA box store: the part of `box` inside `dst` is written (and counted)."""
     r1, c1 = min(row0 + box.shape[0], dst.shape[0]), min(col0 + box.shape[1], dst.shape[1])
     if r1 > row0 and c1 > col0:
-        dst[row0:r1, col0:c1] = box[:r1 - row0, :c1 - col0]
+        dst[row0:r1, col0:c1] = box[: r1 - row0, : c1 - col0]
         writes[row0:r1, col0:c1] += 1
 
 

@@ -10,6 +10,7 @@ the answer is "not cancelled" and the asking cluster finishes.
 `DuplicateTile` and `SkipTile` are deliberately broken launch queues (a tile handed out
 twice, a tile lost) for showing that the emulator's checks catch a wrong schedule.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -48,7 +49,7 @@ class ClcHardware:
 
     def try_cancel(self, cluster: int) -> ClcResponse:
         victim = self._next()
-        response = (ClcResponse(True, *victim) if victim is not None else ClcResponse(False))
+        response = ClcResponse(True, *victim) if victim is not None else ClcResponse(False)
         self.log.append(ClcRequest(len(self.log), cluster, response))
         return response
 

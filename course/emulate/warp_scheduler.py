@@ -12,6 +12,7 @@ The mbarriers and pipeline states are the course's one model of them
 undefined (an over-arrival, a tx underflow) raises its `MBarrierError`. Only the named
 barrier, which is not an mbarrier, is modelled here.
 """
+
 from __future__ import annotations
 
 import random

@@ -24,6 +24,7 @@ executor does not model `X`; this check needs a GPU"), never a made-up value. Sp
 modelled. course.execute.ladder_runs runs the ladder kernels of notebooks 00-07;
 course.exercises.executor_checks runs the kernel exercises 01-07.
 """
+
 from course.execute.hazards import Hazard, Unmodelled
 from course.execute.runner import Result, pointer, run
 

@@ -8,6 +8,7 @@ modules when it rebuilds a kernel's functions.
 Static layout algebra goes to CuTe DSL itself (course.execute.oracle); per-thread work
 (indices, element access, slicing, copies, MMAs, barriers) is the executor's.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -23,8 +24,14 @@ from course.execute.memory import GMEM, RMEM, SMEM
 from course.execute.numeric import TYPES, DType, of_value
 from course.execute.oracle import Recipe
 from course.execute.hazards import Unmodelled
-from course.execute.tensor import (Pointer, Tensor, TensorSSA, identity_tensor,
-                                   make_tensor as _make_tensor, register_tensor)
+from course.execute.tensor import (
+    Pointer,
+    Tensor,
+    TensorSSA,
+    identity_tensor,
+    make_tensor as _make_tensor,
+    register_tensor,
+)
 
 
 class Namespace:
@@ -47,8 +54,9 @@ def _ops_namespace(path: str, *modelled: str, enums: dict | None = None) -> Name
     """Ops (copy/MMA operations) are recipes: made here, given meaning by course.execute.atoms."""
     names = {name: _recipe_maker(f"{path}.{name}") for name in modelled}
     for name, members in (enums or {}).items():
-        names[name] = Namespace(f"{path}.{name}", **{m: Recipe(f"{path}.{name}.{m}")
-                                                     for m in members})
+        names[name] = Namespace(
+            f"{path}.{name}", **{m: Recipe(f"{path}.{name}.{m}") for m in members}
+        )
     return Namespace(path, **names)
 
 
@@ -61,6 +69,7 @@ def _recipe_maker(path: str):
 
 
 # ---------------------------------------------------------------- cute: layouts
+
 
 def make_layout(shape, stride=None) -> Layout:
     if isinstance(shape, Layout):
@@ -93,6 +102,7 @@ def make_composed_layout(inner, offset, outer) -> ComposedLayout:
 def _algebra(name: str):
     """A layout-algebra function: on a tensor, asked of CuTe on a counting tensor over its
     layout; on layouts and shapes, asked of CuTe directly."""
+
     def fn(first, *args, **kwargs):
         if isinstance(first, Tensor):
             delta, layout = oracle.on_tensor(name, first.domain_layout, *args, **kwargs)
@@ -103,15 +113,49 @@ def _algebra(name: str):
     return fn
 
 
-ALGEBRA = ("composition", "complement", "coalesce", "right_inverse", "left_inverse",
-           "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
-           "logical_product", "zipped_product", "tiled_product", "flat_product",
-           "blocked_product", "raked_product", "tile_to_shape", "make_ordered_layout",
-           "make_layout_tv", "filter_zeros", "filter", "select", "group_modes", "append",
-           "prepend", "flatten", "recast_layout", "max_common_layout", "max_common_vector",
-           "make_identity_layout", "get", "dice", "append_ones", "prepend_ones",
-           "make_layout_like", "shape_div", "ceil_div", "round_up", "nullspace",
-           "make_layout_image_mask", "get_nonswizzle_portion", "get_swizzle_portion")
+ALGEBRA = (
+    "composition",
+    "complement",
+    "coalesce",
+    "right_inverse",
+    "left_inverse",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "tile_to_shape",
+    "make_ordered_layout",
+    "make_layout_tv",
+    "filter_zeros",
+    "filter",
+    "select",
+    "group_modes",
+    "append",
+    "prepend",
+    "flatten",
+    "recast_layout",
+    "max_common_layout",
+    "max_common_vector",
+    "make_identity_layout",
+    "get",
+    "dice",
+    "append_ones",
+    "prepend_ones",
+    "make_layout_like",
+    "shape_div",
+    "ceil_div",
+    "round_up",
+    "nullspace",
+    "make_layout_image_mask",
+    "get_nonswizzle_portion",
+    "get_swizzle_portion",
+)
 
 
 zipped_divide = _algebra("zipped_divide")
@@ -223,6 +267,7 @@ def assume(x, divby=None, **_):
 
 # ---------------------------------------------------------------- cute: tensors
 
+
 def make_tensor(iterator, layout) -> Tensor:
     if isinstance(layout, (tuple, int)):
         layout = make_layout(layout)
@@ -235,8 +280,11 @@ def make_identity_tensor(shape_) -> Tensor:
 
 def make_rmem_tensor(layout_or_shape, dtype) -> Tensor:
     _check_type(dtype)
-    lay = layout_or_shape if isinstance(layout_or_shape, (Layout, ComposedLayout)) \
+    lay = (
+        layout_or_shape
+        if isinstance(layout_or_shape, (Layout, ComposedLayout))
         else make_layout(layout_or_shape)
+    )
     return register_tensor(lay, dtype)
 
 
@@ -258,8 +306,14 @@ def make_rmem_tensor_like(src, dtype=None) -> Tensor:
     if not isinstance(src, Tensor) or not isinstance(src.iterator, Pointer):
         raise Unmodelled("make_fragment_like of a coordinate tensor")
     extra = (dtype,) if dtype is not None else ()
-    layout, made = oracle.fragment(None, "make_rmem_tensor_like", src.iterator.memory.space,
-                                   src.element_type, src.layout, *extra)
+    layout, made = oracle.fragment(
+        None,
+        "make_rmem_tensor_like",
+        src.iterator.memory.space,
+        src.element_type,
+        src.layout,
+        *extra,
+    )
     return register_tensor(layout, made or dtype or src.element_type)
 
 
@@ -280,8 +334,9 @@ def local_tile(tensor: Tensor, tiler, coord, proj=None) -> Tensor:
 
 
 def local_partition(tensor: Tensor, tiler, index, proj=1) -> Tensor:
-    delta, layout = oracle.on_tensor("local_partition", tensor.domain_layout, tiler,
-                                     int(index), proj=proj)
+    delta, layout = oracle.on_tensor(
+        "local_partition", tensor.domain_layout, tiler, int(index), proj=proj
+    )
     return tensor.moved(delta, layout)
 
 
@@ -294,8 +349,13 @@ def recast_ptr(ptr, swizzle_=None, dtype=None) -> Pointer:
         raise Unmodelled(f"recast_ptr of {type(ptr).__name__}")
     if swizzle_ is not None and not isinstance(swizzle_, Swizzle):
         raise Unmodelled("recast_ptr with a non-swizzle layout")
-    return Pointer(ptr.memory, ptr.byte_offset, dtype or ptr.dtype,
-                   swizzle_ if swizzle_ is not None else ptr.swizzle, ptr.align)
+    return Pointer(
+        ptr.memory,
+        ptr.byte_offset,
+        dtype or ptr.dtype,
+        swizzle_ if swizzle_ is not None else ptr.swizzle,
+        ptr.align,
+    )
 
 
 def recast_tensor(src: Tensor, dtype) -> Tensor:
@@ -326,8 +386,13 @@ def where(cond, a, b):
     av = a.values if isinstance(a, TensorSSA) else a
     bv = b.values if isinstance(b, TensorSSA) else b
     ref = next(x for x in (a, b, cond) if isinstance(x, TensorSSA))
-    dtype = a.dtype if isinstance(a, TensorSSA) else b.dtype if isinstance(b, TensorSSA) \
+    dtype = (
+        a.dtype
+        if isinstance(a, TensorSSA)
+        else b.dtype
+        if isinstance(b, TensorSSA)
         else of_value(a)
+    )
     return TensorSSA(np.where(c, av, bv), ref.shape, dtype)
 
 
@@ -356,13 +421,30 @@ def _ssa_math(fn):
     return apply
 
 
-math = Namespace("cute.math", **{name: _ssa_math(fn) for name, fn in {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
-    "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v), "sin": np.sin, "cos": np.cos,
-    "tanh": np.tanh, "absf": np.abs, "erf": lambda v: np.vectorize(_math.erf)(v)}.items()})
+math = Namespace(
+    "cute.math",
+    **{
+        name: _ssa_math(fn)
+        for name, fn in {
+            "exp": np.exp,
+            "exp2": np.exp2,
+            "log": np.log,
+            "log2": np.log2,
+            "log10": np.log10,
+            "sqrt": np.sqrt,
+            "rsqrt": lambda v: 1 / np.sqrt(v),
+            "sin": np.sin,
+            "cos": np.cos,
+            "tanh": np.tanh,
+            "absf": np.abs,
+            "erf": lambda v: np.vectorize(_math.erf)(v),
+        }.items()
+    },
+)
 
 
 # ---------------------------------------------------------------- cute: atoms
+
 
 def make_copy_atom(op, dtype, num_bits_per_copy=None, **kwargs) -> atoms.CopyAtom:
     if not isinstance(op, Recipe):
@@ -389,8 +471,9 @@ def make_mma_atom(op, **kwargs) -> atoms.TiledMma:
     return atoms.TiledMma(Recipe("cute.make_mma_atom", (op,), kwargs), op)
 
 
-def make_tiled_mma(op_or_atom, atom_layout_mnk=(1, 1, 1), permutation_mnk=None,
-                   **kwargs) -> atoms.TiledMma:
+def make_tiled_mma(
+    op_or_atom, atom_layout_mnk=(1, 1, 1), permutation_mnk=None, **kwargs
+) -> atoms.TiledMma:
     op = op_or_atom.op if isinstance(op_or_atom, atoms.TiledMma) else op_or_atom
     if not isinstance(op, Recipe):
         raise Unmodelled(f"make_tiled_mma of {type(op).__name__}")
@@ -411,6 +494,7 @@ def basic_copy_if(pred, src, dst):
 
 
 # ---------------------------------------------------------------- cute.arch
+
 
 def _warp():
     return machine.warp()
@@ -446,8 +530,9 @@ def sync_threads():
 
 def barrier(barrier_id=0, number_of_threads=None, **_):
     w = _warp()
-    if int(barrier_id) != 0 or (number_of_threads is not None
-                                and int(number_of_threads) != w.cta.threads):
+    if int(barrier_id) != 0 or (
+        number_of_threads is not None and int(number_of_threads) != w.cta.threads
+    ):
         raise Unmodelled("cute.arch.barrier with a barrier id or thread count (named barriers)")
     machine.barrier(hazards.site(2))
 
@@ -466,23 +551,45 @@ def cp_async_wait_all():
 
 
 arch = Namespace(
-    "cute.arch", thread_idx=thread_idx, block_idx=block_idx, block_dim=block_dim,
-    grid_dim=grid_dim, lane_idx=lane_idx, warp_idx=warp_idx, sync_threads=sync_threads,
-    barrier=barrier, cp_async_commit_group=cp_async_commit_group,
-    cp_async_wait_group=cp_async_wait_group, cp_async_wait_all=cp_async_wait_all,
-    make_warp_uniform=lambda x: x, WARP_SIZE=32)
+    "cute.arch",
+    thread_idx=thread_idx,
+    block_idx=block_idx,
+    block_dim=block_dim,
+    grid_dim=grid_dim,
+    lane_idx=lane_idx,
+    warp_idx=warp_idx,
+    sync_threads=sync_threads,
+    barrier=barrier,
+    cp_async_commit_group=cp_async_commit_group,
+    cp_async_wait_group=cp_async_wait_group,
+    cp_async_wait_all=cp_async_wait_all,
+    make_warp_uniform=lambda x: x,
+    WARP_SIZE=32,
+)
 
 
 # ---------------------------------------------------------------- cute.nvgpu
 
-cpasync = _ops_namespace("cute.nvgpu.cpasync", "CopyG2SOp",
-                         enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE",
-                                                  "NONE")})
-warp = _ops_namespace("cute.nvgpu.warp", "LdMatrix8x8x16bOp", "LdMatrix16x16x8bOp",
-                      "StMatrix8x8x16bOp", "StMatrix16x8x8bOp", "MmaF16BF16Op", "MmaF8Op")
-nvgpu = _ops_namespace("cute.nvgpu", "CopyUniversalOp", "MmaUniversalOp",
-                       enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE",
-                                                "NONE")})
+cpasync = _ops_namespace(
+    "cute.nvgpu.cpasync",
+    "CopyG2SOp",
+    enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE")},
+)
+warp = _ops_namespace(
+    "cute.nvgpu.warp",
+    "LdMatrix8x8x16bOp",
+    "LdMatrix16x16x8bOp",
+    "StMatrix8x8x16bOp",
+    "StMatrix16x8x8bOp",
+    "MmaF16BF16Op",
+    "MmaF8Op",
+)
+nvgpu = _ops_namespace(
+    "cute.nvgpu",
+    "CopyUniversalOp",
+    "MmaUniversalOp",
+    enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE")},
+)
 nvgpu.__dict__.update(cpasync=cpasync, warp=warp)
 
 
@@ -495,6 +602,7 @@ class AddressSpace(enum.Enum):
 
 
 # ---------------------------------------------------------------- decorators and launch
+
 
 class KernelFunction:
     """A @cute.kernel function on the executor: calling it gives something to .launch()."""
@@ -554,10 +662,13 @@ class SmemAllocator:
         start = -(-self.offset // align) * align
         cta = machine.warp().cta
         if start + nbytes > machine.SMEM_CAPACITY:
-            raise hazards.Hazard(hazards.OUT_OF_BOUNDS, f"shared memory of {start + nbytes} "
-                                                      f"bytes: more than the "
-                                                      f"{machine.SMEM_CAPACITY} a CTA has",
-                                hazards.site(3))
+            raise hazards.Hazard(
+                hazards.OUT_OF_BOUNDS,
+                f"shared memory of {start + nbytes} "
+                f"bytes: more than the "
+                f"{machine.SMEM_CAPACITY} a CTA has",
+                hazards.site(3),
+            )
         self.offset = start + nbytes
         cta.smem_used = max(cta.smem_used, self.offset)
         return start
@@ -582,31 +693,88 @@ class SmemAllocator:
 
 # ---------------------------------------------------------------- the namespaces
 
+
 def _cute_names() -> dict:
     names = {name: _algebra(name) for name in ALGEBRA}
     names.update(
-        make_layout=make_layout, make_swizzle=make_swizzle,
-        make_composed_layout=make_composed_layout, size=size, cosize=cosize, rank=rank,
-        depth=depth, shape=shape, crd2idx=crd2idx, idx2crd=idx2crd, elem_less=elem_less,
-        assume=assume, make_tensor=make_tensor, make_identity_tensor=make_identity_tensor,
-        make_rmem_tensor=make_rmem_tensor, make_fragment=make_rmem_tensor,
-        make_fragment_like=make_fragment_like, make_rmem_tensor_like=make_rmem_tensor_like,
-        local_tile=local_tile, local_partition=local_partition, domain_offset=domain_offset,
-        recast_ptr=recast_ptr, recast_tensor=recast_tensor, printf=printf,
-        print_tensor=print_tensor, pretty_str=pretty_str, where=where, full=full,
-        full_like=full_like, zeros_like=zeros_like, ones_like=ones_like, math=math,
-        make_copy_atom=make_copy_atom, make_mma_atom=make_mma_atom,
-        make_tiled_mma=make_tiled_mma, copy=atoms.copy, autovec_copy=atoms.autovec_copy,
-        basic_copy=basic_copy, basic_copy_if=basic_copy_if, gemm=atoms.gemm, arch=arch,
-        nvgpu=nvgpu, AddressSpace=AddressSpace, jit=jit, kernel=kernel, compile=_compile,
-        Tensor=Tensor, Layout=Layout, ComposedLayout=ComposedLayout, Swizzle=Swizzle,
-        Pointer=Pointer, TensorSSA=TensorSSA, TiledCopy=atoms.TiledCopy,
-        TiledMma=atoms.TiledMma, CopyAtom=atoms.CopyAtom, MmaAtom=atoms.TiledMma,
-        ThrCopy=atoms.ThrCopy, ThrMma=atoms.ThrMma, Shape=tuple, Coord=tuple, Tile=tuple,
-        IntTuple=tuple, Stride=tuple, Tiler=tuple, Numeric=DType, XTuple=tuple)
-    for name in ("make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_A",
-                 "make_tiled_copy_B", "make_tiled_copy_C", "make_tiled_copy_S",
-                 "make_tiled_copy_D", "make_cotiled_copy", "make_tiled_copy_C_atom"):
+        make_layout=make_layout,
+        make_swizzle=make_swizzle,
+        make_composed_layout=make_composed_layout,
+        size=size,
+        cosize=cosize,
+        rank=rank,
+        depth=depth,
+        shape=shape,
+        crd2idx=crd2idx,
+        idx2crd=idx2crd,
+        elem_less=elem_less,
+        assume=assume,
+        make_tensor=make_tensor,
+        make_identity_tensor=make_identity_tensor,
+        make_rmem_tensor=make_rmem_tensor,
+        make_fragment=make_rmem_tensor,
+        make_fragment_like=make_fragment_like,
+        make_rmem_tensor_like=make_rmem_tensor_like,
+        local_tile=local_tile,
+        local_partition=local_partition,
+        domain_offset=domain_offset,
+        recast_ptr=recast_ptr,
+        recast_tensor=recast_tensor,
+        printf=printf,
+        print_tensor=print_tensor,
+        pretty_str=pretty_str,
+        where=where,
+        full=full,
+        full_like=full_like,
+        zeros_like=zeros_like,
+        ones_like=ones_like,
+        math=math,
+        make_copy_atom=make_copy_atom,
+        make_mma_atom=make_mma_atom,
+        make_tiled_mma=make_tiled_mma,
+        copy=atoms.copy,
+        autovec_copy=atoms.autovec_copy,
+        basic_copy=basic_copy,
+        basic_copy_if=basic_copy_if,
+        gemm=atoms.gemm,
+        arch=arch,
+        nvgpu=nvgpu,
+        AddressSpace=AddressSpace,
+        jit=jit,
+        kernel=kernel,
+        compile=_compile,
+        Tensor=Tensor,
+        Layout=Layout,
+        ComposedLayout=ComposedLayout,
+        Swizzle=Swizzle,
+        Pointer=Pointer,
+        TensorSSA=TensorSSA,
+        TiledCopy=atoms.TiledCopy,
+        TiledMma=atoms.TiledMma,
+        CopyAtom=atoms.CopyAtom,
+        MmaAtom=atoms.TiledMma,
+        ThrCopy=atoms.ThrCopy,
+        ThrMma=atoms.ThrMma,
+        Shape=tuple,
+        Coord=tuple,
+        Tile=tuple,
+        IntTuple=tuple,
+        Stride=tuple,
+        Tiler=tuple,
+        Numeric=DType,
+        XTuple=tuple,
+    )
+    for name in (
+        "make_tiled_copy_tv",
+        "make_tiled_copy",
+        "make_tiled_copy_A",
+        "make_tiled_copy_B",
+        "make_tiled_copy_C",
+        "make_tiled_copy_S",
+        "make_tiled_copy_D",
+        "make_cotiled_copy",
+        "make_tiled_copy_C_atom",
+    ):
         names[name] = _tiled_copy_maker(name)
     return names
 
@@ -629,16 +797,37 @@ class _Constexpr:
 smem_module = Namespace("cutlass.memory.smem", SmemAllocator=SmemAllocator)
 memory = Namespace("cutlass.memory", smem=smem_module, SmemAllocator=SmemAllocator)
 cutlass = Namespace(
-    "cutlass", cute=cute, memory=memory, Constexpr=_Constexpr, const_expr=_const_expr,
-    range_constexpr=_range, range=_range, min=_lane_min, max=_lane_max,
-    dynamic_expr=_const_expr, dsl_user_op=lambda f: f, Numeric=DType,
-    Integer=DType, Float=DType, **TYPES)
+    "cutlass",
+    cute=cute,
+    memory=memory,
+    Constexpr=_Constexpr,
+    const_expr=_const_expr,
+    range_constexpr=_range,
+    range=_range,
+    min=_lane_min,
+    max=_lane_max,
+    dynamic_expr=_const_expr,
+    dsl_user_op=lambda f: f,
+    Numeric=DType,
+    Integer=DType,
+    Float=DType,
+    **TYPES,
+)
 driver = Namespace("cuda.bindings.driver", CUstream=lambda *a, **k: None)
 cuda = Namespace("cuda", bindings=Namespace("cuda.bindings", driver=driver))
 
 # real module name -> its stand-in (course.execute.translate binds these)
-MODULES = {"cutlass": cutlass, "cutlass.cute": cute, "cutlass.cute.arch": arch,
-           "cutlass.cute.nvgpu": nvgpu, "cutlass.cute.nvgpu.cpasync": cpasync,
-           "cutlass.cute.nvgpu.warp": warp, "cutlass.cute.math": math,
-           "cutlass.memory": memory, "cutlass.memory.smem": smem_module,
-           "cuda": cuda, "cuda.bindings": cuda.bindings, "cuda.bindings.driver": driver}
+MODULES = {
+    "cutlass": cutlass,
+    "cutlass.cute": cute,
+    "cutlass.cute.arch": arch,
+    "cutlass.cute.nvgpu": nvgpu,
+    "cutlass.cute.nvgpu.cpasync": cpasync,
+    "cutlass.cute.nvgpu.warp": warp,
+    "cutlass.cute.math": math,
+    "cutlass.memory": memory,
+    "cutlass.memory.smem": smem_module,
+    "cuda": cuda,
+    "cuda.bindings": cuda.bindings,
+    "cuda.bindings.driver": driver,
+}

@@ -17,6 +17,7 @@ an instruction *does* is the executor's:
   16x8x16 tiles with the atom's TV layouts, multiplied (exact products, fp32 accumulation,
   one rounding per k-atom), and handed back; the universal FMA op is per thread.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,12 @@ from course.execute.oracle import Recipe
 from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer, Tensor, register_tensor
 
-COPY_KINDS = {"CopyUniversalOp": "universal", "CopyG2SOp": "cp.async",
-              "LdMatrix8x8x16bOp": "ldmatrix", "LdMatrix16x16x8bOp": "ldmatrix"}
+COPY_KINDS = {
+    "CopyUniversalOp": "universal",
+    "CopyG2SOp": "cp.async",
+    "LdMatrix8x8x16bOp": "ldmatrix",
+    "LdMatrix16x16x8bOp": "ldmatrix",
+}
 MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync"}
 
 
@@ -96,6 +101,7 @@ class TiledCopy(CopyAtom):
         tiler = self.tiler_mn
         tiler = tiler if isinstance(tiler, tuple) else (tiler,)
         return tuple(t.size if isinstance(t, Layout) else product(t) for t in tiler)
+
     layout_src_tv_tiled = property(lambda self: self._attr("layout_src_tv_tiled"))
     layout_dst_tv_tiled = property(lambda self: self._attr("layout_dst_tv_tiled"))
 
@@ -126,8 +132,11 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
     ids = thr_idx.v if isinstance(thr_idx, Lanes) else np.array([thr_idx])
     if ids.min() < 0 or ids.max() >= len(starts):
         bad = int(ids.max() if ids.max() >= len(starts) else ids.min())
-        raise Hazard(hazards.CRASH, f"get_slice({bad}) of a tiled op of {len(starts)} threads",
-                     hazards.site(3))
+        raise Hazard(
+            hazards.CRASH,
+            f"get_slice({bad}) of a tiled op of {len(starts)} threads",
+            hazards.site(3),
+        )
     from course.execute.static_layout import idx2crd
 
     start = Lanes(np.asarray(starts, dtype=np.int64)[ids])
@@ -137,8 +146,11 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
     crd = tuple(crd[:rank]) + (0,) * max(rank - len(crd), 0)
     offsets = lay(crd if rank > 1 else crd[0])
     first = lay((0,) * rank if rank > 1 else 0)
-    moved = offsets - first + delta0 if isinstance(offsets, Lanes) else \
-        Lanes(np.full(ids.size, offsets - first + delta0))
+    moved = (
+        offsets - first + delta0
+        if isinstance(offsets, Lanes)
+        else Lanes(np.full(ids.size, offsets - first + delta0))
+    )
     delta = lanes(moved.v) if isinstance(thr_idx, Lanes) else int(moved.v[0])
     return tensor.moved(delta, layout)
 
@@ -171,6 +183,7 @@ def _is_registers(t: Tensor) -> bool:
 
 
 # ---------------------------------------------------------------- MMAs
+
 
 class TiledMma:
     """cute.make_tiled_mma(op, atom_layout_mnk, permutation_mnk) (or an MMA atom)."""
@@ -228,8 +241,7 @@ class TiledMma:
             if x.is_coordinates:
                 raise Unmodelled(f"{which} of a coordinate tensor")
             space = x.iterator.memory.space
-            layout, dtype = oracle.fragment(self.recipe, which, space, x.element_type,
-                                            x.layout)
+            layout, dtype = oracle.fragment(self.recipe, which, space, x.element_type, x.layout)
         else:
             made = oracle.method(self.recipe, which, x)
             if not (isinstance(made, tuple) and made and made[0] == "tensor"):
@@ -266,6 +278,7 @@ class ThrMma(_ThreadSlice, TiledMma):
 
 # ---------------------------------------------------------------- moving values
 
+
 def _pointer(t: Tensor) -> Pointer:
     if not isinstance(t.iterator, Pointer):
         raise Unmodelled("copying to or from a coordinate tensor")
@@ -276,28 +289,30 @@ def _who(mem, rows, tids):
     return rows if mem.space == RMEM else tids
 
 
-def _gather(t: Tensor, E: np.ndarray, emask: np.ndarray, rows, tids, site,
-            width: int = 0) -> np.ndarray:
+def _gather(
+    t: Tensor, E: np.ndarray, emask: np.ndarray, rows, tids, site, width: int = 0
+) -> np.ndarray:
     """Values (R, n) of elements E (R, n) where emask holds (0 elsewhere)."""
     ptr = _pointer(t)
     mem = ptr.memory
-    out = np.zeros(E.shape, dtype=ptr.dtype.compute if ptr.dtype.name != "BFloat16"
-                   else np.float32)
+    out = np.zeros(E.shape, dtype=ptr.dtype.compute if ptr.dtype.name != "BFloat16" else np.float32)
     if not emask.any():
         return out
     w = machine.current_warp()
     if w is not None and mem.space == SMEM:
         per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
-        w.note_smem(mem, site, E[:, ::per] * ptr.dtype.storage.itemsize,
-                    width or ptr.dtype.storage.itemsize)
+        w.note_smem(
+            mem, site, E[:, ::per] * ptr.dtype.storage.itemsize, width or ptr.dtype.storage.itemsize
+        )
     n = E.shape[1]
     who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
     out[emask] = mem.load(ptr.dtype, who, E[emask][:, None], site)[:, 0]
     return out
 
 
-def _scatter(t: Tensor, E: np.ndarray, emask: np.ndarray, values, rows, tids, site,
-             width: int = 0) -> None:
+def _scatter(
+    t: Tensor, E: np.ndarray, emask: np.ndarray, values, rows, tids, site, width: int = 0
+) -> None:
     ptr = _pointer(t)
     mem = ptr.memory
     if not emask.any():
@@ -305,8 +320,9 @@ def _scatter(t: Tensor, E: np.ndarray, emask: np.ndarray, values, rows, tids, si
     w = machine.current_warp()
     if w is not None and mem.space == SMEM:
         per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
-        w.note_smem(mem, site, E[:, ::per] * ptr.dtype.storage.itemsize,
-                    width or ptr.dtype.storage.itemsize)
+        w.note_smem(
+            mem, site, E[:, ::per] * ptr.dtype.storage.itemsize, width or ptr.dtype.storage.itemsize
+        )
     n = E.shape[1]
     who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
     v = np.broadcast_to(values, E.shape)[emask]
@@ -326,10 +342,13 @@ def _check_vectors(t: Tensor, E: np.ndarray, per: int, bits: int, cmask: np.ndar
     bad = ~(contiguous & aligned)
     if bad.any():
         k = int(np.argmax(bad))
-        raise Hazard(hazards.MISALIGNED,
-                     f"a {bits}-bit access of elements {groups[k].tolist()} of "
-                     f"{t.iterator.memory.name}: they must be {per} contiguous elements "
-                     f"starting on a {bits // 8}-byte boundary", site)
+        raise Hazard(
+            hazards.MISALIGNED,
+            f"a {bits}-bit access of elements {groups[k].tolist()} of "
+            f"{t.iterator.memory.name}: they must be {per} contiguous elements "
+            f"starting on a {bits // 8}-byte boundary",
+            site,
+        )
 
 
 def _call_mask(pred: Tensor | None, calls: int, rows, site) -> np.ndarray:
@@ -338,17 +357,23 @@ def _call_mask(pred: Tensor | None, calls: int, rows, site) -> np.ndarray:
         return np.ones((len(rows), calls), dtype=bool)
     if not isinstance(pred.iterator, Pointer):
         raise Unmodelled("a predicate that is not a tensor of booleans")
-    values = pred.values()[rows] if pred.values().shape[0] > 1 else \
-        np.broadcast_to(pred.values(), (len(rows), pred.size))
+    values = (
+        pred.values()[rows]
+        if pred.values().shape[0] > 1
+        else np.broadcast_to(pred.values(), (len(rows), pred.size))
+    )
     if values.shape[1] != calls:
         if values.shape[1] == 1:
             return np.broadcast_to(values.astype(bool), (len(rows), calls))
-        raise Hazard(hazards.CRASH, f"a predicate of {values.shape[1]} values for {calls} copy "
-                                   f"instructions", site)
+        raise Hazard(
+            hazards.CRASH,
+            f"a predicate of {values.shape[1]} values for {calls} copy instructions",
+            site,
+        )
     return values.astype(bool)
 
 
-def _rows() :
+def _rows():
     from course.execute.tensor import _lanes_now
 
     return _lanes_now()
@@ -373,8 +398,11 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
     bits = atom.bits or dtype.width
     per = max(bits // dtype.width, 1)
     if n % per:
-        raise Hazard(hazards.CRASH, f"cute.copy of {n} values with a {bits}-bit atom of "
-                                   f"{per} values each", site)
+        raise Hazard(
+            hazards.CRASH,
+            f"cute.copy of {n} values with a {bits}-bit atom of {per} values each",
+            site,
+        )
     calls = n // per
     w, rows, tids = _rows()
     from course.execute.tensor import _rows_of
@@ -400,9 +428,12 @@ def _elements(t: Tensor) -> np.ndarray:
 
 def _cp_async(src, dst, D, emask, values, rows, tids, bits: int, site) -> None:
     if _pointer(src).memory.space != GMEM or _pointer(dst).memory.space != SMEM:
-        raise Hazard(hazards.CRASH, f"cp.async copies global to shared memory, not "
-                                   f"{src.iterator.memory.space} to {dst.iterator.memory.space}",
-                     site)
+        raise Hazard(
+            hazards.CRASH,
+            f"cp.async copies global to shared memory, not "
+            f"{src.iterator.memory.space} to {dst.iterator.memory.space}",
+            site,
+        )
     w = machine.warp()
     if not emask.any():
         return
@@ -413,8 +444,9 @@ def _cp_async(src, dst, D, emask, values, rows, tids, bits: int, site) -> None:
     n = D.shape[1]
     who = np.repeat(tids, n)[emask.reshape(-1)]
     land_now = w.cta.launch.options.seed != 0 and w.cta.rng.random() < 0.5
-    w.pending.append(mem.issue(who, dtype, D[emask][:, None], values[emask][:, None], site,
-                               land_now))
+    w.pending.append(
+        mem.issue(who, dtype, D[emask][:, None], values[emask][:, None], site, land_now)
+    )
 
 
 def commit_group() -> None:
@@ -464,6 +496,7 @@ def copy_if(pred: Tensor, src: Tensor, dst: Tensor) -> None:
 
 # ---------------------------------------------------------------- warp-wide instructions
 
+
 def _tv_index(layout) -> np.ndarray:
     """(threads, values) -> the atom tile's index, from a TV layout."""
     shape = layout.shape
@@ -475,10 +508,13 @@ def _tv_index(layout) -> np.ndarray:
 def _whole_warp(what: str, site) -> "machine.Warp":
     w = machine.warp()
     if w.width != 32 or not w.full():
-        raise Hazard(hazards.DIVERGENT, f"{what} is a warp-wide instruction: all 32 lanes must "
-                                       f"execute it, but here only "
-                                       f"{hazards.threads_text(w.active_tids().tolist())} do",
-                     site)
+        raise Hazard(
+            hazards.DIVERGENT,
+            f"{what} is a warp-wide instruction: all 32 lanes must "
+            f"execute it, but here only "
+            f"{hazards.threads_text(w.active_tids().tolist())} do",
+            site,
+        )
     return w
 
 
@@ -494,16 +530,21 @@ def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     n_src, n_dst = src.size, dst.size
     calls = n_src // vs
     if calls * vs != n_src or calls * vd != n_dst:
-        raise Hazard(hazards.CRASH, f"ldmatrix of {n_src} values into {n_dst} with an atom of "
-                                   f"{vs} -> {vd} values per thread", site)
+        raise Hazard(
+            hazards.CRASH,
+            f"ldmatrix of {n_src} values into {n_dst} with an atom of "
+            f"{vs} -> {vd} values per thread",
+            site,
+        )
     from course.execute.tensor import _rows_of
 
     rows = np.arange(32)
     S = _rows_of(_elements(src), rows)
     dtype = src.element_type
     _check_vectors(src, S, vs, vs * dtype.width, np.ones((32, calls), dtype=bool), site)
-    values = _gather(src, S, np.ones(S.shape, dtype=bool), rows, w.tids, site,
-                     vs * dtype.storage.itemsize).reshape(32, calls, vs)
+    values = _gather(
+        src, S, np.ones(S.shape, dtype=bool), rows, w.tids, site, vs * dtype.storage.itemsize
+    ).reshape(32, calls, vs)
     tiles = np.zeros((calls, src_tv.size))
     tiles[:, src_tv.reshape(-1)] = values.transpose(1, 0, 2).reshape(calls, -1)
     out = tiles[:, dst_tv].transpose(1, 0, 2).reshape(32, n_dst)  # (lanes, calls*vd)
@@ -520,8 +561,9 @@ def _dispatch(a: Tensor, b: Tensor, c: Tensor, d: Tensor, site):
     """CuTe's gemm dispatch: (V,M,K) x (V,N,K) -> (V,M,N) shapes of the three operands."""
     ra, rb, rc, rd = (_rank(t) for t in (a, b, c, d))
     if ra != rb or rc != rd:
-        raise Hazard(hazards.CRASH, "cute.gemm: A and B (and C and D) must have the same rank",
-                     site)
+        raise Hazard(
+            hazards.CRASH, "cute.gemm: A and B (and C and D) must have the same rank", site
+        )
     da, db, dc = _dims(a), _dims(b), _dims(c)
     if ra == 3 and rc == 3:  # (V,M,K) x (V,N,K) => (V,M,N)
         return (da[0], da[1], da[2]), (db[0], db[1], db[2]), (dc[0], dc[1], dc[2])
@@ -548,22 +590,30 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
     shapes = _dispatch(a, b, c, d, site)
     (va, m, ka), (vb, n, kb), (vc, mc, nc) = shapes
     if (m, n) != (mc, nc) or ka != kb:
-        raise Hazard(hazards.CRASH, f"cute.gemm: A is {m}x{ka}, B {n}x{kb} and C {mc}x{nc} "
-                                   f"in atoms: expects A's M == D's M and B's N == D's N (a "
-                                   f"fragment from the wrong partition?)", site)
-    _check_initialised(c, "adds to accumulator registers", "the accumulator was never "
-                       "cleared (fill it with 0 first)", site)
+        raise Hazard(
+            hazards.CRASH,
+            f"cute.gemm: A is {m}x{ka}, B {n}x{kb} and C {mc}x{nc} "
+            f"in atoms: expects A's M == D's M and B's N == D's N (a "
+            f"fragment from the wrong partition?)",
+            site,
+        )
+    _check_initialised(
+        c,
+        "adds to accumulator registers",
+        "the accumulator was never cleared (fill it with 0 first)",
+        site,
+    )
     _check_initialised(a, "multiplies A registers", "A was never loaded", site)
     _check_initialised(b, "multiplies B registers", "B was never loaded", site)
     if mma.kind == "fma":
         if (va, vb, vc) != (1, 1, 1):
-            raise Hazard(hazards.CRASH, f"a scalar FMA atom with {va}/{vb}/{vc} values per "
-                                       f"thread", site)
+            raise Hazard(
+                hazards.CRASH, f"a scalar FMA atom with {va}/{vb}/{vc} values per thread", site
+            )
         A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (W, v, x, y)
         acc = C[:, 0].astype(np.float32)  # (W, m, n)
         for k in range(ka):  # one fused multiply-add per (m, n) per k, in fp32
-            acc = (acc + A[:, 0, :, k][:, :, None] * B[:, 0, :, k][:, None, :]) \
-                .astype(np.float32)
+            acc = (acc + A[:, 0, :, k][:, :, None] * B[:, 0, :, k][:, None, :]).astype(np.float32)
         d.store_values(_ssa(d, acc[:, None]))
         return
     _mma_sync(mma, d, a, b, c, shapes, site)
@@ -597,21 +647,27 @@ def _check_initialised(t: Tensor, doing: str, meaning: str, site) -> None:
     unset = regs.unwritten(t.element_type, rows, _rows_of(t.elements(), rows))
     if unset:
         who = hazards.threads_text(tids.tolist())
-        raise Hazard(hazards.UNINITIALISED, f"cute.gemm by {who} {doing} no instruction wrote "
-                                           f"({unset} register values): {meaning}", site)
+        raise Hazard(
+            hazards.UNINITIALISED,
+            f"cute.gemm by {who} {doing} no instruction wrote ({unset} register values): {meaning}",
+            site,
+        )
 
 
 def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
     """One warp's mma.sync atoms: the lanes' fragments put together, multiplied, handed back."""
     _whole_warp("mma.sync", site)
     atom_m, atom_n, atom_k = (int(x) for x in mma.shape_mnk)
-    tva, tvb, tvc = (_tv_index(lay) for lay in (mma.tv_layout_A, mma.tv_layout_B,
-                                                  mma.tv_layout_C))
+    tva, tvb, tvc = (_tv_index(lay) for lay in (mma.tv_layout_A, mma.tv_layout_B, mma.tv_layout_C))
     (va, m, k), (vb, n, _), (vc, _, _) = shapes
     if (va, vb, vc) != (tva.shape[1], tvb.shape[1], tvc.shape[1]):
-        raise Hazard(hazards.CRASH, f"mma.sync fragments of {va}/{vb}/{vc} values per atom; "
-                                   f"the atom takes {tva.shape[1]}/{tvb.shape[1]}/"
-                                   f"{tvc.shape[1]}", site)
+        raise Hazard(
+            hazards.CRASH,
+            f"mma.sync fragments of {va}/{vb}/{vc} values per atom; "
+            f"the atom takes {tva.shape[1]}/{tvb.shape[1]}/"
+            f"{tvc.shape[1]}",
+            site,
+        )
     A, B, C = (_values(t, sh) for t, sh in zip((a, b, c), shapes))  # (32, v, x, y)
     dense_a = np.zeros((m, k, atom_m * atom_k))
     dense_b = np.zeros((n, k, atom_n * atom_k))
@@ -623,8 +679,11 @@ def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
     b4 = dense_b.reshape(n, k, atom_k, atom_n).transpose(0, 1, 3, 2)  # [ni, ki, an, ak]
     acc = dense_c.reshape(m, n, atom_n, atom_m).transpose(0, 1, 3, 2)  # [mi, ni, am, an]
     for ki in range(k):  # one mma.sync per k-atom: exact products, fp32 accumulation
-        acc = (acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki])).astype(np.float32) \
+        acc = (
+            (acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
+            .astype(np.float32)
             .astype(np.float64)
+        )
     dense_d = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
     per_lane = dense_d[:, :, tvc]  # (m, n, 32, vc)
     d.store_values(_ssa(d, per_lane.transpose(2, 3, 0, 1)))

@@ -6,6 +6,7 @@ them), so the line of the kernel that made an operation is the innermost frame w
 globals: `site()` finds it, `Site.describe()` names it as a learner reads it: the function,
 the line within it and the line's text.
 """
+
 from __future__ import annotations
 
 import linecache
@@ -113,8 +114,14 @@ def threads_text(tids, warp_size: int = 32) -> str:
         if t is not None:
             start = prev = t
     warps = sorted({t // warp_size for t in tids})
-    wtext = f"warp {warps[0]}" if len(warps) == 1 else (
-        f"warps {warps[0]}-{warps[-1]}" if warps == list(range(warps[0], warps[-1] + 1))
-        else "warps " + ",".join(map(str, warps[:8])) + ("..." if len(warps) > 8 else ""))
+    wtext = (
+        f"warp {warps[0]}"
+        if len(warps) == 1
+        else (
+            f"warps {warps[0]}-{warps[-1]}"
+            if warps == list(range(warps[0], warps[-1] + 1))
+            else "warps " + ",".join(map(str, warps[:8])) + ("..." if len(warps) > 8 else "")
+        )
+    )
     text = ",".join(runs[:6]) + ("..." if len(runs) > 6 else "")
     return f"threads {text} ({wtext})"

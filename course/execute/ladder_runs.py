@@ -12,6 +12,7 @@ the kernel's tolerance, and what the executor observed (grid, threads, hazards, 
 conflicts per line where shared memory is the point). A hazard is an answer too: the run
 is returned with `hazard` set instead of raising.
 """
+
 from __future__ import annotations
 
 import time
@@ -69,12 +70,16 @@ class LadderRun:
         return self.hazard is None and self.relative_error <= self.tolerance
 
     def summary(self) -> str:
-        head = (f"{self.case}: executed on the CPU executor in {self.seconds:.1f} s "
-                f"(values and hazards, no speed)")
+        head = (
+            f"{self.case}: executed on the CPU executor in {self.seconds:.1f} s "
+            f"(values and hazards, no speed)"
+        )
         if self.hazard is not None:
             return f"{head}; stopped: {self.hazard}"
-        return f"{head}; relative error {self.relative_error:.1e} against torch " \
-               f"(tolerance {self.tolerance:.0e})" + "".join(f"\n  {o}" for o in self.observed)
+        return (
+            f"{head}; relative error {self.relative_error:.1e} against torch "
+            f"(tolerance {self.tolerance:.0e})" + "".join(f"\n  {o}" for o in self.observed)
+        )
 
 
 def inputs(case: str, device: str = "cpu") -> dict:
@@ -100,8 +105,10 @@ def inputs(case: str, device: str = "cpu") -> dict:
         m, n, k = mma_atom.Config(*p["warps"]).shape_mnk
         return {"a": randn(m, k).to(torch.bfloat16), "b": randn(n, k).to(torch.bfloat16)}
     if kernel == "sm80_gemm":
-        return {"a": randn(p["m"], p["k"]).to(torch.bfloat16),
-                "b": randn(p["n"], p["k"]).to(torch.bfloat16)}
+        return {
+            "a": randn(p["m"], p["k"]).to(torch.bfloat16),
+            "b": randn(p["n"], p["k"]).to(torch.bfloat16),
+        }
     raise KeyError(case)
 
 
@@ -126,8 +133,15 @@ def _guarded(shape, dtype) -> tuple[torch.Tensor, torch.Tensor]:
     return buffer[:numel].view(shape), buffer
 
 
-def _run_case(case: str, launch, out_shape, out_dtype, tolerance_dtype, seed: int = 0,
-              count_banks: bool = False) -> LadderRun:
+def _run_case(
+    case: str,
+    launch,
+    out_shape,
+    out_dtype,
+    tolerance_dtype,
+    seed: int = 0,
+    count_banks: bool = False,
+) -> LadderRun:
     from kernels.selftest import TOLERANCE
 
     x = inputs(case)
@@ -139,19 +153,29 @@ def _run_case(case: str, launch, out_shape, out_dtype, tolerance_dtype, seed: in
         for launched in result.launches:
             g, b = launched.grid, launched.block
             ctas, threads = g[0] * g[1] * g[2], b[0] * b[1] * b[2]
-            observed.append(f"grid {g[0]}x{g[1]}x{g[2]} = {ctas} CTA(s) of {threads} threads, "
-                            f"seed {seed}: no hazard")
+            observed.append(
+                f"grid {g[0]}x{g[1]}x{g[2]} = {ctas} CTA(s) of {threads} threads, "
+                f"seed {seed}: no hazard"
+            )
         observed += [line.line() for line in result.bank_lines()]
-        written_past = int((~torch.isnan(buffer[out.numel():].float())).sum())
+        written_past = int((~torch.isnan(buffer[out.numel() :].float())).sum())
         if written_past:
             observed.append(f"wrote {written_past} element(s) past the end of the output")
     except hazards.Hazard as exc:
         hazard = exc
-    return LadderRun(case, None if hazard else out, reference(case, x),
-                     TOLERANCE[tolerance_dtype], time.perf_counter() - start, observed, hazard)
+    return LadderRun(
+        case,
+        None if hazard else out,
+        reference(case, x),
+        TOLERANCE[tolerance_dtype],
+        time.perf_counter() - start,
+        observed,
+        hazard,
+    )
 
 
 # ---------------------------------------------------------------- one function per kernel
+
 
 def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
     """Notebook 00/01: c = a + b, one element per thread (kernels.vector_add.add)."""
@@ -160,8 +184,16 @@ def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
     case = _case("vector_add", n=n)
 
     def launch(x, out, seed, banks):
-        return run(vector_add.add, pointer(x["a"], "a"), pointer(x["b"], "b"),
-                   pointer(out, "c"), x["a"].numel(), None, 256, seed=seed)
+        return run(
+            vector_add.add,
+            pointer(x["a"], "a"),
+            pointer(x["b"], "b"),
+            pointer(out, "c"),
+            x["a"].numel(),
+            None,
+            256,
+            seed=seed,
+        )
 
     return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
 
@@ -175,8 +207,17 @@ def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> La
 
     def launch(x, out, seed, banks):
         gemm = naive_gemm.NaiveGemm(naive_gemm.Config(), "m", "n")
-        return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
-                   pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
+        return run(
+            gemm.__call__,
+            pointer(x["a"], "A"),
+            pointer(x["b"], "B"),
+            pointer(out, "C"),
+            p["m"],
+            p["n"],
+            p["k"],
+            None,
+            seed=seed,
+        )
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.float32, torch.float32, seed)
 
@@ -189,15 +230,22 @@ def run_copy(variant: str = "tiled", n: int = 4100, seed: int = 0) -> LadderRun:
     cfg = copies.Config(variant=variant)
 
     def launch(x, out, seed, banks):
-        return run(copies.copy, pointer(x["src"], "src"), pointer(out, "dst"),
-                   x["src"].numel(), None, cfg.variant, cfg.threads_per_block, cfg.values,
-                   seed=seed)
+        return run(
+            copies.copy,
+            pointer(x["src"], "src"),
+            pointer(out, "dst"),
+            x["src"].numel(),
+            None,
+            cfg.variant,
+            cfg.threads_per_block,
+            cfg.values,
+            seed=seed,
+        )
 
     return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
 
 
-def run_transpose(layout: str = "swizzled", m: int = 100, n: int = 67,
-                  seed: int = 0) -> LadderRun:
+def run_transpose(layout: str = "swizzled", m: int = 100, n: int = 67, seed: int = 0) -> LadderRun:
     """Notebook 05: the transpose through a 32x32 shared-memory tile (kernels.smem_transpose),
     with the bank model's count of every shared-memory access line."""
     from kernels import smem_transpose
@@ -206,9 +254,17 @@ def run_transpose(layout: str = "swizzled", m: int = 100, n: int = 67,
     p = CASES[case]
 
     def launch(x, out, seed, banks):
-        return run(smem_transpose.transpose, pointer(x["x"], "in", 4), pointer(out, "out", 4),
-                   p["m"], p["n"], None, smem_transpose.LAYOUTS[layout], seed=seed,
-                   count_banks=True)
+        return run(
+            smem_transpose.transpose,
+            pointer(x["x"], "in", 4),
+            pointer(out, "out", 4),
+            p["m"],
+            p["n"],
+            None,
+            smem_transpose.LAYOUTS[layout],
+            seed=seed,
+            count_banks=True,
+        )
 
     return _run_case(case, launch, (p["n"], p["m"]), torch.float32, torch.float32, seed)
 
@@ -225,8 +281,14 @@ def run_mma_atom(warps: tuple[int, int] = (1, 1), seed: int = 0) -> LadderRun:
 
     def launch(x, out, seed, banks):
         kernels = mma_atom._Kernels(cutlass.BFloat16, cfg)
-        return run(kernels.gemm, pointer(x["a"], "A"), pointer(x["b"], "B"),
-                   pointer(out, "C"), None, seed=seed)
+        return run(
+            kernels.gemm,
+            pointer(x["a"], "A"),
+            pointer(x["b"], "B"),
+            pointer(out, "C"),
+            None,
+            seed=seed,
+        )
 
     return _run_case(case, launch, (m, n), torch.float32, torch.float32, seed)
 
@@ -247,8 +309,9 @@ def run_mma_stamp(warps: tuple[int, int] = (1, 1)) -> tuple[torch.Tensor, torch.
     return owner, value
 
 
-def run_sm80_gemm(m: int = 256, n: int = 256, k: int = 128, seed: int = 0,
-                  config=None) -> LadderRun:
+def run_sm80_gemm(
+    m: int = 256, n: int = 256, k: int = 128, seed: int = 0, config=None
+) -> LadderRun:
     """Notebook 07: the SM80 GEMM (kernels.sm80_gemm): cp.async ring, swizzled shared memory,
     ldmatrix, mma.sync, epilogue through shared memory; bf16 in and out."""
     import cutlass
@@ -256,15 +319,25 @@ def run_sm80_gemm(m: int = 256, n: int = 256, k: int = 128, seed: int = 0,
     from kernels import sm80_gemm
     from kernels.gemm_host import GemmTypes
 
-    case = _case("sm80_gemm", m=m, n=n, k=k) if (m, n, k) != (129, 264, 72) \
-        else "sm80_gemm.ragged"
+    case = _case("sm80_gemm", m=m, n=n, k=k) if (m, n, k) != (129, 264, 72) else "sm80_gemm.ragged"
     p = CASES[case]
 
     def launch(x, out, seed, banks):
-        gemm = sm80_gemm.Sm80Gemm(GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
-                                  config or sm80_gemm.Config())
-        return run(gemm.__call__, pointer(x["a"], "A"), pointer(x["b"], "B"),
-                   pointer(out, "C"), p["m"], p["n"], p["k"], None, seed=seed)
+        gemm = sm80_gemm.Sm80Gemm(
+            GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
+            config or sm80_gemm.Config(),
+        )
+        return run(
+            gemm.__call__,
+            pointer(x["a"], "A"),
+            pointer(x["b"], "B"),
+            pointer(out, "C"),
+            p["m"],
+            p["n"],
+            p["k"],
+            None,
+            seed=seed,
+        )
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
 
@@ -282,10 +355,14 @@ def _case(name: str, **problem) -> str:
 RUNNERS = {
     "vector_add": lambda: run_vector_add(),
     "naive_gemm": lambda: run_naive_gemm(),
-    **{f"copies.{v}": (lambda v=v: run_copy(v)) for v in
-       ("scalar", "strided", "vector", "tiled", "cp_async")},
-    **{f"smem_transpose.{v}": (lambda v=v: run_transpose(v)) for v in
-       ("plain", "padded", "swizzled")},
+    **{
+        f"copies.{v}": (lambda v=v: run_copy(v))
+        for v in ("scalar", "strided", "vector", "tiled", "cp_async")
+    },
+    **{
+        f"smem_transpose.{v}": (lambda v=v: run_transpose(v))
+        for v in ("plain", "padded", "swizzled")
+    },
     "mma_atom.1x1": lambda: run_mma_atom((1, 1)),
     "mma_atom.2x4": lambda: run_mma_atom((2, 4)),
     "sm80_gemm": lambda: run_sm80_gemm(),

@@ -8,6 +8,7 @@ uniform `Lanes` gives it; a divergent one raises `Divergent`, which course.execu
 turns into masked execution of both branches (the kernel's source is rewritten for that by
 course.execute.translate), or into a clear "not modelled" where that is not possible.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,52 +66,115 @@ class Lanes:
         o = other.v if isinstance(other, Lanes) else other
         return Lanes(fn(o, self.v))
 
-    def __add__(self, o): return self._op(o, np.add)
-    def __radd__(self, o): return self._rop(o, np.add)
-    def __sub__(self, o): return self._op(o, np.subtract)
-    def __rsub__(self, o): return self._rop(o, np.subtract)
-    def __mul__(self, o): return self._op(o, np.multiply)
-    def __rmul__(self, o): return self._rop(o, np.multiply)
-    def __truediv__(self, o): return self._op(o, np.true_divide)
-    def __rtruediv__(self, o): return self._rop(o, np.true_divide)
-    def __floordiv__(self, o): return self._op(o, np.floor_divide)
-    def __rfloordiv__(self, o): return self._rop(o, np.floor_divide)
-    def __mod__(self, o): return self._op(o, np.mod)
-    def __rmod__(self, o): return self._rop(o, np.mod)
-    def __pow__(self, o): return self._op(o, np.power)
-    def __rpow__(self, o): return self._rop(o, np.power)
-    def __lshift__(self, o): return self._op(o, np.left_shift)
-    def __rlshift__(self, o): return self._rop(o, np.left_shift)
-    def __rshift__(self, o): return self._op(o, np.right_shift)
-    def __rrshift__(self, o): return self._rop(o, np.right_shift)
-    def __xor__(self, o): return self._op(o, np.bitwise_xor)
-    def __rxor__(self, o): return self._rop(o, np.bitwise_xor)
-    def __neg__(self): return Lanes(-self.v)
-    def __pos__(self): return self
-    def __abs__(self): return Lanes(np.abs(self.v))
+    def __add__(self, o):
+        return self._op(o, np.add)
+
+    def __radd__(self, o):
+        return self._rop(o, np.add)
+
+    def __sub__(self, o):
+        return self._op(o, np.subtract)
+
+    def __rsub__(self, o):
+        return self._rop(o, np.subtract)
+
+    def __mul__(self, o):
+        return self._op(o, np.multiply)
+
+    def __rmul__(self, o):
+        return self._rop(o, np.multiply)
+
+    def __truediv__(self, o):
+        return self._op(o, np.true_divide)
+
+    def __rtruediv__(self, o):
+        return self._rop(o, np.true_divide)
+
+    def __floordiv__(self, o):
+        return self._op(o, np.floor_divide)
+
+    def __rfloordiv__(self, o):
+        return self._rop(o, np.floor_divide)
+
+    def __mod__(self, o):
+        return self._op(o, np.mod)
+
+    def __rmod__(self, o):
+        return self._rop(o, np.mod)
+
+    def __pow__(self, o):
+        return self._op(o, np.power)
+
+    def __rpow__(self, o):
+        return self._rop(o, np.power)
+
+    def __lshift__(self, o):
+        return self._op(o, np.left_shift)
+
+    def __rlshift__(self, o):
+        return self._rop(o, np.left_shift)
+
+    def __rshift__(self, o):
+        return self._op(o, np.right_shift)
+
+    def __rrshift__(self, o):
+        return self._rop(o, np.right_shift)
+
+    def __xor__(self, o):
+        return self._op(o, np.bitwise_xor)
+
+    def __rxor__(self, o):
+        return self._rop(o, np.bitwise_xor)
+
+    def __neg__(self):
+        return Lanes(-self.v)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return Lanes(np.abs(self.v))
+
     def __invert__(self):
         return Lanes(~self.v if self.v.dtype == bool else np.invert(self.v))
 
     def __and__(self, o):
         o = o.v if isinstance(o, Lanes) else o
-        return Lanes(np.logical_and(self.v, o) if self.v.dtype == bool or isinstance(o, bool)
-                     else np.bitwise_and(self.v, o))
+        return Lanes(
+            np.logical_and(self.v, o)
+            if self.v.dtype == bool or isinstance(o, bool)
+            else np.bitwise_and(self.v, o)
+        )
 
     __rand__ = __and__
 
     def __or__(self, o):
         o = o.v if isinstance(o, Lanes) else o
-        return Lanes(np.logical_or(self.v, o) if self.v.dtype == bool or isinstance(o, bool)
-                     else np.bitwise_or(self.v, o))
+        return Lanes(
+            np.logical_or(self.v, o)
+            if self.v.dtype == bool or isinstance(o, bool)
+            else np.bitwise_or(self.v, o)
+        )
 
     __ror__ = __or__
 
-    def __lt__(self, o): return self._op(o, np.less)
-    def __le__(self, o): return self._op(o, np.less_equal)
-    def __gt__(self, o): return self._op(o, np.greater)
-    def __ge__(self, o): return self._op(o, np.greater_equal)
-    def __eq__(self, o): return self._op(o, np.equal)  # noqa: PLE0302
-    def __ne__(self, o): return self._op(o, np.not_equal)
+    def __lt__(self, o):
+        return self._op(o, np.less)
+
+    def __le__(self, o):
+        return self._op(o, np.less_equal)
+
+    def __gt__(self, o):
+        return self._op(o, np.greater)
+
+    def __ge__(self, o):
+        return self._op(o, np.greater_equal)
+
+    def __eq__(self, o):
+        return self._op(o, np.equal)  # noqa: PLE0302
+
+    def __ne__(self, o):
+        return self._op(o, np.not_equal)
 
 
 def lanes(values) -> "Lanes | object":
@@ -120,5 +184,3 @@ def lanes(values) -> "Lanes | object":
         first = v.flat[0]
         return first.item() if v.dtype.kind in "iub" else first
     return Lanes(v)
-
-

@@ -12,6 +12,7 @@ no warp can go on, what they wait for is the verdict: a barrier some threads nev
 Warp-wide instructions (ldmatrix, mma.sync) need all 32 lanes active, and get them: the
 warp is one execution.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,8 +41,7 @@ def current_warp() -> "Warp | None":
 
 def warp() -> "Warp":
     if _CURRENT is None:
-        raise hazards.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host "
-                                "code")
+        raise hazards.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host code")
     return _CURRENT
 
 
@@ -97,8 +97,9 @@ class Warp:
         self.cta.scheduler.switch()
         self.wait = None
 
-    def note_smem(self, mem: SharedMemory, site: Site, unit_addresses: np.ndarray,
-                  width: int) -> None:
+    def note_smem(
+        self, mem: SharedMemory, site: Site, unit_addresses: np.ndarray, width: int
+    ) -> None:
         """Every shared-memory instruction passes here: count it, log each lane's access
         units for the bank model, and maybe let another warp run first."""
         cta = self.cta
@@ -131,8 +132,9 @@ class Cta:
         threads = self.dim[0] * self.dim[1] * self.dim[2]
         self.threads = threads
         all_tids = np.arange(threads, dtype=np.int64)
-        self.warps = [Warp(self, w, all_tids[w * WARP:(w + 1) * WARP])
-                      for w in range(-(-threads // WARP))]
+        self.warps = [
+            Warp(self, w, all_tids[w * WARP : (w + 1) * WARP]) for w in range(-(-threads // WARP))
+        ]
         self.scheduler: greenlet | None = None
 
     @property
@@ -145,9 +147,13 @@ class Cta:
     def step(self) -> None:
         self.launch.steps += 1
         if self.launch.steps > MAX_STEPS:
-            raise Hazard(hazards.HANG, f"more than {MAX_STEPS:,} steps in one launch: a loop "
-                                      f"that does not end, or a problem too large for the "
-                                      f"CPU executor", hazards.site(3))
+            raise Hazard(
+                hazards.HANG,
+                f"more than {MAX_STEPS:,} steps in one launch: a loop "
+                f"that does not end, or a problem too large for the "
+                f"CPU executor",
+                hazards.site(3),
+            )
 
     # --- running
     def run(self, fn, args: tuple) -> None:
@@ -172,8 +178,8 @@ class Cta:
                         raise hazards.Unmodelled(
                             f"a value that differs between the threads of a warp where Python "
                             f"needs one ({exc}), at "
-                            f"{hazards.site_of_traceback(exc.__traceback__).describe()}") \
-                            from exc
+                            f"{hazards.site_of_traceback(exc.__traceback__).describe()}"
+                        ) from exc
                     except Exception as exc:  # the kernel's own error: which warp, where
                         raise _crash(w, exc) from exc
                     finally:
@@ -227,11 +233,13 @@ class Cta:
                 w.state = "ready"
             return self._order(live)
         done = [w for w in self.warps if w.state == "done"]
-        raise Hazard(hazards.DEADLOCK,
-                     f"CTA {self.block}: {_tids(live)} wait at sync_threads "
-                     f"({live[0].wait.site.describe()}); {_tids(done)} finished without "
-                     f"reaching it: a barrier not every thread reaches never opens",
-                     live[0].wait.site)
+        raise Hazard(
+            hazards.DEADLOCK,
+            f"CTA {self.block}: {_tids(live)} wait at sync_threads "
+            f"({live[0].wait.site.describe()}); {_tids(done)} finished without "
+            f"reaching it: a barrier not every thread reaches never opens",
+            live[0].wait.site,
+        )
 
 
 def _tids(warps: list[Warp]) -> str:
@@ -249,10 +257,14 @@ def _split(warps: list[Warp]) -> str:
 def _crash(w: Warp, exc: Exception) -> Hazard:
     from course.execute.oracle import CuteError
 
-    what = "CuTe DSL refused a call" if isinstance(exc, CuteError) else \
-        f"raised {type(exc).__name__}"
-    return Hazard(hazards.CRASH, f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} "
-                                f"{what}: {exc}", hazards.site_of_traceback(exc.__traceback__))
+    what = (
+        "CuTe DSL refused a call" if isinstance(exc, CuteError) else f"raised {type(exc).__name__}"
+    )
+    return Hazard(
+        hazards.CRASH,
+        f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} {what}: {exc}",
+        hazards.site_of_traceback(exc.__traceback__),
+    )
 
 
 class Launch:
@@ -267,8 +279,7 @@ class Launch:
         self.smems: list[SharedMemory] = []
         threads = self.block[0] * self.block[1] * self.block[2]
         if not 1 <= threads <= 1024:
-            raise Hazard(hazards.CRASH, f"a block of {threads} threads: the GPU takes 1 to "
-                                       f"1024")
+            raise Hazard(hazards.CRASH, f"a block of {threads} threads: the GPU takes 1 to 1024")
 
     def run(self) -> None:
         if _CURRENT is not None:
@@ -288,9 +299,12 @@ def barrier(site: Site) -> None:
     w = warp()
     if not w.full():
         skipped = w.tids[~w.mask]
-        raise Hazard(hazards.DEADLOCK,
-                     f"{threads_text(w.active_tids().tolist())} reach sync_threads while "
-                     f"{threads_text(skipped.tolist())} of the same warp go around it (a "
-                     f"branch the threads take differently): a barrier not every thread "
-                     f"reaches never opens", site)
+        raise Hazard(
+            hazards.DEADLOCK,
+            f"{threads_text(w.active_tids().tolist())} reach sync_threads while "
+            f"{threads_text(skipped.tolist())} of the same warp go around it (a "
+            f"branch the threads take differently): a barrier not every thread "
+            f"reaches never opens",
+            site,
+        )
     w.block(Wait(site))

@@ -19,6 +19,7 @@ the element indices that lane touches (`tids` shape (R,), `elems` shape (R, n)).
 The threads of a CTA pass barriers together, so one epoch counter per CTA orders them: two
 accesses by different threads in the same epoch have no barrier between them.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,9 +62,12 @@ class Memory:
             who = _who(tids, pos)
             verb = "writes" if writing else "reads"
             past = " (past its end and any guard zone after it)" if first >= size else ""
-            raise Hazard(hazards.OUT_OF_BOUNDS,
-                         f"{who} {verb} element {first} of {self.name}, outside its {size} "
-                         f"{dtype} elements{past}", hazards.site(4))
+            raise Hazard(
+                hazards.OUT_OF_BOUNDS,
+                f"{who} {verb} element {first} of {self.name}, outside its {size} "
+                f"{dtype} elements{past}",
+                hazards.site(4),
+            )
 
     def load(self, dtype: DType, tids, elems: np.ndarray, site: Site | None = None):
         self.check(dtype, tids, elems, False)
@@ -111,8 +115,9 @@ class Registers(Memory):
     def store(self, dtype, rows, elems, values, site=None):
         self.check(dtype, None, elems, True)
         r = self._rows(rows, elems)
-        self.typed(dtype)[r, elems] = dtype.encode(np.broadcast_to(values, np.broadcast_shapes(
-            np.shape(r), elems.shape)))
+        self.typed(dtype)[r, elems] = dtype.encode(
+            np.broadcast_to(values, np.broadcast_shapes(np.shape(r), elems.shape))
+        )
         self.written[r, self._mask_index(dtype, elems)] = True
 
     def unwritten(self, dtype: DType, rows, elems: np.ndarray) -> int:
@@ -123,6 +128,7 @@ class Registers(Memory):
 
 
 # ---------------------------------------------------------------- shared memory
+
 
 @dataclass
 class AsyncCopy:
@@ -221,21 +227,30 @@ class SharedMemory(Memory):
             k = int(np.argmax(flying >= 0))
             copy = self.copies[int(flying[k])]
             issuer = int(copy.tids[0])
-            own = "its own" if issuer == t[k] or t[k] in copy.tids else \
-                f"{threads_text(copy.tids.tolist())}'s"
-            raise Hazard(hazards.IN_FLIGHT,
-                         f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))} while "
-                         f"{own} cp.async to it (issued at {copy.site.describe()}) is still in "
-                         f"flight: no cp.async wait_group has retired it", site)
+            own = (
+                "its own"
+                if issuer == t[k] or t[k] in copy.tids
+                else f"{threads_text(copy.tids.tolist())}'s"
+            )
+            raise Hazard(
+                hazards.IN_FLIGHT,
+                f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))} while "
+                f"{own} cp.async to it (issued at {copy.site.describe()}) is still in "
+                f"flight: no cp.async wait_group has retired it",
+                site,
+            )
         wt = self.w_tid[b]
         race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
         if race.any():
             k = int(np.argmax(race))
-            raise Hazard(hazards.RACE,
-                         f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))}, which "
-                         f"{threads_text([int(wt[k])])} wrote at "
-                         f"{self._site(int(self.w_site[b[k]]))} with no barrier between "
-                         f"(missing sync_threads)", site)
+            raise Hazard(
+                hazards.RACE,
+                f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))}, which "
+                f"{threads_text([int(wt[k])])} wrote at "
+                f"{self._site(int(self.w_site[b[k]]))} with no barrier between "
+                f"(missing sync_threads)",
+                site,
+            )
         sid = self.site_id(site)
         rt = self.r_tid[b]
         other = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
@@ -253,28 +268,37 @@ class SharedMemory(Memory):
         if (flying >= 0).any():
             k = int(np.argmax(flying >= 0))
             copy = self.copies[int(flying[k])]
-            raise Hazard(hazards.WRITE_IN_FLIGHT,
-                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))} while "
-                         f"the cp.async of {threads_text(copy.tids.tolist())} (issued at "
-                         f"{copy.site.describe()}) is still writing it", site)
+            raise Hazard(
+                hazards.WRITE_IN_FLIGHT,
+                f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))} while "
+                f"the cp.async of {threads_text(copy.tids.tolist())} (issued at "
+                f"{copy.site.describe()}) is still writing it",
+                site,
+            )
         rt = self.r_tid[b]
         war = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
         if war.any():
             k = int(np.argmax(war))
             reader = "several threads" if rt[k] == MANY else threads_text([int(rt[k])])
-            raise Hazard(hazards.STAGE_OVERWRITE,
-                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
-                         f"{reader} read at {self._site(int(self.r_site[b[k]]))} with no "
-                         f"barrier between: data still being read (a stage not yet released) "
-                         f"is overwritten", site)
+            raise Hazard(
+                hazards.STAGE_OVERWRITE,
+                f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
+                f"{reader} read at {self._site(int(self.r_site[b[k]]))} with no "
+                f"barrier between: data still being read (a stage not yet released) "
+                f"is overwritten",
+                site,
+            )
         wt = self.w_tid[b]
         waw = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
         if waw.any():
             k = int(np.argmax(waw))
-            raise Hazard(hazards.RACE,
-                         f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
-                         f"{threads_text([int(wt[k])])} also wrote at "
-                         f"{self._site(int(self.w_site[b[k]]))} with no barrier between", site)
+            raise Hazard(
+                hazards.RACE,
+                f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
+                f"{threads_text([int(wt[k])])} also wrote at "
+                f"{self._site(int(self.w_site[b[k]]))} with no barrier between",
+                site,
+            )
 
     def _mark_written(self, b, t, site: Site, how: str) -> None:
         self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
@@ -282,10 +306,13 @@ class SharedMemory(Memory):
         clash = self.w_tid[b] != t
         if clash.any():  # two lanes of one instruction wrote the same bytes
             k = int(np.argmax(clash))
-            raise Hazard(hazards.RACE, f"{threads_text([int(t[k])])} and "
-                                      f"{threads_text([int(self.w_tid[b[k]])])} {how} "
-                                      f"{self.describe(int(b[k]))} in the same instruction",
-                         site)
+            raise Hazard(
+                hazards.RACE,
+                f"{threads_text([int(t[k])])} and "
+                f"{threads_text([int(self.w_tid[b[k]])])} {how} "
+                f"{self.describe(int(b[k]))} in the same instruction",
+                site,
+            )
 
     def write(self, tids, dtype: DType, elems: np.ndarray, values, site: Site) -> None:
         self.check(dtype, tids, elems, True)
@@ -295,13 +322,15 @@ class SharedMemory(Memory):
         self._mark_written(b, t, site, "write")
 
     # --- cp.async
-    def issue(self, tids, dtype: DType, elems: np.ndarray, values, site: Site,
-              land_now: bool) -> AsyncCopy:
+    def issue(
+        self, tids, dtype: DType, elems: np.ndarray, values, site: Site, land_now: bool
+    ) -> AsyncCopy:
         self.check(dtype, tids, elems, True)
         b, t = self._bytes(dtype, tids, elems)
         self._check_write(tids, b, t, site, "starts a cp.async into")
-        copy = AsyncCopy(self._next_copy, np.asarray(tids).reshape(-1), elems, dtype,
-                         np.asarray(values), site)
+        copy = AsyncCopy(
+            self._next_copy, np.asarray(tids).reshape(-1), elems, dtype, np.asarray(values), site
+        )
         self._next_copy += 1
         self.copies[copy.id] = copy
         self.inflight[b] = copy.id
@@ -323,8 +352,9 @@ class SharedMemory(Memory):
         del self.copies[copy.id]
 
     # --- banks
-    def note_access(self, key: tuple, lanes: np.ndarray, unit_addresses: np.ndarray,
-                    width: int) -> None:
+    def note_access(
+        self, key: tuple, lanes: np.ndarray, unit_addresses: np.ndarray, width: int
+    ) -> None:
         if self.count_banks:
             self.bank_log.setdefault(key, []).append((lanes, unit_addresses, width))
 
@@ -353,8 +383,9 @@ def _coordinate_of(layout, elem: int):
 
 def _fmt_crd(crd) -> str:
     if isinstance(crd, tuple):
-        return ", ".join(_fmt_crd(c) if not isinstance(c, tuple) else f"({_fmt_crd(c)})"
-                         for c in crd)
+        return ", ".join(
+            _fmt_crd(c) if not isinstance(c, tuple) else f"({_fmt_crd(c)})" for c in crd
+        )
     return str(crd)
 
 
@@ -373,9 +404,11 @@ class BankSummary:
 
     def line(self) -> str:
         way = self.wavefronts / max(self.ideal, 1)
-        return (f"{self.site.describe()}: {self.requests} warp request(s), {self.wavefronts} "
-                f"wavefront(s) for an ideal {self.ideal}"
-                + (f" ({way:.1f}x: bank conflicts)" if self.conflicts else " (conflict-free)"))
+        return (
+            f"{self.site.describe()}: {self.requests} warp request(s), {self.wavefronts} "
+            f"wavefront(s) for an ideal {self.ideal}"
+            + (f" ({way:.1f}x: bank conflicts)" if self.conflicts else " (conflict-free)")
+        )
 
 
 def bank_summaries(smem: SharedMemory) -> list[BankSummary]:
@@ -387,8 +420,11 @@ def bank_summaries(smem: SharedMemory) -> list[BankSummary]:
         summary = out.setdefault(sid, BankSummary(smem.sites[sid]))
         for lanes, addresses, width in entries:
             addresses = np.asarray(addresses)
-            per_lane = addresses.reshape(len(lanes), -1) if addresses.ndim > 1 or \
-                addresses.size != len(lanes) else addresses.reshape(-1, 1)
+            per_lane = (
+                addresses.reshape(len(lanes), -1)
+                if addresses.ndim > 1 or addresses.size != len(lanes)
+                else addresses.reshape(-1, 1)
+            )
             if addresses.ndim == 1 and addresses.size != len(lanes):  # uniform: a broadcast
                 per_lane = np.broadcast_to(addresses, (len(lanes), addresses.size))
             for u in range(per_lane.shape[1]):

@@ -6,6 +6,7 @@ are stored in memory (bfloat16 as its 16 bits, rounded to nearest even, as the G
 cvt.rn.bf16.f32 does). Calling one converts a value, as in kernel code:
 `cutlass.Float32(alpha)`, `mA.element_type(0)`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,8 +71,9 @@ class DType:
         from course.execute.lanes import Lanes
 
         if isinstance(value, Lanes):
-            return Lanes(self.decode(self.encode(value.v)) if self.kind != "bool"
-                         else value.v.astype(bool))
+            return Lanes(
+                self.decode(self.encode(value.v)) if self.kind != "bool" else value.v.astype(bool)
+            )
         if hasattr(value, "ndim") and getattr(value, "ndim", 0) and not np.isscalar(value):
             raise TypeError(f"{self.name}(...) takes a scalar, got an array")
         if self.kind == "bool":
@@ -142,27 +144,40 @@ def _wrap_int(v: int, width: int, signed: bool) -> int:
     return v
 
 
-TYPES = {t.name: t for t in (
-    DType("Float32", 32, np.float32, np.float32, "float"),
-    DType("Float64", 64, np.float64, np.float64, "float"),
-    DType("Float16", 16, np.float16, np.float16, "float"),
-    DType("BFloat16", 16, np.uint16, np.float32, "float"),
-    DType("Int8", 8, np.int8, np.int64, "int"),
-    DType("Int16", 16, np.int16, np.int64, "int"),
-    DType("Int32", 32, np.int32, np.int64, "int"),
-    DType("Int64", 64, np.int64, np.int64, "int"),
-    DType("Uint8", 8, np.uint8, np.int64, "uint"),
-    DType("Uint16", 16, np.uint16, np.int64, "uint"),
-    DType("Uint32", 32, np.uint32, np.int64, "uint"),
-    DType("Uint64", 64, np.uint64, np.int64, "uint"),
-    DType("Boolean", 8, np.uint8, np.bool_, "bool"),
-)}
-Float32, Float16, BFloat16, Int32, Boolean = (TYPES[n] for n in
-                                              ("Float32", "Float16", "BFloat16", "Int32", "Boolean"))
+TYPES = {
+    t.name: t
+    for t in (
+        DType("Float32", 32, np.float32, np.float32, "float"),
+        DType("Float64", 64, np.float64, np.float64, "float"),
+        DType("Float16", 16, np.float16, np.float16, "float"),
+        DType("BFloat16", 16, np.uint16, np.float32, "float"),
+        DType("Int8", 8, np.int8, np.int64, "int"),
+        DType("Int16", 16, np.int16, np.int64, "int"),
+        DType("Int32", 32, np.int32, np.int64, "int"),
+        DType("Int64", 64, np.int64, np.int64, "int"),
+        DType("Uint8", 8, np.uint8, np.int64, "uint"),
+        DType("Uint16", 16, np.uint16, np.int64, "uint"),
+        DType("Uint32", 32, np.uint32, np.int64, "uint"),
+        DType("Uint64", 64, np.uint64, np.int64, "uint"),
+        DType("Boolean", 8, np.uint8, np.bool_, "bool"),
+    )
+}
+Float32, Float16, BFloat16, Int32, Boolean = (
+    TYPES[n] for n in ("Float32", "Float16", "BFloat16", "Int32", "Boolean")
+)
 
-TORCH_NAMES = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16",
-               "float64": "Float64", "int32": "Int32", "int64": "Int64", "int8": "Int8",
-               "uint8": "Uint8", "bool": "Boolean", "int16": "Int16"}
+TORCH_NAMES = {
+    "float32": "Float32",
+    "float16": "Float16",
+    "bfloat16": "BFloat16",
+    "float64": "Float64",
+    "int32": "Int32",
+    "int64": "Int64",
+    "int8": "Int8",
+    "uint8": "Uint8",
+    "bool": "Boolean",
+    "int16": "Int16",
+}
 
 
 def by_name(name: str) -> DType:

@@ -12,6 +12,7 @@ the iterator, so the layout CuTe returns and the integer it moves the iterator b
 any tensor with that layout. CuTe's objects that are not layouts (copy and MMA atoms,
 TiledCopy, TiledMMA) are kept as `Recipe`s, the calls that make them, replayed in the trace.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -70,6 +71,7 @@ def resolve(path: str):
 
 
 # ---------------------------------------------------------------- keys and conversions
+
 
 def key_of(x) -> Any:
     """A hashable key for executor values that can reach CuTe."""
@@ -162,8 +164,7 @@ def _int(x) -> int:
     try:
         return int(x)
     except Exception:  # noqa: BLE001
-        raise Unmodelled(f"a dynamic value ({x}) where the executor needs a static one") \
-            from None
+        raise Unmodelled(f"a dynamic value ({x}) where the executor needs a static one") from None
 
 
 def _static(t):
@@ -173,6 +174,7 @@ def _static(t):
 
 
 # ---------------------------------------------------------------- asking
+
 
 def ask(key, job):
     """job() run in a CuTe DSL trace on the CPU, its answer kept under `key`."""
@@ -214,6 +216,7 @@ def _short(exc: BaseException) -> str:
 
 def call(name: str, *args, **kwargs):
     """cute.<name>(*args, **kwargs) on static values (layouts, shapes, ints)."""
+
     def job():
         import cutlass.cute as cute
 
@@ -225,6 +228,7 @@ def call(name: str, *args, **kwargs):
 def on_tensor(name: str, layout, *args, **kwargs) -> tuple[int, Any]:
     """cute.<name>(t, *args) for a counting tensor t over `layout`: (how far the iterator
     moved, the result's layout)."""
+
     def job():
         import cutlass.cute as cute
 
@@ -247,14 +251,17 @@ def attribute(recipe: Recipe, name: str):
 
 
 def method(recipe: Recipe, name: str, *args):
-    return ask(("method", recipe.key, name, key_of(args)),
-               lambda: from_real(getattr(recipe.real(), name)(*to_real(args))))
+    return ask(
+        ("method", recipe.key, name, key_of(args)),
+        lambda: from_real(getattr(recipe.real(), name)(*to_real(args))),
+    )
 
 
 def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[int]:
     """Where each thread's partition starts in one tile: the colexicographic index, in a
     tile of shape `tile`, of thread t's first value under recipe.get_slice(t).<name>.
     Every tensor the op partitions tile by tile starts there too (course.execute.atoms)."""
+
     def job():
         import cutlass.cute as cute
 
@@ -268,6 +275,7 @@ def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[
 def first_partition(recipe: Recipe, name: str, layout) -> tuple[int, Any]:
     """(iterator offset, layout) of thread 0's partition of a counting tensor over `layout`:
     the layout every thread's partition has."""
+
     def job():
         import cutlass.cute as cute
 
@@ -281,6 +289,7 @@ def fragment(recipe: Recipe | None, name: str, space: str, dtype: DType, layout,
     """The register layout and type of a fragment CuTe makes from a tensor with `layout`
     in `space` of `dtype`: recipe.<name>(t) (make_fragment_A/B/C), or cute.<name>(t, *extra)
     when recipe is None (make_fragment_like, make_rmem_tensor_like)."""
+
     def job():
         import cutlass.cute as cute
 
@@ -291,12 +300,23 @@ def fragment(recipe: Recipe | None, name: str, space: str, dtype: DType, layout,
 
     if isinstance(layout, ComposedLayout):
         layout = layout.representative()
-    return ask(("fragment", recipe.key if recipe else None, name, space, dtype.name,
-                key_of(layout), key_of(extra)), job)
+    return ask(
+        (
+            "fragment",
+            recipe.key if recipe else None,
+            name,
+            space,
+            dtype.name,
+            key_of(layout),
+            key_of(extra),
+        ),
+        job,
+    )
 
 
 def retile(recipe: Recipe, layout, dtype: DType) -> tuple[int, Any]:
     """recipe.retile(register tensor over `layout`): (iterator offset, layout)."""
+
     def job():
         import cutlass.cute as cute
 

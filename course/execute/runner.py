@@ -13,6 +13,7 @@ A hazard raises `hazards.Hazard` (what, who, which line); a call the executor do
 raises `hazards.Unmodelled`; an error of the kernel's own code or one CuTe DSL refuses is a
 Hazard of kind `hazards.CRASH` naming the thread and line.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -68,8 +69,11 @@ class _TimeUp(BaseException):
 def _time_limit(seconds: float):
     """Stop a run whose Python never returns (a loop that does not end): SIGALRM, where this
     process may set it (the main thread of a Unix process)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "setitimer") or signal.getitimer(signal.ITIMER_REAL)[0]:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL)[0]
+    ):
         yield
         return
 
@@ -85,8 +89,9 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def run(fn, *args, seed: int = 0, count_banks: bool = False,
-        time_limit_s: float = TIME_LIMIT_S) -> Result:
+def run(
+    fn, *args, seed: int = 0, count_banks: bool = False, time_limit_s: float = TIME_LIMIT_S
+) -> Result:
     """fn(*args) on the executor; the Result of its launches."""
     translator = Translator()
     kernel_fn = translator.value(fn)
@@ -97,16 +102,25 @@ def run(fn, *args, seed: int = 0, count_banks: bool = False,
         with _time_limit(time_limit_s):
             kernel_fn(*kernel_args)
     except _TimeUp:
-        raise Hazard(hazards.HANG, f"still running after {time_limit_s:g} s on the CPU "
-                                   f"executor: a loop that does not end?") from None
+        raise Hazard(
+            hazards.HANG,
+            f"still running after {time_limit_s:g} s on the CPU "
+            f"executor: a loop that does not end?",
+        ) from None
     except (Hazard, Unmodelled):
         raise
     except CuteError as exc:
-        raise Hazard(hazards.CRASH, f"CuTe DSL refused a call: {exc}",
-                     hazards.site_of_traceback(exc.__traceback__)) from exc
+        raise Hazard(
+            hazards.CRASH,
+            f"CuTe DSL refused a call: {exc}",
+            hazards.site_of_traceback(exc.__traceback__),
+        ) from exc
     except Exception as exc:  # noqa: BLE001 -- the host code's own error, with its line
-        raise Hazard(hazards.CRASH, f"the host code raised {type(exc).__name__}: {exc}",
-                     hazards.site_of_traceback(exc.__traceback__)) from exc
+        raise Hazard(
+            hazards.CRASH,
+            f"the host code raised {type(exc).__name__}: {exc}",
+            hazards.site_of_traceback(exc.__traceback__),
+        ) from exc
     finally:
         _ACTIVE.pop()
     return result
@@ -132,7 +146,4 @@ def pointer(t, name: str = "", align: int = 16) -> Pointer:
         raise ValueError(f"the CPU executor runs on CPU tensors, got one on {t.device}")
     raw = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
     memory = Memory(GMEM, raw.numpy(), name or UNNAMED)
-    return Pointer(memory, t.storage_offset() * t.element_size(), of_torch(t.dtype),
-                   align=align)
-
-
+    return Pointer(memory, t.storage_offset() * t.element_size(), of_torch(t.dtype), align=align)

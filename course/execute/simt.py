@@ -18,6 +18,7 @@ whose bounds differ, such as a grid-stride loop) runs while any lane's condition
 trip masked to the lanes still in it (`Loop`, `Counter`). A `return`, `break` or `continue`
 inside a divergent branch or loop is not modelled: the check says so.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,8 +39,10 @@ class _Undefined:
         return "<not set on every lane>"
 
     def __getattr__(self, name):
-        raise Unmodelled("a variable set on some lanes of a warp only (in one side of a "
-                         "branch the threads take differently)")
+        raise Unmodelled(
+            "a variable set on some lanes of a warp only (in one side of a "
+            "branch the threads take differently)"
+        )
 
 
 UNDEF = _Undefined()
@@ -106,8 +109,10 @@ def _merge_one(cond: Lanes, a, b):
             return a
     except Exception:  # noqa: BLE001 -- objects that do not compare: not the same
         pass
-    raise Unmodelled("a variable that holds different objects on different lanes of a warp "
-                     "after a branch the threads take differently")
+    raise Unmodelled(
+        "a variable that holds different objects on different lanes of a warp "
+        "after a branch the threads take differently"
+    )
 
 
 def _numeric(x) -> bool:
@@ -190,7 +195,7 @@ class Loop:
 
     def go(self, cond) -> bool:
         """Evaluate `cond()` on the lanes still in the loop: another trip?"""
-        with (masked(Lanes(self.live)) if self.live is not None else contextlib.nullcontext()):
+        with masked(Lanes(self.live)) if self.live is not None else contextlib.nullcontext():
             k = branch(cond())
         if isinstance(k, Lanes):
             self.live = k.v.astype(bool) if self.live is None else (self.live & k.v.astype(bool))
@@ -215,11 +220,17 @@ class Counter:
     lane: `uniform` when every bound is one value (the loop then runs as written)."""
 
     def __init__(self, *bounds):
-        start, stop, step = ((0, bounds[0], 1) if len(bounds) == 1 else
-                             (bounds[0], bounds[1], 1) if len(bounds) == 2 else bounds)
+        start, stop, step = (
+            (0, bounds[0], 1)
+            if len(bounds) == 1
+            else (bounds[0], bounds[1], 1)
+            if len(bounds) == 2
+            else bounds
+        )
         self.start, self.stop, self.step = start, stop, step
-        self.uniform = not any(isinstance(b, Lanes) and not _same_on_all(b)
-                               for b in (start, stop, step))
+        self.uniform = not any(
+            isinstance(b, Lanes) and not _same_on_all(b) for b in (start, stop, step)
+        )
         self.i = start
 
     def python_range(self) -> range:
@@ -252,5 +263,20 @@ def divergent_exit(what: str):
     raise Unmodelled(f"a {what} inside a branch the threads of a warp take differently")
 
 
-__all__ = ["branch", "masked", "negate", "save", "merge", "ifexp", "and_", "or_", "not_",
-           "loop_test", "divergent_exit", "Loop", "Counter", "UNDEF", "Divergent"]
+__all__ = [
+    "branch",
+    "masked",
+    "negate",
+    "save",
+    "merge",
+    "ifexp",
+    "and_",
+    "or_",
+    "not_",
+    "loop_test",
+    "divergent_exit",
+    "Loop",
+    "Counter",
+    "UNDEF",
+    "Divergent",
+]

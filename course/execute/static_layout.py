@@ -11,6 +11,7 @@ Coordinates follow CuTe: an int where a mode is a tuple is a colexicographic ind
 that mode; an index past the end runs on in the last mode (so a tile that hangs over the
 edge of a tensor addresses memory past it, as on the GPU).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,8 @@ def compact_col_major(shape: Any, current: int = 1):
 
 def _check_congruent(shape, stride) -> None:
     if isinstance(shape, tuple) != isinstance(stride, tuple) or (
-            isinstance(shape, tuple) and len(shape) != len(stride)):
+        isinstance(shape, tuple) and len(shape) != len(stride)
+    ):
         raise LayoutError(f"shape {shape} and stride {stride} differ in structure")
     if isinstance(shape, tuple):
         for s, d in zip(shape, stride):
@@ -74,8 +76,7 @@ class Layout:
     layouts are one object, so what is computed from one (offsets, slices) is computed
     once for every thread that uses it."""
 
-    __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices",
-                 "__weakref__")
+    __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices", "__weakref__")
     _interned: dict = {}
 
     def __new__(cls, shape, stride=None):
@@ -127,8 +128,11 @@ class Layout:
     @property
     def cosize(self) -> int:
         shapes, strides = self.flat
-        return int(sum((s - 1) * d for s, d in zip(shapes.tolist(), strides.tolist()))) + 1 \
-            if self.size else 0
+        return (
+            int(sum((s - 1) * d for s, d in zip(shapes.tolist(), strides.tolist()))) + 1
+            if self.size
+            else 0
+        )
 
     @property
     def rank(self) -> int:
@@ -145,8 +149,10 @@ class Layout:
     @property
     def flat(self) -> tuple[np.ndarray, np.ndarray]:
         if self._flat is None:
-            self._flat = (np.array(leaves(self.shape), dtype=np.int64),
-                          np.array(leaves(self.stride), dtype=np.int64))
+            self._flat = (
+                np.array(leaves(self.shape), dtype=np.int64),
+                np.array(leaves(self.stride), dtype=np.int64),
+            )
         return self._flat
 
     # --- evaluation
@@ -280,8 +286,7 @@ def _slice(crd, shape, stride, kept_shape, kept_stride) -> int:
             if not isinstance(shape, tuple) and len(crd) == 1:
                 return _slice(crd[0], shape, stride, kept_shape, kept_stride)
             raise LayoutError(f"coordinate {crd} does not match shape {fmt(shape)}")
-        return sum(_slice(c, s, d, kept_shape, kept_stride)
-                   for c, s, d in zip(crd, shape, stride))
+        return sum(_slice(c, s, d, kept_shape, kept_stride) for c, s, d in zip(crd, shape, stride))
     return _crd_offset(crd, shape, stride)
 
 

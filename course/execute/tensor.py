@@ -14,6 +14,7 @@ with a static layout, as CuTe defines them -- for all lanes of a warp at once.
   touch memory (course.execute.simt); shared memory goes through its hazard watch with the
   lanes' thread ids and the kernel's line.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +30,7 @@ BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
 
 
 # ---------------------------------------------------------------- who accesses
+
 
 def _lanes_now():
     """(warp or None, active lane indices (R,), their thread ids (R,))."""
@@ -60,12 +62,14 @@ def _rows_of(elems: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _note(w, mem, site, elems2: np.ndarray, dtype: DType, width: int = 0) -> None:
     if w is not None and mem.space == SMEM:
         per = max(width // dtype.storage.itemsize, 1) if width else 1
-        w.note_smem(mem, site, elems2[:, ::per] * dtype.storage.itemsize,
-                    width or dtype.storage.itemsize)
+        w.note_smem(
+            mem, site, elems2[:, ::per] * dtype.storage.itemsize, width or dtype.storage.itemsize
+        )
 
 
-def access_read(ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int = 0,
-                site=None) -> np.ndarray:
+def access_read(
+    ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int = 0, site=None
+) -> np.ndarray:
     """Values (W, n) of element indices (n,) or (W, n) for the warp's active lanes (rows of
     inactive lanes are 0)."""
     w, rows, tids = _lanes_now()
@@ -81,8 +85,9 @@ def access_read(ptr_memory: Memory, dtype: DType, elems: np.ndarray, width: int 
     return out
 
 
-def access_write(ptr_memory: Memory, dtype: DType, elems: np.ndarray, values,
-                 width: int = 0, site=None) -> None:
+def access_write(
+    ptr_memory: Memory, dtype: DType, elems: np.ndarray, values, width: int = 0, site=None
+) -> None:
     """Write values ((W, n), (n,) or a scalar) at element indices for the active lanes."""
     w, rows, tids = _lanes_now()
     e2 = _rows_of(elems, rows)
@@ -91,25 +96,31 @@ def access_write(ptr_memory: Memory, dtype: DType, elems: np.ndarray, values,
         v = v[rows]
     site = site or hazards.site(3)
     _note(w, ptr_memory, site, e2, dtype, width)
-    ptr_memory.store(dtype, rows if ptr_memory.space == RMEM else tids, e2,
-                     np.broadcast_to(v, e2.shape), site)
+    ptr_memory.store(
+        dtype, rows if ptr_memory.space == RMEM else tids, e2, np.broadcast_to(v, e2.shape), site
+    )
 
 
 # ---------------------------------------------------------------- iterators
+
 
 class Pointer:
     """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
 
     __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "align")
 
-    def __init__(self, memory: Memory, byte_offset, dtype: DType, swizzle=None,
-                 align: int = 16):
+    def __init__(self, memory: Memory, byte_offset, dtype: DType, swizzle=None, align: int = 16):
         self.memory, self.byte_offset, self.dtype = memory, byte_offset, dtype
         self.swizzle, self.align = swizzle, align
 
     def __add__(self, n):
-        return Pointer(self.memory, self.byte_offset + n * self.dtype.itemsize, self.dtype,
-                       self.swizzle, self.align)
+        return Pointer(
+            self.memory,
+            self.byte_offset + n * self.dtype.itemsize,
+            self.dtype,
+            self.swizzle,
+            self.align,
+        )
 
     __radd__ = __add__
 
@@ -145,8 +156,9 @@ class Pointer:
         if isinstance(self.byte_offset, Lanes):
             return Lanes(self.byte_offset.v // size)
         if self.byte_offset % size:
-            raise Unmodelled(f"a {self.dtype} pointer at byte {self.byte_offset} (not "
-                             f"element-aligned)")
+            raise Unmodelled(
+                f"a {self.dtype} pointer at byte {self.byte_offset} (not element-aligned)"
+            )
         return self.byte_offset // size
 
     def element(self, offset):
@@ -178,8 +190,7 @@ class Coordinates:
         return len(self.origin)
 
     def __add__(self, packed):
-        return Coordinates(tuple(o + d for o, d in zip(self.origin,
-                                                         unpack(packed, self.rank))))
+        return Coordinates(tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank))))
 
     def __str__(self) -> str:
         return fmt(tuple(o if not isinstance(o, Lanes) else "lanes" for o in self.origin))
@@ -227,6 +238,7 @@ def _as_crd(crd):
 
 
 # ---------------------------------------------------------------- tensors
+
 
 class Tensor:
     """iterator o layout."""
@@ -307,8 +319,9 @@ class Tensor:
         if isinstance(self.layout, ComposedLayout):
             if isinstance(layout, ComposedLayout):
                 raise Unmodelled("a swizzled layout composed with another swizzle")
-            return Tensor(self.iterator, ComposedLayout(self.layout.inner,
-                                                        self.layout.offset + delta, layout))
+            return Tensor(
+                self.iterator, ComposedLayout(self.layout.inner, self.layout.offset + delta, layout)
+            )
         return Tensor(self._advance(delta), layout)
 
     @property
@@ -371,8 +384,10 @@ class Tensor:
             raise Unmodelled("writing to a coordinate tensor")
         if isinstance(value, TensorSSA):
             if value.values.shape[-1] != self.size:
-                raise LayoutError(f"storing {value.values.shape[-1]} values into a tensor of "
-                                  f"{self.size} ({fmt(self.shape)})")
+                raise LayoutError(
+                    f"storing {value.values.shape[-1]} values into a tensor of "
+                    f"{self.size} ({fmt(self.shape)})"
+                )
             values = value.values
         else:
             value = _scalar_value(value)
@@ -395,6 +410,7 @@ def _scalar_value(value):
 
 # ---------------------------------------------------------------- making tensors
 
+
 def make_tensor(iterator, layout) -> Tensor:
     if isinstance(iterator, (int, np.integer)) and not isinstance(iterator, bool):
         return Tensor(int(iterator), layout)
@@ -412,10 +428,14 @@ def identity_tensor(shape) -> Tensor:
     if rank not in BASE:
         raise Unmodelled(f"make_identity_tensor of rank {rank}")
     if rank > 1 and max(int(s) for s in dims) >= BASE[rank] // 2:
-        raise Unmodelled(f"make_identity_tensor{fmt(tuple(dims))}: a mode of "
-                         f"{BASE[rank] // 2} or more")
-    layout = Layout(tuple(int(s) for s in dims), packed_strides(rank)) \
-        if isinstance(shape, tuple) else Layout(int(shape), 1)
+        raise Unmodelled(
+            f"make_identity_tensor{fmt(tuple(dims))}: a mode of {BASE[rank] // 2} or more"
+        )
+    layout = (
+        Layout(tuple(int(s) for s in dims), packed_strides(rank))
+        if isinstance(shape, tuple)
+        else Layout(int(shape), 1)
+    )
     return Tensor(Coordinates((0,) * rank), layout)
 
 
@@ -427,6 +447,7 @@ def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
 
 
 # ---------------------------------------------------------------- TensorSSA
+
 
 class TensorSSA:
     """Values loaded from a tensor (`t.load()`): numpy, (W, n) or (n,), colexicographic."""
@@ -448,8 +469,11 @@ class TensorSSA:
         if dtype.kind == "bool":
             values = self.values.astype(bool)
         elif dtype.kind in ("int", "uint"):
-            values = np.trunc(self.values).astype(np.int64) if self.dtype.is_float \
+            values = (
+                np.trunc(self.values).astype(np.int64)
+                if self.dtype.is_float
                 else self.values.astype(np.int64)
+            )
         elif dtype.name == "BFloat16":
             values = dtype.decode(dtype.encode(self.values.astype(np.float32)))
         else:
@@ -472,23 +496,56 @@ class TensorSSA:
             values = values.astype(np.float32 if dtype.name == "BFloat16" else dtype.compute)
         return TensorSSA(values, self.shape, dtype)
 
-    def __add__(self, o): return self._op(np.add, o)
-    def __radd__(self, o): return self._op(lambda a, b: np.add(b, a), o)
-    def __sub__(self, o): return self._op(np.subtract, o)
-    def __rsub__(self, o): return self._op(lambda a, b: np.subtract(b, a), o)
-    def __mul__(self, o): return self._op(np.multiply, o)
-    def __rmul__(self, o): return self._op(lambda a, b: np.multiply(b, a), o)
-    def __truediv__(self, o): return self._op(np.true_divide, o)
-    def __rtruediv__(self, o): return self._op(lambda a, b: np.true_divide(b, a), o)
-    def __neg__(self): return self._op(np.negative)
-    def __abs__(self): return self._op(np.abs)
-    def __lt__(self, o): return self._op(np.less, o, Boolean)
-    def __le__(self, o): return self._op(np.less_equal, o, Boolean)
-    def __gt__(self, o): return self._op(np.greater, o, Boolean)
-    def __ge__(self, o): return self._op(np.greater_equal, o, Boolean)
-    def __and__(self, o): return self._op(np.logical_and, o, Boolean)
-    def __or__(self, o): return self._op(np.logical_or, o, Boolean)
-    def __invert__(self): return self._op(np.logical_not, dtype=Boolean)
+    def __add__(self, o):
+        return self._op(np.add, o)
+
+    def __radd__(self, o):
+        return self._op(lambda a, b: np.add(b, a), o)
+
+    def __sub__(self, o):
+        return self._op(np.subtract, o)
+
+    def __rsub__(self, o):
+        return self._op(lambda a, b: np.subtract(b, a), o)
+
+    def __mul__(self, o):
+        return self._op(np.multiply, o)
+
+    def __rmul__(self, o):
+        return self._op(lambda a, b: np.multiply(b, a), o)
+
+    def __truediv__(self, o):
+        return self._op(np.true_divide, o)
+
+    def __rtruediv__(self, o):
+        return self._op(lambda a, b: np.true_divide(b, a), o)
+
+    def __neg__(self):
+        return self._op(np.negative)
+
+    def __abs__(self):
+        return self._op(np.abs)
+
+    def __lt__(self, o):
+        return self._op(np.less, o, Boolean)
+
+    def __le__(self, o):
+        return self._op(np.less_equal, o, Boolean)
+
+    def __gt__(self, o):
+        return self._op(np.greater, o, Boolean)
+
+    def __ge__(self, o):
+        return self._op(np.greater_equal, o, Boolean)
+
+    def __and__(self, o):
+        return self._op(np.logical_and, o, Boolean)
+
+    def __or__(self, o):
+        return self._op(np.logical_or, o, Boolean)
+
+    def __invert__(self):
+        return self._op(np.logical_not, dtype=Boolean)
 
     def __getitem__(self, i):
         if isinstance(i, (int, np.integer)):
@@ -498,5 +555,3 @@ class TensorSSA:
 
     def reduce(self, *args, **kwargs):
         raise Unmodelled("TensorSSA.reduce")
-
-

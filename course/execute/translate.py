@@ -22,6 +22,7 @@ the lanes of a warp take differently runs both ways under masks (course.execute.
 a hazard names the learner's line (course.execute.hazards). Code whose source cannot be
 read keeps its code object and runs unrewritten.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,9 +38,15 @@ import types
 from course.execute import api, simt
 from course.execute.hazards import KernelGlobals, Unmodelled
 
-_LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) for key in ("stdlib", "platstdlib",
-                                                              "purelib", "platlib")
-                              if (p := sysconfig.get_paths().get(key))}))
+_LIBRARY_DIRS = tuple(
+    sorted(
+        {
+            os.path.realpath(p)
+            for key in ("stdlib", "platstdlib", "purelib", "platlib")
+            if (p := sysconfig.get_paths().get(key))
+        }
+    )
+)
 
 
 def is_library_code(fn) -> bool:
@@ -55,7 +62,8 @@ def _is_library_module(module: types.ModuleType) -> bool:
     filename = getattr(module, "__file__", None)
     if not filename:
         return module.__name__ in ("builtins", "sys") or not module.__name__.startswith(
-            ("course", "kernels", "learner_", "tests", "__main__"))
+            ("course", "kernels", "learner_", "tests", "__main__")
+        )
     return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
 
 
@@ -120,11 +128,13 @@ class Translator:
         if isinstance(obj, types.MethodType):
             return types.MethodType(self.value(obj.__func__), self.value(obj.__self__))
         if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or hasattr(
-                obj, "_decorator_kind"):
+            obj, "_decorator_kind"
+        ):
             return self.function(obj)
         if isinstance(obj, functools.partial):
-            return functools.partial(self.value(obj.func), *self.value(obj.args),
-                                     **self.value(obj.keywords))
+            return functools.partial(
+                self.value(obj.func), *self.value(obj.args), **self.value(obj.keywords)
+            )
         if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
             return _same_or(obj, tuple(self.value(e) for e in obj))
         if isinstance(obj, list):
@@ -144,12 +154,13 @@ class Translator:
         raw = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn
         if not isinstance(raw, types.FunctionType) or is_library_code(raw):
             if kind is not None:
-                raise Unmodelled(f"the {kind} function {getattr(fn, '__name__', fn)} "
-                                 f"(its source is not reachable)")
+                raise Unmodelled(
+                    f"the {kind} function {getattr(fn, '__name__', fn)} "
+                    f"(its source is not reachable)"
+                )
             return fn
         g = self.globals_of(raw.__globals__)
-        cells = [self.value(_cell(c)) if _filled(c) else simt.UNDEF
-                 for c in raw.__closure__ or ()]
+        cells = [self.value(_cell(c)) if _filled(c) else simt.UNDEF for c in raw.__closure__ or ()]
         code = rewrite(raw.__code__, raw)
         if code is not None:
             namespace: dict = {}
@@ -158,8 +169,9 @@ class Translator:
             new.__defaults__ = self.value(raw.__defaults__)
         else:
             closure = tuple(types.CellType(c) for c in cells) if raw.__closure__ else None
-            new = types.FunctionType(raw.__code__, g, raw.__name__,
-                                     self.value(raw.__defaults__), closure)
+            new = types.FunctionType(
+                raw.__code__, g, raw.__name__, self.value(raw.__defaults__), closure
+            )
         new.__kwdefaults__ = self.value(raw.__kwdefaults__)
         new.__annotations__ = dict(getattr(raw, "__annotations__", {}))
         new.__qualname__ = raw.__qualname__
@@ -217,8 +229,9 @@ class Translator:
                 for attr, value in vars(real).items():
                     if attr.startswith("_") or isinstance(value, types.ModuleType):
                         continue
-                    names.setdefault(id(value), functools.partial(_standin_attr, standin,
-                                                                  attr, module_name))
+                    names.setdefault(
+                        id(value), functools.partial(_standin_attr, standin, attr, module_name)
+                    )
             self._real_names = names
         return self._real_names
 
@@ -227,8 +240,9 @@ def _standin_attr(standin, attr: str, module_name: str):
     try:
         return getattr(standin, attr)
     except Unmodelled:
-        short = {"cutlass.cute": "cute", "cutlass.cute.arch": "cute.arch"}.get(module_name,
-                                                                            module_name)
+        short = {"cutlass.cute": "cute", "cutlass.cute.arch": "cute.arch"}.get(
+            module_name, module_name
+        )
         return _Unknown(f"{short}.{attr}")
 
 
@@ -237,7 +251,8 @@ def _is_cutlass(obj) -> bool:
     if not isinstance(module, str):
         module = getattr(type(obj), "__module__", "") or ""
     return module.split(".")[0] in ("cutlass", "cuda", "_mlir") or (
-        module.startswith("nvidia_cutlass_dsl"))
+        module.startswith("nvidia_cutlass_dsl")
+    )
 
 
 def _has_dsl_methods(cls) -> bool:
@@ -380,18 +395,33 @@ def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType, first: int):
     fn = _Branches().visit(fn)
     factory = ast.FunctionDef(
         name=FACTORY,
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in code.co_freevars],
-                           kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[fn, ast.Return(ast.Name(fn.name, ast.Load()))], decorator_list=[],
-        returns=None)
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=v) for v in code.co_freevars],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
+        body=[fn, ast.Return(ast.Name(fn.name, ast.Load()))],
+        decorator_list=[],
+        returns=None,
+    )
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     ast.increment_lineno(module, first - 1)
     return compile(module, code.co_filename, "exec")
 
 
-_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
-                  ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_NESTED_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 def _assigned(stmts: list) -> set[str]:
@@ -451,13 +481,18 @@ class _NoExits(ast.NodeTransformer):
 
 
 def _simt_call(fn: str, *args):
-    return ast.Call(func=ast.Attribute(value=ast.Name(simt.NAME, ast.Load()), attr=fn,
-                                       ctx=ast.Load()), args=list(args), keywords=[])
+    return ast.Call(
+        func=ast.Attribute(value=ast.Name(simt.NAME, ast.Load()), attr=fn, ctx=ast.Load()),
+        args=list(args),
+        keywords=[],
+    )
 
 
 def _thunk(expr):
-    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                                         kw_defaults=[], defaults=[]), body=expr)
+    return ast.Lambda(
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=expr,
+    )
 
 
 def _locals():
@@ -486,28 +521,43 @@ class _Branches(ast.NodeTransformer):
             listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
 
             def snapshot(target):
-                return ast.Assign([ast.Name(target, ast.Store())],
-                                  _simt_call("save", _locals(), listed))
+                return ast.Assign(
+                    [ast.Name(target, ast.Store())], _simt_call("save", _locals(), listed)
+                )
 
             targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
             divergent.append(snapshot(saved))
-        divergent.append(ast.With([ast.withitem(_simt_call("masked", ast.Name(k, ast.Load())))],
-                                  body_div))
+        divergent.append(
+            ast.With([ast.withitem(_simt_call("masked", ast.Name(k, ast.Load())))], body_div)
+        )
         if names:
             divergent.append(snapshot(then))
             divergent.append(ast.Assign([copy.deepcopy(targets)], ast.Name(saved, ast.Load())))
-        divergent.append(ast.With([ast.withitem(_simt_call(
-            "masked", _simt_call("negate", ast.Name(k, ast.Load()))))], else_div))
+        divergent.append(
+            ast.With(
+                [ast.withitem(_simt_call("masked", _simt_call("negate", ast.Name(k, ast.Load()))))],
+                else_div,
+            )
+        )
         if names:
-            divergent.append(ast.Assign([copy.deepcopy(targets)], _simt_call(
-                "merge", ast.Name(k, ast.Load()), ast.Name(then, ast.Load()),
-                _simt_call("save", _locals(), listed))))
+            divergent.append(
+                ast.Assign(
+                    [copy.deepcopy(targets)],
+                    _simt_call(
+                        "merge",
+                        ast.Name(k, ast.Load()),
+                        ast.Name(then, ast.Load()),
+                        _simt_call("save", _locals(), listed),
+                    ),
+                )
+            )
 
         def is_(value):
             return ast.Compare(ast.Name(k, ast.Load()), [ast.Is()], [ast.Constant(value)])
 
-        uniform = ast.If(is_(True), node.body,
-                         [ast.If(is_(False), node.orelse or [ast.Pass()], divergent)])
+        uniform = ast.If(
+            is_(True), node.body, [ast.If(is_(False), node.orelse or [ast.Pass()], divergent)]
+        )
         return [ast.Assign([ast.Name(k, ast.Store())], _simt_call("branch", node.test)), uniform]
 
     def visit_IfExp(self, node: ast.IfExp):
@@ -533,19 +583,33 @@ class _Branches(ast.NodeTransformer):
             node.test = _simt_call("loop_test", node.test)
             return node
         loop = self._fresh("L")
-        return [ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
-                ast.While(ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "go", ast.Load()),
-                                   [_thunk(node.test)], []),
-                          self._trip(loop, node.body, []), [])]
+        return [
+            ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
+            ast.While(
+                ast.Call(
+                    ast.Attribute(ast.Name(loop, ast.Load()), "go", ast.Load()),
+                    [_thunk(node.test)],
+                    [],
+                ),
+                self._trip(loop, node.body, []),
+                [],
+            ),
+        ]
 
     def visit_For(self, node: ast.For):
         """for i in range(a, b, c): when a bound differs between lanes (a grid-stride loop),
         the loop runs as a masked while over a per-lane counter; otherwise as written."""
         self.generic_visit(node)
         it = node.iter
-        is_range = isinstance(it, ast.Call) and not it.keywords and 1 <= len(it.args) <= 3 and (
-            (isinstance(it.func, ast.Name) and it.func.id == "range")
-            or (isinstance(it.func, ast.Attribute) and it.func.attr == "range"))
+        is_range = (
+            isinstance(it, ast.Call)
+            and not it.keywords
+            and 1 <= len(it.args) <= 3
+            and (
+                (isinstance(it.func, ast.Name) and it.func.id == "range")
+                or (isinstance(it.func, ast.Attribute) and it.func.attr == "range")
+            )
+        )
         if not is_range or node.orelse:
             return node
         counter, loop = self._fresh("r"), self._fresh("L")
@@ -554,14 +618,21 @@ class _Branches(ast.NodeTransformer):
             return ast.Attribute(ast.Name(name, ast.Load()), attribute, ast.Load())
 
         take = ast.Assign([copy.deepcopy(node.target)], ast.Call(attr(counter, "take"), [], []))
-        as_written = ast.For(node.target, ast.Call(attr(counter, "python_range"), [], []),
-                             node.body, [])
-        masked_loop = [ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
-                       ast.While(ast.Call(attr(loop, "go"), [
-                           _thunk(ast.Call(attr(counter, "more"), [], []))], []),
-                           self._trip(loop, node.body, [take]), [])]
-        return [ast.Assign([ast.Name(counter, ast.Store())], _simt_call("Counter", *it.args)),
-                ast.If(attr(counter, "uniform"), [as_written], masked_loop)]
+        as_written = ast.For(
+            node.target, ast.Call(attr(counter, "python_range"), [], []), node.body, []
+        )
+        masked_loop = [
+            ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
+            ast.While(
+                ast.Call(attr(loop, "go"), [_thunk(ast.Call(attr(counter, "more"), [], []))], []),
+                self._trip(loop, node.body, [take]),
+                [],
+            ),
+        ]
+        return [
+            ast.Assign([ast.Name(counter, ast.Store())], _simt_call("Counter", *it.args)),
+            ast.If(attr(counter, "uniform"), [as_written], masked_loop),
+        ]
 
     def _trip(self, loop: str, body: list, first: list) -> list:
         """One trip of a loop whose lanes may disagree: as written while they agree, else
@@ -570,30 +641,61 @@ class _Branches(ast.NodeTransformer):
         div = first + [_NoExits().visit(s) for s in copy.deepcopy(body)]
         uniform = first and [copy.deepcopy(first[0])] + body or body
         if not names:
-            divergent = [ast.With([ast.withitem(ast.Call(ast.Attribute(
-                ast.Name(loop, ast.Load()), "body", ast.Load()), [], []))], div)]
+            divergent = [
+                ast.With(
+                    [
+                        ast.withitem(
+                            ast.Call(
+                                ast.Attribute(ast.Name(loop, ast.Load()), "body", ast.Load()),
+                                [],
+                                [],
+                            )
+                        )
+                    ],
+                    div,
+                )
+            ]
         else:
             before, after = self._fresh("s"), self._fresh("t")
             listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
             targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
             divergent = [
                 ast.Assign([ast.Name(before, ast.Store())], _simt_call("save", _locals(), listed)),
-                ast.With([ast.withitem(ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "body",
-                                                              ast.Load()), [], []))], div),
+                ast.With(
+                    [
+                        ast.withitem(
+                            ast.Call(
+                                ast.Attribute(ast.Name(loop, ast.Load()), "body", ast.Load()),
+                                [],
+                                [],
+                            )
+                        )
+                    ],
+                    div,
+                ),
                 ast.Assign([ast.Name(after, ast.Store())], _simt_call("save", _locals(), listed)),
-                ast.Assign([targets], ast.Call(ast.Attribute(ast.Name(loop, ast.Load()), "merge",
-                                                             ast.Load()),
-                                               [ast.Name(after, ast.Load()),
-                                                ast.Name(before, ast.Load())], []))]
-        return [ast.If(ast.Attribute(ast.Name(loop, ast.Load()), "uniform", ast.Load()),
-                       uniform, divergent)]
+                ast.Assign(
+                    [targets],
+                    ast.Call(
+                        ast.Attribute(ast.Name(loop, ast.Load()), "merge", ast.Load()),
+                        [ast.Name(after, ast.Load()), ast.Name(before, ast.Load())],
+                        [],
+                    ),
+                ),
+            ]
+        return [
+            ast.If(
+                ast.Attribute(ast.Name(loop, ast.Load()), "uniform", ast.Load()), uniform, divergent
+            )
+        ]
 
     def visit_Compare(self, node: ast.Compare):
         self.generic_visit(node)
         if len(node.ops) == 1:
             return node
         operands = [node.left] + node.comparators
-        pairs = [ast.Compare(copy.deepcopy(operands[i]), [op],
-                             [copy.deepcopy(operands[i + 1])])
-                 for i, op in enumerate(node.ops)]
+        pairs = [
+            ast.Compare(copy.deepcopy(operands[i]), [op], [copy.deepcopy(operands[i + 1])])
+            for i, op in enumerate(node.ops)
+        ]
         return _simt_call("and_", *[_thunk(p) for p in pairs])

@@ -13,6 +13,7 @@ watchdog, speed where asked, compute-sanitizer where the exercise asks or with -
 command (refused without a GPU: a CPU verdict is not a GPU result). A run cut short (Ctrl-C,
 or the SIGTERM of a time limit) still records the cases it finished, marked as interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,28 +60,44 @@ def verify(ids: list[str], sanitize: bool | None, rows: list[dict] | None = None
         start = time.perf_counter()
         report = kernel_check.run_checks(ex, case.fn, sanitize=sanitize)
         ok = as_expected(case, report, live)
-        rows.append({"exercise": case.exercise, "variant": case.name, "kind": case.kind,
-                     "expected": " or ".join(expectation(case, live))
-                     + (f" ({case.word}, {case.where})" if case.word else ""),
-                     "verdict": report.status, "as_expected": ok,
-                     "hint": report.first_hint(),
-                     "checks": [[f.check, f.status, f.detail] for f in report.findings],
-                     "seconds": round(time.perf_counter() - start, 1)})
-        print(f"{'ok ' if ok else 'BAD'} {case.exercise:22s} {case.name:48s} "
-              f"{report.status:12s} {rows[-1]['seconds']:6.1f} s  {report.first_hint()[:60]}")
+        rows.append(
+            {
+                "exercise": case.exercise,
+                "variant": case.name,
+                "kind": case.kind,
+                "expected": " or ".join(expectation(case, live))
+                + (f" ({case.word}, {case.where})" if case.word else ""),
+                "verdict": report.status,
+                "as_expected": ok,
+                "hint": report.first_hint(),
+                "checks": [[f.check, f.status, f.detail] for f in report.findings],
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+        )
+        print(
+            f"{'ok ' if ok else 'BAD'} {case.exercise:22s} {case.name:48s} "
+            f"{report.status:12s} {rows[-1]['seconds']:6.1f} s  {report.first_hint()[:60]}"
+        )
         if not ok:
             print(report.text())
     return rows
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.exercises", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course.exercises",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("verify", help="run every reference and known wrong variant")
     p.add_argument("ids", nargs="*")
-    p.add_argument("--sanitize", action="store_true", default=None,
-                   help="run compute-sanitizer memcheck + racecheck on every case (GPU)")
+    p.add_argument(
+        "--sanitize",
+        action="store_true",
+        default=None,
+        help="run compute-sanitizer memcheck + racecheck on every case (GPU)",
+    )
     p.add_argument("--record", action="store_true")
     args = parser.parse_args(argv)
     rows: list[dict] = []
@@ -95,14 +112,23 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, previous)
     bad = [r for r in rows if not r["as_expected"]]
     counts = {v: sum(r["verdict"] == v for r in rows) for v in (RIGHT, WRONG, UNPROVEN)}
-    print(f"\n{len(rows) - len(bad)} of {len(rows)} as expected ("
-          + ", ".join(f"{n} {v}" for v, n in counts.items()) + ")")
+    print(
+        f"\n{len(rows) - len(bad)} of {len(rows)} as expected ("
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + ")"
+    )
     if args.record:
         from course.runtime import results
 
-        rec = results.record("kernel_exercises", {"cases": rows,
-                                                  "as_expected": len(rows) - len(bad),
-                                                  "total": len(rows), "interrupted": interrupted})
+        rec = results.record(
+            "kernel_exercises",
+            {
+                "cases": rows,
+                "as_expected": len(rows) - len(bad),
+                "total": len(rows),
+                "interrupted": interrupted,
+            },
+        )
         print(f"recorded: {rec.citation()}")
     return 1 if bad or interrupted else 0
 

@@ -16,6 +16,7 @@ Exercises are registered with `@exercise(...)` in `course.exercises.<notebook>`;
 checker returns (ok, message) with ok True / False / None (not answered), or (status,
 message) with one of the four words, or raises `Wrong("why")`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -46,15 +47,21 @@ REGISTRY: dict[str, Exercise] = {}
 NOT_SOLVED = "not solved yet: "  # how a kernel exercise's checker says "still the skeleton"
 
 _STATUS = {True: RIGHT, False: WRONG, None: UNANSWERED}
-_MARK = {RIGHT: "✅ right", WRONG: "❌ wrong", UNPROVEN: "🔶 not proven here",
-         UNANSWERED: "✏️  not answered yet"}
+_MARK = {
+    RIGHT: "✅ right",
+    WRONG: "❌ wrong",
+    UNPROVEN: "🔶 not proven here",
+    UNANSWERED: "✏️  not answered yet",
+}
 
 
 def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[Checker], Checker]:
     """Register the decorated function as the checker of exercise `id`."""
+
     def register(fn: Checker) -> Checker:
         REGISTRY[id] = Exercise(id, prompt, hint, fn, solution)
         return fn
+
     return register
 
 
@@ -82,7 +89,7 @@ class Verdict:
     def __str__(self) -> str:
         mark, message = _MARK[self.status], self.message
         if self.status == UNANSWERED and message.startswith(NOT_SOLVED):  # still a skeleton
-            mark, message = "✏️  not solved yet", message[len(NOT_SOLVED):]
+            mark, message = "✏️  not solved yet", message[len(NOT_SOLVED) :]
         return f"[{self.id}] {mark}: {message}"
 
     def __repr__(self) -> str:
@@ -115,21 +122,27 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
     take options (course.exercises.kernel_check: `sanitize=True`, `gpu=False`)."""
     ex = find_exercise(id)
     if answer is ...:
-        verdict = Verdict(id, UNANSWERED, f"{ex.prompt} Replace `...` with your answer. "
-                                          f"Hint: {ex.hint}")
+        verdict = Verdict(
+            id, UNANSWERED, f"{ex.prompt} Replace `...` with your answer. Hint: {ex.hint}"
+        )
     else:
         try:
             result = ex.checker(answer, **options)
             ok, msg = result if isinstance(result, tuple) else (bool(result), "")
             status = status_of(ok)
-            verdict = Verdict(id, status, msg or (f"hint: {ex.hint}" if status == WRONG
-                                                  else "well done."))
+            verdict = Verdict(
+                id, status, msg or (f"hint: {ex.hint}" if status == WRONG else "well done.")
+            )
         except Wrong as why:
             verdict = Verdict(id, WRONG, f"{why} (hint: {ex.hint})")
         except Exception as exc:  # the learner's code failed: explain, don't explode
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            verdict = Verdict(id, WRONG, f"your answer raised {type(exc).__name__}: {exc} "
-                                         f"(at {where.name}, line {where.lineno})")
+            verdict = Verdict(
+                id,
+                WRONG,
+                f"your answer raised {type(exc).__name__}: {exc} "
+                f"(at {where.name}, line {where.lineno})",
+            )
     record_progress(verdict)  # for the teacher's class table (python -m course progress)
     if not quiet:
         print(verdict)

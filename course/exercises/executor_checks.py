@@ -16,6 +16,7 @@ finding says so), and every finding of a run is named "ran on the course's CPU e
 ...". A hazard the executor finds is a failed finding naming it; a call it does not model
 is a finding "not run" that says a GPU is needed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,27 +29,37 @@ from course.execute import hazards, runner
 from course.execute.hazards import Hazard, Unmodelled
 
 CHECK = "ran on the course's CPU executor"
-LABEL = ("ran on the course's CPU executor, not on a GPU: values and hazards checked, "
-         "speed not measured")
-EXERCISES = ("01.saxpy", "02.padded_tiles", "03.partition", "04.vector_copy",
-             "05.transpose_swizzle", "06.mma_tile", "07.mainloop")
-SPEED_GATED = {"04.vector_copy": "at least 90% of torch's copy bandwidth",
-               "07.mainloop": "speed against the course's main loop"}
+LABEL = (
+    "ran on the course's CPU executor, not on a GPU: values and hazards checked, speed not measured"
+)
+EXERCISES = (
+    "01.saxpy",
+    "02.padded_tiles",
+    "03.partition",
+    "04.vector_copy",
+    "05.transpose_swizzle",
+    "06.mma_tile",
+    "07.mainloop",
+)
+SPEED_GATED = {
+    "04.vector_copy": "at least 90% of torch's copy bandwidth",
+    "07.mainloop": "speed against the course's main loop",
+}
 HAZARD_HINTS = {
     hazards.IN_FLIGHT: "a missing wait: cp_async_wait_group must retire a k-tile's copies "
-                      "before any thread reads its stage",
+    "before any thread reads its stage",
     hazards.RACE: "missing sync: two threads touch the same shared-memory bytes with no "
-                  "sync_threads() between them (or two elements share one address)",
+    "sync_threads() between them (or two elements share one address)",
     hazards.STAGE_OVERWRITE: "wrong stage: copies overwrite a stage some thread still reads; "
-                            "the stage written must be the one freed last iteration",
+    "the stage written must be the one freed last iteration",
     hazards.WRITE_IN_FLIGHT: "wrong stage: copies go into a stage whose earlier copies are "
-                            "still in flight",
+    "still in flight",
     hazards.OUT_OF_BOUNDS: "an access outside the tensor: a missing predicate at the edge",
     hazards.DEADLOCK: "a barrier not every thread reaches: keep sync_threads() out of "
-                     "branches that only some threads take",
+    "branches that only some threads take",
     hazards.DIVERGENT: "a barrier or warp-wide instruction reached by only some threads",
     hazards.UNINITIALISED: "accumulator not cleared: registers are garbage until written; "
-                          "fill the accumulator with 0 before cute.gemm",
+    "fill the accumulator with 0 before cute.gemm",
     hazards.MISALIGNED: "vector width: a 128-bit access needs 16 contiguous, aligned bytes",
     hazards.CRASH: "read the error: it names the thread and the line",
     hazards.HANG: "a loop that does not end",
@@ -57,6 +68,7 @@ HAZARD_HINTS = {
 
 def executor_check(exercise_id: str) -> Callable:
     """The executor's run of one exercise: (learner's fn, quick) -> findings."""
+
     def check(fn, quick: bool = True) -> list:
         from course.exercises.kernel_check import NOT_RUN, Finding, lookup
 
@@ -70,9 +82,14 @@ def executor_check(exercise_id: str) -> Callable:
             return [_hazard_finding(exc)]
         findings = [_renamed(f) for f in found]
         if exercise_id in SPEED_GATED:
-            findings.append(Finding(f"{SPEED_GATED[exercise_id]}", NOT_RUN,
-                                    "not measured: speed needs a GPU (the CPU executor checks "
-                                    "values and hazards only)"))
+            findings.append(
+                Finding(
+                    f"{SPEED_GATED[exercise_id]}",
+                    NOT_RUN,
+                    "not measured: speed needs a GPU (the CPU executor checks "
+                    "values and hazards only)",
+                )
+            )
         return findings
 
     check.__name__ = f"executor_check_{exercise_id.replace('.', '_')}"
@@ -96,6 +113,7 @@ def _hazard_finding(exc: Hazard):
 
 
 # ---------------------------------------------------------------- the GPU boundary, on the CPU
+
 
 class CompiledOnCpu:
     """What `cute.compile(jit_fn, *args)` gives on the executor: call it with the runtime
@@ -157,14 +175,28 @@ def _gemm_host_on_cpu():
             config = self.default_config if config is None else config
             with _expected_device("cpu"):
                 out, a_major, b_major = gemm_host.validate_gemm(
-                    a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype)
+                    a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype
+                )
             (m, k), n = a.shape, b.shape[0]
-            obj = self.kernel(self.operands.types(a.dtype, out.dtype), config,
-                              host.COMPILE_TARGET[self.needs], a_major, b_major)
+            obj = self.kernel(
+                self.operands.types(a.dtype, out.dtype),
+                config,
+                host.COMPILE_TARGET[self.needs],
+                a_major,
+                b_major,
+            )
             align = self.operands.align(a.dtype)
-            runner.run(obj.__call__, runner.pointer(a, "A", align), runner.pointer(b, "B", align),
-                       runner.pointer(out, "C", align), m, n, k,
-                       *self.extra.values(a, config), None)
+            runner.run(
+                obj.__call__,
+                runner.pointer(a, "A", align),
+                runner.pointer(b, "B", align),
+                runner.pointer(out, "C", align),
+                m,
+                n,
+                k,
+                *self.extra.values(a, config),
+                None,
+            )
             return out
 
     return GemmHostOnCpu
@@ -183,9 +215,27 @@ def _expected_device(device: str):
 
 # ---------------------------------------------------------------- torch, CPU only
 
-_DEVICE_FUNCTIONS = {"randn", "rand", "randint", "empty", "zeros", "ones", "full", "tensor",
-                     "arange", "empty_like", "zeros_like", "ones_like", "full_like",
-                     "randn_like", "rand_like", "empty_strided", "as_tensor", "linspace", "eye"}
+_DEVICE_FUNCTIONS = {
+    "randn",
+    "rand",
+    "randint",
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "tensor",
+    "arange",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "randn_like",
+    "rand_like",
+    "empty_strided",
+    "as_tensor",
+    "linspace",
+    "eye",
+}
 
 
 def _on_cpu(value):
@@ -214,6 +264,7 @@ def _torch_on_cpu():
             if "device" in kwargs:
                 kwargs["device"] = _on_cpu(kwargs["device"])
             return fn(*args, **kwargs)
+
         return made_on_cpu
 
     class TorchOnCpu(types.ModuleType):
@@ -225,10 +276,12 @@ def _torch_on_cpu():
             return value
 
     mod = TorchOnCpu("torch")
-    mod.cuda = _CudaOnCpu(synchronize=lambda *a, **k: None,
-                          get_device_capability=lambda *a, **k: (9, 0),
-                          is_available=lambda: False,
-                          current_stream=lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    mod.cuda = _CudaOnCpu(
+        synchronize=lambda *a, **k: None,
+        get_device_capability=lambda *a, **k: (9, 0),
+        is_available=lambda: False,
+        current_stream=lambda *a, **k: types.SimpleNamespace(cuda_stream=0),
+    )
     return mod
 
 

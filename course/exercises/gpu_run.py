@@ -13,6 +13,7 @@ value), and one comparison against a float64 torch reference.
 
     python -m course.exercises.gpu_run ID FILE NAME [--quick]   (what the sanitizer runs)
 """
+
 from __future__ import annotations
 
 import re
@@ -22,31 +23,54 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from course.exercises.kernel_check import (FAIL, PASS, Finding, KernelExercise, expect, failed,
-                                           lookup)
+from course.exercises.kernel_check import (
+    FAIL,
+    PASS,
+    Finding,
+    KernelExercise,
+    expect,
+    failed,
+    lookup,
+)
 from course.exercises.learner_code import PREAMBLE, LearnerCode
 
 GUARD = 256  # elements after the output that no kernel may write
-HANG_HINT = ("a kernel that never finishes: a loop whose bound never changes, or a wait for "
-             "something no thread does")
+HANG_HINT = (
+    "a kernel that never finishes: a loop whose bound never changes, or a wait for "
+    "something no thread does"
+)
 SANITIZER_TIMEOUT_S = 240
 
 
 # ---------------------------------------------------------------- run in a child process
+
 
 def in_child(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
     """The exercise's GPU checks on the learner's code, in a child process with a watchdog."""
     from course.runtime import watchdog
 
     try:
-        rows = watchdog.isolated(_child_checks, ex.id, code.name, code.source, False,
-                                 timeout_s=ex.timeout_s, what=f"your {code.name}")
+        rows = watchdog.isolated(
+            _child_checks,
+            ex.id,
+            code.name,
+            code.source,
+            False,
+            timeout_s=ex.timeout_s,
+            what=f"your {code.name}",
+        )
     except watchdog.PipelineHang as exc:
-        return [failed("ran on the GPU", f"stopped after {ex.timeout_s:g} s: {_short(exc)}",
-                       HANG_HINT)]
+        return [
+            failed("ran on the GPU", f"stopped after {ex.timeout_s:g} s: {_short(exc)}", HANG_HINT)
+        ]
     except watchdog.ChildFailed as exc:
-        return [failed("ran on the GPU", _short(exc),
-                       "the kernel crashed: an out-of-bounds address is the usual cause")]
+        return [
+            failed(
+                "ran on the GPU",
+                _short(exc),
+                "the kernel crashed: an out-of-bounds address is the usual cause",
+            )
+        ]
     return [Finding(*row, ran=True) for row in rows]  # the learner's kernel ran
 
 
@@ -62,6 +86,7 @@ def _child_checks(id: str, name: str, source: str, quick: bool) -> list[tuple]:
 
 # ---------------------------------------------------------------- compute-sanitizer
 
+
 def sanitizer() -> str | None:
     """Path of compute-sanitizer (on PATH or in the CUDA toolkit), or None."""
     found = shutil.which("compute-sanitizer")
@@ -71,48 +96,77 @@ def sanitizer() -> str | None:
     return str(default) if default.exists() else None
 
 
-def under_sanitizer(ex: KernelExercise, code: LearnerCode, tools: tuple[str, ...]
-                    ) -> list[Finding]:
+def under_sanitizer(ex: KernelExercise, code: LearnerCode, tools: tuple[str, ...]) -> list[Finding]:
     """Each tool's verdict on the exercise's small problem, run in a subprocess."""
     tool_path = sanitizer()
     if tool_path is None:
-        return [Finding(f"compute-sanitizer {t}", "not run", "not run: compute-sanitizer is not "
-                        "installed on this machine") for t in tools]
+        return [
+            Finding(
+                f"compute-sanitizer {t}",
+                "not run",
+                "not run: compute-sanitizer is not installed on this machine",
+            )
+            for t in tools
+        ]
     return [_one_tool(tool_path, tool, ex, code) for tool in tools]
 
 
 def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) -> Finding:
     what = f"compute-sanitizer {tool}"
-    cmd = [tool_path, f"--tool={tool}", "--error-exitcode=99", "--report-api-errors=no",
-           sys.executable, "-m",
-           "course.exercises.gpu_run", ex.id, str(code.path()), code.name, "--quick"]
+    cmd = [
+        tool_path,
+        f"--tool={tool}",
+        "--error-exitcode=99",
+        "--report-api-errors=no",
+        sys.executable,
+        "-m",
+        "course.exercises.gpu_run",
+        ex.id,
+        str(code.path()),
+        code.name,
+        "--quick",
+    ]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=SANITIZER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return failed(what, f"did not finish within {SANITIZER_TIMEOUT_S} s", HANG_HINT)
-    return sanitizer_finding(what, tool, out.returncode, out.stdout + out.stderr,
-                             sass=lambda: _gpu_sass(ex, code))
+    return sanitizer_finding(
+        what, tool, out.returncode, out.stdout + out.stderr, sass=lambda: _gpu_sass(ex, code)
+    )
 
 
 # memcheck/synccheck end with "ERROR SUMMARY: N errors"; racecheck with
 # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error")
-_FIRST_REPORT = re.compile(r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
-                           r"Out-of-range|Misaligned|Program hit).*)$", re.M)
+_FIRST_REPORT = re.compile(
+    r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
+    r"Out-of-range|Misaligned|Program hit).*)$",
+    re.M,
+)
 # racecheck prints the two accesses of a race on two lines of its log ("... Write access at
 # kernel+0x1d60" / "=========     and Read access at kernel+0x2040 ...")
-_RACE = re.compile(r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+)"
-                   r"[\s=]{0,80}?and (Write|Read) access at \S+?\+0x([0-9a-f]+)")
+_RACE = re.compile(
+    r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+)"
+    r"[\s=]{0,80}?and (Write|Read) access at \S+?\+0x([0-9a-f]+)"
+)
 # what a SASS instruction that touches shared memory is, in the words of the course
-SASS_ACCESS = {"LDGSTS": "a cp.async copy into shared memory", "LDSM": "an ldmatrix read",
-               "STSM": "an stmatrix write", "STS": "a store to shared memory",
-               "LDS": "a load from shared memory", "ATOMS": "a shared-memory atomic",
-               "UTMALDG": "a TMA load", "UTMASTG": "a TMA store", "HGMMA": "a WGMMA read",
-               "SYNCS": "an mbarrier operation"}
+SASS_ACCESS = {
+    "LDGSTS": "a cp.async copy into shared memory",
+    "LDSM": "an ldmatrix read",
+    "STSM": "an stmatrix write",
+    "STS": "a store to shared memory",
+    "LDS": "a load from shared memory",
+    "ATOMS": "a shared-memory atomic",
+    "UTMALDG": "a TMA load",
+    "UTMASTG": "a TMA store",
+    "HGMMA": "a WGMMA read",
+    "SYNCS": "an mbarrier operation",
+}
 
 
-def sanitizer_finding(what: str, tool: str, returncode: int, log: str,
-                      sass: Callable[[], str] | None = None) -> Finding:
+def sanitizer_finding(
+    what: str, tool: str, returncode: int, log: str, sass: Callable[[], str] | None = None
+) -> Finding:
     """One sentence from a compute-sanitizer log: clean, the first problem it reports (a
     race named by the two instructions, where the kernel's SASS is at hand), or a run
     that failed its own checks under the tool with no problem reported."""
@@ -120,22 +174,29 @@ def sanitizer_finding(what: str, tool: str, returncode: int, log: str,
     errors = sum(counts)
     if counts and errors == 0 and returncode == 0:
         return Finding(what, PASS, "0 errors")
-    hint = {"racecheck": "two threads touch the same shared-memory bytes with no barrier between "
-                         "them: a missing sync (or a stage reused too early)",
-            "synccheck": "a barrier not every thread of the block reaches",
-            "memcheck": "an address outside the buffer: a missing predicate at the edge"}[tool]
+    hint = {
+        "racecheck": "two threads touch the same shared-memory bytes with no barrier between "
+        "them: a missing sync (or a stage reused too early)",
+        "synccheck": "a barrier not every thread of the block reaches",
+        "memcheck": "an address outside the buffer: a missing predicate at the edge",
+    }[tool]
     if counts and errors == 0:
         failing = next((line.strip() for line in log.splitlines() if "✘" in line), "")
-        return failed(what, f"no {tool} error, but the run under it failed its checks: "
-                            f"{failing or f'exit code {returncode}'}",
-                      "the result is wrong though no hazard was reported: look at the "
-                      "checks above")
+        return failed(
+            what,
+            f"no {tool} error, but the run under it failed its checks: "
+            f"{failing or f'exit code {returncode}'}",
+            "the result is wrong though no hazard was reported: look at the checks above",
+        )
     first = _FIRST_REPORT.search(log)
     race = _RACE.search(log)
     if race and sass is not None:
         return failed(what, f"{errors} error(s); first: {describe_race(race, sass)}", hint)
-    detail = (f"{errors} error(s); first: {first.group(1).strip()}" if first
-              else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}")
+    detail = (
+        f"{errors} error(s); first: {first.group(1).strip()}"
+        if first
+        else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"
+    )
     return failed(what, detail, hint)
 
 
@@ -149,11 +210,13 @@ def describe_race(race: re.Match, sass: Callable[[], str]) -> str:
     sides = []
     for kind, offset in (race.group(1, 2), race.group(3, 4)):
         op = _sass_opcode(text, int(offset, 16))
-        meaning = next((m for prefix, m in SASS_ACCESS.items() if op.startswith(prefix)),
-                       f"a {kind.lower()}")
+        meaning = next(
+            (m for prefix, m in SASS_ACCESS.items() if op.startswith(prefix)), f"a {kind.lower()}"
+        )
         sides.append(f"{meaning} ({op.split('.')[0] or kind.lower()} at +0x{offset})")
-    return f"{sides[0]} and {sides[1]} touch the same shared-memory bytes with no barrier " \
-           f"between them"
+    return (
+        f"{sides[0]} and {sides[1]} touch the same shared-memory bytes with no barrier between them"
+    )
 
 
 def _sass_opcode(sass: str, offset: int) -> str:
@@ -175,6 +238,7 @@ def _gpu_sass(ex: KernelExercise, code: LearnerCode) -> str:
 
 # ---------------------------------------------------------------- helpers for gpu_checks
 
+
 def guarded_output(shape: tuple[int, ...], dtype, device="cuda"):
     """(out, buffer): `out` poisoned with NaN, followed in `buffer` by GUARD poisoned
     elements that no correct kernel writes."""
@@ -187,9 +251,18 @@ def guarded_output(shape: tuple[int, ...], dtype, device="cuda"):
     return buffer[:numel].view(shape), buffer
 
 
-def judge_output(check: str, out, ref, buffer=None, *, wrong_hint="", edge_hint: str = "",
-                 tile: tuple | None = None, period: int | None = None,
-                 candidates: tuple = ()) -> Finding:
+def judge_output(
+    check: str,
+    out,
+    ref,
+    buffer=None,
+    *,
+    wrong_hint="",
+    edge_hint: str = "",
+    tile: tuple | None = None,
+    period: int | None = None,
+    candidates: tuple = (),
+) -> Finding:
     """Compare a kernel's output with a torch reference. A wrong output is described as
     observed first (course.exercises.mismatch: unwritten, past the end, the ragged edge,
     scaled, transposed, a block repeated, a known wrong formula); the hint is then the one
@@ -201,30 +274,41 @@ def judge_output(check: str, out, ref, buffer=None, *, wrong_hint="", edge_hint:
     from course.exercises.mismatch import observe
     from kernels.selftest import TOLERANCE, relative_error
 
-    if buffer is not None and not torch.isnan(buffer[out.numel():].float()).all():
-        past = ~torch.isnan(buffer[out.numel():].float())
+    if buffer is not None and not torch.isnan(buffer[out.numel() :].float()).all():
+        past = ~torch.isnan(buffer[out.numel() :].float())
         first = int(past.nonzero()[0])
-        return failed(check, f"wrote {int(past.sum())} element(s) past the end of the output "
-                             f"(the first {first} element(s) after it)",
-                      edge_hint or "a missing predicate at the edge")
+        return failed(
+            check,
+            f"wrote {int(past.sum())} element(s) past the end of the output "
+            f"(the first {first} element(s) after it)",
+            edge_hint or "a missing predicate at the edge",
+        )
     err = relative_error(out, ref)
     tol = TOLERANCE[out.dtype]
     if err <= tol:
         return Finding(check, PASS, f"relative error {err:.1e}")
-    seen = observe(out, ref, tol, tile=tile, period=period,
-                   candidates=tuple((name, t) for name, t, _ in candidates))
+    seen = observe(
+        out,
+        ref,
+        tol,
+        tile=tile,
+        period=period,
+        candidates=tuple((name, t) for name, t, _ in candidates),
+    )
     hints = dict(wrong_hint) if isinstance(wrong_hint, dict) else {"values": wrong_hint}
     hints.update({name: hint for name, _, hint in candidates})
     if edge_hint:
         hints.setdefault("edge", edge_hint)
     hint = hints.get(seen.pattern) or hints.get("values", "") or edge_hint
-    detail = seen.sentence + ("" if seen.pattern == "unwritten" else
-                              f" (relative error {err:.1e} > {tol:.0e})")
+    detail = seen.sentence + (
+        "" if seen.pattern == "unwritten" else f" (relative error {err:.1e} > {tol:.0e})"
+    )
     return failed(check, detail, hint)
 
 
-def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="",
-                  edge_hint="") -> list[Finding]:
+def gemm_findings(
+    gemm, shapes, launching, dtype=None, config=None, wrong_hint="", edge_hint=""
+) -> list[Finding]:
     """A GEMM step (a kernels.gemm_host.GemmHost) against torch on each (m, n, k): compiled
     first, then launching() (the watchdog's clock starts), then K-major operands, C poisoned
     and guarded. `wrong_hint` may be a function of (a, b, out) that names the mistake."""
@@ -241,10 +325,18 @@ def gemm_findings(gemm, shapes, launching, dtype=None, config=None, wrong_hint="
         gemm.run(a, b, out, config)
         torch.cuda.synchronize()
         hint = wrong_hint(a, b, out) if callable(wrong_hint) else wrong_hint
-        findings.append(judge_output(f"{m}x{n}x{k} {str(dtype)[6:]} against torch", out,
-                                     a.double() @ b.double().T, buffer, wrong_hint=hint,
-                                     edge_hint=edge_hint, tile=_tile(config),
-                                     candidates=_k_tiles_missed(a, b, config)))
+        findings.append(
+            judge_output(
+                f"{m}x{n}x{k} {str(dtype)[6:]} against torch",
+                out,
+                a.double() @ b.double().T,
+                buffer,
+                wrong_hint=hint,
+                edge_hint=edge_hint,
+                tile=_tile(config),
+                candidates=_k_tiles_missed(a, b, config),
+            )
+        )
     return findings
 
 
@@ -263,12 +355,21 @@ def _k_tiles_missed(a, b, config) -> tuple:
     last = (k - 1) // tile_k * tile_k  # where the last (maybe partial) k-tile starts
     a64, b64 = a.double(), b.double()
     hint = "a k-tile is never multiplied: the loop must run over all k_tiles k-tiles"
-    return (("A.B^T without its last k-tile", a64[:, :last] @ b64[:, :last].T, hint),
-            ("A.B^T without its first k-tile", a64[:, tile_k:] @ b64[:, tile_k:].T, hint))
+    return (
+        ("A.B^T without its last k-tile", a64[:, :last] @ b64[:, :last].T, hint),
+        ("A.B^T without its first k-tile", a64[:, tile_k:] @ b64[:, tile_k:].T, hint),
+    )
 
 
-def speed_against(gemm, reference, config, size: int, required: float, hint: str,
-                  what: str = "the course's kernel (same Config)") -> Finding:
+def speed_against(
+    gemm,
+    reference,
+    config,
+    size: int,
+    required: float,
+    hint: str,
+    what: str = "the course's kernel (same Config)",
+) -> Finding:
     """The learner's GEMM step timed against the course's (both GemmHosts, same `config`) at
     size^3 bf16 in alternating rounds in this process: the median of the per-round ratios
     must reach `required`; the finding shows it with its range."""
@@ -286,9 +387,12 @@ def speed_against(gemm, reference, config, size: int, required: float, hint: str
 
     t = paired_rounds({"course": runner(reference), "yours": runner(gemm)}, rounds=8, reps=10)
     ratio = statistics.median(r / c for r, c in zip(t["course"], t["yours"]))
-    return expect(f"speed at {size}^3 against {what}", ratio >= required,
-                  f"{ratio_summary(t['course'], t['yours'])} of the course's kernel",
-                  f"below {required:.0%}: {hint}")
+    return expect(
+        f"speed at {size}^3 against {what}",
+        ratio >= required,
+        f"{ratio_summary(t['course'], t['yours'])} of the course's kernel",
+        f"below {required:.0%}: {hint}",
+    )
 
 
 def _short(exc: BaseException) -> str:

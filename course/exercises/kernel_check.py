@@ -23,11 +23,12 @@ carries the hint that names the likely mistake. A finding with `ran=True` comes 
 the learner's code and comparing its every output with a reference (on the GPU, or a CPU
 computation as complete); the verdict is *right* only with such a finding, *not proven here*
 when everything this machine could check passed but nothing ran, *wrong* when a check
-failed (course.exercises.verdicts). The mistakes are the known wrong variants of each exercise (kept beside its
-reference solution in `course.exercises.solutions`); tests prove each reference passes
-and each wrong variant fails with its hint. A function that still holds the skeleton's
-bare `...` is "not solved yet": nothing is compiled and nothing raises.
+failed (course.exercises.verdicts). The mistakes are the known wrong variants of each
+exercise (kept beside its reference solution in `course.exercises.solutions`); tests prove
+each reference passes and each wrong variant fails with its hint. A function that still
+holds the skeleton's bare `...` is "not solved yet": nothing is compiled and nothing raises.
 """
+
 from __future__ import annotations
 
 import functools
@@ -125,7 +126,9 @@ class KernelExercise:
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run by default on a GPU
     solution: str = ""
     # what only a run shows, said when the kernel could not run here ("not proven here")
-    run_shows: str = "whether it computes the right numbers (checked against torch on ragged shapes)"
+    run_shows: str = (
+        "whether it computes the right numbers (checked against torch on ragged shapes)"
+    )
     timeout_s: float = 30.0
     # (regular expression on CuTe DSL's error, the mistake it means) for code that does
     # not even compile, e.g. a fragment from the wrong partition fails cute.gemm's checks
@@ -143,8 +146,9 @@ def kernel_exercise(**fields) -> KernelExercise:
     """Register a kernel exercise; `check(id, fn)` then runs it."""
     ex = KernelExercise(**fields)
     KERNEL_EXERCISES[ex.id] = ex
-    REGISTRY[ex.id] = Exercise(ex.id, ex.prompt, ex.hint,
-                               lambda fn, **opts: judge(ex, fn, **opts), ex.solution)
+    REGISTRY[ex.id] = Exercise(
+        ex.id, ex.prompt, ex.hint, lambda fn, **opts: judge(ex, fn, **opts), ex.solution
+    )
     return ex
 
 
@@ -182,21 +186,31 @@ class Report:
         return "\n".join(f.line() for f in self.findings)
 
 
-def judge(ex: KernelExercise, fn, *, sanitize: bool | None = None, gpu: bool | None = None,
-          executor: bool | None = None) -> tuple[str, str]:
+def judge(
+    ex: KernelExercise,
+    fn,
+    *,
+    sanitize: bool | None = None,
+    gpu: bool | None = None,
+    executor: bool | None = None,
+) -> tuple[str, str]:
     """check()'s checker for kernel exercises: (verdict, the report as text). Options:
     `sanitize` (compute-sanitizer on a GPU), `gpu=False` (no GPU run), `executor=False` (no
     run on the CPU executor where there is no GPU run)."""
     report = run_checks(ex, fn, sanitize=sanitize, gpu=gpu, executor=executor)
     if report.unwritten:
-        return UNANSWERED, (f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your "
-                            f"code, then run this check again. {ex.prompt} Hint: {ex.hint}")
+        return UNANSWERED, (
+            f"{NOT_SOLVED}replace the `...` in {function_name(fn)} with your "
+            f"code, then run this check again. {ex.prompt} Hint: {ex.hint}"
+        )
     if report.as_shipped:  # what is broken is the exercise: the report would give it away
         broken = sum(f.status == FAIL for f in report.findings)
-        return UNANSWERED, (f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and "
-                            f"the checker finds it broken ({broken} check(s) fail). {ex.prompt} "
-                            f"Change it, then check again: the report then says what each "
-                            f"check observed.")
+        return UNANSWERED, (
+            f"{NOT_SOLVED}{function_name(fn)} is still the code as shipped, and "
+            f"the checker finds it broken ({broken} check(s) fail). {ex.prompt} "
+            f"Change it, then check again: the report then says what each "
+            f"check observed."
+        )
     return report.status, f"{summary(ex, report)}\n{report.text()}"
 
 
@@ -210,16 +224,29 @@ def summary(ex: KernelExercise, report: Report) -> str:
         from course.exercises.executor_checks import CHECK, LABEL
 
         where = next(f.check for f in report.findings if f.ran and f.status == PASS)
-        return ("every check passed, including a run of your code against torch ("
-                + (LABEL if where.startswith(CHECK) else where) + ").")
-    why = next((f.detail.removeprefix("not run: ") for f in report.not_run()),
-               "nothing on this machine runs this kernel")
-    return (f"every check this machine can make passed, but your kernel did not run here "
-            f"({why}). Only a run shows {ex.run_shows}.")
+        return (
+            "every check passed, including a run of your code against torch ("
+            + (LABEL if where.startswith(CHECK) else where)
+            + ")."
+        )
+    why = next(
+        (f.detail.removeprefix("not run: ") for f in report.not_run()),
+        "nothing on this machine runs this kernel",
+    )
+    return (
+        f"every check this machine can make passed, but your kernel did not run here "
+        f"({why}). Only a run shows {ex.run_shows}."
+    )
 
 
-def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
-               gpu: bool | None = None, executor: bool | None = None) -> Report:
+def run_checks(
+    ex: KernelExercise,
+    fn,
+    *,
+    sanitize: bool | None = None,
+    gpu: bool | None = None,
+    executor: bool | None = None,
+) -> Report:
     """Every check this machine allows, in order: compile, CPU checks, GPU run, sanitizer."""
     try:
         code = LearnerCode.from_function(fn)
@@ -235,10 +262,20 @@ def run_checks(ex: KernelExercise, fn, *, sanitize: bool | None = None,
     as_shipped = ex.shipped is not None and code.same_statements(ex.shipped)
     if not as_shipped:  # the shipped code is not run: its mistakes may hang the GPU
         broken = any(f.status == FAIL for f in findings)
-        findings.extend(_live_findings(ex, code, compiled is not None and not broken, sanitize,
-                                       gpu, why_not="fix what the checks above found first: "
-                                       "a kernel they find broken may hang the GPU"
-                                       if broken else "it did not compile", executor=executor))
+        findings.extend(
+            _live_findings(
+                ex,
+                code,
+                compiled is not None and not broken,
+                sanitize,
+                gpu,
+                why_not="fix what the checks above found first: "
+                "a kernel they find broken may hang the GPU"
+                if broken
+                else "it did not compile",
+                executor=executor,
+            )
+        )
     return Report(tuple(findings), as_shipped=as_shipped)
 
 
@@ -252,20 +289,34 @@ def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> 
         art = compile_artifacts(("exercise", ex.id, code.digest), ex.arch, *ex.build(fn, ex.arch))
     except Exception as exc:  # the learner's code did not trace or compile: explain it
         text = error_text(exc, code)
-        hint = next((h for pattern, h in ex.compile_hints + COMMON_COMPILE_HINTS
-                     if re.search(pattern, text)),
-                    "read the error: CuTe DSL names the call and the argument it could not use")
+        hint = next(
+            (
+                h
+                for pattern, h in ex.compile_hints + COMMON_COMPILE_HINTS
+                if re.search(pattern, text)
+            ),
+            "read the error: CuTe DSL names the call and the argument it could not use",
+        )
         findings.append(failed(what, text, hint))
         return None
     compiled = Compiled(fn, code, ex.arch, art)
     res = compiled.resources()
-    findings.append(passed(what, f"{time.perf_counter() - start:.1f} s, "
-                                 f"{res.get('registers', '?')} registers per thread"))
+    findings.append(
+        passed(
+            what,
+            f"{time.perf_counter() - start:.1f} s, "
+            f"{res.get('registers', '?')} registers per thread",
+        )
+    )
     spills = res.get("stack_frame_bytes", 0)
-    findings.append(expect("no spills", not spills,
-                           f"{spills} bytes of stack frame per thread" if spills
-                           else "no local memory",
-                           "registers spill to local memory: hold fewer values per thread"))
+    findings.append(
+        expect(
+            "no spills",
+            not spills,
+            f"{spills} bytes of stack frame per thread" if spills else "no local memory",
+            "registers spill to local memory: hold fewer values per thread",
+        )
+    )
     return compiled
 
 
@@ -285,26 +336,43 @@ def _executor_findings(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
     return [replace(f, ran=f.check.startswith(CHECK)) for f in found]
 
 
-def _live_findings(ex: KernelExercise, code: LearnerCode, compiled_ok: bool,
-                   sanitize: bool | None, gpu: bool | None,
-                   why_not: str = "it did not compile", executor: bool | None = None
-                   ) -> list[Finding]:
+def _live_findings(
+    ex: KernelExercise,
+    code: LearnerCode,
+    compiled_ok: bool,
+    sanitize: bool | None,
+    gpu: bool | None,
+    why_not: str = "it did not compile",
+    executor: bool | None = None,
+) -> list[Finding]:
     from course.runtime.hardware import machine
 
     what = "run on the GPU against torch"
     if ex.gpu_checks is None:
-        return [not_checked(what, f"not run: this exercise's kernel needs {ex.needs}, and the "
-                                  f"checker compiles it and reads its PTX but has no run of it")]
+        return [
+            not_checked(
+                what,
+                f"not run: this exercise's kernel needs {ex.needs}, and the "
+                f"checker compiles it and reads its PTX but has no run of it",
+            )
+        ]
     m = machine()
     if gpu is False or not m.can(ex.needs):
-        why = "asked not to" if gpu is False else (f"it needs {ex.needs}; this machine is "
-                                                    f"{m.describe()}")
+        why = (
+            "asked not to"
+            if gpu is False
+            else (f"it needs {ex.needs}; this machine is {m.describe()}")
+        )
         if not compiled_ok:
             return [not_checked(what, f"not run: {why_not}")]
         if executor is not False and ex.id in executor_exercises():
-            return _executor_findings(ex, code) + [not_checked(
-                what, f"not run: {why}; the CPU executor ran it instead (small shapes; speed "
-                      f"and compute-sanitizer need a GPU)")]
+            return _executor_findings(ex, code) + [
+                not_checked(
+                    what,
+                    f"not run: {why}; the CPU executor ran it instead (small shapes; speed "
+                    f"and compute-sanitizer need a GPU)",
+                )
+            ]
         return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
     if not compiled_ok:
         return [not_checked(what, f"not run: {why_not}")]
@@ -330,22 +398,34 @@ def _as_findings(result) -> list[Finding]:
 
 # CuTe DSL's errors for the commonest slips, and the mistake each one means
 COMMON_COMPILE_HINTS = (
-    (r"UNSUP_EARLY_EXIT|Early exit \(return\)",
-     "a kernel cannot return early: CuTe DSL compiles an `if` on a runtime value as a whole, so "
-     "put the work under the condition (`if i < n: ...`) instead of returning"),
-    (r"range_constexpr\(\)` requires all arguments to be Python integers",
-     "cutlass.range_constexpr unrolls at compile time and needs Python ints; for a bound known "
-     "only when the kernel runs (n, k_tiles) use range(...) or cutlass.range(...)"),
-    (r"not supported between instances of 'tuple'|unsupported operand type\(s\) for .*'tuple'",
-     "cute.arch.thread_idx() / block_idx() / block_dim() return (x, y, z): unpack them, "
-     "tid, _, _ = cute.arch.thread_idx()"),
-    (r"Expected Coord, whose leaves are integers",
-     "an index must be an integer: in Python `/` gives a float, `//` an integer"),
-    (r"expected a Layout for \w+, but got <class 'int'>",
-     "this argument is a layout: wrap a count in cute.make_layout(...)"),
-    (r"const_expr|Constexpr.*dynamic|dynamic.*Constexpr",
-     "a value known only when the kernel runs was used where CuTe DSL needs one known at "
-     "compile time (a Python `if`, a shape, range_constexpr)"),
+    (
+        r"UNSUP_EARLY_EXIT|Early exit \(return\)",
+        "a kernel cannot return early: CuTe DSL compiles an `if` on a runtime value as a whole, so "
+        "put the work under the condition (`if i < n: ...`) instead of returning",
+    ),
+    (
+        r"range_constexpr\(\)` requires all arguments to be Python integers",
+        "cutlass.range_constexpr unrolls at compile time and needs Python ints; for a bound known "
+        "only when the kernel runs (n, k_tiles) use range(...) or cutlass.range(...)",
+    ),
+    (
+        r"not supported between instances of 'tuple'|unsupported operand type\(s\) for .*'tuple'",
+        "cute.arch.thread_idx() / block_idx() / block_dim() return (x, y, z): unpack them, "
+        "tid, _, _ = cute.arch.thread_idx()",
+    ),
+    (
+        r"Expected Coord, whose leaves are integers",
+        "an index must be an integer: in Python `/` gives a float, `//` an integer",
+    ),
+    (
+        r"expected a Layout for \w+, but got <class 'int'>",
+        "this argument is a layout: wrap a count in cute.make_layout(...)",
+    ),
+    (
+        r"const_expr|Constexpr.*dynamic|dynamic.*Constexpr",
+        "a value known only when the kernel runs was used where CuTe DSL needs one known at "
+        "compile time (a Python `if`, a shape, range_constexpr)",
+    ),
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -356,12 +436,20 @@ def error_text(exc: BaseException, code: LearnerCode | None = None, lines: int =
     text = _ANSI.sub("", f"{type(exc).__name__}: {exc}")
     if code is not None:
         first = len(PREAMBLE.splitlines()) + 3  # the function's first line in the module file
-        text = re.sub(rf"\S*{re.escape(code.path().name)}:(\d+)(:\d+)?",
-                      lambda m: f"your code, line {int(m.group(1)) - first + 1}", text)
-    kept = [ln.strip() for ln in text.splitlines()
-            if ln.strip() and not ln.strip().startswith(("suggestion:", "Re-run", "-->"))
-            and "CUTE_DSL_SHOW_STACKTRACE" not in ln and not re.match(r"\s*\d*\s*\|", ln)
-            and "your code, line" not in ln]
+        text = re.sub(
+            rf"\S*{re.escape(code.path().name)}:(\d+)(:\d+)?",
+            lambda m: f"your code, line {int(m.group(1)) - first + 1}",
+            text,
+        )
+    kept = [
+        ln.strip()
+        for ln in text.splitlines()
+        if ln.strip()
+        and not ln.strip().startswith(("suggestion:", "Re-run", "-->"))
+        and "CUTE_DSL_SHOW_STACKTRACE" not in ln
+        and not re.match(r"\s*\d*\s*\|", ln)
+        and "your code, line" not in ln
+    ]
     where = [ln for ln in text.splitlines() if "your code, line" in ln]
     return " / ".join(kept[:lines] + [w.strip().lstrip("-> ").strip() for w in where[:1]])
 
@@ -382,6 +470,7 @@ def lookup(id: str) -> KernelExercise:
 
 
 # ---------------------------------------------------------------- a step with one method replaced
+
 
 def subclass_with(kernel_class, method: str, fn, **helpers):
     """`kernel_class` with the learner's `fn` as `method` (jitted if the learner did not

@@ -11,6 +11,7 @@ process, or under compute-sanitizer.
 A function whose body still holds a bare `...` statement (the skeleton's "your code
 here") is not written yet: the checker says so and compiles nothing.
 """
+
 from __future__ import annotations
 
 import ast
@@ -66,8 +67,12 @@ class LearnerCode:
     def unwritten(self) -> bool:
         """True while the function still contains the skeleton's bare `...` statement."""
         tree = ast.parse(self.source)
-        return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                   and node.value.value is Ellipsis for node in ast.walk(tree))
+        return any(
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is Ellipsis
+            for node in ast.walk(tree)
+        )
 
     def same_statements(self, other_fn) -> bool:
         """Does this function do what `other_fn` does, statement for statement? (Its name,
@@ -101,7 +106,7 @@ def function_source(fn) -> str:
     above it are read back from the file, so the source compiles to a kernel again."""
     raw = inspect.unwrap(fn)
     lines, start = inspect.getsourcelines(raw)
-    above = linecache.getlines(inspect.getsourcefile(raw) or "")[:max(start - 1, 0)]
+    above = linecache.getlines(inspect.getsourcefile(raw) or "")[: max(start - 1, 0)]
     if not lines[0].lstrip().startswith("@"):
         while above and above[-1].lstrip().startswith("@"):
             lines.insert(0, above.pop())
@@ -124,9 +129,16 @@ def edited(fn, name: str, *edits: tuple[str, str]):
 def _statements(source: str) -> str:
     """A function's body as an AST dump, without its name, decorators and docstring."""
     fn = ast.parse(source).body[0]
-    body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr)
-                           and isinstance(fn.body[0].value, ast.Constant)
-                           and isinstance(fn.body[0].value.value, str)) else fn.body
+    body = (
+        fn.body[1:]
+        if (
+            fn.body
+            and isinstance(fn.body[0], ast.Expr)
+            and isinstance(fn.body[0].value, ast.Constant)
+            and isinstance(fn.body[0].value.value, str)
+        )
+        else fn.body
+    )
     return ast.dump(ast.Module(body=body, type_ignores=[])) + ast.dump(fn.args)
 
 

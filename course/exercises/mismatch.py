@@ -10,6 +10,7 @@ nearest known mistake.
 
 Everything runs on torch tensors on any device (CPU tensors too), in float64.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,8 +50,15 @@ def _first(mask, out, ref) -> str:
     return f"the first at {at}: got {float(out[i]):.4g}, expected {float(ref[i]):.4g}"
 
 
-def observe(out, ref, tol: float, *, tile: tuple | None = None, period: int | None = None,
-            candidates: tuple = ()) -> Observation:
+def observe(
+    out,
+    ref,
+    tol: float,
+    *,
+    tile: tuple | None = None,
+    period: int | None = None,
+    candidates: tuple = (),
+) -> Observation:
     """How `out` differs from `ref` (assumed to differ beyond `tol`). `tile` is the kernel's
     output tile (so "only the ragged edge is wrong" can be told); `period` a block of outputs
     that a kernel missing its block index would repeat; `candidates` (name, tensor) pairs of
@@ -62,8 +70,11 @@ def observe(out, ref, tol: float, *, tile: tuple | None = None, period: int | No
     unwritten = torch.isnan(o)
     if unwritten.any():
         k = int(unwritten.sum())
-        return Observation("unwritten", f"{k} of {n} outputs were never written ({_where(unwritten)}"
-                                        f"{'' if k == n else '; the others were'})")
+        return Observation(
+            "unwritten",
+            f"{k} of {n} outputs were never written ({_where(unwritten)}"
+            f"{'' if k == n else '; the others were'})",
+        )
     for name, cand in candidates:
         if _close(o, cand, tol):
             return Observation(name, f"every output equals {name}")
@@ -73,16 +84,21 @@ def observe(out, ref, tol: float, *, tile: tuple | None = None, period: int | No
     if period and o.dim() == 1 and n > period:
         idx = torch.arange(n, device=o.device) % period
         if _close(o, r[idx], tol):
-            return Observation("repeats", f"{share}: output i holds the value of output "
-                                          f"i mod {period}, as if every block of {period} "
-                                          f"computed the first block's elements")
+            return Observation(
+                "repeats",
+                f"{share}: output i holds the value of output "
+                f"i mod {period}, as if every block of {period} "
+                f"computed the first block's elements",
+            )
     if bool(torch.all(o == 0)):
         return Observation("zero", "every output is 0")
     nonzero = r.abs() > 1e-6
     ratio = o[nonzero] / r[nonzero]
     if ratio.numel():
         c = float(ratio.median())
-        if abs(c - 1) > 10 * tol and bool(torch.all((ratio - c).abs() <= 10 * tol * max(abs(c), 1))):
+        if abs(c - 1) > 10 * tol and bool(
+            torch.all((ratio - c).abs() <= 10 * tol * max(abs(c), 1))
+        ):
             return Observation("scaled", f"every output is {c:.4g} times the right value")
     if o.dim() == 2 and o.shape[0] == o.shape[1] and _close(o, r.t(), tol):
         return Observation("transposed", "the output is the reference transposed")
@@ -90,7 +106,10 @@ def observe(out, ref, tol: float, *, tile: tuple | None = None, period: int | No
         full = [s - s % t for s, t in zip(o.shape, tile)]
         inside = bad[tuple(slice(0, f) for f in full)]
         if not inside.any() and any(f < s for f, s in zip(full, o.shape)):
-            return Observation("edge", f"{share}, all in the last partial tile "
-                                       f"({_where(bad)}; the full {tile} tiles are right): "
-                                       f"{_first(bad, o, r)}")
+            return Observation(
+                "edge",
+                f"{share}, all in the last partial tile "
+                f"({_where(bad)}; the full {tile} tiles are right): "
+                f"{_first(bad, o, r)}",
+            )
     return Observation("values", f"{share} ({_where(bad)}); {_first(bad, o, r)}")

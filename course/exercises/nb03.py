@@ -34,26 +34,31 @@ def _pair(answer) -> tuple[int, int]:
         raise Wrong("answer with a pair: (thread, value index)")
 
 
-@exercise("03.owner",
-          "In the naive GEMM (its default configuration), which thread of block (0,0) holds "
-          "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
-          "(thread, value).",
-          "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
-          "16 * (atom row) + (atom column); value = i + 4*gm + 8*j + 32*gn for row "
-          "i + 4*(atom row) + 64*gm and column j + 4*(atom column) + 64*gn.",
-          "(0, 29): row 65 = 1 + 4*0 + 64*1 (i=1, atom row 0, gm=1); column 3 = "
-          "3 + 4*0 + 64*0 (j=3, atom column 0, gn=0); thread 16*0 + 0 = 0, value "
-          "1 + 4*1 + 8*3 + 0 = 29. Likewise C[70, 100] is (25, 38).")
+@exercise(
+    "03.owner",
+    "In the naive GEMM (its default configuration), which thread of block (0,0) holds "
+    "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
+    "(thread, value).",
+    "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
+    "16 * (atom row) + (atom column); value = i + 4*gm + 8*j + 32*gn for row "
+    "i + 4*(atom row) + 64*gm and column j + 4*(atom column) + 64*gn.",
+    "(0, 29): row 65 = 1 + 4*0 + 64*1 (i=1, atom row 0, gm=1); column 3 = "
+    "3 + 4*0 + 64*0 (j=3, atom column 0, gn=0); thread 16*0 + 0 = 0, value "
+    "1 + 4*1 + 8*3 + 0 = 29. Likewise C[70, 100] is (25, 38).",
+)
 def _owner(answer):
     t, v = _pair(answer)
     own = _c_ownership()
-    (want_t, want_v), = own.owners(65, 3)
+    ((want_t, want_v),) = own.owners(65, 3)
     if (t, v) == (want_t, want_v):
         return True, f"T{t}, accumulator {v}. {own.describe_thread(t, limit=4)}"
     if t == want_t:
         held = f"C[{own.cells_of(t)[v][0]}, {own.cells_of(t)[v][1]}]" if 0 <= v < 64 else "nothing"
-        return False, f"right thread; its accumulators are numbered like tCrC " \
-                      f"(1,(4,2),(4,2)):(0,(1,4),(8,32)): value {v} holds {held}"
+        return (
+            False,
+            f"right thread; its accumulators are numbered like tCrC "
+            f"(1,(4,2),(4,2)):(0,(1,4),(8,32)): value {v} holds {held}",
+        )
     if 0 <= t < 256:
         cells = own.cells_of(t)
         rows = sorted({r for r, _, _ in cells})
@@ -62,14 +67,16 @@ def _owner(answer):
     raise Wrong("a CTA has 256 threads: 0..255")
 
 
-@exercise("03.tCgC",
-          "Change the permutation to (16,2):(2,1) (naive_gemm.Config(group=2)). Predict "
-          "tCgC for thread 0 of the traced problem (M=256, N=128, K=32) as CuTe prints it, "
-          "then check it with kernel_traces.thread_trace(config=...).",
-          "each thread now owns runs of 2 rows and 2 columns, repeated every 32: 4 groups "
-          "of 2 per mode; C is row-major with 128 columns.",
-          "(1,(2,4),(2,4)):(0,(128,4096),(1,32)): rows i + 32*g (stride 128 per row, 32*128 "
-          "per group), columns j + 32*g.")
+@exercise(
+    "03.tCgC",
+    "Change the permutation to (16,2):(2,1) (naive_gemm.Config(group=2)). Predict "
+    "tCgC for thread 0 of the traced problem (M=256, N=128, K=32) as CuTe prints it, "
+    "then check it with kernel_traces.thread_trace(config=...).",
+    "each thread now owns runs of 2 rows and 2 columns, repeated every 32: 4 groups "
+    "of 2 per mode; C is row-major with 128 columns.",
+    "(1,(2,4),(2,4)):(0,(128,4096),(1,32)): rows i + 32*g (stride 128 per row, 32*128 "
+    "per group), columns j + 32*g.",
+)
 def _tcgc(answer):
     from course.cute import kernel_traces
     from kernels import naive_gemm
@@ -79,8 +86,10 @@ def _tcgc(answer):
     if lay == want:
         return True, f"{want}: 64 values in 16 blocks of 2x2."
     if lay.shape != want.shape:
-        raise Wrong(f"the shape is (V, M-part, N-part) = {pl._fmt(want.shape)}: runs of 2, "
-                    f"4 of them, per mode")
+        raise Wrong(
+            f"the shape is (V, M-part, N-part) = {pl._fmt(want.shape)}: runs of 2, "
+            f"4 of them, per mode"
+        )
     return False, "the shape is right; a row of C is 128 elements, a group is 32 rows/columns"
 
 
@@ -97,15 +106,17 @@ def copy_sectors(thread_layout, tile=(32, 32), row_major: bool = True) -> tuple[
     return len({a * 4 // 32 for a in addr}), cells
 
 
-@exercise("03.coalesced",
-          "A 32x32 fp32 tile is stored ROW-major, (32,32):(32,1). A TiledCopy with one float per "
-          "thread per step (val layout (1,1)) and 32 threads: pick the thread layout "
-          "(shape:stride, 32 threads, (rows, cols) of threads) so that one warp-wide load "
-          "touches as few 32-byte sectors as possible (coalesced: 4 sectors = 128 bytes).",
-          "consecutive thread ids must walk along the contiguous mode, which for row-major "
-          "data is mode 1 (the columns).",
-          "(1,32) -- or (4,8):(8,1): thread t reads row t // 8, column t % 8, whole 32-byte "
-          "sectors. The column-major default (32,1) touches 32 sectors, 8x the traffic.")
+@exercise(
+    "03.coalesced",
+    "A 32x32 fp32 tile is stored ROW-major, (32,32):(32,1). A TiledCopy with one float per "
+    "thread per step (val layout (1,1)) and 32 threads: pick the thread layout "
+    "(shape:stride, 32 threads, (rows, cols) of threads) so that one warp-wide load "
+    "touches as few 32-byte sectors as possible (coalesced: 4 sectors = 128 bytes).",
+    "consecutive thread ids must walk along the contiguous mode, which for row-major "
+    "data is mode 1 (the columns).",
+    "(1,32) -- or (4,8):(8,1): thread t reads row t // 8, column t % 8, whole 32-byte "
+    "sectors. The column-major default (32,1) touches 32 sectors, 8x the traffic.",
+)
 def _coalesced(answer):
     thr = read_layout(answer)
     if thr.size != 32:
@@ -115,8 +126,11 @@ def _coalesced(answer):
     sectors, cells = copy_sectors(thr)
     if sectors == 4:
         return True, f"{thr}: threads 0..31 read {cells[:4]}... = 4 sectors, 128 bytes."
-    return False, f"{thr}: the warp touches {sectors} sectors (4 is ideal); threads 0-3 read " \
-                  f"{cells[:4]} -- make consecutive threads read consecutive columns"
+    return (
+        False,
+        f"{thr}: the warp touches {sectors} sectors (4 is ideal); threads 0-3 read "
+        f"{cells[:4]} -- make consecutive threads read consecutive columns",
+    )
 
 
 # ---------------------------------------------------------------- kernel exercise 03.partition
@@ -147,16 +161,23 @@ def _gemm_launcher():
     config = _config()
 
     @cute.kernel
-    def gemm_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                    partition: cutlass.Constexpr):
+    def gemm_kernel(
+        mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, partition: cutlass.Constexpr
+    ):
         tid, _, _ = cute.arch.thread_idx()
         bm, bn, _ = cute.arch.block_idx()
         tiled_mma = naive_gemm.make_tiled_mma(config)
         tCgA, tCgB, tCgC = partition(tiled_mma, tid, mA, mB, mC, config.cta_tiler, bm, bn)
-        tCcA, tCcB, tCcC = partition(tiled_mma, tid, cute.make_identity_tensor(mA.shape),
-                                     cute.make_identity_tensor(mB.shape),
-                                     cute.make_identity_tensor(mC.shape), config.cta_tiler,
-                                     bm, bn)
+        tCcA, tCcB, tCcC = partition(
+            tiled_mma,
+            tid,
+            cute.make_identity_tensor(mA.shape),
+            cute.make_identity_tensor(mB.shape),
+            cute.make_identity_tensor(mC.shape),
+            config.cta_tiler,
+            bm,
+            bn,
+        )
         tCrA = cute.make_rmem_tensor(tCgA[None, None, None, 0].shape, cutlass.Float32)
         tCrB = cute.make_rmem_tensor(tCgB[None, None, None, 0].shape, cutlass.Float32)
         tCrC = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
@@ -175,14 +196,26 @@ def _gemm_launcher():
                 tCgC[i] = tCrC[i]
 
     @cute.jit
-    def launch(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-               m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, stream: cuda.CUstream,
-               partition: cutlass.Constexpr):
+    def launch(
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+        partition: cutlass.Constexpr,
+    ):
         mA, mB, mC = naive_gemm.global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, "m", "n")
-        grid = [(m + config.tile_m - 1) // config.tile_m,
-                (n + config.tile_n - 1) // config.tile_n, 1]
-        gemm_kernel(mA, mB, mC, partition).launch(grid=grid, block=[config.threads, 1, 1],
-                                                  stream=stream)
+        grid = [
+            (m + config.tile_m - 1) // config.tile_m,
+            (n + config.tile_n - 1) // config.tile_n,
+            1,
+        ]
+        gemm_kernel(mA, mB, mC, partition).launch(
+            grid=grid, block=[config.threads, 1, 1], stream=stream
+        )
+
     return launch
 
 
@@ -198,8 +231,13 @@ def _gemm_args(tensors, stream):
 
     a, b, c = tensors if tensors else (None, None, None)
     m, n, k = (c.shape[0], c.shape[1], a.shape[1]) if tensors else (8, 8, 8)
-    return (*(gmem_pointer(t, torch.float32) for t in (a, b, c)), cutlass.Int32(m),
-            cutlass.Int32(n), cutlass.Int32(k), stream)
+    return (
+        *(gmem_pointer(t, torch.float32) for t in (a, b, c)),
+        cutlass.Int32(m),
+        cutlass.Int32(n),
+        cutlass.Int32(k),
+        stream,
+    )
 
 
 def _build_gemm(fn, arch):
@@ -212,8 +250,9 @@ def kernel_partition(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
     """The kernel's own partitioning (kernels.naive_gemm), in the exercise's signature."""
     from kernels import naive_gemm
 
-    return naive_gemm.thread_partitions(tiled_mma, tid,
-                                        *naive_gemm.cta_tiles(mA, mB, mC, _config(), bm, bn))
+    return naive_gemm.thread_partitions(
+        tiled_mma, tid, *naive_gemm.cta_tiles(mA, mB, mC, _config(), bm, bn)
+    )
 
 
 def _cells_job(fn):
@@ -236,10 +275,14 @@ def _cells_job(fn):
             thr = tiled_mma.get_slice(t)
             found[(bm, bn, t)] = {
                 "learner": [elements(x) for x in learner],
-                "reference": [elements(x) for x in kernel_partition(tiled_mma, t, *coords,
-                                                                    config.cta_tiler, bm, bn)],
-                "blocks swapped": [elements(x) for x in kernel_partition(
-                    tiled_mma, t, *coords, config.cta_tiler, bn, bm)],
+                "reference": [
+                    elements(x)
+                    for x in kernel_partition(tiled_mma, t, *coords, config.cta_tiler, bm, bn)
+                ],
+                "blocks swapped": [
+                    elements(x)
+                    for x in kernel_partition(tiled_mma, t, *coords, config.cta_tiler, bn, bm)
+                ],
                 "modes swapped": [elements(thr.partition_B(gA)), elements(thr.partition_A(gB))],
             }
     return found
@@ -254,14 +297,20 @@ def _probe_cells(fn):
 
 def _operand_check(index: int, name: str, tensor: str, tile_hint: str, mode_hint: str):
     """A CPU check: every probe thread's cells of one operand equal the kernel's."""
+
     def check(c):
         probes = _probe_cells(c.fn)
-        wrong = [key for key, got in probes.items()
-                 if got["learner"][index] != got["reference"][index]]
+        wrong = [
+            key for key, got in probes.items() if got["learner"][index] != got["reference"][index]
+        ]
         what = f"{tensor}: the cells of {name} each thread gets"
         if not wrong:
-            return expect(what, True, f"threads {', '.join(map(str, PROBE_THREADS))} of CTAs "
-                                      f"{', '.join(map(str, PROBE_BLOCKS))}: the kernel's own")
+            return expect(
+                what,
+                True,
+                f"threads {', '.join(map(str, PROBE_THREADS))} of CTAs "
+                f"{', '.join(map(str, PROBE_BLOCKS))}: the kernel's own",
+            )
         bm, bn, t = wrong[0]
         got = probes[wrong[0]]
         mine, ref = got["learner"][index], got["reference"][index]
@@ -271,37 +320,54 @@ def _operand_check(index: int, name: str, tensor: str, tile_hint: str, mode_hint
         elif index < 2 and mine == got["modes swapped"][index]:
             hint = mode_hint
         else:
-            hint = (f"the CTA's tile of {name} is local_tile(m{name}, tiler, (bm, bn, None), "
-                    f"proj=...) keeping {name}'s two modes; the thread's share is "
-                    f"partition_{name} of it")
+            hint = (
+                f"the CTA's tile of {name} is local_tile(m{name}, tiler, (bm, bn, None), "
+                f"proj=...) keeping {name}'s two modes; the thread's share is "
+                f"partition_{name} of it"
+            )
         return expect(what, False, detail, hint)
+
     check.__name__ = f"{tensor}_matches"
     return check
 
 
 c_cells_match = _operand_check(
-    2, "C", "tCgC",
+    2,
+    "C",
+    "tCgC",
     "swapped block coordinates: bm = block_idx x picks the tile along M, bn = block_idx y "
-    "the tile along N: coord (bm, bn, None)", "")
+    "the tile along N: coord (bm, bn, None)",
+    "",
+)
 a_cells_match = _operand_check(
-    0, "A", "tCgA",
+    0,
+    "A",
+    "tCgA",
     "wrong projection: A is (M, K), so its tile is picked by bm and every k: "
     "proj=(1, None, 1) keeps the M and K modes of the tiler",
     "wrong partition mode: A's share comes from partition_A (the thread's rows of M); "
-    "partition_B cuts by the thread's columns of N")
+    "partition_B cuts by the thread's columns of N",
+)
 b_cells_match = _operand_check(
-    1, "B", "tCgB",
+    1,
+    "B",
+    "tCgB",
     "wrong projection: B is (N, K), so its tile is picked by bn and every k: "
     "proj=(None, 1, 1) keeps the N and K modes of the tiler",
     "wrong partition mode: B's share comes from partition_B (the thread's columns of N); "
-    "partition_A cuts by the thread's rows of M")
+    "partition_A cuts by the thread's rows of M",
+)
 
 
 def ptx_has_fma(c):
     fmas = c.count(r"fma\.rn\.f32")
-    return expect("PTX: the scalar FMAs of the K loop", fmas >= 64,
-                  f"{fmas} fma.rn.f32", "each K step is 64 FMAs per thread: tCgC should hold "
-                  "64 values (1,(4,2),(4,2)), from partition_C of the CTA's C tile")
+    return expect(
+        "PTX: the scalar FMAs of the K loop",
+        fmas >= 64,
+        f"{fmas} fma.rn.f32",
+        "each K step is 64 FMAs per thread: tCgC should hold "
+        "64 values (1,(4,2),(4,2)), from partition_C of the CTA's C tile",
+    )
 
 
 def gpu_gemm(fn, quick: bool = False, launching=lambda: None):
@@ -321,23 +387,33 @@ def gpu_gemm(fn, quick: bool = False, launching=lambda: None):
         c, buffer = guarded_output((m, n), torch.float32)
         compiled(*_gemm_args((a, b, c), current_stream()))
         torch.cuda.synchronize()
-        findings.append(judge_output(
-            f"C = A . B^T, M,N,K = {m},{n},{k}, against torch", c, a.double() @ b.double().t(),
-            buffer, wrong_hint="wrong values or tiles never written: check the coordinates "
-            "(bm, bn, None) and each operand's projection and partition_A/B/C",
-            edge_hint="writes past C: the store must follow C's coordinate tensor"))
+        findings.append(
+            judge_output(
+                f"C = A . B^T, M,N,K = {m},{n},{k}, against torch",
+                c,
+                a.double() @ b.double().t(),
+                buffer,
+                wrong_hint="wrong values or tiles never written: check the coordinates "
+                "(bm, bn, None) and each operand's projection and partition_A/B/C",
+                edge_hint="writes past C: the store must follow C's coordinate tensor",
+            )
+        )
     return findings
 
 
 kernel_exercise(
     id="03.partition",
     prompt="Write gemm_partitions(tiled_mma, tid, mA, mB, mC, tiler, bm, bn): the CTA's tiles "
-           "of A, B and C with cute.local_tile, then thread tid's share of each with the "
-           "TiledMMA's slice; return (tCgA, tCgB, tCgC).",
+    "of A, B and C with cute.local_tile, then thread tid's share of each with the "
+    "TiledMMA's slice; return (tCgA, tCgB, tCgC).",
     hint="A has the M and K modes of the tiler, B the N and K modes, C the M and N modes: "
-         "proj keeps a mode with 1 and drops it with None; each operand is cut by its own "
-         "partition_A / partition_B / partition_C.",
-    arch="sm_90a", needs="gpu", build=_build_gemm,
+    "proj keeps a mode with 1 and drops it with None; each operand is cut by its own "
+    "partition_A / partition_B / partition_C.",
+    arch="sm_90a",
+    needs="gpu",
+    build=_build_gemm,
     cpu_checks=(c_cells_match, a_cells_match, b_cells_match, ptx_has_fma),
-    gpu_checks=gpu_gemm, timeout_s=120.0,
-    solution="course/exercises/solutions/nb03_solutions.py: gemm_partitions")
+    gpu_checks=gpu_gemm,
+    timeout_s=120.0,
+    solution="course/exercises/solutions/nb03_solutions.py: gemm_partitions",
+)

@@ -33,8 +33,14 @@ def _kernel():
     import cutlass.cute as cute
 
     @cute.kernel
-    def copy_tiles(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32,
-                   tiled: cute.TiledCopy, tile: cutlass.Constexpr):
+    def copy_tiles(
+        gS: cute.Tensor,
+        gD: cute.Tensor,
+        cI: cute.Tensor,
+        n: cutlass.Int32,
+        tiled: cute.TiledCopy,
+        tile: cutlass.Constexpr,
+    ):
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         thr = tiled.get_slice(tid)
@@ -62,14 +68,20 @@ def _launcher():
     kernel = _kernel()
 
     @cute.jit
-    def launch(src_ptr: cute.Pointer, dst_ptr: cute.Pointer, n: cutlass.Int32,
-               stream: cuda.CUstream, make_copy: cutlass.Constexpr):
+    def launch(
+        src_ptr: cute.Pointer,
+        dst_ptr: cute.Pointer,
+        n: cutlass.Int32,
+        stream: cuda.CUstream,
+        make_copy: cutlass.Constexpr,
+    ):
         S = cute.make_tensor(src_ptr, cute.make_layout(n))
         D = cute.make_tensor(dst_ptr, cute.make_layout(n))
         gS, gD = cute.zipped_divide(S, (TILE,)), cute.zipped_divide(D, (TILE,))
         cI = cute.zipped_divide(cute.make_identity_tensor((n,)), (TILE,))
         kernel(gS, gD, cI, n, make_copy(THREADS), TILE).launch(
-            grid=[cute.size(gS, mode=[1]), 1, 1], block=[THREADS, 1, 1], stream=stream)
+            grid=[cute.size(gS, mode=[1]), 1, 1], block=[THREADS, 1, 1], stream=stream
+        )
 
     return launch
 
@@ -95,11 +107,14 @@ _STORE_128 = r"st\.global\S*\.(?:v4\.\w32|b128)\b"
 
 def moves_16_bytes_per_access(c):
     loads, stores = c.count(_LOAD_128), c.count(_STORE_128)
-    return expect("128-bit global loads and stores", loads > 0 and stores > 0,
-                  f"{loads} ld.global.v4 / {stores} st.global.v4 in the PTX",
-                  "vector width: each thread must move 16 bytes per instruction, so the copy "
-                  "atom needs num_bits_per_copy=128 (4 floats) and each thread 4 contiguous "
-                  "floats (value layout 4)")
+    return expect(
+        "128-bit global loads and stores",
+        loads > 0 and stores > 0,
+        f"{loads} ld.global.v4 / {stores} st.global.v4 in the PTX",
+        "vector width: each thread must move 16 bytes per instruction, so the copy "
+        "atom needs num_bits_per_copy=128 (4 floats) and each thread 4 contiguous "
+        "floats (value layout 4)",
+    )
 
 
 def warp_request(fn):
@@ -109,8 +124,9 @@ def warp_request(fn):
     from course.cute.trace import on_cpu
     from course.models.coalescing import WARP, analyze
 
-    tv, atom_values = on_cpu(lambda: (fn(THREADS).layout_tv_tiled,
-                                      cute.size(fn(THREADS).layout_src_tv, mode=[1])))
+    tv, atom_values = on_cpu(
+        lambda: (fn(THREADS).layout_tv_tiled, cute.size(fn(THREADS).layout_src_tv, mode=[1]))
+    )
     return analyze([4 * tv(lane, 0) for lane in range(WARP)], 4 * atom_values)
 
 
@@ -120,13 +136,18 @@ def coalesced_warps(c):
     acc = warp_request(c.fn)
     fewest = -(-WARP * acc.width // LINE_BYTES)
     ok = acc.efficiency == 1.0 and len(acc.lines) == fewest
-    return expect("one warp's request is coalesced", ok, acc.summary(),
-                  "uncoalesced: neighbouring threads must take neighbouring 16-byte vectors "
-                  "(thread layout `threads`, stride 1), so a warp's 32 accesses fill whole "
-                  "128-byte lines; here each lane's vector lies apart from the next lane's")
+    return expect(
+        "one warp's request is coalesced",
+        ok,
+        acc.summary(),
+        "uncoalesced: neighbouring threads must take neighbouring 16-byte vectors "
+        "(thread layout `threads`, stride 1), so a warp's 32 accesses fill whole "
+        "128-byte lines; here each lane's vector lies apart from the next lane's",
+    )
 
 
 # ---------------------------------------------------------------- GPU checks
+
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     import cutlass
@@ -143,14 +164,24 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     for n in QUICK_SIZES if quick else SIZES:
         src = torch.randn(n, device="cuda")
         out, buffer = guarded_output((n,), torch.float32)
-        compiled(gmem_pointer(src, torch.float32), gmem_pointer(out, torch.float32),
-                 cutlass.Int32(n), current_stream())
+        compiled(
+            gmem_pointer(src, torch.float32),
+            gmem_pointer(out, torch.float32),
+            cutlass.Int32(n),
+            current_stream(),
+        )
         torch.cuda.synchronize()
-        findings.append(judge_output(
-            f"n = {n:,} against torch", out, src.double(), buffer,
-            wrong_hint="elements copied to the wrong place: the TiledCopy must cover its "
-                       "tile once, each element by one (thread, value)",
-            edge_hint="a write past n: the TiledCopy's tile must be 1024 floats"))
+        findings.append(
+            judge_output(
+                f"n = {n:,} against torch",
+                out,
+                src.double(),
+                buffer,
+                wrong_hint="elements copied to the wrong place: the TiledCopy must cover its "
+                "tile once, each element by one (thread, value)",
+                edge_hint="a write past n: the TiledCopy's tile must be 1024 floats",
+            )
+        )
     if not quick and all(f.status == "pass" for f in findings):
         findings.append(speed_against_torch(compiled))
     return findings
@@ -168,34 +199,50 @@ def speed_against_torch(compiled):
     sets = [(torch.randn(n, device="cuda"), torch.empty(n, device="cuda")) for _ in range(3)]
     ptrs = [(gmem_pointer(s, torch.float32), gmem_pointer(d, torch.float32)) for s, d in sets]
     stream, count = current_stream(), cutlass.Int32(n)
-    t = paired_rounds({"torch": lambda i: sets[i % 3][1].copy_(sets[i % 3][0]),
-                       "yours": lambda i: compiled(*ptrs[i % 3], count, stream)},
-                      rounds=10, reps=20)
+    t = paired_rounds(
+        {
+            "torch": lambda i: sets[i % 3][1].copy_(sets[i % 3][0]),
+            "yours": lambda i: compiled(*ptrs[i % 3], count, stream),
+        },
+        rounds=10,
+        reps=20,
+    )
     share = statistics.median(100 * a / b for a, b in zip(t["torch"], t["yours"]))
     gbps = 2 * TIMED_BYTES / statistics.median(t["yours"]) / 1e6
-    return expect(f"at least {MIN_SHARE:.0f}% of torch's copy bandwidth", share >= MIN_SHARE,
-                  f"{ratio_summary(t['torch'], t['yours'])} of torch's copy_ "
-                  f"({gbps:,.0f} GB/s read + write, {TIMED_BYTES >> 20} MiB)",
-                  "too slow for a copy: check the vector width (16 bytes per access) and that "
-                  "a warp's accesses are coalesced; both show in the CPU checks above")
+    return expect(
+        f"at least {MIN_SHARE:.0f}% of torch's copy bandwidth",
+        share >= MIN_SHARE,
+        f"{ratio_summary(t['torch'], t['yours'])} of torch's copy_ "
+        f"({gbps:,.0f} GB/s read + write, {TIMED_BYTES >> 20} MiB)",
+        "too slow for a copy: check the vector width (16 bytes per access) and that "
+        "a warp's accesses are coalesced; both show in the CPU checks above",
+    )
 
 
 kernel_exercise(
     id="04.vector_copy",
     prompt="Write make_vector_copy(threads): the TiledCopy with which `threads` threads copy "
-           "a 1-D float32 tile, each thread 4 contiguous floats with one 128-bit access, "
-           "neighbouring threads on neighbouring vectors.",
+    "a 1-D float32 tile, each thread 4 contiguous floats with one 128-bit access, "
+    "neighbouring threads on neighbouring vectors.",
     hint="one pass covers `threads` vectors of 4 floats: the copy atom moves 4 floats (128 "
-         "bits) in one instruction, the thread layout says where the threads stand (1-D here), "
-         "the value layout how many floats each takes; section 5 built the 2-D version.",
-    arch="sm_90a", needs="gpu", build=_build,
+    "bits) in one instruction, the thread layout says where the threads stand (1-D here), "
+    "the value layout how many floats each takes; section 5 built the 2-D version.",
+    arch="sm_90a",
+    needs="gpu",
+    build=_build,
     cpu_checks=(moves_16_bytes_per_access, coalesced_warps),
-    gpu_checks=gpu_checks, timeout_s=120,
+    gpu_checks=gpu_checks,
+    timeout_s=120,
     run_shows="whether it copies every element to its place on ragged sizes, and its "
-              "bandwidth against torch's copy",
-    compile_hints=((r"cannot vectorize copy to (\d+) elements",
-                    "the 128-bit copy atom moves 4 contiguous floats per thread at once, but your "
-                    "value layout does not give each thread 4 contiguous floats: the value "
-                    "layout is cute.make_layout(4) (a value layout of 1 is the C++ habit of "
-                    "(1,1) with a scalar atom)"),),
-    solution="course/exercises/solutions/nb04_solutions.py: make_vector_copy")
+    "bandwidth against torch's copy",
+    compile_hints=(
+        (
+            r"cannot vectorize copy to (\d+) elements",
+            "the 128-bit copy atom moves 4 contiguous floats per thread at once, but your "
+            "value layout does not give each thread 4 contiguous floats: the value "
+            "layout is cute.make_layout(4) (a value layout of 1 is the C++ habit of "
+            "(1,1) with a scalar atom)",
+        ),
+    ),
+    solution="course/exercises/solutions/nb04_solutions.py: make_vector_copy",
+)

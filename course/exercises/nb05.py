@@ -1,4 +1,5 @@
 """Notebook 05's exercises: banks, swizzles and the TMA modes."""
+
 from __future__ import annotations
 
 from course.exercises.check import Wrong, exercise, number
@@ -10,12 +11,15 @@ from course.models.swizzle import TMA_SWIZZLES
 BANK_CELL = (7, 20)  # 05.bank: an element of section 4's swizzled transpose tile
 
 
-@exercise("05.bank", f"In section 4's swizzled transpose tile, Swizzle<5,0,5> o (32,32):(1,32) "
-          f"(fp32), which bank holds element {BANK_CELL}?",
-          "first the layout's offset of (row, col); then the swizzle: which bits does "
-          "Swizzle<5,0,5> take, and into which does it XOR them? The bank is the result mod 32.",
-          "19: offset 7 + 32*20 = 647; Swizzle<5,0,5> XORs bits 5-9 (= 20, the column) into "
-          "bits 0-4 (= 7, the row): 7 ^ 20 = 19, so 647 becomes 640 + 19 = 659, bank 19.")
+@exercise(
+    "05.bank",
+    f"In section 4's swizzled transpose tile, Swizzle<5,0,5> o (32,32):(1,32) "
+    f"(fp32), which bank holds element {BANK_CELL}?",
+    "first the layout's offset of (row, col); then the swizzle: which bits does "
+    "Swizzle<5,0,5> take, and into which does it XOR them? The bank is the result mod 32.",
+    "19: offset 7 + 32*20 = 647; Swizzle<5,0,5> XORs bits 5-9 (= 20, the column) into "
+    "bits 0-4 (= 7, the row): 7 ^ 20 = 19, so 647 becomes 640 + 19 = 659, bank 19.",
+)
 def _bank(answer):
     tile = SmemTile("fp32", Layout.col_major(32, 32), Swizzle(5, 0, 5))
     truth = int(tile.bank_map()[BANK_CELL])
@@ -25,11 +29,14 @@ def _bank(answer):
     return number(answer, truth)
 
 
-@exercise("05.transpose", "A warp reads one row of a 32x32 float tile stored column-major, "
-          "(32,32):(1,32). How many wavefronts does that request take?",
-          "all 32 elements of a row are 32 floats (128 bytes) apart: which banks are they in?",
-          "32: every element of row r is in bank r, each a different word, so the bank serves "
-          "them one per wavefront (a 32-way conflict).")
+@exercise(
+    "05.transpose",
+    "A warp reads one row of a 32x32 float tile stored column-major, "
+    "(32,32):(1,32). How many wavefronts does that request take?",
+    "all 32 elements of a row are 32 floats (128 bytes) apart: which banks are they in?",
+    "32: every element of row r is in bank r, each a different word, so the bank serves "
+    "them one per wavefront (a 32-way conflict).",
+)
 def _transpose(answer):
     tile = SmemTile("fp32", Layout.col_major(32, 32))
     return number(answer, rows((32, 32)).predict(tile).analyses[0].wavefronts)
@@ -38,22 +45,27 @@ def _transpose(answer):
 PAD_TILE = 64  # 05.padding: a 64x64 float tile, not section 4's 32x32
 
 
-@exercise("05.padding", f"A {PAD_TILE}x{PAD_TILE} float tile is stored column-major, and a warp "
-          f"reads 32 consecutive elements of one row. Which leading dimension (column stride, "
-          f"in floats) makes those reads conflict-free with the smallest padding?",
-          "where does element (r, c) land with stride ld, and which bank is that? Which ld "
-          "sends 32 consecutive columns to 32 different banks?",
-          f"{PAD_TILE + 1}: element (r, c) is at r + {PAD_TILE + 1}c, bank (r + c) % 32 (65 = 2*32 "
-          f"+ 1), so 32 consecutive columns hit 32 different banks; {PAD_TILE} puts them all in "
-          "bank r.")
+@exercise(
+    "05.padding",
+    f"A {PAD_TILE}x{PAD_TILE} float tile is stored column-major, and a warp "
+    f"reads 32 consecutive elements of one row. Which leading dimension (column stride, "
+    f"in floats) makes those reads conflict-free with the smallest padding?",
+    "where does element (r, c) land with stride ld, and which bank is that? Which ld "
+    "sends 32 consecutive columns to 32 different banks?",
+    f"{PAD_TILE + 1}: element (r, c) is at r + {PAD_TILE + 1}c, bank (r + c) % 32 (65 = 2*32 "
+    f"+ 1), so 32 consecutive columns hit 32 different banks; {PAD_TILE} puts them all in "
+    "bank r.",
+)
 def _padding(answer):
     try:
         ld = int(answer)
     except (TypeError, ValueError):
         raise Wrong("answer with a number (the stride of mode 1)")
     if ld < PAD_TILE:
-        raise Wrong(f"the columns would overlap: a column of {PAD_TILE} floats needs a stride "
-                    f"of at least {PAD_TILE}")
+        raise Wrong(
+            f"the columns would overlap: a column of {PAD_TILE} floats needs a stride "
+            f"of at least {PAD_TILE}"
+        )
     tile = SmemTile("fp32", Layout.col_major(PAD_TILE, PAD_TILE, ld=ld))
     conflicts = rows((PAD_TILE, PAD_TILE)).predict(tile).conflicts
     if conflicts:
@@ -63,14 +75,17 @@ def _padding(answer):
     return True, f"{ld}: one extra float per column spreads every row over all 32 banks."
 
 
-@exercise("05.tma_mode", "A K-major bf16 tile has 64-byte rows (32 elements per row, 32 rows). "
-          "ldmatrix reads the first 16 bytes of each row, 8 rows per phase. What is the smallest "
-          "TMA swizzle mode ('none', '32B', '64B' or '128B') that makes it conflict-free?",
-          "rows are 64 bytes, so rows r and r+2 start in the same bank; which mode XORs enough "
-          "row bits into the 16-byte chunk index? Try them in the BankConflictExplorer.",
-          "'64B' (Swizzle<2,4,3> on byte addresses): it XORs (row // 2) % 4 into the chunk "
-          "index, spreading 8 rows over 8 different groups of 4 banks. 32B would leave a "
-          "2-way conflict, and TMA refuses it for rows longer than 32 bytes anyway.")
+@exercise(
+    "05.tma_mode",
+    "A K-major bf16 tile has 64-byte rows (32 elements per row, 32 rows). "
+    "ldmatrix reads the first 16 bytes of each row, 8 rows per phase. What is the smallest "
+    "TMA swizzle mode ('none', '32B', '64B' or '128B') that makes it conflict-free?",
+    "rows are 64 bytes, so rows r and r+2 start in the same bank; which mode XORs enough "
+    "row bits into the 16-byte chunk index? Try them in the BankConflictExplorer.",
+    "'64B' (Swizzle<2,4,3> on byte addresses): it XORs (row // 2) % 4 into the chunk "
+    "index, spreading 8 rows over 8 different groups of 4 banks. 32B would leave a "
+    "2-way conflict, and TMA refuses it for rows longer than 32 bytes anyway.",
+)
 def _tma_mode(answer):
     if not isinstance(answer, str) or answer.strip() not in TMA_SWIZZLES:
         raise Wrong("answer with one of 'none', '32B', '64B', '128B'")
@@ -131,11 +146,14 @@ def each_element_its_own_word(c):
     tile = traced_tile(c.fn)
     words = len(set(tile.byte_offsets().ravel().tolist()))
     ok = tile.shape == (32, 32) and words == 32 * 32
-    return expect("a 32x32 tile, every element in its own word", ok,
-                  f"{tile}: shape {tile.shape}, {words} distinct words for {32 * 32} elements",
-                  "the layout must map the 32x32 tile one-to-one: here elements overlap "
-                  "(a row stride below 32?), so the transpose reads values another element "
-                  "overwrote")
+    return expect(
+        "a 32x32 tile, every element in its own word",
+        ok,
+        f"{tile}: shape {tile.shape}, {words} distinct words for {32 * 32} elements",
+        "the layout must map the 32x32 tile one-to-one: here elements overlap "
+        "(a row stride below 32?), so the transpose reads values another element "
+        "overwrote",
+    )
 
 
 def conflict_free_both_ways(c):
@@ -144,16 +162,26 @@ def conflict_free_both_ways(c):
     tile = traced_tile(c.fn)
     writes, reads = rows((32, 32)).predict(tile), columns((32, 32)).predict(tile)
     worst = max(writes.degree, reads.degree)
-    detail = (f"{tile}: writes by rows {writes.conflicts} extra wavefront(s), reads by columns "
-              f"{reads.conflicts} extra wavefront(s) (worst {worst}-way)")
+    detail = (
+        f"{tile}: writes by rows {writes.conflicts} extra wavefront(s), reads by columns "
+        f"{reads.conflicts} extra wavefront(s) (worst {worst}-way)"
+    )
     if worst >= 32:
-        hint = ("bank conflicts: a 32-way conflict, every lane of a column read in one bank: "
-                "XOR the row into the bank bits with a swizzle (or pad each row)")
+        hint = (
+            "bank conflicts: a 32-way conflict, every lane of a column read in one bank: "
+            "XOR the row into the bank bits with a swizzle (or pad each row)"
+        )
     else:
-        hint = (f"swizzle bits: a {worst}-way conflict remains, the swizzle XORs too few row "
-                f"bits into the 5 bank bits (B)")
-    return expect("no bank conflicts writing rows or reading columns",
-                  writes.conflicts == 0 and reads.conflicts == 0, detail, hint)
+        hint = (
+            f"swizzle bits: a {worst}-way conflict remains, the swizzle XORs too few row "
+            f"bits into the 5 bank bits (B)"
+        )
+    return expect(
+        "no bank conflicts writing rows or reading columns",
+        writes.conflicts == 0 and reads.conflicts == 0,
+        detail,
+        hint,
+    )
 
 
 def transpose_gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -170,13 +198,24 @@ def transpose_gpu_checks(fn, quick: bool = False, launching=lambda: None):
     for m, n in TRANSPOSE_QUICK if quick else TRANSPOSE_SHAPES:
         x = torch.randn(m, n, device="cuda")
         out, buffer = guarded_output((n, m), torch.float32)
-        compiled(gmem_pointer(x, torch.float32, 4), gmem_pointer(out, torch.float32, 4),
-                 cutlass.Int32(m), cutlass.Int32(n), current_stream())
+        compiled(
+            gmem_pointer(x, torch.float32, 4),
+            gmem_pointer(out, torch.float32, 4),
+            cutlass.Int32(m),
+            cutlass.Int32(n),
+            current_stream(),
+        )
         torch.cuda.synchronize()
-        findings.append(judge_output(
-            f"{m}x{n} against torch's .t()", out, x.double().t(), buffer,
-            wrong_hint="the layout must give every (row, col) of the tile its own word",
-            edge_hint="a write outside the output"))
+        findings.append(
+            judge_output(
+                f"{m}x{n} against torch's .t()",
+                out,
+                x.double().t(),
+                buffer,
+                wrong_hint="the layout must give every (row, col) of the tile its own word",
+                edge_hint="a write outside the output",
+            )
+        )
     if not quick and all(f.status == "pass" for f in findings):
         findings.append(_against_plain_tile(compiled))
     return findings
@@ -194,15 +233,24 @@ def _against_plain_tile(compiled):
 
     side = cutlass.Int32(TIMED_SIDE)
     mats = [torch.randn(TIMED_SIDE, TIMED_SIDE, device="cuda") for _ in range(3)]
-    ptrs = [(gmem_pointer(x, torch.float32, 4), gmem_pointer(torch.empty_like(x), torch.float32,
-                                                             4)) for x in mats]
+    ptrs = [
+        (gmem_pointer(x, torch.float32, 4), gmem_pointer(torch.empty_like(x), torch.float32, 4))
+        for x in mats
+    ]
     plain = smem_transpose.compile(smem_transpose.Config("plain"))
     stream = current_stream()
-    t = paired_rounds({"plain": lambda i: plain(*ptrs[i % 3], side, side, stream),
-                       "yours": lambda i: compiled(*ptrs[i % 3], side, side, stream)}, rounds=8)
-    return passed("speed against the unswizzled tile (reported)",
-                  f"{TIMED_SIDE}x{TIMED_SIDE}: {ratio_summary(t['plain'], t['yours'])} of the "
-                  f"plain tile's time per transpose (above 100%: yours is faster)")
+    t = paired_rounds(
+        {
+            "plain": lambda i: plain(*ptrs[i % 3], side, side, stream),
+            "yours": lambda i: compiled(*ptrs[i % 3], side, side, stream),
+        },
+        rounds=8,
+    )
+    return passed(
+        "speed against the unswizzled tile (reported)",
+        f"{TIMED_SIDE}x{TIMED_SIDE}: {ratio_summary(t['plain'], t['yours'])} of the "
+        f"plain tile's time per transpose (above 100%: yours is faster)",
+    )
 
 
 def _register_transpose_swizzle():
@@ -211,15 +259,19 @@ def _register_transpose_swizzle():
     kernel_exercise(
         id="05.transpose_swizzle",
         prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 32x32 "
-               "float tile, (row, col) -> offset, with which a warp writes a tile row and "
-               "reads a tile column without bank conflicts.",
+        "float tile, (row, col) -> offset, with which a warp writes a tile row and "
+        "reads a tile column without bank conflicts.",
         hint="which bits of a word's offset hold its row, and which its bank? Start from the "
-             "row-major tile (32,32):(32,1), where a column read hits one bank 32 times, and "
-             "compose it with a swizzle that XORs the one into the other (section 4).",
-        arch="sm_90a", needs="gpu", build=_transpose_build,
+        "row-major tile (32,32):(32,1), where a column read hits one bank 32 times, and "
+        "compose it with a swizzle that XORs the one into the other (section 4).",
+        arch="sm_90a",
+        needs="gpu",
+        build=_transpose_build,
         cpu_checks=(each_element_its_own_word, conflict_free_both_ways),
-        gpu_checks=transpose_gpu_checks, timeout_s=90,
-        solution="course/exercises/solutions/nb05_solutions.py: transpose_tile_layout")
+        gpu_checks=transpose_gpu_checks,
+        timeout_s=90,
+        solution="course/exercises/solutions/nb05_solutions.py: transpose_tile_layout",
+    )
 
 
 _register_transpose_swizzle()

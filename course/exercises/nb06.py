@@ -5,6 +5,7 @@ TiledMMA (kernels.mma_atom's micro-GEMM): slice, partition, fragments, copies, o
 cute.gemm, store. The course supplies the host side (the TiledMMA of kernels.mma_atom and
 the tensors over the three pointers) and passes the kernel in as a Constexpr.
 """
+
 # no `from __future__ import annotations`: CuTe DSL evaluates the launcher's annotations
 import functools
 import re
@@ -13,9 +14,12 @@ from course.exercises.check import Wrong, exercise, number
 from course.exercises.kernel_check import expect, kernel_exercise
 
 
-@exercise("06.owner", "Which lane (0-31) holds C[13][6] of the mma.sync m16n8k16 accumulator?",
-          "row r belongs to lanes 4*(r % 8) .. 4*(r % 8) + 3; column c to lane % 4 == c // 2.",
-          "row 13 -> 13 % 8 = 5 -> lanes 20-23; column 6 -> lane % 4 = 3: lane 23.")
+@exercise(
+    "06.owner",
+    "Which lane (0-31) holds C[13][6] of the mma.sync m16n8k16 accumulator?",
+    "row r belongs to lanes 4*(r % 8) .. 4*(r % 8) + 3; column c to lane % 4 == c // 2.",
+    "row 13 -> 13 % 8 = 5 -> lanes 20-23; column 6 -> lane % 4 = 3: lane 23.",
+)
 def _owner(answer):
     from course.cute.kernel_traces import mma_atom_pairs
 
@@ -26,10 +30,13 @@ def _owner(answer):
 A_VALUES_SHAPE = (16, 8, 8)  # 06.a_values: mma.sync m16n8k8, not the notebook's m16n8k16
 
 
-@exercise("06.a_values", "mma.sync also comes as m16n8k8 for bf16: half the K of this notebook's "
-          "instruction. How many A values does each thread hold for one m16n8k8 instruction?",
-          "A is M x K; the warp's 32 threads share it evenly.",
-          "4: A is 16 x 8 = 128 values over 32 threads (two 32-bit registers of bf16 pairs).")
+@exercise(
+    "06.a_values",
+    "mma.sync also comes as m16n8k8 for bf16: half the K of this notebook's "
+    "instruction. How many A values does each thread hold for one m16n8k8 instruction?",
+    "A is M x K; the warp's 32 threads share it evenly.",
+    "4: A is 16 x 8 = 128 values over 32 threads (two 32-bit registers of bf16 pairs).",
+)
 def _a(answer):
     m, _, k = A_VALUES_SHAPE
     if answer == 16 * 16 // 32:
@@ -37,8 +44,13 @@ def _a(answer):
     return number(answer, m * k // 32)
 
 
-@exercise("06.tile", "A TiledMMA of 2 x 4 warps (M x N) of m16n8k16 atoms covers a C tile of "
-          "what shape (rows, cols)?", "each warp covers 16 x 8.", "(32, 32).")
+@exercise(
+    "06.tile",
+    "A TiledMMA of 2 x 4 warps (M x N) of m16n8k16 atoms covers a C tile of "
+    "what shape (rows, cols)?",
+    "each warp covers 16 x 8.",
+    "(32, 32).",
+)
 def _tile(answer):
     try:
         rows, cols = answer
@@ -65,15 +77,23 @@ def _launcher():
     from kernels import mma_atom
 
     @cute.jit
-    def launch(a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-               stream: cuda.CUstream, config: cutlass.Constexpr, kernel: cutlass.Constexpr):
+    def launch(
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        stream: cuda.CUstream,
+        config: cutlass.Constexpr,
+        kernel: cutlass.Constexpr,
+    ):
         m, n, k = config.shape_mnk
         tiled_mma = mma_atom.tiled_mma(a_ptr.dtype, config.warps_m, config.warps_n)
         mA = cute.make_tensor(a_ptr, cute.make_layout((m, k), stride=(k, 1)))
         mB = cute.make_tensor(b_ptr, cute.make_layout((n, k), stride=(k, 1)))
         mC = cute.make_tensor(c_ptr, cute.make_layout((m, n), stride=(n, 1)))
-        kernel(tiled_mma, mA, mB, mC).launch(grid=[1, 1, 1], block=[config.threads, 1, 1],
-                                             stream=stream)
+        kernel(tiled_mma, mA, mB, mC).launch(
+            grid=[1, 1, 1], block=[config.threads, 1, 1], stream=stream
+        )
+
     return launch
 
 
@@ -104,7 +124,7 @@ def _mma(c) -> tuple[str, list[list[str]]] | None:
     if not found:
         return None
     groups = [re.findall(r"%\w+", g) for g in re.findall(r"\{([^}]*)\}", found.group(0))]
-    return c.ptx[:found.start()], groups
+    return c.ptx[: found.start()], groups
 
 
 def _unset(before: str, registers: list[str]) -> list[str]:
@@ -114,58 +134,81 @@ def _unset(before: str, registers: list[str]) -> list[str]:
 
 def one_mma_per_warp(c):
     count = c.count(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32")
-    return expect("one mma.sync m16n8k16 (bf16 in, fp32 accumulate) per thread", count == 1,
-                  f"{count} in the PTX (each warp computes one 16x8x16 atom of the tile)",
-                  "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
-                  "made by tiled_mma.make_fragment_A/B/C")
+    return expect(
+        "one mma.sync m16n8k16 (bf16 in, fp32 accumulate) per thread",
+        count == 1,
+        f"{count} in the PTX (each warp computes one 16x8x16 atom of the tile)",
+        "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
+        "made by tiled_mma.make_fragment_A/B/C",
+    )
 
 
 def slices_by_thread(c):
     reads = c.count(r"%tid\.x")
-    return expect("each thread takes its own slice of the TiledMMA", reads > 0,
-                  "reads %tid.x" if reads else "never reads thread_idx: every thread holds "
-                                                "the same fragment",
-                  "every thread took the same slice: tiled_mma.get_slice(tid) with tid from "
-                  "cute.arch.thread_idx()")
+    return expect(
+        "each thread takes its own slice of the TiledMMA",
+        reads > 0,
+        "reads %tid.x" if reads else "never reads thread_idx: every thread holds the same fragment",
+        "every thread took the same slice: tiled_mma.get_slice(tid) with tid from "
+        "cute.arch.thread_idx()",
+    )
 
 
 def loads_a_and_b(c):
     found = _mma(c)
     if found is None:
-        return expect("A and B fragments loaded before the mma", False, "no mma.sync",
-                      "load the fragments, then cute.gemm")
+        return expect(
+            "A and B fragments loaded before the mma",
+            False,
+            "no mma.sync",
+            "load the fragments, then cute.gemm",
+        )
     before, (_, a, b, _) = found
     unset = _unset(before, a + b)
-    return expect("A and B fragments loaded before the mma", not unset,
-                  f"{len(unset)} of {len(a) + len(b)} A/B registers never loaded" if unset
-                  else f"{len(a)} A and {len(b)} B registers loaded from global memory",
-                  "a fragment is never loaded: cute.autovec_copy(tCgA, tCrA) and "
-                  "cute.autovec_copy(tCgB, tCrB) before cute.gemm")
+    return expect(
+        "A and B fragments loaded before the mma",
+        not unset,
+        f"{len(unset)} of {len(a) + len(b)} A/B registers never loaded"
+        if unset
+        else f"{len(a)} A and {len(b)} B registers loaded from global memory",
+        "a fragment is never loaded: cute.autovec_copy(tCgA, tCrA) and "
+        "cute.autovec_copy(tCgB, tCrB) before cute.gemm",
+    )
 
 
 def accumulator_cleared(c):
     found = _mma(c)
     if found is None:
-        return expect("the accumulator starts at zero", False, "no mma.sync",
-                      "tCrC.fill(0.0), then cute.gemm")
+        return expect(
+            "the accumulator starts at zero", False, "no mma.sync", "tCrC.fill(0.0), then cute.gemm"
+        )
     before, (_, _, _, acc) = found
     unset = _unset(before, acc)
-    return expect("the accumulator starts at zero", not unset,
-                  f"the mma adds to {len(unset)} register(s) nothing wrote" if unset
-                  else "the mma's C input is written first (zeros)",
-                  "accumulator not cleared: mma.sync computes D = A.B + C, and a fresh "
-                  "register fragment holds garbage: tCrC.fill(0.0) before cute.gemm")
+    return expect(
+        "the accumulator starts at zero",
+        not unset,
+        f"the mma adds to {len(unset)} register(s) nothing wrote"
+        if unset
+        else "the mma's C input is written first (zeros)",
+        "accumulator not cleared: mma.sync computes D = A.B + C, and a fresh "
+        "register fragment holds garbage: tCrC.fill(0.0) before cute.gemm",
+    )
 
 
 def stores_the_accumulator(c):
     found = _mma(c)
-    after = c.ptx[c.ptx.find(found[0]) + len(found[0]):] if found else ""
-    stored = found and all(re.search(r"st\.global[^;]*" + re.escape(r) + r"\b", after)
-                           for r in found[1][0])
-    return expect("the accumulator is stored to C", bool(stored),
-                  "every mma result register reaches a st.global" if stored
-                  else "some mma results are never stored",
-                  "store the accumulator: cute.autovec_copy(tCrC, tCgC) after cute.gemm")
+    after = c.ptx[c.ptx.find(found[0]) + len(found[0]) :] if found else ""
+    stored = found and all(
+        re.search(r"st\.global[^;]*" + re.escape(r) + r"\b", after) for r in found[1][0]
+    )
+    return expect(
+        "the accumulator is stored to C",
+        bool(stored),
+        "every mma result register reaches a st.global"
+        if stored
+        else "some mma results are never stored",
+        "store the accumulator: cute.autovec_copy(tCrC, tCgC) after cute.gemm",
+    )
 
 
 def _swapped_b(b):
@@ -185,8 +228,10 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     cases = [(getattr(torch, d), w) for d in DTYPES for w in WARP_GRIDS]
     if quick:
         cases = cases[:2]
-    compiled = {case: compile_for(arch, launcher(), *_arguments(*case, current_stream()), fn)
-                for case in cases}
+    compiled = {
+        case: compile_for(arch, launcher(), *_arguments(*case, current_stream()), fn)
+        for case in cases
+    }
     launching()
     findings = []
     for (dtype, warps), kernel in compiled.items():
@@ -195,17 +240,28 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
             a = torch.randn(m, k, device="cuda").to(dtype)
             b = torch.randn(n, k, device="cuda").to(dtype)
             out, buffer = guarded_output((m, n), torch.float32)
-            kernel(gmem_pointer(a, dtype, 16), gmem_pointer(b, dtype, 16),
-                   gmem_pointer(out, torch.float32, 16), current_stream())
+            kernel(
+                gmem_pointer(a, dtype, 16),
+                gmem_pointer(b, dtype, 16),
+                gmem_pointer(out, torch.float32, 16),
+                current_stream(),
+            )
             torch.cuda.synchronize()
             hint = "wrong values: check the partition of each operand and the store of tCrC"
-            if torch.allclose(out, (a.double() @ _swapped_b(b).double().T).float(), rtol=1e-3,
-                              atol=1e-3):
-                hint = ("B read with swapped strides: B is (N,K) K-major, like A; partition "
-                        "mB as it comes, with thr_mma.partition_B")
-            finding = judge_output(f"{str(dtype)[6:]} {m}x{n}x{k} on {warps[0]}x{warps[1]} "
-                                   f"warps against torch", out, a.double() @ b.double().T,
-                                   buffer, wrong_hint=hint)
+            if torch.allclose(
+                out, (a.double() @ _swapped_b(b).double().T).float(), rtol=1e-3, atol=1e-3
+            ):
+                hint = (
+                    "B read with swapped strides: B is (N,K) K-major, like A; partition "
+                    "mB as it comes, with thr_mma.partition_B"
+                )
+            finding = judge_output(
+                f"{str(dtype)[6:]} {m}x{n}x{k} on {warps[0]}x{warps[1]} warps against torch",
+                out,
+                a.double() @ b.double().T,
+                buffer,
+                wrong_hint=hint,
+            )
             findings.append(finding)
             if finding.status != "pass":
                 break
@@ -215,18 +271,31 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="06.mma_tile",
     prompt="Write mma_tile_kernel(tiled_mma, mA, mB, mC): C = A . B^T for exactly one tile of "
-           "the TiledMMA (A M x 16, B N x 16 K-major, C fp32): take this thread's slice, "
-           "partition A, B and C, make register fragments, load them, clear the "
-           "accumulator, one cute.gemm, store C.",
+    "the TiledMMA (A M x 16, B N x 16 K-major, C fp32): take this thread's slice, "
+    "partition A, B and C, make register fragments, load them, clear the "
+    "accumulator, one cute.gemm, store C.",
     hint="section 2 partitioned C by a thread's slice of the TiledMMA; do the same for A and "
-         "B, give each operand a register fragment shaped for the instruction, start the "
-         "accumulator at zero, one cute.gemm, then store the accumulator to C.",
-    arch="sm_80", needs="sm_80+", build=_build,
-    cpu_checks=(one_mma_per_warp, slices_by_thread, loads_a_and_b, accumulator_cleared,
-                stores_the_accumulator),
-    gpu_checks=gpu_checks, timeout_s=60,
-    compile_hints=((r"expects A's M == D'M|B's N == D'N|mode|shape",
-                    "wrong partition mode: A's fragment comes from partition_A, B's from "
-                    "partition_B and C's from partition_C (each is a different slice of the "
-                    "TiledMMA's thread-value layout)"),),
-    solution="course/exercises/solutions/nb06_solutions.py: mma_tile_kernel")
+    "B, give each operand a register fragment shaped for the instruction, start the "
+    "accumulator at zero, one cute.gemm, then store the accumulator to C.",
+    arch="sm_80",
+    needs="sm_80+",
+    build=_build,
+    cpu_checks=(
+        one_mma_per_warp,
+        slices_by_thread,
+        loads_a_and_b,
+        accumulator_cleared,
+        stores_the_accumulator,
+    ),
+    gpu_checks=gpu_checks,
+    timeout_s=60,
+    compile_hints=(
+        (
+            r"expects A's M == D'M|B's N == D'N|mode|shape",
+            "wrong partition mode: A's fragment comes from partition_A, B's from "
+            "partition_B and C's from partition_C (each is a different slice of the "
+            "TiledMMA's thread-value layout)",
+        ),
+    ),
+    solution="course/exercises/solutions/nb06_solutions.py: mma_tile_kernel",
+)

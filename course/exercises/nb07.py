@@ -10,33 +10,46 @@ from course.exercises.check import Wrong, exercise, number
 from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
 
-@exercise("07.smem", "How many bytes of shared memory does the ring of Config(tile_m=128, "
-          "tile_n=256, tile_k=64, stages=3) take for bf16 operands?",
-          "each stage holds a tile_m x tile_k tile of A and a tile_n x tile_k tile of B.",
-          "(128 + 256) * 64 * 2 bytes * 3 stages = 147,456 bytes.")
+@exercise(
+    "07.smem",
+    "How many bytes of shared memory does the ring of Config(tile_m=128, "
+    "tile_n=256, tile_k=64, stages=3) take for bf16 operands?",
+    "each stage holds a tile_m x tile_k tile of A and a tile_n x tile_k tile of B.",
+    "(128 + 256) * 64 * 2 bytes * 3 stages = 147,456 bytes.",
+)
 def _smem(answer):
     return number(answer, (128 + 256) * 64 * 2 * 3, unit="bytes")
 
 
-@exercise("07.stages_fit", "One CTA may use at most 227 KiB (232,448 bytes) of shared memory on "
-          "an H100 (the SM has 228 KiB; the system keeps 1 KiB per CTA). How many stages of "
-          "128 x 256 x 64 bf16 tiles fit in it at most?",
-          "divide the budget by one stage's bytes and round down.",
-          "232448 // ((128 + 256) * 64 * 2) = 232448 // 49152 = 4.")
+@exercise(
+    "07.stages_fit",
+    "One CTA may use at most 227 KiB (232,448 bytes) of shared memory on "
+    "an H100 (the SM has 228 KiB; the system keeps 1 KiB per CTA). How many stages of "
+    "128 x 256 x 64 bf16 tiles fit in it at most?",
+    "divide the budget by one stage's bytes and round down.",
+    "232448 // ((128 + 256) * 64 * 2) = 232448 // 49152 = 4.",
+)
 def _fit(answer):
     return number(answer, 232448 // ((128 + 256) * 64 * 2))
 
 
-@exercise("07.stage_of", "With a 4-stage ring, which shared-memory stage does k-tile 10 land in?",
-          "the ring is filled in order and wraps around.", "10 % 4 = 2.")
+@exercise(
+    "07.stage_of",
+    "With a 4-stage ring, which shared-memory stage does k-tile 10 land in?",
+    "the ring is filled in order and wraps around.",
+    "10 % 4 = 2.",
+)
 def _stage(answer):
     return number(answer, 10 % 4)
 
 
-@exercise("07.order", "With 16 x 16 tiles of C and groups of 8 tile rows, which tile "
-          "(tile_m, tile_n) does the CTA with linear id 11 compute?",
-          "groups of 8 rows are walked column by column: id 11 is in the second column.",
-          "(3, 1): ids 0-7 are column 0 of rows 0-7, ids 8-15 column 1.")
+@exercise(
+    "07.order",
+    "With 16 x 16 tiles of C and groups of 8 tile rows, which tile "
+    "(tile_m, tile_n) does the CTA with linear id 11 compute?",
+    "groups of 8 rows are walked column by column: id 11 is in the second column.",
+    "(3, 1): ids 0-7 are column 0 of rows 0-7, ids 8-15 column 1.",
+)
 def _order(answer):
     from course.models.tile_order import grouped_tile
 
@@ -71,9 +84,12 @@ def gemm_with(mainloop):
     from kernels.gemm_host import GemmHost
 
     cls = subclass_with(sm80_gemm.Sm80Gemm, "mainloop", mainloop)
-    return GemmHost(variant_name("07.mainloop", mainloop), sm80_gemm.NEEDS,
-                    lambda types, config, arch, a_major, b_major: cls(types, config),
-                    sm80_gemm.Config)
+    return GemmHost(
+        variant_name("07.mainloop", mainloop),
+        sm80_gemm.NEEDS,
+        lambda types, config, arch, a_major, b_major: cls(types, config),
+        sm80_gemm.Config,
+    )
 
 
 def _build(fn, arch):
@@ -93,21 +109,27 @@ def issues_cp_async_copies(c):
     per_k_tile = (cfg.tile_m + cfg.tile_n) * cfg.tile_k // (cfg.threads * 8)
     copies = c.count(r"cp\.async\.cg\.shared\.global")
     # the prologue issues stages-1 k-tiles; the loop must issue at least one more
-    return expect("the loop issues the next k-tiles with cp.async", copies >= cfg.stages * per_k_tile,
-                  f"{copies} cp.async.cg.shared.global (the prologue alone has "
-                  f"{(cfg.stages - 1) * per_k_tile})",
-                  "the main loop never loads k-tile next_k: issue cute.copy(copy_a, tAgA[None, "
-                  "None, None, next_k], tAsA[None, None, None, write], pred=pA) (and B) each "
-                  "iteration")
+    return expect(
+        "the loop issues the next k-tiles with cp.async",
+        copies >= cfg.stages * per_k_tile,
+        f"{copies} cp.async.cg.shared.global (the prologue alone has "
+        f"{(cfg.stages - 1) * per_k_tile})",
+        "the main loop never loads k-tile next_k: issue cute.copy(copy_a, tAgA[None, "
+        "None, None, next_k], tAsA[None, None, None, write], pred=pA) (and B) each "
+        "iteration",
+    )
 
 
 def commits_each_k_tile(c):
     stages = exercise_config().stages
     commits = c.count(r"cp\.async\.commit_group")
-    return expect("each k-tile's copies are committed as a group", commits >= stages,
-                  f"{commits} cp.async.commit_group (the prologue has {stages - 1})",
-                  "commit the copies of each k-tile as one group (cute.arch."
-                  "cp_async_commit_group()) every iteration: wait_group counts groups")
+    return expect(
+        "each k-tile's copies are committed as a group",
+        commits >= stages,
+        f"{commits} cp.async.commit_group (the prologue has {stages - 1})",
+        "commit the copies of each k-tile as one group (cute.arch."
+        "cp_async_commit_group()) every iteration: wait_group counts groups",
+    )
 
 
 def keeps_copies_in_flight(c):
@@ -116,29 +138,39 @@ def keeps_copies_in_flight(c):
     ok = stages - 2 in waits and all(n <= stages - 2 for n in waits)
     detail = f"cp.async.wait_group {', '.join(map(str, waits))}" if waits else "no wait_group"
     if stages - 2 not in waits and waits and max(waits) < stages - 2:
-        hint = (f"no overlap: cp_async_wait_group(0) waits for every copy in flight, the ones "
-                f"just issued included, so the loads no longer overlap the math (correct, "
-                f"but the pipeline is gone): wait with cp_async_wait_group(stages - 2 = "
-                f"{stages - 2})")
+        hint = (
+            f"no overlap: cp_async_wait_group(0) waits for every copy in flight, the ones "
+            f"just issued included, so the loads no longer overlap the math (correct, "
+            f"but the pipeline is gone): wait with cp_async_wait_group(stages - 2 = "
+            f"{stages - 2})"
+        )
     elif waits and max(waits) > stages - 2:
-        hint = (f"waiting for too few groups: wait_group {max(waits)} lets k-tile t still be "
-                f"in flight when it is read; stages - 2 = {stages - 2} groups may stay pending")
+        hint = (
+            f"waiting for too few groups: wait_group {max(waits)} lets k-tile t still be "
+            f"in flight when it is read; stages - 2 = {stages - 2} groups may stay pending"
+        )
     else:
-        hint = (f"wait for k-tile t before reading it: cute.arch.cp_async_wait_group("
-                f"{stages - 2}) then cute.arch.sync_threads()")
+        hint = (
+            f"wait for k-tile t before reading it: cute.arch.cp_async_wait_group("
+            f"{stages - 2}) then cute.arch.sync_threads()"
+        )
     return expect(f"k-tile t waited for, {stages - 2} group(s) left in flight", ok, detail, hint)
 
 
 def multiplies_with_ldmatrix_and_mma(c):
     cfg = exercise_config()
-    per_k_tile = ((cfg.tile_m // cfg.warps_m // 16) * (cfg.tile_n // cfg.warps_n // 8)
-                  * (cfg.tile_k // 16))
+    per_k_tile = (
+        (cfg.tile_m // cfg.warps_m // 16) * (cfg.tile_n // cfg.warps_n // 8) * (cfg.tile_k // 16)
+    )
     mma, ldsm = c.count(r"mma\.sync\.aligned\.m16n8k16"), c.count(r"ldmatrix\.sync")
-    return expect("ldmatrix + mma.sync over every k-block", ldsm > 0 and mma >= per_k_tile,
-                  f"{ldsm} ldmatrix, {mma} mma.sync.m16n8k16 (one k-tile needs {per_k_tile})",
-                  "for each k-block kb of the stage being read: cute.copy(f.s2r_a, f.tXsA[None, "
-                  "None, kb, read], f.tXrA[None, None, kb]) (and B), then cute.gemm(tiled_mma, "
-                  "f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)")
+    return expect(
+        "ldmatrix + mma.sync over every k-block",
+        ldsm > 0 and mma >= per_k_tile,
+        f"{ldsm} ldmatrix, {mma} mma.sync.m16n8k16 (one k-tile needs {per_k_tile})",
+        "for each k-block kb of the stage being read: cute.copy(f.s2r_a, f.tXsA[None, "
+        "None, kb, read], f.tXrA[None, None, kb]) (and B), then cute.gemm(tiled_mma, "
+        "f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)",
+    )
 
 
 def barrier_after_each_wait(c):
@@ -154,13 +186,17 @@ def barrier_after_each_wait(c):
             pending = False
         elif pending and "ldmatrix" in line:
             unguarded, pending = unguarded + 1, False
-    return expect("a barrier between the wait and the ldmatrix reads", not unguarded,
-                  f"{unguarded} wait_group(s) followed by ldmatrix with no bar.sync" if unguarded
-                  else "every wait_group is followed by bar.sync before any ldmatrix",
-                  "missing sync: cp_async_wait_group only waits for this thread's own copies; "
-                  "call cute.arch.sync_threads() after it so every thread's copies of the "
-                  "stage have landed before anyone reads it (and nobody still reads the stage "
-                  "the next copies overwrite)")
+    return expect(
+        "a barrier between the wait and the ldmatrix reads",
+        not unguarded,
+        f"{unguarded} wait_group(s) followed by ldmatrix with no bar.sync"
+        if unguarded
+        else "every wait_group is followed by bar.sync before any ldmatrix",
+        "missing sync: cp_async_wait_group only waits for this thread's own copies; "
+        "call cute.arch.sync_threads() after it so every thread's copies of the "
+        "stage have landed before anyone reads it (and nobody still reads the stage "
+        "the next copies overwrite)",
+    )
 
 
 def k_tile_miscounted(out, a, b, tile_k: int) -> bool:
@@ -186,23 +222,34 @@ def _mistake(a, b, out) -> str:
     """A wrong result that is one k-tile's product off, or anything else."""
     import torch
 
-    if not torch.isnan(out.float()).any() and k_tile_miscounted(out, a, b,
-                                                                exercise_config().tile_k):
-        return ("one k-tile too few or too many: the loop runs k_tiles times, and the copies "
-                "are guarded with next_k < k_tiles")
-    return ("wrong stage: the next k-tile's copies must go to the stage freed last iteration "
-            "(write = read + stages - 1, modulo stages), never into one still being read or "
-            "still in flight")
+    if not torch.isnan(out.float()).any() and k_tile_miscounted(
+        out, a, b, exercise_config().tile_k
+    ):
+        return (
+            "one k-tile too few or too many: the loop runs k_tiles times, and the copies "
+            "are guarded with next_k < k_tiles"
+        )
+    return (
+        "wrong stage: the next k-tile's copies must go to the stage freed last iteration "
+        "(write = read + stages - 1, modulo stages), never into one still being read or "
+        "still in flight"
+    )
 
 
 def _speed(gemm, reference):
     from course.exercises.gpu_run import speed_against
 
-    return speed_against(gemm, reference, exercise_config(), TIMED_SIZE, REQUIRED_SPEED,
-                         "keep stages - 1 k-tiles in flight (wait_group stages - 2, not 0), "
-                         "issue the next copies before the k-tile's math, and load k-block "
-                         "kb + 1 with ldmatrix before the mma of k-block kb",
-                         what="the course's main loop (same Config)")
+    return speed_against(
+        gemm,
+        reference,
+        exercise_config(),
+        TIMED_SIZE,
+        REQUIRED_SPEED,
+        "keep stages - 1 k-tiles in flight (wait_group stages - 2, not 0), "
+        "issue the next copies before the k-tile's math, and load k-block "
+        "kb + 1 with ldmatrix before the mma of k-block kb",
+        what="the course's main loop (same Config)",
+    )
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -214,9 +261,14 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     gemm, cfg = gemm_with(fn), exercise_config()
     if not quick:
         sm80_gemm.GEMM.compile(torch.bfloat16, cfg)
-    findings = gemm_findings(gemm, QUICK_SHAPES if quick else SHAPES, launching, config=cfg,
-                             wrong_hint=_mistake,
-                             edge_hint="keep the copies' predicates (pred=pA, pred=pB)")
+    findings = gemm_findings(
+        gemm,
+        QUICK_SHAPES if quick else SHAPES,
+        launching,
+        config=cfg,
+        wrong_hint=_mistake,
+        edge_hint="keep the copies' predicates (pred=pA, pred=pB)",
+    )
     if not quick and all(f.status == "pass" for f in findings):
         findings.append(_speed(gemm, sm80_gemm.GEMM))
     return findings
@@ -225,15 +277,25 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="07.mainloop",
     prompt="Write mainloop, the multistage main loop of the SM80 GEMM: for every k-tile wait "
-           "until it has landed (leaving stages-2 groups in flight), sync, issue the next "
-           "k-tile's cp.async copies into the freed stage and commit them, then ldmatrix and "
-           "mma.sync over the k-blocks of the stage being read.",
+    "until it has landed (leaving stages-2 groups in flight), sync, issue the next "
+    "k-tile's cp.async copies into the freed stage and commit them, then ldmatrix and "
+    "mma.sync over the k-blocks of the stage being read.",
     hint="read = t % stages and write = (t + stages - 1) % stages; "
-         "cp_async_wait_group(stages - 2), then sync_threads, before touching either stage.",
-    arch="sm_80", needs="sm_80+", build=_build,
-    cpu_checks=(issues_cp_async_copies, commits_each_k_tile, keeps_copies_in_flight,
-                barrier_after_each_wait, multiplies_with_ldmatrix_and_mma),
-    gpu_checks=gpu_checks, sanitize=("racecheck",), timeout_s=90,
+    "cp_async_wait_group(stages - 2), then sync_threads, before touching either stage.",
+    arch="sm_80",
+    needs="sm_80+",
+    build=_build,
+    cpu_checks=(
+        issues_cp_async_copies,
+        commits_each_k_tile,
+        keeps_copies_in_flight,
+        barrier_after_each_wait,
+        multiplies_with_ldmatrix_and_mma,
+    ),
+    gpu_checks=gpu_checks,
+    sanitize=("racecheck",),
+    timeout_s=90,
     run_shows="whether it computes the right numbers on ragged shapes, races between the "
-              "copies and the reads that only compute-sanitizer sees, and its speed",
-    solution="course/exercises/solutions/nb07_solutions.py: mainloop")
+    "copies and the reads that only compute-sanitizer sees, and its speed",
+    solution="course/exercises/solutions/nb07_solutions.py: mainloop",
+)

@@ -6,6 +6,7 @@ bytes TMA will deliver (expect_tx, from one lane), then issue the TMA copy with 
 completion counted on that barrier. The course's kernel does the rest: it initialises the
 barrier for one arrival, waits on phase 0, and copies the box back out with plain stores.
 """
+
 # no `from __future__ import annotations`: CuTe DSL evaluates the kernel's annotations
 import re
 
@@ -37,9 +38,16 @@ def _kernel_args(fn, tensors=None, stream=None):
         return (obj, p, p, i, i, i, i, fake_stream())
     src, dst = tensors
     rows, cols = src.shape
-    return (obj, gmem_pointer(src, src.dtype), gmem_pointer(dst, dst.dtype),
-            cutlass.Int32(rows), cutlass.Int32(cols), cutlass.Int32(src.stride(0)),
-            cutlass.Int32(dst.stride(0)), stream)
+    return (
+        obj,
+        gmem_pointer(src, src.dtype),
+        gmem_pointer(dst, dst.dtype),
+        cutlass.Int32(rows),
+        cutlass.Int32(cols),
+        cutlass.Int32(src.stride(0)),
+        cutlass.Int32(dst.stride(0)),
+        stream,
+    )
 
 
 def _build(fn, arch):
@@ -62,25 +70,41 @@ def _arms(code: list[str]) -> list[int]:
 def _value(code: list[str], i: int) -> str:
     """The byte count an expect_tx at `i` announces: an immediate, or the mov before it."""
     operand = code[i].rstrip(";").split(",")[-1].strip()
-    return operand if operand.isdigit() else next(
-        (m.group(1) for line in reversed(code[:i])
-         if (m := re.match(rf"mov\.b32\s+{re.escape(operand)},\s*(\d+);", line))), "?")
+    return (
+        operand
+        if operand.isdigit()
+        else next(
+            (
+                m.group(1)
+                for line in reversed(code[:i])
+                if (m := re.match(rf"mov\.b32\s+{re.escape(operand)},\s*(\d+);", line))
+            ),
+            "?",
+        )
+    )
 
 
 def announces_the_bytes(c):
     code = c.instructions
     arms = _arms(code)
     if not arms:
-        return expect("the barrier expects TMA's bytes", False, "no mbarrier expect_tx",
-                      "missing expect_tx: a plain arrive completes the phase at once, before "
-                      "any byte has landed; arm it with the bytes TMA will deliver")
+        return expect(
+            "the barrier expects TMA's bytes",
+            False,
+            "no mbarrier expect_tx",
+            "missing expect_tx: a plain arrive completes the phase at once, before "
+            "any byte has landed; arm it with the bytes TMA will deliver",
+        )
     values = [_value(code, i) for i in arms]
     want = _box_bytes()
     total = sum(int(v) for v in values) if all(v.isdigit() for v in values) else None
-    return expect("the barrier expects TMA's bytes", total == want,
-                  f"expect_tx of {' + '.join(values)} bytes; one 64x64 bf16 box is {want}",
-                  "expect_tx must announce exactly the bytes of the box (tx_bytes): fewer and "
-                  "the phase completes before the data is all there, more and it never does")
+    return expect(
+        "the barrier expects TMA's bytes",
+        total == want,
+        f"expect_tx of {' + '.join(values)} bytes; one 64x64 bf16 box is {want}",
+        "expect_tx must announce exactly the bytes of the box (tx_bytes): fewer and "
+        "the phase completes before the data is all there, more and it never does",
+    )
 
 
 def one_lane_arms(c):
@@ -89,25 +113,33 @@ def one_lane_arms(c):
     from course.cute.ptx_lanes import labelled_lines, single_lane
 
     lines = labelled_lines(c.ptx)
-    touches = [i for i, line in enumerate(lines)
-               if re.match(r"mbarrier\.(arrive|expect_tx)", line)]
+    touches = [i for i, line in enumerate(lines) if re.match(r"mbarrier\.(arrive|expect_tx)", line)]
     guards = [single_lane(lines, i) for i in touches]
     ok = bool(touches) and all(guards)
     many = [lines[i].split()[0] for i, g in zip(touches, guards) if not g]
-    return expect("one lane arms the barrier", ok,
-                  f"{', '.join(sorted(set(guards)))} runs the arrival and expect_tx" if ok
-                  else f"every lane runs {many[0]}" if many else "no arrival on the barrier",
-                  "one lane arms the barrier: it was initialised for one arrival, and 32 lanes "
-                  "each arriving (and adding the box's bytes) break its count; guard it with "
-                  "`with cute.arch.elect_one():` (or one lane's index)")
+    return expect(
+        "one lane arms the barrier",
+        ok,
+        f"{', '.join(sorted(set(guards)))} runs the arrival and expect_tx"
+        if ok
+        else f"every lane runs {many[0]}"
+        if many
+        else "no arrival on the barrier",
+        "one lane arms the barrier: it was initialised for one arrival, and 32 lanes "
+        "each arriving (and adding the box's bytes) break its count; guard it with "
+        "`with cute.arch.elect_one():` (or one lane's index)",
+    )
 
 
 def copies_with_tma(c):
     n = c.count(r"cp\.async\.bulk\.tensor\.\S*global\S*mbarrier::complete_tx::bytes")
-    return expect("TMA copies the box, counted on the barrier", n > 0,
-                  f"{n} cp.async.bulk.tensor ... complete_tx::bytes",
-                  "hand the box to TMA with cute.copy(tma, src, dst, tma_bar_ptr=bar): the bytes "
-                  "are counted on `bar` as they land")
+    return expect(
+        "TMA copies the box, counted on the barrier",
+        n > 0,
+        f"{n} cp.async.bulk.tensor ... complete_tx::bytes",
+        "hand the box to TMA with cute.copy(tma, src, dst, tma_bar_ptr=bar): the bytes "
+        "are counted on `bar` as they land",
+    )
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -126,20 +158,30 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
         dst = torch.full_like(src, float("nan"))
         compiled(*_kernel_args(fn, (src, dst), current_stream())[1:])
         torch.cuda.synchronize()
-        findings.append(judge_output(f"{rows}x{cols} bf16 copied through TMA", dst, src,
-                                     wrong_hint="the wait returned before the box had landed: "
-                                                "does expect_tx announce the box's bytes?"))
+        findings.append(
+            judge_output(
+                f"{rows}x{cols} bf16 copied through TMA",
+                dst,
+                src,
+                wrong_hint="the wait returned before the box had landed: "
+                "does expect_tx announce the box's bytes?",
+            )
+        )
     return findings
 
 
 kernel_exercise(
     id="08.arm_and_load",
     prompt="Write arm_and_load(tma, src, dst, bar, tx_bytes), run by one whole warp: arm the "
-           "mbarrier `bar` with one arrival and the tx_bytes TMA will deliver (from one lane), "
-           "then issue the TMA copy of the box src -> dst, its completion counted on `bar`.",
+    "mbarrier `bar` with one arrival and the tx_bytes TMA will deliver (from one lane), "
+    "then issue the TMA copy of the box src -> dst, its completion counted on `bar`.",
     hint="with cute.arch.elect_one(): cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes); "
-         "then cute.copy(tma, src, dst, tma_bar_ptr=bar) from the whole warp.",
-    arch="sm_90a", needs="sm_90+", build=_build,
+    "then cute.copy(tma, src, dst, tma_bar_ptr=bar) from the whole warp.",
+    arch="sm_90a",
+    needs="sm_90+",
+    build=_build,
     cpu_checks=(announces_the_bytes, one_lane_arms, copies_with_tma),
-    gpu_checks=gpu_checks, timeout_s=60,
-    solution="course/exercises/solutions/nb08_solutions.py: arm_and_load")
+    gpu_checks=gpu_checks,
+    timeout_s=60,
+    solution="course/exercises/solutions/nb08_solutions.py: arm_and_load",
+)

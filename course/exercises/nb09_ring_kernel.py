@@ -9,12 +9,21 @@ the TMA copies modelled (course.sim.ring_code), over several ring depths, length
 interleavings; on a Hopper GPU it runs the GEMM against torch with bounded waits, so a
 hang comes back as the barrier, stage and parity that stuck.
 """
+
 # no `from __future__ import annotations`: CuTe DSL evaluates the kernel's annotations
 import cutlass
 import cutlass.cute as cute
 
-from course.exercises.kernel_check import (Finding, NOT_RUN, expect, failed, kernel_exercise,
-                                           passed, subclass_with, variant_name)
+from course.exercises.kernel_check import (
+    Finding,
+    NOT_RUN,
+    expect,
+    failed,
+    kernel_exercise,
+    passed,
+    subclass_with,
+    variant_name,
+)
 
 SHAPES = ((128, 256, 320), (200, 296, 72), (257, 136, 1000), (640, 768, 4096))  # ragged tiles
 QUICK_SHAPES = ((200, 296, 200),)
@@ -22,36 +31,36 @@ DEBUG_TIMEOUT_MS = 500  # a wait that long gives up and reports where it stuck
 
 HINTS = {  # the words course.sim.ring_code uses for a mistake -> what to change
     "missing fence": "missing fence: after initialising the barriers, call "
-                     "cute.arch.mbarrier_init_fence() (fence.mbarrier_init) before the sync, so "
-                     "the TMA unit (the async proxy) sees them initialised",
+    "cute.arch.mbarrier_init_fence() (fence.mbarrier_init) before the sync, so "
+    "the TMA unit (the async proxy) sees them initialised",
     "wrong parity": "wrong parity: a consumer waits on full[t % stages] for (t // stages) % 2; "
-                    "the producer waits on empty[j % stages] for ((j // stages) % 2) ^ 1, so "
-                    "its first trip passes at once and later ones wait for every release",
+    "the producer waits on empty[j % stages] for ((j // stages) % 2) ^ 1, so "
+    "its first trip passes at once and later ones wait for every release",
     "missing wait": "missing wait: before reading stage s, wait on full[s] for the phase that "
-                    "brings k-tile t: self.wait_full(full + s, (t // stages) % 2, t, report)",
+    "brings k-tile t: self.wait_full(full + s, (t // stages) % 2, t, report)",
     "missing expect_tx": "missing expect_tx: arm full[s] with cute.arch."
-                         "mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes); a plain "
-                         "arrive completes the phase before any byte has landed",
+    "mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes); a plain "
+    "arrive completes the phase before any byte has landed",
     "released too early": "released too early: arrive on empty[s] only after "
-                          "self.mma_k_tile(...) has read the stage; the arrival lets warp 0 "
-                          "load the next k-tile over it",
+    "self.mma_k_tile(...) has read the stage; the arrival lets warp 0 "
+    "load the next k-tile over it",
     "every lane arrives": "every lane arrives: put the arrive inside `with "
-                          "cute.arch.elect_one():` (the barrier counts one arrival per warp)",
+    "cute.arch.elect_one():` (the barrier counts one arrival per warp)",
     "arrival count": "arrival count: full[s] expects 1 arrival (the producer's expect_tx; TMA "
-                     "brings bytes, not arrivals), empty[s] one per warp (self.cfg.warps)",
+    "brings bytes, not arrivals), empty[s] one per warp (self.cfg.warps)",
     "missing release": "missing release: every warp must arrive on empty[s] after reading "
-                       "the stage, or warp 0 never refills it",
+    "the stage, or warp 0 never refills it",
     "expect_tx bytes": "expect_tx bytes: announce exactly the bytes one k-tile brings "
-                       "(self.tx_bytes)",
+    "(self.tx_bytes)",
     "stage index": "stage index: k-tile t lives in stage t % stages, counted on full[t % stages]",
     "every k-tile": "every k-tile: warp 0 loads each k-tile once and every warp reads each once",
     "past the last k-tile": "past the last k-tile: load k-tile j only while j < k_tiles",
     "missing sync": "missing sync: cute.arch.sync_threads() after the initialisation, before "
-                    "any warp touches a barrier",
+    "any warp touches a barrier",
     "sync_threads": "sync_threads: every warp must reach the CTA barrier",
     "runs as plain Python": "your ring raised an error when run as plain Python on the CPU "
-                            "(the error is above): every warp runs it with ints for k_tiles "
-                            "and warp",
+    "(the error is above): every warp runs it with ints for k_tiles "
+    "and warp",
 }
 
 
@@ -68,8 +77,11 @@ def gemm_with(ring):
     from kernels import tma_gemm
 
     cls = subclass_with(tma_gemm.TmaGemm, "ring", ring)
-    return replace(tma_gemm.GEMM, name=variant_name("09.ring", ring),
-                   kernel=lambda types, config, arch, a_major, b_major: cls(types, config))
+    return replace(
+        tma_gemm.GEMM,
+        name=variant_name("09.ring", ring),
+        kernel=lambda types, config, arch, a_major, b_major: cls(types, config),
+    )
 
 
 def _build(fn, arch):
@@ -80,8 +92,12 @@ def _build(fn, arch):
 
 def fences_the_init(c):
     n = c.count(r"fence\.mbarrier_init")
-    return expect("the barriers' initialisation is fenced", n > 0,
-                  f"{n} fence.mbarrier_init", HINTS["missing fence"])
+    return expect(
+        "the barriers' initialisation is fenced",
+        n > 0,
+        f"{n} fence.mbarrier_init",
+        HINTS["missing fence"],
+    )
 
 
 def protocol_holds(c):
@@ -107,12 +123,19 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     findings = []
     for shape in QUICK_SHAPES if quick else SHAPES:
         try:
-            findings += gemm_findings(gemm, (shape,), launching, config=cfg,
-                                      wrong_hint=HINTS["released too early"] + "; or "
-                                      + HINTS["missing expect_tx"])
+            findings += gemm_findings(
+                gemm,
+                (shape,),
+                launching,
+                config=cfg,
+                wrong_hint=HINTS["released too early"] + "; or " + HINTS["missing expect_tx"],
+            )
         except PipelineHang as hang:
-            findings.append(failed("%dx%dx%d bf16 against torch" % shape, f"hang: {hang}",
-                                   _hang_hint(str(hang))))
+            findings.append(
+                failed(
+                    "%dx%dx%d bf16 against torch" % shape, f"hang: {hang}", _hang_hint(str(hang))
+                )
+            )
             torch.cuda.synchronize()
             break
     return findings
@@ -125,6 +148,7 @@ def _hang_hint(report: str) -> str:
 
 
 # ------------------------------------------------------------------ what the learner is given
+
 
 @cute.jit
 def broken_ring(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
@@ -165,15 +189,20 @@ def broken_ring(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
 kernel_exercise(
     id="09.ring",
     prompt="Find and fix the four mistakes in ring, the mbarrier ring every warp of the TMA "
-           "GEMM runs: barrier set-up, warp 0's loads, and each warp's wait, MMAs and release "
-           "of every k-tile.",
+    "GEMM runs: barrier set-up, warp 0's loads, and each warp's wait, MMAs and release "
+    "of every k-tile.",
     hint="init, fence, sync; the producer waits on empty with ((j // stages) % 2) ^ 1 and arms "
-         "full with expect_tx; consumers wait on full with (t // stages) % 2 and release "
-         "empty (one lane per warp) only after the MMAs read the stage.",
-    arch="sm_90a", needs="sm_90+", build=_build,
+    "full with expect_tx; consumers wait on full with (t // stages) % 2 and release "
+    "empty (one lane per warp) only after the MMAs read the stage.",
+    arch="sm_90a",
+    needs="sm_90+",
+    build=_build,
     cpu_checks=(fences_the_init, protocol_holds),
-    gpu_checks=gpu_checks, sanitize=("racecheck", "synccheck", "memcheck"), timeout_s=120,
+    gpu_checks=gpu_checks,
+    sanitize=("racecheck", "synccheck", "memcheck"),
+    timeout_s=120,
     run_shows="whether the GEMM computes the right numbers on ragged shapes with the real "
-              "hardware's timing, and what compute-sanitizer sees",
+    "hardware's timing, and what compute-sanitizer sees",
     shipped=broken_ring,
-    solution="course/exercises/solutions/nb09_solutions.py: ring")
+    solution="course/exercises/solutions/nb09_solutions.py: ring",
+)

@@ -7,6 +7,7 @@ warp hands it to TMA, committing the store as a bulk group and waiting before th
 comes round again. The rung is the preset "tma_store"; the rung without the idea is the
 preceding preset, "cluster" (every consumer thread copies 16-byte pieces).
 """
+
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
@@ -41,9 +42,13 @@ def gemm_with(store_chunk):
     from kernels.gemm_host import GemmHost
 
     cls = subclass_with(hopper_gemm.HopperGemm, "store_chunk", store_chunk)
-    return GemmHost(variant_name("11.tma_store", store_chunk), hopper_gemm.NEEDS,
-                    lambda types, config, arch, a_major, b_major: cls(types, config, arch),
-                    hopper_gemm.Config, extra=hopper_gemm.GEMM.extra)
+    return GemmHost(
+        variant_name("11.tma_store", store_chunk),
+        hopper_gemm.NEEDS,
+        lambda types, config, arch, a_major, b_major: cls(types, config, arch),
+        hopper_gemm.Config,
+        extra=hopper_gemm.GEMM.extra,
+    )
 
 
 def _build(fn, arch):
@@ -53,6 +58,7 @@ def _build(fn, arch):
 
 
 # ---------------------------------------------------------------- the chunks, read from the PTX
+
 
 def _where(code, pattern, start=0, end=None):
     rx = re.compile(pattern)
@@ -71,8 +77,14 @@ def chunk_stores(code) -> list[dict]:
         staged = written[-1] if written else None
         after = _where(code, BARRIER, staged, s) if staged is not None else []
         following = _where(code, STMATRIX, s)
-        chunks.append({"stmatrix": staged, "barrier": after[0] if after else None, "store": s,
-                       "next_write": following[0] if following else len(code)})
+        chunks.append(
+            {
+                "stmatrix": staged,
+                "barrier": after[0] if after else None,
+                "store": s,
+                "next_write": following[0] if following else len(code),
+            }
+        )
     return chunks
 
 
@@ -82,70 +94,111 @@ def _first_bad(chunks, bad) -> dict | None:
 
 # ---------------------------------------------------------------- CPU checks
 
+
 def stores_through_tma(c):
     chunks, per_tile = chunk_stores(c.instructions), _chunks_per_tile()
     staged = all(ch["stmatrix"] is not None for ch in chunks)
     ok = len(chunks) >= per_tile and staged
     if len(chunks) < per_tile:
-        hint = ("C is not stored with TMA: one warp issues cute.copy(epi.tma_c, "
-                "epi.bSG_sC[None, buf], epi.bSG_gC[None, at]) for every chunk")
+        hint = (
+            "C is not stored with TMA: one warp issues cute.copy(epi.tma_c, "
+            "epi.bSG_sC[None, buf], epi.bSG_gC[None, at]) for every chunk"
+        )
     else:
-        hint = ("a TMA store with no stmatrix before it: first write the chunk into its staging "
-                "buffer, cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])")
-    return expect("each chunk: stmatrix into shared memory, then a TMA store", ok,
-                  f"{len(chunks)} TMA stores (cp.async.bulk.tensor global.shared::cta) for "
-                  f"{per_tile} chunks per tile" + ("" if staged else "; one has no stmatrix"),
-                  hint)
+        hint = (
+            "a TMA store with no stmatrix before it: first write the chunk into its staging "
+            "buffer, cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])"
+        )
+    return expect(
+        "each chunk: stmatrix into shared memory, then a TMA store",
+        ok,
+        f"{len(chunks)} TMA stores (cp.async.bulk.tensor global.shared::cta) for "
+        f"{per_tile} chunks per tile" + ("" if staged else "; one has no stmatrix"),
+        hint,
+    )
 
 
 def fenced_before_the_barrier(c):
     code = c.instructions
     chunks = [ch for ch in chunk_stores(code) if ch["stmatrix"] is not None]
-    missing = _first_bad(chunks, lambda ch: not _where(
-        code, FENCE, ch["stmatrix"], ch["barrier"] if ch["barrier"] is not None else ch["store"]))
+    missing = _first_bad(
+        chunks,
+        lambda ch: (
+            not _where(
+                code,
+                FENCE,
+                ch["stmatrix"],
+                ch["barrier"] if ch["barrier"] is not None else ch["store"],
+            )
+        ),
+    )
     if missing is None:
-        return expect("fence.proxy.async between the stmatrix writes and the barrier", bool(chunks),
-                      "every chunk" if chunks else "no staged chunk", "")
+        return expect(
+            "fence.proxy.async between the stmatrix writes and the barrier",
+            bool(chunks),
+            "every chunk" if chunks else "no staged chunk",
+            "",
+        )
     late = _where(code, FENCE, missing["stmatrix"], missing["store"])
     if late:
-        hint = ("the fence comes after the barrier, so only the storing warp fences: every "
-                "thread must fence its own writes -- cute.arch.fence_proxy(\"async.shared\", "
-                "space=\"cta\") right after its stmatrix, before epi.chunk_sync")
+        hint = (
+            "the fence comes after the barrier, so only the storing warp fences: every "
+            'thread must fence its own writes -- cute.arch.fence_proxy("async.shared", '
+            'space="cta") right after its stmatrix, before epi.chunk_sync'
+        )
     else:
-        hint = ("stmatrix writes shared memory through the generic proxy and TMA reads it "
-                "through the async proxy: without fence.proxy.async the store may read stale "
-                "data. Call cute.arch.fence_proxy(\"async.shared\", space=\"cta\") after the "
-                "stmatrix, before the barrier")
-    return expect("fence.proxy.async between the stmatrix writes and the barrier", False,
-                  f"no fence.proxy.async between instruction {missing['stmatrix']} (stmatrix) "
-                  f"and the barrier after it", hint)
+        hint = (
+            "stmatrix writes shared memory through the generic proxy and TMA reads it "
+            "through the async proxy: without fence.proxy.async the store may read stale "
+            'data. Call cute.arch.fence_proxy("async.shared", space="cta") after the '
+            "stmatrix, before the barrier"
+        )
+    return expect(
+        "fence.proxy.async between the stmatrix writes and the barrier",
+        False,
+        f"no fence.proxy.async between instruction {missing['stmatrix']} (stmatrix) "
+        f"and the barrier after it",
+        hint,
+    )
 
 
 def barrier_before_the_store(c):
     code = c.instructions
     chunks = [ch for ch in chunk_stores(code) if ch["stmatrix"] is not None]
     missing = _first_bad(chunks, lambda ch: ch["barrier"] is None)
-    return expect("a barrier between every thread's writes and the TMA store", missing is None,
-                  "every chunk" if missing is None else
-                  f"the TMA store at instruction {missing['store']} follows the stmatrix with no "
-                  f"bar.sync between",
-                  "the storing warp may hand the chunk to TMA before the other warps wrote their "
-                  "parts: epi.chunk_sync.arrive_and_wait() after the fence, before the store")
+    return expect(
+        "a barrier between every thread's writes and the TMA store",
+        missing is None,
+        "every chunk"
+        if missing is None
+        else f"the TMA store at instruction {missing['store']} follows the stmatrix with no "
+        f"bar.sync between",
+        "the storing warp may hand the chunk to TMA before the other warps wrote their "
+        "parts: epi.chunk_sync.arrive_and_wait() after the fence, before the store",
+    )
 
 
 def one_warp_issues_the_store(c):
     code = c.instructions
     chunks = [ch for ch in chunk_stores(code) if ch["barrier"] is not None]
     guarded = re.compile(r"^@%p\d+ bra|^@!?%p\d+ cp\.async\.bulk\.tensor")
-    unguarded = _first_bad(chunks, lambda ch: not any(
-        guarded.search(line) for line in code[ch["barrier"] + 1:ch["store"] + 1]))
-    return expect("one warp issues each TMA store", unguarded is None,
-                  "each store is behind a branch on the warp" if unguarded is None else
-                  f"the TMA store at instruction {unguarded['store']} runs in every consumer "
-                  f"thread (no branch between the barrier and it)",
-                  "every consumer thread issues its own copy of the same TMA store (256 stores "
-                  "of one chunk): issue it, commit and wait only under "
-                  "`if epi.warp == epi.store_warp:`")
+    unguarded = _first_bad(
+        chunks,
+        lambda ch: (
+            not any(guarded.search(line) for line in code[ch["barrier"] + 1 : ch["store"] + 1])
+        ),
+    )
+    return expect(
+        "one warp issues each TMA store",
+        unguarded is None,
+        "each store is behind a branch on the warp"
+        if unguarded is None
+        else f"the TMA store at instruction {unguarded['store']} runs in every consumer "
+        f"thread (no branch between the barrier and it)",
+        "every consumer thread issues its own copy of the same TMA store (256 stores "
+        "of one chunk): issue it, commit and wait only under "
+        "`if epi.warp == epi.store_warp:`",
+    )
 
 
 def waits_before_reuse(c):
@@ -156,21 +209,26 @@ def waits_before_reuse(c):
         commit = _where(code, r"^cp\.async\.bulk\.commit_group", ch["store"], ch["next_write"])
         if not commit:
             return False
-        waits = [re.search(r"wait_group\.read\s+(\d+)", code[i])
-                 for i in _where(code, r"^cp\.async\.bulk\.wait_group", commit[0],
-                                 ch["next_write"])]
+        waits = [
+            re.search(r"wait_group\.read\s+(\d+)", code[i])
+            for i in _where(code, r"^cp\.async\.bulk\.wait_group", commit[0], ch["next_write"])
+        ]
         return any(w and int(w.group(1)) <= stages - 1 for w in waits)
 
     missing = _first_bad(chunks, lambda ch: not waited(ch))
-    return expect(f"each store committed, and waited for (wait_group.read <= {stages - 1}) "
-                  "before a buffer is written again", bool(chunks) and missing is None,
-                  "every chunk" if missing is None else
-                  f"after the TMA store at instruction {missing['store']}: no commit_group and "
-                  f"wait_group.read before the next stmatrix",
-                  f"a staging buffer is reused while TMA may still read it: after the store, "
-                  f"stores.producer_commit() (cp.async.bulk.commit_group), then "
-                  f"stores.producer_acquire() (wait_group.read {stages - 1}: at most "
-                  f"{stages - 1} stores still reading)")
+    return expect(
+        f"each store committed, and waited for (wait_group.read <= {stages - 1}) "
+        "before a buffer is written again",
+        bool(chunks) and missing is None,
+        "every chunk"
+        if missing is None
+        else f"after the TMA store at instruction {missing['store']}: no commit_group and "
+        f"wait_group.read before the next stmatrix",
+        f"a staging buffer is reused while TMA may still read it: after the store, "
+        f"stores.producer_commit() (cp.async.bulk.commit_group), then "
+        f"stores.producer_acquire() (wait_group.read {stages - 1}: at most "
+        f"{stages - 1} stores still reading)",
+    )
 
 
 def everyone_waits_for_the_wait(c):
@@ -179,16 +237,23 @@ def everyone_waits_for_the_wait(c):
 
     def synced(ch):
         waits = _where(code, r"^cp\.async\.bulk\.wait_group", ch["store"], ch["next_write"])
-        return not waits or ch["next_write"] == len(code) or bool(
-            _where(code, BARRIER, waits[-1], ch["next_write"]))
+        return (
+            not waits
+            or ch["next_write"] == len(code)
+            or bool(_where(code, BARRIER, waits[-1], ch["next_write"]))
+        )
 
     missing = _first_bad(chunks, lambda ch: not synced(ch))
-    return expect("a barrier after the storing warp's wait, before the next chunk's writes",
-                  missing is None, "every chunk" if missing is None else
-                  f"the stmatrix at instruction {missing['next_write']} follows the wait with no "
-                  f"bar.sync",
-                  "only the storing warp waits for its bulk groups: the other warps may "
-                  "overwrite a buffer TMA still reads. End with epi.chunk_sync.arrive_and_wait()")
+    return expect(
+        "a barrier after the storing warp's wait, before the next chunk's writes",
+        missing is None,
+        "every chunk"
+        if missing is None
+        else f"the stmatrix at instruction {missing['next_write']} follows the wait with no "
+        f"bar.sync",
+        "only the storing warp waits for its bulk groups: the other warps may "
+        "overwrite a buffer TMA still reads. End with epi.chunk_sync.arrive_and_wait()",
+    )
 
 
 def _chunks_per_tile() -> int:
@@ -197,6 +262,7 @@ def _chunks_per_tile() -> int:
 
 
 # ---------------------------------------------------------------- GPU checks
+
 
 def _speed(gemm):
     """The learner's rung against the course's rung with TMA stores and the one without,
@@ -216,23 +282,33 @@ def _speed(gemm):
         cfg = exercise_config(preset)
         return lambda i: host.run(*inputs[i % 2], outs[i % 2], cfg)
 
-    t = paired_rounds({"course": runner(hopper_gemm.GEMM, RUNG),
-                       "without": runner(hopper_gemm.GEMM, WITHOUT),
-                       "yours": runner(gemm, RUNG)}, rounds=12, reps=20)
+    t = paired_rounds(
+        {
+            "course": runner(hopper_gemm.GEMM, RUNG),
+            "without": runner(hopper_gemm.GEMM, WITHOUT),
+            "yours": runner(gemm, RUNG),
+        },
+        rounds=12,
+        reps=20,
+    )
     ratio = statistics.median(r / c for r, c in zip(t["course"], t["yours"]))
-    return expect(f"speed at {size}^3 bf16 against the course's TMA-store epilogue",
-                  ratio >= REQUIRED_SPEED,
-                  f"{ratio_summary(t['course'], t['yours'])} of the course's "
-                  f"(preset {RUNG!r}); {ratio_summary(t['without'], t['yours'])} of the rung "
-                  f"without TMA stores (preset {WITHOUT!r})",
-                  f"below {REQUIRED_SPEED:.0%} of the course's: keep epi_stages stores in flight "
-                  f"(stores.producer_acquire(), not a wait for all of them), and issue the store "
-                  f"from one warp only")
+    return expect(
+        f"speed at {size}^3 bf16 against the course's TMA-store epilogue",
+        ratio >= REQUIRED_SPEED,
+        f"{ratio_summary(t['course'], t['yours'])} of the course's "
+        f"(preset {RUNG!r}); {ratio_summary(t['without'], t['yours'])} of the rung "
+        f"without TMA stores (preset {WITHOUT!r})",
+        f"below {REQUIRED_SPEED:.0%} of the course's: keep epi_stages stores in flight "
+        f"(stores.producer_acquire(), not a wait for all of them), and issue the store "
+        f"from one warp only",
+    )
 
 
 def _wrong_values(a, b, out) -> str:
-    return ("wrong or missing values: the TMA store must read the buffer stmatrix wrote "
-            "(epi.bSG_sC[None, buf]) and write the chunk's own place in C (epi.bSG_gC[None, at])")
+    return (
+        "wrong or missing values: the TMA store must read the buffer stmatrix wrote "
+        "(epi.bSG_sC[None, buf]) and write the chunk's own place in C (epi.bSG_gC[None, at])"
+    )
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -245,10 +321,15 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     if not quick:
         for preset in (RUNG, WITHOUT):
             hopper_gemm.GEMM.compile(torch.bfloat16, exercise_config(preset))
-    findings = gemm_findings(gemm, QUICK_SHAPES if quick else SHAPES, launching,
-                             config=exercise_config(), wrong_hint=_wrong_values,
-                             edge_hint="TMA clips the store at C's edges by itself: store whole "
-                                       "chunks through epi.tma_c, not through plain copies")
+    findings = gemm_findings(
+        gemm,
+        QUICK_SHAPES if quick else SHAPES,
+        launching,
+        config=exercise_config(),
+        wrong_hint=_wrong_values,
+        edge_hint="TMA clips the store at C's edges by itself: store whole "
+        "chunks through epi.tma_c, not through plain copies",
+    )
     if not quick and all(f.status == "pass" for f in findings):
         findings.append(_speed(gemm))
     return findings
@@ -257,14 +338,24 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="11.tma_store",
     prompt="Write store_chunk, the TMA-store epilogue step of the Hopper GEMM (preset "
-           "'tma_store'): write the converted chunk into staging buffer `buf` with stmatrix, "
-           "fence the async proxy, meet the other consumer threads, let one warp issue the TMA "
-           "store of the buffer to chunk `at` of C and commit it, wait until at most "
-           "epi_stages - 1 stores still read shared memory, and meet again.",
+    "'tma_store'): write the converted chunk into staging buffer `buf` with stmatrix, "
+    "fence the async proxy, meet the other consumer threads, let one warp issue the TMA "
+    "store of the buffer to chunk `at` of C and commit it, wait until at most "
+    "epi_stages - 1 stores still read shared memory, and meet again.",
     hint="stmatrix -> fence_proxy -> chunk_sync -> (store warp only: TMA store, "
-         "producer_commit, producer_acquire) -> chunk_sync.",
-    arch="sm_90a", needs="sm_90a", build=_build,
-    cpu_checks=(stores_through_tma, fenced_before_the_barrier, barrier_before_the_store,
-                one_warp_issues_the_store, waits_before_reuse, everyone_waits_for_the_wait),
-    gpu_checks=gpu_checks, timeout_s=120,
-    solution="course/exercises/solutions/nb11_solutions.py: store_chunk")
+    "producer_commit, producer_acquire) -> chunk_sync.",
+    arch="sm_90a",
+    needs="sm_90a",
+    build=_build,
+    cpu_checks=(
+        stores_through_tma,
+        fenced_before_the_barrier,
+        barrier_before_the_store,
+        one_warp_issues_the_store,
+        waits_before_reuse,
+        everyone_waits_for_the_wait,
+    ),
+    gpu_checks=gpu_checks,
+    timeout_s=120,
+    solution="course/exercises/solutions/nb11_solutions.py: store_chunk",
+)

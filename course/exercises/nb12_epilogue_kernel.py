@@ -7,21 +7,29 @@ epilogue warps, and free TMEM. No Blackwell GPU is needed to check it: the kerne
 for sm_100a here, and the synchronisation read back from its PTX (course.cute.ptx_protocol)
 must keep every rule; on a GPU of compute capability 10.x it also runs against torch.
 """
+
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
-from course.exercises.kernel_check import (Finding, expect, failed, kernel_exercise, passed,
-                                           subclass_with, variant_name)
+from course.exercises.kernel_check import (
+    Finding,
+    expect,
+    failed,
+    kernel_exercise,
+    passed,
+    subclass_with,
+    variant_name,
+)
 
 SHAPES = ((256, 256, 128), (300, 264, 200), (129, 130, 72))
 QUICK_SHAPES = ((129, 130, 72),)
 PROTOCOL_HINTS = {
     "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)",
     "tma_stores_drained": "the TMA stores are not drained before TMEM is freed and the kernel "
-                          "ends: c_pipeline.producer_tail() waits for every store to finish",
+    "ends: c_pipeline.producer_tail() waits for every store to finish",
     "tmem_load_waited": "tcgen05.ld's registers used without tcgen05.wait::ld",
     "staging_visible_to_tma": "the staging buffer is stored without fence.proxy.async before "
-                              "the TMA store reads it",
+    "the TMA store reads it",
     "barriers_ready": "a barrier is used before it is initialised and fenced",
 }
 
@@ -32,11 +40,20 @@ def gemm_with(epilogue_role):
     from kernels import tcgen05_gemm as step
     from kernels.gemm_host import GemmHost
 
-    cls = subclass_with(step.Tcgen05Gemm, "epilogue_role", epilogue_role,
-                        epilogue_setup=step.epilogue_setup, epilogue_tile=step.epilogue_tile)
-    return GemmHost(variant_name("12.epilogue_role", epilogue_role), step.NEEDS,
-                    lambda types, config, arch, a_major, b_major: cls(types, config),
-                    step.Config, step.OPERANDS)
+    cls = subclass_with(
+        step.Tcgen05Gemm,
+        "epilogue_role",
+        epilogue_role,
+        epilogue_setup=step.epilogue_setup,
+        epilogue_tile=step.epilogue_tile,
+    )
+    return GemmHost(
+        variant_name("12.epilogue_role", epilogue_role),
+        step.NEEDS,
+        lambda types, config, arch, a_major, b_major: cls(types, config),
+        step.Config,
+        step.OPERANDS,
+    )
 
 
 def _build(fn, arch):
@@ -52,9 +69,13 @@ def keeps_the_protocol(c) -> list[Finding]:
     from course.cute import ptx_protocol
 
     broken = {v.rule: v.detail for v in ptx_protocol.check(c.ptx)}
-    return [failed(f"protocol: {rule}", broken[rule], PROTOCOL_HINTS.get(rule, broken[rule]))
-            if rule in broken else passed(f"protocol: {rule}")
-            for rule in ptx_protocol.RULES if ptx_protocol.applies(rule, c.ptx)]
+    return [
+        failed(f"protocol: {rule}", broken[rule], PROTOCOL_HINTS.get(rule, broken[rule]))
+        if rule in broken
+        else passed(f"protocol: {rule}")
+        for rule in ptx_protocol.RULES
+        if ptx_protocol.applies(rule, c.ptx)
+    ]
 
 
 def waits_for_the_accumulator(c):
@@ -62,29 +83,45 @@ def waits_for_the_accumulator(c):
     commits = [i for i, line in enumerate(code) if line.startswith("tcgen05.commit")]
     loads = [i for i, line in enumerate(code) if line.startswith("tcgen05.ld")]
     start = commits[-1] if commits else 0
-    waited = bool(loads) and any(line.startswith("mbarrier.try_wait")
-                                 for line in code[start + 1:loads[0]])
-    return expect("the epilogue waits for the accumulator", waited,
-                  "an mbarrier wait before the first tcgen05.ld" if waited
-                  else "tcgen05.ld with no wait on the accumulator's barrier before it",
-                  "the accumulator is read before the MMAs finished: "
-                  "acc_pipeline.consumer_wait(acc_state) before draining it")
+    waited = bool(loads) and any(
+        line.startswith("mbarrier.try_wait") for line in code[start + 1 : loads[0]]
+    )
+    return expect(
+        "the epilogue waits for the accumulator",
+        waited,
+        "an mbarrier wait before the first tcgen05.ld"
+        if waited
+        else "tcgen05.ld with no wait on the accumulator's barrier before it",
+        "the accumulator is read before the MMAs finished: "
+        "acc_pipeline.consumer_wait(acc_state) before draining it",
+    )
 
 
 def all_warps_done_before_free(c):
     code = c.instructions
     frees = [i for i, line in enumerate(code) if line.startswith("tcgen05.dealloc")]
     if not frees:
-        return expect("the epilogue warps meet before TMEM is freed", False, "no tcgen05.dealloc",
-                      PROTOCOL_HINTS["tmem_freed"])
-    before = [line for line in code[:frees[0]]
-              if not re.match(r"(mov|setp|not|@|bra|cvt|add|and|or)\b", line)][-2:]
+        return expect(
+            "the epilogue warps meet before TMEM is freed",
+            False,
+            "no tcgen05.dealloc",
+            PROTOCOL_HINTS["tmem_freed"],
+        )
+    before = [
+        line
+        for line in code[: frees[0]]
+        if not re.match(r"(mov|setp|not|@|bra|cvt|add|and|or)\b", line)
+    ][-2:]
     met = any(re.match(r"bar(rier)?\.sync", line) for line in before)
-    return expect("the epilogue warps meet before TMEM is freed", met,
-                  "a named barrier right before tcgen05.dealloc" if met
-                  else f"tcgen05.dealloc right after {before[-1][:40] if before else '?'}",
-                  "warp 0 frees TMEM while warps 1-3 may still be reading it: "
-                  "epi_barrier.arrive_and_wait() before tmem.free")
+    return expect(
+        "the epilogue warps meet before TMEM is freed",
+        met,
+        "a named barrier right before tcgen05.dealloc"
+        if met
+        else f"tcgen05.dealloc right after {before[-1][:40] if before else '?'}",
+        "warp 0 frees TMEM while warps 1-3 may still be reading it: "
+        "epi_barrier.arrive_and_wait() before tmem.free",
+    )
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -96,14 +133,18 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="12.epilogue_role",
     prompt="Write epilogue_role, warps 0-3 of the 1-CTA tcgen05 GEMM: set up "
-           "(self.epilogue_setup), wait for the accumulator, drain it to C "
-           "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
-           "warps, and free TMEM.",
+    "(self.epilogue_setup), wait for the accumulator, drain it to C "
+    "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
+    "warps, and free TMEM.",
     hint="consumer_wait before reading TMEM; producer_tail before freeing; "
-         "epi_barrier.arrive_and_wait() so no warp still reads TMEM when warp 0 frees it.",
-    arch="sm_100a", needs="sm_100a", build=_build,
+    "epi_barrier.arrive_and_wait() so no warp still reads TMEM when warp 0 frees it.",
+    arch="sm_100a",
+    needs="sm_100a",
+    build=_build,
     cpu_checks=(waits_for_the_accumulator, keeps_the_protocol, all_warps_done_before_free),
-    gpu_checks=gpu_checks, timeout_s=90,
+    gpu_checks=gpu_checks,
+    timeout_s=90,
     run_shows="whether the GEMM computes the right numbers, which needs a Blackwell GPU "
-              "(compute capability 10.x)",
-    solution="course/exercises/solutions/nb12_solutions.py: epilogue_role")
+    "(compute capability 10.x)",
+    solution="course/exercises/solutions/nb12_solutions.py: epilogue_role",
+)

@@ -8,11 +8,17 @@ proxy fence), free the buffer for the next request, and return (pair_m, tile_n, 
 Checked without a GPU: the kernel compiles for sm_100a, and at every place a role reads an
 answer the PTX must wait, decode, fence and release in that order.
 """
+
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
-from course.exercises.kernel_check import (Finding, expect, kernel_exercise, subclass_with,
-                                           variant_name)
+from course.exercises.kernel_check import (
+    Finding,
+    expect,
+    kernel_exercise,
+    subclass_with,
+    variant_name,
+)
 
 SHAPES = ((512, 512, 128), (600, 392, 200))
 QUICK_SHAPES = ((600, 392, 200),)
@@ -42,8 +48,9 @@ def _reads(c) -> tuple[list[str], list[tuple[int, int]]]:
     while i < len(code):
         if "query_cancel" in code[i]:
             j = i
-            while j + 1 < len(code) and ("query_cancel" in code[j + 1]
-                                         or code[j + 1].startswith("mov.b128")):
+            while j + 1 < len(code) and (
+                "query_cancel" in code[j + 1] or code[j + 1].startswith("mov.b128")
+            ):
                 j += 1
             places.append((i, j))
             i = j + 1
@@ -61,20 +68,25 @@ def waits_before_decoding(c):
     from course.cute import ptx_protocol
 
     broken = [v for v in ptx_protocol.check(c.ptx) if v.rule == "clc_response_waited"]
-    return expect("each answer is read after its barrier completes", not broken,
-                  broken[0].detail if broken else "a wait on the CLC barrier before query_cancel",
-                  "the answer is decoded before it has arrived: clc_pipeline.consumer_wait("
-                  "read_state) first")
+    return expect(
+        "each answer is read after its barrier completes",
+        not broken,
+        broken[0].detail if broken else "a wait on the CLC barrier before query_cancel",
+        "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) first",
+    )
 
 
 def releases_each_answer(c):
     code, places = _reads(c)
     following = [_next(code, last, r"mbarrier\.") for _, last in places]  # the next barrier op
     released = [k is not None and "mbarrier.arrive" in code[k] for k in following]
-    return expect("every reader frees the answer buffer", bool(places) and all(released),
-                  f"{sum(released)} of {len(places)} places release it",
-                  "the buffer is never freed: the leader's next request waits for every reader "
-                  "forever (clc_pipeline.consumer_release(read_state))")
+    return expect(
+        "every reader frees the answer buffer",
+        bool(places) and all(released),
+        f"{sum(released)} of {len(places)} places release it",
+        "the buffer is never freed: the leader's next request waits for every reader "
+        "forever (clc_pipeline.consumer_release(read_state))",
+    )
 
 
 def fences_before_release(c) -> Finding:
@@ -82,33 +94,46 @@ def fences_before_release(c) -> Finding:
     fenced = []
     for _, last in places:
         arrive = _next(code, last, r"mbarrier\.")
-        fenced.append(arrive is not None and any("fence.proxy.async" in line
-                                                 for line in code[last + 1:arrive]))
-    return expect("the read is fenced before the buffer is freed", bool(places) and all(fenced),
-                  f"{sum(fenced)} of {len(places)} places fence",
-                  "the answer was read through the generic proxy and is rewritten by the async "
-                  "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
-                  "space='cta') before consumer_release")
+        fenced.append(
+            arrive is not None
+            and any("fence.proxy.async" in line for line in code[last + 1 : arrive])
+        )
+    return expect(
+        "the read is fenced before the buffer is freed",
+        bool(places) and all(fenced),
+        f"{sum(fenced)} of {len(places)} places fence",
+        "the answer was read through the generic proxy and is rewritten by the async "
+        "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
+        "space='cta') before consumer_release",
+    )
 
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     from course.exercises.gpu_run import gemm_findings
 
-    return gemm_findings(gemm_with(fn), QUICK_SHAPES if quick else SHAPES, launching,
-                         wrong_hint="a tile computed twice or never: the answer's first CTA x "
-                                    "is a CTA index (divide by the CTAs per pair for pair_m)")
+    return gemm_findings(
+        gemm_with(fn),
+        QUICK_SHAPES if quick else SHAPES,
+        launching,
+        wrong_hint="a tile computed twice or never: the answer's first CTA x "
+        "is a CTA index (divide by the CTAs per pair for pair_m)",
+    )
 
 
 kernel_exercise(
     id="13.read_next_tile",
     prompt="Write read_next_tile(self, scheduler, read_state): wait for the CLC answer, decode "
-           "it, fence the read, free the buffer, advance, and return ((pair_m, tile_n, valid), "
-           "read_state).",
+    "it, fence the read, free the buffer, advance, and return ((pair_m, tile_n, valid), "
+    "read_state).",
     hint="clc_pipeline, clc_response = scheduler; consumer_wait; cute.arch.clc_response; "
-         "cute.arch.fence_proxy('async.shared', space='cta'); consumer_release; advance.",
-    arch="sm_100a", needs="sm_100a", build=_build,
+    "cute.arch.fence_proxy('async.shared', space='cta'); consumer_release; advance.",
+    arch="sm_100a",
+    needs="sm_100a",
+    build=_build,
     cpu_checks=(waits_before_decoding, releases_each_answer, fences_before_release),
-    gpu_checks=gpu_checks, timeout_s=90,
+    gpu_checks=gpu_checks,
+    timeout_s=90,
     run_shows="whether every tile is computed once with the right numbers, which needs a "
-              "Blackwell GPU (compute capability 10.x)",
-    solution="course/exercises/solutions/nb13_solutions.py: read_next_tile")
+    "Blackwell GPU (compute capability 10.x)",
+    solution="course/exercises/solutions/nb13_solutions.py: read_next_tile",
+)

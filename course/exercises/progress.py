@@ -8,6 +8,7 @@ inside a line.
     COURSE_PROGRESS_FILE=path   where the lines go (default ~/.course/progress.jsonl)
     COURSE_PROGRESS=off         record nothing
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,9 +51,13 @@ def progress_file() -> Path | None:
 
 def progress_entry(verdict: Verdict) -> dict:
     """The fields a teacher's table needs from one verdict."""
-    entry = {"learner": learner(), "exercise": verdict.id,
-             "verdict": verdict.status, "hint": mistake_key(verdict),
-             "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    entry = {
+        "learner": learner(),
+        "exercise": verdict.id,
+        "verdict": verdict.status,
+        "hint": mistake_key(verdict),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     version = course_version()
     if version:
         entry["course"] = version
@@ -66,7 +71,7 @@ def mistake_key(verdict: Verdict) -> str:
     if verdict.status != WRONG:
         return ""
     lines = [line.strip() for line in verdict.message.strip().splitlines()]
-    hint = next((line[len("hint: "):] for line in lines if line.startswith("hint: ")), None)
+    hint = next((line[len("hint: ") :] for line in lines if line.startswith("hint: ")), None)
     return (hint if hint is not None else lines[0] if lines else "")[:HINT_CHARS]
 
 

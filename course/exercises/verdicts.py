@@ -4,5 +4,6 @@ A verdict claims only what was checked: *right* needs every check passed and, fo
 a run whose every output was compared with a reference; *not proven* is what a machine that
 could not run the kernel says when everything it could check passed.
 """
+
 RIGHT, WRONG, UNPROVEN, UNANSWERED = "right", "wrong", "not proven", "not answered"
 VERDICTS = (RIGHT, WRONG, UNPROVEN, UNANSWERED)

@@ -7,6 +7,7 @@ predictions for the transposes and the TMA modes (measured in course.lessons.ban
   print_tma_modes    each TMA swizzle mode: its Swizzle, row bytes, CuTe DSL's smem atoms
   phase_zero_maps    bank maps of two tiles with the first phase of a row read outlined
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,11 @@ def compare_with_cute(sw: Swizzle, rows: int = 8, cols: int = 8) -> bool:
     from course.cute.trace import on_cpu
 
     def cute_offsets():
-        composed = cute.make_composed_layout(cute.make_swizzle(sw.bits, sw.base, sw.shift), 0,
-                                             cute.make_layout((rows, cols), stride=(1, rows)))
+        composed = cute.make_composed_layout(
+            cute.make_swizzle(sw.bits, sw.base, sw.shift),
+            0,
+            cute.make_layout((rows, cols), stride=(1, rows)),
+        )
         return str(composed), [[int(composed((r, c))) for c in range(cols)] for r in range(rows)]
 
     printed, offsets = on_cpu(cute_offsets)
@@ -43,8 +47,10 @@ def print_cases(names) -> dict:
     for name in names:
         c = sa.case(name)
         t = totals[name] = c.predict()
-        print(f"{str(c.tile):36s} {t.requests} requests: {t.wavefronts:5d} wavefronts, "
-              f"{t.conflicts:4d} conflicts, worst {t.degree}-way, {c.tile.bytes} bytes")
+        print(
+            f"{str(c.tile):36s} {t.requests} requests: {t.wavefronts:5d} wavefronts, "
+            f"{t.conflicts:4d} conflicts, worst {t.degree}-way, {c.tile.bytes} bytes"
+        )
     return totals
 
 
@@ -54,8 +60,10 @@ def print_tma_cases() -> dict:
     for c in sa.cases():
         if c.group == "tma":
             t = totals[c.name] = c.predict()
-            print(f"{c.title:52s} {t.wavefronts:3d} wavefronts (ideal {t.ideal}), "
-                  f"{t.conflicts:2d} conflicts")
+            print(
+                f"{c.title:52s} {t.wavefronts:3d} wavefronts (ideal {t.ideal}), "
+                f"{t.conflicts:2d} conflicts"
+            )
     return totals
 
 
@@ -70,14 +78,20 @@ def print_tma_modes() -> dict[str, list[str]]:
     kinds = {"none": "K_INTER", "32B": "K_SW32", "64B": "K_SW64", "128B": "K_SW128"}
 
     def atoms():
-        return {mode: [str(warpgroup.make_smem_layout_atom(
-                    getattr(warpgroup.SmemLayoutAtomKind, kind), t))
-                    for t in (cutlass.BFloat16, cutlass.Float32)] for mode, kind in kinds.items()}
+        return {
+            mode: [
+                str(warpgroup.make_smem_layout_atom(getattr(warpgroup.SmemLayoutAtomKind, kind), t))
+                for t in (cutlass.BFloat16, cutlass.Float32)
+            ]
+            for mode, kind in kinds.items()
+        }
 
     found = on_cpu(atoms)
     for mode, (bf16, fp32) in found.items():
-        print(f"{mode:5s} {str(TMA_SWIZZLES[mode]):16s} rows of {tma_row_bytes(mode):3d} B | "
-              f"CuTe DSL bf16 atom {bf16:24s} fp32 atom {fp32}")
+        print(
+            f"{mode:5s} {str(TMA_SWIZZLES[mode]):16s} rows of {tma_row_bytes(mode):3d} B | "
+            f"CuTe DSL bf16 atom {bf16:24s} fp32 atom {fp32}"
+        )
     return found
 
 
@@ -89,10 +103,12 @@ def phase_zero_maps(names=("tma_128B_plain", "tma_128B"), rows: int = 8, elems: 
 
     cases = [sa.case(name) for name in names]
     lanes = {(lane, k): lane for lane in range(rows) for k in range(elems)}
-    return bank_maps([c.tile for c in cases],
-                     [f"{c.title}\noutlined: the {rows} rows of phase 0" for c in cases],
-                     lanes=lanes, source="course.models.bank_model model; colour = bank "
-                                         "(32 colours)")
+    return bank_maps(
+        [c.tile for c in cases],
+        [f"{c.title}\noutlined: the {rows} rows of phase 0" for c in cases],
+        lanes=lanes,
+        source="course.models.bank_model model; colour = bank (32 colours)",
+    )
 
 
 def tma_mode_maps(rows: int = 8):
@@ -105,15 +121,25 @@ def tma_mode_maps(rows: int = 8):
     tiles, titles = [], []
     for mode, swizzle in TMA_SWIZZLES.items():
         row_bytes = tma_row_bytes(mode)
-        tiles.append(sa.SmemTile("bf16", Layout.row_major(rows, row_bytes // 2), swizzle,
-                                 "bytes"))
-        limit = ("any row length is legal;\nonly 16-byte rows avoid conflicts" if mode == "none"
-                 else f"TMA accepts rows of at most {row_bytes} bytes")
+        tiles.append(sa.SmemTile("bf16", Layout.row_major(rows, row_bytes // 2), swizzle, "bytes"))
+        limit = (
+            "any row length is legal;\nonly 16-byte rows avoid conflicts"
+            if mode == "none"
+            else f"TMA accepts rows of at most {row_bytes} bytes"
+        )
         titles.append(f"{mode}: {swizzle} on bytes, {row_bytes}-byte rows\n{limit}")
     lanes = {(r, k): r for r in range(rows) for k in range(8)}
-    fig = bank_maps(tiles, titles, lanes=lanes,
-                    source="course.models.bank_model model; colour = bank (32 colours); outlined: "
-                           "the first 16 bytes of each of 8 rows (one ldmatrix phase)")
-    fig.suptitle("The four TMA swizzle modes, each on rows of its own length: phase 0 hits 8 "
-                 "different groups of 4 banks in every one", fontsize=10, y=1.02)
+    fig = bank_maps(
+        tiles,
+        titles,
+        lanes=lanes,
+        source="course.models.bank_model model; colour = bank (32 colours); outlined: "
+        "the first 16 bytes of each of 8 rows (one ldmatrix phase)",
+    )
+    fig.suptitle(
+        "The four TMA swizzle modes, each on rows of its own length: phase 0 hits 8 "
+        "different groups of 4 banks in every one",
+        fontsize=10,
+        y=1.02,
+    )
     return fig

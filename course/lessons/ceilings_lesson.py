@@ -9,6 +9,7 @@ one, printed with where they came from, and the GEMM's kernels placed under the 
   tiling_table       DRAM traffic and intensity of a GEMM for a few square tile sizes
   cublas_in_recorded_runs  cuBLAS's rate per size over the recorded GEMM benchmarks
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,11 +27,11 @@ class Ceilings:
     """The two measured ceilings and where they were measured. They are what cuBLAS and a
     copy reach, not the hardware's published peak: see `datasheet`."""
 
-    matmul_tflops: float     # bf16 matmul, cuBLAS at 8192^3 (measured)
-    bandwidth_gbps: float    # device-to-device copy, read + write (measured)
-    ridge: float             # FLOP per byte where the measured roofs meet
-    gpu: str                 # the GPU they belong to
-    source: str              # 'measured now on ...' or the record's citation
+    matmul_tflops: float  # bf16 matmul, cuBLAS at 8192^3 (measured)
+    bandwidth_gbps: float  # device-to-device copy, read + write (measured)
+    ridge: float  # FLOP per byte where the measured roofs meet
+    gpu: str  # the GPU they belong to
+    source: str  # 'measured now on ...' or the record's citation
 
     @property
     def datasheet(self) -> Datasheet | None:
@@ -43,21 +44,28 @@ def datasheet_fractions(ceil: Ceilings) -> str:
     that this GPU has no datasheet entry (then only the measured roofs are drawn)."""
     ds = ceil.datasheet
     if ds is None:
-        return (f"no datasheet entry for {ceil.gpu}: only the measured ceilings are shown "
-                "(course.models.datasheet lists the GPUs it knows)")
-    return (f"datasheet: {ds.tflops:.1f} TFLOP/s and {ds.gbps:,.0f} GB/s, so the measured "
-            f"ceilings are {100 * ceil.matmul_tflops / ds.tflops:.0f}% (matmul) and "
-            f"{100 * ceil.bandwidth_gbps / ds.gbps:.0f}% (copy) of it\n  ({ds.source})")
+        return (
+            f"no datasheet entry for {ceil.gpu}: only the measured ceilings are shown "
+            "(course.models.datasheet lists the GPUs it knows)"
+        )
+    return (
+        f"datasheet: {ds.tflops:.1f} TFLOP/s and {ds.gbps:,.0f} GB/s, so the measured "
+        f"ceilings are {100 * ceil.matmul_tflops / ds.tflops:.0f}% (matmul) and "
+        f"{100 * ceil.bandwidth_gbps / ds.gbps:.0f}% (copy) of it\n  ({ds.source})"
+    )
 
 
 def machine_ceilings() -> Ceilings:
     """Measure both ceilings on a GPU, or show the recorded ones; prints the three numbers and
     how they compare with the datasheet."""
     out = live_or("gpu", ceilings.measure, recorded("ceilings"))
-    ceil = Ceilings(out.value["matmul"]["tflops"], out.value["copy"]["gbps"],
-                    out.value["ridge_flop_per_byte"],
-                    out.record.gpu if out.record is not None else machine().gpu_name,
-                    out.caption())
+    ceil = Ceilings(
+        out.value["matmul"]["tflops"],
+        out.value["copy"]["gbps"],
+        out.value["ridge_flop_per_byte"],
+        out.record.gpu if out.record is not None else machine().gpu_name,
+        out.caption(),
+    )
     print(f"bf16 matmul, cuBLAS at 8192^3 (measured): {ceil.matmul_tflops:7.1f} TFLOP/s")
     print(f"device-to-device copy (measured):         {ceil.bandwidth_gbps:7.0f} GB/s")
     print(f"ridge point (measured):                   {ceil.ridge:7.0f} FLOP/byte")
@@ -68,10 +76,13 @@ def machine_ceilings() -> Ceilings:
 def copy_ceiling(rounds: int = 4) -> Outcome:
     """The copy ceiling (GB/s, read + write) measured now, or recorded; prints it with its
     source. The Outcome's value has the ceilings record's shape: {"copy": {"gbps": ...}}."""
-    out = live_or("gpu", lambda: {"copy": ceilings.copy_bandwidth(rounds=rounds)},
-                  recorded("ceilings"))
-    print(f"copy ceiling: {out.value['copy']['gbps']:,.0f} GB/s (read + write), "
-          f"{'measured now' if out.live else out.record.citation()}")
+    out = live_or(
+        "gpu", lambda: {"copy": ceilings.copy_bandwidth(rounds=rounds)}, recorded("ceilings")
+    )
+    print(
+        f"copy ceiling: {out.value['copy']['gbps']:,.0f} GB/s (read + write), "
+        f"{'measured now' if out.live else out.record.citation()}"
+    )
     return out
 
 
@@ -80,13 +91,24 @@ def gemm_roofline(ceil: Ceilings, g: Gemm, tile: int = 128, measured: int = 8192
     tiling model's predictions for `g` (1x1 tiles, tile x tile tiles without L2 reuse, each
     operand read once) and cuBLAS as measured at measured^3."""
     size = f"{g.m}^3" if g.m == g.n == g.k else f"{g.m}x{g.n}x{g.k}"
-    points = [Point(f"naive GEMM {size} (1x1 tiles)", g.intensity(1, 1)),
-              Point(f"{tile}x{tile} tiles, no L2 reuse", g.intensity(tile, tile)),
-              Point(f"{size}, each operand read once", g.intensity()),
-              Point(f"cuBLAS {measured}^3 (measured)", Gemm(measured, measured, measured).intensity(),
-                    ceil.matmul_tflops)]
-    return roofline(ceil.matmul_tflops, ceil.bandwidth_gbps, points, title="Roofline of " + ceil.gpu,
-                    source="ceilings " + ceil.source, datasheet=ceil.datasheet)
+    points = [
+        Point(f"naive GEMM {size} (1x1 tiles)", g.intensity(1, 1)),
+        Point(f"{tile}x{tile} tiles, no L2 reuse", g.intensity(tile, tile)),
+        Point(f"{size}, each operand read once", g.intensity()),
+        Point(
+            f"cuBLAS {measured}^3 (measured)",
+            Gemm(measured, measured, measured).intensity(),
+            ceil.matmul_tflops,
+        ),
+    ]
+    return roofline(
+        ceil.matmul_tflops,
+        ceil.bandwidth_gbps,
+        points,
+        title="Roofline of " + ceil.gpu,
+        source="ceilings " + ceil.source,
+        datasheet=ceil.datasheet,
+    )
 
 
 def tiling_table(g: Gemm, tiles=(1, 16, 32, 64, 128, 256)) -> str:
@@ -94,8 +116,10 @@ def tiling_table(g: Gemm, tiles=(1, 16, 32, 64, 128, 256)) -> str:
     ideal (each operand read once, C written once)."""
     lines = [f"{'tile':>10} {'CTAs':>10} {'DRAM traffic':>14} {'FLOP/byte':>10}"]
     for tile in tiles:
-        lines.append(f"{tile:>4}x{tile:<5} {g.tiles(tile, tile):>10,} "
-                     f"{g.tiled_bytes(tile, tile) / 1e9:>11.2f} GB {g.intensity(tile, tile):>10.1f}")
+        lines.append(
+            f"{tile:>4}x{tile:<5} {g.tiles(tile, tile):>10,} "
+            f"{g.tiled_bytes(tile, tile) / 1e9:>11.2f} GB {g.intensity(tile, tile):>10.1f}"
+        )
     lines.append(f"{'ideal':>10} {'':>10} {g.min_bytes() / 1e9:>11.2f} GB {g.intensity():>10.1f}")
     return "\n".join(lines)
 
@@ -120,6 +144,8 @@ def cublas_in_recorded_runs(gpu: str = "H100", dtype: str = "bfloat16") -> dict[
     for size in sorted(rates):
         lo, hi, n = min(rates[size]), max(rates[size]), len(rates[size])
         out[size] = (lo, hi, n)
-        print(f"cuBLAS {dtype} {size}^3: {lo:5.0f} to {hi:5.0f} TFLOP/s in {n} recorded benchmark "
-              "runs")
+        print(
+            f"cuBLAS {dtype} {size}^3: {lo:5.0f} to {hi:5.0f} TFLOP/s in {n} recorded benchmark "
+            "runs"
+        )
     return out

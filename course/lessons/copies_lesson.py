@@ -11,6 +11,7 @@ coalescing model before anything is recorded).
   tiled_vs_cp_async   the two vector copies side by side, once measured
   strided_cost        strided against scalar: the model's bytes and lines, the measured time
 """
+
 from __future__ import annotations
 
 import re
@@ -38,10 +39,14 @@ def print_memory_ops(arts: dict) -> dict[str, Counter]:
     LDGSTS, with their widths)."""
     ops = {}
     for variant, art in arts.items():
-        ops[variant] = Counter(re.search(r"(LDGSTS|LDG|STG)\S*", line).group(0)
-                               for line in art.sass_lines(r"(LDGSTS|LDG|STG)"))
-        print(f"{variant:9s} ({art.arch}): " + ", ".join(f"{n} x {op}"
-                                                         for op, n in ops[variant].items()))
+        ops[variant] = Counter(
+            re.search(r"(LDGSTS|LDG|STG)\S*", line).group(0)
+            for line in art.sass_lines(r"(LDGSTS|LDG|STG)")
+        )
+        print(
+            f"{variant:9s} ({art.arch}): "
+            + ", ".join(f"{n} x {op}" for op, n in ops[variant].items())
+        )
     return ops
 
 
@@ -49,8 +54,10 @@ def describe_tiled_copy(copy, threads=(0, 1, 4, 31)) -> None:
     """A TiledCopy (course.cute.tiled_copy.TiledCopyMap): how it was built, its tile and TV
     layout, the cells of a few threads, and the owner of every cell."""
     print(copy.description)
-    print(f"tile {copy.shape[0]}x{copy.shape[1]}, TV layout (thread, value) -> element: "
-          f"{copy.tv_layout}")
+    print(
+        f"tile {copy.shape[0]}x{copy.shape[1]}, TV layout (thread, value) -> element: "
+        f"{copy.tv_layout}"
+    )
     for t in threads:
         cells = copy.cells_of(t)
         print(f"T{t:02d} owns rows {cells[0][0]}-{cells[-1][0]} of column {cells[0][1]}")
@@ -73,19 +80,32 @@ def copies_on_the_executor() -> str:
 def measure_copies() -> Outcome:
     """Check and time every copy against the ceiling on a GPU; elsewhere the recorded run,
     or, before one is recorded, the coalescing model's upper bound. Prints a table either way."""
-    out = live_or("gpu", bench_copies.measure, executed(
-        copies_on_the_executor, "the five copy kernels of kernels/copies.py", then=recorded_or(
-            "copies", simulated(coalescing_prediction,
-                                "the coalescing model's prediction (useful fraction of the "
-                                "bytes each warp makes the memory system move)"),
-            RECORD_COMMAND)))
+    out = live_or(
+        "gpu",
+        bench_copies.measure,
+        executed(
+            copies_on_the_executor,
+            "the five copy kernels of kernels/copies.py",
+            then=recorded_or(
+                "copies",
+                simulated(
+                    coalescing_prediction,
+                    "the coalescing model's prediction (useful fraction of the "
+                    "bytes each warp makes the memory system move)",
+                ),
+                RECORD_COMMAND,
+            ),
+        ),
+    )
     if out.mode is Mode.SIMULATED:
         for v, eff in out.value.items():
             print(f"{v:9s} at most {100 * eff:5.1f}% of moved bytes are useful")
     else:
         print(bench_copies.table(out.value))
-        print(f"\nbest: {out.value['best']} at {out.value['best_pct_of_ceiling']:.1f}% of the "
-              f"copy ceiling (the target is at least 90%)")
+        print(
+            f"\nbest: {out.value['best']} at {out.value['best_pct_of_ceiling']:.1f}% of the "
+            f"copy ceiling (the target is at least 90%)"
+        )
         note = bench_copies.above_ceiling(out.value)
         if note:
             print(textwrap.fill(note, 96))
@@ -98,9 +118,12 @@ def bandwidth_figure(bw: Outcome):
     if bw.mode is Mode.SIMULATED:
         print("(no measurement to draw yet: see the banner above)")
         return None
-    return bandwidth_bars(bw.value["variants"], bw.value["ceiling_gbps"],
-                          title="Five copies of 1 GiB against the copy ceiling",
-                          source=bw.caption("copies"))
+    return bandwidth_bars(
+        bw.value["variants"],
+        bw.value["ceiling_gbps"],
+        title="Five copies of 1 GiB against the copy ceiling",
+        source=bw.caption("copies"),
+    )
 
 
 def show_cp_async(art) -> None:
@@ -109,8 +132,14 @@ def show_cp_async(art) -> None:
 
     source.show(copies.cp_async_kernel)
     print("PTX:  " + " | ".join(art.ptx_lines(r"cp\.async")[:2]) + " ...")
-    print("SASS: " + " | ".join(line.split(None, 1)[1].split(" desc")[0]
-                                for line in art.sass_lines(r"LDGSTS|DEPBAR")[:3]) + " ...")
+    print(
+        "SASS: "
+        + " | ".join(
+            line.split(None, 1)[1].split(" desc")[0]
+            for line in art.sass_lines(r"LDGSTS|DEPBAR")[:3]
+        )
+        + " ..."
+    )
 
 
 def tiled_vs_cp_async(bw: Outcome) -> None:
@@ -120,8 +149,10 @@ def tiled_vs_cp_async(bw: Outcome) -> None:
         return
     rows = {r["variant"]: r for r in bw.value["variants"]}
     for v in ("tiled", "cp_async"):
-        print(f"{v:9s} {rows[v]['gbps']:7,.0f} GB/s = {rows[v]['pct_of_ceiling']:5.1f}% of the "
-              f"ceiling")
+        print(
+            f"{v:9s} {rows[v]['gbps']:7,.0f} GB/s = {rows[v]['pct_of_ceiling']:5.1f}% of the "
+            f"ceiling"
+        )
 
 
 def strided_cost(bw: Outcome) -> dict | None:
@@ -132,12 +163,16 @@ def strided_cost(bw: Outcome) -> dict | None:
     model = {v: coalescing.warp_of(v) for v in ("scalar", "strided")}
     moved = model["strided"].moved_bytes / model["scalar"].moved_bytes
     lines = len(model["strided"].lines) / len(model["scalar"].lines)
-    print(f"one warp request, strided against scalar: {moved:.0f}x the bytes moved, "
-          f"{lines:.0f}x the 128-byte lines touched (the coalescing model)")
+    print(
+        f"one warp request, strided against scalar: {moved:.0f}x the bytes moved, "
+        f"{lines:.0f}x the 128-byte lines touched (the coalescing model)"
+    )
     if bw.mode is Mode.SIMULATED:
         return {"bytes": moved, "lines": lines}
     rows = {r["variant"]: r for r in bw.value["variants"]}
     time = rows["scalar"]["gbps"] / rows["strided"]["gbps"]
-    print(f"measured: {time:.1f}x the time ({rows['scalar']['gbps']:,.0f} against "
-          f"{rows['strided']['gbps']:,.0f} GB/s)")
+    print(
+        f"measured: {time:.1f}x the time ({rows['scalar']['gbps']:,.0f} against "
+        f"{rows['strided']['gbps']:,.0f} GB/s)"
+    )
     return {"bytes": moved, "lines": lines, "time": time}

@@ -12,6 +12,7 @@ and timed on Blackwell, or compiled.
   check_and_time       shape sweep and benchmark against cuBLAS (live, Blackwell)
   compiled_elsewhere   the kernel compiled here, and how to measure it on a B200 (fallback)
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -32,7 +33,9 @@ def print_operand_rows(tile_n: int = 128) -> dict:
     rows = kernel_traces.pair_operand_rows(tile_n)
     for rank, halves in rows.items():
         role = "leader" if rank == 0 else "follower"
-        print(f"CTA {rank} ({role}): A rows {halves['A']}, B rows {halves['B']}, C rows {halves['C']}")
+        print(
+            f"CTA {rank} ({role}): A rows {halves['A']}, B rows {halves['B']}, C rows {halves['C']}"
+        )
     return rows
 
 
@@ -56,11 +59,14 @@ def clc_changes() -> list[str]:
 
 PAIR_INSTRUCTIONS = {
     "paired MMA (tcgen05.mma.cta_group::2)": r"tcgen05\.mma\.cta_group::2",
-    "TMEM alloc": r"tcgen05\.alloc", "TMEM load (epilogue)": r"tcgen05\.ld\.",
-    "commit (multicast)": r"tcgen05\.commit", "cluster barriers": r"barrier\.cluster\.arrive",
+    "TMEM alloc": r"tcgen05\.alloc",
+    "TMEM load (epilogue)": r"tcgen05\.ld\.",
+    "commit (multicast)": r"tcgen05\.commit",
+    "cluster barriers": r"barrier\.cluster\.arrive",
     "multicast bulk tensor copies": r"cp\.async\.bulk\.tensor.*multicast::cluster",
     "CLC try_cancel": r"clusterlaunchcontrol\.try_cancel",
-    "CLC query": r"clusterlaunchcontrol\.query_cancel"}
+    "CLC query": r"clusterlaunchcontrol\.query_cancel",
+}
 
 
 def compare_instructions(arch: str = "sm_100a") -> dict[str, tuple[int, int]]:
@@ -95,7 +101,8 @@ def print_peer_bit_mask(arch: str = "sm_100a") -> list[str]:
 
     signed = PEER_BIT_MASK - (1 << 32)
     lines = cta_pair_gemm.artifacts(arch, torch.bfloat16, cta_pair_gemm.Config()).ptx_lines(
-        rf"and\.b32\s+%r\d+, %r\d+, {signed};")
+        rf"and\.b32\s+%r\d+, %r\d+, {signed};"
+    )
     print(f"0x{PEER_BIT_MASK:08X} as a signed 32-bit value is {signed}; in the {arch} PTX:")
     for line in lines:
         print("   ", line)
@@ -105,12 +112,17 @@ def print_peer_bit_mask(arch: str = "sm_100a") -> list[str]:
 def epilogue_warp_map(tile_n: int = 128) -> Ownership:
     """The 256 x tile_n pair tile, each element labelled with the epilogue warp that reads it:
     W0-3 are the leader's warps, W4-7 the follower's (thread 128r + t is thread t of CTA r)."""
-    warps = [((4 * (t // LANES) + warp_of_lane(t % LANES), v), rc)
-             for (t, v), rc in pair_tile_pairs(tile_n)]
-    return Ownership.from_pairs((2 * LANES, tile_n), warps,
-                                title=f"{2 * LANES}x{tile_n} pair tile: which epilogue warp (W0-3 "
-                                      "leader, W4-7 follower) reads each accumulator element",
-                                thread_label="W")
+    warps = [
+        ((4 * (t // LANES) + warp_of_lane(t % LANES), v), rc)
+        for (t, v), rc in pair_tile_pairs(tile_n)
+    ]
+    return Ownership.from_pairs(
+        (2 * LANES, tile_n),
+        warps,
+        title=f"{2 * LANES}x{tile_n} pair tile: which epilogue warp (W0-3 "
+        "leader, W4-7 follower) reads each accumulator element",
+        thread_label="W",
+    )
 
 
 def emulate_pair(a, b, resident_clusters: int = 2, seed: int = 1):
@@ -123,10 +135,17 @@ def emulate_pair(a, b, resident_clusters: int = 2, seed: int = 1):
     print(f"CTA pair under CLC: {emu.check(a, b)}")
     for cluster, tiles in emu.tiles_by_cluster().items():
         print(f"pair {cluster}: tiles {tiles}")
-    print(f"CLC answers: {len(emu.clc_log)}; tile transitions where the next tile's MMA began "
-          f"before the last store of the previous one: {len(emu.overlaps())}")
-    one_slot = emulate_gemm(a, b, replace(cta_pair_clc_gemm_shape(), acc_slots=1),
-                            resident_clusters=resident_clusters, seed=seed)
+    print(
+        f"CLC answers: {len(emu.clc_log)}; tile transitions where the next tile's MMA began "
+        f"before the last store of the previous one: {len(emu.overlaps())}"
+    )
+    one_slot = emulate_gemm(
+        a,
+        b,
+        replace(cta_pair_clc_gemm_shape(), acc_slots=1),
+        resident_clusters=resident_clusters,
+        seed=seed,
+    )
     print(f"with one TMEM slot: {len(one_slot.overlaps())} such overlaps, {one_slot.check(a, b)}")
     return emu, one_slot
 
@@ -137,7 +156,8 @@ def broken_schedules(a, b, resident_clusters: int = 2, seed: int = 1) -> dict:
     verdicts = {}
     for broken in (DuplicateTile, SkipTile):
         verdicts[broken.__name__] = emulate_cta_pair_clc_gemm(
-            a, b, resident_clusters=resident_clusters, seed=seed, clc=broken).check(a, b)
+            a, b, resident_clusters=resident_clusters, seed=seed, clc=broken
+        ).check(a, b)
         print(f"{broken.__name__:13s}", verdicts[broken.__name__])
     return verdicts
 
@@ -149,7 +169,10 @@ def check_and_time(shapes=CHECK_SHAPES, sizes=(4096, 8192)) -> list:
     from kernels import cta_pair_clc_gemm, cta_pair_gemm
 
     rows = []
-    for name, module in (("cta_pair_gemm", cta_pair_gemm), ("cta_pair_clc_gemm", cta_pair_clc_gemm)):
+    for name, module in (
+        ("cta_pair_gemm", cta_pair_gemm),
+        ("cta_pair_clc_gemm", cta_pair_clc_gemm),
+    ):
         print(f"--- {name}")
         check_sweep(module.run, shapes=shapes)
         rows += bench_live(name, sizes=sizes)
@@ -163,10 +186,15 @@ def compiled_elsewhere(arch: str) -> dict:
 
     from kernels import cta_pair_clc_gemm, cta_pair_gemm
 
-    for name, module in (("cta_pair_gemm", cta_pair_gemm), ("cta_pair_clc_gemm", cta_pair_clc_gemm)):
+    for name, module in (
+        ("cta_pair_gemm", cta_pair_gemm),
+        ("cta_pair_clc_gemm", cta_pair_clc_gemm),
+    ):
         (res,) = module.artifacts(arch, torch.bfloat16).resource_usage().values()
-        print(f"{name} compiled for {arch}: {res['registers']} registers per thread, "
-              f"{res['stack_frame_bytes']} B stack; no launch here.")
+        print(
+            f"{name} compiled for {arch}: {res['registers']} registers per thread, "
+            f"{res['stack_frame_bytes']} B stack; no launch here."
+        )
     print("To check and measure them on a B200:")
     print("   python -m kernels.cta_pair_gemm; python -m kernels.cta_pair_clc_gemm")
     print("   pytest -m gpu tests/test_cta_pair_gemms.py")

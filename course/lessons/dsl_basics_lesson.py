@@ -12,6 +12,7 @@ compiling (any machine) or running (a GPU) a few lines of real device code.
 
 The demo device code is below, kept small so the notebook can show all of it.
 """
+
 # no `from __future__ import annotations`: CuTe DSL evaluates the launchers' annotations
 import contextlib
 import io
@@ -26,13 +27,21 @@ from cutlass import Constexpr, Float32, Int32
 
 from course.runtime.live import compile_only, live_or
 from kernels.artifacts import compile_artifacts
-from kernels.host import (arch_for, compile_cached, compile_for, current_stream,
-                          device_capability, fake_stream, gmem_pointer)
+from kernels.host import (
+    arch_for,
+    compile_cached,
+    compile_for,
+    current_stream,
+    device_capability,
+    fake_stream,
+    gmem_pointer,
+)
 
 ARCH = "sm_90a"  # what the CPU compiles for
 
 
 # ---------------------------------------------------------------- static and dynamic values
+
 
 @cute.kernel
 def values_kernel(n: Int32, k: Constexpr):
@@ -59,6 +68,7 @@ def trace_time_prints(n: int = 5, k: int = 8) -> str:
 def run_time_prints(n: int = 5, k: int = 8):
     """Launch `values` (GPU): cute.printf prints from the GPU. Without one, show the PTX
     call that would print (vprintf) and its format string."""
+
     def live():
         compiled = _handle(("values", k), values, Int32(n), current_stream(), k)
         compiled(Int32(n), current_stream())
@@ -73,6 +83,7 @@ def run_time_prints(n: int = 5, k: int = 8):
 
 
 # ---------------------------------------------------------------- control flow
+
 
 @cute.kernel
 def sum_kernel(g: cute.Tensor, out: cute.Tensor, n: Int32, how: Constexpr):
@@ -90,8 +101,9 @@ def sum_kernel(g: cute.Tensor, out: cute.Tensor, n: Int32, how: Constexpr):
 
 
 @cute.jit
-def sum_launch(g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cuda.CUstream,
-               how: Constexpr):
+def sum_launch(
+    g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cuda.CUstream, how: Constexpr
+):
     g = cute.make_tensor(g_ptr, cute.make_layout(n))
     out = cute.make_tensor(out_ptr, cute.make_layout(1))
     sum_kernel(g, out, n, how).launch(grid=[1, 1, 1], block=[1, 1, 1], stream=stream)
@@ -105,12 +117,18 @@ def loop_table(arch: str = ARCH) -> list[dict]:
     p = gmem_pointer(None, torch.float32)
     rows = []
     for how in LOOPS:
-        art = compile_artifacts(("dsl_basics.sum", how), arch, sum_launch, p, p, Int32(8),
-                                fake_stream(), how)
+        art = compile_artifacts(
+            ("dsl_basics.sum", how), arch, sum_launch, p, p, Int32(8), fake_stream(), how
+        )
         back = backward_branches(art.ptx)
-        rows.append({"loop": how, "add.f32": art.count_ptx(r"\badd(\.rn)?\.f32"),
-                     "branches": art.count_ptx(r"\bbra(\.uni)?\b"),
-                     "of them backward (a loop)": back})
+        rows.append(
+            {
+                "loop": how,
+                "add.f32": art.count_ptx(r"\badd(\.rn)?\.f32"),
+                "branches": art.count_ptx(r"\bbra(\.uni)?\b"),
+                "of them backward (a loop)": back,
+            }
+        )
     return rows
 
 
@@ -137,8 +155,7 @@ def branch_kernel(g: cute.Tensor, flag: Int32, static_flag: Constexpr):
 
 
 @cute.jit
-def branch_launch(g_ptr: cute.Pointer, flag: Int32, stream: cuda.CUstream,
-                  static_flag: Constexpr):
+def branch_launch(g_ptr: cute.Pointer, flag: Int32, stream: cuda.CUstream, static_flag: Constexpr):
     g = cute.make_tensor(g_ptr, cute.make_layout(2))
     branch_kernel(g, flag, static_flag).launch(grid=[1, 1, 1], block=[1, 1, 1], stream=stream)
 
@@ -148,12 +165,23 @@ def const_expr_table(arch: str = ARCH) -> list[dict]:
     p = gmem_pointer(None, torch.float32)
     rows = []
     for static_flag in (True, False):
-        art = compile_artifacts(("dsl_basics.branch", static_flag), arch, branch_launch, p,
-                                Int32(1), fake_stream(), static_flag)
-        rows.append({"static_flag": static_flag,
-                     "x 3.0 (Constexpr branch)": art.count_ptx(r"mul.*0f40400000"),
-                     "x 5.0 (dynamic branch)": art.count_ptx(r"mul.*0f40A00000"),
-                     "setp (run-time tests)": art.count_ptx(r"setp\.")})
+        art = compile_artifacts(
+            ("dsl_basics.branch", static_flag),
+            arch,
+            branch_launch,
+            p,
+            Int32(1),
+            fake_stream(),
+            static_flag,
+        )
+        rows.append(
+            {
+                "static_flag": static_flag,
+                "x 3.0 (Constexpr branch)": art.count_ptx(r"mul.*0f40400000"),
+                "x 5.0 (dynamic branch)": art.count_ptx(r"mul.*0f40A00000"),
+                "setp (run-time tests)": art.count_ptx(r"setp\."),
+            }
+        )
     return rows
 
 
@@ -174,19 +202,24 @@ def scale_kernel(gX: cute.Tensor, gOut: cute.Tensor, alpha: Float32):
 
 
 @cute.jit
-def scale(x_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, alpha: Float32,
-          stream: cuda.CUstream):
+def scale(
+    x_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, alpha: Float32, stream: cuda.CUstream
+):
     layout = cute.make_layout((VALUES_PER_THREAD, n // VALUES_PER_THREAD))  # column c: 4 values
     gX, gOut = cute.make_tensor(x_ptr, layout), cute.make_tensor(out_ptr, layout)
     blocks = n // (VALUES_PER_THREAD * THREADS)
-    scale_kernel(gX, gOut, alpha).launch(grid=[blocks, 1, 1], block=[THREADS, 1, 1],
-                                         stream=stream)
+    scale_kernel(gX, gOut, alpha).launch(grid=[blocks, 1, 1], block=[THREADS, 1, 1], stream=stream)
 
 
 def _scale_args(x=None, out=None, alpha: float = 1.0, stream=None):
     n = x.numel() if x is not None else VALUES_PER_THREAD * THREADS
-    return (gmem_pointer(x, torch.float32), gmem_pointer(out, torch.float32), Int32(n),
-            Float32(alpha), stream or fake_stream())
+    return (
+        gmem_pointer(x, torch.float32),
+        gmem_pointer(out, torch.float32),
+        Int32(n),
+        Float32(alpha),
+        stream or fake_stream(),
+    )
 
 
 def scale_ptx(arch: str = ARCH) -> list[str]:
@@ -210,10 +243,12 @@ def scale_check(n: int = 1 << 20, alpha: float = 0.5) -> str:
 
 # ---------------------------------------------------------------- compile once
 
+
 def compile_once(calls: int = 20):
     """Host time per call: calling the @cute.jit function (it traces again each time)
     against calling the handle cute.compile returned (GPU). Without a GPU: the time one trace
     of `scale` takes on this CPU, which an implicit call pays again on every call."""
+
     def live():
         x = torch.randn(VALUES_PER_THREAD * THREADS * 64, device="cuda")
         out = torch.empty_like(x)
@@ -222,8 +257,10 @@ def compile_once(calls: int = 20):
         handle = compile_for(_arch(), scale, *args)
         compile_s = time.perf_counter() - start
         per_call = {}
-        for name, fn in (("scale(...)  (traces every call)", lambda: scale(*args)),
-                         ("handle(...) (compiled once)", lambda: handle(*args))):
+        for name, fn in (
+            ("scale(...)  (traces every call)", lambda: scale(*args)),
+            ("handle(...) (compiled once)", lambda: handle(*args)),
+        ):
             fn()
             torch.cuda.synchronize()
             start = time.perf_counter()
@@ -248,14 +285,17 @@ def compile_once(calls: int = 20):
         trace_ms = (time.perf_counter() - start) / calls * 1e3
         art = compile_artifacts(("dsl_basics.scale",), arch, scale, *args)
         print(f"tracing `scale` again (what every implicit call does): {trace_ms:6.2f} ms per call")
-        print(f"compiling it for {arch} (once, cached after that):    "
-              f"{art.compile_seconds * 1e3:6.2f} ms")
+        print(
+            f"compiling it for {arch} (once, cached after that):    "
+            f"{art.compile_seconds * 1e3:6.2f} ms"
+        )
         return {"trace ms per call": trace_ms}
 
     return live_or("gpu", live, compile_only(compiled_only), label="01.compile_once")
 
 
 # ---------------------------------------------------------------- PTX, SASS, local memory
+
 
 @cute.kernel
 def local_memory_kernel(gX: cute.Tensor, gOut: cute.Tensor, k: Int32):
@@ -269,8 +309,9 @@ def local_memory_kernel(gX: cute.Tensor, gOut: cute.Tensor, k: Int32):
 @cute.jit
 def local_memory(x_ptr: cute.Pointer, out_ptr: cute.Pointer, k: Int32, stream: cuda.CUstream):
     layout = cute.make_layout(256)
-    local_memory_kernel(cute.make_tensor(x_ptr, layout), cute.make_tensor(out_ptr, layout),
-                        k).launch(grid=[1, 1, 1], block=[256, 1, 1], stream=stream)
+    local_memory_kernel(
+        cute.make_tensor(x_ptr, layout), cute.make_tensor(out_ptr, layout), k
+    ).launch(grid=[1, 1, 1], block=[256, 1, 1], stream=stream)
 
 
 @cute.kernel
@@ -286,12 +327,12 @@ def live_values_kernel(g: cute.Tensor, out: cute.Tensor, n: Int32, values: Const
 
 
 @cute.jit
-def live_values(g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cuda.CUstream,
-                values: Constexpr):
+def live_values(
+    g_ptr: cute.Pointer, out_ptr: cute.Pointer, n: Int32, stream: cuda.CUstream, values: Constexpr
+):
     g = cute.make_tensor(g_ptr, cute.make_layout(n))
     out = cute.make_tensor(out_ptr, cute.make_layout(values))
-    live_values_kernel(g, out, n, values).launch(grid=[1, 1, 1], block=[32, 1, 1],
-                                                 stream=stream)
+    live_values_kernel(g, out, n, values).launch(grid=[1, 1, 1], block=[32, 1, 1], stream=stream)
 
 
 SPILL_DEMOS = (200, 320)  # live fp32 values per thread: fits in registers / does not
@@ -300,12 +341,16 @@ SPILL_DEMOS = (200, 320)  # live fp32 values per thread: fits in registers / doe
 def spill_demos(arch: str = ARCH) -> dict:
     """The kernels of section 6 compiled for `arch`: name -> Artifacts."""
     p = gmem_pointer(None, torch.float32)
-    demos = {"scale": compile_artifacts(("dsl_basics.scale",), arch, scale, *_scale_args()),
-             "local_memory (run-time index)": compile_artifacts(
-                 ("dsl_basics.local",), arch, local_memory, p, p, Int32(3), fake_stream())}
+    demos = {
+        "scale": compile_artifacts(("dsl_basics.scale",), arch, scale, *_scale_args()),
+        "local_memory (run-time index)": compile_artifacts(
+            ("dsl_basics.local",), arch, local_memory, p, p, Int32(3), fake_stream()
+        ),
+    }
     for values in SPILL_DEMOS:
         demos[f"live_values, {values} values"] = compile_artifacts(
-            ("dsl_basics.live", values), arch, live_values, p, p, Int32(4), fake_stream(), values)
+            ("dsl_basics.live", values), arch, live_values, p, p, Int32(4), fake_stream(), values
+        )
     return demos
 
 
@@ -315,14 +360,20 @@ def local_memory_report(arch: str = ARCH) -> list[dict]:
     for name, art in spill_demos(arch).items():
         res = next(iter(art.resource_usage().values()))
         local = art.sass_lines(r"\b(STL|LDL)\b")
-        report.append({"kernel": name, "registers": res["registers"],
-                       "stack frame (bytes)": res["stack_frame_bytes"],
-                       "STL/LDL in SASS": len(local),
-                       "first of them": " ".join(local[0].split()[1:]) if local else ""})
+        report.append(
+            {
+                "kernel": name,
+                "registers": res["registers"],
+                "stack frame (bytes)": res["stack_frame_bytes"],
+                "STL/LDL in SASS": len(local),
+                "first of them": " ".join(local[0].split()[1:]) if local else "",
+            }
+        )
     return report
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def _arch() -> str:
     return arch_for(device_capability())
@@ -336,6 +387,7 @@ def _handle(key, jit_fn, *args):
 
 # ---------------------------------------------------------------- occupancy
 
+
 def occupancy_table(report: list[dict], threads: int = 256) -> list[dict]:
     """For each kernel of `report` (local_memory_report), the CTAs of `threads` threads one
     H100 SM would hold with its register count (course.models.occupancy), and what limits
@@ -345,8 +397,14 @@ def occupancy_table(report: list[dict], threads: int = 256) -> list[dict]:
     rows = []
     for r in report:
         occ = occupancy(threads, r["registers"], 0, SM_90)
-        rows.append({"kernel": r["kernel"], "registers": r["registers"],
-                     f"CTAs of {threads} threads per SM": occ.ctas,
-                     "warps per SM": f"{occ.warps} of {SM_90.warps}",
-                     "occupancy": f"{100 * occ.fraction:.3g}%", "limited by": occ.limited_by})
+        rows.append(
+            {
+                "kernel": r["kernel"],
+                "registers": r["registers"],
+                f"CTAs of {threads} threads per SM": occ.ctas,
+                "warps per SM": f"{occ.warps} of {SM_90.warps}",
+                "occupancy": f"{100 * occ.fraction:.3g}%",
+                "limited by": occ.limited_by,
+            }
+        )
     return rows

@@ -4,6 +4,7 @@ with what was recorded on the H100 elsewhere.
   try_config        one configuration: live against cuBLAS, or its compile and record
   recorded_configs  the configurations recorded on the H100, at one size
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -28,8 +29,14 @@ def overrides(module: ModuleType, config: dict) -> dict:
     return {k: v for k, v in config.items() if v != getattr(default, k)}
 
 
-def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
-               arch: str = "sm_90a", label: str | None = None) -> Outcome:
+def try_config(
+    module: ModuleType,
+    kernel: str,
+    config: dict,
+    size: int = 4096,
+    arch: str = "sm_90a",
+    label: str | None = None,
+) -> Outcome:
     """Print the configuration's shared memory and threads; then, on a GPU the kernel
     runs on, time it against cuBLAS at size^3; elsewhere compile it for `arch`, print its
     registers and stack, and the H100's recorded rows for it if there are any. `label`
@@ -47,14 +54,23 @@ def try_config(module: ModuleType, kernel: str, config: dict, size: int = 4096,
             print(f"no H100 measurement at {size}^3 recorded for this configuration")
             return res
         # a measurement is not what this cell did: it gets its own banner and provenance
-        show(Banner(Mode.RECORDED, f"This configuration at {size}^3 in a benchmark run of its "
-                                   f"own, {rec.citation()}; the second line is the SM clock that "
-                                   "run went at:"))
+        show(
+            Banner(
+                Mode.RECORDED,
+                f"This configuration at {size}^3 in a benchmark run of its "
+                f"own, {rec.citation()}; the second line is the SM clock that "
+                "run went at:",
+            )
+        )
         print_rows(rows)
         return res
 
-    return live_or(LADDER[kernel][1], lambda: bench_live(kernel, sizes=(size,), **config),
-                   compile_only(offline, arch=arch), label=label)
+    return live_or(
+        LADDER[kernel][1],
+        lambda: bench_live(kernel, sizes=(size,), **config),
+        compile_only(offline, arch=arch),
+        label=label,
+    )
 
 
 def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list[dict]:
@@ -65,7 +81,9 @@ def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list
         rows, _ = recorded_rows(kernel, config=config)
         for r in rows:
             if r["problem"].startswith(f"{size}x"):
-                print(f"{str(config or 'default'):48s} {r['kernel_tflops']:6.1f} TFLOP/s  "
-                      f"{pct_with_control(r)}")
+                print(
+                    f"{str(config or 'default'):48s} {r['kernel_tflops']:6.1f} TFLOP/s  "
+                    f"{pct_with_control(r)}"
+                )
                 shown.append(r)
     return shown

@@ -1,11 +1,12 @@
 """What the GEMM notebooks (07-13) do with a kernel, in one place.
 
-  check_sweep        fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
-  bench_live         the paired benchmark against cuBLAS at a few sizes (live)
-  recorded_rows      the same numbers from results/gemm.json (fallback)
-  bench_or_recorded  bench_live on a GPU that can, the recorded rows elsewhere (a live cell)
-  compile_report     what the compiler produced: resources, instruction counts, lines
+check_sweep        fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
+bench_live         the paired benchmark against cuBLAS at a few sizes (live)
+recorded_rows      the same numbers from results/gemm.json (fallback)
+bench_or_recorded  bench_live on a GPU that can, the recorded rows elsewhere (a live cell)
+compile_report     what the compiler produced: resources, instruction counts, lines
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -18,13 +19,24 @@ from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, pre
 from course.bench.clocks import describe_clock
 from course.bench.report import pct_with_control
 
-RAGGED = [(128, 256, 64), (1000, 1016, 520), (129, 264, 72), (3000, 2056, 1000), (1, 8, 8),
-          (4096, 4096, 4096)]
+RAGGED = [
+    (128, 256, 64),
+    (1000, 1016, 520),
+    (129, 264, 72),
+    (3000, 2056, 1000),
+    (1, 8, 8),
+    (4096, 4096, 4096),
+]
 
 
-def check_sweep(run: Callable, shapes: Iterable = RAGGED,
-                dtypes=(torch.bfloat16, torch.float16), device: str = "cuda",
-                a_major: str = "k", b_major: str = "k") -> list:
+def check_sweep(
+    run: Callable,
+    shapes: Iterable = RAGGED,
+    dtypes=(torch.bfloat16, torch.float16),
+    device: str = "cuda",
+    a_major: str = "k",
+    b_major: str = "k",
+) -> list:
     """Verdicts of `run(a, b, c)` on every shape and dtype (prints one line each), with
     operands stored `a_major` / `b_major` (see GemmProblem)."""
     verdicts = []
@@ -38,8 +50,9 @@ def check_sweep(run: Callable, shapes: Iterable = RAGGED,
     return verdicts
 
 
-def bench_live(kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5,
-               reps: int = 10, **config) -> list[dict]:
+def bench_live(
+    kernel: str, sizes=(4096,), dtype=torch.bfloat16, rounds: int = 5, reps: int = 10, **config
+) -> list[dict]:
     """Time ladder kernel `kernel` against cuBLAS now, on this GPU (on the operand
     majors it is measured on)."""
     rows = []
@@ -59,23 +72,37 @@ def matches_run(kernel: str, preset: str, dtype: str, config: dict | None):
 
     def match(rec: results.Record) -> bool:
         d = rec.data
-        return (d.get("kernel") == kernel and d.get("dtype") == dtype
-                and d.get("config", {}) == want)
+        return d.get("kernel") == kernel and d.get("dtype") == dtype and d.get("config", {}) == want
+
     return match
 
 
-def recorded_rows(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
-                  config: dict | None = None) -> tuple[list[dict], results.Record | None]:
+def recorded_rows(
+    kernel: str,
+    preset: str = "",
+    dtype: str = "bf16",
+    gpu: str = "H100",
+    config: dict | None = None,
+) -> tuple[list[dict], results.Record | None]:
     """The newest recorded rows for a kernel (and preset / config) on `gpu`."""
     rec = results.latest("gemm", gpu=gpu, match=matches_run(kernel, preset, dtype, config))
     return (rec.data["results"], rec) if rec else ([], None)
 
 
-def recorded_gemm(kernel: str, preset: str = "", dtype: str = "bf16", gpu: str = "H100",
-                  config: dict | None = None) -> Fallback:
+def recorded_gemm(
+    kernel: str,
+    preset: str = "",
+    dtype: str = "bf16",
+    gpu: str = "H100",
+    config: dict | None = None,
+) -> Fallback:
     """The live-cell fallback: that kernel's newest recorded rows, cited in the banner."""
-    return recorded("gemm", gpu=gpu, match=matches_run(kernel, preset, dtype, config),
-                    select=lambda rec: rec.data["results"])
+    return recorded(
+        "gemm",
+        gpu=gpu,
+        match=matches_run(kernel, preset, dtype, config),
+        select=lambda rec: rec.data["results"],
+    )
 
 
 def print_rows(rows: list[dict]) -> None:
@@ -83,30 +110,37 @@ def print_rows(rows: list[dict]) -> None:
     run went at where it was sampled (a ratio can depend on it: notebook 11)."""
     for r in rows:
         clock = describe_clock(r.get("sm_clock") or {})
-        print(f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
-              f"{r['cublas_tflops']:6.1f} -> {pct_with_control(r)}"
-              + (f"\n    {clock}" if clock else ""))
+        print(
+            f"{r['problem']}: {r['kernel_tflops']:6.1f} TFLOP/s vs cuBLAS "
+            f"{r['cublas_tflops']:6.1f} -> {pct_with_control(r)}"
+            + (f"\n    {clock}" if clock else "")
+        )
 
 
-def bench_or_recorded(kernel: str, needs: str, sizes=(2048, 4096, 8192),
-                      preset: str = "") -> Outcome:
+def bench_or_recorded(
+    kernel: str, needs: str, sizes=(2048, 4096, 8192), preset: str = ""
+) -> Outcome:
     """The benchmark cell: `kernel` (and `preset`) against cuBLAS at `sizes` on a GPU that
     satisfies `needs`; elsewhere the rows recorded on the H100, printed the same way."""
     config = {"preset": preset} if preset else {}
-    out = live_or(needs, lambda: bench_live(kernel, sizes=sizes, **config),
-                  recorded_gemm(kernel, preset))
+    out = live_or(
+        needs, lambda: bench_live(kernel, sizes=sizes, **config), recorded_gemm(kernel, preset)
+    )
     if not out.live:
         print_rows(out.value)
     return out
 
 
-def compile_report(art, patterns: dict[str, str], show: int = 2,
-                   sass: Iterable[str] = ()) -> dict[str, int]:
+def compile_report(
+    art, patterns: dict[str, str], show: int = 2, sass: Iterable[str] = ()
+) -> dict[str, int]:
     """Print resources and, per named PTX pattern, its count and first lines; then how
     often each SASS opcode in `sass` occurs."""
     for kernel, res in art.resource_usage().items():
-        print(f"{kernel[:60]}...: {res['registers']} registers/thread, "
-              f"{res['stack_frame_bytes']} B stack (spills), compiled in {art.compile_seconds:.1f} s")
+        print(
+            f"{kernel[:60]}...: {res['registers']} registers/thread, "
+            f"{res['stack_frame_bytes']} B stack (spills), compiled in {art.compile_seconds:.1f} s"
+        )
     counts = {}
     for name, pattern in patterns.items():
         lines = art.ptx_lines(pattern)

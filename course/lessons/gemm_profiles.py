@@ -10,23 +10,32 @@ read the rows from results/profile.json (`python -m course.bench.profile ... --r
   print_rows     one line per row: clock, time, cycles, L2 busy, SM busy, L2 sectors read
   show           both, for a notebook cell
 """
+
 from __future__ import annotations
 
 from course.runtime import results
 from course.runtime.live import Banner, Mode, show as display
 
 L2_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
-COLUMNS = (("SM Frequency", "SM clock"), ("Duration", "time"), ("Elapsed Cycles", "cycles"),
-           ("L2 Cache Throughput", "L2 busy"), ("Compute (SM) Throughput", "SM busy"),
-           (L2_SECTORS, "L2 sectors read"))
+COLUMNS = (
+    ("SM Frequency", "SM clock"),
+    ("Duration", "time"),
+    ("Elapsed Cycles", "cycles"),
+    ("L2 Cache Throughput", "L2 busy"),
+    ("Compute (SM) Throughput", "SM busy"),
+    (L2_SECTORS, "L2 sectors read"),
+)
 
 
 def profiler_banner(citation: str) -> Banner:
     """The banner above Nsight Compute counters: the notebook never runs the profiler (it
     takes the GPU to itself, with its own clock control), so on every machine, an H100
     included, the counters shown are recorded ones."""
-    return Banner(Mode.RECORDED, "Nsight Compute is run outside the notebook (on every machine, "
-                                 f"a GPU included, this cell shows a recording): {citation}.")
+    return Banner(
+        Mode.RECORDED,
+        "Nsight Compute is run outside the notebook (on every machine, "
+        f"a GPU included, this cell shows a recording): {citation}.",
+    )
 
 
 def _value(headline: dict, metric: str) -> str:
@@ -34,8 +43,9 @@ def _value(headline: dict, metric: str) -> str:
     return m["value"] if m else "-"
 
 
-def profile_rows(presets, size: int = 4096, kernel: str = "hopper",
-                 cublas_beside: str | None = "tma_store") -> list[dict]:
+def profile_rows(
+    presets, size: int = 4096, kernel: str = "hopper", cublas_beside: str | None = "tma_store"
+) -> list[dict]:
     """For each preset and clock mode, the newest recorded launch of `kernel` at size^3 as
     {"who", "clock" ("base"/"free"), metric: value..., "record"}; and cuBLAS's launch once
     per clock mode, from the records of preset `cublas_beside` (None: no cuBLAS rows), so
@@ -66,16 +76,23 @@ def _mhz(hz: str) -> str:
 def print_rows(rows: list[dict]) -> None:
     """A table of the rows, then the records they came from (`show` puts a RECORDED banner
     above them)."""
-    print(f"{'':13s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
-          f"{'L2 busy':>8s} {'SM busy':>8s} {'L2 sectors read':>16s}")
+    print(
+        f"{'':13s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
+        f"{'L2 busy':>8s} {'SM busy':>8s} {'L2 sectors read':>16s}"
+    )
     for r in rows:
-        print(f"{r['who']:13s} {r['clock']:6s} {_mhz(r['SM Frequency']):>9s} "
-              f"{r['Duration']:>10s} {r['Elapsed Cycles']:>9s} {r['L2 Cache Throughput']:>7s}% "
-              f"{r['Compute (SM) Throughput']:>7s}% {r[L2_SECTORS]:>16s}")
+        print(
+            f"{r['who']:13s} {r['clock']:6s} {_mhz(r['SM Frequency']):>9s} "
+            f"{r['Duration']:>10s} {r['Elapsed Cycles']:>9s} {r['L2 Cache Throughput']:>7s}% "
+            f"{r['Compute (SM) Throughput']:>7s}% {r[L2_SECTORS]:>16s}"
+        )
     commands = dict.fromkeys(r["record"].citation() for r in rows)
     if commands:
-        print("recorded: " + next(iter(commands)) +
-              (f" (and {len(commands) - 1} more launches like it)" if len(commands) > 1 else ""))
+        print(
+            "recorded: "
+            + next(iter(commands))
+            + (f" (and {len(commands) - 1} more launches like it)" if len(commands) > 1 else "")
+        )
 
 
 def show(presets, size: int = 4096, cublas_beside: str | None = "tma_store") -> list[dict]:
@@ -83,7 +100,11 @@ def show(presets, size: int = 4096, cublas_beside: str | None = "tma_store") -> 
     rows = profile_rows(presets, size, cublas_beside=cublas_beside)
     if rows:
         launches = len({r["record"].citation() for r in rows})
-        display(profiler_banner(f"{len(rows)} launches at {size}^3 in {launches} records of "
-                                "`python -m course.bench.profile`, cited under the table"))
+        display(
+            profiler_banner(
+                f"{len(rows)} launches at {size}^3 in {launches} records of "
+                "`python -m course.bench.profile`, cited under the table"
+            )
+        )
     print_rows(rows)
     return rows

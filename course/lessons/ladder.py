@@ -7,6 +7,7 @@ gives TFLOP/s and % of cuBLAS at each problem size, measured in the same process
 always sees where the current idea puts the kernel. cuBLAS is timed anew in every record, so
 each cell names the cuBLAS it was measured against.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,12 @@ class Rung:
 
 def _matches(rec: results.Record, kernel: str, preset: str, dtype: str) -> bool:
     d = rec.data
-    return (d.get("kernel") == kernel and d.get("config", {}).get("preset", "") == preset
-            and not set(d.get("config", {})) - {"preset"} and d.get("dtype") == dtype)
+    return (
+        d.get("kernel") == kernel
+        and d.get("config", {}).get("preset", "") == preset
+        and not set(d.get("config", {})) - {"preset"}
+        and d.get("dtype") == dtype
+    )
 
 
 def rungs(dtype: str = "bf16", gpu: str | None = "H100") -> list[Rung]:
@@ -46,8 +51,9 @@ def rungs(dtype: str = "bf16", gpu: str | None = "H100") -> list[Rung]:
     out = []
     for rung in ladder.RUNGS:
         found = [r for r in records if _matches(r, rung.gemm, rung.preset, dtype)]
-        out.append(Rung(rung.label, rung.gemm, rung.preset, found[-1] if found else None,
-                        rung.notebook))
+        out.append(
+            Rung(rung.label, rung.gemm, rung.preset, found[-1] if found else None, rung.notebook)
+        )
     return out
 
 
@@ -61,15 +67,23 @@ def table(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100
         cells = []
         for s in sizes:
             row = r.at(s, name)
-            cells.append(f"{pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
-                         f"{row['cublas_tflops']:.0f})" if row else "-")
+            cells.append(
+                f"{pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
+                f"{row['cublas_tflops']:.0f})"
+                if row
+                else "-"
+            )
         when = f"{r.record.gpu}, {r.record.date}" if r.record else "not recorded yet"
         lines.append(f"| {r.label} | " + " | ".join(cells) + f" | {when} |")
     return "\n".join(lines)
 
 
-def figure(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100",
-           highlight: int | None = None):
+def figure(
+    sizes=(2048, 4096, 8192),
+    dtype: str = "bf16",
+    gpu: str | None = "H100",
+    highlight: int | None = None,
+):
     """Bar chart of % of cuBLAS per rung and size (recorded results only); the rungs that
     notebook `highlight` introduces are marked (ValueError if it introduces none)."""
     import matplotlib.pyplot as plt
@@ -78,8 +92,10 @@ def figure(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H10
     name = {"bf16": "bfloat16", "fp16": "float16"}[dtype]
     rs = [r for r in rungs(dtype, gpu) if r.record is not None]
     if highlight is not None and not any(r.notebook == int(highlight) for r in rs):
-        raise ValueError(f"no recorded rung is introduced by notebook {highlight}: the rungs "
-                         f"are {[r.label for r in rs]}")
+        raise ValueError(
+            f"no recorded rung is introduced by notebook {highlight}: the rungs "
+            f"are {[r.label for r in rs]}"
+        )
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(rs), 3) + 1.4))
     y = np.arange(len(rs))
     height = 0.8 / len(sizes)
@@ -87,12 +103,17 @@ def figure(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H10
         vals = [pct_of_cublas(r.at(s, name)) if r.at(s, name) else 0 for r in rs]
         ax.barh(y + i * height, vals, height, label=f"{s}^3")
     ax.axvline(100, color="black", lw=1, ls="--")
-    ax.set_yticks(y + height * (len(sizes) - 1) / 2,
-                  [("▶ " if highlight is not None and r.notebook == int(highlight) else "")
-                   + r.label for r in rs])
+    ax.set_yticks(
+        y + height * (len(sizes) - 1) / 2,
+        [
+            ("▶ " if highlight is not None and r.notebook == int(highlight) else "") + r.label
+            for r in rs
+        ],
+    )
     ax.invert_yaxis()
-    ax.set_xlabel(f"% of cuBLAS ({dtype}): the kernel's TFLOP/s over cuBLAS's, timed in the "
-                  "same rounds")
+    ax.set_xlabel(
+        f"% of cuBLAS ({dtype}): the kernel's TFLOP/s over cuBLAS's, timed in the same rounds"
+    )
     gpus = sorted({r.record.gpu for r in rs})
     ax.set_title(f"The GEMM ladder on {', '.join(gpus) or 'no recorded GPU'}")
     ax.legend(fontsize=8, loc="lower right")

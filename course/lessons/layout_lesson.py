@@ -7,6 +7,7 @@ model's agreement with CuTe.
   painted_by_tile    a zipped_divide of a column-major matrix as an ownership map of tiles
   check_agreement    random layouts and operations: CuTe DSL against course.models.layout
 """
+
 from __future__ import annotations
 
 from course.models import layout as pl
@@ -44,10 +45,12 @@ def painted_by_tile(zipped, matrix_shape, title: str = "") -> Ownership:
     """A zipped_divide ((element), (tile)) -> offset of a column-major matrix, read as
     (tile, element) -> cell: each cell of the matrix labelled by its tile and its index in it."""
     tile_major = pl.Layout((zipped.shape[1], zipped.shape[0]), (zipped.stride[1], zipped.stride[0]))
-    return Ownership.from_tv_layout(tile_major, matrix_shape,
-                                    title=title or f"the {matrix_shape[0]}x{matrix_shape[1]} "
-                                                   "matrix, painted by tile",
-                                    thread_label="tile")
+    return Ownership.from_tv_layout(
+        tile_major,
+        matrix_shape,
+        title=title or f"the {matrix_shape[0]}x{matrix_shape[1]} matrix, painted by tile",
+        thread_label="tile",
+    )
 
 
 def check_agreement(n_per_op: int = 6, seed: int = 2026) -> dict:
@@ -56,9 +59,11 @@ def check_agreement(n_per_op: int = 6, seed: int = 2026) -> dict:
     from course.cute.layout_agreement import agreement
 
     a = agreement(n_per_op=n_per_op, seed=seed)
-    print(f"{a['cases']} random cases: CuTe accepted {a['cute_valid']}, course.models.layout gave "
-          f"the identical layout for {a['identical']}; both refused {a['both_refused']}; "
-          f"mismatches: {len(a['mismatches'])}")
+    print(
+        f"{a['cases']} random cases: CuTe accepted {a['cute_valid']}, course.models.layout gave "
+        f"the identical layout for {a['identical']}; both refused {a['both_refused']}; "
+        f"mismatches: {len(a['mismatches'])}"
+    )
     if a["mismatches"]:
         raise AssertionError(f"course.models.layout differs from CuTe DSL: {a['mismatches'][:5]}")
     return a

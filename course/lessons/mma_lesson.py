@@ -8,6 +8,7 @@ the GPU writes it), the micro-GEMM checked against torch, and the PTX it compile
   mma_sync_lines   the mma.sync instructions of the compiled micro-GEMM (fallback)
   warp_map         which warp of a TiledMMA owns each C element
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,6 +18,7 @@ from course.models.ownership import Ownership
 
 def _kernel():
     from kernels import mma_atom
+
     return mma_atom
 
 
@@ -34,16 +36,20 @@ def fragment_sizes(threads: int = 32) -> dict[str, int]:
     for operand, (rows, cols) in (("A", (m, k)), ("B", (n, k)), ("C", (m, n))):
         per_thread[operand] = len(_pairs(operand)) // threads
         kind = "fp32" if operand == "C" else "bf16"
-        print(f"{operand}: {rows}x{cols} = {rows * cols:3d} values -> {per_thread[operand]} {kind} "
-              f"values per thread")
+        print(
+            f"{operand}: {rows}x{cols} = {rows * cols:3d} values -> {per_thread[operand]} {kind} "
+            f"values per thread"
+        )
     return per_thread
 
 
 def print_row_owners(c_map: Ownership, rows=(0, 1, 4, 8)) -> None:
     """The owner of every element of the given rows of C, and the cells thread 0 holds."""
     for row in rows:
-        print(f"row {row:2d}: " + " ".join(f"T{c_map.thread[row, n]:02d}"
-                                           for n in range(c_map.shape[1])))
+        print(
+            f"row {row:2d}: "
+            + " ".join(f"T{c_map.thread[row, n]:02d}" for n in range(c_map.shape[1]))
+        )
     print("thread 0 holds", sorted((r, c) for r, c, v in c_map.cells_of(0)))
 
 
@@ -58,7 +64,8 @@ def stamp_on_the_executor() -> str:
     from course.execute.ladder_runs import run_mma_stamp
 
     agree = _compare_stamp(*run_mma_stamp(), "the CPU executor")
-    return f"(the stamp kernel ran on the CPU executor: its map {'equals' if agree else 'differs from'} CuTe's)"
+    verdict = "equals" if agree else "differs from"
+    return f"(the stamp kernel ran on the CPU executor: its map {verdict} CuTe's)"
 
 
 def _compare_stamp(owner, value, who: str) -> bool:
@@ -81,8 +88,12 @@ def check_micro_gemm(config=None, dtype: torch.dtype = torch.bfloat16):
     c = mma_atom.micro_gemm(a, b, config)
     torch.cuda.synchronize()
     warps = config.warps_m * config.warps_n
-    verdict = compare(c, a.double() @ b.double().t(), tol=1e-5,
-                      what=f"C = A.B^T, {m}x{n}x{k} {str(dtype).replace('torch.', '')}, {warps} warp(s)")
+    verdict = compare(
+        c,
+        a.double() @ b.double().t(),
+        tol=1e-5,
+        what=f"C = A.B^T, {m}x{n}x{k} {str(dtype).replace('torch.', '')}, {warps} warp(s)",
+    )
     print(verdict)
     return verdict
 
@@ -100,6 +111,10 @@ def warp_map(config) -> Ownership:
     """Which warp of the TiledMMA owns each element of its C tile."""
     m, n, _ = config.shape_mnk
     pairs = _pairs("C", config)
-    return Ownership.from_pairs((m, n), [((t // 32, v), rc) for (t, v), rc in pairs],
-                                title=f"TiledMMA of {config.warps_m}x{config.warps_n} warps: which "
-                                      "warp owns each C element", thread_label="W")
+    return Ownership.from_pairs(
+        (m, n),
+        [((t // 32, v), rc) for (t, v), rc in pairs],
+        title=f"TiledMMA of {config.warps_m}x{config.warps_n} warps: which "
+        "warp owns each C element",
+        thread_label="W",
+    )

@@ -9,6 +9,7 @@ read from L2 once per cluster: an n-fold saving the counters have to confirm or 
   model_vs_counters  per cluster size: requests and L2 sectors against the model's 1/n
   gemm_with_and_without  notebook 11's GEMM with and without multicast, under ncu
 """
+
 from __future__ import annotations
 
 from course.bench import tma_multicast as tma_bench
@@ -45,8 +46,9 @@ def multicast_ptx(arch: str):
 def measure_multicast() -> Outcome:
     """Live on Hopper; elsewhere the recorded timings (printed like the live ones) or, before
     any are recorded, the compiled kernel."""
-    out = live_or("sm_90+", check_and_time,
-                  recorded_or("tma", compile_only(multicast_ptx), RECORD_COMMAND))
+    out = live_or(
+        "sm_90+", check_and_time, recorded_or("tma", compile_only(multicast_ptx), RECORD_COMMAND)
+    )
     if out.mode is Mode.RECORDED:
         tma_bench.print_rows(out.value)
     return out
@@ -58,18 +60,24 @@ def traffic_report() -> results.Record | None:
     that records them."""
     rec = results.latest("tma_traffic")
     if rec is None:
-        print(f"No Nsight Compute measurement recorded yet: run `{TRAFFIC_COMMAND}` on an H100 "
-              "and commit results/tma_traffic.json.")
+        print(
+            f"No Nsight Compute measurement recorded yet: run `{TRAFFIC_COMMAND}` on an H100 "
+            "and commit results/tma_traffic.json."
+        )
         return None
     show(profiler_banner(rec.citation()))
     rounds = sorted({row["rounds"] for row in rec.data.get("rows", []) if "rounds" in row})
     if rounds:
         timed = results.latest("tma")
-        line = (f"one launch of {' / '.join(map(str, rounds))} round(s) per variant, on the "
-                "same grid as the timing above; bytes scale with the rounds")
+        line = (
+            f"one launch of {' / '.join(map(str, rounds))} round(s) per variant, on the "
+            "same grid as the timing above; bytes scale with the rounds"
+        )
         if timed is not None and len(rounds) == 1:
-            line += (f" (the timing ran {timed.data['rounds']}: its model bytes are "
-                     f"{timed.data['rounds'] / rounds[0]:g}x these)")
+            line += (
+                f" (the timing ran {timed.data['rounds']}: its model bytes are "
+                f"{timed.data['rounds'] / rounds[0]:g}x these)"
+            )
         print(line)
     print("\n".join(counter_table(rec.data)))
     print("\n".join(model_vs_counters(rec.data)))
@@ -81,10 +89,8 @@ def traffic_report() -> results.Record | None:
 COUNTERS = {
     "lrc__xbar2lrc_requests_op_read.sum": "read requests the SMs sent towards L2",
     "lrc__request_sectors_op_read_coalescable.sum": "sectors those requests asked for",
-    "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum":
-        "  of which merged by the coalescer (hardware)",  # noqa: E501  (a metric's name)
-    "lrc__request_sectors_op_read_coalescing_type_programmatic.sum":
-        "  of which multicast requests (programmatic)",  # noqa: E501
+    "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum": "  of which merged by the coalescer (hardware)",  # noqa: E501  (a metric's name)
+    "lrc__request_sectors_op_read_coalescing_type_programmatic.sum": "  of which multicast requests (programmatic)",  # noqa: E501
     "lts__t_sectors_srcunit_tex_op_read.sum": "sectors L2 actually read",
     "l1tex__m_xbar2l1tex_read_bytes.sum": "bytes delivered into the SMs",
     "gpu__time_duration.sum": "duration (ns, one launch)",
@@ -96,8 +102,9 @@ ASKED = "lrc__request_sectors_op_read_coalescable.sum"
 
 
 def _ratio(data: dict, cluster: int, metric: str) -> dict | None:
-    return next((r for r in data["ratios"] if r["cluster"] == cluster and r["metric"] == metric),
-                None)
+    return next(
+        (r for r in data["ratios"] if r["cluster"] == cluster and r["metric"] == metric), None
+    )
 
 
 def counter_table(data: dict) -> list[str]:
@@ -109,8 +116,9 @@ def counter_table(data: dict) -> list[str]:
             r = _ratio(data, n, metric)
             if r is not None:
                 ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
-                lines.append(f"  {what:46s} {r['separate']:>12,.0f} {r['multicast']:>14,.0f}"
-                             f"  {ratio}")
+                lines.append(
+                    f"  {what:46s} {r['separate']:>12,.0f} {r['multicast']:>14,.0f}  {ratio}"
+                )
     return lines
 
 
@@ -129,9 +137,11 @@ def model_vs_counters(data: dict) -> list[str]:
             line += f" requests {requests['ratio']:.2f}x;"
         line += f" L2 sectors read {sectors['ratio']:.2f}x"
         if merged is not None and asked is not None and asked["separate"]:
-            line += (f"; separate loads had {merged['separate'] / asked['separate']:.0%} of their "
-                     f"sectors merged by the coalescer, multicast "
-                     f"{merged['multicast'] / max(asked['multicast'], 1):.0%}")
+            line += (
+                f"; separate loads had {merged['separate'] / asked['separate']:.0%} of their "
+                f"sectors merged by the coalescer, multicast "
+                f"{merged['multicast'] / max(asked['multicast'], 1):.0%}"
+            )
         lines.append(line)
     return lines
 

@@ -12,6 +12,7 @@ keeps a hung kernel from freezing the notebook, and what the compiler made of th
   compare_rings         the ring by hand and as PipelineTmaAsync: the same instructions
   check_pipeline_ring   the PipelineTmaAsync version against torch (live)
 """
+
 from __future__ import annotations
 
 import time
@@ -24,6 +25,7 @@ from course.sim import pipeline_sim, ring_protocol
 
 def _tma_gemm():
     from kernels import tma_gemm
+
     return tma_gemm
 
 
@@ -31,8 +33,10 @@ def print_parities(stages: int = 3, k_tiles: int = 9) -> list[tuple[int, int]]:
     """For each k-tile: its stage and trip round the ring, the parity consumers wait for on
     full[s] and the parity the producer's load of it waits for on empty[s]."""
     tma_gemm = _tma_gemm()
-    print("k-tile  stage  trip | consumers wait full[s] for parity | producer's load of it "
-          "waits empty[s] for parity")
+    print(
+        "k-tile  stage  trip | consumers wait full[s] for parity | producer's load of it "
+        "waits empty[s] for parity"
+    )
     parities = []
     for t in range(k_tiles):
         full, empty = tma_gemm.consumer_parity(t, stages), tma_gemm.producer_parity(t, stages)
@@ -41,8 +45,11 @@ def print_parities(stages: int = 3, k_tiles: int = 9) -> list[tuple[int, int]]:
     return parities
 
 
-def print_deadlocks(bugs=("producer_parity", "missing_arrive", "arrival_count", "tx_bytes",
-                          "early_release"), stages: int = 4, k_tiles: int = 12) -> dict:
+def print_deadlocks(
+    bugs=("producer_parity", "missing_arrive", "arrival_count", "tx_bytes", "early_release"),
+    stages: int = 4,
+    k_tiles: int = 12,
+) -> dict:
     """Simulate each mistake: its description, the run's summary, and the diagnosis (the
     most likely cause of a deadlock, or the last line of the explanation otherwise)."""
     sims = {}
@@ -52,8 +59,11 @@ def print_deadlocks(bugs=("producer_parity", "missing_arrive", "arrival_count", 
         print(f"--- {bug}: {pipeline_sim.BUGS[bug]}")
         print(sim.summary())
         lines = sim.explain().splitlines()
-        print(lines[-1] if sim.deadlock is None else
-              next(line for line in lines if line.startswith("Most likely")))
+        print(
+            lines[-1]
+            if sim.deadlock is None
+            else next(line for line in lines if line.startswith("Most likely"))
+        )
     return sims
 
 
@@ -114,19 +124,33 @@ def ring_instructions(arch: str):
     import torch
 
     art = _tma_gemm().artifacts(arch, torch.bfloat16)
-    compile_report(art, {"TMA loads": r"cp\.async\.bulk\.tensor", "barrier init": r"mbarrier\.init",
-                         "arm with bytes": r"mbarrier\.arrive\.expect_tx",
-                         "release (arrive on empty)": r"mbarrier\.arrive\.shared",
-                         "parity waits": r"mbarrier\.try_wait\.parity", "ldmatrix": r"ldmatrix",
-                         "mma.sync": r"mma\.sync", "cp.async (notebook 07)": r"cp\.async\.cg"},
-                   show=1, sass=("UTMALDG", "SYNCS", "LDSM", "HMMA.16816.F32"))
+    compile_report(
+        art,
+        {
+            "TMA loads": r"cp\.async\.bulk\.tensor",
+            "barrier init": r"mbarrier\.init",
+            "arm with bytes": r"mbarrier\.arrive\.expect_tx",
+            "release (arrive on empty)": r"mbarrier\.arrive\.shared",
+            "parity waits": r"mbarrier\.try_wait\.parity",
+            "ldmatrix": r"ldmatrix",
+            "mma.sync": r"mma\.sync",
+            "cp.async (notebook 07)": r"cp\.async\.cg",
+        },
+        show=1,
+        sass=("UTMALDG", "SYNCS", "LDSM", "HMMA.16816.F32"),
+    )
     return art
 
 
-RING_INSTRUCTIONS = {"TMA loads": r"cp\.async\.bulk\.tensor", "barrier init": r"mbarrier\.init",
-                     "arm with bytes": r"mbarrier\.arrive\.expect_tx",
-                     "arrivals": r"mbarrier\.arrive", "parity waits": r"mbarrier\.try_wait",
-                     "ldmatrix": r"ldmatrix", "mma.sync": r"mma\.sync"}
+RING_INSTRUCTIONS = {
+    "TMA loads": r"cp\.async\.bulk\.tensor",
+    "barrier init": r"mbarrier\.init",
+    "arm with bytes": r"mbarrier\.arrive\.expect_tx",
+    "arrivals": r"mbarrier\.arrive",
+    "parity waits": r"mbarrier\.try_wait",
+    "ldmatrix": r"ldmatrix",
+    "mma.sync": r"mma\.sync",
+}
 
 
 def compare_rings(arch: str = "sm_90a") -> dict[str, tuple[int, int]]:
@@ -135,10 +159,14 @@ def compare_rings(arch: str = "sm_90a") -> dict[str, tuple[int, int]]:
     import torch
 
     tma_gemm = _tma_gemm()
-    arts = {ring: tma_gemm.artifacts(arch, torch.bfloat16, tma_gemm.Config(ring=ring))
-            for ring in tma_gemm.RINGS}
-    counts = {name: tuple(arts[ring].count_ptx(pattern) for ring in tma_gemm.RINGS)
-              for name, pattern in RING_INSTRUCTIONS.items()}
+    arts = {
+        ring: tma_gemm.artifacts(arch, torch.bfloat16, tma_gemm.Config(ring=ring))
+        for ring in tma_gemm.RINGS
+    }
+    counts = {
+        name: tuple(arts[ring].count_ptx(pattern) for ring in tma_gemm.RINGS)
+        for name, pattern in RING_INSTRUCTIONS.items()
+    }
     print(f"{'PTX instruction':18s} {'by hand':>8s} {'PipelineTmaAsync':>17s}")
     for name, (hand, lib) in counts.items():
         print(f"{name:18s} {hand:8d} {lib:17d}")

@@ -7,6 +7,7 @@ fitted to the measurement and drawn beside it.
   wgmma_sweeps       the same sweep of notebook 10's WGMMA kernel (recorded), where the math
                      per k-tile is short enough for the loads to show
 """
+
 from __future__ import annotations
 
 from course.bench import stage_sweep as stage_bench
@@ -15,16 +16,18 @@ from course.sim import pipeline_sim
 from course.viz import pipeline_pictures
 
 RECORD_COMMAND = "python -m course.bench stages --record"
-WGMMA_COMMANDS = ("python -m course.bench stages --kernel wgmma --stages 2 3 4 --rounds 10 "
-                  "--record",
-                  "python -m course.bench stages --kernel wgmma --stages 2 3 4 5 6 --rounds 10 "
-                  "--config tile_n=128 --record")
+WGMMA_COMMANDS = (
+    "python -m course.bench stages --kernel wgmma --stages 2 3 4 --rounds 10 --record",
+    "python -m course.bench stages --kernel wgmma --stages 2 3 4 5 6 --rounds 10 "
+    "--config tile_n=128 --record",
+)
 
 
 def _is_sweep(kernel: str, config: dict | None = None):
     """A record predicate: a stage sweep of `kernel` with exactly these Config overrides."""
-    return lambda rec: rec.data["kernel"] == kernel and (rec.data.get("config") or {}) == (
-        config or {})
+    return lambda rec: (
+        rec.data["kernel"] == kernel and (rec.data.get("config") or {}) == (config or {})
+    )
 
 
 def sweep_now(size: int = 4096, stages=(1, 2, 3, 4)) -> dict:
@@ -34,13 +37,17 @@ def sweep_now(size: int = 4096, stages=(1, 2, 3, 4)) -> dict:
     return data
 
 
-def predicted(k_tiles: int = 64, load_latency: float = 600, mma_latency: float = 200,
-              stages=range(1, 5)) -> None:
+def predicted(
+    k_tiles: int = 64, load_latency: float = 600, mma_latency: float = 200, stages=range(1, 5)
+) -> None:
     """Print the simulator's run time at each stage count (nothing measured to return)."""
-    print(f"The simulator's prediction for {k_tiles} k-tiles, load = "
-          f"{load_latency / mma_latency:g} x MMA:")
-    for sim in pipeline_sim.sweep(stages=stages, k_tiles=k_tiles, load_latency=load_latency,
-                                  mma_latency=mma_latency):
+    print(
+        f"The simulator's prediction for {k_tiles} k-tiles, load = "
+        f"{load_latency / mma_latency:g} x MMA:"
+    )
+    for sim in pipeline_sim.sweep(
+        stages=stages, k_tiles=k_tiles, load_latency=load_latency, mma_latency=mma_latency
+    ):
         print("   ", sim.summary())
     return None
 
@@ -48,9 +55,16 @@ def predicted(k_tiles: int = 64, load_latency: float = 600, mma_latency: float =
 def stage_sweep() -> Outcome:
     """Measured now on Hopper; elsewhere the recorded sweep, printed like a live one; before
     one is recorded, the simulator's prediction alone."""
-    out = live_or("sm_90+", sweep_now,
-                  recorded_or("stage_sweep", simulated(predicted, "the pipeline simulator alone"),
-                              RECORD_COMMAND, match=_is_sweep("tma")))
+    out = live_or(
+        "sm_90+",
+        sweep_now,
+        recorded_or(
+            "stage_sweep",
+            simulated(predicted, "the pipeline simulator alone"),
+            RECORD_COMMAND,
+            match=_is_sweep("tma"),
+        ),
+    )
     if out.mode is Mode.RECORDED:
         stage_bench.print_rows(out.value)
     return out
@@ -70,14 +84,21 @@ def calibrated_figure(sweep: Outcome):
     cal = pipeline_sim.calibrate(measured, k_tiles)
     # the times are the whole grid's k-loop in ms: per k-tile that is microseconds
     print(cal.describe(" µs", 1e3, "ms"))
-    sims = pipeline_sim.sweep(stages=range(1, 9), k_tiles=k_tiles,
-                              load_latency=cal.load_latency, mma_latency=cal.mma_latency)
+    sims = pipeline_sim.sweep(
+        stages=range(1, 9),
+        k_tiles=k_tiles,
+        load_latency=cal.load_latency,
+        mma_latency=cal.mma_latency,
+    )
     gpu = sweep.record.gpu if sweep.record is not None else "this GPU"
     # the fit is in the measurement's unit (ms of the whole grid per k-loop), not cycles
-    title = (f"Stage sweep fitted to {gpu}: load {cal.load_latency * 1e3:.2f} µs, MMA "
-             f"{cal.mma_latency * 1e3:.2f} µs per k-tile (whole grid), {k_tiles} k-tiles")
-    return pipeline_pictures.sweep(sims, measured=measured, measured_label=f"measured ({gpu})",
-                                   title=title)
+    title = (
+        f"Stage sweep fitted to {gpu}: load {cal.load_latency * 1e3:.2f} µs, MMA "
+        f"{cal.mma_latency * 1e3:.2f} µs per k-tile (whole grid), {k_tiles} k-tiles"
+    )
+    return pipeline_pictures.sweep(
+        sims, measured=measured, measured_label=f"measured ({gpu})", title=title
+    )
 
 
 def wgmma_sweeps() -> list:

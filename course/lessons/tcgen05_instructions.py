@@ -6,6 +6,7 @@ SASS they become.
   print_ptx_lines  the PTX lines that make it a tcgen05 kernel
   print_sass       the SASS opcodes they become, and the kernel's resources
 """
+
 from __future__ import annotations
 
 import re
@@ -32,16 +33,27 @@ def ptx_counts(art, idesc=None, checks=PTX_CHECKS) -> dict[str, int]:
         print(f"{what:40s} {n:2d}")
     if idesc is not None:
         found = re.search(rf"\b{idesc.encode()}\b", art.ptx) is not None
-        print(f"\nthe hand-built instruction descriptor {idesc.encode()} appears in the PTX: {found}")
+        print(
+            f"\nthe hand-built instruction descriptor {idesc.encode()} appears in the PTX: {found}"
+        )
     return counts
 
 
 def print_ptx_lines(art) -> None:
     """The PTX lines of the TMEM allocator, the MMA, the commit, the TMEM loads and the TMA."""
-    print(f"compiled for {art.arch} in {art.compile_seconds:.2f} s (on this machine; no GPU used)\n")
+    print(
+        f"compiled for {art.arch} in {art.compile_seconds:.2f} s (on this machine; no GPU used)\n"
+    )
     print("PTX lines that matter:")
-    for pattern in (r"tcgen05\.alloc", r"tcgen05\.mma", r"tcgen05\.commit", r"tcgen05\.ld",
-                    r"tcgen05\.wait", r"tcgen05\.dealloc", r"cp\.async\.bulk\.tensor"):
+    for pattern in (
+        r"tcgen05\.alloc",
+        r"tcgen05\.mma",
+        r"tcgen05\.commit",
+        r"tcgen05\.ld",
+        r"tcgen05\.wait",
+        r"tcgen05\.dealloc",
+        r"cp\.async\.bulk\.tensor",
+    ):
         for line in art.ptx_lines(pattern):
             print("   ", re.sub(r"\s+", " ", line)[:150])
 
@@ -52,6 +64,8 @@ def print_sass(art) -> dict:
     for line in art.sass_lines(r"UTCHMMA|UTCBAR|LDTM|UTCATOMSWS|NANOSLEEP(?!\.)|UTMALDG|UTMASTG"):
         print("   ", re.sub(r"\s+", " ", line)[:120])
     (res,) = art.resource_usage().values()
-    print(f"\nregisters per thread: {res['registers']}, stack frame: {res['stack_frame_bytes']} B, "
-          f"static shared memory: {res['shared_bytes']} B (the ring is dynamic shared memory)")
+    print(
+        f"\nregisters per thread: {res['registers']}, stack frame: {res['stack_frame_bytes']} B, "
+        f"static shared memory: {res['shared_bytes']} B (the ring is dynamic shared memory)"
+    )
     return res

@@ -11,14 +11,22 @@ compiler produced for sm_100a is in course.lessons.tcgen05_instructions.
   occupancy              what one CTA occupies on an SM (fallback for the benchmark)
   ragged_report          how the emulator covers a ragged problem: tiles, K-blocks, stores
 """
+
 from __future__ import annotations
 
 from course.emulate import emulate_tcgen05_gemm, random_operands
-from course.emulate.blackwell_memory import TMEM_COLUMNS, TMEM_LANES, Tmem, TmemError, tmem_alloc_columns
+from course.emulate.blackwell_memory import (
+    TMEM_COLUMNS,
+    TMEM_LANES,
+    Tmem,
+    TmemError,
+    tmem_alloc_columns,
+)
 from course.models.tmem_ownership import epilogue_tmem_pairs, warp_of_lane
 
 SHAPES = [(128, 128, 64), (129, 136, 72), (300, 264, 200), (1000, 520, 1032)]
-LIVE_SHAPES = SHAPES + [(4096, 4096, 4096)]   # on the GPU, a full-size problem as well
+LIVE_SHAPES = SHAPES + [(4096, 4096, 4096)]  # on the GPU, a full-size problem as well
+
 
 def accumulator_footprint(tile_m: int = 128, tile_n: int = 256, threads: int = 128) -> dict:
     """An fp32 tile_m x tile_n accumulator: its size, the registers per thread it would take
@@ -26,10 +34,13 @@ def accumulator_footprint(tile_m: int = 128, tile_n: int = 256, threads: int = 1
     kib = tile_m * tile_n * 4 // 1024
     regs = tile_m * tile_n // threads
     print(f"fp32 accumulator {tile_m}x{tile_n}: {kib} KiB")
-    print(f"  in registers of a {threads}-thread warpgroup: {regs} registers per thread "
-          f"(limit 255)")
-    print(f"tensor memory per SM: {TMEM_LANES} lanes x {TMEM_COLUMNS} columns x 4 B = "
-          f"{TMEM_LANES * TMEM_COLUMNS * 4 // 1024} KiB")
+    print(
+        f"  in registers of a {threads}-thread warpgroup: {regs} registers per thread (limit 255)"
+    )
+    print(
+        f"tensor memory per SM: {TMEM_LANES} lanes x {TMEM_COLUMNS} columns x 4 B = "
+        f"{TMEM_LANES * TMEM_COLUMNS * 4 // 1024} KiB"
+    )
     print(f"  the same accumulator uses {tile_n} of its {TMEM_COLUMNS} columns, and no registers")
     return {"kib": kib, "registers_per_thread": regs, "tmem_columns": tile_n}
 
@@ -53,10 +64,12 @@ def allocate(steps, tmem: Tmem | None = None) -> list[tuple[str, int, int]]:
         head = f"{cta}: {what:22s} needs {needed:3d} columns, asks for {cols:3d}"
         try:
             start = tmem.alloc(cols)
-        except TmemError as err:
+        except TmemError:
             free = TMEM_COLUMNS - sum(tmem.allocations.values())
-            print(f"{head} -> does not fit ({free} columns free, no {cols} contiguous): "
-                  f"waits until columns are freed")
+            print(
+                f"{head} -> does not fit ({free} columns free, no {cols} contiguous): "
+                f"waits until columns are freed"
+            )
             continue
         held[cta] = (f"{cta}: {what}", start, cols)
         print(f"{head} -> columns {start}..{start + cols - 1}")
@@ -92,12 +105,16 @@ def epilogue_agreement(sample=(0, 31, 32, 77, 127), tile_n: int = 128) -> bool:
     from_cute = kernel_traces.epilogue_tmem_ownership(tile_n, threads=sample)
     mine = [p for p in pairs if p[0][0] in sample]
     agree = sorted(from_cute) == sorted(mine)
-    print(f"threads {tuple(sample)}: CuTe DSL's layouts and course.models.tmem_ownership agree on "
-          f"{len(from_cute)} (thread, value) -> (lane, column) pairs: {agree}")
+    print(
+        f"threads {tuple(sample)}: CuTe DSL's layouts and course.models.tmem_ownership agree on "
+        f"{len(from_cute)} (thread, value) -> (lane, column) pairs: {agree}"
+    )
     for t in sample:
         cols = [c for (th, v), (lane, c) in pairs if th == t]
-        print(f"thread {t:3d} (warp {t // 32}) reads lane {t:3d}, columns {cols[0]}..{cols[-1]} "
-              f"(lane {t} is warp {warp_of_lane(t)}'s)")
+        print(
+            f"thread {t:3d} (warp {t // 32}) reads lane {t:3d}, columns {cols[0]}..{cols[-1]} "
+            f"(lane {t} is warp {warp_of_lane(t)}'s)"
+        )
     return agree
 
 
@@ -121,9 +138,11 @@ def occupancy(arch: str) -> dict:
 
     plan = tcgen05_gemm.footprint()
     (res,) = tcgen05_gemm.artifacts(arch).resource_usage().values()
-    print(f"one CTA: {plan['threads']} threads x {res['registers']} registers, "
-          f"{(plan['smem_ring_bytes'] + plan['smem_epilogue_bytes']) // 1024} KiB of shared memory "
-          f"(ring + staging), {plan['tmem_columns']} of {TMEM_COLUMNS} TMEM columns")
+    print(
+        f"one CTA: {plan['threads']} threads x {res['registers']} registers, "
+        f"{(plan['smem_ring_bytes'] + plan['smem_epilogue_bytes']) // 1024} KiB of shared memory "
+        f"(ring + staging), {plan['tmem_columns']} of {TMEM_COLUMNS} TMEM columns"
+    )
     print("no timing: nothing was launched, and the course has no Blackwell measurement to show.")
     return {**plan, "registers": res["registers"]}
 
@@ -136,9 +155,13 @@ def ragged_report(m: int = 300, n: int = 264, k: int = 200, seed: int = 1):
     tile_k = run.shape.tile_k
     blocks = -(-k // tile_k)
     real = k - tile_k * (blocks - 1)
-    print(f"grid: {run.grid_tiles[0]} x {run.grid_tiles[1]} tiles of {run.shape.mma_m} x "
-          f"{run.shape.tile_n}, {blocks} K-blocks each (the last one is {real} of {tile_k} "
-          f"columns real, {tile_k - real} zero-filled)")
-    print(f"C is {run.m} x {run.n}: stores per element min {run.writes.min()}, max {run.writes.max()}")
+    print(
+        f"grid: {run.grid_tiles[0]} x {run.grid_tiles[1]} tiles of {run.shape.mma_m} x "
+        f"{run.shape.tile_n}, {blocks} K-blocks each (the last one is {real} of {tile_k} "
+        f"columns real, {tile_k - real} zero-filled)"
+    )
+    print(
+        f"C is {run.m} x {run.n}: stores per element min {run.writes.min()}, max {run.writes.max()}"
+    )
     print(run.check(a, b).exactly_once, "-- every element written exactly once")
     return run

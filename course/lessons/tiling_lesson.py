@@ -10,6 +10,7 @@ checked and timed (or compiled), and why it is slow, in numbers.
   naive_occupancy     the CTAs of it one H100 SM holds, from its compiled register count
   load_reuse          FMAs per load, and how often each element of A and B is fetched
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,15 +36,22 @@ def partition_maps(matrix=(8, 8), tile=(4, 4), threads=(2, 2)) -> dict[str, Owne
         return cute.local_tile(cute.make_identity_tensor(matrix), tile, (0, 0))
 
     def outer():  # (thread, the cells local_partition gives it)
-        return ((i, cute.local_partition(first_tile(), cute.make_layout(threads),
-                                         cutlass.Int32(i))) for i in range(n))
+        return (
+            (i, cute.local_partition(first_tile(), cute.make_layout(threads), cutlass.Int32(i)))
+            for i in range(n)
+        )
 
     def inner():  # (thread, its block from local_tile)
-        return ((i, cute.local_tile(first_tile(), block, (i % threads[0], i // threads[0])))
-                for i in range(n))
+        return (
+            (i, cute.local_tile(first_tile(), block, (i % threads[0], i // threads[0])))
+            for i in range(n)
+        )
 
     maps = {}
-    for name, views in (("local_partition (outer)", outer), ("local_tile per thread (inner)", inner)):
+    for name, views in (
+        ("local_partition (outer)", outer),
+        ("local_tile per thread (inner)", inner),
+    ):
         maps[name] = ownership(tile, views)
         print(f"\n{name}:\n{text_map(maps[name])}")
     return maps
@@ -58,15 +66,18 @@ def tiled_copy_map(thr_shape=(4, 8), val_shape=(4, 1), bits: int = 128) -> Owner
     from course.cute.trace import on_cpu
 
     def copy_tv():
-        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                                   num_bits_per_copy=bits)
-        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout(thr_shape),
-                                        cute.make_layout(val_shape))
+        atom = cute.make_copy_atom(
+            cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=bits
+        )
+        tiled = cute.make_tiled_copy_tv(
+            atom, cute.make_layout(thr_shape), cute.make_layout(val_shape)
+        )
         return tiled.layout_tv_tiled, tuple(int(cute.size(m)) for m in tiled.tiler_mn)
 
     tv, shape = on_cpu(copy_tv)
-    own = Ownership.from_tv_layout(tv, shape, title=f"TiledCopy over a {shape[0]}x{shape[1]} "
-                                                    f"tile, TV layout {tv}")
+    own = Ownership.from_tv_layout(
+        tv, shape, title=f"TiledCopy over a {shape[0]}x{shape[1]} tile, TV layout {tv}"
+    )
     print(f"\nownership of the {shape[0]}x{shape[1]} tile (TV layout {tv}):")
     print(text_map(own))
     return own
@@ -81,8 +92,10 @@ def print_thread_trace(trace: dict) -> None:
     rows = sorted({r for r, _ in trace["c_cells"]})
     cols = sorted({c for _, c in trace["c_cells"]})
     print(f"thread 0 owns C rows {rows} x cols {cols} = {len(trace['c_cells'])} elements")
-    print(f"thread 0 loads A rows {trace['a_rows']} and B rows {trace['b_rows']}, all 8 columns "
-          f"of each K slice")
+    print(
+        f"thread 0 loads A rows {trace['a_rows']} and B rows {trace['b_rows']}, all 8 columns "
+        f"of each K slice"
+    )
     print("registers v0..v7 hold C", trace["c_cells"][:8])
 
 
@@ -93,10 +106,12 @@ def check_and_time(shapes=SHAPES, size: int = 2048) -> tuple[list, list]:
     from kernels import naive_gemm
 
     dtypes = (torch.float32, torch.bfloat16)
-    verdicts = check_sweep(naive_gemm.run, shapes, dtypes=dtypes,
-                           a_major="m", b_major="n")
-    rows = [row for dtype in dtypes
-            for row in bench_live("naive", sizes=(size,), dtype=dtype, rounds=4, reps=5)]
+    verdicts = check_sweep(naive_gemm.run, shapes, dtypes=dtypes, a_major="m", b_major="n")
+    rows = [
+        row
+        for dtype in dtypes
+        for row in bench_live("naive", sizes=(size,), dtype=dtype, rounds=4, reps=5)
+    ]
     return verdicts, rows
 
 
@@ -108,18 +123,24 @@ def naive_instructions(arch: str):
     art = naive_gemm.artifacts(arch, torch.float32)
     usage = next(iter(art.resource_usage().values()))
     sass = art.sass()
-    print(f"compiled for {art.arch} in {art.compile_seconds:.1f} s: {usage['registers']} "
-          f"registers per thread, {usage['stack_frame_bytes']} bytes of stack (no spills), "
-          f"{usage['shared_bytes']} bytes of shared memory")
-    print(f"PTX:  {art.count_ptx(r'fma[.]rn[.]f32')} fma.rn.f32, {art.count_ptx(r'ld[.]global')} "
-          f"ld.global, {art.count_ptx(r'st[.]global')} st.global, e.g.")
+    print(
+        f"compiled for {art.arch} in {art.compile_seconds:.1f} s: {usage['registers']} "
+        f"registers per thread, {usage['stack_frame_bytes']} bytes of stack (no spills), "
+        f"{usage['shared_bytes']} bytes of shared memory"
+    )
+    print(
+        f"PTX:  {art.count_ptx(r'fma[.]rn[.]f32')} fma.rn.f32, {art.count_ptx(r'ld[.]global')} "
+        f"ld.global, {art.count_ptx(r'st[.]global')} st.global, e.g."
+    )
     print("\n".join("   " + line for line in art.ptx_lines(r"fma[.]rn[.]f32")[:3]))
-    print(f"SASS: {sass.count('FFMA')} FFMA, {sass.count('LDG.E')} LDG, {sass.count('STG.E')} STG "
-          f"(the loads and stores appear twice: interior path and predicated edge path)")
-    lines = [line.split('*/')[1].strip() for line in sass.splitlines() if '*/' in line]
-    first_ffma = next(i for i, line in enumerate(lines) if line.startswith('FFMA'))
+    print(
+        f"SASS: {sass.count('FFMA')} FFMA, {sass.count('LDG.E')} LDG, {sass.count('STG.E')} STG "
+        f"(the loads and stores appear twice: interior path and predicated edge path)"
+    )
+    lines = [line.split("*/")[1].strip() for line in sass.splitlines() if "*/" in line]
+    first_ffma = next(i for i, line in enumerate(lines) if line.startswith("FFMA"))
     print("\nSASS around the first FFMA (loads of A and B feeding scalar fused multiply-adds):")
-    print("\n".join("   " + line for line in lines[max(0, first_ffma - 4):first_ffma + 8]))
+    print("\n".join("   " + line for line in lines[max(0, first_ffma - 4) : first_ffma + 8]))
     return art
 
 
@@ -133,24 +154,33 @@ def naive_occupancy(arch: str = "sm_90a", dtype=torch.float32):
     registers = next(iter(art.resource_usage().values()))["registers"]
     threads = naive_gemm.Config().threads
     occ = occupancy(threads, registers, 0, SM_90)
-    print(f"{registers} registers per thread x {threads} threads ({arch}, "
-          f"{str(dtype).replace('torch.', '')}): {occ.summary()}")
+    print(
+        f"{registers} registers per thread x {threads} threads ({arch}, "
+        f"{str(dtype).replace('torch.', '')}): {occ.summary()}"
+    )
     return occ
 
 
-def load_reuse(trace: dict, threads_per_cta: int, a_map: Ownership, m: int, n: int,
-               k: int) -> float:
+def load_reuse(
+    trace: dict, threads_per_cta: int, a_map: Ownership, m: int, n: int, k: int
+) -> float:
     """From a thread trace of an m x n x k problem: FMAs and loads per thread, element loads
     of the whole problem against its distinct elements, and how many threads of a CTA load
     each element of A (from the ownership map of A). Returns FMAs per load."""
-    loads_per_thread = (len(trace["a_rows"]) + len(trace["b_rows"])) * k   # every K column
+    loads_per_thread = (len(trace["a_rows"]) + len(trace["b_rows"])) * k  # every K column
     fmas_per_thread = len(trace["c_cells"]) * k
     threads = threads_per_cta * trace["grid"][0] * trace["grid"][1]
     distinct = m * k + n * k
-    print(f"per thread: {fmas_per_thread} FMAs, {loads_per_thread} loads -> "
-          f"{fmas_per_thread / loads_per_thread:.0f} FMAs per load")
-    print(f"whole problem: {threads * loads_per_thread:,} element loads for {distinct:,} distinct "
-          f"elements of A and B ({threads * loads_per_thread / distinct:.0f}x each)")
-    print(f"each element of A is loaded by {a_map.count.max()} threads of its CTA, in every CTA "
-          f"along N")
+    print(
+        f"per thread: {fmas_per_thread} FMAs, {loads_per_thread} loads -> "
+        f"{fmas_per_thread / loads_per_thread:.0f} FMAs per load"
+    )
+    print(
+        f"whole problem: {threads * loads_per_thread:,} element loads for {distinct:,} distinct "
+        f"elements of A and B ({threads * loads_per_thread / distinct:.0f}x each)"
+    )
+    print(
+        f"each element of A is loaded by {a_map.count.max()} threads of its CTA, in every CTA "
+        f"along N"
+    )
     return fmas_per_thread / loads_per_thread

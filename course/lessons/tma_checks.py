@@ -10,6 +10,7 @@ ones included), dtypes and swizzle modes, and what the compiler made of each ker
 The checks take the kernel module as an argument (default: kernels.tma), so the same
 checks can judge a stand-in on a CPU.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,16 +20,19 @@ from course.models import tensormap
 
 def _tma():
     from kernels import tma
+
     return tma
 
 
 def cases(tma=None) -> list[tuple[str, torch.dtype, object]]:
     """(name, dtype, Config) of every box configuration the checks use."""
     tma = tma or _tma()
-    return [("bf16, 128B swizzle", torch.bfloat16, tma.Config()),
-            ("fp32, 128B swizzle", torch.float32, tma.Config(box_cols=32)),
-            ("bf16, 64B swizzle", torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
-            ("bf16, no swizzle", torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16))]
+    return [
+        ("bf16, 128B swizzle", torch.bfloat16, tma.Config()),
+        ("fp32, 128B swizzle", torch.float32, tma.Config(box_cols=32)),
+        ("bf16, 64B swizzle", torch.bfloat16, tma.Config(box_cols=32, swizzle=64)),
+        ("bf16, no swizzle", torch.bfloat16, tma.Config(box_cols=24, swizzle=0, box_rows=16)),
+    ]
 
 
 SHAPES = [(8192, 8192), (200, 136), (1, 8), (300, 520)]
@@ -54,15 +58,23 @@ def check_loads(tma=None, shapes=SHAPES, device: str = "cuda") -> dict[str, bool
     mosaic = logical.permute(0, 2, 1, 3).reshape(down * rows, across * cols)
     verdicts["view exact"] = torch.equal(mosaic[:100, :72], x)
     verdicts["zeros outside"] = bool((mosaic[100:] == 0).all() and (mosaic[:, 72:] == 0).all())
-    print(f"100x72 view with 7s around it: boxes exact inside {verdicts['view exact']}, "
-          f"zeros outside {verdicts['zeros outside']}")
+    print(
+        f"100x72 view with 7s around it: boxes exact inside {verdicts['view exact']}, "
+        f"zeros outside {verdicts['zeros outside']}"
+    )
     physical = tma.boxes(x, physical=True)
     verdicts["swizzled bytes"] = all(
-        torch.equal(physical[i, j].view(torch.int16).cpu(), torch.as_tensor(
-            tensormap.swizzled_box(logical[i, j].view(torch.int16).cpu(), 128)))
-        for i in range(down) for j in range(across))
-    print(f"raw shared-memory bytes of every box = the 128B swizzle model's permutation: "
-          f"{verdicts['swizzled bytes']}")
+        torch.equal(
+            physical[i, j].view(torch.int16).cpu(),
+            torch.as_tensor(tensormap.swizzled_box(logical[i, j].view(torch.int16).cpu(), 128)),
+        )
+        for i in range(down)
+        for j in range(across)
+    )
+    print(
+        f"raw shared-memory bytes of every box = the 128B swizzle model's permutation: "
+        f"{verdicts['swizzled bytes']}"
+    )
     return verdicts
 
 
@@ -75,23 +87,28 @@ def check_stores(tma=None, shapes=SHAPES, device: str = "cuda") -> dict[str, boo
         for shape in shapes:
             x = torch.randn(shape, device=device).to(dtype)
             buf = torch.full((shape[0] + 3, shape[1] + 16), 7.0, device=device).to(dtype)
-            out = buf[:shape[0], :shape[1]]   # a view: its rows are 16 elements apart
+            out = buf[: shape[0], : shape[1]]  # a view: its rows are 16 elements apart
             tma.store(x, out, cfg)
             outside = buf.clone()
-            outside[:shape[0], :shape[1]] = 7.0
+            outside[: shape[0], : shape[1]] = 7.0
             exact, untouched = torch.equal(out, x), bool((outside == 7.0).all())
             verdicts[f"{name} {shape}"] = exact and untouched
-            print(f"{name:20s} {str(shape):14s} {'exact' if exact else 'WRONG'}, "
-                  f"nothing written outside: {untouched}")
+            print(
+                f"{name:20s} {str(shape):14s} {'exact' if exact else 'WRONG'}, "
+                f"nothing written outside: {untouched}"
+            )
     return verdicts
 
 
 def load_instructions(arch: str):
     """The load kernel's barrier init, arm, TMA load and wait in PTX, and its SASS counts."""
     art = _tma().artifacts(arch, "load")
-    for what, pattern in [("barrier init", r"mbarrier\.init"), ("arm with bytes", r"expect_tx"),
-                          ("the TMA load", r"cp\.async\.bulk\.tensor"),
-                          ("the wait", r"mbarrier\.try_wait")]:
+    for what, pattern in [
+        ("barrier init", r"mbarrier\.init"),
+        ("arm with bytes", r"expect_tx"),
+        ("the TMA load", r"cp\.async\.bulk\.tensor"),
+        ("the wait", r"mbarrier\.try_wait"),
+    ]:
         print(f"{what}:\n    " + "\n    ".join(art.ptx_lines(pattern)[:1]))
     sass = art.sass()
     print("\nSASS:", {op: sass.count(op) for op in ("UTMALDG", "SYNCS", "STG")})

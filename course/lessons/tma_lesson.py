@@ -11,6 +11,7 @@ version of the same map, and the swizzle TMA applies.
   descriptor_ptx         how the descriptor reaches the kernel, in PTX (fallback)
   print_swizzle_agreement  CuTe's swizzle against the model, per mode
 """
+
 from __future__ import annotations
 
 import torch
@@ -31,12 +32,18 @@ def copy_instructions(cfg, elem_bytes: int = 2) -> dict[str, int]:
     16-byte cp.async per thread, against TMA's one box of A and one of B."""
     tile_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * elem_bytes
     cp_async = tile_bytes // 16
-    print(f"one k-tile of a {cfg.tile_m}x{cfg.tile_n} CTA tile, K = {cfg.tile_k}: "
-          f"{tile_bytes:,} bytes of A and B (bf16)")
-    print(f"  cp.async, 16 B each: {cp_async:,} instructions, {cp_async // cfg.threads} "
-          f"per thread, every one with an address the thread computed")
-    print("  TMA: 2 instructions (one box of A, one of B) from one thread; the TMA unit does "
-          "the addresses")
+    print(
+        f"one k-tile of a {cfg.tile_m}x{cfg.tile_n} CTA tile, K = {cfg.tile_k}: "
+        f"{tile_bytes:,} bytes of A and B (bf16)"
+    )
+    print(
+        f"  cp.async, 16 B each: {cp_async:,} instructions, {cp_async // cfg.threads} "
+        f"per thread, every one with an address the thread computed"
+    )
+    print(
+        "  TMA: 2 instructions (one box of A, one of B) from one thread; the TMA unit does "
+        "the addresses"
+    )
     return {"bytes": tile_bytes, "cp.async": cp_async, "tma": 2}
 
 
@@ -44,7 +51,7 @@ def encode_for_real(rows: int = 8192, cols: int = 8192) -> bytes:
     """Encode the example's map for a real (rows, cols) bf16 tensor with the CUDA driver and
     print its 128 opaque bytes (needs a GPU)."""
     x = torch.empty(rows, cols, dtype=torch.bfloat16, device="cuda")
-    args = tensormap.for_tensor(x)   # the example's arguments, with x's real address
+    args = tensormap.for_tensor(x)  # the example's arguments, with x's real address
     data = tensormap.encode(args)
     print(f"globalAddress 0x{args.global_address:x}: {len(data)} bytes")
     print(tensormap.hexdump(data))
@@ -56,8 +63,10 @@ def check_rules(args: tensormap.TensorMapArgs) -> list[str]:
     rules in Python; returns the rules it breaks."""
     print(tensormap.try_encode(args))
     bad = tensormap.rule_violations(args)
-    print("the driver's documented rules, checked in Python: " +
-          ("all satisfied" if not bad else "; ".join(bad)))
+    print(
+        "the driver's documented rules, checked in Python: "
+        + ("all satisfied" if not bad else "; ".join(bad))
+    )
     return bad
 
 
@@ -69,8 +78,9 @@ def print_rejections(cases=REJECTED) -> None:
             print(f"    {why}")
 
 
-def print_cute_tensor_map(rows: int = 8192, cols: int = 8192,
-                          dtype: torch.dtype = torch.bfloat16) -> dict[str, str]:
+def print_cute_tensor_map(
+    rows: int = 8192, cols: int = 8192, dtype: torch.dtype = torch.bfloat16
+) -> dict[str, str]:
     """CuTe DSL's layouts, copy atom and TMA tensor for a (rows, cols) tensor, indented."""
     from course.cute import kernel_traces
 
@@ -98,20 +108,33 @@ def print_map_comparison(found: tensormap.MapComparison) -> None:
     """Which driver encoding CuTe's map is nearest, the bits that differ and whose they are,
     and the verdict: do the bytes that describe the tensor and the box agree?"""
     near = found.nearest
-    print(f"nearest driver encoding: L2 promotion {near.l2_promotion}, OOB fill {near.oob_fill}: "
-          + ("identical" if found.identical else f"{len(found.differing)} bit(s) differ"))
+    print(
+        f"nearest driver encoding: L2 promotion {near.l2_promotion}, OOB fill {near.oob_fill}: "
+        + ("identical" if found.identical else f"{len(found.differing)} bit(s) differ")
+    )
     for byte, bit in found.differing:
         whose = found.owner.get((byte, bit))
-        print(f"  byte {byte} bit {bit}: " + (f"a bit of the driver's {whose} setting" if whose
-                                              else "no argument of cuTensorMapEncodeTiled changes it"))
+        print(
+            f"  byte {byte} bit {bit}: "
+            + (
+                f"a bit of the driver's {whose} setting"
+                if whose
+                else "no argument of cuTensorMapEncodeTiled changes it"
+            )
+        )
     own = sorted({byte for byte, bit in found.differing if (byte, bit) not in found.owner})
     if found.same_tensor_and_box:
-        verdict = ("passed: the same map as the driver's with these settings" if found.identical
-                   else "passed: the maps differ only in bits of the driver's own settings")
+        verdict = (
+            "passed: the same map as the driver's with these settings"
+            if found.identical
+            else "passed: the maps differ only in bits of the driver's own settings"
+        )
     else:
-        verdict = (f"{len(found.differing) - len(found.owner)} of the differing bit(s), in "
-                   f"byte(s) {own}, no setting of the driver's produces: CuTe encodes something "
-                   "of its own there; every other bit agrees or belongs to a setting")
+        verdict = (
+            f"{len(found.differing) - len(found.owner)} of the differing bit(s), in "
+            f"byte(s) {own}, no setting of the driver's produces: CuTe encodes something "
+            "of its own there; every other bit agrees or belongs to a setting"
+        )
     print(f"check: {verdict}")
 
 
@@ -140,8 +163,8 @@ def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> di
         agree[swizzle] = cute_says == model
         row = swizzle or 128  # the widest row the mode takes
         masks = [cute_says[row // 16 * r] % row // 16 for r in range(8)]
-        print(f"{swizzle:3d}B swizzle: CuTe and the model agree on all {len(model)} chunks: "
-              f"{cute_says == model};  rows 0-7 of {row}-byte rows XOR their chunk with {masks}")
+        print(
+            f"{swizzle:3d}B swizzle: CuTe and the model agree on all {len(model)} chunks: "
+            f"{cute_says == model};  rows 0-7 of {row}-byte rows XOR their chunk with {masks}"
+        )
     return agree
-
-

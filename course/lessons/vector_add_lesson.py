@@ -7,6 +7,7 @@ the compile cache saves.
   compiled        the PTX and SASS of the loads, the add and the store (fallback)
   compile_again   a second request of the same configuration, and the compile log
 """
+
 from __future__ import annotations
 
 import time
@@ -23,11 +24,16 @@ SIZES = (1, 255, 257, 1_000_003)
 
 def _kernel():
     from kernels import vector_add
+
     return vector_add
 
 
-def check(add: Callable | None = None, sizes=SIZES, dtypes=(torch.float32, torch.bfloat16),
-          device: str = "cuda") -> list:
+def check(
+    add: Callable | None = None,
+    sizes=SIZES,
+    dtypes=(torch.float32, torch.bfloat16),
+    device: str = "cuda",
+) -> list:
     """Verdicts of `add(a, b, c)` (default: the CuTe kernel) against a + b in float64, on
     fresh random inputs of every size and dtype, c poisoned with NaN first; one line each."""
     add = add or _kernel().run
@@ -48,13 +54,20 @@ def check_and_time(ceiling_gbps: float, n: int = 2**27) -> dict[str, float]:
     vector_add = _kernel()
     check()
     a, b, c = (torch.randn(n, device="cuda") for _ in range(3))
-    t = alternating({"cute": [lambda: vector_add.run(a, b, c)],
-                     "torch": [lambda: torch.add(a, b, out=c)]}, rounds=6, reps=10)
+    t = alternating(
+        {"cute": [lambda: vector_add.run(a, b, c)], "torch": [lambda: torch.add(a, b, out=c)]},
+        rounds=6,
+        reps=10,
+    )
     gbps = {k: 3 * 4 * n / v.median_ms / 1e6 for k, v in t.items()}
-    print(f"\nCuTe vector add: {gbps['cute']:6.0f} GB/s = {100 * gbps['cute'] / ceiling_gbps:3.0f}% "
-          f"of the copy ceiling")
-    print(f"torch a + b:     {gbps['torch']:6.0f} GB/s = {100 * gbps['torch'] / ceiling_gbps:3.0f}% "
-          f"of the copy ceiling")
+    print(
+        f"\nCuTe vector add: {gbps['cute']:6.0f} GB/s = {100 * gbps['cute'] / ceiling_gbps:3.0f}% "
+        f"of the copy ceiling"
+    )
+    print(
+        f"torch a + b:     {gbps['torch']:6.0f} GB/s = {100 * gbps['torch'] / ceiling_gbps:3.0f}% "
+        f"of the copy ceiling"
+    )
     return gbps
 
 
@@ -62,8 +75,10 @@ def compiled(arch: str):
     """Compile the kernel for `arch` and show the loads, the add and the store in PTX and in
     the SASS the GPU would execute."""
     art = _kernel().artifacts(arch, torch.float32)
-    print(f"compiled for {art.arch} in {art.compile_seconds:.2f} s; per-kernel resources: "
-          f"{list(art.resource_usage().values())[0]}")
+    print(
+        f"compiled for {art.arch} in {art.compile_seconds:.2f} s; per-kernel resources: "
+        f"{list(art.resource_usage().values())[0]}"
+    )
     print("\nPTX (virtual ISA) -- the loads, the add and the store:")
     print("\n".join("   " + line for line in art.ptx_lines(r"ld\.global|st\.global|add\.f32|setp")))
     print("\nSASS (what the H100 would execute):")
@@ -78,8 +93,12 @@ def compile_again() -> float:
 
     vector_add = _kernel()
     start = time.perf_counter()
-    live_or("gpu", lambda: vector_add.compile(torch.float32),
-            compile_only(lambda arch: vector_add.artifacts(arch, torch.float32)), quiet=True)
+    live_or(
+        "gpu",
+        lambda: vector_add.compile(torch.float32),
+        compile_only(lambda arch: vector_add.artifacts(arch, torch.float32)),
+        quiet=True,
+    )
     ms = 1e3 * (time.perf_counter() - start)
     print(f"second request: {ms:.3f} ms (cached)")
     for event in COMPILE_LOG:

@@ -4,6 +4,7 @@ notebook states), and what the compiler made of the kernel.
   accumulator_rows    each thread's values and rows, against the store-mapping formula
   wgmma_instructions  the kernel's wgmma, TMA loads and barrier waits in PTX and SASS
 """
+
 from __future__ import annotations
 
 from course.lessons.gemm_lesson import compile_report
@@ -13,8 +14,12 @@ def owner_formula(thread: int) -> list[tuple[int, int]]:
     """The (row, col) cells of a 64x64 fp32 WGMMA accumulator that `thread` holds: rows
     w*16 + lane//4 (+8), columns 16j + 2(lane%4) + {0, 1, 8, 9} for thread = 32w + lane."""
     w, lane = divmod(thread, 32)
-    return sorted((w * 16 + lane // 4 + dr, 16 * j + 2 * (lane % 4) + dc)
-                  for dr in (0, 8) for j in range(4) for dc in (0, 1, 8, 9))
+    return sorted(
+        (w * 16 + lane // 4 + dr, 16 * j + 2 * (lane % 4) + dc)
+        for dr in (0, 8)
+        for j in range(4)
+        for dc in (0, 1, 8, 9)
+    )
 
 
 def accumulator_rows(pairs, threads=(0, 1, 37)) -> dict[int, bool]:
@@ -26,8 +31,10 @@ def accumulator_rows(pairs, threads=(0, 1, 37)) -> dict[int, bool]:
     matches = {}
     for t in threads:
         matches[t] = sorted(owned[t]) == owner_formula(t)
-        print(f"thread {t:3d}: {len(owned[t])} values, rows {sorted({r for r, _ in owned[t]})}, "
-              f"matches formula: {matches[t]}")
+        print(
+            f"thread {t:3d}: {len(owned[t])} values, rows {sorted({r for r, _ in owned[t]})}, "
+            f"matches formula: {matches[t]}"
+        )
     return matches
 
 
@@ -39,7 +46,14 @@ def wgmma_instructions(arch: str):
     from kernels import wgmma_gemm
 
     art = wgmma_gemm.artifacts(arch, torch.bfloat16)
-    compile_report(art, {"wgmma": r"wgmma\.mma_async", "TMA loads": r"cp\.async\.bulk\.tensor",
-                         "mbarrier waits": r"mbarrier\.try_wait"}, show=1,
-                   sass=("HGMMA.64x256x16", "UTMALDG", "SYNCS"))
+    compile_report(
+        art,
+        {
+            "wgmma": r"wgmma\.mma_async",
+            "TMA loads": r"cp\.async\.bulk\.tensor",
+            "mbarrier waits": r"mbarrier\.try_wait",
+        },
+        show=1,
+        sass=("HGMMA.64x256x16", "UTMALDG", "SYNCS"),
+    )
     return art

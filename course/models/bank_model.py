@@ -20,6 +20,7 @@ What it leaves out (and the notebook's measured cases avoid): the extra merging
 some GPUs do for 64/128-bit loads whose lanes repeat addresses in pairs, and stores
 racing loads. Plain Python and numpy, no GPU.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -53,7 +54,9 @@ class Request:
 
     def __post_init__(self):
         if self.width not in PHASE_LANES:
-            raise ValueError(f"access width {self.width} bytes: expected one of {sorted(PHASE_LANES)}")
+            raise ValueError(
+                f"access width {self.width} bytes: expected one of {sorted(PHASE_LANES)}"
+            )
         if len(self.addresses) != WARP:
             raise ValueError(f"a request has {WARP} lanes, got {len(self.addresses)} addresses")
         for lane, a in enumerate(self.addresses):
@@ -62,8 +65,10 @@ class Request:
             if a < 0:
                 raise ValueError(f"lane {lane}: negative address {a}")
             if a % self.width:
-                raise ValueError(f"lane {lane}: address {a} is not aligned to the "
-                                 f"{self.width}-byte access (the hardware would fault)")
+                raise ValueError(
+                    f"lane {lane}: address {a} is not aligned to the "
+                    f"{self.width}-byte access (the hardware would fault)"
+                )
 
     @classmethod
     def of(cls, addresses: Sequence[int | None], width: int, label: str = "") -> "Request":
@@ -143,8 +148,10 @@ class Analysis:
 
     def summary(self) -> str:
         per_phase = ", ".join(str(p.wavefronts) for p in self.phases)
-        return (f"{self.wavefronts} wavefront(s) (ideal {self.ideal}; per phase {per_phase}), "
-                f"{self.conflicts} conflict(s), worst phase {self.degree}-way")
+        return (
+            f"{self.wavefronts} wavefront(s) (ideal {self.ideal}; per phase {per_phase}), "
+            f"{self.conflicts} conflict(s), worst phase {self.degree}-way"
+        )
 
 
 def analyze(request: Request) -> Analysis:
@@ -197,9 +204,14 @@ class Totals:
         return max((a.degree for a in self.analyses), default=0)
 
     def as_dict(self) -> dict:
-        return {"requests": self.requests, "wavefronts": self.wavefronts, "ideal": self.ideal,
-                "conflicts": self.conflicts, "wavefronts_per_request": self.wavefronts_per_request,
-                "worst_degree": self.degree}
+        return {
+            "requests": self.requests,
+            "wavefronts": self.wavefronts,
+            "ideal": self.ideal,
+            "conflicts": self.conflicts,
+            "wavefronts_per_request": self.wavefronts_per_request,
+            "worst_degree": self.degree,
+        }
 
 
 def analyze_all(requests: Iterable[Request]) -> Totals:

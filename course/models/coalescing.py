@@ -12,6 +12,7 @@ is the bytes the lanes asked for over the bytes the sectors hold:
 
 `warp_of(variant)` gives the first request of one warp of each copy in kernels/copies.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,9 +58,11 @@ class Coalescing:
         return self.requested_bytes / self.moved_bytes
 
     def summary(self) -> str:
-        return (f"{len(self.addresses)} lanes x {self.width} B = {self.requested_bytes} B wanted: "
-                f"{len(self.lines)} line(s), {len(self.sectors)} sector(s) = {self.moved_bytes} B "
-                f"moved, {100 * self.efficiency:.1f}% useful")
+        return (
+            f"{len(self.addresses)} lanes x {self.width} B = {self.requested_bytes} B wanted: "
+            f"{len(self.lines)} line(s), {len(self.sectors)} sector(s) = {self.moved_bytes} B "
+            f"moved, {100 * self.efficiency:.1f}% useful"
+        )
 
 
 def analyze(addresses, width: int) -> Coalescing:

@@ -4,6 +4,7 @@ Why C is tiled and why K is walked, in numbers. Traffic here is DRAM traffic und
 the simplest model -- every CTA reads its A and B panels from memory, with no reuse
 through L2 -- so it is an upper bound; notebook 11 measures how much L2 saves.
 """
+
 from __future__ import annotations
 
 import math

@@ -17,6 +17,7 @@ What the descriptor does NOT hold: whether to accumulate. That is the instructio
 `enable_input_d` predicate (the last operand in the PTX), false for the first K-block
 of a tile and true afterwards.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,10 +47,17 @@ class InstructionDescriptor:
             raise ValueError("kind::f16 takes float16/bfloat16 inputs, float16/float32 output")
 
     def encode(self) -> int:
-        return (D_FORMATS[self.d] << 4 | AB_FORMATS[self.a] << 7 | AB_FORMATS[self.b] << 10
-                | int(self.negate_a) << 13 | int(self.negate_b) << 14
-                | int(self.a_mn_major) << 15 | int(self.b_mn_major) << 16
-                | (self.n >> 3) << 17 | (self.m >> 4) << 24)
+        return (
+            D_FORMATS[self.d] << 4
+            | AB_FORMATS[self.a] << 7
+            | AB_FORMATS[self.b] << 10
+            | int(self.negate_a) << 13
+            | int(self.negate_b) << 14
+            | int(self.a_mn_major) << 15
+            | int(self.b_mn_major) << 16
+            | (self.n >> 3) << 17
+            | (self.m >> 4) << 24
+        )
 
     @classmethod
     def decode(cls, value: int) -> "InstructionDescriptor":
@@ -57,18 +65,28 @@ class InstructionDescriptor:
         d = {v: k for k, v in D_FORMATS.items()}
         if value & 0b1111 or value >> 30:
             raise ValueError(f"{value:#x}: sparse, saturating or .ws descriptors are not decoded")
-        return cls(m=((value >> 24) & 0x1F) << 4, n=((value >> 17) & 0x3F) << 3,
-                   a=ab[(value >> 7) & 7], b=ab[(value >> 10) & 7], d=d[(value >> 4) & 3],
-                   a_mn_major=bool(value >> 15 & 1), b_mn_major=bool(value >> 16 & 1),
-                   negate_a=bool(value >> 13 & 1), negate_b=bool(value >> 14 & 1))
+        return cls(
+            m=((value >> 24) & 0x1F) << 4,
+            n=((value >> 17) & 0x3F) << 3,
+            a=ab[(value >> 7) & 7],
+            b=ab[(value >> 10) & 7],
+            d=d[(value >> 4) & 3],
+            a_mn_major=bool(value >> 15 & 1),
+            b_mn_major=bool(value >> 16 & 1),
+            negate_a=bool(value >> 13 & 1),
+            negate_b=bool(value >> 14 & 1),
+        )
 
     def fields(self) -> list[tuple[str, str, int]]:
         """(bits, meaning, value) rows, for printing."""
-        return [("4-5", f"D format ({self.d})", D_FORMATS[self.d]),
-                ("7-9", f"A format ({self.a})", AB_FORMATS[self.a]),
-                ("10-12", f"B format ({self.b})", AB_FORMATS[self.b]),
-                ("13", "negate A", int(self.negate_a)), ("14", "negate B", int(self.negate_b)),
-                ("15", "A major (0 = K)", int(self.a_mn_major)),
-                ("16", "B major (0 = K)", int(self.b_mn_major)),
-                ("17-22", f"N >> 3 (N = {self.n})", self.n >> 3),
-                ("24-28", f"M >> 4 (M = {self.m})", self.m >> 4)]
+        return [
+            ("4-5", f"D format ({self.d})", D_FORMATS[self.d]),
+            ("7-9", f"A format ({self.a})", AB_FORMATS[self.a]),
+            ("10-12", f"B format ({self.b})", AB_FORMATS[self.b]),
+            ("13", "negate A", int(self.negate_a)),
+            ("14", "negate B", int(self.negate_b)),
+            ("15", "A major (0 = K)", int(self.a_mn_major)),
+            ("16", "B major (0 = K)", int(self.b_mn_major)),
+            ("17-22", f"N >> 3 (N = {self.n})", self.n >> 3),
+            ("24-28", f"M >> 4 (M = {self.m})", self.m >> 4),
+        ]

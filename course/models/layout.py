@@ -14,6 +14,7 @@ Conventions are CuTe's:
   * an integer coordinate is read colexicographically (the first mode fastest);
   * `str(layout)` prints exactly as CuTe DSL does, e.g. ``((2,4),(4,2)):((1,8),(2,32))``.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,6 +32,7 @@ class LayoutError(ValueError):
 
 
 # ---------------------------------------------------------------- IntTuple helpers
+
 
 def is_tuple(x: Any) -> bool:
     return isinstance(x, tuple)
@@ -92,7 +94,7 @@ def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe's ceil_div: elementwise, or a tuple divided by an int left to right."""
     if is_tuple(a):
         if is_tuple(b):
-            return tuple(ceil_div(x, y) for x, y in zip(a, b)) + a[len(b):]
+            return tuple(ceil_div(x, y) for x, y in zip(a, b)) + a[len(b) :]
         out, rest = [], b
         for ai in a:
             out.append(ceil_div(ai, rest))
@@ -181,6 +183,7 @@ def _fmt(t: Any) -> str:
 
 # ---------------------------------------------------------------- Layout
 
+
 class Layout:
     """shape:stride, a function from coordinates to offsets."""
 
@@ -216,7 +219,10 @@ class Layout:
         return f"Layout('{self}')"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Layout) and (self.shape, self.stride) == (other.shape, other.stride)
+        return isinstance(other, Layout) and (self.shape, self.stride) == (
+            other.shape,
+            other.stride,
+        )
 
     def __hash__(self) -> int:
         return hash((self.shape, self.stride))
@@ -310,6 +316,7 @@ def append_modes(layout: Layout, n: int) -> Layout:
 
 # ---------------------------------------------------------------- coalesce / filter
 
+
 def _bw_coalesce(shapes: tuple, strides: tuple, new_shape, new_stride) -> Layout:
     for s, d in zip(reversed(shapes), reversed(strides)):
         if s == 1:
@@ -339,8 +346,10 @@ def coalesce(layout: Layout, profile: IntTuple | None = None) -> Layout:
     With a `profile` (like CuTe DSL's `target_profile`), coalesce each mode separately.
     """
     if profile is not None and is_tuple(profile):
-        modes = [coalesce(layout[i], profile[i]) if i < len(profile) else layout[i]
-                 for i in range(layout.rank)]
+        modes = [
+            coalesce(layout[i], profile[i]) if i < len(profile) else layout[i]
+            for i in range(layout.rank)
+        ]
         return _join(modes)
     shapes, strides = flatten(layout.shape), flatten(layout.stride)
     return _bw_coalesce(shapes[:-1], strides[:-1], shapes[-1], strides[-1])
@@ -355,10 +364,12 @@ def _coalesce_x(layout: Layout) -> Layout:
 
 def filter_zeros(layout: Layout) -> Layout:
     """Replace the extent of every stride-0 mode by 1."""
+
     def walk(s, d):
         if is_tuple(s):
             return tuple(walk(x, y) for x, y in zip(s, d))
         return 1 if d == 0 else s
+
     return Layout(walk(layout.shape, layout.stride), layout.stride)
 
 
@@ -368,6 +379,7 @@ def filter_layout(layout: Layout) -> Layout:
 
 
 # ---------------------------------------------------------------- composition
+
 
 def _composition_impl(lshape, lstride, rshape, rstride) -> Layout:
     if is_tuple(rshape):
@@ -380,8 +392,10 @@ def _composition_impl(lshape, lstride, rshape, rstride) -> Layout:
     rest_shape, rest_stride = rshape, rstride
     for curr_shape, curr_stride in zip(lshape[:-1], lstride[:-1]):
         if not (rest_stride % curr_shape == 0 or abs(rest_stride) < curr_shape):
-            raise LayoutError(f"stride divisibility condition fails: {rest_stride} vs extent "
-                              f"{curr_shape} of {_fmt(lshape)}:{_fmt(lstride)}")
+            raise LayoutError(
+                f"stride divisibility condition fails: {rest_stride} vs extent "
+                f"{curr_shape} of {_fmt(lshape)}:{_fmt(lstride)}"
+            )
         next_shape = ceil_div(curr_shape, abs(rest_stride))
         next_stride = ceil_div(abs(rest_stride), curr_shape) * _signum(rest_stride)
         if next_shape == 1 or rest_shape == 1:
@@ -389,8 +403,10 @@ def _composition_impl(lshape, lstride, rshape, rstride) -> Layout:
             continue
         new_shape = min(next_shape, rest_shape)
         if rest_shape % new_shape:
-            raise LayoutError(f"shape divisibility condition fails: {rest_shape} by {new_shape} "
-                              f"in {_fmt(lshape)}:{_fmt(lstride)}")
+            raise LayoutError(
+                f"shape divisibility condition fails: {rest_shape} by {new_shape} "
+                f"in {_fmt(lshape)}:{_fmt(lstride)}"
+            )
         result_shape.append(new_shape)
         result_stride.append(rest_stride * curr_stride)
         rest_shape //= new_shape
@@ -399,8 +415,9 @@ def _composition_impl(lshape, lstride, rshape, rstride) -> Layout:
         return Layout(rest_shape, rest_stride * lstride[-1])
     if rest_shape == 1:
         return Layout(unwrap(tuple(result_shape)), unwrap(tuple(result_stride)))
-    return Layout(tuple(result_shape) + (rest_shape,),
-                  tuple(result_stride) + (rest_stride * lstride[-1],))
+    return Layout(
+        tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * lstride[-1],)
+    )
 
 
 Tiler = Union[Layout, int, tuple, None]
@@ -426,6 +443,7 @@ def composition(lhs: Layout, rhs: Tiler) -> Layout:
 
 
 # ---------------------------------------------------------------- complement / inverses
+
 
 def complement(layout: Layout, cotarget: IntTuple | None = None) -> Layout:
     """The layout that fills the gaps of `layout` up to `cotarget` (default: its cosize)."""
@@ -453,8 +471,12 @@ def complement(layout: Layout, cotarget: IntTuple | None = None) -> Layout:
     result_shape.append(new_shape)
     new_stride = stride[0] * shape[0]
     rest_shape = product(ceil_div(cotarget, new_stride))
-    return coalesce(Layout((tuple(result_shape), rest_shape),
-                           (tuple(result_stride), compact_col_major(rest_shape, new_stride))))
+    return coalesce(
+        Layout(
+            (tuple(result_shape), rest_shape),
+            (tuple(result_stride), compact_col_major(rest_shape, new_stride)),
+        )
+    )
 
 
 def _prefix_products(shapes: tuple) -> list[int]:
@@ -501,11 +523,13 @@ def left_inverse(layout: Layout) -> Layout:
 
 # ---------------------------------------------------------------- divide
 
+
 def _by_mode(layout: Layout, tiler: tuple, op) -> Layout:
     if len(tiler) > layout.rank:
         raise LayoutError(f"tiler {_fmt_tiler(tiler)} has more modes than {layout}")
-    return _join([op(layout[i], tiler[i]) if i < len(tiler) else layout[i]
-                  for i in range(layout.rank)])
+    return _join(
+        [op(layout[i], tiler[i]) if i < len(tiler) else layout[i] for i in range(layout.rank)]
+    )
 
 
 def logical_divide(layout: Layout, tiler: Tiler) -> Layout:
@@ -525,7 +549,7 @@ def _zip2_by(t: IntTuple, guide) -> IntTuple:
         if not is_tuple(t) or len(t) < len(guide):
             raise LayoutError("tiler and layout do not match in rank")
         split = [_zip2_by(t[i], g) for i, g in enumerate(guide)]
-        return (tuple(s[0] for s in split), tuple(s[1] for s in split) + t[len(guide):])
+        return (tuple(s[0] for s in split), tuple(s[1] for s in split) + t[len(guide) :])
     if not (is_tuple(t) and len(t) == 2):
         raise LayoutError("a tiled mode must split into (tile, rest); use a tiler entry for it")
     return t
@@ -564,6 +588,7 @@ def flat_divide(layout: Layout, tiler: Tiler) -> Layout:
 
 
 # ---------------------------------------------------------------- product
+
 
 def logical_product(block: Layout, tiler: Tiler) -> Layout:
     """(block, tiler laid out over the block's complement): copies of `block`, arranged by
@@ -615,6 +640,7 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
 
 # ---------------------------------------------------------------- swizzle
 
+
 @dataclass(frozen=True)
 class Swizzle:
     """Swizzle<B,M,S>: the XOR that moves shared-memory data off colliding banks.
@@ -639,8 +665,9 @@ class Swizzle:
         if self.bits < 0 or self.base < 0:
             raise LayoutError(f"{self}: B and M must be >= 0")
         if abs(self.shift) < self.bits:
-            raise LayoutError(f"{self}: |S| must be >= B, or the source and target bits "
-                              "would overlap")
+            raise LayoutError(
+                f"{self}: |S| must be >= B, or the source and target bits would overlap"
+            )
 
     @property
     def target_mask(self) -> int:
@@ -674,8 +701,10 @@ class Swizzle:
         if self.is_identity:
             return Swizzle(0, max(0, self.base - log), self.shift)
         if self.base < log:
-            raise ValueError(f"{self} keeps only {2 ** self.base}-byte blocks whole: it cannot "
-                             f"be written on {elem_bytes}-byte elements")
+            raise ValueError(
+                f"{self} keeps only {2**self.base}-byte blocks whole: it cannot "
+                f"be written on {elem_bytes}-byte elements"
+            )
         return Swizzle(self.bits, self.base - log, self.shift)
 
     def on_bytes(self, elem_bytes: int) -> "Swizzle":
@@ -701,11 +730,16 @@ class Swizzle:
         """The worked XOR for one offset, as the bit diagram shows it."""
         width = width or max(self.base + abs(self.shift) + self.bits + 1, int(offset).bit_length())
         moved, result = int(self._moved(int(offset))), self(int(offset))
-        return {"offset": int(offset), "source_bits": int(offset & self.source_mask),
-                "moved": moved, "result": result, "width": width,
-                "binary": format(int(offset), f"0{width}b"),
-                "moved_binary": format(moved, f"0{width}b"),
-                "result_binary": format(result, f"0{width}b")}
+        return {
+            "offset": int(offset),
+            "source_bits": int(offset & self.source_mask),
+            "moved": moved,
+            "result": result,
+            "width": width,
+            "binary": format(int(offset), f"0{width}b"),
+            "moved_binary": format(moved, f"0{width}b"),
+            "result_binary": format(result, f"0{width}b"),
+        }
 
     @property
     def cute_str(self) -> str:
@@ -740,9 +774,11 @@ class ComposedLayout:
         return f"ComposedLayout('{self}')"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, ComposedLayout) and
-                (self.swizzle, self.offset, self.layout) ==
-                (other.swizzle, other.offset, other.layout))
+        return isinstance(other, ComposedLayout) and (self.swizzle, self.offset, self.layout) == (
+            other.swizzle,
+            other.offset,
+            other.layout,
+        )
 
     def __hash__(self) -> int:
         return hash((self.swizzle, self.offset, self.layout))
@@ -793,8 +829,9 @@ class _Parser:
         tok = self.peek()
         if tok is None or (expected is not None and tok != expected):
             want = f"'{expected}'" if expected else "more input"
-            raise LayoutError(f"cannot read {self.text!r}: expected {want} at token "
-                              f"{self.pos + 1} ({tok!r})")
+            raise LayoutError(
+                f"cannot read {self.text!r}: expected {want} at token {self.pos + 1} ({tok!r})"
+            )
         self.pos += 1
         return tok
 
@@ -894,19 +931,53 @@ def as_layout(x: Any) -> AnyLayout:
 
 
 OPERATIONS = {
-    "coalesce": coalesce, "composition": composition, "complement": complement,
-    "right_inverse": right_inverse, "left_inverse": left_inverse,
-    "logical_divide": logical_divide, "zipped_divide": zipped_divide,
-    "tiled_divide": tiled_divide, "flat_divide": flat_divide,
-    "logical_product": logical_product, "zipped_product": zipped_product,
-    "tiled_product": tiled_product, "flat_product": flat_product,
-    "blocked_product": blocked_product, "raked_product": raked_product,
+    "coalesce": coalesce,
+    "composition": composition,
+    "complement": complement,
+    "right_inverse": right_inverse,
+    "left_inverse": left_inverse,
+    "logical_divide": logical_divide,
+    "zipped_divide": zipped_divide,
+    "tiled_divide": tiled_divide,
+    "flat_divide": flat_divide,
+    "logical_product": logical_product,
+    "zipped_product": zipped_product,
+    "tiled_product": tiled_product,
+    "flat_product": flat_product,
+    "blocked_product": blocked_product,
+    "raked_product": raked_product,
 }
 
-__all__ = ["Layout", "ComposedLayout", "Swizzle", "LayoutError", "make_layout",
-           "make_layout_row_major", "make_ordered_layout", "coalesce", "composition",
-           "complement", "right_inverse", "left_inverse", "logical_divide", "zipped_divide",
-           "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product",
-           "flat_product", "blocked_product", "raked_product", "crd2idx", "idx2crd",
-           "parse_layout", "parse_tiler", "parse_swizzle", "as_layout", "format_tiler",
-           "filter_layout", "OPERATIONS"]
+__all__ = [
+    "Layout",
+    "ComposedLayout",
+    "Swizzle",
+    "LayoutError",
+    "make_layout",
+    "make_layout_row_major",
+    "make_ordered_layout",
+    "coalesce",
+    "composition",
+    "complement",
+    "right_inverse",
+    "left_inverse",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "crd2idx",
+    "idx2crd",
+    "parse_layout",
+    "parse_tiler",
+    "parse_swizzle",
+    "as_layout",
+    "format_tiler",
+    "filter_layout",
+    "OPERATIONS",
+]

@@ -39,6 +39,7 @@ while more bytes landed than were announced (tx underflow). The tx-count may dip
 zero while arrivals are still pending (a copy can land before its expect_tx), as PTX
 allows.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -95,12 +96,17 @@ class MBarrier:
         if tx < 0:
             raise MBarrierError(f"{self.name}: expect_tx bytes must be >= 0, got {tx}")
         if count > self.pending:
-            waiting = (f" (the phase is complete on arrivals and waits only for {self.tx} more "
-                       f"transaction bytes)" if self.pending == 0 else "")
+            waiting = (
+                f" (the phase is complete on arrivals and waits only for {self.tx} more "
+                f"transaction bytes)"
+                if self.pending == 0
+                else ""
+            )
             raise MBarrierError(
                 f"{self.name}: over-arrival in phase {self.phase}: {count} arrival(s) but only "
                 f"{self.pending} pending of {self.count}{waiting}; more threads arrive than "
-                f"the barrier was initialised for")
+                f"the barrier was initialised for"
+            )
         self.tx += tx
         self.pending -= count
         return self._maybe_complete()
@@ -123,7 +129,8 @@ class MBarrier:
             raise MBarrierError(
                 f"{self.name}: tx underflow in phase {self.phase}: all {self.count} arrivals are "
                 f"in but {-self.tx} more bytes landed than expect_tx announced; the byte count "
-                f"passed to arrive.expect_tx is too small for the copies tracked by this barrier")
+                f"passed to arrive.expect_tx is too small for the copies tracked by this barrier"
+            )
         if self.pending == 0 and self.tx == 0:
             self.phase += 1
             self.pending = self.count
@@ -132,14 +139,21 @@ class MBarrier:
 
     def describe(self) -> str:
         """One line: phase, parity, arrivals and bytes still expected."""
-        tx = f", waiting for {self.tx} more bytes" if self.tx > 0 else (
-            f", {-self.tx} bytes landed ahead of their expect_tx" if self.tx < 0 else "")
-        return (f"{self.name} is in phase {self.phase} (parity {self.parity}) with "
-                f"{self.arrived}/{self.count} arrivals{tx}")
+        tx = (
+            f", waiting for {self.tx} more bytes"
+            if self.tx > 0
+            else (f", {-self.tx} bytes landed ahead of their expect_tx" if self.tx < 0 else "")
+        )
+        return (
+            f"{self.name} is in phase {self.phase} (parity {self.parity}) with "
+            f"{self.arrived}/{self.count} arrivals{tx}"
+        )
 
     def __repr__(self) -> str:
-        return (f"MBarrier({self.name!r}, count={self.count}, phase={self.phase}, "
-                f"arrived={self.arrived}, tx={self.tx})")
+        return (
+            f"MBarrier({self.name!r}, count={self.count}, phase={self.phase}, "
+            f"arrived={self.arrived}, tx={self.tx})"
+        )
 
 
 PRODUCER = "producer"

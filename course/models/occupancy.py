@@ -9,6 +9,7 @@ per warp in units of 256 and the register file is split between the SM's four
 sub-partitions; shared memory is allocated in units of 128 bytes, plus 1 KiB the system
 reserves per CTA.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,8 +65,10 @@ class Occupancy:
         return self.warps / self.sm.warps
 
     def summary(self) -> str:
-        return (f"{self.ctas} CTA(s) per SM = {self.warps} of {self.sm.warps} warps "
-                f"({100 * self.fraction:.3g}% occupancy), limited by {self.limited_by}")
+        return (
+            f"{self.ctas} CTA(s) per SM = {self.warps} of {self.sm.warps} warps "
+            f"({100 * self.fraction:.3g}% occupancy), limited by {self.limited_by}"
+        )
 
 
 def occupancy(threads: int, registers: int, smem_bytes: int = 0, sm: SmLimits = SM_90) -> Occupancy:
@@ -81,8 +84,10 @@ def occupancy(threads: int, registers: int, smem_bytes: int = 0, sm: SmLimits = 
     per_warp = _round_up(max(registers, 1) * WARP, sm.register_unit)
     warps_by_registers = (sm.registers // sm.sub_partitions // per_warp) * sm.sub_partitions
     smem = _round_up(smem_bytes + sm.smem_reserved_per_cta, sm.smem_unit)
-    limits = {"threads": min(sm.threads // (warps * WARP), sm.warps // warps),
-              "CTAs": sm.ctas,
-              "registers": warps_by_registers // warps,
-              "shared memory": sm.smem_bytes // smem}
+    limits = {
+        "threads": min(sm.threads // (warps * WARP), sm.warps // warps),
+        "CTAs": sm.ctas,
+        "registers": warps_by_registers // warps,
+        "shared memory": sm.smem_bytes // smem,
+    }
     return Occupancy(min(limits.values()), limits, warps, sm)

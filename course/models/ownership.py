@@ -12,6 +12,7 @@ Build one from
   * a TV layout: Ownership.from_tv_layout(tv, (rows, cols)), where tv maps
     (thread, value) to the column-major index of a cell, as CuTe's TV layouts do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,20 +34,21 @@ class Ownership:
     title: str = ""
     thread_label: str = "T"  # "T" for threads, "W" for warps, "CTA" ... used in labels
     # every (thread, value, row, col), sorted; empty when built from the arrays alone
-    pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64),
-                              repr=False, compare=False)
+    pairs: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, 4), np.int64), repr=False, compare=False
+    )
 
     # ------------------------------------------------------------ construction
     @classmethod
-    def from_pairs(cls, shape, pairs: Iterable, title: str = "",
-                   thread_label: str = "T") -> "Ownership":
+    def from_pairs(
+        cls, shape, pairs: Iterable, title: str = "", thread_label: str = "T"
+    ) -> "Ownership":
         """pairs: iterable of ((thread, value), (row, col)); duplicates (replication) allowed."""
         flat = [(int(t), int(v), int(r), int(c)) for (t, v), (r, c) in pairs]
         return cls.from_rows(shape, np.array(flat, dtype=np.int64), title, thread_label)
 
     @classmethod
-    def from_rows(cls, shape, rows_tvrc, title: str = "",
-                  thread_label: str = "T") -> "Ownership":
+    def from_rows(cls, shape, rows_tvrc, title: str = "", thread_label: str = "T") -> "Ownership":
         """The same from an (n, 4) integer array of (thread, value, row, col) rows, for
         maps too large to spell out as Python pairs (a CTA tile has 16K of them)."""
         rows, cols = (int(s) for s in shape)
@@ -55,8 +57,9 @@ class Ownership:
             bad = (arr[:, 2] < 0) | (arr[:, 2] >= rows) | (arr[:, 3] < 0) | (arr[:, 3] >= cols)
             if bad.any():
                 t, v, r, c = arr[np.argmax(bad)]
-                raise ValueError(f"{thread_label}{t}/v{v} holds cell ({r}, {c}), outside the "
-                                 f"{rows}x{cols} tile")
+                raise ValueError(
+                    f"{thread_label}{t}/v{v} holds cell ({r}, {c}), outside the {rows}x{cols} tile"
+                )
             if (arr[:, :2] < 0).any():
                 raise ValueError("thread and value indices must be >= 0")
             arr = np.unique(arr, axis=0)  # sorted by thread, then value, row, col
@@ -76,8 +79,9 @@ class Ownership:
         return cls((rows, cols), thread, value, count, title, thread_label, arr)
 
     @classmethod
-    def from_tv_layout(cls, tv, tile_shape, title: str = "",
-                       thread_label: str = "T") -> "Ownership":
+    def from_tv_layout(
+        cls, tv, tile_shape, title: str = "", thread_label: str = "T"
+    ) -> "Ownership":
         """tv: a CuTe TV layout ((thread modes),(value modes)) -> index into tile_shape
         (column-major coordinate of the tile, as CuTe's TV layouts are), evaluated with
         CuTe DSL's own algebra or the course's tested evaluator.
@@ -92,8 +96,9 @@ class Ownership:
         threads, values = lay[0].size, lay[1].size
         idx = lay.offsets().reshape((threads, values), order="F")
         if idx.size and (idx.min() < 0 or idx.max() >= rows * cols):
-            raise ValueError(f"TV layout {lay} reaches index {int(idx.max())}, outside the "
-                             f"{rows}x{cols} tile")
+            raise ValueError(
+                f"TV layout {lay} reaches index {int(idx.max())}, outside the {rows}x{cols} tile"
+            )
         t, v = np.meshgrid(np.arange(threads), np.arange(values), indexing="ij")
         pairs = zip(zip(t.ravel(), v.ravel()), zip(idx.ravel() % rows, idx.ravel() // rows))
         return cls.from_pairs((rows, cols), pairs, title or f"TV layout {lay}", thread_label)
@@ -157,8 +162,10 @@ class Ownership:
         more = f", ... ({len(cells)} in all)" if len(cells) > limit else ""
         rows = sorted({r for r, _, _ in cells})
         cols = sorted({c for _, c, _ in cells})
-        return (f"{lab}{thread} holds {len(cells)} cells: {shown}{more}; rows {_ranges(rows)}, "
-                f"columns {_ranges(cols)}")
+        return (
+            f"{lab}{thread} holds {len(cells)} cells: {shown}{more}; rows {_ranges(rows)}, "
+            f"columns {_ranges(cols)}"
+        )
 
 
 def _ranges(values: list[int]) -> str:
@@ -183,19 +190,22 @@ def text_map(own: Ownership, width: int | None = None) -> str:
     digits = width or len(str(top))
     lab = own.thread_label
     cell_w = len(lab) + digits + 1
-    lines = [(" " * 5 + "".join(f"c{c:<{cell_w}d}"[:cell_w + 1] for c in range(cols))).rstrip()]
+    lines = [(" " * 5 + "".join(f"c{c:<{cell_w}d}"[: cell_w + 1] for c in range(cols))).rstrip()]
     for r in range(rows):
         cells = []
         for c in range(cols):
             t, n = int(own.thread[r, c]), int(own.count[r, c])
-            cells.append((f"{lab}{t:0{digits}d}" if t >= 0 else "." * (len(lab) + digits))
-                         + ("+" if n > 1 else " "))
+            cells.append(
+                (f"{lab}{t:0{digits}d}" if t >= 0 else "." * (len(lab) + digits))
+                + ("+" if n > 1 else " ")
+            )
         lines.append(f"r{r:<4d}" + " ".join(cells).rstrip())
     return "\n".join(lines)
 
 
-def from_thread_value_function(shape, threads: int, values: int, where,
-                               title: str = "", thread_label: str = "T") -> Ownership:
+def from_thread_value_function(
+    shape, threads: int, values: int, where, title: str = "", thread_label: str = "T"
+) -> Ownership:
     """Ownership from a plain function where(thread, value) -> (row, col) (or None)."""
     pairs = []
     for t in range(threads):

@@ -10,6 +10,7 @@ and whose byte addresses the measuring kernel (kernels/smem_banks.py) reads.
 classic 32x32 transpose, 128-bit and 64-bit vectors, the TMA swizzle modes read the
 way ldmatrix reads them, and an mma.sync operand fragment.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ class SmemTile:
 
     def __post_init__(self):
         if self.dtype not in ELEMENT_BYTES:
-            raise ValueError(f"element type {self.dtype!r}: expected one of {sorted(ELEMENT_BYTES)}")
+            raise ValueError(
+                f"element type {self.dtype!r}: expected one of {sorted(ELEMENT_BYTES)}"
+            )
         if self.layout.rank != 2:
             raise ValueError("a tile is 2-D: (rows, cols)")
 
@@ -102,8 +105,10 @@ class Access:
                 r, c = coord
                 last = (r + self.vector - 1, c) if self.along == 0 else (r, c + self.vector - 1)
                 if not (0 <= r and 0 <= c and last[0] < rows and last[1] < cols):
-                    raise ValueError(f"{self.name}: lane {lane} of request {q} reads outside "
-                                     f"the {rows}x{cols} tile at {coord}")
+                    raise ValueError(
+                        f"{self.name}: lane {lane} of request {q} reads outside "
+                        f"the {rows}x{cols} tile at {coord}"
+                    )
                 first = int(offsets[r, c])
                 for k in range(1, self.vector):
                     rr, cc = (r + k, c) if self.along == 0 else (r, c + k)
@@ -111,7 +116,8 @@ class Access:
                         raise ValueError(
                             f"{self.name} on {tile}: lane {lane}'s {self.vector} elements from "
                             f"{coord} are not contiguous in shared memory, so one vector load "
-                            f"cannot read them")
+                            f"cannot read them"
+                        )
                 addrs.append(first)
             out.append(bank_model.Request.of(addrs, self.width(tile), f"{self.name} #{q}"))
         return out
@@ -121,6 +127,7 @@ class Access:
 
 
 # ---------------------------------------------------------------- access patterns
+
 
 def _chunks(n: int) -> list[range]:
     return [range(s, min(s + bank_model.WARP, n)) for s in range(0, n, bank_model.WARP)]
@@ -140,14 +147,16 @@ def columns(shape: tuple[int, int]) -> Access:
     return Access("a warp reads a column", tuple(_pad(q) for q in reqs))
 
 
-def lane_vectors(name: str, lane_coord: Callable[[int], Coord | None], vector: int,
-                 along: int = 1) -> Access:
+def lane_vectors(
+    name: str, lane_coord: Callable[[int], Coord | None], vector: int, along: int = 1
+) -> Access:
     """One request: lane l reads `vector` contiguous elements from lane_coord(l)."""
     return Access(name, (tuple(lane_coord(l) for l in range(bank_model.WARP)),), vector, along)
 
 
-def from_ownership(name: str, pairs: Sequence[tuple[tuple[int, int], Coord]], vector: int,
-                   warp: int = 0) -> Access:
+def from_ownership(
+    name: str, pairs: Sequence[tuple[tuple[int, int], Coord]], vector: int, warp: int = 0
+) -> Access:
     """A TiledCopy/MMA fragment as requests: thread t's values v*vector.. read as one vector.
 
     `pairs` are ((thread, value), (row, col)); only the threads of `warp` are used (every
@@ -175,8 +184,9 @@ def ldmatrix_x4_down_m() -> Access:
     """ldmatrix.x4 of four 8x8 16-bit matrices stacked down M (a tile of at least 32 rows):
     lane l gives the address of row l's first 16-byte chunk; each 8-lane phase is one matrix.
     (Measured with LDS.128 at the same addresses: the same 4 phases of 8 lanes.)"""
-    return lane_vectors("ldmatrix.x4: lane l reads the first 16 bytes of row l",
-                        lambda l: (l, 0), vector=8, along=1)
+    return lane_vectors(
+        "ldmatrix.x4: lane l reads the first 16 bytes of row l", lambda l: (l, 0), vector=8, along=1
+    )
 
 
 def mma_a_fragment() -> Access:
@@ -184,8 +194,11 @@ def mma_a_fragment() -> Access:
     register i of lane l holds the pair at row l//4 + 8*(i%2), cols 2*(l%4) + 8*(i//2)."""
     reqs = []
     for i in range(4):
-        reqs.append(tuple((l // 4 + 8 * (i % 2), 2 * (l % 4) + 8 * (i // 2))
-                          for l in range(bank_model.WARP)))
+        reqs.append(
+            tuple(
+                (l // 4 + 8 * (i % 2), 2 * (l % 4) + 8 * (i // 2)) for l in range(bank_model.WARP)
+            )
+        )
     return Access("mma.sync m16n8k16 A fragment, 32-bit loads", tuple(reqs), vector=2, along=1)
 
 
@@ -207,6 +220,7 @@ def _pad(lanes: Sequence[Coord | None]) -> tuple[Coord | None, ...]:
 
 
 # ---------------------------------------------------------------- the measured cases
+
 
 @dataclass(frozen=True)
 class Case:
@@ -240,7 +254,6 @@ class Case:
         return table
 
 
-
 def _tma_cases() -> list[Case]:
     out = []
     for mode in ("none", "32B", "64B", "128B"):
@@ -248,10 +261,24 @@ def _tma_cases() -> list[Case]:
         lay = Layout.row_major(32, cols)
         access = ldmatrix_x4_down_m()
         if mode != "none":
-            out.append(Case(f"tma_{mode}_plain", f"bf16, {tma_row_bytes(mode)}-byte rows, no swizzle",
-                            SmemTile("bf16", lay), access, "tma"))
-        out.append(Case(f"tma_{mode}", f"bf16, {tma_row_bytes(mode)}-byte rows, TMA swizzle {mode}",
-                        SmemTile("bf16", lay, TMA_SWIZZLES[mode], "bytes"), access, "tma"))
+            out.append(
+                Case(
+                    f"tma_{mode}_plain",
+                    f"bf16, {tma_row_bytes(mode)}-byte rows, no swizzle",
+                    SmemTile("bf16", lay),
+                    access,
+                    "tma",
+                )
+            )
+        out.append(
+            Case(
+                f"tma_{mode}",
+                f"bf16, {tma_row_bytes(mode)}-byte rows, TMA swizzle {mode}",
+                SmemTile("bf16", lay, TMA_SWIZZLES[mode], "bytes"),
+                access,
+                "tma",
+            )
+        )
     return out
 
 
@@ -262,37 +289,98 @@ def build_cases() -> list[Case]:
     rowmajor = Layout.row_major(32, 32)
     mma_tile = Layout.row_major(16, 64)
     cases = [
-        Case("float8x8_rows", "8x8 fp32 (8,8):(1,8), a warp reads each row", SmemTile("fp32", float8x8),
-             rows((8, 8)), "float8x8"),
-        Case("float8x8_rows_swizzled", "the same tile composed with Swizzle<3,2,3>, rows",
-             SmemTile("fp32", float8x8, Swizzle(3, 2, 3)), rows((8, 8)), "float8x8"),
-        Case("float8x8_columns", "8x8 fp32 (8,8):(1,8), a warp reads each column",
-             SmemTile("fp32", float8x8), columns((8, 8)), "float8x8"),
-        Case("transpose_rows", "32x32 fp32 (32,32):(1,32), rows (a transpose's reads)",
-             SmemTile("fp32", t32), rows((32, 32)), "transpose"),
-        Case("transpose_rows_padded", "32x32 fp32 padded (32,32):(1,33), rows",
-             SmemTile("fp32", Layout.col_major(32, 32, ld=33)), rows((32, 32)), "transpose"),
-        Case("transpose_rows_swizzled", "32x32 fp32 with Swizzle<5,0,5>, rows",
-             SmemTile("fp32", t32, Swizzle(5, 0, 5)), rows((32, 32)), "transpose"),
-        Case("tiled_copy_128", "notebook 04's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
-             SmemTile("fp32", Layout.col_major(16, 8)), tiled_copy_16x8_fragment(), "vector"),
-        Case("vec128_rows", "32x32 fp32 row-major, lane l reads row l's first 16 bytes",
-             SmemTile("fp32", rowmajor),
-             lane_vectors("lane l: 4 floats of row l", lambda l: (l, 0), 4), "vector"),
-        Case("vec128_rows_swizzled", "the same with Swizzle<3,2,3>",
-             SmemTile("fp32", rowmajor, Swizzle(3, 2, 3)),
-             lane_vectors("lane l: 4 floats of row l", lambda l: (l, 0), 4), "vector"),
-        Case("vec64_contiguous", "64-bit: lane l reads floats 2l, 2l+1",
-             SmemTile("fp32", Layout.row_major(32, 2)),
-             lane_vectors("lane l: 2 floats of row l", lambda l: (l, 0), 2), "vector"),
-        Case("vec64_strided", "64-bit: lane l reads floats 4l, 4l+1 (16-byte stride)",
-             SmemTile("fp32", Layout.row_major(32, 4)),
-             lane_vectors("lane l: 2 floats of row l", lambda l: (l, 0), 2), "vector"),
+        Case(
+            "float8x8_rows",
+            "8x8 fp32 (8,8):(1,8), a warp reads each row",
+            SmemTile("fp32", float8x8),
+            rows((8, 8)),
+            "float8x8",
+        ),
+        Case(
+            "float8x8_rows_swizzled",
+            "the same tile composed with Swizzle<3,2,3>, rows",
+            SmemTile("fp32", float8x8, Swizzle(3, 2, 3)),
+            rows((8, 8)),
+            "float8x8",
+        ),
+        Case(
+            "float8x8_columns",
+            "8x8 fp32 (8,8):(1,8), a warp reads each column",
+            SmemTile("fp32", float8x8),
+            columns((8, 8)),
+            "float8x8",
+        ),
+        Case(
+            "transpose_rows",
+            "32x32 fp32 (32,32):(1,32), rows (a transpose's reads)",
+            SmemTile("fp32", t32),
+            rows((32, 32)),
+            "transpose",
+        ),
+        Case(
+            "transpose_rows_padded",
+            "32x32 fp32 padded (32,32):(1,33), rows",
+            SmemTile("fp32", Layout.col_major(32, 32, ld=33)),
+            rows((32, 32)),
+            "transpose",
+        ),
+        Case(
+            "transpose_rows_swizzled",
+            "32x32 fp32 with Swizzle<5,0,5>, rows",
+            SmemTile("fp32", t32, Swizzle(5, 0, 5)),
+            rows((32, 32)),
+            "transpose",
+        ),
+        Case(
+            "tiled_copy_128",
+            "notebook 04's TiledCopy fragment: 16x8 fp32, 16 bytes per thread",
+            SmemTile("fp32", Layout.col_major(16, 8)),
+            tiled_copy_16x8_fragment(),
+            "vector",
+        ),
+        Case(
+            "vec128_rows",
+            "32x32 fp32 row-major, lane l reads row l's first 16 bytes",
+            SmemTile("fp32", rowmajor),
+            lane_vectors("lane l: 4 floats of row l", lambda l: (l, 0), 4),
+            "vector",
+        ),
+        Case(
+            "vec128_rows_swizzled",
+            "the same with Swizzle<3,2,3>",
+            SmemTile("fp32", rowmajor, Swizzle(3, 2, 3)),
+            lane_vectors("lane l: 4 floats of row l", lambda l: (l, 0), 4),
+            "vector",
+        ),
+        Case(
+            "vec64_contiguous",
+            "64-bit: lane l reads floats 2l, 2l+1",
+            SmemTile("fp32", Layout.row_major(32, 2)),
+            lane_vectors("lane l: 2 floats of row l", lambda l: (l, 0), 2),
+            "vector",
+        ),
+        Case(
+            "vec64_strided",
+            "64-bit: lane l reads floats 4l, 4l+1 (16-byte stride)",
+            SmemTile("fp32", Layout.row_major(32, 4)),
+            lane_vectors("lane l: 2 floats of row l", lambda l: (l, 0), 2),
+            "vector",
+        ),
         *_tma_cases(),
-        Case("mma_a", "16x64 bf16 row-major (128-byte rows), mma.sync A fragment",
-             SmemTile("bf16", mma_tile), mma_a_fragment(), "mma"),
-        Case("mma_a_swizzled", "the same tile with the TMA 128B swizzle",
-             SmemTile("bf16", mma_tile, TMA_SWIZZLES["128B"], "bytes"), mma_a_fragment(), "mma"),
+        Case(
+            "mma_a",
+            "16x64 bf16 row-major (128-byte rows), mma.sync A fragment",
+            SmemTile("bf16", mma_tile),
+            mma_a_fragment(),
+            "mma",
+        ),
+        Case(
+            "mma_a_swizzled",
+            "the same tile with the TMA 128B swizzle",
+            SmemTile("bf16", mma_tile, TMA_SWIZZLES["128B"], "bytes"),
+            mma_a_fragment(),
+            "mma",
+        ),
     ]
     return cases
 

@@ -16,6 +16,7 @@ offset. The *unit* of that offset matters and this module never guesses it:
 element-offset swizzle (M shrinks by log2(elem_bytes)). Everything here is plain
 Python/numpy; tests/test_swizzle.py checks it against CuTe DSL's own algebra.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -14,6 +14,7 @@ CuTe DSL installs); without an NVIDIA driver it raises DriverUnavailable and
 `try_encode` says so. `rule_violations(args)` checks the driver's documented rules
 in Python, so a CPU-only reader can see why an argument set would be rejected.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -21,11 +22,19 @@ from typing import Callable
 
 # element type -> (driver enum suffix, bytes)
 DTYPES = {
-    "bf16": ("BFLOAT16", 2), "fp16": ("FLOAT16", 2), "fp32": ("FLOAT32", 4),
-    "u8": ("UINT8", 1), "i32": ("INT32", 4),
+    "bf16": ("BFLOAT16", 2),
+    "fp16": ("FLOAT16", 2),
+    "fp32": ("FLOAT32", 4),
+    "u8": ("UINT8", 1),
+    "i32": ("INT32", 4),
 }
-TORCH_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "uint8": "u8",
-               "int32": "i32"}
+TORCH_NAMES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "uint8": "u8",
+    "int32": "i32",
+}
 SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
 L2_PROMOTIONS = ("NONE", "L2_64B", "L2_128B", "L2_256B")
 OOB_FILLS = ("NONE", "NAN_REQUEST_ZERO_FMA")
@@ -76,11 +85,16 @@ class TensorMapArgs:
 
     def call(self) -> str:
         """The call as C, one argument per line, each with what it means."""
+
         def tup(xs):
             return "{" + ", ".join(map(str, xs)) + "}"
+
         args = [
             ("&tensorMap", "out: 128 opaque bytes"),
-            (f"CU_TENSOR_MAP_DATA_TYPE_{DTYPES[self.dtype][0]}", f"{self.elem_bytes}-byte elements"),
+            (
+                f"CU_TENSOR_MAP_DATA_TYPE_{DTYPES[self.dtype][0]}",
+                f"{self.elem_bytes}-byte elements",
+            ),
             (f"{self.rank}", "tensorRank"),
             (f"(void*)0x{self.global_address:x}", "globalAddress (16-byte aligned)"),
             (tup(self.global_dim), "globalDim: elements, fastest dimension first"),
@@ -93,14 +107,24 @@ class TensorMapArgs:
             (f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{self.oob_fill}", "out-of-bounds fill"),
         ]
         width = max(len(a) for a, _ in args) + 1
-        body = [f"    {(a + ('' if i == len(args) - 1 else ',')).ljust(width)}  // {why}"
-                for i, (a, why) in enumerate(args)]
+        body = [
+            f"    {(a + ('' if i == len(args) - 1 else ',')).ljust(width)}  // {why}"
+            for i, (a, why) in enumerate(args)
+        ]
         return "\n".join(["cuTensorMapEncodeTiled("] + body + [");"])
 
 
-def tiled(rows: int, cols: int, dtype: str = "bf16", box: tuple[int, int] = (64, 64),
-          swizzle: int = 128, ld: int | None = None, address: int = 0,
-          l2_promotion: str = "NONE", oob_fill: str = "NONE") -> TensorMapArgs:
+def tiled(
+    rows: int,
+    cols: int,
+    dtype: str = "bf16",
+    box: tuple[int, int] = (64, 64),
+    swizzle: int = 128,
+    ld: int | None = None,
+    address: int = 0,
+    l2_promotion: str = "NONE",
+    oob_fill: str = "NONE",
+) -> TensorMapArgs:
     """Arguments for a row-major (rows, cols) matrix with row stride `ld` elements,
     moved in boxes of box = (box_rows, box_cols)."""
     if dtype not in DTYPES:
@@ -111,10 +135,17 @@ def tiled(rows: int, cols: int, dtype: str = "bf16", box: tuple[int, int] = (64,
         raise ValueError(f"l2_promotion in {L2_PROMOTIONS}, oob_fill in {OOB_FILLS}")
     elem = DTYPES[dtype][1]
     ld = cols if ld is None else ld
-    return TensorMapArgs(dtype=dtype, global_address=address, global_dim=(cols, rows),
-                         global_strides=(ld * elem,), box_dim=(box[1], box[0]),
-                         element_strides=(1, 1), swizzle=SWIZZLES[swizzle],
-                         l2_promotion=l2_promotion, oob_fill=oob_fill)
+    return TensorMapArgs(
+        dtype=dtype,
+        global_address=address,
+        global_dim=(cols, rows),
+        global_strides=(ld * elem,),
+        box_dim=(box[1], box[0]),
+        element_strides=(1, 1),
+        swizzle=SWIZZLES[swizzle],
+        l2_promotion=l2_promotion,
+        oob_fill=oob_fill,
+    )
 
 
 # The course's example tensor map: 128 x 128 boxes of 64 x 64 bf16 (128B swizzle) cover an
@@ -145,8 +176,9 @@ def rule_violations(args: TensorMapArgs) -> list[str]:
         bad.append(f"boxDim[0] x element size = {inner} B must be a multiple of 16")
     span = {"NONE": None, "32B": 32, "64B": 64, "128B": 128}[args.swizzle]
     if args.interleave == "NONE" and span is not None and inner > span:
-        bad.append(f"the box's inner dimension ({inner} B) must be <= the {args.swizzle} "
-                   "swizzle span")
+        bad.append(
+            f"the box's inner dimension ({inner} B) must be <= the {args.swizzle} swizzle span"
+        )
     for d, e in enumerate(args.element_strides):
         if not 1 <= e <= 8:
             bad.append(f"elementStrides[{d}] = {e} must be in [1, 8]")
@@ -161,8 +193,10 @@ def _driver():
     try:
         (err,) = drv.cuInit(0)
     except Exception as exc:  # no libcuda.so: a machine without an NVIDIA driver
-        raise DriverUnavailable(f"no NVIDIA driver on this machine ({type(exc).__name__}: "
-                                f"{str(exc).split('. ')[0][:160]})") from exc
+        raise DriverUnavailable(
+            f"no NVIDIA driver on this machine ({type(exc).__name__}: "
+            f"{str(exc).split('. ')[0][:160]})"
+        ) from exc
     if err != drv.CUresult.CUDA_SUCCESS:
         raise DriverUnavailable(f"cuInit(0) failed: {err.name}")
     return drv
@@ -174,17 +208,22 @@ def encode(args: TensorMapArgs) -> bytes:
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     err, tmap = drv.cuTensorMapEncodeTiled(
         getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{DTYPES[args.dtype][0]}"),
-        args.rank, args.global_address, [u64(g) for g in args.global_dim],
-        [u64(s) for s in args.global_strides], [u32(b) for b in args.box_dim],
+        args.rank,
+        args.global_address,
+        [u64(g) for g in args.global_dim],
+        [u64(s) for s in args.global_strides],
+        [u32(b) for b in args.box_dim],
         [u32(e) for e in args.element_strides],
         getattr(drv.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{args.interleave}"),
         getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
         getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{args.l2_promotion}"),
-        getattr(drv.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+        getattr(drv.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"),
+    )
     if err != drv.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled rejected the arguments: {err.name}"
-                         + (f" ({'; '.join(rule_violations(args))})"
-                            if rule_violations(args) else ""))
+        raise ValueError(
+            f"cuTensorMapEncodeTiled rejected the arguments: {err.name}"
+            + (f" ({'; '.join(rule_violations(args))})" if rule_violations(args) else "")
+        )
     return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
 
 
@@ -202,8 +241,7 @@ class Encoded:
 
     def __str__(self) -> str:
         if self.ok:
-            return (f"encoded by the CUDA driver: {len(self.data)} bytes\n"
-                    + hexdump(self.data))
+            return f"encoded by the CUDA driver: {len(self.data)} bytes\n" + hexdump(self.data)
         return f"[fallback] not encoded: {self.reason}"
 
 
@@ -217,26 +255,33 @@ def try_encode(args: TensorMapArgs) -> Encoded:
 
 def hexdump(data: bytes, width: int = 16) -> str:
     """Offset, 16 bytes in hex, one line each."""
-    return "\n".join(f"{i:03x}: " + " ".join(f"{b:02x}" for b in data[i:i + width])
-                     for i in range(0, len(data), width))
+    return "\n".join(
+        f"{i:03x}: " + " ".join(f"{b:02x}" for b in data[i : i + width])
+        for i in range(0, len(data), width)
+    )
 
 
 def differing_bytes(a: bytes, b: bytes) -> list[int]:
     """Offsets where two descriptors differ."""
-    return [i for i, (x, y) in enumerate(zip(a, b)) if x != y] + \
-        list(range(min(len(a), len(b)), max(len(a), len(b))))
+    return [i for i, (x, y) in enumerate(zip(a, b)) if x != y] + list(
+        range(min(len(a), len(b)), max(len(a), len(b)))
+    )
 
 
 # ------------------------------------------------------ reading an undocumented map by difference
 
 # The enum arguments of cuTensorMapEncodeTiled that change how a map is encoded, not which
 # tensor or box it describes (interleave left out: the course's tensors are not interleaved).
-SETTINGS = {"swizzle": tuple(SWIZZLES.values()), "l2_promotion": L2_PROMOTIONS,
-            "oob_fill": OOB_FILLS}
+SETTINGS = {
+    "swizzle": tuple(SWIZZLES.values()),
+    "l2_promotion": L2_PROMOTIONS,
+    "oob_fill": OOB_FILLS,
+}
 
 
-def setting_bits(encode: Callable[[TensorMapArgs], bytes], args: TensorMapArgs,
-                 nbytes: int = DESCRIPTOR_BYTES) -> dict[str, set[tuple[int, int]]]:
+def setting_bits(
+    encode: Callable[[TensorMapArgs], bytes], args: TensorMapArgs, nbytes: int = DESCRIPTOR_BYTES
+) -> dict[str, set[tuple[int, int]]]:
     """For each setting in SETTINGS, the (byte, bit) positions of the first `nbytes` that
     change when only that setting changes: where the encoder keeps it. The map's layout is
     not documented; changing one argument at a time is how it is read. Values the encoder
@@ -257,8 +302,9 @@ def setting_bits(encode: Callable[[TensorMapArgs], bytes], args: TensorMapArgs,
 
 def differing_bits(a: bytes, b: bytes) -> set[tuple[int, int]]:
     """(byte, bit) positions where two equally long byte strings differ."""
-    return {(i, bit) for i, (x, y) in enumerate(zip(a, b)) for bit in range(8)
-            if (x ^ y) >> bit & 1}
+    return {
+        (i, bit) for i, (x, y) in enumerate(zip(a, b)) for bit in range(8) if (x ^ y) >> bit & 1
+    }
 
 
 @dataclass(frozen=True)
@@ -282,23 +328,25 @@ class MapComparison:
         return all(bit in self.owner for bit in self.differing)
 
 
-def compare_with_encodings(other: bytes, encode: Callable[[TensorMapArgs], bytes],
-                           args: TensorMapArgs) -> MapComparison:
+def compare_with_encodings(
+    other: bytes, encode: Callable[[TensorMapArgs], bytes], args: TensorMapArgs
+) -> MapComparison:
     """Read `other` (a map of the tensor `args` describes, from another encoder) against the
     driver: encode `args` with every L2 promotion and OOB fill, keep the encoding with the
     fewest differing bits, and name the setting each remaining bit belongs to."""
     n = len(other)
-    candidates = [replace(args, l2_promotion=p, oob_fill=f) for p in L2_PROMOTIONS
-                  for f in OOB_FILLS]
+    candidates = [
+        replace(args, l2_promotion=p, oob_fill=f) for p in L2_PROMOTIONS for f in OOB_FILLS
+    ]
     diffs = {c: differing_bits(other, encode(c)[:n]) for c in candidates}
     nearest = min(candidates, key=lambda c: len(diffs[c]))
     owners = setting_bits(encode, nearest, n)
-    owner = {bit: name for name, bits in owners.items() for bit in bits
-             if bit in diffs[nearest]}
+    owner = {bit: name for name, bits in owners.items() for bit in bits if bit in diffs[nearest]}
     return MapComparison(nearest, tuple(sorted(diffs[nearest])), owner, n)
 
 
 # ------------------------------------------------------------------ the swizzle TMA applies
+
 
 def swizzle_byte_offset(offset: int, swizzle: int) -> int:
     """Where TMA stores the byte that belongs at `offset` of a box (offsets from a
@@ -338,17 +386,47 @@ def chunk_map(swizzle: int, row_bytes: int = 128, rows: int = 8) -> list[list[in
     return table
 
 
-def for_tensor(t, box: tuple[int, int] = (64, 64), swizzle: int = 128,
-               l2_promotion: str = "NONE", oob_fill: str = "NONE") -> TensorMapArgs:
+def for_tensor(
+    t,
+    box: tuple[int, int] = (64, 64),
+    swizzle: int = 128,
+    l2_promotion: str = "NONE",
+    oob_fill: str = "NONE",
+) -> TensorMapArgs:
     """Arguments for a 2-D row-major torch tensor (its real address and strides)."""
     name = TORCH_NAMES.get(str(t.dtype).replace("torch.", ""))
     if name is None or t.dim() != 2 or t.stride(1) != 1:
         raise ValueError("a 2-D tensor, contiguous along its last dimension, of a TMA dtype")
-    return tiled(t.shape[0], t.shape[1], name, box, swizzle, ld=t.stride(0),
-                 address=t.data_ptr(), l2_promotion=l2_promotion, oob_fill=oob_fill)
+    return tiled(
+        t.shape[0],
+        t.shape[1],
+        name,
+        box,
+        swizzle,
+        ld=t.stride(0),
+        address=t.data_ptr(),
+        l2_promotion=l2_promotion,
+        oob_fill=oob_fill,
+    )
 
 
-__all__ = ["TensorMapArgs", "tiled", "SEED", "rule_violations", "encode", "try_encode",
-           "Encoded", "DriverUnavailable", "hexdump", "differing_bytes", "differing_bits",
-           "setting_bits", "MapComparison", "compare_with_encodings", "swizzle_byte_offset",
-           "swizzled_box", "chunk_map", "for_tensor"]
+__all__ = [
+    "TensorMapArgs",
+    "tiled",
+    "SEED",
+    "rule_violations",
+    "encode",
+    "try_encode",
+    "Encoded",
+    "DriverUnavailable",
+    "hexdump",
+    "differing_bytes",
+    "differing_bits",
+    "setting_bits",
+    "MapComparison",
+    "compare_with_encodings",
+    "swizzle_byte_offset",
+    "swizzled_box",
+    "chunk_map",
+    "for_tensor",
+]

@@ -4,6 +4,7 @@
 check that the two agree. Groups of `group` tile rows are walked column by column,
 so consecutive CTAs share B panels (same column) and a few A panels (the group's rows).
 """
+
 from __future__ import annotations
 
 
@@ -29,7 +30,8 @@ def wave_panels(tiles_m: int, tiles_n: int, group: int, wave: int) -> list[int]:
     out = []
     total = tiles_m * tiles_n
     for start in range(0, total, wave):
-        tiles = [grouped_tile(t, tiles_m, tiles_n, group)
-                 for t in range(start, min(start + wave, total))]
+        tiles = [
+            grouped_tile(t, tiles_m, tiles_n, group) for t in range(start, min(start + wave, total))
+        ]
         out.append(len({m for m, _ in tiles}) + len({n for _, n in tiles}))
     return out

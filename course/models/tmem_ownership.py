@@ -10,6 +10,7 @@ only touch its own quarter of the lanes: warp w (w = warp index % 4) gets lanes
 course.cute.kernel_traces.epilogue_tmem_ownership derives the same map from CuTe DSL's own
 layouts of the kernel's tiled copy; the tests check the two agree.
 """
+
 from __future__ import annotations
 
 LANES = 128
@@ -28,8 +29,11 @@ def epilogue_tmem_pairs(tile_n: int = 128, epi_cols: int = EPI_COLS):
 def pair_tile_pairs(tile_n: int = 128, epi_cols: int = EPI_COLS):
     """The same for a CTA pair's 256 x N tile: thread 128r + t is thread t of CTA r
     (r = 0 leader, 1 follower); its row in the 256-row tile is 128r + t."""
-    return [((LANES * r + t, v), (LANES * r + lane, col))
-            for r in (0, 1) for (t, v), (lane, col) in epilogue_tmem_pairs(tile_n, epi_cols)]
+    return [
+        ((LANES * r + t, v), (LANES * r + lane, col))
+        for r in (0, 1)
+        for (t, v), (lane, col) in epilogue_tmem_pairs(tile_n, epi_cols)
+    ]
 
 
 def warp_of_lane(lane: int) -> int:

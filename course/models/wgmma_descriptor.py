@@ -13,6 +13,7 @@ consecutive 128-byte rows, the next 8-row group is 1024 bytes further (SBO = 102
 LBO is unused (the whole K extent of one wgmma, 16 elements = 32 bytes, sits inside one
 swizzled row). Moving to the next k16 step only moves the start address by 32 bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,15 +33,24 @@ class Descriptor:
         for name, value in (("start", self.start), ("lbo", self.lbo), ("sbo", self.sbo)):
             if value % 16 or not 0 <= value >> 4 < 1 << 14:
                 raise ValueError(f"{name}={value}: must be a multiple of 16 below 256 KiB")
-        return ((self.start >> 4) | (self.lbo >> 4) << 16 | (self.sbo >> 4) << 32
-                | (self.base_offset & 7) << 49 | SWIZZLE[self.swizzle] << 62)
+        return (
+            (self.start >> 4)
+            | (self.lbo >> 4) << 16
+            | (self.sbo >> 4) << 32
+            | (self.base_offset & 7) << 49
+            | SWIZZLE[self.swizzle] << 62
+        )
 
     @staticmethod
     def decode(value: int) -> "Descriptor":
         mode = {v: k for k, v in SWIZZLE.items()}[(value >> 62) & 3]
-        return Descriptor(start=(value & 0x3FFF) << 4, lbo=((value >> 16) & 0x3FFF) << 4,
-                          sbo=((value >> 32) & 0x3FFF) << 4, swizzle=mode,
-                          base_offset=(value >> 49) & 7)
+        return Descriptor(
+            start=(value & 0x3FFF) << 4,
+            lbo=((value >> 16) & 0x3FFF) << 4,
+            sbo=((value >> 32) & 0x3FFF) << 4,
+            swizzle=mode,
+            base_offset=(value >> 49) & 7,
+        )
 
 
 def k_major_sw128(tile_base: int, k_step: int, elem_bytes: int = 2) -> Descriptor:

@@ -16,6 +16,7 @@ per k-tile t, fence, issue, commit group t; then `wait_group(keep)` and release 
 whose group has completed. `release="after_commit"` is the race: the stage of k-tile t is
 released as soon as its group is committed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,8 +40,8 @@ class GroupSchedule:
     k_tiles: int
     stages: int
     keep: int
-    warpgroup: list[Span] = field(default_factory=list)   # issue / wait spans, in order
-    groups: list[Span] = field(default_factory=list)      # group t on the tensor cores
+    warpgroup: list[Span] = field(default_factory=list)  # issue / wait spans, in order
+    groups: list[Span] = field(default_factory=list)  # group t on the tensor cores
     released: dict[int, float] = field(default_factory=dict)  # k-tile -> release time
 
     def stage_of(self, k_tile: int) -> int:
@@ -62,8 +63,14 @@ class GroupSchedule:
         return max(self.groups[-1].end, max(self.released.values()))
 
 
-def schedule(k_tiles: int = 6, stages: int = 4, issue: float = 1.0, mma: float = 4.0,
-             keep: int = 1, release: str = "after_wait") -> GroupSchedule:
+def schedule(
+    k_tiles: int = 6,
+    stages: int = 4,
+    issue: float = 1.0,
+    mma: float = 4.0,
+    keep: int = 1,
+    release: str = "after_wait",
+) -> GroupSchedule:
     """The main loop of notebook 10 over `k_tiles` k-tiles whose data has landed: `issue`
     time units to fence, issue and commit a k-tile's wgmmas, `mma` units for the tensor
     cores to run its group. After each commit, `wait_group(keep)`; then release every stage

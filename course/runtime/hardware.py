@@ -15,6 +15,7 @@ Environment:
     COURSE_TIER=cpu|sm_80|...  pretend to be a lower tier (to see or test a
                                fallback path on a GPU machine). Never higher.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,6 +42,7 @@ NEEDS: dict[str, frozenset[str]] = {
     "sm_90a": frozenset({"sm_90"}),  # wgmma, setmaxnreg: Hopper only
     "sm_100a": frozenset({"sm_100"}),  # tcgen05, TMEM, CLC: Blackwell only
 }
+
 
 def tiers_for(needs: str) -> str:
     """'sm_90 or sm_100': the tiers that satisfy `needs`, in ladder order."""
@@ -136,7 +138,10 @@ def _driver_version() -> str | None:
     try:
         out = subprocess.run(
             [smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         )
         return out.stdout.strip().splitlines()[0] or None
     except (subprocess.SubprocessError, OSError, IndexError):
@@ -197,8 +202,12 @@ def _apply_forced_tier(found: Machine) -> Machine:
         raise ValueError(
             f"COURSE_TIER={wanted} asks for more than this machine has ({found.describe()})"
         )
-    fields = {**found.__dict__, "tier": wanted, "forced": True,
-              "reason": f"forced to {wanted} by COURSE_TIER (really {found.tier})"}
+    fields = {
+        **found.__dict__,
+        "tier": wanted,
+        "forced": True,
+        "reason": f"forced to {wanted} by COURSE_TIER (really {found.tier})",
+    }
     return Machine(**fields)
 
 

@@ -6,6 +6,7 @@ It takes the parent's sys.path, so the function (sent by name) imports as it did
 it through watchdog's child loop, and sends what happened over the pipe FD. Being its own
 entry point, it never re-runs the parent's main script.
 """
+
 import pickle
 import sys
 import time
@@ -20,8 +21,14 @@ def main(fd: int) -> None:
         fn, args, kwargs = pickle.load(sys.stdin.buffer)
     except BaseException as exc:  # fn could not be imported here: say so, do not hang
         conn.send(("started", time.time()))
-        conn.send(("error", type(exc).__name__, f"could not receive the function: {exc}",
-                   traceback.format_exc()))
+        conn.send(
+            (
+                "error",
+                type(exc).__name__,
+                f"could not receive the function: {exc}",
+                traceback.format_exc(),
+            )
+        )
         conn.close()
         return
     from course.runtime import watchdog

@@ -28,6 +28,7 @@ notebook cell never decides for itself what to show.
 It never silently skips and never pretends: the banner is printed first, and the
 returned `Outcome` carries the mode so later cells can say "measured" or "recorded".
 """
+
 from __future__ import annotations
 
 import enum
@@ -69,9 +70,11 @@ class Banner:
 
     def _repr_html_(self) -> str:
         colour, label = _STYLE[self.mode]
-        return (f'<div style="border-left:6px solid {colour};padding:4px 10px;'
-                f'margin:4px 0;background:{colour}14">'
-                f'<b style="color:{colour}">{label}</b> {html.escape(self.text)}</div>')
+        return (
+            f'<div style="border-left:6px solid {colour};padding:4px 10px;'
+            f'margin:4px 0;background:{colour}14">'
+            f'<b style="color:{colour}">{label}</b> {html.escape(self.text)}</div>'
+        )
 
     def __repr__(self) -> str:
         return str(self)
@@ -129,16 +132,23 @@ def _why_not(m: Machine, needs: str) -> str:
     return f"This cell needs {needs} (tier {tiers_for(needs)}); this machine is {m.describe()}"
 
 
-def _recorded_outcome(rec: results.Record, why: str, announce: Callable[[Banner], None],
-                      select: Callable[[results.Record], Any]) -> Outcome:
+def _recorded_outcome(
+    rec: results.Record,
+    why: str,
+    announce: Callable[[Banner], None],
+    select: Callable[[results.Record], Any],
+) -> Outcome:
     banner = Banner(Mode.RECORDED, f"{why}. Showing the result {rec.citation()}.")
     announce(banner)
     return Outcome(Mode.RECORDED, select(rec), banner, rec)
 
 
-def recorded(name: str, gpu: str | None = None,
-             select: Callable[[results.Record], Any] = lambda rec: rec.data,
-             match: Callable[[results.Record], bool] | None = None) -> Fallback:
+def recorded(
+    name: str,
+    gpu: str | None = None,
+    select: Callable[[results.Record], Any] = lambda rec: rec.data,
+    match: Callable[[results.Record], bool] | None = None,
+) -> Fallback:
     """Fall back to the newest recorded result of family `name` (on a `gpu` if given,
     satisfying `match` if given); `select` picks what the cell gets from the record."""
 
@@ -147,15 +157,21 @@ def recorded(name: str, gpu: str | None = None,
         if rec is None:
             raise LookupError(
                 f"no recorded result {name!r}{' on ' + gpu if gpu else ''} in "
-                f"{results.RESULTS_DIR}: it must be measured on a GPU and committed")
+                f"{results.RESULTS_DIR}: it must be measured on a GPU and committed"
+            )
         return _recorded_outcome(rec, why, announce, select)
 
     return Fallback(Mode.RECORDED, run)
 
 
-def recorded_or(name: str, otherwise: Fallback, command: str, gpu: str | None = None,
-                select: Callable[[results.Record], Any] = lambda rec: rec.data,
-                match: Callable[[results.Record], bool] | None = None) -> Fallback:
+def recorded_or(
+    name: str,
+    otherwise: Fallback,
+    command: str,
+    gpu: str | None = None,
+    select: Callable[[results.Record], Any] = lambda rec: rec.data,
+    match: Callable[[results.Record], bool] | None = None,
+) -> Fallback:
     """The newest recorded result of family `name` when results/<name>.json has one
     (labelled RECORDED, like `recorded`); when nothing has been recorded yet, the fallback
     `otherwise` (a simulation, a prediction, a compile), whose banner first says so and
@@ -166,9 +182,11 @@ def recorded_or(name: str, otherwise: Fallback, command: str, gpu: str | None = 
         rec = results.latest(name, gpu=gpu, match=match)
         if rec is not None:
             return _recorded_outcome(rec, why, announce, select)
-        not_yet = (f"{why}. No GPU measurement of this has been recorded yet"
-                   f"{' on ' + gpu if gpu else ''} (it is recorded by `{command}` on a GPU "
-                   f"into results/{name}.json)")
+        not_yet = (
+            f"{why}. No GPU measurement of this has been recorded yet"
+            f"{' on ' + gpu if gpu else ''} (it is recorded by `{command}` on a GPU "
+            f"into results/{name}.json)"
+        )
         return otherwise.run(m, needs, not_yet, announce)
 
     return Fallback(Mode.RECORDED, run)
@@ -179,9 +197,12 @@ def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> 
 
     def run(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
         target = arch or COMPILE_TARGET[needs]
-        banner = Banner(Mode.COMPILE_ONLY, f"{why}. Compiling for {target} instead and "
-                                           f"showing what the compiler produced; nothing "
-                                           f"was launched.")
+        banner = Banner(
+            Mode.COMPILE_ONLY,
+            f"{why}. Compiling for {target} instead and "
+            f"showing what the compiler produced; nothing "
+            f"was launched.",
+        )
         announce(banner)
         return Outcome(Mode.COMPILE_ONLY, compile_for(target), banner)
 
@@ -195,10 +216,13 @@ def executed(run: Callable[[], Any], what: str, then: Fallback | None = None) ->
     compiler made of the kernel, say) and its Outcome is the cell's value."""
 
     def go(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
-        banner = Banner(Mode.EXECUTED, f"{why}. Running {what} on the course's CPU executor "
-                                       f"at a small size instead: the kernel's own code, its "
-                                       f"values and hazards checked against torch; speed is "
-                                       f"not measured.")
+        banner = Banner(
+            Mode.EXECUTED,
+            f"{why}. Running {what} on the course's CPU executor "
+            f"at a small size instead: the kernel's own code, its "
+            f"values and hazards checked against torch; speed is "
+            f"not measured.",
+        )
         announce(banner)
         value = run()
         summary = getattr(value, "summary", None)
@@ -240,9 +264,14 @@ def show_recorded_output(label: str, announce: Callable[[Banner], None] = show) 
     if rec is None:
         return
     p = rec.provenance
-    announce(Banner(Mode.RECORDED, f"{REPLAY_INTRO} on {p['gpu']} (driver "
-                                   f"{p.get('driver') or '?'}, CUDA {p.get('cuda_runtime') or '?'})"
-                                   f" on {rec.date}, by `{rec.command}`:"))
+    announce(
+        Banner(
+            Mode.RECORDED,
+            f"{REPLAY_INTRO} on {p['gpu']} (driver "
+            f"{p.get('driver') or '?'}, CUDA {p.get('cuda_runtime') or '?'})"
+            f" on {rec.date}, by `{rec.command}`:",
+        )
+    )
     print(rec.data["text"], end="" if rec.data["text"].endswith("\n") else "\n")
 
 
@@ -257,8 +286,13 @@ def _run_live(live: Callable[[], Any], label: str | None) -> Any:
     return value
 
 
-def live_or(needs: str, live: Callable[[], Any], fallback: Fallback,
-            quiet: bool = False, label: str | None = None) -> Outcome:
+def live_or(
+    needs: str,
+    live: Callable[[], Any],
+    fallback: Fallback,
+    quiet: bool = False,
+    label: str | None = None,
+) -> Outcome:
     """Run `live()` if this machine satisfies `needs`, else the labelled fallback.
 
     `label` ("NN.short_name") names the cell's experiment: a live run under

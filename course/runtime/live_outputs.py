@@ -6,6 +6,7 @@ labelled `live_or` that runs live copies what it prints into results/live_output
 fallback, `live_or` shows the newest recorded text for its label after the fallback's own
 output. Text only: figures are not kept.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -59,8 +60,10 @@ def capped(text: str) -> str:
     if len(text) <= MAX_CHARS:
         return text
     head = MAX_CHARS - _TAIL_CHARS
-    return (text[:head] + f"\n[... {len(text) - MAX_CHARS:,} characters cut here: the live "
-            f"output was {len(text):,} characters long ...]\n" + text[-_TAIL_CHARS:])
+    return (
+        text[:head] + f"\n[... {len(text) - MAX_CHARS:,} characters cut here: the live "
+        f"output was {len(text):,} characters long ...]\n" + text[-_TAIL_CHARS:]
+    )
 
 
 def _notebook(label: str) -> str | None:

@@ -22,6 +22,7 @@ not with multiprocessing's "spawn", which re-imports the parent's `__main__`: fr
 script without an `if __name__ == "__main__":` guard, that would run the whole script again
 in the child.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,13 +38,15 @@ from typing import Any, Callable
 
 from kernels.host import PipelineHang  # raised by kernels' bounded waits and by isolated()
 
-HINT = ("A pipeline deadlock? Check that (1) every wait asks for the right parity: a fresh "
-        "mbarrier is in phase 0, so waiting for parity 1 returns at once and waiting for parity 0 "
-        "blocks until the first phase completes -- a producer's first wait on an empty slot must "
-        "use parity 1; (2) every consumer arrives on the empty barrier of each stage it read; "
-        "(3) the arrival counts given to mbarrier_init equal the arrivals that really happen "
-        "(one per warp, or one per thread?), and expect_tx's byte count equals the bytes TMA "
-        "delivers.")
+HINT = (
+    "A pipeline deadlock? Check that (1) every wait asks for the right parity: a fresh "
+    "mbarrier is in phase 0, so waiting for parity 1 returns at once and waiting for parity 0 "
+    "blocks until the first phase completes -- a producer's first wait on an empty slot must "
+    "use parity 1; (2) every consumer arrives on the empty barrier of each stage it read; "
+    "(3) the arrival counts given to mbarrier_init equal the arrivals that really happen "
+    "(one per warp, or one per thread?), and expect_tx's byte count equals the bytes TMA "
+    "delivers."
+)
 
 
 class ChildFailed(RuntimeError):
@@ -88,11 +91,16 @@ def _start_child(fn: Callable, args: tuple, kwargs: dict):
     process's sys.path, then fn and its arguments, from its stdin."""
     read_fd, write_fd = os.pipe()
     here = str(Path(__file__).resolve().parents[2])  # where `course` imports from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
-    proc = subprocess.Popen([sys.executable, "-m", "course.runtime.isolated_child",
-                             str(write_fd)], stdin=subprocess.PIPE, pass_fds=(write_fd,),
-                            env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "course.runtime.isolated_child", str(write_fd)],
+        stdin=subprocess.PIPE,
+        pass_fds=(write_fd,),
+        env=env,
+    )
     os.close(write_fd)
     try:
         pickle.dump(list(sys.path), proc.stdin)
@@ -114,8 +122,14 @@ def _stop(proc) -> None:
         proc.wait(5)
 
 
-def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: float = 600.0,
-             what: str | None = None, **kwargs) -> Any:
+def isolated(
+    fn: Callable,
+    *args,
+    timeout_s: float = 20.0,
+    compile_timeout_s: float = 600.0,
+    what: str | None = None,
+    **kwargs,
+) -> Any:
     """Run fn(*args, **kwargs) in a child process; see the module docstring."""
     global LAST_TIMING
     what = what or getattr(fn, "__qualname__", "the launch")
@@ -132,8 +146,9 @@ def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: fl
                 msg = parent.recv()
             except EOFError:  # the child died without a word (a crash, an OOM kill)
                 code = proc.wait(5)
-                raise ChildFailed(f"{what}: the child process exited with code {code} "
-                                  f"without a result")
+                raise ChildFailed(
+                    f"{what}: the child process exited with code {code} without a result"
+                )
             if msg[0] == "started":
                 started = time.time()
             elif msg[0] == "launching":
@@ -156,10 +171,14 @@ def isolated(fn: Callable, *args, timeout_s: float = 20.0, compile_timeout_s: fl
         parent.close()
     LAST_TIMING = _timing(t0, started, launched, time.time())
     if launched is None:
-        raise PipelineHang(f"{what} did not reach its launch within {compile_timeout_s:.0f} s "
-                           "(compiling or preparing); its process was stopped.")
-    raise PipelineHang(f"{what} did not finish within {timeout_s:g} s of its launch; its process "
-                       f"was stopped, so this notebook's own GPU context is untouched. {HINT}")
+        raise PipelineHang(
+            f"{what} did not reach its launch within {compile_timeout_s:.0f} s "
+            "(compiling or preparing); its process was stopped."
+        )
+    raise PipelineHang(
+        f"{what} did not finish within {timeout_s:g} s of its launch; its process "
+        f"was stopped, so this notebook's own GPU context is untouched. {HINT}"
+    )
 
 
 def _timing(t0: float, started, launched, end: float) -> Timing:
@@ -169,6 +188,7 @@ def _timing(t0: float, started, launched, end: float) -> Timing:
 
 
 # ------------------------------------------------------------------ a CPU-only demonstration
+
 
 def spin_wait(parity: int, arrivals: int = 1, expected: int = 1, poll_s: float = 0.001) -> str:
     """A toy mbarrier on the CPU, for the watchdog's CPU demonstration. The barrier is

@@ -14,6 +14,7 @@ anywhere, with no GPU and no CuTe DSL.
 Simulators return data and draw nothing: course.viz.pipeline_pictures and
 course.viz.schedule_pictures draw their results.
 """
+
 from course.sim import event_engine, pipeline_diagnosis, pipeline_sim, ring_protocol, schedule_sim
 
 __all__ = ["event_engine", "pipeline_diagnosis", "pipeline_sim", "ring_protocol", "schedule_sim"]

@@ -24,6 +24,7 @@ another tile than the one expected, or a tile is overwritten before anyone read 
 Hazards are what compute-sanitizer's racecheck would flag on the real kernel: the
 simulation keeps going, as the GPU would, and reports them.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -107,8 +108,8 @@ class Issue:
     label: str
     occupancy: float | None = None
     on_done: tuple = ()
-    reads: tuple = ()     # ((Buffer, expected tile), ...)
-    writes: tuple = ()    # ((Buffer, tile), ...)
+    reads: tuple = ()  # ((Buffer, expected tile), ...)
+    writes: tuple = ()  # ((Buffer, tile), ...)
     tag: Any = None
 
 
@@ -128,7 +129,7 @@ class Call:
 class Interval:
     start: float
     end: float
-    kind: str          # "busy" | "wait" | "blocked" | "write" | "read" | "held"
+    kind: str  # "busy" | "wait" | "blocked" | "write" | "read" | "held"
     label: str = ""
     tag: Any = None
 
@@ -154,15 +155,16 @@ class OpRecord:
 class Hazard:
     """A data race the kernel would have (what racecheck would flag)."""
 
-    kind: str          # overwrite_before_read | read_before_write | stale_read |
+    kind: str  # overwrite_before_read | read_before_write | stale_read |
     # lost_tile | double_write | early_pass
     time: float
     where: str
     message: str
 
     def __str__(self) -> str:
-        return (f"HAZARD ({self.kind.replace('_', ' ')}) at t={fmt_cycles(self.time)}: "
-                f"{self.message}")
+        return (
+            f"HAZARD ({self.kind.replace('_', ' ')}) at t={fmt_cycles(self.time)}: {self.message}"
+        )
 
 
 class SimulationFault(RuntimeError):
@@ -199,8 +201,8 @@ class Role:
         self.wait_since = 0.0
         self.done = False
         self.end: float | None = None
-        self.passes: Counter = Counter()     # barrier name -> successful waits
-        self.arrivals: Counter = Counter()   # barrier name -> arrivals (incl. via its async ops)
+        self.passes: Counter = Counter()  # barrier name -> successful waits
+        self.arrivals: Counter = Counter()  # barrier name -> arrivals (incl. via its async ops)
         self.last_pass: tuple | None = None  # (barrier, phase it passed on, time, needs)
 
     def busy_time(self) -> float:
@@ -221,8 +223,11 @@ class Unit:
         self.intervals: list[Interval] = []
 
     def busy_time(self, until: float | None = None) -> float:
-        return sum((min(i.end, until) if until is not None else i.end) - i.start
-                   for i in self.intervals if until is None or i.start < until)
+        return sum(
+            (min(i.end, until) if until is not None else i.end) - i.start
+            for i in self.intervals
+            if until is None or i.start < until
+        )
 
     def __repr__(self) -> str:
         return f"Unit({self.name!r})"
@@ -248,9 +253,9 @@ class Buffer:
 class BarrierLog:
     """What happened to one barrier: who arrived when, when each phase completed."""
 
-    agents: int | None = None          # how many agents arrive per phase (if declared)
-    partner: MBarrier | None = None    # passing a wait on partner obliges an arrive here
-    arrivals: list = field(default_factory=list)     # (time, role name, phase, count)
+    agents: int | None = None  # how many agents arrive per phase (if declared)
+    partner: MBarrier | None = None  # passing a wait on partner obliges an arrive here
+    arrivals: list = field(default_factory=list)  # (time, role name, phase, count)
     completions: list = field(default_factory=list)  # time phase n completed, index n
 
 
@@ -324,9 +329,11 @@ class Engine:
         while self._heap and self.fault is None:
             if self.events >= self.max_events:
                 self.fault = SimulationFault(
-                    "event limit", self.now,
+                    "event limit",
+                    self.now,
                     f"stopped after {self.max_events:,} events without finishing; the "
-                    f"simulated kernel may loop forever (raise max_events if it is just big)")
+                    f"simulated kernel may loop forever (raise max_events if it is just big)",
+                )
                 break
             time, _, fn = heapq.heappop(self._heap)
             self.now = max(self.now, time)
@@ -338,16 +345,22 @@ class Engine:
             kind = "blocked" if self.fault is None else "wait"
             for r in self.roles:
                 if r.waiting is not None:
-                    r.intervals.append(Interval(r.wait_since, self.now, kind,
-                                                f"{kind} {r.waiting.barrier.name}"))
-            for buf in self.buffers:       # copies and reads cut off by the stop
+                    r.intervals.append(
+                        Interval(r.wait_since, self.now, kind, f"{kind} {r.waiting.barrier.name}")
+                    )
+            for buf in self.buffers:  # copies and reads cut off by the stop
                 if buf.writer is not None:
-                    buf.intervals.append(Interval(buf.writer.start, self.now, "write",
-                                                  buf.writer.label,
-                                                  buf.writer.writes[0][1]))
+                    buf.intervals.append(
+                        Interval(
+                            buf.writer.start,
+                            self.now,
+                            "write",
+                            buf.writer.label,
+                            buf.writer.writes[0][1],
+                        )
+                    )
                 for rd in buf.readers:
-                    buf.intervals.append(Interval(rd.start, self.now, "read", rd.label,
-                                                  rd.tag))
+                    buf.intervals.append(Interval(rd.start, self.now, "read", rd.label, rd.tag))
         return self
 
     @property
@@ -392,15 +405,18 @@ class Engine:
                 return
             if isinstance(op, Arrive):
                 if op.delay:
-                    self.at(self.now + op.delay,
-                            lambda op=op: self._arrive(op.barrier, op.count, op.tx, role))
+                    self.at(
+                        self.now + op.delay,
+                        lambda op=op: self._arrive(op.barrier, op.count, op.tx, role),
+                    )
                 else:
                     self._arrive(op.barrier, op.count, op.tx, role)
                 continue
             if isinstance(op, Busy):
                 if op.cycles > 0:
-                    role.intervals.append(Interval(self.now, self.now + op.cycles, "busy",
-                                                   op.label, op.tag))
+                    role.intervals.append(
+                        Interval(self.now, self.now + op.cycles, "busy", op.label, op.tag)
+                    )
                     self.at(self.now + op.cycles, lambda: self._step(role))
                     return
                 continue
@@ -419,10 +435,12 @@ class Engine:
         role.last_pass = (b, b.phase - 1, self.now, op.needs)
         if op.needs is not None and not b.completed(op.needs):
             self._hazard(
-                "early_pass", b.name,
+                "early_pass",
+                b.name,
                 f"{role.name} got past {b.name} with parity {op.parity}, but the phase its "
                 f"pipeline count needs (phase {op.needs}) has not completed ({b.describe()}); "
-                f"its phase bit is out of step with its count, so it runs ahead of the data")
+                f"its phase bit is out of step with its count, so it runs ahead of the data",
+            )
 
     def _arrive(self, barrier: MBarrier, count: int, tx: int, who: Role) -> None:
         if self.fault is not None:
@@ -458,8 +476,9 @@ class Engine:
                 op = r.waiting
                 r.waiting = None
                 if self.now > r.wait_since:
-                    r.intervals.append(Interval(r.wait_since, self.now, "wait",
-                                                f"wait {barrier.name}"))
+                    r.intervals.append(
+                        Interval(r.wait_since, self.now, "wait", f"wait {barrier.name}")
+                    )
                 self._passed(r, op)
                 self.at(self.now, lambda r=r: self._step(r))
             else:
@@ -472,8 +491,18 @@ class Engine:
         start = max(self.now, unit.free_at)
         occupancy = op.latency if op.occupancy is None else op.occupancy
         unit.free_at = start + occupancy
-        rec = OpRecord(op.label, unit, role, self.now, start, start + op.latency,
-                       op.reads, op.writes, op.tag, gate=role.last_pass)
+        rec = OpRecord(
+            op.label,
+            unit,
+            role,
+            self.now,
+            start,
+            start + op.latency,
+            op.reads,
+            op.writes,
+            op.tag,
+            gate=role.last_pass,
+        )
         self.ops.append(rec)
         if occupancy > 0:
             unit.intervals.append(Interval(start, start + occupancy, "busy", op.label, op.tag))
@@ -524,24 +553,40 @@ class Engine:
 
     # -- buffer hazards ----------------------------------------------------------------
     def _read_begin(self, buf: Buffer, rec: OpRecord, expected: Any) -> None:
-        if buf.writer is not None and buf.writer.writes and any(
-                v != expected for b, v in buf.writer.writes if b is buf):
-            self._hazard("overwrite_before_read", buf.name,
-                         f"{rec.label} wants {expected} from {buf.name}, but "
-                         f"{buf.writer.label} is already overwriting it"
-                         f"{self._why(buf.writer)}")
+        if (
+            buf.writer is not None
+            and buf.writer.writes
+            and any(v != expected for b, v in buf.writer.writes if b is buf)
+        ):
+            self._hazard(
+                "overwrite_before_read",
+                buf.name,
+                f"{rec.label} wants {expected} from {buf.name}, but "
+                f"{buf.writer.label} is already overwriting it"
+                f"{self._why(buf.writer)}",
+            )
         elif buf.writer is not None:
-            self._hazard("read_before_write", buf.name,
-                         f"{rec.label} starts reading {buf.name} (expecting {expected}) while "
-                         f"{buf.writer.label} is still writing it (lands at "
-                         f"t={fmt_cycles(buf.writer.end)}){self._why(rec)}")
+            self._hazard(
+                "read_before_write",
+                buf.name,
+                f"{rec.label} starts reading {buf.name} (expecting {expected}) while "
+                f"{buf.writer.label} is still writing it (lands at "
+                f"t={fmt_cycles(buf.writer.end)}){self._why(rec)}",
+            )
         elif buf.value != expected:
             held = "nothing yet" if buf.value is None else f"{buf.value}"
-            self._hazard("stale_read", buf.name,
-                         f"{rec.label} reads {buf.name} expecting {expected} but it holds "
-                         f"{held}{self._why(rec)}")
-        if buf.value is not None and not buf.consumed and buf._landed_at is not None \
-                and rec.start > buf._landed_at:
+            self._hazard(
+                "stale_read",
+                buf.name,
+                f"{rec.label} reads {buf.name} expecting {expected} but it holds "
+                f"{held}{self._why(rec)}",
+            )
+        if (
+            buf.value is not None
+            and not buf.consumed
+            and buf._landed_at is not None
+            and rec.start > buf._landed_at
+        ):
             buf.intervals.append(Interval(buf._landed_at, rec.start, "held", "", buf.value))
         buf._landed_at = None
         buf.consumed = True
@@ -551,19 +596,32 @@ class Engine:
     def _write_begin(self, buf: Buffer, rec: OpRecord, value: Any) -> None:
         if buf.readers:
             r = buf.readers[0]
-            self._hazard("overwrite_before_read", buf.name,
-                         f"{rec.label} starts overwriting {buf.name} while {r.label} is still "
-                         f"reading it (until t={fmt_cycles(r.end)}){self._why(rec)}")
+            self._hazard(
+                "overwrite_before_read",
+                buf.name,
+                f"{rec.label} starts overwriting {buf.name} while {r.label} is still "
+                f"reading it (until t={fmt_cycles(r.end)}){self._why(rec)}",
+            )
         elif buf.writer is not None:
-            self._hazard("double_write", buf.name,
-                         f"{rec.label} and {buf.writer.label} write {buf.name} at the same time"
-                         f"{self._why(rec)}")
+            self._hazard(
+                "double_write",
+                buf.name,
+                f"{rec.label} and {buf.writer.label} write {buf.name} at the same time"
+                f"{self._why(rec)}",
+            )
         elif buf.value is not None and not buf.consumed:
-            self._hazard("lost_tile", buf.name,
-                         f"{rec.label} overwrites {buf.name}, which still holds {buf.value} "
-                         f"that nobody has read{self._why(rec)}")
-        if buf.value is not None and not buf.consumed and buf._landed_at is not None \
-                and rec.start > buf._landed_at:
+            self._hazard(
+                "lost_tile",
+                buf.name,
+                f"{rec.label} overwrites {buf.name}, which still holds {buf.value} "
+                f"that nobody has read{self._why(rec)}",
+            )
+        if (
+            buf.value is not None
+            and not buf.consumed
+            and buf._landed_at is not None
+            and rec.start > buf._landed_at
+        ):
             buf.intervals.append(Interval(buf._landed_at, rec.start, "held", "", buf.value))
         buf._landed_at = None
         buf.writer = rec
@@ -575,17 +633,24 @@ class Engine:
             return ""
         b, phase, t, needs = rec.gate
         if needs is not None and phase < needs:
-            done = ("no phase of it had completed yet" if phase < 0
-                    else f"only phase {phase} had completed")
-            return (f"; {role.name} went ahead because its wait on {b.name} passed at "
-                    f"t={fmt_cycles(t)} although {done} and its count needs phase {needs}: "
-                    f"its phase bit is wrong")
+            done = (
+                "no phase of it had completed yet"
+                if phase < 0
+                else f"only phase {phase} had completed"
+            )
+            return (
+                f"; {role.name} went ahead because its wait on {b.name} passed at "
+                f"t={fmt_cycles(t)} although {done} and its count needs phase {needs}: "
+                f"its phase bit is wrong"
+            )
         if phase < 0:
             return f"; {role.name} went ahead on its first pass over {b.name} at t={fmt_cycles(t)}"
         arrivals = [(at, who) for at, who, ph, _ in self.log[id(b)].arrivals if ph == phase]
         who = ", ".join(f"{w} at t={fmt_cycles(a)}" for a, w in arrivals) or "no arrivals"
-        return (f"; {role.name} went ahead because phase {phase} of {b.name} completed "
-                f"(arrivals: {who})")
+        return (
+            f"; {role.name} went ahead because phase {phase} of {b.name} completed "
+            f"(arrivals: {who})"
+        )
 
     # -- problems ----------------------------------------------------------------------
     def _hazard(self, kind: str, where: str, message: str) -> None:

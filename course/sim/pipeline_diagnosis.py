@@ -16,6 +16,7 @@ has arrived on it so far. The checks, most specific first:
                   arrived here (gave it back): a release or commit is missing.
   circular_wait   none of the above: each blocked role waits for another blocked role.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -50,13 +51,21 @@ class BlockedWait:
     explanation: str
 
     def __str__(self) -> str:
-        need = "" if self.needs is None else (
-            " (its count needs the phase before phase 0, complete on a fresh barrier)"
-            if self.needs < 0 else f" (its count needs phase {self.needs})")
+        need = (
+            ""
+            if self.needs is None
+            else (
+                " (its count needs the phase before phase 0, complete on a fresh barrier)"
+                if self.needs < 0
+                else f" (its count needs phase {self.needs})"
+            )
+        )
         tx = f", {self.tx} bytes still expected" if self.tx > 0 else ""
-        return (f"{self.role} waits on {self.barrier} with parity {self.parity} since "
-                f"t={fmt_cycles(self.since)}{need}; {self.barrier} is in phase {self.phase} "
-                f"(parity {self.phase & 1}) with {self.arrived}/{self.count} arrivals{tx}")
+        return (
+            f"{self.role} waits on {self.barrier} with parity {self.parity} since "
+            f"t={fmt_cycles(self.since)}{need}; {self.barrier} is in phase {self.phase} "
+            f"(parity {self.phase & 1}) with {self.arrived}/{self.count} arrivals{tx}"
+        )
 
 
 @dataclass
@@ -77,17 +86,23 @@ class Deadlock:
         return f"deadlock at t={fmt_cycles(self.time)}: {_TITLES[self.cause]}"
 
     def __str__(self) -> str:
-        lines = [f"DEADLOCK at t={fmt_cycles(self.time)} cycles: no role can make progress "
-                 f"({len(self.blocked)} blocked"
-                 + (f", finished: {', '.join(self.finished)}" if self.finished else "") + ")."]
+        lines = [
+            f"DEADLOCK at t={fmt_cycles(self.time)} cycles: no role can make progress "
+            f"({len(self.blocked)} blocked"
+            + (f", finished: {', '.join(self.finished)}" if self.finished else "")
+            + ")."
+        ]
         lines += [f"  - {b}" for b in self.blocked]
         lines.append(f"Most likely cause ({_TITLES[self.cause]}): {self.culprit.explanation}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         import html
-        return ('<pre style="border-left:6px solid #cf222e;padding:6px 10px;'
-                f'background:#cf222e10;white-space:pre-wrap">{html.escape(str(self))}</pre>')
+
+        return (
+            '<pre style="border-left:6px solid #cf222e;padding:6px 10px;'
+            f'background:#cf222e10;white-space:pre-wrap">{html.escape(str(self))}</pre>'
+        )
 
 
 def diagnose(engine: Engine) -> Deadlock | None:
@@ -104,8 +119,19 @@ def _explain(engine: Engine, role: Role) -> BlockedWait:
     op = role.waiting
     b = op.barrier
     cause, text = _cause(engine, role)
-    return BlockedWait(role.name, b.name, op.parity, op.needs, role.wait_since, b.phase,
-                       b.arrived, b.count, b.tx, cause, text)
+    return BlockedWait(
+        role.name,
+        b.name,
+        op.parity,
+        op.needs,
+        role.wait_since,
+        b.phase,
+        b.arrived,
+        b.count,
+        b.tx,
+        cause,
+        text,
+    )
 
 
 def _cause(engine: Engine, role: Role) -> tuple[str, str]:
@@ -125,17 +151,20 @@ def _cause(engine: Engine, role: Role) -> tuple[str, str]:
                 f"{_who_arrives(engine, b, role)} releases the stage, which first needs "
                 f"{role.name} to fill it: each waits for the other. A producer must start its "
                 f"phase bit at 1 (make_pipeline_state(PRODUCER) does); waiting with parity 0 "
-                f"on a fresh empty barrier hangs.")
+                f"on a fresh empty barrier hangs."
+            )
         if b.completed(op.needs):
             return "wrong_parity", (
                 f"{role.name}'s count says it needs phase {op.needs} of {b.name}, which has "
                 f"completed, but it waits with parity {op.parity}, i.e. for phase {b.phase}: "
                 f"its phase bit is flipped. The phase bit must flip exactly when the stage "
                 f"index wraps to 0 (PipelineState.advance), starting at 1 for a producer and "
-                f"0 for a consumer.")
+                f"0 for a consumer."
+            )
         return "wrong_parity", (
             f"{role.name} waits on {b.name} with parity {op.parity}, but its count needs phase "
-            f"{op.needs} (parity {op.needs & 1}): its phase bit is out of step with its count.")
+            f"{op.needs} (parity {op.needs & 1}): its phase bit is out of step with its count."
+        )
 
     # 2. arrivals complete, bytes missing
     if b.pending == 0 and b.tx > 0:
@@ -143,7 +172,8 @@ def _cause(engine: Engine, role: Role) -> tuple[str, str]:
             f"every arrival of phase {b.phase} of {b.name} is in, but it still waits for "
             f"{b.tx} bytes that will never land: arrive.expect_tx announced more bytes than "
             f"the TMA copies tracked by this barrier deliver (a wrong byte count, or a copy "
-            f"that was never issued or completes on another barrier).")
+            f"that was never issued or completes on another barrier)."
+        )
 
     # 3. every arriver has done its part for this phase, count not reached
     this_phase = {who for _, who, ph, _ in log.arrivals if ph == b.phase}
@@ -154,26 +184,32 @@ def _cause(engine: Engine, role: Role) -> tuple[str, str]:
             f"{b.name} was initialised to expect {b.count} arrivals per phase, but only "
             f"{b.arrived} came: {', '.join(sorted(this_phase))} arrived for phase {b.phase} "
             f"and nobody else ever arrives on it{agents}. The count passed to mbarrier.init "
-            f"must equal the number of arrivals each phase really gets.")
+            f"must equal the number of arrivals each phase really gets."
+        )
 
     # 4. someone took a stage (passed the partner) and never gave it back (arrived here)
     if partner is not None:
         for r in engine.roles:
             took, gave = r.passes[partner.name], r.arrivals[b.name]
             if took > gave:
-                state = "finished" if r.done else (
-                    f"is blocked on {r.waiting.barrier.name}" if r.waiting else "is running")
+                state = (
+                    "finished"
+                    if r.done
+                    else (f"is blocked on {r.waiting.barrier.name}" if r.waiting else "is running")
+                )
                 return "missing_arrive", (
                     f"{r.name} passed {partner.name} {took} time(s) but arrived on {b.name} only "
                     f"{gave} time(s), and {state}: it took a stage and never gave it back. "
                     f"Every consumer_wait needs its consumer_release (or the MMA's "
                     f"tcgen05.commit to the empty barrier), every producer_acquire its "
-                    f"arrive.expect_tx on the full barrier.")
+                    f"arrive.expect_tx on the full barrier."
+                )
 
     return "circular_wait", (
         f"nobody left can arrive on {b.name}: "
         f"{_who_arrives(engine, b, role)} is blocked too, waiting for work that depends on "
-        f"{role.name}.")
+        f"{role.name}."
+    )
 
 
 def _who_arrives(engine: Engine, b, waiter: Role) -> str:
@@ -182,8 +218,15 @@ def _who_arrives(engine: Engine, b, waiter: Role) -> str:
     log = engine.log[id(b)]
     names = sorted({who for _, who, _, _ in log.arrivals})
     if not names and log.partner is not None:
-        names = sorted({r.name for r in engine.roles
-                        if r is not waiter and (r.passes[log.partner.name]
-                                                or (r.waiting is not None
-                                                    and r.waiting.barrier is log.partner))})
+        names = sorted(
+            {
+                r.name
+                for r in engine.roles
+                if r is not waiter
+                and (
+                    r.passes[log.partner.name]
+                    or (r.waiting is not None and r.waiting.barrier is log.partner)
+                )
+            }
+        )
     return " / ".join(names) if names else "the role that should arrive on it"

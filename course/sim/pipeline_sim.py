@@ -28,13 +28,24 @@ S >= load/mma + 1: total = load + k * mma (`predicted_cycles` has the exact form
 Mistakes can be injected (`BUGS`); the simulator catches each one -- as a deadlock with
 an explanation, or as a race (a hazard) -- instead of hanging.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from course.sim.pipeline_diagnosis import Deadlock, diagnose
-from course.sim.event_engine import (Arrive, Busy, CompleteTx, Engine, Hazard, Issue, Signal,
-                     SimulationFault, Wait, fmt_cycles)
+from course.sim.event_engine import (
+    Arrive,
+    Busy,
+    CompleteTx,
+    Engine,
+    Hazard,
+    Issue,
+    Signal,
+    SimulationFault,
+    Wait,
+    fmt_cycles,
+)
 from course.models.mbarrier import CONSUMER, PRODUCER, PipelineState, make_pipeline_state
 
 BUGS: dict[str | None, str] = {
@@ -42,33 +53,38 @@ BUGS: dict[str | None, str] = {
     "producer_parity": "the producer starts its phase bit at 0 instead of 1",
     "consumer_parity": "the consumer starts its phase bit at 1 instead of 0",
     "arrival_count": "the full barriers are initialised to expect 2 arrivals; only the "
-                     "producer arrives",
+    "producer arrives",
     "missing_arrive": "the MMA warp never releases a stage (no commit to the empty barrier)",
     "early_release": "the MMA warp releases each stage when it issues the MMA, before the "
-                     "tensor core has read it",
+    "tensor core has read it",
     "tx_bytes": "arrive.expect_tx announces 4 KiB more than the TMA copies deliver",
     "empty_count": "two consumer warpgroups release each stage, but the empty barriers are "
-                   "initialised to expect 1 arrival (runs with at least 2 consumers)",
+    "initialised to expect 1 arrival (runs with at least 2 consumers)",
 }
 
 
-_HAZARD_CAUSE = {"overwrite_before_read": "early_release", "lost_tile": "early_release",
-                 "double_write": "early_release", "read_before_write": "premature_full",
-                 "stale_read": "premature_full", "early_pass": "wrong_parity"}
+_HAZARD_CAUSE = {
+    "overwrite_before_read": "early_release",
+    "lost_tile": "early_release",
+    "double_write": "early_release",
+    "read_before_write": "premature_full",
+    "stale_read": "premature_full",
+    "early_pass": "wrong_parity",
+}
 
 _RACE_CAUSES = {
     "wrong_parity": "a role got past a barrier before the phase its count needs had "
-                    "completed: its phase bit is out of step (a consumer starts at 0, a "
-                    "producer at 1, and both flip when the stage index wraps to 0).",
+    "completed: its phase bit is out of step (a consumer starts at 0, a "
+    "producer at 1, and both flip when the stage index wraps to 0).",
     "early_release": "a stage was handed back to the producer (its empty barrier "
-                     "completed) before the MMA reading it had finished, so the next TMA "
-                     "copy overwrote data still in use. Release a stage when the MMA is done "
-                     "with it (tcgen05.commit to the empty barrier; on Hopper after "
-                     "warpgroup_wait), and initialise empty barriers with one arrival per "
-                     "consumer.",
+    "completed) before the MMA reading it had finished, so the next TMA "
+    "copy overwrote data still in use. Release a stage when the MMA is done "
+    "with it (tcgen05.commit to the empty barrier; on Hopper after "
+    "warpgroup_wait), and initialise empty barriers with one arrival per "
+    "consumer.",
     "premature_full": "a stage's full barrier completed before its data had landed: the "
-                      "byte count given to arrive.expect_tx is too small, or the full barrier "
-                      "expects too few arrivals.",
+    "byte count given to arrive.expect_tx is too small, or the full barrier "
+    "expects too few arrivals.",
     "barrier_misuse": "an mbarrier operation the hardware leaves undefined (see the fault).",
 }
 
@@ -82,28 +98,44 @@ class Pipeline:
     empty[i]  completes when stage i may be overwritten: `consumers` arrivals.
     """
 
-    def __init__(self, engine: Engine, name: str, stages: int, tx_bytes: int = 0,
-                 producers: int = 1, consumers: int = 1, full_count: int | None = None,
-                 empty_count: int | None = None, buffers: bool = True):
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        stages: int,
+        tx_bytes: int = 0,
+        producers: int = 1,
+        consumers: int = 1,
+        full_count: int | None = None,
+        empty_count: int | None = None,
+        buffers: bool = True,
+    ):
         self.name, self.stages, self.tx_bytes = name, stages, tx_bytes
-        self.full = [engine.barrier(full_count or producers, f"{name}.full[{i}]", producers)
-                     for i in range(stages)]
-        self.empty = [engine.barrier(empty_count or consumers, f"{name}.empty[{i}]", consumers)
-                      for i in range(stages)]
+        self.full = [
+            engine.barrier(full_count or producers, f"{name}.full[{i}]", producers)
+            for i in range(stages)
+        ]
+        self.empty = [
+            engine.barrier(empty_count or consumers, f"{name}.empty[{i}]", consumers)
+            for i in range(stages)
+        ]
         for f, e in zip(self.full, self.empty):
             engine.pair(f, e)
-        self.buffers = ([engine.buffer(f"{name} stage {i}") for i in range(stages)]
-                        if buffers else [])
+        self.buffers = (
+            [engine.buffer(f"{name} stage {i}") for i in range(stages)] if buffers else []
+        )
 
     # the producer side -----------------------------------------------------------------
-    def producer_acquire(self, state: PipelineState, tx: int | None = None,
-                         arrive: bool = True, delay: float = 0):
+    def producer_acquire(
+        self, state: PipelineState, tx: int | None = None, arrive: bool = True, delay: float = 0
+    ):
         """Wait until stage `state.index` is free, then arrive.expect_tx on its full barrier
         (skipped with arrive=False, e.g. a follower CTA whose leader arms the barrier)."""
         yield Wait(self.empty[state.index], state.phase, needs=state.round - 1)
         if arrive:
-            yield Arrive(self.full[state.index], tx=self.tx_bytes if tx is None else tx,
-                         delay=delay)
+            yield Arrive(
+                self.full[state.index], tx=self.tx_bytes if tx is None else tx, delay=delay
+            )
 
     def producer_commit(self, state: PipelineState, delay: float = 0):
         """A plain arrive on the full barrier (producers without TMA bytes)."""
@@ -150,8 +182,14 @@ class PipelineConfig:
             raise ValueError(f"bug must be one of {list(BUGS)}, got {self.bug!r}")
 
 
-def predicted_cycles(stages: int, k_tiles: int, load_latency: float, mma_latency: float,
-                     load_interval: float = 0, epilogue_latency: float = 0) -> float:
+def predicted_cycles(
+    stages: int,
+    k_tiles: int,
+    load_latency: float,
+    mma_latency: float,
+    load_interval: float = 0,
+    epilogue_latency: float = 0,
+) -> float:
     """Cycles for one output tile, from the ring's arithmetic (exact in this model when
     load_interval is 0):
 
@@ -163,6 +201,7 @@ def predicted_cycles(stages: int, k_tiles: int, load_latency: float, mma_latency
 
     A load_interval (a bandwidth limit) adds the bound load + (k - 1) * interval + mma."""
     import math
+
     L, M, S, K = load_latency, mma_latency, stages, k_tiles
     if S * M >= L + M:
         total = L + K * M
@@ -177,6 +216,7 @@ def predicted_cycles(stages: int, k_tiles: int, load_latency: float, mma_latency
 def stages_to_hide_latency(load_latency: float, mma_latency: float) -> int:
     """The fewest stages with which the tensor core never waits for a load."""
     import math
+
     return max(1, math.ceil((load_latency + mma_latency) / mma_latency))
 
 
@@ -188,9 +228,15 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
     e = Engine(max_events=max_events)
     bug = cfg.bug
     n = cfg.consumers
-    ab = Pipeline(e, "ab", cfg.stages, tx_bytes=cfg.tile_bytes, consumers=n,
-                  full_count=2 if bug == "arrival_count" else None,
-                  empty_count=1 if bug == "empty_count" else None)
+    ab = Pipeline(
+        e,
+        "ab",
+        cfg.stages,
+        tx_bytes=cfg.tile_bytes,
+        consumers=n,
+        full_count=2 if bug == "arrival_count" else None,
+        empty_count=1 if bug == "empty_count" else None,
+    )
     acc = Pipeline(e, "acc", cfg.acc_stages, producers=n, buffers=False)
     tma = e.unit("TMA", label="TMA engine")
     tc = e.unit("tensor core")
@@ -204,9 +250,15 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
             for k in range(cfg.k_tiles):
                 yield from ab.producer_acquire(st, tx=announced)
                 label = _label(cfg, t, k)
-                yield Issue(tma, cfg.load_latency, f"load {label}", occupancy=cfg.load_interval,
-                            writes=((ab.buffers[st.index], label),),
-                            on_done=(CompleteTx(ab.full[st.index], cfg.tile_bytes),), tag=label)
+                yield Issue(
+                    tma,
+                    cfg.load_latency,
+                    f"load {label}",
+                    occupancy=cfg.load_interval,
+                    writes=((ab.buffers[st.index], label),),
+                    on_done=(CompleteTx(ab.full[st.index], cfg.tile_bytes),),
+                    tag=label,
+                )
                 st.advance()
 
     def mma(c):
@@ -221,7 +273,7 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
         done = e.barrier(1, f"mma{c}.wgmma_done") if n > 1 else None
         issued = 0
         for t in range(cfg.tiles):
-            yield from acc.producer_acquire(acc_st, arrive=False)   # a free TMEM slot
+            yield from acc.producer_acquire(acc_st, arrive=False)  # a free TMEM slot
             for k in range(cfg.k_tiles):
                 yield from ab.consumer_wait(st)
                 label = _label(cfg, t, k)
@@ -231,15 +283,19 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
                 elif bug != "missing_arrive" and n == 1:
                     effects.append(ab.release_on_completion(st))
                 if k == cfg.k_tiles - 1:
-                    effects.append(Signal(acc.full[acc_st.index]))   # accumulator ready
+                    effects.append(Signal(acc.full[acc_st.index]))  # accumulator ready
                 if n > 1:
                     effects.append(Signal(done))
-                yield Issue(tc, cfg.mma_latency / n,
-                            f"mma {label}" + (f"/{c}" if n > 1 else ""),
-                            reads=((ab.buffers[st.index], label),), on_done=tuple(effects),
-                            tag=label)
+                yield Issue(
+                    tc,
+                    cfg.mma_latency / n,
+                    f"mma {label}" + (f"/{c}" if n > 1 else ""),
+                    reads=((ab.buffers[st.index], label),),
+                    on_done=tuple(effects),
+                    tag=label,
+                )
                 if n > 1:
-                    yield Wait(done, issued & 1, needs=issued)           # warpgroup_wait
+                    yield Wait(done, issued & 1, needs=issued)  # warpgroup_wait
                     issued += 1
                     if bug not in ("early_release", "missing_arrive"):
                         yield from ab.consumer_release(st)
@@ -257,8 +313,11 @@ def _build(cfg: PipelineConfig, max_events: int) -> tuple[Engine, dict]:
 
     e.role("producer", producer(), label="TMA warp (producer)")
     for c in range(n):
-        e.role("mma" if n == 1 else f"mma{c}", mma(c),
-               label="MMA warp (consumer)" if n == 1 else f"MMA warpgroup {c} (consumer)")
+        e.role(
+            "mma" if n == 1 else f"mma{c}",
+            mma(c),
+            label="MMA warp (consumer)" if n == 1 else f"MMA warpgroup {c} (consumer)",
+        )
     e.role("epilogue", epilogue(), label="epilogue warps")
     return e, {"ab": ab, "acc": acc, "tma": tma, "tc": tc}
 
@@ -284,16 +343,19 @@ class PipelineSim:
     @property
     def consumed(self) -> list:
         """What each MMA actually found in its stage, in the order the MMAs ran."""
-        ops = sorted((o for o in self.engine.ops if o.unit is self.parts["tc"]),
-                     key=lambda o: o.start)
-        return [o.got[0] for o in ops if o.got]   # ops cut off by a fault never started
+        ops = sorted(
+            (o for o in self.engine.ops if o.unit is self.parts["tc"]), key=lambda o: o.start
+        )
+        return [o.got[0] for o in ops if o.got]  # ops cut off by a fault never started
 
     @property
     def consumed_by(self) -> dict[str, list]:
         """`consumed`, split by consumer role (each must see every k-tile in order)."""
         out: dict[str, list] = {}
-        for o in sorted((o for o in self.engine.ops if o.unit is self.parts["tc"] and o.got),
-                        key=lambda o: o.start):
+        for o in sorted(
+            (o for o in self.engine.ops if o.unit is self.parts["tc"] and o.got),
+            key=lambda o: o.start,
+        ):
             out.setdefault(o.issuer.name, []).append(o.got[0])
         return out
 
@@ -305,8 +367,9 @@ class PipelineSim:
     @property
     def predicted_cycles(self) -> float:
         c = self.config
-        return predicted_cycles(c.stages, c.k_tiles, c.load_latency, c.mma_latency,
-                                c.load_interval, c.epilogue_latency)
+        return predicted_cycles(
+            c.stages, c.k_tiles, c.load_latency, c.mma_latency, c.load_interval, c.epilogue_latency
+        )
 
     def waits(self, role: str) -> float:
         """Cycles `role` ("producer", "mma" or "mma0".., "epilogue") spent waiting."""
@@ -350,21 +413,24 @@ class PipelineSim:
         lines = self.problems()
         from_races = self.deadlock is None or any(h.kind == "early_pass" for h in self.hazards)
         if cause in _RACE_CAUSES and from_races:
-            lines.insert(0, f"Most likely cause ({cause.replace('_', ' ')}): "
-                            f"{_RACE_CAUSES[cause]}")
+            lines.insert(0, f"Most likely cause ({cause.replace('_', ' ')}): {_RACE_CAUSES[cause]}")
         return "\n".join(lines)
 
     def summary(self) -> str:
         c = self.config
-        head = (f"{c.stages} stage(s), {c.k_tiles} k-tiles x {c.tiles} tile(s), load "
-                f"{fmt_cycles(c.load_latency)} / MMA {fmt_cycles(c.mma_latency)} cycles"
-                + (f", {c.consumers} consumer warpgroups" if c.consumers > 1 else ""))
+        head = (
+            f"{c.stages} stage(s), {c.k_tiles} k-tiles x {c.tiles} tile(s), load "
+            f"{fmt_cycles(c.load_latency)} / MMA {fmt_cycles(c.mma_latency)} cycles"
+            + (f", {c.consumers} consumer warpgroups" if c.consumers > 1 else "")
+        )
         if self.deadlock is not None:
             return f"{head}: {self.deadlock.summary}"
         if self.fault is not None:
             return f"{head}: stopped, {self.fault.kind}"
-        s = (f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor core busy "
-             f"{self.utilisation:.0%}")
+        s = (
+            f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor core busy "
+            f"{self.utilisation:.0%}"
+        )
         if c.tiles == 1:
             s += f" (formula: {fmt_cycles(self.predicted_cycles)})"
         if self.hazards or self.engine.hazard_count:
@@ -373,15 +439,25 @@ class PipelineSim:
 
     def _repr_html_(self) -> str:
         import html
+
         text = self.summary() + ("\n" + self.explain() if self.explain() else "")
         return f'<pre style="white-space:pre-wrap">{html.escape(text)}</pre>'
 
 
-def simulate(stages: int = 4, k_tiles: int = 16, load_latency: float = 600,
-             mma_latency: float = 200, epilogue_latency: float = 0, tiles: int = 1,
-             acc_stages: int = 1, load_interval: float = 0, tile_bytes: int = 32768,
-             consumers: int = 1, bug: str | None = None,
-             max_events: int = 500_000) -> PipelineSim:
+def simulate(
+    stages: int = 4,
+    k_tiles: int = 16,
+    load_latency: float = 600,
+    mma_latency: float = 200,
+    epilogue_latency: float = 0,
+    tiles: int = 1,
+    acc_stages: int = 1,
+    load_interval: float = 0,
+    tile_bytes: int = 32768,
+    consumers: int = 1,
+    bug: str | None = None,
+    max_events: int = 500_000,
+) -> PipelineSim:
     """Simulate a TMA -> MMA pipeline of `stages` stages over `k_tiles` k-tiles per tile.
 
     load_latency   cycles from a TMA copy's issue to its bytes landing
@@ -393,15 +469,34 @@ def simulate(stages: int = 4, k_tiles: int = 16, load_latency: float = 600,
     """
     if bug == "empty_count":
         consumers = max(consumers, 2)
-    cfg = PipelineConfig(stages, k_tiles, load_latency, mma_latency, epilogue_latency, tiles,
-                         acc_stages, load_interval, tile_bytes, consumers, bug)
+    cfg = PipelineConfig(
+        stages,
+        k_tiles,
+        load_latency,
+        mma_latency,
+        epilogue_latency,
+        tiles,
+        acc_stages,
+        load_interval,
+        tile_bytes,
+        consumers,
+        bug,
+    )
     cfg.validate()
     engine, parts = _build(cfg, max_events)
     engine.run()
     total = engine.end_time
     busy = parts["tc"].busy_time(until=total)
-    return PipelineSim(cfg, engine, parts, diagnose(engine), engine.fault, list(engine.hazards),
-                       total, busy / total if total else 0.0)
+    return PipelineSim(
+        cfg,
+        engine,
+        parts,
+        diagnose(engine),
+        engine.fault,
+        list(engine.hazards),
+        total,
+        busy / total if total else 0.0,
+    )
 
 
 def sweep(stages=range(1, 9), **kwargs) -> list[PipelineSim]:
@@ -419,18 +514,21 @@ class Calibration:
     k_tiles: int
     measured: dict
     predicted: dict
-    max_error: float            # largest relative error over the measured points
+    max_error: float  # largest relative error over the measured points
 
     def describe(self, latency_unit: str = "", scale: float = 1.0, time_unit: str = "") -> str:
         """One line: the two latencies (times `scale`, in `latency_unit`), their ratio, and
         measured against predicted times (in `time_unit`) for every stage count."""
-        rows = ", ".join(f"{s}: {self.measured[s]:.3g} vs {self.predicted[s]:.3g}"
-                         for s in sorted(self.measured))
-        return (f"load ~ {self.load_latency * scale:.3g}{latency_unit}, MMA ~ "
-                f"{self.mma_latency * scale:.3g}{latency_unit} per k-tile (load/MMA = "
-                f"{self.load_latency / self.mma_latency:.2f}); measured vs predicted"
-                f"{' ' + time_unit.strip() if time_unit else ''} by stages: {rows}; worst error "
-                f"{self.max_error:.0%}")
+        rows = ", ".join(
+            f"{s}: {self.measured[s]:.3g} vs {self.predicted[s]:.3g}" for s in sorted(self.measured)
+        )
+        return (
+            f"load ~ {self.load_latency * scale:.3g}{latency_unit}, MMA ~ "
+            f"{self.mma_latency * scale:.3g}{latency_unit} per k-tile (load/MMA = "
+            f"{self.load_latency / self.mma_latency:.2f}); measured vs predicted"
+            f"{' ' + time_unit.strip() if time_unit else ''} by stages: {rows}; worst error "
+            f"{self.max_error:.0%}"
+        )
 
     def __str__(self) -> str:
         return self.describe()
@@ -458,5 +556,15 @@ def calibrate(measured: dict, k_tiles: int) -> Calibration:
     return Calibration(ratio * mma, mma, k_tiles, dict(measured), predicted, err)
 
 
-__all__ = ["BUGS", "Pipeline", "PipelineConfig", "PipelineSim", "simulate", "sweep",
-           "predicted_cycles", "stages_to_hide_latency", "calibrate", "Calibration"]
+__all__ = [
+    "BUGS",
+    "Pipeline",
+    "PipelineConfig",
+    "PipelineSim",
+    "simulate",
+    "sweep",
+    "predicted_cycles",
+    "stages_to_hide_latency",
+    "calibrate",
+    "Calibration",
+]

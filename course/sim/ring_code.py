@@ -18,6 +18,7 @@ what a run found, are course.sim.ring_cta's.
 
     verdict(TmaGemm.ring, TmaGemm, stages=2, k_tiles=5)   ->  Verdict("ok", ...)
 """
+
 from __future__ import annotations
 
 import inspect
@@ -26,10 +27,27 @@ import threading
 import types
 
 from course.models.mbarrier import MBarrier, MBarrierError
-from course.sim.ring_cta import (OK, BarrierPointer, Cta, Found, Verdict, deadlock, end_read,
-                                 finished, issue, land, start_read)
-from course.sim.warp_threads import (PLAIN_NAMES, Unmodelled, Warp, library_frame,
-                                     python_version, stop_all)
+from course.sim.ring_cta import (
+    OK,
+    BarrierPointer,
+    Cta,
+    Found,
+    Verdict,
+    deadlock,
+    end_read,
+    finished,
+    issue,
+    land,
+    start_read,
+)
+from course.sim.warp_threads import (
+    PLAIN_NAMES,
+    Unmodelled,
+    Warp,
+    library_frame,
+    python_version,
+    stop_all,
+)
 
 MAX_STEPS = 200_000  # a warp spinning on try_wait for longer than this is stuck
 
@@ -59,11 +77,13 @@ class _Arch:
                 raise Found("misuse", "mbarrier_init past the ring's barriers", "stage index")
             bars.bars[bar.index] = MBarrier(int(count), bars.name(bar.index))
             bars.fenced = False
+
         self._warp.step(("act", init))
 
     def mbarrier_init_fence(self):
         def fence():
             self._cta.barriers.fenced = True
+
         self._warp.step(("act", fence))
 
     def sync_threads(self):
@@ -84,14 +104,16 @@ class _Arch:
             bars = self._cta.barriers
             bars.get(bar.index, "expect_tx on").expect_tx(int(nbytes) * self._warp.lanes)
             bars.armed[bar.index] += int(nbytes) * self._warp.lanes
+
         self._warp.step(("act", expect))
 
     def mbarrier_wait(self, bar, parity):
         self._warp.step(("wait", bar.index, int(parity), "", self._warp.index))
 
     def mbarrier_try_wait(self, bar, parity):
-        return self._warp.step(("act", lambda: self._cta.barriers.get(
-            bar.index, "try_wait on").try_wait(int(parity))))
+        return self._warp.step(
+            ("act", lambda: self._cta.barriers.get(bar.index, "try_wait on").try_wait(int(parity)))
+        )
 
     def make_warp_uniform(self, x):
         return x
@@ -106,14 +128,21 @@ class _Arch:
                 completed = barrier.arrive(tx=nbytes)
                 bars.note(bar.index, completed)
                 if completed and lane < lanes - 1:
-                    raise Found("misuse", f"all {lanes} lanes of warp {self._warp.index} ran "
-                                 f"{what} on {bars.name(bar.index)}: lane {lane} completed its "
-                                 f"phase (of {barrier.count} arrivals) and the rest arrive on "
-                                 f"the next one", "every lane arrives")
+                    raise Found(
+                        "misuse",
+                        f"all {lanes} lanes of warp {self._warp.index} ran "
+                        f"{what} on {bars.name(bar.index)}: lane {lane} completed its "
+                        f"phase (of {barrier.count} arrivals) and the rest arrive on "
+                        f"the next one",
+                        "every lane arrives",
+                    )
         except MBarrierError as exc:
             lanes_said = f"all {lanes} lanes ran {what}: " if lanes > 1 else ""
-            raise Found("misuse", f"warp {self._warp.index}: {lanes_said}{exc}",
-                         "every lane arrives" if lanes > 1 else "arrival count") from None
+            raise Found(
+                "misuse",
+                f"warp {self._warp.index}: {lanes_said}{exc}",
+                "every lane arrives" if lanes > 1 else "arrival count",
+            ) from None
 
     def __getattr__(self, name):
         raise Unmodelled(f"cute.arch.{name}")
@@ -165,14 +194,20 @@ class _Self:
 
 # ------------------------------------------------------------------ the scheduler
 
+
 def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
     """One random interleaving of `ring_fn` run by every warp of a CTA of `kernel_cls`
     (a kernels.tma_gemm.TmaGemm or subclass) with Config `cfg`, over `k_tiles` k-tiles."""
     from kernels.gemm_host import SWIZZLE_ROW_BYTES
 
     # the bytes one k-tile of A and of B bring: a 128-byte swizzle row per tile row
-    cta = Cta(cfg.stages, k_tiles, cfg.warps, cfg.tile_m * SWIZZLE_ROW_BYTES,
-              cfg.tile_n * SWIZZLE_ROW_BYTES)
+    cta = Cta(
+        cfg.stages,
+        k_tiles,
+        cfg.warps,
+        cfg.tile_m * SWIZZLE_ROW_BYTES,
+        cfg.tile_n * SWIZZLE_ROW_BYTES,
+    )
     parked = threading.Semaphore(0)
     warps = [Warp(w, parked) for w in range(cfg.warps)]
     try:
@@ -181,9 +216,19 @@ def run(ring_fn, kernel_cls, cfg, k_tiles: int, seed: int = 0) -> Verdict:
             names = {**PLAIN_NAMES, "cute": _Cute(arch)}
             me = _Self(kernel_cls, cfg, cfg.stage_bytes, warp, cta, names)
             body = python_version(ring_fn, names)
-            warp.start(lambda body=body, me=me, w=warp.index: body(
-                me, k_tiles, w, BarrierPointer(0), BarrierPointer(cfg.stages), None, None,
-                None, None))
+            warp.start(
+                lambda body=body, me=me, w=warp.index: body(
+                    me,
+                    k_tiles,
+                    w,
+                    BarrierPointer(0),
+                    BarrierPointer(cfg.stages),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+            )
         return _schedule(cta, warps, random.Random(seed))
     finally:
         stop_all(warps, parked)
@@ -206,9 +251,13 @@ def _schedule(cta: Cta, warps: list[Warp], rng: random.Random) -> Verdict:
             if kind == "copy":
                 copy = cta.in_flight.pop(x)
                 if not live:
-                    raise Found("race", f"k-tile {copy.k_tile} landed after every warp had left "
-                                 f"the ring: nothing waited for it, and its stage is C's "
-                                 f"staging buffer in the epilogue", "past the last k-tile")
+                    raise Found(
+                        "race",
+                        f"k-tile {copy.k_tile} landed after every warp had left "
+                        f"the ring: nothing waited for it, and its stage is C's "
+                        f"staging buffer in the epilogue",
+                        "past the last k-tile",
+                    )
                 land(cta, copy)
             elif x.pending[0] == "sync":
                 for w in live:
@@ -217,8 +266,12 @@ def _schedule(cta: Cta, warps: list[Warp], rng: random.Random) -> Verdict:
                 x.take(_take(cta, x.pending))
         except Found as found:
             return found.verdict
-    return Verdict("deadlock", f"no progress after {MAX_STEPS} steps: a warp spins on "
-                   f"try_wait for a phase that never completes", "wrong parity")
+    return Verdict(
+        "deadlock",
+        f"no progress after {MAX_STEPS} steps: a warp spins on "
+        f"try_wait for a phase that never completes",
+        "wrong parity",
+    )
 
 
 def _enabled(cta: Cta, warp: Warp, warps: list[Warp]) -> bool:
@@ -249,12 +302,19 @@ def _error_verdict(warp: Warp) -> Verdict:
     library = library_frame(exc)
     if library:  # a CuTe DSL call the model does not stand in for got the model's values
         return Verdict("unmodelled", f"the CPU model of the ring cannot run {library}")
-    return Verdict("misuse", f"warp {warp.index} raised {type(exc).__name__}: {exc}",
-                   "runs as plain Python")
+    return Verdict(
+        "misuse", f"warp {warp.index} raised {type(exc).__name__}: {exc}", "runs as plain Python"
+    )
 
 
-def verdict(ring_fn, kernel_cls, stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5, 9),
-            seeds: int = 3, config=None) -> Verdict:
+def verdict(
+    ring_fn,
+    kernel_cls,
+    stages_list=(1, 2, 3, 4),
+    k_tiles_list=(1, 3, 5, 9),
+    seeds: int = 3,
+    config=None,
+) -> Verdict:
     """run() over ring depths, lengths and interleavings: the first problem, or ok."""
     from dataclasses import replace
 
@@ -267,7 +327,13 @@ def verdict(ring_fn, kernel_cls, stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5
             for seed in range(seeds):
                 found = run(ring_fn, kernel_cls, cfg, k_tiles, seed)
                 if not found.ok:
-                    return Verdict(found.kind, f"{stages} stage(s), {k_tiles} k-tile(s): "
-                                   f"{found.detail}", found.mistake)
-    return Verdict(OK, f"no deadlock and no race over {len(stages_list)} ring depths x "
-                       f"{len(k_tiles_list)} lengths x {seeds} interleavings")
+                    return Verdict(
+                        found.kind,
+                        f"{stages} stage(s), {k_tiles} k-tile(s): {found.detail}",
+                        found.mistake,
+                    )
+    return Verdict(
+        OK,
+        f"no deadlock and no race over {len(stages_list)} ring depths x "
+        f"{len(k_tiles_list)} lengths x {seeds} interleavings",
+    )

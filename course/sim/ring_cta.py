@@ -7,6 +7,7 @@ names it: a race (a stage read before its bytes landed, or overwritten while rea
 misuse (over-arrival, a barrier past the ring), or a deadlock (who waits on which barrier,
 for which parity, and which parity the kernel's protocol would need there).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,11 +56,13 @@ class Barriers:
 
     def get(self, i: int, use: str) -> MBarrier:
         if not 0 <= i < len(self.bars):
-            raise Found("misuse", f"{use} a barrier past the ring's {2 * self.stages} "
-                         f"barriers (index {i})", "stage index")
+            raise Found(
+                "misuse",
+                f"{use} a barrier past the ring's {2 * self.stages} barriers (index {i})",
+                "stage index",
+            )
         if self.bars[i] is None:
-            raise Found("race", f"{use} {self.name(i)} before it was initialised",
-                         "missing sync")
+            raise Found("race", f"{use} {self.name(i)} before it was initialised", "missing sync")
         return self.bars[i]
 
 
@@ -112,15 +115,24 @@ class Cta:
 def issue(cta: Cta, j: int, stage: int, bar: int):
     bars = cta.barriers
     if not bars.fenced:
-        raise Found("race", f"TMA was handed k-tile {j} counted on {bars.name(bar)} while the "
-                     f"barriers' initialisation was never fenced (fence.mbarrier_init): the "
-                     f"copy engine may not see them initialised", "missing fence")
+        raise Found(
+            "race",
+            f"TMA was handed k-tile {j} counted on {bars.name(bar)} while the "
+            f"barriers' initialisation was never fenced (fence.mbarrier_init): the "
+            f"copy engine may not see them initialised",
+            "missing fence",
+        )
     if not 0 <= j < cta.k_tiles:
-        raise Found("misuse", f"a load of k-tile {j}: there are only {cta.k_tiles}",
-                     "past the last k-tile")
+        raise Found(
+            "misuse", f"a load of k-tile {j}: there are only {cta.k_tiles}", "past the last k-tile"
+        )
     if bar != stage:
-        raise Found("misuse", f"k-tile {j} copied into stage {stage} but counted on "
-                     f"{bars.name(bar)}; its bytes belong on full[{stage}]", "stage index")
+        raise Found(
+            "misuse",
+            f"k-tile {j} copied into stage {stage} but counted on "
+            f"{bars.name(bar)}; its bytes belong on full[{stage}]",
+            "stage index",
+        )
     bars.get(bar, "a TMA copy counted on")
     cta.loaded.append(j)
     cta.in_flight += [Copy(stage, j, bar, cta.bytes_a, "A"), Copy(stage, j, bar, cta.bytes_b, "B")]
@@ -130,9 +142,12 @@ def land(cta: Cta, copy: Copy):
     readers = cta.readers[copy.stage]
     if readers:
         warp, t = min(readers)
-        raise Found("race", f"k-tile {copy.k_tile}'s {copy.half} landed in stage {copy.stage} "
-                     f"while warp {warp} was still reading k-tile {t} from it",
-                     _overwrite_mistake(cta, copy.stage, copy.k_tile))
+        raise Found(
+            "race",
+            f"k-tile {copy.k_tile}'s {copy.half} landed in stage {copy.stage} "
+            f"while warp {warp} was still reading k-tile {t} from it",
+            _overwrite_mistake(cta, copy.stage, copy.k_tile),
+        )
     landed = cta.halves[copy.stage].setdefault(copy.k_tile, set())
     landed.add(copy.half)
     if landed == {"A", "B"}:
@@ -148,24 +163,40 @@ def land(cta: Cta, copy: Copy):
 def start_read(cta: Cta, warp: int, stage: int):
     t = cta.reads[warp]
     if t >= cta.k_tiles:
-        raise Found("misuse", f"warp {warp} reads a k-tile past the last ({cta.k_tiles})",
-                     "past the last k-tile")
+        raise Found(
+            "misuse",
+            f"warp {warp} reads a k-tile past the last ({cta.k_tiles})",
+            "past the last k-tile",
+        )
     if stage != t % cta.stages:
-        raise Found("misuse", f"warp {warp} read stage {stage} for k-tile {t}, which lands in "
-                     f"stage {t % cta.stages}", "stage index")
+        raise Found(
+            "misuse",
+            f"warp {warp} read stage {stage} for k-tile {t}, which lands in stage {t % cta.stages}",
+            "stage index",
+        )
     if cta.content[stage] is not None and cta.content[stage] > t:
-        raise Found("race", f"warp {warp} read stage {stage} for k-tile {t}, but k-tile "
-                     f"{cta.content[stage]} had already been loaded over it",
-                     _overwrite_mistake(cta, stage, cta.content[stage]))
+        raise Found(
+            "race",
+            f"warp {warp} read stage {stage} for k-tile {t}, but k-tile "
+            f"{cta.content[stage]} had already been loaded over it",
+            _overwrite_mistake(cta, stage, cta.content[stage]),
+        )
     if stage not in cta.waited[warp] and cta.content[stage] != t:
-        raise Found("race", f"warp {warp} read stage {stage} for k-tile {t} without waiting "
-                     f"on full[{stage}] since its last read", "missing wait")
+        raise Found(
+            "race",
+            f"warp {warp} read stage {stage} for k-tile {t} without waiting "
+            f"on full[{stage}] since its last read",
+            "missing wait",
+        )
     if cta.content[stage] != t:
         held = "nothing yet" if cta.content[stage] is None else f"k-tile {cta.content[stage]}"
         unarmed = cta.barriers.last_armed[stage] == 0  # its phase completed with no bytes due
-        raise Found("race", f"warp {warp} read stage {stage} for k-tile {t} while it held "
-                     f"{held}: the wait on full[{stage}] returned before the bytes landed",
-                     "missing expect_tx" if unarmed else "wrong parity")
+        raise Found(
+            "race",
+            f"warp {warp} read stage {stage} for k-tile {t} while it held "
+            f"{held}: the wait on full[{stage}] returned before the bytes landed",
+            "missing expect_tx" if unarmed else "wrong parity",
+        )
     cta.readers[stage].add((warp, t))
     cta.waited[warp].clear()
 
@@ -187,13 +218,14 @@ def finished(cta: Cta) -> Verdict:
     short = [(w, n) for w, n in enumerate(cta.reads) if n != cta.k_tiles]
     if short:
         w, n = short[0]
-        return Verdict("misuse", f"warp {w} read {n} of the {cta.k_tiles} k-tiles",
-                       "every k-tile")
+        return Verdict("misuse", f"warp {w} read {n} of the {cta.k_tiles} k-tiles", "every k-tile")
     if sorted(cta.loaded) != list(range(cta.k_tiles)):
-        return Verdict("misuse", f"the k-tiles loaded were {sorted(cta.loaded)}",
-                       "every k-tile")
-    return Verdict(OK, f"{cta.warps} warps, {cta.stages} stage(s), {cta.k_tiles} k-tile(s): "
-                       f"every k-tile loaded once, waited for and read by every warp")
+        return Verdict("misuse", f"the k-tiles loaded were {sorted(cta.loaded)}", "every k-tile")
+    return Verdict(
+        OK,
+        f"{cta.warps} warps, {cta.stages} stage(s), {cta.k_tiles} k-tile(s): "
+        f"every k-tile loaded once, waited for and read by every warp",
+    )
 
 
 def deadlock(cta: Cta, live: list) -> Verdict:
@@ -206,17 +238,21 @@ def deadlock(cta: Cta, live: list) -> Verdict:
         groups.setdefault(key, []).append(w.index)
     lines = []
     for (_, i, parity), ids in sorted(groups.items()):
-        who = (f"warp {ids[0]} waits" if len(ids) == 1
-               else f"warps {', '.join(map(str, ids))} wait")
+        who = f"warp {ids[0]} waits" if len(ids) == 1 else f"warps {', '.join(map(str, ids))} wait"
         if i < 0:
             lines.append(f"{who} at sync_threads, which not every warp reaches")
             continue
         bar = cta.barriers.bars[i]
         want = _expected_parity(cta, i, ids[0])
-        lines.append(f"{who} on {bar.name} for parity {parity} "
-                     f"({_role(cta, i, ids[0])}, which needs parity {want}), but {bar.describe()}")
-    return Verdict("deadlock", "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else ""),
-                   _deadlock_mistake(cta, live))
+        lines.append(
+            f"{who} on {bar.name} for parity {parity} "
+            f"({_role(cta, i, ids[0])}, which needs parity {want}), but {bar.describe()}"
+        )
+    return Verdict(
+        "deadlock",
+        "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else ""),
+        _deadlock_mistake(cta, live),
+    )
 
 
 def _role(cta: Cta, i: int, warp: int) -> str:
@@ -235,8 +271,13 @@ def _expected_parity(cta: Cta, i: int, warp: int) -> int:
 
 
 def _deadlock_mistake(cta: Cta, live: list) -> str:
-    waits = sorted(((w.pending[1] < cta.stages, w.pending[1], w.pending[2], w.index)
-                    for w in live if w.pending[0] == "wait"))
+    waits = sorted(
+        (
+            (w.pending[1] < cta.stages, w.pending[1], w.pending[2], w.index)
+            for w in live
+            if w.pending[0] == "wait"
+        )
+    )
     if not waits:
         return "sync_threads"
     for _, i, parity, warp in waits:

@@ -10,6 +10,7 @@ parity functions it is given are used for the waits: the kernel's own
     run(stages=4, k_tiles=10)            "ok"
     run(4, 10, bug="missing_arrive")     "deadlock: ..."
 """
+
 from __future__ import annotations
 
 import random
@@ -26,8 +27,15 @@ def kernel_parities(bug: str = "") -> tuple[Parity, Parity]:
     return (lambda j, s: producer_parity(j, s, bug)), consumer_parity
 
 
-def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
-        producer_parity: Parity | None = None, consumer_parity: Parity | None = None) -> str:
+def run(
+    stages: int,
+    k_tiles: int,
+    warps: int = 8,
+    bug: str = "",
+    seed: int = 0,
+    producer_parity: Parity | None = None,
+    consumer_parity: Parity | None = None,
+) -> str:
     """One random interleaving of the kernel's protocol: "ok", "deadlock: ..." or
     "race: ..." (a stage read before its k-tile landed, or overwritten while read)."""
     kp, kc = kernel_parities(bug)
@@ -56,8 +64,10 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
             s = t % stages
             yield (full[s], consumer_parity(t, stages), f"warp {w} waiting for k-tile {t}")
             if content[s] != t:
-                problems.append(f"race: warp {w} read stage {s} expecting k-tile {t} but it "
-                                f"held {'nothing yet' if content[s] is None else content[s]}")
+                problems.append(
+                    f"race: warp {w} read stage {s} expecting k-tile {t} but it "
+                    f"held {'nothing yet' if content[s] is None else content[s]}"
+                )
             readers[s].add((w, t))
             yield None  # the MMAs: other warps and copies may run meanwhile
             readers[s].discard((w, t))
@@ -69,19 +79,27 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
     agents = {w: warp(w) for w in range(warps)}
     waiting: dict = {w: None for w in agents}
     while agents or in_flight:
-        runnable = [w for w in agents
-                    if waiting[w] is None or waiting[w][0].try_wait(waiting[w][1])]
+        runnable = [
+            w for w in agents if waiting[w] is None or waiting[w][0].try_wait(waiting[w][1])
+        ]
         choices = [("warp", w) for w in runnable] + [("tma", i) for i in range(len(in_flight))]
         if not choices:
-            stuck = sorted({f"{why} (wait on {bar.name} for parity {p}; that barrier is in "
-                            f"phase {bar.phase})" for bar, p, why in waiting.values()})
+            stuck = sorted(
+                {
+                    f"{why} (wait on {bar.name} for parity {p}; that barrier is in "
+                    f"phase {bar.phase})"
+                    for bar, p, why in waiting.values()
+                }
+            )
             return "deadlock: " + "; ".join(stuck[:3]) + ("; ..." if len(stuck) > 3 else "")
         kind, x = rng.choice(choices)
         if kind == "tma":
             s, j = in_flight.pop(x)
             if any(t < j for _, t in readers[s]):
-                problems.append(f"race: k-tile {j} landed in stage {s} while k-tile "
-                                f"{min(t for _, t in readers[s])} was still being read")
+                problems.append(
+                    f"race: k-tile {j} landed in stage {s} while k-tile "
+                    f"{min(t for _, t in readers[s])} was still being read"
+                )
             content[s] = j
             full[s].complete_tx(1)
         else:
@@ -94,8 +112,7 @@ def run(stages: int, k_tiles: int, warps: int = 8, bug: str = "", seed: int = 0,
     return "ok"
 
 
-def check(stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5, 9), seeds: int = 4,
-          **kwargs) -> str:
+def check(stages_list=(1, 2, 3, 4), k_tiles_list=(1, 3, 5, 9), seeds: int = 4, **kwargs) -> str:
     """run() over several ring depths, lengths and interleavings: the first problem
     found, or "ok"."""
     for stages in stages_list:

@@ -46,14 +46,26 @@ kernel of notebook 13 (the seed's `gemm_sol_clc_multicast_4_stage_pipeline`):
 Cycle counts are illustrative (chosen so an M256 paired k-chunk of 256 cycles is fed
 by loads of ~500 cycles), not measured: the simulator shows mechanisms and trends.
 """
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
 
 from course.sim.pipeline_diagnosis import Deadlock, diagnose
-from course.sim.event_engine import (Arrive, Busy, Call, CompleteTx, Effect, Engine, Hazard, Issue, Signal,
-                     SimulationFault, fmt_cycles)
+from course.sim.event_engine import (
+    Arrive,
+    Busy,
+    Call,
+    CompleteTx,
+    Effect,
+    Engine,
+    Hazard,
+    Issue,
+    Signal,
+    SimulationFault,
+    fmt_cycles,
+)
 from course.models.mbarrier import CONSUMER, PRODUCER, make_pipeline_state
 from course.sim.pipeline_sim import Pipeline
 
@@ -99,27 +111,32 @@ class ScheduleConfig:
 
     def validate(self) -> None:
         if self.cluster not in (1, 2):
-            raise ValueError(f"cluster must be 1 (single CTAs) or 2 (CTA pairs), got "
-                             f"{self.cluster!r}")
+            raise ValueError(
+                f"cluster must be 1 (single CTAs) or 2 (CTA pairs), got {self.cluster!r}"
+            )
         for name in ("sms", "tiles_m", "tiles_n", "k_tiles", "stages", "acc_slots"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.sms % self.cluster or self.tiles_m % self.cluster:
-            raise ValueError(f"with cluster={self.cluster}, sms ({self.sms}) and tiles_m "
-                             f"({self.tiles_m}) must be multiples of {self.cluster}")
+            raise ValueError(
+                f"with cluster={self.cluster}, sms ({self.sms}) and tiles_m "
+                f"({self.tiles_m}) must be multiples of {self.cluster}"
+            )
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
-        if self.tile_k is not None and (len(self.tile_k) != self.units
-                                        or min(self.tile_k) < 1):
-            raise ValueError(f"tile_k needs {self.units} entries >= 1 (one per "
-                             f"{'pair ' if self.cluster == 2 else ''}tile)")
+        if self.tile_k is not None and (len(self.tile_k) != self.units or min(self.tile_k) < 1):
+            raise ValueError(
+                f"tile_k needs {self.units} entries >= 1 (one per "
+                f"{'pair ' if self.cluster == 2 else ''}tile)"
+            )
         if len(self.sm_busy_until) > self.sms:
             raise ValueError("sm_busy_until has more entries than SMs")
 
 
-def uneven_work(units: int, k_tiles: int, heavy: float = 0.25, factor: int = 3,
-                seed: int = 0) -> tuple:
+def uneven_work(
+    units: int, k_tiles: int, heavy: float = 0.25, factor: int = 3, seed: int = 0
+) -> tuple:
     """k-chunks per tile where a fraction `heavy` of the tiles (picked at random, reproducibly)
     carry `factor` times the work: think grouped GEMMs or causal attention blocks."""
     rng = random.Random(seed)
@@ -156,11 +173,12 @@ class _Kernel:
         self.tensor = [self.e.unit(f"tensor core slot {c}") for c in range(cfg.clusters)]
         busy = list(cfg.sm_busy_until) + [0] * (cfg.sms - len(cfg.sm_busy_until))
         self.sm_busy = busy
-        self.slot_free = [max(busy[c * cfg.cluster + r] for r in range(cfg.cluster))
-                          for c in range(cfg.clusters)]
-        self.pending = list(range(cfg.units))     # clusters (tiles) not launched yet
+        self.slot_free = [
+            max(busy[c * cfg.cluster + r] for r in range(cfg.cluster)) for c in range(cfg.clusters)
+        ]
+        self.pending = list(range(cfg.units))  # clusters (tiles) not launched yet
         self.tiles: list[TileRecord] = []
-        self.launches: list[tuple[int, int, float]] = []   # (slot, first unit, time)
+        self.launches: list[tuple[int, int, float]] = []  # (slot, first unit, time)
         self.queries: list[tuple[float, float, int | None]] = []
         self.mma_chunks: dict[int, int] = {}
         self.launched = 0
@@ -198,14 +216,24 @@ class _Kernel:
         tag = f"c{cid}"
         sms = [slot * n + r for r in range(n)]
         bytes_cta = cfg.a_bytes + cfg.b_bytes // n
-        ab = [Pipeline(e, f"{tag}.sm{sms[r]}.ab", cfg.stages, tx_bytes=bytes_cta * n)
-              for r in range(n)]
-        acc = [Pipeline(e, f"{tag}.sm{sms[r]}.acc", cfg.acc_slots, consumers=n, buffers=False)
-               for r in range(n)]
+        ab = [
+            Pipeline(e, f"{tag}.sm{sms[r]}.ab", cfg.stages, tx_bytes=bytes_cta * n)
+            for r in range(n)
+        ]
+        acc = [
+            Pipeline(e, f"{tag}.sm{sms[r]}.acc", cfg.acc_slots, consumers=n, buffers=False)
+            for r in range(n)
+        ]
         dynamic = cfg.scheduler == "clc"
-        readers = 3 if n == 1 else 5          # warps that read each CLC answer
-        sched = [Pipeline(e, f"{tag}.sm{sms[r]}.clc", 2, consumers=readers, buffers=False)
-                 for r in range(n)] if dynamic else []
+        readers = 3 if n == 1 else 5  # warps that read each CLC answer
+        sched = (
+            [
+                Pipeline(e, f"{tag}.sm{sms[r]}.clc", 2, consumers=readers, buffers=False)
+                for r in range(n)
+            ]
+            if dynamic
+            else []
+        )
         answers = [[None, None] for _ in range(n)]
         tensor = self.tensor[slot]
         alive = {"roles": 0}
@@ -246,10 +274,13 @@ class _Kernel:
                 for r in range(n):
                     answers[r][idx] = won
 
-            done = [Effect(respond)] + [CompleteTx(sched[r].full[idx], CLC_RESPONSE_BYTES,
-                                                   delay=h if r else 0) for r in range(n)]
-            yield Issue(self.clc, cfg.clc_latency, "try_cancel", occupancy=0,
-                        on_done=tuple(done), tag="clc")
+            done = [Effect(respond)] + [
+                CompleteTx(sched[r].full[idx], CLC_RESPONSE_BYTES, delay=h if r else 0)
+                for r in range(n)
+            ]
+            yield Issue(
+                self.clc, cfg.clc_latency, "try_cancel", occupancy=0, on_done=tuple(done), tag="clc"
+            )
             pst.advance()
 
         def finished(_e):
@@ -270,11 +301,15 @@ class _Kernel:
                     yield from ab[r].producer_acquire(st, arrive=(r == 0))
                     if cfg.tma_issue_cycles:
                         yield Busy(cfg.tma_issue_cycles, "issue")
-                    yield Issue(self.memory, cfg.load_latency, f"load T{tile}.k{k}",
-                                occupancy=load_occ,
-                                writes=((ab[r].buffers[idx], (tile, k)),),
-                                on_done=(CompleteTx(ab[0].full[idx], bytes_cta,
-                                                    delay=h if r else 0),), tag=tile)
+                    yield Issue(
+                        self.memory,
+                        cfg.load_latency,
+                        f"load T{tile}.k{k}",
+                        occupancy=load_occ,
+                        writes=((ab[r].buffers[idx], (tile, k)),),
+                        on_done=(CompleteTx(ab[0].full[idx], bytes_cta, delay=h if r else 0),),
+                        tag=tile,
+                    )
                     st.advance()
                 if dynamic and r == 0:
                     yield from query(pst)
@@ -288,19 +323,23 @@ class _Kernel:
             tile = tiles[0]
             while tile is not None:
                 a = acc_st.index
-                yield from acc[0].producer_acquire(acc_st, arrive=False)   # a free TMEM slot
+                yield from acc[0].producer_acquire(acc_st, arrive=False)  # a free TMEM slot
                 kt = cfg.k_of(tile)
                 for k in range(kt):
                     idx = st.index
                     yield from ab[0].consumer_wait(st)
                     # tcgen05.commit, multicast: frees the stage in both CTAs
-                    done = [ab[r].release_on_completion(st, delay=h if r else 0)
-                            for r in range(n)]
+                    done = [ab[r].release_on_completion(st, delay=h if r else 0) for r in range(n)]
                     if k == kt - 1:
                         done += [Signal(acc[r].full[a], delay=h if r else 0) for r in range(n)]
-                    yield Issue(tensor, cfg.mma_latency, f"mma T{tile}.k{k}",
-                                reads=tuple((ab[r].buffers[idx], (tile, k)) for r in range(n)),
-                                on_done=tuple(done), tag=tile)
+                    yield Issue(
+                        tensor,
+                        cfg.mma_latency,
+                        f"mma T{tile}.k{k}",
+                        reads=tuple((ab[r].buffers[idx], (tile, k)) for r in range(n)),
+                        on_done=tuple(done),
+                        tag=tile,
+                    )
                     self.mma_chunks[tile] = self.mma_chunks.get(tile, 0) + 1
                     st.advance()
                 acc_st.advance()
@@ -316,19 +355,34 @@ class _Kernel:
                 t0 = e.now
                 yield Busy(cfg.epilogue_latency, f"epilogue T{tile}", tag=tile)
                 self.tiles.append(TileRecord(tile, sms[r], cid, t0, e.now))
-                yield Arrive(acc[0].empty[st.index], delay=h if r else 0)   # free the slot
+                yield Arrive(acc[0].empty[st.index], delay=h if r else 0)  # free the slot
                 st.advance()
                 tile = yield from next_tile(r, tile, cst)
             yield Call(finished)
 
         for r in range(n):
-            e.role(f"{tag}.sm{sms[r]}.tma", tma_warp(r), group=f"SM {sms[r]}",
-                   label=f"SM {sms[r]} TMA warp", start=at)
-            e.role(f"{tag}.sm{sms[r]}.epilogue", epilogue(r), group=f"SM {sms[r]}",
-                   label=f"SM {sms[r]} epilogue", start=at)
+            e.role(
+                f"{tag}.sm{sms[r]}.tma",
+                tma_warp(r),
+                group=f"SM {sms[r]}",
+                label=f"SM {sms[r]} TMA warp",
+                start=at,
+            )
+            e.role(
+                f"{tag}.sm{sms[r]}.epilogue",
+                epilogue(r),
+                group=f"SM {sms[r]}",
+                label=f"SM {sms[r]} epilogue",
+                start=at,
+            )
             alive["roles"] += 2
-        e.role(f"{tag}.sm{sms[0]}.mma", mma_warp(), group=f"SM {sms[0]}",
-               label=f"SM {sms[0]} MMA warp", start=at)
+        e.role(
+            f"{tag}.sm{sms[0]}.mma",
+            mma_warp(),
+            group=f"SM {sms[0]}",
+            label=f"SM {sms[0]} MMA warp",
+            start=at,
+        )
         alive["roles"] += 1
 
 
@@ -400,29 +454,56 @@ class ScheduleSim:
     def summary(self) -> str:
         c = self.config
         pair = "CTA pairs" if c.cluster == 2 else "single CTAs"
-        head = (f"{c.scheduler} scheduling, {c.sms} SMs as {pair}, {c.stages} stages, "
-                f"{c.acc_slots} TMEM slot(s)")
+        head = (
+            f"{c.scheduler} scheduling, {c.sms} SMs as {pair}, {c.stages} stages, "
+            f"{c.acc_slots} TMEM slot(s)"
+        )
         if not self.ok:
-            return f"{head}: " + (self.deadlock.summary if self.deadlock else
-                                  str(self.fault) if self.fault else "races detected")
+            return f"{head}: " + (
+                self.deadlock.summary
+                if self.deadlock
+                else str(self.fault)
+                if self.fault
+                else "races detected"
+            )
         u = self.per_sm_utilisation
-        return (f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor cores busy "
-                f"{self.utilisation:.0%} (SMs from {min(u):.0%} to {max(u):.0%})")
+        return (
+            f"{head}: {fmt_cycles(self.total_cycles)} cycles, tensor cores busy "
+            f"{self.utilisation:.0%} (SMs from {min(u):.0%} to {max(u):.0%})"
+        )
 
 
-def simulate(sms: int = 8, cluster: int = 2, tiles_m: int = 8, tiles_n: int = 4,
-             k_tiles: int = 8, stages: int = 4, acc_slots: int = 2, scheduler: str = "clc",
-             max_events: int = 2_000_000, **kwargs) -> ScheduleSim:
+def simulate(
+    sms: int = 8,
+    cluster: int = 2,
+    tiles_m: int = 8,
+    tiles_n: int = 4,
+    k_tiles: int = 8,
+    stages: int = 4,
+    acc_slots: int = 2,
+    scheduler: str = "clc",
+    max_events: int = 2_000_000,
+    **kwargs,
+) -> ScheduleSim:
     """Simulate the whole grid; keyword arguments are ScheduleConfig's fields."""
-    cfg = ScheduleConfig(sms=sms, cluster=cluster, tiles_m=tiles_m, tiles_n=tiles_n,
-                         k_tiles=k_tiles, stages=stages, acc_slots=acc_slots,
-                         scheduler=scheduler, **kwargs)
+    cfg = ScheduleConfig(
+        sms=sms,
+        cluster=cluster,
+        tiles_m=tiles_m,
+        tiles_n=tiles_n,
+        k_tiles=k_tiles,
+        stages=stages,
+        acc_slots=acc_slots,
+        scheduler=scheduler,
+        **kwargs,
+    )
     cfg.validate()
     kernel = _Kernel(cfg, max_events)
     kernel.start()
     kernel.e.run()
-    return ScheduleSim(cfg, kernel, diagnose(kernel.e), kernel.e.fault,
-                       list(kernel.e.hazards), kernel.e.end_time)
+    return ScheduleSim(
+        cfg, kernel, diagnose(kernel.e), kernel.e.fault, list(kernel.e.hazards), kernel.e.end_time
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -435,10 +516,10 @@ class Lesson:
     """A small experiment: rows of numbers and the claim they support. `kind` names the
     experiment (course.viz.schedule_pictures.lesson draws each kind's chart)."""
 
-    kind: str               # "handshake", "pingpong" or "scheduler"
+    kind: str  # "handshake", "pingpong" or "scheduler"
     title: str
     columns: list[str]
-    formats: list[str]      # per column: "" (as is), "cycles", "%", "x"
+    formats: list[str]  # per column: "" (as is), "cycles", "%", "x"
     rows: list[list]
     claim: str
     sims: dict = field(repr=False, default_factory=dict)
@@ -449,8 +530,7 @@ class Lesson:
 
     def table(self) -> str:
         cells = [[_cell(v, f) for v, f in zip(r, self.formats)] for r in self.rows]
-        widths = [max(len(str(c)), *(len(r[i]) for r in cells))
-                  for i, c in enumerate(self.columns)]
+        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(self.columns)]
         line = "  ".join(str(c).rjust(w) for c, w in zip(self.columns, widths))
         body = ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
         return "\n".join([self.title, line, *body, self.claim])
@@ -481,18 +561,39 @@ def handshake_lesson(stages=(1, 2, 3, 4, 6), **kw) -> Lesson:
         free = simulate(cluster=2, stages=s, **(base | {"handshake_latency": 0}))
         single = simulate(cluster=1, stages=s, **base)
         sims[s] = (pair, free, single)
-        rows.append([s, single.total_cycles, pair.total_cycles, free.total_cycles,
-                     pair.total_cycles / free.total_cycles - 1,
-                     single.total_cycles / pair.total_cycles])
+        rows.append(
+            [
+                s,
+                single.total_cycles,
+                pair.total_cycles,
+                free.total_cycles,
+                pair.total_cycles / free.total_cycles - 1,
+                single.total_cycles / pair.total_cycles,
+            ]
+        )
     h = simulate(**base).config.handshake_latency
-    claim = (f"The handshake ({fmt_cycles(h)} cycles each way) costs "
-             f"{rows[0][4]:.0%} at {rows[0][0]} stage(s) and {rows[-1][4]:.0%} at "
-             f"{rows[-1][0]}: a deep pipeline hides it, a shallow one does not.")
+    claim = (
+        f"The handshake ({fmt_cycles(h)} cycles each way) costs "
+        f"{rows[0][4]:.0%} at {rows[0][0]} stage(s) and {rows[-1][4]:.0%} at "
+        f"{rows[-1][0]}: a deep pipeline hides it, a shallow one does not."
+    )
 
-    return Lesson("handshake", "Cluster handshake vs pipeline depth",
-                  ["stages", "single CTAs", "CTA pairs", "pairs, free handshake",
-                   "handshake cost", "pair speed-up"],
-                  ["", "cycles", "cycles", "cycles", "%", "x"], rows, claim, sims)
+    return Lesson(
+        "handshake",
+        "Cluster handshake vs pipeline depth",
+        [
+            "stages",
+            "single CTAs",
+            "CTA pairs",
+            "pairs, free handshake",
+            "handshake cost",
+            "pair speed-up",
+        ],
+        ["", "cycles", "cycles", "cycles", "%", "x"],
+        rows,
+        claim,
+        sims,
+    )
 
 
 def pingpong_lesson(epilogue_latencies=(0, 400, 800, 1600), **kw) -> Lesson:
@@ -503,15 +604,31 @@ def pingpong_lesson(epilogue_latencies=(0, 400, 800, 1600), **kw) -> Lesson:
         one = simulate(acc_slots=1, epilogue_latency=ep, **base)
         two = simulate(acc_slots=2, epilogue_latency=ep, **base)
         sims[ep] = (one, two)
-        rows.append([ep, one.total_cycles, two.total_cycles, one.utilisation,
-                     two.utilisation, one.total_cycles / two.total_cycles])
-    claim = ("With one accumulator the MMA warp waits for every epilogue; with two, the "
-             "epilogue of tile n runs under the MMAs of tile n+1 "
-             f"({rows[-1][5]:.2f}x faster at an epilogue of {rows[-1][0]} cycles).")
+        rows.append(
+            [
+                ep,
+                one.total_cycles,
+                two.total_cycles,
+                one.utilisation,
+                two.utilisation,
+                one.total_cycles / two.total_cycles,
+            ]
+        )
+    claim = (
+        "With one accumulator the MMA warp waits for every epilogue; with two, the "
+        "epilogue of tile n runs under the MMAs of tile n+1 "
+        f"({rows[-1][5]:.2f}x faster at an epilogue of {rows[-1][0]} cycles)."
+    )
 
-    return Lesson("pingpong", "TMEM accumulators vs epilogue length",
-                  ["epilogue", "1 slot", "2 slots", "util 1 slot", "util 2 slots",
-                   "speed-up"], ["", "cycles", "cycles", "%", "%", "x"], rows, claim, sims)
+    return Lesson(
+        "pingpong",
+        "TMEM accumulators vs epilogue length",
+        ["epilogue", "1 slot", "2 slots", "util 1 slot", "util 2 slots", "speed-up"],
+        ["", "cycles", "cycles", "%", "%", "x"],
+        rows,
+        claim,
+        sims,
+    )
 
 
 def scheduler_lesson(seeds=range(8), **kw) -> Lesson:
@@ -520,37 +637,62 @@ def scheduler_lesson(seeds=range(8), **kw) -> Lesson:
     scheduler like CLC can still be unlucky when a heavy tile comes last, so a single
     draw proves little), and two SMs busy with other work at the start."""
     base = dict(sms=8, cluster=2, tiles_m=8, tiles_n=6, k_tiles=8) | kw
-    units = ScheduleConfig(**{k: v for k, v in base.items()
-                              if k in ScheduleConfig.__dataclass_fields__}).units
+    units = ScheduleConfig(
+        **{k: v for k, v in base.items() if k in ScheduleConfig.__dataclass_fields__}
+    ).units
     busy = max(8, base["k_tiles"]) * 256 * 4
     workloads = {
         "even tiles": [{}],
-        "uneven tiles": [{"tile_k": uneven_work(units, base["k_tiles"], seed=s)}
-                         for s in seeds],
+        "uneven tiles": [{"tile_k": uneven_work(units, base["k_tiles"], seed=s)} for s in seeds],
         "2 SMs busy at start": [{"sm_busy_until": (busy, busy)}],
     }
     rows, sims = [], {}
     for name, extras in workloads.items():
-        res = {s: [simulate(scheduler=s, **(base | extra)) for extra in extras]
-               for s in SCHEDULERS}
+        res = {s: [simulate(scheduler=s, **(base | extra)) for extra in extras] for s in SCHEDULERS}
         sims[name] = res
         mean = {s: sum(r.total_cycles for r in res[s]) / len(res[s]) for s in SCHEDULERS}
         ratios = [a.total_cycles / b.total_cycles for a, b in zip(res["static"], res["clc"])]
-        rows.append([name if len(extras) == 1 else f"{name} (mean of {len(extras)})",
-                     mean["static"], mean["clc"], mean["launch"],
-                     sum(ratios) / len(ratios), min(ratios), max(ratios)])
+        rows.append(
+            [
+                name if len(extras) == 1 else f"{name} (mean of {len(extras)})",
+                mean["static"],
+                mean["clc"],
+                mean["launch"],
+                sum(ratios) / len(ratios),
+                min(ratios),
+                max(ratios),
+            ]
+        )
     uneven = rows[1]
-    claim = ("CLC hands tiles to whichever SM pair is free, so late SMs and uneven work "
-             "balance out (on uneven tiles static takes "
-             f"{uneven[4]:.2f}x as long as CLC on average, between {uneven[5]:.2f}x and "
-             f"{uneven[6]:.2f}x across the random workloads); "
-             "static round-robin leaves some pairs with more work; a launch per tile pays "
-             "its start-up and cannot overlap one tile's epilogue with the next.")
+    claim = (
+        "CLC hands tiles to whichever SM pair is free, so late SMs and uneven work "
+        "balance out (on uneven tiles static takes "
+        f"{uneven[4]:.2f}x as long as CLC on average, between {uneven[5]:.2f}x and "
+        f"{uneven[6]:.2f}x across the random workloads); "
+        "static round-robin leaves some pairs with more work; a launch per tile pays "
+        "its start-up and cannot overlap one tile's epilogue with the next."
+    )
 
-    return Lesson("scheduler", "Tile scheduling",
-                  ["workload", "static", "clc", "launch", "static / clc", "worst", "best"],
-                  ["", "cycles", "cycles", "cycles", "x", "x", "x"], rows, claim, sims)
+    return Lesson(
+        "scheduler",
+        "Tile scheduling",
+        ["workload", "static", "clc", "launch", "static / clc", "worst", "best"],
+        ["", "cycles", "cycles", "cycles", "x", "x", "x"],
+        rows,
+        claim,
+        sims,
+    )
 
 
-__all__ = ["ScheduleConfig", "ScheduleSim", "SCHEDULERS", "simulate", "uneven_work",
-           "handshake_lesson", "pingpong_lesson", "scheduler_lesson", "Lesson", "TileRecord"]
+__all__ = [
+    "ScheduleConfig",
+    "ScheduleSim",
+    "SCHEDULERS",
+    "simulate",
+    "uneven_work",
+    "handshake_lesson",
+    "pingpong_lesson",
+    "scheduler_lesson",
+    "Lesson",
+    "TileRecord",
+]

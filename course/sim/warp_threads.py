@@ -8,6 +8,7 @@ Python loops); and an error raised inside CuTe DSL's own code is told apart from
 kernel's, so a call the model does not stand in for is reported as unmodelled instead of
 judged.
 """
+
 from __future__ import annotations
 
 import ast
@@ -115,8 +116,13 @@ class PlainCutlass:
         raise Unmodelled(f"cutlass.{name}")
 
 
-PLAIN_NAMES = {"cutlass": PlainCutlass(), "const_expr": PlainCutlass.const_expr,
-               "range_constexpr": PlainCutlass.range_constexpr, "Int32": int, "Float32": float}
+PLAIN_NAMES = {
+    "cutlass": PlainCutlass(),
+    "const_expr": PlainCutlass.const_expr,
+    "range_constexpr": PlainCutlass.range_constexpr,
+    "Int32": int,
+    "Float32": float,
+}
 
 
 def python_version(fn, names: dict):

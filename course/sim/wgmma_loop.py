@@ -25,6 +25,7 @@ group left in flight when the next k-tile is issued).
 
     run(mainloop, Config(), k_tiles=5, seed=0)   ->  Outcome("ok", ...)
 """
+
 from __future__ import annotations
 
 import inspect
@@ -33,15 +34,24 @@ import threading
 from dataclasses import dataclass, field
 
 from course.models.mbarrier import MBarrier, MBarrierError, PipelineState
-from course.sim.warp_threads import (PLAIN_NAMES, Unmodelled, Warp, library_frame,
-                                     python_version, source_line, stop_all)
+from course.sim.warp_threads import (
+    PLAIN_NAMES,
+    Unmodelled,
+    Warp,
+    library_frame,
+    python_version,
+    source_line,
+    stop_all,
+)
 
 MAX_STEPS = 400_000
 OK = "ok"
-ISA_FENCE = ("the PTX ISA: wgmma.fence must come before the first wgmma.mma_async of a "
-             "warpgroup, and between any other access to the accumulator registers and a "
-             "wgmma.mma_async that uses them (wgmmas of the same shape accumulating into the "
-             "same registers need none between them)")
+ISA_FENCE = (
+    "the PTX ISA: wgmma.fence must come before the first wgmma.mma_async of a "
+    "warpgroup, and between any other access to the accumulator registers and a "
+    "wgmma.mma_async that uses them (wgmmas of the same shape accumulating into the "
+    "same registers need none between them)"
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,7 @@ class Found(Exception):
 
 
 # ------------------------------------------------------------------ the CTA's state
+
 
 @dataclass
 class Group:
@@ -93,9 +104,21 @@ class WarpState:
 
 
 class Cta:
-    def __init__(self, stages: int, k_tiles: int, warps: int, k_blocks: int, tx_bytes: int,
-                 code_waits: bool = True):
-        self.stages, self.k_tiles, self.k_blocks, self.tx_bytes = stages, k_tiles, k_blocks, tx_bytes
+    def __init__(
+        self,
+        stages: int,
+        k_tiles: int,
+        warps: int,
+        k_blocks: int,
+        tx_bytes: int,
+        code_waits: bool = True,
+    ):
+        self.stages, self.k_tiles, self.k_blocks, self.tx_bytes = (
+            stages,
+            k_tiles,
+            k_blocks,
+            tx_bytes,
+        )
         self.code_waits = code_waits  # the method calls wait_group somewhere
         self.full = [MBarrier(1, f"full[{s}]") for s in range(stages)]
         self.empty = [MBarrier(warps, f"empty[{s}]") for s in range(stages)]
@@ -106,14 +129,22 @@ class Cta:
 
     def readers(self, stage: int) -> list:
         """(warp, k-tile, committed?) of every wgmma group that still reads `stage`."""
-        return [(w, t, g is not st.open) for w, st in enumerate(self.warps)
-                for g in st.pending() for t, s, _ in g.reads if s == stage]
+        return [
+            (w, t, g is not st.open)
+            for w, st in enumerate(self.warps)
+            for g in st.pending()
+            for t, s, _ in g.reads
+            if s == stage
+        ]
 
     # producer -------------------------------------------------------------------------
     def issue(self, k_tile: int, stage: int):
         if not 0 <= k_tile < self.k_tiles:
-            raise Found("misuse", f"a load of k-tile {k_tile}: there are only {self.k_tiles}",
-                        "past the last k-tile")
+            raise Found(
+                "misuse",
+                f"a load of k-tile {k_tile}: there are only {self.k_tiles}",
+                "past the last k-tile",
+            )
         self.full[stage].arrive(tx=self.tx_bytes)
         self.loaded.append(k_tile)
         self.in_flight += [(stage, k_tile, "A"), (stage, k_tile, "B")]
@@ -123,9 +154,12 @@ class Cta:
         readers = self.readers(stage)
         if readers:
             w, t, _ = readers[0]
-            raise Found("race", f"TMA wrote k-tile {k_tile}'s {half} into stage {stage} while "
-                        f"warp {w}'s wgmmas of k-tile {t} were still reading that stage",
-                        "released too early")
+            raise Found(
+                "race",
+                f"TMA wrote k-tile {k_tile}'s {half} into stage {stage} while "
+                f"warp {w}'s wgmmas of k-tile {t} were still reading that stage",
+                "released too early",
+            )
         if not any(c[:2] == (stage, k_tile) for c in self.in_flight):
             self.content[stage] = k_tile
         try:
@@ -137,26 +171,39 @@ class Cta:
     def mma(self, w: int, a, b):
         st = self.warps[w]
         if not (isinstance(a, OperandSlice) and isinstance(b, OperandSlice)):
-            raise Found("misuse", f"warp {w}: cute.gemm was given {a!r} and {b!r}, not one "
-                        f"k-block of tCrA and of tCrB", "operands")
+            raise Found(
+                "misuse",
+                f"warp {w}: cute.gemm was given {a!r} and {b!r}, not one "
+                f"k-block of tCrA and of tCrB",
+                "operands",
+            )
         if (a.k_block, a.stage) != (b.k_block, b.stage):
-            raise Found("misuse", f"warp {w} multiplied A's k-block {a.k_block} of stage "
-                        f"{a.stage} with B's k-block {b.k_block} of stage {b.stage}",
-                        "operands")
+            raise Found(
+                "misuse",
+                f"warp {w} multiplied A's k-block {a.k_block} of stage "
+                f"{a.stage} with B's k-block {b.k_block} of stage {b.stage}",
+                "operands",
+            )
         stage = a.stage
         if not st.fenced:
-            raise Found("race", f"warp {w} issued a wgmma with no wgmma.fence since the "
-                        f"accumulator registers were last written by its own instructions",
-                        "fence")
+            raise Found(
+                "race",
+                f"warp {w} issued a wgmma with no wgmma.fence since the "
+                f"accumulator registers were last written by its own instructions",
+                "fence",
+            )
         held = self.content[stage]
         if held is None or st.waited.get(stage) != held:
             saw = st.waited.get(stage)
             what = "nothing yet" if held is None else f"k-tile {held}"
-            raise Found("race", f"warp {w}'s wgmma read stage {stage} while it held {what}"
-                        + ("" if saw is None else f" (its last wait on full[{stage}] saw k-tile "
-                                                  f"{saw})")
-                        + ": a stage is read only after consumer_wait on its full barrier "
-                          "returns for that k-tile", "missing wait")
+            raise Found(
+                "race",
+                f"warp {w}'s wgmma read stage {stage} while it held {what}"
+                + ("" if saw is None else f" (its last wait on full[{stage}] saw k-tile {saw})")
+                + ": a stage is read only after consumer_wait on its full barrier "
+                "returns for that k-tile",
+                "missing wait",
+            )
         if not st.open.reads and st.issues and not st.committed and st.first_idle is None:
             st.first_idle = held  # issued with no earlier group left in flight
         if not st.open.reads:  # the first wgmma of a new group
@@ -174,7 +221,7 @@ class Cta:
         st.waits_called += 1
         if n < 0:
             raise Found("misuse", f"warp {w}: wait_group({n})", "wait_group")
-        st.committed = st.committed[len(st.committed) - n:] if n else []
+        st.committed = st.committed[len(st.committed) - n :] if n else []
 
     def release(self, w: int, stage: int):
         st = self.warps[w]
@@ -183,8 +230,9 @@ class Cta:
             if stage in g.stages:
                 t = [t for t, s, _ in g.reads if s == stage][0]
                 uncommitted = g is st.open
-                latest = g is (st.open if st.open.reads else
-                               (st.committed[-1] if st.committed else None))
+                latest = g is (
+                    st.open if st.open.reads else (st.committed[-1] if st.committed else None)
+                )
                 if uncommitted:
                     why, key = "they were never committed (commit_group)", "commit"
                 elif latest:
@@ -192,14 +240,20 @@ class Cta:
                 elif not (st.waits_called or self.code_waits):
                     why, key = "nothing waits for them (no wait_group)", "no wait"
                 else:
-                    why, key = ("their group was still in flight: no wait_group had retired "
-                                "it yet"), "released too early"
-                raise Found("race", f"warp {w} handed stage {stage} (k-tile {t}) back to the "
-                            f"producer while its wgmmas of k-tile {t} still read it: {why}",
-                            key)
+                    why, key = (
+                        ("their group was still in flight: no wait_group had retired it yet"),
+                        "released too early",
+                    )
+                raise Found(
+                    "race",
+                    f"warp {w} handed stage {stage} (k-tile {t}) back to the "
+                    f"producer while its wgmmas of k-tile {t} still read it: {why}",
+                    key,
+                )
         if held is None:
-            raise Found("misuse", f"warp {w} released stage {stage}, which holds no k-tile",
-                        "stage index")
+            raise Found(
+                "misuse", f"warp {w} released stage {stage}, which holds no k-tile", "stage index"
+            )
         try:
             self.empty[stage].arrive()
         except MBarrierError as exc:
@@ -208,8 +262,12 @@ class Cta:
     def touch_acc(self, w: int, how: str):
         st = self.warps[w]
         if st.pending():
-            raise Found("race", f"warp {w} {how} the accumulator while its wgmmas were still "
-                        f"writing it (no wait_group before)", "acc in flight")
+            raise Found(
+                "race",
+                f"warp {w} {how} the accumulator while its wgmmas were still "
+                f"writing it (no wait_group before)",
+                "acc in flight",
+            )
         st.fenced = False
 
     def finish(self, w: int):
@@ -217,10 +275,13 @@ class Cta:
         st = self.warps[w]
         if st.open.reads:
             ts = st.open.k_tiles()
-            raise Found("race", f"warp {w}'s wgmmas of k-tile(s) {ts} were never committed: "
-                        f"the kernel's wait_group(0) after the loop does not wait for them, "
-                        f"so the epilogue may read the accumulator while they still write it",
-                        "commit")
+            raise Found(
+                "race",
+                f"warp {w}'s wgmmas of k-tile(s) {ts} were never committed: "
+                f"the kernel's wait_group(0) after the loop does not wait for them, "
+                f"so the epilogue may read the accumulator while they still write it",
+                "commit",
+            )
         st.committed = []
 
     def verdict(self) -> Outcome:
@@ -230,24 +291,40 @@ class Cta:
             if got != want:
                 twice = sorted({p for p in got if got.count(p) > 1})
                 never = [p for p in want if p not in got]
-                what = (f"multiplied (k-tile, k-block) {twice[0]} more than once" if twice
-                        else f"never multiplied (k-tile, k-block) {never[0]}")
-                return Outcome("misuse", f"warp {w} {what}: every k-block of every k-tile "
-                               f"goes into the accumulator exactly once", "every k-block")
+                what = (
+                    f"multiplied (k-tile, k-block) {twice[0]} more than once"
+                    if twice
+                    else f"never multiplied (k-tile, k-block) {never[0]}"
+                )
+                return Outcome(
+                    "misuse",
+                    f"warp {w} {what}: every k-block of every k-tile "
+                    f"goes into the accumulator exactly once",
+                    "every k-block",
+                )
         if sorted(self.loaded) != list(range(self.k_tiles)):
-            return Outcome("misuse", f"the k-tiles loaded were {sorted(self.loaded)}",
-                           "every k-tile")
+            return Outcome(
+                "misuse", f"the k-tiles loaded were {sorted(self.loaded)}", "every k-tile"
+            )
         st = self.warps[0]
         if st.first_idle is not None:
-            return Outcome("serialised", f"warp 0 issued k-tile {st.first_idle}'s wgmmas only "
-                           f"after every earlier group had completed: nothing was left in "
-                           f"flight while it issued them", "serialises")
-        return Outcome(OK, f"{len(self.warps)} warps, {self.stages} stages, {self.k_tiles} "
-                           f"k-tiles: every k-block multiplied once, no stage read early or "
-                           f"handed back while read")
+            return Outcome(
+                "serialised",
+                f"warp 0 issued k-tile {st.first_idle}'s wgmmas only "
+                f"after every earlier group had completed: nothing was left in "
+                f"flight while it issued them",
+                "serialises",
+            )
+        return Outcome(
+            OK,
+            f"{len(self.warps)} warps, {self.stages} stages, {self.k_tiles} "
+            f"k-tiles: every k-block multiplied once, no stage read early or "
+            f"handed back while read",
+        )
 
 
 # ------------------------------------------------------------------ stand-ins
+
 
 @dataclass(frozen=True)
 class OperandSlice:
@@ -267,12 +344,17 @@ class Operand:
 
     def __getitem__(self, index):
         if not (isinstance(index, tuple) and len(index) == 4 and index[:2] == (None, None)):
-            raise Unmodelled(f"{self.name}[{index!r}] (the model knows "
-                             f"{self.name}[None, None, k_block, stage])")
+            raise Unmodelled(
+                f"{self.name}[{index!r}] (the model knows {self.name}[None, None, k_block, stage])"
+            )
         kb, stage = int(index[2]), int(index[3])
         if not (0 <= kb < self.k_blocks and 0 <= stage < self.stages):
-            raise Found("misuse", f"{self.name}[None, None, {kb}, {stage}] is outside its "
-                        f"{self.k_blocks} k-blocks x {self.stages} stages", "stage index")
+            raise Found(
+                "misuse",
+                f"{self.name}[None, None, {kb}, {stage}] is outside its "
+                f"{self.k_blocks} k-blocks x {self.stages} stages",
+                "stage index",
+            )
         return OperandSlice(self.name, kb, stage)
 
 
@@ -379,20 +461,30 @@ class ModelSelf:
 
 # ------------------------------------------------------------------ running it
 
+
 def run(mainloop, cfg, k_tiles: int, seed: int = 0, k_blocks: int = 4) -> Outcome:
     """One random interleaving of `mainloop` run by every consumer warp of a CTA of
     kernels.wgmma_gemm with Config `cfg`, over `k_tiles` k-tiles of `k_blocks` k-blocks."""
     warps_n = cfg.threads // 32
-    cta = Cta(cfg.stages, k_tiles, warps_n, k_blocks, tx_bytes=2,
-              code_waits="wait_group" in inspect.getsource(inspect.unwrap(mainloop)))
+    cta = Cta(
+        cfg.stages,
+        k_tiles,
+        warps_n,
+        k_blocks,
+        tx_bytes=2,
+        code_waits="wait_group" in inspect.getsource(inspect.unwrap(mainloop)),
+    )
     parked = threading.Semaphore(0)
     warps = [Warp(w, parked) for w in range(warps_n)]
     try:
         for warp in warps:
             cute = ModelCute(warp)
             body = python_version(mainloop, {**PLAIN_NAMES, "cute": cute})
-            warp.start(lambda body=body, warp=warp, cute=cute: _warp_program(
-                body, warp, cfg, k_tiles, k_blocks))
+            warp.start(
+                lambda body=body, warp=warp, cute=cute: _warp_program(
+                    body, warp, cfg, k_tiles, k_blocks
+                )
+            )
         return _schedule(cta, warps, random.Random(seed), mainloop)
     finally:
         stop_all(warps, parked)
@@ -408,10 +500,20 @@ def _warp_program(body, warp: Warp, cfg, k_tiles: int, k_blocks: int):
             me.load_k_tile(None, produce)
             produce.advance()
     acc = Accumulator(lambda act: warp.step(("act", act)), warp.index)
-    body(me, TiledMma(), acc, Operand("tCrA", k_blocks, cfg.stages),
-         Operand("tCrB", k_blocks, cfg.stages), ModelRing(warp),
-         PipelineState.consumer(cfg.stages), PipelineState.consumer(cfg.stages), produce,
-         k_tiles, warp.index, ())
+    body(
+        me,
+        TiledMma(),
+        acc,
+        Operand("tCrA", k_blocks, cfg.stages),
+        Operand("tCrB", k_blocks, cfg.stages),
+        ModelRing(warp),
+        PipelineState.consumer(cfg.stages),
+        PipelineState.consumer(cfg.stages),
+        produce,
+        k_tiles,
+        warp.index,
+        (),
+    )
     warp.step(("act", lambda cta: cta.finish(warp.index)))
 
 
@@ -461,13 +563,20 @@ def _deadlock(cta: Cta, live: list[Warp]) -> Outcome:
     for w in live[:2]:
         kind, name, stage, parity = w.pending
         bar = _barrier(cta, w.pending)
-        role = ("to load the next k-tile" if kind == "wait" and name == "empty"
-                else "for its next k-tile")
-        lines.append(f"warp {w.index} waits on {bar.name} {role}, for parity {parity}, but "
-                     f"{bar.describe()}")
+        role = (
+            "to load the next k-tile"
+            if kind == "wait" and name == "empty"
+            else "for its next k-tile"
+        )
+        lines.append(
+            f"warp {w.index} waits on {bar.name} {role}, for parity {parity}, but {bar.describe()}"
+        )
     empty_waits = [w for w in live if w.pending[1] == "empty"]
-    return Outcome("deadlock", "; ".join(lines) + ("; ..." if len(live) > 2 else ""),
-                   "missing release" if empty_waits else "deadlock")
+    return Outcome(
+        "deadlock",
+        "; ".join(lines) + ("; ..." if len(live) > 2 else ""),
+        "missing release" if empty_waits else "deadlock",
+    )
 
 
 def _error_outcome(warp: Warp, fn) -> Outcome:
@@ -480,12 +589,17 @@ def _error_outcome(warp: Warp, fn) -> Outcome:
     if library:
         return Outcome("unmodelled", f"the CPU model of the main loop cannot run {library}")
     line = source_line(exc, fn)
-    return Outcome("misuse", f"warp {warp.index} raised {type(exc).__name__}: {exc}"
-                   + (f" (line {line} of your method)" if line else ""), "runs as plain Python")
+    return Outcome(
+        "misuse",
+        f"warp {warp.index} raised {type(exc).__name__}: {exc}"
+        + (f" (line {line} of your method)" if line else ""),
+        "runs as plain Python",
+    )
 
 
-def sweep(mainloop, cfg=None, stages_list=(2, 3, 4), k_tiles_list=(1, 2, 5, 9),
-          seeds: int = 3) -> Outcome:
+def sweep(
+    mainloop, cfg=None, stages_list=(2, 3, 4), k_tiles_list=(1, 2, 5, 9), seeds: int = 3
+) -> Outcome:
     """run() over ring depths, lengths and interleavings: the first problem, or ok."""
     from dataclasses import replace
 
@@ -497,8 +611,12 @@ def sweep(mainloop, cfg=None, stages_list=(2, 3, 4), k_tiles_list=(1, 2, 5, 9),
             for seed in range(seeds):
                 out = run(mainloop, replace(base, stages=stages), k_tiles, seed)
                 if not out.ok:
-                    return Outcome(out.kind, f"{stages} stages, {k_tiles} k-tile(s): "
-                                   f"{out.detail}", out.mistake)
-    return Outcome(OK, f"no race, no deadlock, every k-block multiplied once, over "
-                       f"{len(stages_list)} ring depths x {len(k_tiles_list)} lengths x "
-                       f"{seeds} interleavings")
+                    return Outcome(
+                        out.kind, f"{stages} stages, {k_tiles} k-tile(s): {out.detail}", out.mistake
+                    )
+    return Outcome(
+        OK,
+        f"no race, no deadlock, every k-block multiplied once, over "
+        f"{len(stages_list)} ring depths x {len(k_tiles_list)} lengths x "
+        f"{seeds} interleavings",
+    )

@@ -18,6 +18,7 @@ Those lines are still the learner's own claims: the table shows what each learne
 A damaged line (a file cut short, an edit by hand) is skipped and counted, never fatal, and
 so is a file that is a link or not a plain file: one learner's file must not hide the class.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,13 +40,25 @@ from course.tools.hub_accounts import learner_of
 # the four verdicts a check records, best first (old files hold no "not proven")
 VERDICTS = (RIGHT, UNPROVEN, WRONG, UNANSWERED)
 MARKS = {RIGHT: "✅", UNPROVEN: "❔", WRONG: "❌", UNANSWERED: "○"}
-LABELS = {RIGHT: "right", UNPROVEN: "not proven here", WRONG: "wrong (not solved yet)",
-          UNANSWERED: "not answered"}
+LABELS = {
+    RIGHT: "right",
+    UNPROVEN: "not proven here",
+    WRONG: "wrong (not solved yet)",
+    UNANSWERED: "not answered",
+}
 SOLVED, TRIED = MARKS["right"], MARKS["wrong"]
 MOST_COMMON = 5  # wrong answers per exercise in the printed report
 # folders that never hold a progress file: skipped when searching a whole /home
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "site-packages", "__pycache__",
-             ".cache", ".ipynb_checkpoints"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "node_modules",
+    "site-packages",
+    "__pycache__",
+    ".cache",
+    ".ipynb_checkpoints",
+}
 
 
 @dataclass(frozen=True)
@@ -101,11 +114,13 @@ def by_folder(*roots: str | Path) -> Identify:
     def identify(file: Path, info: os.stat_result) -> str:
         root = next(r for r in roots if file == r or r in file.parents)
         return file.relative_to(root).parts[0] if file != root else file.parent.name
+
     return identify
 
 
-def table(paths: Iterable[str | Path], identify: Identify = by_owner
-          ) -> tuple[list[dict], dict[str, list[WrongAnswer]]]:
+def table(
+    paths: Iterable[str | Path], identify: Identify = by_owner
+) -> tuple[list[dict], dict[str, list[WrongAnswer]]]:
     """The class table and the common wrong answers of the progress files under `paths`."""
     progress = gather(paths, identify)
     return class_rows(progress), wrong_answers(progress)
@@ -153,8 +168,7 @@ def read_own_text(file: Path) -> tuple[str, os.stat_result]:
         os.close(fd)
 
 
-def read_progress_file(file: Path, progress: ClassProgress, identify: Identify = by_owner
-                       ) -> None:
+def read_progress_file(file: Path, progress: ClassProgress, identify: Identify = by_owner) -> None:
     """Add `file`'s attempts to `progress` as its learner's, counting the lines that are not
     one and setting aside those that name someone else."""
     try:
@@ -175,8 +189,10 @@ def read_progress_file(file: Path, progress: ClassProgress, identify: Identify =
                 others[attempt.learner] += 1
             else:
                 progress.attempts.append(attempt)
-    progress.foreign += [f"{file} (belongs to {owner}): {n} line(s) naming {name}"
-                         for name, n in sorted(others.items())]
+    progress.foreign += [
+        f"{file} (belongs to {owner}): {n} line(s) naming {name}"
+        for name, n in sorted(others.items())
+    ]
 
 
 def parse_line(line: str) -> Attempt | None:
@@ -189,8 +205,14 @@ def parse_line(line: str) -> Attempt | None:
         return None
     learner, exercise, verdict = (entry.get(k) for k in ("learner", "exercise", "verdict"))
     hint = entry.get("hint") or ""
-    if not (isinstance(learner, str) and learner and isinstance(exercise, str) and exercise
-            and verdict in VERDICTS and isinstance(hint, str)):
+    if not (
+        isinstance(learner, str)
+        and learner
+        and isinstance(exercise, str)
+        and exercise
+        and verdict in VERDICTS
+        and isinstance(hint, str)
+    ):
         return None
     return Attempt(learner, exercise, verdict, hint)
 
@@ -222,8 +244,10 @@ def class_rows(progress: ClassProgress) -> list[dict]:
     for a in progress.attempts:
         verdicts[a.learner, a.exercise].add(a.verdict)
     exercises = progress.exercises
-    return [{"learner": learner, **{ex: cell(verdicts[learner, ex]) for ex in exercises}}
-            for learner in progress.learners]
+    return [
+        {"learner": learner, **{ex: cell(verdicts[learner, ex]) for ex in exercises}}
+        for learner in progress.learners
+    ]
 
 
 def cell(verdicts: set[str]) -> str:
@@ -233,8 +257,7 @@ def cell(verdicts: set[str]) -> str:
 
 def exercise_counts(rows: list[dict], exercises: list[str]) -> dict[str, dict[str, int]]:
     """Per exercise, how many learners' best verdict is each of the four."""
-    return {ex: {v: sum(r[ex] == MARKS[v] for r in rows) for v in VERDICTS}
-            for ex in exercises}
+    return {ex: {v: sum(r[ex] == MARKS[v] for r in rows) for v in VERDICTS} for ex in exercises}
 
 
 def wrong_answers(progress: ClassProgress) -> dict[str, list[WrongAnswer]]:
@@ -246,8 +269,9 @@ def wrong_answers(progress: ClassProgress) -> dict[str, list[WrongAnswer]]:
             who[a.exercise, a.hint].add(a.learner)
     grouped = {}
     for ex in progress.exercises:
-        answers = [WrongAnswer(hint, n, len(who[ex, hint]))
-                   for (e, hint), n in times.items() if e == ex]
+        answers = [
+            WrongAnswer(hint, n, len(who[ex, hint])) for (e, hint), n in times.items() if e == ex
+        ]
         if answers:
             grouped[ex] = sorted(answers, key=lambda w: (-w.times, -w.learners, w.hint))
     return grouped
@@ -258,26 +282,41 @@ def markdown_report(progress: ClassProgress) -> str:
     rows, exercises = class_rows(progress), progress.exercises
     counts = exercise_counts(rows, exercises)
     legend = ", ".join(f"{MARKS[v]} {LABELS[v]}" for v in VERDICTS)
-    lines = [f"# Class progress: {len(rows)} learners, {len(exercises)} exercises checked",
-             "", f"{legend}; blank: never checked.", "",
-             "| learner | " + " | ".join(exercises) + " |",
-             "|---" * (len(exercises) + 1) + "|"]
-    lines += [f"| {escape(r['learner'])} | " + " | ".join(r[ex] for ex in exercises) + " |"
-              for r in rows]
+    lines = [
+        f"# Class progress: {len(rows)} learners, {len(exercises)} exercises checked",
+        "",
+        f"{legend}; blank: never checked.",
+        "",
+        "| learner | " + " | ".join(exercises) + " |",
+        "|---" * (len(exercises) + 1) + "|",
+    ]
+    lines += [
+        f"| {escape(r['learner'])} | " + " | ".join(r[ex] for ex in exercises) + " |" for r in rows
+    ]
     for verdict in VERDICTS:
-        lines.append(f"| **{LABELS[verdict]}** | "
-                     + " | ".join(str(counts[ex][verdict]) for ex in exercises) + " |")
+        lines.append(
+            f"| **{LABELS[verdict]}** | "
+            + " | ".join(str(counts[ex][verdict]) for ex in exercises)
+            + " |"
+        )
     lines += ["", "## Most common wrong answers", ""]
     for ex, answers in wrong_answers(progress).items():
         lines.append(f"**{ex}**")
-        lines += [f"- {w.times}× by {w.learners} learner{'s' * (w.learners != 1)}: "
-                  f"{escape(w.hint) or '(no hint recorded)'}" for w in answers[:MOST_COMMON]]
+        lines += [
+            f"- {w.times}× by {w.learners} learner{'s' * (w.learners != 1)}: "
+            f"{escape(w.hint) or '(no hint recorded)'}"
+            for w in answers[:MOST_COMMON]
+        ]
         lines.append("")
-    lines.append(f"Read {len(progress.files)} progress file(s); skipped "
-                 f"{progress.skipped_lines} malformed line(s).")
+    lines.append(
+        f"Read {len(progress.files)} progress file(s); skipped "
+        f"{progress.skipped_lines} malformed line(s)."
+    )
     if progress.foreign:
-        lines.append("Ignored lines that name another learner than the file's (a file "
-                     "counts only for the learner it belongs to):")
+        lines.append(
+            "Ignored lines that name another learner than the file's (a file "
+            "counts only for the learner it belongs to):"
+        )
         lines += [f"- {escape(what)}" for what in progress.foreign]
     lines += [f"Could not read {what}." for what in progress.unreadable]
     return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ a picture (stacked bars per exercise, one colour per verdict): printed, and writ
 DIR/progress.md and DIR/progress.png, readable by the teacher's account only (the folder
 mode 700, the files 600: the checkout around build/ is open to every learner).
 """
+
 from __future__ import annotations
 
 import io
@@ -16,11 +17,22 @@ from matplotlib.figure import Figure  # no pyplot: works in any backend, and hea
 from matplotlib.ticker import MaxNLocator
 
 from course import ROOT
-from course.tools.class_progress import (LABELS, VERDICTS, by_folder, class_rows,
-                                         exercise_counts, gather, markdown_report)
+from course.tools.class_progress import (
+    LABELS,
+    VERDICTS,
+    by_folder,
+    class_rows,
+    exercise_counts,
+    gather,
+    markdown_report,
+)
 
-COLOURS = {"right": "#2e7d32", "not proven": "#1565c0", "wrong": "#e65100",
-           "not answered": "#9e9e9e"}
+COLOURS = {
+    "right": "#2e7d32",
+    "not proven": "#1565c0",
+    "wrong": "#e65100",
+    "not answered": "#9e9e9e",
+}
 DEFAULT_OUT = ROOT / "build" / "classroom"
 
 
@@ -46,11 +58,12 @@ def progress(paths: list[str], out: Path, learner_from: str = "owner") -> int:
     the PATH it sits in (a hub whose servers all run as one account)."""
     found = gather(paths) if learner_from == "owner" else gather(paths, by_folder(*paths))
     if not found.attempts:
-        print(f"no verdicts found in {', '.join(paths)}"
-              + "".join(f"\ncould not read {what}" for what in found.unreadable)
-              + "".join(f"\nignored {what}" for what in found.foreign)
-              + (f"\nskipped {found.skipped_lines} malformed line(s)" if found.skipped_lines
-                 else ""))
+        print(
+            f"no verdicts found in {', '.join(paths)}"
+            + "".join(f"\ncould not read {what}" for what in found.unreadable)
+            + "".join(f"\nignored {what}" for what in found.foreign)
+            + (f"\nskipped {found.skipped_lines} malformed line(s)" if found.skipped_lines else "")
+        )
         return 1
     report = markdown_report(found)
     print(report)
@@ -70,8 +83,7 @@ def progress_figure(counts: dict[str, dict[str, int]], learners: int) -> Figure:
     bottom = [0] * len(exercises)
     for verdict in VERDICTS:
         heights = [counts[ex][verdict] for ex in exercises]
-        ax.bar(exercises, heights, bottom=bottom, color=COLOURS[verdict],
-               label=LABELS[verdict])
+        ax.bar(exercises, heights, bottom=bottom, color=COLOURS[verdict], label=LABELS[verdict])
         bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xlabel("exercise")
     ax.set_ylabel("learners")

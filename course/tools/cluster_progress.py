@@ -12,6 +12,7 @@ Only running servers can be read (a stopped server's home is a volume no pod mou
 gather during class, or start the learners' servers from the hub's admin page first. Needs
 kubectl with access to the hub's namespace (the teacher's, not a learner's).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,23 @@ def kubectl(*args: str, timeout: int = 60) -> str:
 
 def learner_pods(namespace: str) -> list[tuple[str, str]]:
     """(pod, learner) of every running learner's server."""
-    pods = json.loads(kubectl("get", "pods", "--namespace", namespace, "--selector",
-                              "component=singleuser-server", "--output", "json"))
-    return [(pod["metadata"]["name"], pod["metadata"].get("annotations", {})
-             .get(USER_ANNOTATION, "")) for pod in pods.get("items", [])
-            if pod.get("status", {}).get("phase") == "Running"]
+    pods = json.loads(
+        kubectl(
+            "get",
+            "pods",
+            "--namespace",
+            namespace,
+            "--selector",
+            "component=singleuser-server",
+            "--output",
+            "json",
+        )
+    )
+    return [
+        (pod["metadata"]["name"], pod["metadata"].get("annotations", {}).get(USER_ANNOTATION, ""))
+        for pod in pods.get("items", [])
+        if pod.get("status", {}).get("phase") == "Running"
+    ]
 
 
 def copy_progress(namespace: str, pod: str, learner: str, learners: Path) -> str:
@@ -51,8 +64,18 @@ def copy_progress(namespace: str, pod: str, learner: str, learners: Path) -> str
     if not learner or learner in (".", "..") or "/" in learner:
         return f"{pod}: no usable learner name ({learner!r})"
     try:
-        text = kubectl("exec", "--namespace", namespace, pod, "--container", CONTAINER,
-                       "--", "sh", "-c", f"cat {HOME}/.course/{FILE_NAME} 2>/dev/null || true")
+        text = kubectl(
+            "exec",
+            "--namespace",
+            namespace,
+            pod,
+            "--container",
+            CONTAINER,
+            "--",
+            "sh",
+            "-c",
+            f"cat {HOME}/.course/{FILE_NAME} 2>/dev/null || true",
+        )
     except (RuntimeError, subprocess.SubprocessError) as error:
         return f"{pod} ({learner}): {error}"
     if text:
@@ -63,18 +86,24 @@ def copy_progress(namespace: str, pod: str, learner: str, learners: Path) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.tools.cluster_progress",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m course.tools.cluster_progress", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--namespace", default="default", help="the hub's namespace")
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "classroom",
-                        help="where progress.md and .png go (default build/classroom)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "build" / "classroom",
+        help="where progress.md and .png go (default build/classroom)",
+    )
     args = parser.parse_args(argv)
     learners = class_progress_report.private_folder(args.out) / "learners"
     shutil.rmtree(learners, ignore_errors=True)  # this gathering only
     learners.mkdir()
     pods = learner_pods(args.namespace)
-    problems = [p for p in (copy_progress(args.namespace, pod, name, learners)
-                            for pod, name in pods) if p]
+    problems = [
+        p for p in (copy_progress(args.namespace, pod, name, learners) for pod, name in pods) if p
+    ]
     print(f"read {len(pods) - len(problems)} of {len(pods)} running learners' servers")
     for problem in problems:
         print(f"not read: {problem}")

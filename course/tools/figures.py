@@ -6,6 +6,7 @@
 Figures are drawn by code, never by hand, and deterministically (fixed size and dpi,
 no timestamps in the PNG), so a stale figure shows up as a byte difference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,21 +32,37 @@ def roofline_h100():
     rec = results.latest("ceilings", gpu="H100")
     d = rec.data
     g, big = Gemm(4096, 4096, 4096), Gemm(8192, 8192, 8192)
-    points = [Point("naive GEMM 4096^3 (1x1 tiles)", g.intensity(1, 1)),
-              Point("128x128 tiles, no L2 reuse", g.intensity(128, 128)),
-              Point("4096^3, each operand read once", g.intensity()),
-              Point("cuBLAS 8192^3 (measured)", big.intensity(), d["matmul"]["tflops"])]
+    points = [
+        Point("naive GEMM 4096^3 (1x1 tiles)", g.intensity(1, 1)),
+        Point("128x128 tiles, no L2 reuse", g.intensity(128, 128)),
+        Point("4096^3, each operand read once", g.intensity()),
+        Point("cuBLAS 8192^3 (measured)", big.intensity(), d["matmul"]["tflops"]),
+    ]
     # the ladder's kernels at 4096^3, as recorded (placed at the problem's ideal intensity)
     from course.lessons.ladder import rungs
+
     for rung in rungs():
         row = rung.at(4096)
-        if row is not None and rung.kernel in ("naive", "sm80", "wgmma") or (
-                row is not None and rung.preset == "tma_store"):
-            points.append(Point(f"{rung.label.split(' ', 1)[1]} 4096^3 (measured)",
-                                g.intensity(), row["kernel_tflops"]))
-    return roofline(d["matmul"]["tflops"], d["copy"]["gbps"], points,
-                    title=f"Roofline of the {rec.gpu}", source="ceilings " + rec.citation(),
-                    datasheet=datasheet(rec.gpu))
+        if (
+            row is not None
+            and rung.kernel in ("naive", "sm80", "wgmma")
+            or (row is not None and rung.preset == "tma_store")
+        ):
+            points.append(
+                Point(
+                    f"{rung.label.split(' ', 1)[1]} 4096^3 (measured)",
+                    g.intensity(),
+                    row["kernel_tflops"],
+                )
+            )
+    return roofline(
+        d["matmul"]["tflops"],
+        d["copy"]["gbps"],
+        points,
+        title=f"Roofline of the {rec.gpu}",
+        source="ceilings " + rec.citation(),
+        datasheet=datasheet(rec.gpu),
+    )
 
 
 FIGURES: dict[str, Callable] = {"roofline_h100.png": roofline_h100}
@@ -71,7 +88,10 @@ def main(argv=None) -> int:
             path.write_bytes(fresh)
             print(f"wrote {path}")
     if stale:
-        print("stale figures (run `python -m course.tools.figures`): " + ", ".join(stale), file=sys.stderr)
+        print(
+            "stale figures (run `python -m course.tools.figures`): " + ", ".join(stale),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -12,6 +12,7 @@ learner what runs live, as on any machine.
     share = GpuShare(state_file, gpus)
     env = share.environment_for("alice", active={"bob", "carol"})
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,10 @@ from pathlib import Path
 
 # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)" and, under a GPU split
 # into MIG slices, "  MIG 1g.10gb     Device  0: (UUID: MIG-...)"
-_LINE = re.compile(r"^\s*(?P<kind>GPU \d+|MIG [^:]+?Device\s+\d+):\s*(?P<name>.*?)\s*"
-                   r"\(UUID: (?P<uuid>[^)]+)\)")
+_LINE = re.compile(
+    r"^\s*(?P<kind>GPU \d+|MIG [^:]+?Device\s+\d+):\s*(?P<name>.*?)\s*"
+    r"\(UUID: (?P<uuid>[^)]+)\)"
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,9 @@ def parse_nvidia_smi_list(text: str) -> list[Gpu]:
             current, slices = Gpu(m["uuid"], f"{m['kind']}: {m['name']}"), []
         else:
             kind = " ".join(m["kind"].split())
-            slices.append(Gpu(m["uuid"], f"{kind} of {current.name.split(':')[0]}"
-                              if current else kind))
+            slices.append(
+                Gpu(m["uuid"], f"{kind} of {current.name.split(':')[0]}" if current else kind)
+            )
     if current is not None:
         gpus.extend(slices or [current])
     return gpus
@@ -95,8 +99,9 @@ class GpuShare:
         by_uuid = {g.uuid: g for g in self.gpus}
         kept = by_uuid.get(self.assigned.get(learner, ""))
         if kept is None:
-            load = Counter(self.assigned[name] for name in active
-                           if name != learner and name in self.assigned)
+            load = Counter(
+                self.assigned[name] for name in active if name != learner and name in self.assigned
+            )
             kept = min(self.gpus, key=lambda g: load[g.uuid])  # min keeps the first of a tie
             self.assigned[learner] = kept.uuid
             self._save()
@@ -113,6 +118,9 @@ class GpuShare:
         if gpu is None:
             return {"CUDA_VISIBLE_DEVICES": "", "COURSE_GPU_SHARE": "no GPU on this machine"}
         others = self.sharing(gpu, active - {learner})
-        note = (f"{gpu.name}, shared with {others} other learner{'s' * (others != 1)}"
-                if others else f"{gpu.name}, yours alone for now")
+        note = (
+            f"{gpu.name}, shared with {others} other learner{'s' * (others != 1)}"
+            if others
+            else f"{gpu.name}, yours alone for now"
+        )
         return {"CUDA_VISIBLE_DEVICES": gpu.uuid, "COURSE_GPU_SHARE": note}

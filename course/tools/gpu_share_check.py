@@ -12,6 +12,7 @@ others' GPUs answering. With several GPUs, learners must land on different ones 
 as there are GPUs); with one, they share it and say so. `--record` keeps the outcome in
 results/gpu_share.json (UUIDs shortened).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,11 +52,21 @@ for line in sys.stdin:           # "again": run the kernel once more and answer
 
 
 def _start(learner: str, env: dict, mode: str, root: Path) -> subprocess.Popen:
-    full = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
-    return subprocess.Popen([sys.executable, "-c", LEARNER, mode], env=full, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    full = {
+        **os.environ,
+        **env,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", LEARNER, mode],
+        env=full,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _hello(proc: subprocess.Popen, timeout_s: float = 180) -> dict:
@@ -67,8 +78,12 @@ def _hello(proc: subprocess.Popen, timeout_s: float = 180) -> dict:
 
 def _compute_apps() -> dict[int, str]:
     """pid -> GPU UUID of every process nvidia-smi sees on a GPU."""
-    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid",
-                          "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid,gpu_uuid", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     apps = {}
     for line in out.stdout.splitlines():
         pid, _, uuid = line.partition(",")
@@ -97,8 +112,11 @@ def check(learners: int = 4, root: Path | None = None) -> dict:
         for name in names:  # each logs in while the earlier ones are still working
             env = share.environment_for(name, active)
             procs[name] = _start(name, env, "stay", root)
-            seen[name] = {**_hello(procs[name]), "assigned": env["CUDA_VISIBLE_DEVICES"],
-                          "note": env["COURSE_GPU_SHARE"]}
+            seen[name] = {
+                **_hello(procs[name]),
+                "assigned": env["CUDA_VISIBLE_DEVICES"],
+                "note": env["COURSE_GPU_SHARE"],
+            }
             active.add(name)
         outside = _compute_apps()
         returning = GpuShare(state, gpus).environment_for(names[0], active - {names[0]})
@@ -133,19 +151,26 @@ def check(learners: int = 4, root: Path | None = None) -> dict:
         "others_answer_after_hang_and_crash": all(answers.values()),
         "crash_exit_code": crasher.returncode,
     }
-    return {"gpus": [{"uuid": short(g.uuid), "name": g.name} for g in gpus],
-            "learners": {n: {"gpu": short(s["uuid"]), "name": s["name"], "note": s["note"]}
-                         for n, s in seen.items()},
-            "hanger_gpu": short(hang_hello["uuid"]), "crasher_gpu": short(crash_hello["uuid"]),
-            "learners_per_gpu": {short(u): len(v) for u, v in by_gpu.items()},
-            "outcome": outcome, "passed": all(v is True for k, v in outcome.items()
-                                              if k != "crash_exit_code")}
+    return {
+        "gpus": [{"uuid": short(g.uuid), "name": g.name} for g in gpus],
+        "learners": {
+            n: {"gpu": short(s["uuid"]), "name": s["name"], "note": s["note"]}
+            for n, s in seen.items()
+        },
+        "hanger_gpu": short(hang_hello["uuid"]),
+        "crasher_gpu": short(crash_hello["uuid"]),
+        "learners_per_gpu": {short(u): len(v) for u, v in by_gpu.items()},
+        "outcome": outcome,
+        "passed": all(v is True for k, v in outcome.items() if k != "crash_exit_code"),
+    }
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.tools.gpu_share_check",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course.tools.gpu_share_check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--learners", type=int, default=4)
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args(argv)

@@ -25,12 +25,12 @@ Two ways to run the learners' servers (COURSE_HUB_USERS):
   COURSE_HUB_HOMES. For a test or a single person's machine, not for a class: nothing
   keeps one learner out of another's folder.
 """
+
 from __future__ import annotations
 
 import asyncio
 import os
 import stat
-import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
@@ -68,16 +68,24 @@ def learners_cannot_run(python: str) -> str:
     learner sees."""
     stdlib = Path(python).resolve().parent.parent / "lib"
     packages = Path(python).parent.parent / "lib"  # a venv's own (its bin/python is a link)
-    problem = unreadable_for_learners([python, *sorted(stdlib.glob("python3*/os.py"))[:1],
-                                       *sorted(packages.glob("python3*/site-packages"))[:1],
-                                       ROOT / "course" / "__init__.py", NOTEBOOKS])
+    problem = unreadable_for_learners(
+        [
+            python,
+            *sorted(stdlib.glob("python3*/os.py"))[:1],
+            *sorted(packages.glob("python3*/site-packages"))[:1],
+            ROOT / "course" / "__init__.py",
+            NOTEBOOKS,
+        ]
+    )
     if not problem:
         return ""
-    return (f"learners' accounts cannot run the course: {problem}. The teacher can fix it: "
-            "put the course where every account can read it (e.g. git clone into "
-            "/opt/course) and give it a Python every account can run: apt-get install "
-            "python3 python3-venv, then start the hub with COURSE_BASE_PYTHON=/usr/bin/python3 "
-            "./course.sh hub (the course's .venv is rebuilt with it).")
+    return (
+        f"learners' accounts cannot run the course: {problem}. The teacher can fix it: "
+        "put the course where every account can read it (e.g. git clone into "
+        "/opt/course) and give it a Python every account can run: apt-get install "
+        "python3 python3-venv, then start the hub with COURSE_BASE_PYTHON=/usr/bin/python3 "
+        "./course.sh hub (the course's .venv is rebuilt with it)."
+    )
 
 
 def prepare_home(home: Path) -> learner_copy.SyncReport | str:
@@ -103,8 +111,7 @@ class CannotStart(web.HTTPError):
 class CourseSpawner(LocalProcessSpawner):
     """What every learner's server gets, however it runs (see the module docstring)."""
 
-    gpu_state = Unicode("", config=True,
-                        help="JSON file keeping which GPU each learner was given")
+    gpu_state = Unicode("", config=True, help="JSON file keeping which GPU each learner was given")
 
     def course_home(self) -> Path:
         raise NotImplementedError
@@ -119,8 +126,9 @@ class CourseSpawner(LocalProcessSpawner):
         env.update(share.environment_for(self.user.name, active=set(share.assigned)))
         env["PYTHONPATH"] = str(ROOT)  # `import course, kernels` from the shared checkout
         # `python` and `pip` in the learner's terminals are the course's
-        env["PATH"] = os.pathsep.join([str(Path(self.cmd[0]).parent),
-                                       env.get("PATH") or os.defpath])
+        env["PATH"] = os.pathsep.join(
+            [str(Path(self.cmd[0]).parent), env.get("PATH") or os.defpath]
+        )
         env.setdefault("CUTE_DSL_CACHE_DIR", str(self.course_home() / ".cache" / "cute-dsl"))
         return env
 
@@ -140,19 +148,24 @@ class CourseSpawner(LocalProcessSpawner):
         """Confine the server to its memory and CPU limits (course.tools.limits) first, as
         root, then whatever the spawner does next (switch to the learner's account)."""
         mem = limits.parse_bytes(self.mem_limit) if self.mem_limit else None
-        return limits.preexec_with_limits(self.user.name, mem, self.cpu_limit,
-                                          then=super().make_preexec_fn(self.account_name()))
+        return limits.preexec_with_limits(
+            self.user.name, mem, self.cpu_limit, then=super().make_preexec_fn(self.account_name())
+        )
 
 
 class SystemUserSpawner(CourseSpawner):
     """Each learner's server runs as their own Unix account, course-<name>, created at their
     first login (never an account that existed before: course.tools.hub_accounts)."""
 
-    account_registry = Unicode("", config=True,
-                               help="JSON file of the Unix accounts the hub created")
-    start_problem = Unicode("", config=True,
-                            help="why no learner's server can start here (found when the "
-                                 "hub started): shown to the learner instead of starting")
+    account_registry = Unicode(
+        "", config=True, help="JSON file of the Unix accounts the hub created"
+    )
+    start_problem = Unicode(
+        "",
+        config=True,
+        help="why no learner's server can start here (found when the "
+        "hub started): shown to the learner instead of starting",
+    )
 
     def account(self):
         try:
@@ -165,8 +178,7 @@ class SystemUserSpawner(CourseSpawner):
 
     def user_env(self, env):
         account = self.account()
-        env.update(USER=account.pw_name, HOME=account.pw_dir,
-                   SHELL=account.pw_shell or "/bin/bash")
+        env.update(USER=account.pw_name, HOME=account.pw_dir, SHELL=account.pw_shell or "/bin/bash")
         return env
 
     async def start(self):

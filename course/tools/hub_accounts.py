@@ -11,6 +11,7 @@ however the teacher answers.
     account = ensure_account("alice", registry_file)   # pwd entry of course-alice
     learner_of("course-alice")               # -> "alice" (for the teacher's table)
 """
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,24 @@ from pathlib import Path
 
 PREFIX = "course-"
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,24}")  # with PREFIX, within Unix's 32 characters
-RESERVED = {"root", "admin", "administrator", "hub", "jupyterhub", "course", "system",
-            "nobody", "daemon", "sudo", "wheel", "adm", "staff", "users", "jovyan"}
-RULE = ("a learner's name is 1 to 25 lower-case letters, digits, '-' or '_', "
-        "starting with a letter")
+RESERVED = {
+    "root",
+    "admin",
+    "administrator",
+    "hub",
+    "jupyterhub",
+    "course",
+    "system",
+    "nobody",
+    "daemon",
+    "sudo",
+    "wheel",
+    "adm",
+    "staff",
+    "users",
+    "jovyan",
+}
+RULE = "a learner's name is 1 to 25 lower-case letters, digits, '-' or '_', starting with a letter"
 
 
 class AccountRefused(Exception):
@@ -55,8 +70,11 @@ def refusal(name: str, registry: Path | None = None) -> str:
     if account_exists(name):
         return f"{name!r} is an account of this machine: choose another name."
     account = PREFIX + name
-    if registry is not None and account_exists(account) and \
-            load_registry(registry).get(account) != pwd.getpwnam(account).pw_uid:
+    if (
+        registry is not None
+        and account_exists(account)
+        and load_registry(registry).get(account) != pwd.getpwnam(account).pw_uid
+    ):
         return f"the account {account} exists and was not made by this hub: choose another name."
     return ""
 
@@ -64,7 +82,7 @@ def refusal(name: str, registry: Path | None = None) -> str:
 def learner_of(account: str) -> str:
     """The learner an account belongs to: `course-alice` -> `alice`; any other account is
     its own name (a teacher's, or a machine's without a hub)."""
-    return account[len(PREFIX):] if account.startswith(PREFIX) else account
+    return account[len(PREFIX) :] if account.startswith(PREFIX) else account
 
 
 def load_registry(path: Path) -> dict[str, int]:
@@ -95,9 +113,21 @@ def ensure_account(learner: str, registry: Path) -> pwd.struct_passwd:
     account = PREFIX + learner
     if account_exists(account):
         return pwd.getpwnam(account)
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
-                    "--comment", f"course learner {learner}", account],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "useradd",
+            "--create-home",
+            "--shell",
+            "/bin/bash",
+            "--user-group",
+            "--comment",
+            f"course learner {learner}",
+            account,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     entry = pwd.getpwnam(account)
     os.chmod(entry.pw_dir, 0o700)  # useradd's default lets every account read every home
     _record(registry, account, entry.pw_uid)

@@ -17,6 +17,7 @@ configuration file too (hub/z2jh/values.yaml mounts it): there the password come
 COURSE_HUB_ADMIN_PASSWORD variable (a Kubernetes Secret) and the hub refuses to start
 without one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,16 @@ def default_state() -> Path:
 
 
 # what the hub keeps in its state folder (homes: the learners' folders in "shared" mode)
-HUB_FILES = {"jupyterhub.sqlite", "jupyterhub_cookie_secret", "jupyterhub-proxy.pid",
-             "gpus.json", "accounts.json", "accounts.json.tmp", "gpus.json.tmp", "homes"}
+HUB_FILES = {
+    "jupyterhub.sqlite",
+    "jupyterhub_cookie_secret",
+    "jupyterhub-proxy.pid",
+    "gpus.json",
+    "accounts.json",
+    "accounts.json.tmp",
+    "gpus.json.tmp",
+    "homes",
+}
 
 
 def state_folder(path: str | Path | None = None) -> Path:
@@ -50,8 +59,10 @@ def state_folder(path: str | Path | None = None) -> Path:
     others = sorted(set(os.listdir(folder)) - HUB_FILES)
     if folder.stat().st_mode & 0o077 and others:
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        raise SystemExit(f"course hub: {folder} holds more than the hub's state ({shown}): "
-                         "name an empty folder or a new one in COURSE_HUB_STATE")
+        raise SystemExit(
+            f"course hub: {folder} holds more than the hub's state ({shown}): "
+            "name an empty folder or a new one in COURSE_HUB_STATE"
+        )
     os.chmod(folder, 0o700)
     return folder
 
@@ -68,7 +79,7 @@ def open_db(url: str):
 
     session = orm.new_session_factory(url)()
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        os.chmod(url[len("sqlite:///"):], 0o600)
+        os.chmod(url[len("sqlite:///") :], 0o600)
     return session
 
 
@@ -109,12 +120,15 @@ def read_password(name: str) -> str:
         lines = Path(path).read_text().splitlines()
         return lines[0] if lines else ""
     if not sys.stdin.isatty():
-        raise SystemExit(f"course hub: {name} needs a password before the hub can open, and "
-                         "there is no terminal to ask on: run ./course.sh hub in a terminal "
-                         "once, or set COURSE_HUB_ADMIN_PASSWORD_FILE")
+        raise SystemExit(
+            f"course hub: {name} needs a password before the hub can open, and "
+            "there is no terminal to ask on: run ./course.sh hub in a terminal "
+            "once, or set COURSE_HUB_ADMIN_PASSWORD_FILE"
+        )
     for _ in range(3):
-        first = getpass.getpass(f"A password for {name}, the teacher "
-                                f"(at least {MIN_PASSWORD} characters): ")
+        first = getpass.getpass(
+            f"A password for {name}, the teacher (at least {MIN_PASSWORD} characters): "
+        )
         if len(first) < MIN_PASSWORD:
             print(f"too short: at least {MIN_PASSWORD} characters")
         elif getpass.getpass("The same again: ") != first:
@@ -143,19 +157,30 @@ def seed_z2jh(config) -> None:
         if not has_password(url, name):
             set_password(url, name, password)
     elif not has_password(url, name):
-        raise SystemExit(f"course hub: {name} has no password: create the Secret that "
-                         "hub/z2jh/values.yaml names (COURSE_HUB_ADMIN_PASSWORD)")
+        raise SystemExit(
+            f"course hub: {name} has no password: create the Secret that "
+            "hub/z2jh/values.yaml names (COURSE_HUB_ADMIN_PASSWORD)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.tools.hub_admin",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--state", help="the hub's state folder (default COURSE_HUB_STATE, "
-                                        "else /var/lib/course-hub as root)")
-    parser.add_argument("--admin", default=os.environ.get("COURSE_HUB_ADMIN", "teacher"),
-                        help="the teacher's name (default COURSE_HUB_ADMIN, else teacher)")
-    parser.add_argument("--reset", metavar="NAME", help="set a new password for NAME "
-                        "(asked twice; the hub may be running)")
+    parser = argparse.ArgumentParser(
+        prog="python -m course.tools.hub_admin", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--state",
+        help="the hub's state folder (default COURSE_HUB_STATE, else /var/lib/course-hub as root)",
+    )
+    parser.add_argument(
+        "--admin",
+        default=os.environ.get("COURSE_HUB_ADMIN", "teacher"),
+        help="the teacher's name (default COURSE_HUB_ADMIN, else teacher)",
+    )
+    parser.add_argument(
+        "--reset",
+        metavar="NAME",
+        help="set a new password for NAME (asked twice; the hub may be running)",
+    )
     args = parser.parse_args(argv)
     url = db_url(state_folder(args.state))
     try:

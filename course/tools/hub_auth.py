@@ -7,6 +7,7 @@ is locked for five minutes. On top of it, the names course.tools.hub_accounts re
 (accounts of this machine such as `root` or `ubuntu`, reserved names) can neither sign up,
 log in nor be added by the admin, and the sign-up page says why.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,9 @@ from course.tools import hub_accounts
 class LearnerNames(Configurable):
     """Refuses every name that must not become a learner's account (see hub_accounts)."""
 
-    account_registry = Unicode("", config=True,
-                               help="JSON file of the Unix accounts the hub created")
+    account_registry = Unicode(
+        "", config=True, help="JSON file of the Unix accounts the hub created"
+    )
 
     def name_refusal(self, name: str) -> str:
         registry = Path(self.account_registry) if self.account_registry else None
@@ -48,10 +50,14 @@ class CourseSignUpHandler(SignUpHandler):
         if not problem:
             return await super().post()
         html = await self.render_template(
-            "signup.html", ask_email=self.authenticator.ask_email_on_signup,
-            result_message=problem, alert="alert-danger",
+            "signup.html",
+            ask_email=self.authenticator.ask_email_on_signup,
+            result_message=problem,
+            alert="alert-danger",
             two_factor_auth=self.authenticator.allow_2fa,
-            recaptcha_key=self.authenticator.recaptcha_key, tos=self.authenticator.tos)
+            recaptcha_key=self.authenticator.recaptcha_key,
+            tos=self.authenticator.tos,
+        )
         self.finish(html)
 
 
@@ -59,8 +65,10 @@ class CourseAuthenticator(LearnerNames, NativeAuthenticator):
     """The class hub's authenticator (hub/jupyterhub_config.py sets its password rules)."""
 
     def get_handlers(self, app):
-        return [(path, CourseSignUpHandler if handler is SignUpHandler else handler)
-                for path, handler in super().get_handlers(app)]
+        return [
+            (path, CourseSignUpHandler if handler is SignUpHandler else handler)
+            for path, handler in super().get_handlers(app)
+        ]
 
 
 class CourseTestAuthenticator(LearnerNames, DummyAuthenticator):

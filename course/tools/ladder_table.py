@@ -5,6 +5,7 @@ earlier steps it imports (read from its source, so the column cannot go stale).
     python -m course ladder            print the table
     python -m course ladder --write    put it into ARCHITECTURE.md
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,8 +37,10 @@ def table() -> str:
     rows = ["| notebook | module | adds | builds on |", "|---|---|---|---|"]
     for s in ladder.in_order():
         number = f"{s.notebook:02d}" if isinstance(s, ladder.Step) else ""  # a parts module
-        rows.append(f"| {number} | `{s.module}` | {s.adds} | "
-                    f"{', '.join(f'`{m}`' for m in builds_on(s.module))} |")
+        rows.append(
+            f"| {number} | `{s.module}` | {s.adds} | "
+            f"{', '.join(f'`{m}`' for m in builds_on(s.module))} |"
+        )
     return "\n".join(rows)
 
 

@@ -30,6 +30,7 @@ notebook already there counts as the learner's own work and is never overwritten
 Run as root (before the server switches to the learner), the files it writes are given to
 the owner of the folder the course folder sits in, so the learner can edit them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,7 @@ NEW_FILE_MODE = 0o666  # narrowed by the learner's umask, like any file they cre
 @dataclass
 class SyncReport:
     """What one login did to the learner's notebooks, by outcome (file names)."""
+
     new: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     offered: list[str] = field(default_factory=list)  # the files written beside edited copies
@@ -64,19 +66,30 @@ class SyncReport:
     manifest_rebuilt: bool = False
 
     def __str__(self) -> str:
-        parts = [f"{_count(len(self.new), 'new notebook')}" if self.new else "",
-                 f"{len(self.updated)} updated" if self.updated else "",
-                 (f"{_count(len(self.offered), 'update')} offered beside your edited copy: "
-                  + ", ".join(self.offered)) if self.offered else ""]
+        parts = [
+            f"{_count(len(self.new), 'new notebook')}" if self.new else "",
+            f"{len(self.updated)} updated" if self.updated else "",
+            (
+                f"{_count(len(self.offered), 'update')} offered beside your edited copy: "
+                + ", ".join(self.offered)
+            )
+            if self.offered
+            else "",
+        ]
         lines = [", ".join(p for p in parts if p)] if any(parts) else []
         if self.deleted:
-            lines.append("deleted by you, left deleted: " + ", ".join(self.deleted)
-                         + " (bring one back with --restore NAME)")
+            lines.append(
+                "deleted by you, left deleted: "
+                + ", ".join(self.deleted)
+                + " (bring one back with --restore NAME)"
+            )
         if self.failed:
             lines.append("could not write, will try again next time: " + "; ".join(self.failed))
         if self.manifest_rebuilt:
-            lines.append("the record of your copies was missing or unreadable: every notebook "
-                         "already in your folder was kept exactly as it is")
+            lines.append(
+                "the record of your copies was missing or unreadable: every notebook "
+                "already in your folder was kept exactly as it is"
+            )
         return "\n".join(lines) or "Your course notebooks are up to date."
 
 
@@ -93,8 +106,13 @@ def cells_hash(data: bytes) -> str:
     (metadata, outputs and the file's layout left out). '' for a file that is not one."""
     try:
         cells = json.loads(data)["cells"]
-        written = [[cell["cell_type"], "".join(cell["source"]) if isinstance(cell["source"], list)
-                    else cell["source"]] for cell in cells]
+        written = [
+            [
+                cell["cell_type"],
+                "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"],
+            ]
+            for cell in cells
+        ]
     except (ValueError, KeyError, TypeError):
         return ""
     return sha256_of(json.dumps(written, ensure_ascii=False).encode())
@@ -117,8 +135,9 @@ def course_notebooks(source: Path) -> list[Path]:
     """The notebooks a learner gets: the .ipynb files directly in `source`."""
     if not Path(source).is_dir():
         return []
-    return sorted(p for p in Path(source).glob("*.ipynb")
-                  if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        p for p in Path(source).glob("*.ipynb") if p.is_file() and not p.name.startswith(".")
+    )
 
 
 def offer_name(name: str, version: str) -> str:
@@ -128,6 +147,7 @@ def offer_name(name: str, version: str) -> str:
 
 
 # --- the manifest ----------------------------------------------------------------------------
+
 
 def load_manifest(dest: Path) -> dict | None:
     """The manifest, or None when it is missing or not one we can trust."""
@@ -141,9 +161,12 @@ def load_manifest(dest: Path) -> dict | None:
 def _is_manifest(data) -> bool:
     if not isinstance(data, dict) or not isinstance(data.get("notebooks"), dict):
         return False
-    return all(isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-               and isinstance(entry.get("offered", []), list)
-               for entry in data["notebooks"].values())
+    return all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and isinstance(entry.get("offered", []), list)
+        for entry in data["notebooks"].values()
+    )
 
 
 def save_manifest(dest: Path, manifest: dict, owner: tuple[int, int] | None) -> None:
@@ -152,11 +175,16 @@ def save_manifest(dest: Path, manifest: dict, owner: tuple[int, int] | None) -> 
 
 
 def empty_manifest(source: Path, version: str) -> dict:
-    return {"format": MANIFEST_FORMAT, "version": version,
-            "source": str(Path(source).resolve()), "notebooks": {}}
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": version,
+        "source": str(Path(source).resolve()),
+        "notebooks": {},
+    }
 
 
 # --- files -----------------------------------------------------------------------------------
+
 
 def read_own_file(path: Path) -> bytes:
     """The bytes of a regular file; a link is refused, so a run as root reads only real files."""
@@ -218,13 +246,19 @@ def make_folder(dest: Path, owner: tuple[int, int] | None) -> None:
 
 # --- one notebook ----------------------------------------------------------------------------
 
-def sync_one(course_copy: Path, dest: Path, entry: dict | None, version: str,
-             owner: tuple[int, int] | None) -> tuple[str, dict | None]:
+
+def sync_one(
+    course_copy: Path, dest: Path, entry: dict | None, version: str, owner: tuple[int, int] | None
+) -> tuple[str, dict | None]:
     """Bring one notebook up to date: its outcome and its new manifest entry."""
     name, course_bytes = course_copy.name, course_copy.read_bytes()
     course_sha, target = sha256_of(course_bytes), dest / course_copy.name
-    fresh = {"sha256": course_sha, "cells": cells_hash(course_bytes), "version": version,
-             "offered": []}
+    fresh = {
+        "sha256": course_sha,
+        "cells": cells_hash(course_bytes),
+        "version": version,
+        "offered": [],
+    }
     if not os.path.lexists(target):
         if entry is not None:
             return "deleted", entry
@@ -255,11 +289,18 @@ def untouched(entry: dict, learner_sha: str, learner_cells: str) -> bool:
     return bool(learner_cells) and learner_cells == entry.get("cells")
 
 
-def offer_beside(course_bytes: bytes, dest: Path, name: str, entry: dict | None, version: str,
-                 owner: tuple[int, int] | None) -> tuple[str, dict]:
+def offer_beside(
+    course_bytes: bytes,
+    dest: Path,
+    name: str,
+    entry: dict | None,
+    version: str,
+    owner: tuple[int, int] | None,
+) -> tuple[str, dict]:
     """Write the new version beside the learner's edited copy, once per course version."""
-    entry = dict(entry or {"sha256": "", "cells": "", "version": "",
-                           "offered": []})  # "": origin unknown
+    entry = dict(
+        entry or {"sha256": "", "cells": "", "version": "", "offered": []}
+    )  # "": origin unknown
     offered = list(entry.get("offered", []))
     if version in offered:
         return "yours", entry
@@ -272,6 +313,7 @@ def offer_beside(course_bytes: bytes, dest: Path, name: str, entry: dict | None,
 
 
 # --- the whole folder ------------------------------------------------------------------------
+
 
 def sync_notebooks(source: Path, dest: Path, version: str) -> SyncReport:
     """Give the learner in `dest` the course's notebooks from `source`, never losing an edit."""
@@ -293,8 +335,7 @@ def sync_notebooks(source: Path, dest: Path, version: str) -> SyncReport:
             continue
         if entry is not None:
             entries[name] = entry
-        getattr(report, outcome).append(offer_name(name, version) if outcome == "offered"
-                                        else name)
+        getattr(report, outcome).append(offer_name(name, version) if outcome == "offered" else name)
     manifest.update(format=MANIFEST_FORMAT, version=version, source=str(source.resolve()))
     try:
         save_manifest(dest, manifest, owner)
@@ -325,8 +366,12 @@ def restore(dest: Path, name: str, source: Path | None = None) -> Path:
     write_atomically(target, data, owner)
     version = manifest.get("version") or course_version(source.resolve().parent)
     manifest = manifest or empty_manifest(source, version)
-    manifest["notebooks"][name] = {"sha256": sha256_of(data), "cells": cells_hash(data),
-                                   "version": version, "offered": []}
+    manifest["notebooks"][name] = {
+        "sha256": sha256_of(data),
+        "cells": cells_hash(data),
+        "version": version,
+        "offered": [],
+    }
     save_manifest(dest, manifest, owner)
     return target
 
@@ -335,11 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.tools.learner_copy",
         description="Copy the course's notebooks into a learner's folder, or bring the newer "
-                    "course version without overwriting the learner's edits.")
+        "course version without overwriting the learner's edits.",
+    )
     parser.add_argument("--source", type=Path, required=True, help="the course's notebooks/")
     parser.add_argument("--dest", type=Path, required=True, help="the learner's folder")
-    parser.add_argument("--version", help="course version (default: git describe of the "
-                                          "checkout that holds --source)")
+    parser.add_argument(
+        "--version",
+        help="course version (default: git describe of the checkout that holds --source)",
+    )
     parser.add_argument("--restore", metavar="NAME", help="bring back a deleted notebook")
     args = parser.parse_args(argv)
     try:

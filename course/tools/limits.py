@@ -9,6 +9,7 @@ and a writable control-group file system: cgroup v2 (one unified tree), or v1 wi
 `memory` and `cpu` hierarchies. Where neither can be written, `confine` says why and the
 server starts without limits.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,9 @@ def parse_bytes(text: str | int | float) -> int:
     return int(float(text))
 
 
-def machine_share(seats: int, memory: int | None = None,
-                  cpus: int | None = None) -> tuple[int, float]:
+def machine_share(
+    seats: int, memory: int | None = None, cpus: int | None = None
+) -> tuple[int, float]:
     """One learner's ceiling when `seats` learners share this machine: its memory (less a
     tenth kept for the system and the hub) and its CPUs divided evenly, at least 1 GiB and
     one CPU each. A ceiling, not a reservation: learners rarely all peak at once, but none
@@ -69,8 +71,9 @@ def _v2_group(root: Path, name: str) -> Path:
     return group
 
 
-def confine(name: str, mem_bytes: int | None, cpus: float | None, pid: int = 0,
-            root: Path = CGROUP_ROOT) -> list[Path]:
+def confine(
+    name: str, mem_bytes: int | None, cpus: float | None, pid: int = 0, root: Path = CGROUP_ROOT
+) -> list[Path]:
     """Put process `pid` (0: this one) into course-hub/`name` with the limits; returns the
     groups it joined. Raises OSError when the control groups cannot be written."""
     version = cgroup_version(root)
@@ -88,9 +91,12 @@ def confine(name: str, mem_bytes: int | None, cpus: float | None, pid: int = 0,
     if version == 1:
         joined = []
         for controller, settings in (
-                ("memory", {"memory.limit_in_bytes": mem_bytes} if mem_bytes else {}),
-                ("cpu", {"cpu.cfs_period_us": CPU_PERIOD_US, "cpu.cfs_quota_us": quota}
-                 if quota else {})):
+            ("memory", {"memory.limit_in_bytes": mem_bytes} if mem_bytes else {}),
+            (
+                "cpu",
+                {"cpu.cfs_period_us": CPU_PERIOD_US, "cpu.cfs_quota_us": quota} if quota else {},
+            ),
+        ):
             group = root / controller / GROUP / name
             group.mkdir(parents=True, exist_ok=True)
             for file, value in settings.items():
@@ -105,6 +111,7 @@ def preexec_with_limits(name: str, mem_bytes: int | None, cpus: float | None, th
     """A preexec_fn: confine this (child) process, then run `then` (e.g. the spawner's
     switch to the learner's account). A failure to confine is written to the child's
     stderr (the hub's log) and the server starts anyway: no limits beats no server."""
+
     def preexec():
         try:
             confine(name, mem_bytes, cpus)
@@ -112,6 +119,7 @@ def preexec_with_limits(name: str, mem_bytes: int | None, cpus: float | None, th
             os.write(2, f"course hub: no memory/CPU limits for {name}: {exc}\n".encode())
         if then is not None:
             then()
+
     return preexec
 
 
@@ -119,8 +127,7 @@ def release(name: str, root: Path = CGROUP_ROOT) -> bool:
     """Remove `name`'s groups once its processes are gone (an empty group is all that is
     left after a server stops); a group still in use is left alone. True when none is left."""
     left = False
-    for group in (root / GROUP / name, root / "memory" / GROUP / name,
-                  root / "cpu" / GROUP / name):
+    for group in (root / GROUP / name, root / "memory" / GROUP / name, root / "cpu" / GROUP / name):
         try:
             group.rmdir()
         except FileNotFoundError:

@@ -6,6 +6,7 @@ Each notebook is executed top to bottom with nbclient (as nbval does); the repor
 counts the banners the live cells printed (live / compile-only / simulated /
 recorded), so "what ran here" is read from what actually happened, not predicted.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -55,8 +56,12 @@ def execute(path: Path, inplace: bool = False, timeout: int = 1800) -> NotebookR
     run = NotebookRun(path.name)
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
     except CellExecutionError as exc:
         run.error = str(exc).strip().splitlines()[-1][:300]
     run.seconds = time.perf_counter() - start
@@ -82,18 +87,29 @@ def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[Not
         runs.append(execute(lesson.path, inplace))
         r = runs[-1]
         print(f"  {'ERROR ' + r.error if r.error else 'ok'} in {r.seconds:.0f} s; {r.modes}")
-    lines = [f"# Headless run on {machine().describe()}\n",
-             "| notebook | result | seconds | " + " | ".join(m.value for m in Mode) + " |",
-             "|---|---|---|" + "---|" * len(Mode)]
+    lines = [
+        f"# Headless run on {machine().describe()}\n",
+        "| notebook | result | seconds | " + " | ".join(m.value for m in Mode) + " |",
+        "|---|---|---|" + "---|" * len(Mode),
+    ]
     for r in runs:
-        lines.append(f"| {r.name} | {'error: ' + r.error if r.error else 'ok'} | "
-                     f"{r.seconds:.0f} | " + " | ".join(str(r.modes[m.value]) for m in Mode) + " |")
+        lines.append(
+            f"| {r.name} | {'error: ' + r.error if r.error else 'ok'} | "
+            f"{r.seconds:.0f} | " + " | ".join(str(r.modes[m.value]) for m in Mode) + " |"
+        )
     REPORT.parent.mkdir(exist_ok=True)
     REPORT.write_text("\n".join(lines) + "\n")
-    REPORT_JSON.write_text(json.dumps({
-        "machine": machine().describe(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "notebooks": [asdict(r) for r in runs]}, indent=1) + "\n")
+    REPORT_JSON.write_text(
+        json.dumps(
+            {
+                "machine": machine().describe(),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "notebooks": [asdict(r) for r in runs],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"\nreport: {REPORT} (and {REPORT_JSON.name})")
     return runs
 
@@ -116,7 +132,9 @@ def record_runs(runs: list[NotebookRun]) -> None:
 
     m = machine()
     if not m.has_gpu:
-        raise SystemExit("course run --record: recording needs a GPU; this machine is "
-                         + m.describe())
-    results.record("notebook_runs", {"machine": m.describe(),
-                                     "notebooks": [asdict(r) for r in runs]})
+        raise SystemExit(
+            "course run --record: recording needs a GPU; this machine is " + m.describe()
+        )
+    results.record(
+        "notebook_runs", {"machine": m.describe(), "notebooks": [asdict(r) for r in runs]}
+    )

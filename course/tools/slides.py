@@ -15,6 +15,7 @@ StaticWidget output falls back to the PNG it carries (nbconvert shows a widget v
 only when widget state is present, and that view needs the CDN widget manager).
 Math in markdown ($...$) is shown as TeX source: MathJax is not bundled.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,9 @@ def exporter(kind: str = "slides"):
     from nbconvert import HTMLExporter, SlidesExporter
 
     if kind == "slides":
-        exp = SlidesExporter(extra_template_basedirs=[str(TEMPLATE_DIR.parent)],
-                             template_name=TEMPLATE_DIR.name)
+        exp = SlidesExporter(
+            extra_template_basedirs=[str(TEMPLATE_DIR.parent)], template_name=TEMPLATE_DIR.name
+        )
     elif kind == "html":
         exp = HTMLExporter(template_name="lab")
     else:

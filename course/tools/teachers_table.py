@@ -11,6 +11,7 @@ tier); the time is the measured wall time of a headless top-to-bottom run
 notebook missing from the report keeps the time already in README.md, so running
 one notebook updates one row.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,11 @@ def times_from_report(path: Path = RUN_REPORT) -> dict[str, str]:
         return {}
     report = json.loads(path.read_text())
     date = report["date"][:10]
-    return {r["name"]: f"{r['seconds']:.0f} s ({date})" for r in report["notebooks"]
-            if r["error"] is None}
+    return {
+        r["name"]: f"{r['seconds']:.0f} s ({date})"
+        for r in report["notebooks"]
+        if r["error"] is None
+    }
 
 
 def times_in_readme(text: str) -> dict[str, str]:
@@ -65,8 +69,12 @@ def times_in_readme(text: str) -> dict[str, str]:
     times = {}
     for line in block.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if (len(cells) >= 5 and cells[1].startswith("`") and cells[1].endswith(".ipynb`")
-                and cells[4] not in ("-", NOT_MEASURED)):
+        if (
+            len(cells) >= 5
+            and cells[1].startswith("`")
+            and cells[1].endswith(".ipynb`")
+            and cells[4] not in ("-", NOT_MEASURED)
+        ):
             times[cells[1].strip("`")] = cells[4]
     return times
 
@@ -77,8 +85,13 @@ def gpu_times(gpu: str = GPU_COLUMN) -> dict[str, str]:
     times = {}
     for rec in results.load("notebook_runs"):  # oldest first: a newer run wins
         if gpu.lower() in rec.gpu.lower():
-            times.update({r["name"]: f"{r['seconds']:.0f} s ({rec.date})"
-                          for r in rec.data["notebooks"] if r["error"] is None})
+            times.update(
+                {
+                    r["name"]: f"{r['seconds']:.0f} s ({rec.date})"
+                    for r in rec.data["notebooks"]
+                    if r["error"] is None
+                }
+            )
     return times
 
 
@@ -99,8 +112,11 @@ def on_the_h100(lesson, took: str) -> str:
 
 def table(times: dict[str, str], on_gpu: dict[str, str] | None = None) -> str:
     on_gpu = gpu_times() if on_gpu is None else on_gpu
-    rows = ["| # | notebook | lecture | without a GPU | headless run on a 2-core CPU | "
-            f"headless run on an {GPU_COLUMN} |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| # | notebook | lecture | without a GPU | headless run on a 2-core CPU | "
+        f"headless run on an {GPU_COLUMN} |",
+        "|---|---|---|---|---|---|",
+    ]
     for lesson in LESSONS:
         name = lesson.path.name
         without = without_gpu(lesson)
@@ -109,8 +125,10 @@ def table(times: dict[str, str], on_gpu: dict[str, str] | None = None) -> str:
             took_gpu = on_the_h100(lesson, on_gpu.get(name, NOT_MEASURED))
         else:
             without, took, took_gpu = without + " (not written yet)", "-", "-"
-        rows.append(f"| {lesson.number:02d} | `{name}` | {LECTURES[lesson.number]} | "
-                    f"{without} | {took} | {took_gpu} |")
+        rows.append(
+            f"| {lesson.number:02d} | `{name}` | {LECTURES[lesson.number]} | "
+            f"{without} | {took} | {took_gpu} |"
+        )
     return "\n".join(rows)
 
 

@@ -16,6 +16,7 @@ or peeled counts several times, so compare presence, variants (cta_group, multic
 shapes) and the synchronisation around them rather than raw totals. Nothing else in the
 course depends on this module.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,13 +35,24 @@ from course.cute import ptx_protocol
 
 ARCH = "sm_100a"
 TUTORIAL_DIR = "examples/python/CuTeDSL/cute/blackwell/tutorial/tutorial_gemm"
-TUTORIALS = ("fp16_gemm_0", "fp16_gemm_1", "fp16_gemm_2", "fp16_gemm_3", "fp16_gemm_3_1",
-             "fp16_gemm_4", "fp16_gemm_5", "fp16_gemm_6")
+TUTORIALS = (
+    "fp16_gemm_0",
+    "fp16_gemm_1",
+    "fp16_gemm_2",
+    "fp16_gemm_3",
+    "fp16_gemm_3_1",
+    "fp16_gemm_4",
+    "fp16_gemm_5",
+    "fp16_gemm_6",
+)
 COURSE_TILE_N = 256  # the tutorials' MMA tiles are 128x256 (1 CTA) and 256x256 (CTA pair)
 COURSE = ("tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm")
 # (course kernel, closest tutorial): same MMA tile, same 1-CTA / 2-CTA, same scheduler
-PAIRS = (("tcgen05_gemm", "fp16_gemm_0"), ("cta_pair_gemm", "fp16_gemm_2"),
-         ("cta_pair_clc_gemm", "fp16_gemm_3_1"))
+PAIRS = (
+    ("tcgen05_gemm", "fp16_gemm_0"),
+    ("cta_pair_gemm", "fp16_gemm_2"),
+    ("cta_pair_clc_gemm", "fp16_gemm_3_1"),
+)
 B200_SMS = 148  # what the tutorials' max_active_clusters would be derived from on a B200
 
 # PTX instruction classes: name -> regex on one instruction line (comments and labels gone)
@@ -118,6 +130,7 @@ SASS_CLASSES = {
 
 # ---------------------------------------------------------------- counting
 
+
 def ptx_kernels(ptx: str) -> dict[str, str]:
     """The PTX of each `.entry` in a module, by kernel name."""
     parts = re.split(r"(?m)^\.visible \.entry (\w+)\(", ptx)
@@ -158,8 +171,11 @@ def sass_mix(sass: str) -> dict[str, int]:
 
 def tmem_load_shapes(ptx: str) -> dict[str, int]:
     """tcgen05.ld shapes and repetitions, e.g. {'32x32b.x32': 1}."""
-    shapes = (re.search(r"\.(\d+x\d+b\.x\d+)", line)
-              for line in ptx_protocol.instructions(ptx) if line.startswith("tcgen05.ld."))
+    shapes = (
+        re.search(r"\.(\d+x\d+b\.x\d+)", line)
+        for line in ptx_protocol.instructions(ptx)
+        if line.startswith("tcgen05.ld.")
+    )
     return dict(Counter(m.group(1) for m in shapes if m))
 
 
@@ -171,10 +187,14 @@ def describe(art, source: str, config: dict) -> dict:
     sass = sass_by_kernel[gemm_kernel(sass_by_kernel, r"UTC\w*MMA")]
     resources = art.resource_usage().get(name, {})
     return {
-        "source": source, "config": config, "kernel": name,
+        "source": source,
+        "config": config,
+        "kernel": name,
         "kernels_in_module": len(ptx_by_kernel),
-        "ptx": ptx_mix(ptx_by_kernel[name]), "tcgen05_ld_shapes": tmem_load_shapes(art.ptx),
-        "sass": sass_mix(sass), "sass_instructions": len(sass_opcodes(sass)),
+        "ptx": ptx_mix(ptx_by_kernel[name]),
+        "tcgen05_ld_shapes": tmem_load_shapes(art.ptx),
+        "sass": sass_mix(sass),
+        "sass_instructions": len(sass_opcodes(sass)),
         "registers": resources.get("registers"),
         "stack_frame_bytes": resources.get("stack_frame_bytes"),
         "protocol": [str(v) for v in ptx_protocol.check(art.ptx)],
@@ -184,6 +204,7 @@ def describe(art, source: str, config: dict) -> dict:
 
 def compare(course: dict, upstream: dict) -> dict:
     """Where two descriptions differ: classes only one side has, and differing counts."""
+
     def diff(key):
         a, b = course[key], upstream[key]
         return {k: [a[k], b[k]] for k in a if a[k] != b[k]}
@@ -203,6 +224,7 @@ def compare(course: dict, upstream: dict) -> dict:
 
 # ---------------------------------------------------------------- compiling
 
+
 def course_kernel(name: str) -> dict:
     """One of the course's Blackwell kernels, fp16, tile_n=256, compiled for sm_100a."""
     import importlib
@@ -212,8 +234,11 @@ def course_kernel(name: str) -> dict:
     mod = importlib.import_module(f"kernels.{name}")
     config = mod.Config(tile_n=COURSE_TILE_N)
     art = mod.artifacts(ARCH, torch.float16, config)
-    return describe(art, f"kernels/{name}.py",
-                    {"dtype": "float16", "tile_n": config.tile_n, "stages": config.stages})
+    return describe(
+        art,
+        f"kernels/{name}.py",
+        {"dtype": "float16", "tile_n": config.tile_n, "stages": config.stages},
+    )
 
 
 def load_tutorial(checkout: Path, name: str):
@@ -246,8 +271,9 @@ def stand_in(module, parameter: str):
     if parameter == "scale_factor":
         return cutlass.Float32(1.0)
     dtype = cutlass.Int8 if parameter == "b_quantized" else cutlass.Float16
-    return make_fake_tensor(dtype, (cute.sym_int(), cute.sym_int()),
-                            (cute.sym_int(divisibility=8), 1), assumed_align=16)
+    return make_fake_tensor(
+        dtype, (cute.sym_int(), cute.sym_int()), (cute.sym_int(divisibility=8), 1), assumed_align=16
+    )
 
 
 def tutorial_kernel(checkout: Path, name: str) -> dict:
@@ -258,16 +284,26 @@ def tutorial_kernel(checkout: Path, name: str) -> dict:
     fn = module.host_function
     args = [stand_in(module, p) for p in inspect.signature(fn).parameters]
     art = compile_artifacts(("upstream", str(checkout), name), ARCH, fn, *args)
-    config = {k: getattr(module, k) for k in ("mma_tiler_mnk", "cluster_shape_mnk",
-                                              "preferred_cluster_shape_mnk", "ab_stages",
-                                              "acc_stage", "acc_stages", "epi_stages")
-              if hasattr(module, k)}
+    config = {
+        k: getattr(module, k)
+        for k in (
+            "mma_tiler_mnk",
+            "cluster_shape_mnk",
+            "preferred_cluster_shape_mnk",
+            "ab_stages",
+            "acc_stage",
+            "acc_stages",
+            "epi_stages",
+        )
+        if hasattr(module, k)
+    }
     return describe(art, f"{TUTORIAL_DIR}/{name}.py", config)
 
 
 def upstream_commit(checkout: Path) -> str | None:
-    out = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
@@ -282,20 +318,38 @@ def build(checkout: Path, commit: str | None = None) -> dict:
             kernels[name] = {"side": "upstream", **tutorial_kernel(checkout, name)}
         except Exception as e:  # recorded, reported, not hidden
             skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-    pairs = [{"course": c, "upstream": u, **compare(kernels[c], kernels[u])}
-             for c, u in PAIRS if c in kernels and u in kernels]
-    return {"arch": ARCH, "upstream_commit": commit or upstream_commit(checkout),
-            "counts": "static (instructions in the code, not executions)",
-            "kernels": kernels, "skipped": skipped, "pairs": pairs}
+    pairs = [
+        {"course": c, "upstream": u, **compare(kernels[c], kernels[u])}
+        for c, u in PAIRS
+        if c in kernels and u in kernels
+    ]
+    return {
+        "arch": ARCH,
+        "upstream_commit": commit or upstream_commit(checkout),
+        "counts": "static (instructions in the code, not executions)",
+        "kernels": kernels,
+        "skipped": skipped,
+        "pairs": pairs,
+    }
 
 
 # ---------------------------------------------------------------- reporting
 
-TABLE_ROWS = ("tcgen05.mma cta_group::1", "tcgen05.mma cta_group::2", "tcgen05.ld",
-              "tcgen05.wait::ld", "tcgen05.commit multicast", "TMA load multicast::cluster",
-              "TMA store", "st.global", "mbarrier.init", "barrier.cluster.arrive",
-              "barrier.cluster.arrive.relaxed", "clusterlaunchcontrol.try_cancel",
-              "tcgen05.fence (before/after_thread_sync)")
+TABLE_ROWS = (
+    "tcgen05.mma cta_group::1",
+    "tcgen05.mma cta_group::2",
+    "tcgen05.ld",
+    "tcgen05.wait::ld",
+    "tcgen05.commit multicast",
+    "TMA load multicast::cluster",
+    "TMA store",
+    "st.global",
+    "mbarrier.init",
+    "barrier.cluster.arrive",
+    "barrier.cluster.arrive.relaxed",
+    "clusterlaunchcontrol.try_cancel",
+    "tcgen05.fence (before/after_thread_sync)",
+)
 
 
 def table(report: dict, names: tuple = ()) -> str:
@@ -304,31 +358,46 @@ def table(report: dict, names: tuple = ()) -> str:
     names = names or tuple(report["kernels"])
     ks = [report["kernels"][n] for n in names]
     lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    lines += [f"| {row} | " + " | ".join(str(k["ptx"][row]) for k in ks) + " |"
-              for row in TABLE_ROWS]
-    lines.append("| registers / stack bytes | " + " | ".join(
-        f"{k['registers']} / {k['stack_frame_bytes']}" for k in ks) + " |")
-    lines.append("| PTX protocol violations | " + " | ".join(
-        ", ".join(sorted({v.split(':')[0] for v in k["protocol"]})) or "none" for k in ks)
-        + " |")
+    lines += [
+        f"| {row} | " + " | ".join(str(k["ptx"][row]) for k in ks) + " |" for row in TABLE_ROWS
+    ]
+    lines.append(
+        "| registers / stack bytes | "
+        + " | ".join(f"{k['registers']} / {k['stack_frame_bytes']}" for k in ks)
+        + " |"
+    )
+    lines.append(
+        "| PTX protocol violations | "
+        + " | ".join(
+            ", ".join(sorted({v.split(":")[0] for v in k["protocol"]})) or "none" for k in ks
+        )
+        + " |"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     from course.runtime import results
 
-    parser = argparse.ArgumentParser(prog="python -m course.tools.upstream_mix",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m course.tools.upstream_mix", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("checkout", type=Path, help="a checkout of NVIDIA/cutlass")
-    parser.add_argument("--out", type=Path, default=Path("results/compiled/blackwell_vs_upstream.json"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("results/compiled/blackwell_vs_upstream.json")
+    )
     parser.add_argument("--commit", help="the checkout's commit, if it is not a git work tree")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     report = build(args.checkout, args.commit)
     provenance = results.provenance(f"{parser.prog} {shlex.join(argv)}")
     provenance["note"] = f"compiled for {ARCH} on a CPU, not run"
-    args.out.write_text(json.dumps({"records": [{"provenance": provenance, "data": report}]},
-                                   indent=1, sort_keys=True) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {"records": [{"provenance": provenance, "data": report}]}, indent=1, sort_keys=True
+        )
+        + "\n"
+    )
     print(table(report))
     for name, why in report["skipped"].items():
         print(f"skipped {name}: {why}", file=sys.stderr)

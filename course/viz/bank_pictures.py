@@ -1,5 +1,6 @@
 """Pictures of shared memory: bank maps, per-request bank heat, the swizzle's bits,
 and the prediction set beside the measurement."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -15,7 +16,8 @@ from course.models.layout import Swizzle
 
 # 32 distinguishable colours, cycling twice through a qualitative palette with two shades
 _BANK_COLOURS = ListedColormap(
-    [plt.get_cmap("tab20")(2 * (i % 10) + (i // 10) % 2) for i in range(bank_model.BANKS)])
+    [plt.get_cmap("tab20")(2 * (i % 10) + (i // 10) % 2) for i in range(bank_model.BANKS)]
+)
 
 
 def _caption(fig, source: str) -> None:
@@ -23,8 +25,14 @@ def _caption(fig, source: str) -> None:
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
 
 
-def bank_map(tile: SmemTile, title: str | None = None, lanes: dict | None = None, ax=None,
-             source: str = "", label: bool | None = None):
+def bank_map(
+    tile: SmemTile,
+    title: str | None = None,
+    lanes: dict | None = None,
+    ax=None,
+    source: str = "",
+    label: bool | None = None,
+):
     """The tile's cells coloured and labelled by bank; `lanes` {(r, c): lane} outlines the
     cells one request reads and names the lane reading each. Tiles of more than 256 cells
     are coloured only (label=True forces the numbers; drawing them is slow)."""
@@ -46,8 +54,16 @@ def bank_map(tile: SmemTile, title: str | None = None, lanes: dict | None = None
     for (r, c), lane in (lanes or {}).items():
         ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, lw=2, ec="black"))
         if not small:
-            ax.text(c + 0.45, r - 0.45, f"L{lane}", ha="right", va="top", fontsize=5,
-                    color="black", fontweight="bold")
+            ax.text(
+                c + 0.45,
+                r - 0.45,
+                f"L{lane}",
+                ha="right",
+                va="top",
+                fontsize=5,
+                color="black",
+                fontweight="bold",
+            )
     ax.set_xticks(range(cols) if cols <= 16 else range(0, cols, 8))
     ax.set_yticks(range(rows) if rows <= 16 else range(0, rows, 8))
     ax.set_xlabel("column")
@@ -57,7 +73,9 @@ def bank_map(tile: SmemTile, title: str | None = None, lanes: dict | None = None
     return fig
 
 
-def request_heat(analysis: bank_model.Analysis, ax=None, title: str | None = None, source: str = ""):
+def request_heat(
+    analysis: bank_model.Analysis, ax=None, title: str | None = None, source: str = ""
+):
     """Distinct 4-byte words each bank must serve, per phase of one request."""
     heat = analysis.heat()
     if ax is None:
@@ -67,19 +85,36 @@ def request_heat(analysis: bank_model.Analysis, ax=None, title: str | None = Non
     vmax = max(2, int(heat.max()))
     # 0: idle bank (white), 1: served in one wavefront (green), 2+: conflict (reds)
     reds = plt.get_cmap("Reds")
-    colours = ["white", "#a1d99b"] + [reds(0.35 + 0.65 * (k - 2) / max(1, vmax - 2))
-                                      for k in range(2, vmax + 1)]
-    ax.imshow(heat, cmap=ListedColormap(colours), norm=BoundaryNorm(np.arange(-0.5, vmax + 1),
-                                                                     len(colours)), aspect="auto")
+    colours = ["white", "#a1d99b"] + [
+        reds(0.35 + 0.65 * (k - 2) / max(1, vmax - 2)) for k in range(2, vmax + 1)
+    ]
+    ax.imshow(
+        heat,
+        cmap=ListedColormap(colours),
+        norm=BoundaryNorm(np.arange(-0.5, vmax + 1), len(colours)),
+        aspect="auto",
+    )
     for p in range(heat.shape[0]):
         for b in range(bank_model.BANKS):
             if heat[p, b]:
-                ax.text(b, p, str(heat[p, b]), ha="center", va="center", fontsize=7,
-                        color="white" if heat[p, b] > 2 + (vmax - 2) / 2 else "black")
+                ax.text(
+                    b,
+                    p,
+                    str(heat[p, b]),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if heat[p, b] > 2 + (vmax - 2) / 2 else "black",
+                )
     lanes = bank_model.PHASE_LANES[analysis.request.width]
-    ax.set_yticks(range(heat.shape[0]),
-                  [f"phase {i} (lanes {i * lanes}-{i * lanes + lanes - 1}): "
-                   f"{ph.wavefronts} wf" for i, ph in enumerate(analysis.phases)], fontsize=7)
+    ax.set_yticks(
+        range(heat.shape[0]),
+        [
+            f"phase {i} (lanes {i * lanes}-{i * lanes + lanes - 1}): {ph.wavefronts} wf"
+            for i, ph in enumerate(analysis.phases)
+        ],
+        fontsize=7,
+    )
     ax.set_xticks(range(0, bank_model.BANKS, 4))
     ax.set_xlabel("bank (cell = distinct 4-byte words that bank serves; >1 is a conflict)")
     ax.set_title(title or f"{analysis.request.label}\n{analysis.summary()}", fontsize=8)
@@ -91,8 +126,15 @@ def request_heat(analysis: bank_model.Analysis, ax=None, title: str | None = Non
 _ROLE_COLOURS = {"kept": "#d0d7de", "target": "#54aeff", "source": "#ffb77c", "other": "#ffffff"}
 
 
-def bit_diagram(swizzle: Swizzle, offset: int, width: int | None = None, unit: str = "element",
-                note: str = "", ax=None, source: str = ""):
+def bit_diagram(
+    swizzle: Swizzle,
+    offset: int,
+    width: int | None = None,
+    unit: str = "element",
+    note: str = "",
+    ax=None,
+    source: str = "",
+):
     """Swizzle<B,M,S> on one offset, bit by bit: the offset, the source bits shifted down,
     and their XOR. Colours: grey = the M kept bits, blue = target bits, orange = source bits."""
     tr = swizzle.trace(offset, width)
@@ -102,26 +144,41 @@ def bit_diagram(swizzle: Swizzle, offset: int, width: int | None = None, unit: s
         fig, ax = plt.subplots(figsize=(0.55 * width + 3.2, 2.6))
     else:
         fig = ax.figure
-    rows = [("offset", tr["binary"]), (f">> {swizzle.shift} of source", tr["moved_binary"]),
-            ("XOR = result", tr["result_binary"])]
+    rows = [
+        ("offset", tr["binary"]),
+        (f">> {swizzle.shift} of source", tr["moved_binary"]),
+        ("XOR = result", tr["result_binary"]),
+    ]
     for y, (name, bits) in enumerate(rows):
         for i, ch in enumerate(bits):  # bits[0] is the highest bit
             b = width - 1 - i
-            ax.add_patch(Rectangle((i, -y), 0.95, 0.9, fc=_ROLE_COLOURS[roles[b]], ec="black",
-                                   lw=0.6))
-            ax.text(i + 0.47, -y + 0.45, ch, ha="center", va="center", fontsize=10,
-                    fontweight="bold" if ch == "1" else "normal")
+            ax.add_patch(
+                Rectangle((i, -y), 0.95, 0.9, fc=_ROLE_COLOURS[roles[b]], ec="black", lw=0.6)
+            )
+            ax.text(
+                i + 0.47,
+                -y + 0.45,
+                ch,
+                ha="center",
+                va="center",
+                fontsize=10,
+                fontweight="bold" if ch == "1" else "normal",
+            )
         value = int(bits, 2)
         ax.text(-0.3, -y + 0.45, name, ha="right", va="center", fontsize=8)
         ax.text(width + 0.2, -y + 0.45, f"= {value}", ha="left", va="center", fontsize=8)
     for i in range(width):
-        ax.text(i + 0.47, 1.15, str(width - 1 - i), ha="center", va="center", fontsize=7,
-                color="grey")
+        ax.text(
+            i + 0.47, 1.15, str(width - 1 - i), ha="center", va="center", fontsize=7, color="grey"
+        )
     ax.set_xlim(-5.5, width + 2.5)
     ax.set_ylim(-2.3, 1.5)
     ax.axis("off")
-    ax.set_title(f"{swizzle} on the {unit} offset {offset}{': ' + note if note else ''}  "
-                 f"(grey: {swizzle.base} kept bits, orange: source, blue: target)", fontsize=9)
+    ax.set_title(
+        f"{swizzle} on the {unit} offset {offset}{': ' + note if note else ''}  "
+        f"(grey: {swizzle.base} kept bits, orange: source, blue: target)",
+        fontsize=9,
+    )
     _caption(fig, source)
     return fig
 
@@ -155,8 +212,15 @@ def predicted_vs_measured(rows: Sequence[dict], title: str, source: str = "", ax
 
 def time_vs_wavefronts(rows: Sequence[dict], title: str, source: str = "", ax=None):
     """Measured time per request against predicted wavefronts per request."""
-    pts = [(r["predicted"]["wavefronts"] / r["predicted"]["requests"],
-            r["timing"]["ns_per_request"], r["case"]) for r in rows if r.get("timing")]
+    pts = [
+        (
+            r["predicted"]["wavefronts"] / r["predicted"]["requests"],
+            r["timing"]["ns_per_request"],
+            r["case"],
+        )
+        for r in rows
+        if r.get("timing")
+    ]
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
     else:
@@ -168,8 +232,14 @@ def time_vs_wavefronts(rows: Sequence[dict], title: str, source: str = "", ax=No
             ax.annotate(name, (xi, yi), fontsize=6, xytext=(3, 2), textcoords="offset points")
         slope = float(np.dot(x, yv) / np.dot(x, x))
         xs = np.array([min(x), max(x)])
-        ax.plot(xs, slope * xs, color="grey", ls="--", lw=1,
-                label=f"{slope:.2f} ns per predicted wavefront")
+        ax.plot(
+            xs,
+            slope * xs,
+            color="grey",
+            ls="--",
+            lw=1,
+            label=f"{slope:.2f} ns per predicted wavefront",
+        )
         ax.legend(fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -182,8 +252,13 @@ def time_vs_wavefronts(rows: Sequence[dict], title: str, source: str = "", ax=No
     return fig
 
 
-def bank_maps(tiles: Sequence[SmemTile], titles: Sequence[str], lanes: dict | None = None,
-              source: str = "", label: bool = False):
+def bank_maps(
+    tiles: Sequence[SmemTile],
+    titles: Sequence[str],
+    lanes: dict | None = None,
+    source: str = "",
+    label: bool = False,
+):
     """Bank maps of several tiles side by side, the same cells `lanes` {(r, c): lane}
     outlined in each (one request, or one phase of it); colours are banks."""
     fig, axes = plt.subplots(1, len(tiles), figsize=(6.5 * len(tiles), 4.6), squeeze=False)

@@ -8,6 +8,7 @@ direction: each offset of memory and the coordinate that lands on it (gaps blank
 offsets reached twice marked). Offsets come from course.models.layout, which is tested
 against CuTe DSL; the layouts themselves come from CuTe (course.cute.algebra).
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -50,13 +51,21 @@ def cell_label(layout: pl.AnyLayout, row: int, col: int) -> str:
     rows = layout.grid().shape[0]
     idx = row + rows * col
     crd = pl.idx2crd(idx, layout.shape)
-    return f"cell ({row}, {col}): index {idx}, coordinate {pl._fmt(crd)} -> offset " \
-           f"{int(layout.grid()[row, col])}"
+    return (
+        f"cell ({row}, {col}): index {idx}, coordinate {pl._fmt(crd)} -> offset "
+        f"{int(layout.grid()[row, col])}"
+    )
 
 
-def draw(layout, ax=None, title: str | None = None, source: str = "",
-         highlight: tuple[int, int] | None = None, values: bool | None = None,
-         cmap: str = CMAP):
+def draw(
+    layout,
+    ax=None,
+    title: str | None = None,
+    source: str = "",
+    highlight: tuple[int, int] | None = None,
+    values: bool | None = None,
+    cmap: str = CMAP,
+):
     """The layout's grid: rows = mode 0, columns = the other modes; colour = offset."""
     lay = pl.as_layout(layout)
     grid = lay.grid()
@@ -76,8 +85,15 @@ def draw(layout, ax=None, title: str | None = None, source: str = "",
         size = 9 if max(rows, cols) <= 12 else 7 if max(rows, cols) <= 20 else 5
         for r in range(rows):
             for c in range(cols):
-                ax.text(c, r, str(int(grid[r, c])), ha="center", va="center", fontsize=size,
-                        color=_text_colour(colours[r, c]))
+                ax.text(
+                    c,
+                    r,
+                    str(int(grid[r, c])),
+                    ha="center",
+                    va="center",
+                    fontsize=size,
+                    color=_text_colour(colours[r, c]),
+                )
     for p, lw in _boundaries(_mode_leaves(lay, 0)):
         ax.axhline(p - 0.5, color="white", lw=lw)
     for p, lw in _boundaries(_mode_leaves(lay, 1)):
@@ -86,8 +102,9 @@ def draw(layout, ax=None, title: str | None = None, source: str = "",
         r, c = highlight
         ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
     ax.set_title(title if title is not None else str(lay), fontsize=10)
-    ax.set_xlabel(f"column = index into mode{'s 1..' if lay.rank > 2 else ' 1'} "
-                  f"(size {cols})", fontsize=8)
+    ax.set_xlabel(
+        f"column = index into mode{'s 1..' if lay.rank > 2 else ' 1'} (size {cols})", fontsize=8
+    )
     ax.set_ylabel(f"row = index into mode 0 (size {rows})", fontsize=8)
     _ticks(ax, rows, cols)
     if own_fig:
@@ -115,8 +132,9 @@ def memory_map(layout) -> list[list[tuple[int, int]]]:
     return out
 
 
-def draw_memory(layout, ax=None, title: str | None = None, source: str = "",
-                per_row: int | None = None):
+def draw_memory(
+    layout, ax=None, title: str | None = None, source: str = "", per_row: int | None = None
+):
     """Memory as strips of offsets: each box names the (row, col) stored there."""
     lay = pl.as_layout(layout)
     cells = memory_map(lay)
@@ -134,23 +152,44 @@ def draw_memory(layout, ax=None, title: str | None = None, source: str = "",
     for off, where in enumerate(cells):
         y, x = divmod(off, per_row)
         face = cm(norm(off)) if where else (0.93, 0.93, 0.93, 1)
-        ax.add_patch(plt.Rectangle((x, -y), 1, -1, fc=face, ec="white", lw=1.5,
-                                   hatch="xx" if len(where) > 1 else None))
-        ax.text(x + 0.5, -y - 0.3, str(off), ha="center", va="center", fontsize=6,
-                color=_text_colour(face))
+        ax.add_patch(
+            plt.Rectangle(
+                (x, -y), 1, -1, fc=face, ec="white", lw=1.5, hatch="xx" if len(where) > 1 else None
+            )
+        )
+        ax.text(
+            x + 0.5,
+            -y - 0.3,
+            str(off),
+            ha="center",
+            va="center",
+            fontsize=6,
+            color=_text_colour(face),
+        )
         if where:
             label = f"{where[0][0]},{where[0][1]}" + ("+" if len(where) > 1 else "")
-            ax.text(x + 0.5, -y - 0.68, label, ha="center", va="center", fontsize=6.5,
-                    color=_text_colour(face))
+            ax.text(
+                x + 0.5,
+                -y - 0.68,
+                label,
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                color=_text_colour(face),
+            )
     ax.set_xlim(0, per_row)
     ax.set_ylim(-lines, 0)
     ax.set_aspect("equal")
     ax.axis("off")
     gaps = sum(not w for w in cells)
     shared = sum(len(w) > 1 for w in cells)
-    ax.set_title(title if title is not None else
-                 f"memory of {lay}: offset (top) <- row,col of the {rows}x{cols} grid (bottom); "
-                 f"{gaps} gaps, {shared} offsets reached twice+", fontsize=8)
+    ax.set_title(
+        title
+        if title is not None
+        else f"memory of {lay}: offset (top) <- row,col of the {rows}x{cols} grid (bottom); "
+        f"{gaps} gaps, {shared} offsets reached twice+",
+        fontsize=8,
+    )
     if own_fig:
         if source:
             fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
@@ -158,8 +197,9 @@ def draw_memory(layout, ax=None, title: str | None = None, source: str = "",
     return fig
 
 
-def side_by_side(layouts: list, titles: list[str] | None = None, source: str = "",
-                 suptitle: str = ""):
+def side_by_side(
+    layouts: list, titles: list[str] | None = None, source: str = "", suptitle: str = ""
+):
     """Several layouts' grids in one figure (e.g. column- vs row-major)."""
     n = len(layouts)
     lays = [pl.as_layout(l) for l in layouts]

@@ -13,6 +13,7 @@ WGMMA accumulators, TMEM lanes, CTA pairs -- from a course.models.ownership.Owne
 
 Tiles up to 256x256 cells and any number of owners draw in well under a second.
 """
+
 from __future__ import annotations
 
 import colorsys
@@ -52,16 +53,22 @@ def _upsample_with_stripes(img: np.ndarray, count: np.ndarray, k: int) -> np.nda
     """k x k pixels per cell; cells held more than once get dark diagonal stripes."""
     big = np.repeat(np.repeat(img, k, axis=0), k, axis=1)
     if (count > 1).any() and k >= 4:
-        yy, xx = np.mgrid[0:big.shape[0], 0:big.shape[1]]
+        yy, xx = np.mgrid[0 : big.shape[0], 0 : big.shape[1]]
         stripe = ((xx + yy) % max(k // 2, 2)) == 0
         multi = np.repeat(np.repeat(count > 1, k, axis=0), k, axis=1)
         big[stripe & multi] *= 0.7
     return big
 
 
-def draw(ownership: Ownership, highlight: int | None = None, ax=None,
-         cell: tuple[int, int] | None = None, source: str = "", labels: bool | None = None,
-         title: str | None = None):
+def draw(
+    ownership: Ownership,
+    highlight: int | None = None,
+    ax=None,
+    cell: tuple[int, int] | None = None,
+    source: str = "",
+    labels: bool | None = None,
+    title: str | None = None,
+):
     """The ownership map as a matplotlib Figure."""
     own = ownership
     rows, cols = own.shape
@@ -76,8 +83,9 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     fig = ax.figure
     k = max(1, min(24, 768 // max(rows, cols)))
     img = _upsample_with_stripes(_rgb(own, highlight), own.count, k)
-    ax.imshow(img, interpolation="nearest", extent=(-0.5, cols - 0.5, rows - 0.5, -0.5),
-              aspect="auto")
+    ax.imshow(
+        img, interpolation="nearest", extent=(-0.5, cols - 0.5, rows - 0.5, -0.5), aspect="auto"
+    )
     if labels is None:
         labels = cell_w >= 0.25 and cell_h >= 0.14
     if labels:
@@ -85,8 +93,14 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     if highlight is not None:
         path = own.cells_of(highlight)
         if len(path) > 1:
-            ax.plot([c for _, c, _ in path], [r for r, _, _ in path], "-", color="black",
-                    lw=0.8, alpha=0.6)
+            ax.plot(
+                [c for _, c, _ in path],
+                [r for r, _, _ in path],
+                "-",
+                color="black",
+                lw=0.8,
+                alpha=0.6,
+            )
         if path:
             r0, c0, _ = path[0]
             ax.plot([c0], [r0], "o", ms=5, mfc="none", mec="black", mew=1.2)
@@ -101,8 +115,7 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     if cell is not None:
         extra.append(own.describe_cell(*cell))
     ax.set_title("\n".join([heading] + extra), fontsize=9)
-    ax.set_xlabel(f"column (tile {rows}x{cols}; {own.threads} owners, colour = owner)",
-                  fontsize=8)
+    ax.set_xlabel(f"column (tile {rows}x{cols}; {own.threads} owners, colour = owner)", fontsize=8)
     ax.set_ylabel("row", fontsize=8)
     ax.set_xticks(range(0, cols, 1 if cols <= 16 else max(1, cols // 8)))
     ax.set_yticks(range(0, rows, 1 if rows <= 16 else max(1, rows // 8)))
@@ -114,8 +127,9 @@ def draw(ownership: Ownership, highlight: int | None = None, ax=None,
     return fig
 
 
-def _write_labels(ax, own: Ownership, highlight, rows: int, cols: int, cell_w: float,
-                  cell_h: float) -> None:
+def _write_labels(
+    ax, own: Ownership, highlight, rows: int, cols: int, cell_w: float, cell_h: float
+) -> None:
     lab = own.thread_label
     full = cell_w >= 0.5 and cell_h >= 0.25
     size = max(4.0, min(8.0, cell_h * 72 * (0.3 if full else 0.45), cell_w * 72 * 0.28))
@@ -125,8 +139,15 @@ def _write_labels(ax, own: Ownership, highlight, rows: int, cols: int, cell_w: f
             t, v, n = int(own.thread[r, c]), int(own.value[r, c]), int(own.count[r, c])
             if highlight is not None:
                 if (r, c) in mine:
-                    ax.text(c, r, f"v{mine[(r, c)]}", ha="center", va="center", fontsize=size,
-                            fontweight="bold")
+                    ax.text(
+                        c,
+                        r,
+                        f"v{mine[(r, c)]}",
+                        ha="center",
+                        va="center",
+                        fontsize=size,
+                        fontweight="bold",
+                    )
                 continue
             if t < 0:
                 continue

@@ -7,6 +7,7 @@
 
 The simulator returns data only; everything drawn from it is drawn here.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -27,8 +28,11 @@ def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
         bars = []
         for i in r.intervals:
             kind = i.kind if i.kind != "busy" else busy_kind
-            text = i.label.replace("wait ", "").replace("blocked ", "") \
-                if i.kind != "busy" else (f"t{i.tag}" if sim.config.tiles > 1 else "")
+            text = (
+                i.label.replace("wait ", "").replace("blocked ", "")
+                if i.kind != "busy"
+                else (f"t{i.tag}" if sim.config.tiles > 1 else "")
+            )
             bars.append(Bar(i.start, i.end, kind, text))
         return Row(r.label, bars)
 
@@ -43,8 +47,9 @@ def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
     for r in e.roles:
         if r.name.startswith("mma"):
             out.append(role_row(r.name))
-    out.append(Row("tensor core", [Bar(i.start, i.end, "mma", str(i.tag))
-                                   for i in p["tc"].intervals]))
+    out.append(
+        Row("tensor core", [Bar(i.start, i.end, "mma", str(i.tag)) for i in p["tc"].intervals])
+    )
     out.append(role_row("epilogue", busy_kind="epilogue"))
     markers = [Marker(h.time, buf_rows.get(h.where, 0)) for h in sim.hazards]
     return out, markers
@@ -52,15 +57,16 @@ def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
 
 def _title(sim: PipelineSim) -> str:
     c = sim.config
-    title = (f"{c.stages}-stage TMA->MMA pipeline, {c.k_tiles} k-tiles, load "
-             f"{fmt_cycles(c.load_latency)} / MMA {fmt_cycles(c.mma_latency)} cycles")
+    title = (
+        f"{c.stages}-stage TMA->MMA pipeline, {c.k_tiles} k-tiles, load "
+        f"{fmt_cycles(c.load_latency)} / MMA {fmt_cycles(c.mma_latency)} cycles"
+    )
     if sim.deadlock is not None:
         title += f"\n{sim.deadlock.summary}"
     elif sim.fault is not None:
         title += f"\nstopped: {sim.fault.kind}"
     else:
-        title += (f"\n{fmt_cycles(sim.total_cycles)} cycles, tensor core busy "
-                  f"{sim.utilisation:.0%}")
+        title += f"\n{fmt_cycles(sim.total_cycles)} cycles, tensor core busy {sim.utilisation:.0%}"
         if sim.engine.hazard_count:
             title += f", {sim.engine.hazard_count} race(s)"
     if c.bug:
@@ -78,13 +84,24 @@ def timeline(sim: PipelineSim, ax=None, title: str | None = None):
     elif sim.fault is not None:
         vlines.append((sim.fault.time, f"stopped: {sim.fault.kind}"))
     end = sim.engine.now if sim.deadlock is not None or sim.fault else None
-    return gantt(out, title if title is not None else _title(sim), markers=markers,
-                 vlines=vlines, ax=ax, end=(end * 1.15 + 1) if end is not None else None,
-                 source="course.sim.pipeline_sim (simulated; illustrative cycle counts)")
+    return gantt(
+        out,
+        title if title is not None else _title(sim),
+        markers=markers,
+        vlines=vlines,
+        ax=ax,
+        end=(end * 1.15 + 1) if end is not None else None,
+        source="course.sim.pipeline_sim (simulated; illustrative cycle counts)",
+    )
 
 
-def sweep(sims: list[PipelineSim], measured: dict | None = None,
-          measured_label: str = "measured", ax=None, title: str | None = None):
+def sweep(
+    sims: list[PipelineSim],
+    measured: dict | None = None,
+    measured_label: str = "measured",
+    ax=None,
+    title: str | None = None,
+):
     """Speed-up over 1 stage against the stage count: simulated, the formula, and (if
     given) measured times {stages: time}. Normalising to each series' own 1-stage (or
     first) point compares shapes, whatever the units."""
@@ -96,19 +113,32 @@ def sweep(sims: list[PipelineSim], measured: dict | None = None,
     ax.plot(xs, [pred[0] / p for p in pred], "--", color="grey", label="formula")
     if measured:
         ms = sorted(measured)
-        ax.plot(ms, [measured[ms[0]] / measured[m] for m in ms], "s-", color="#cf222e",
-                label=measured_label)
+        ax.plot(
+            ms,
+            [measured[ms[0]] / measured[m] for m in ms],
+            "s-",
+            color="#cf222e",
+            label=measured_label,
+        )
     c = sims[0].config
-    ideal = predicted_cycles(xs[0], c.k_tiles, c.load_latency, c.mma_latency,
-                             c.load_interval) / predicted_cycles(
-        c.k_tiles, c.k_tiles, c.load_latency, c.mma_latency, c.load_interval)
+    ideal = predicted_cycles(
+        xs[0], c.k_tiles, c.load_latency, c.mma_latency, c.load_interval
+    ) / predicted_cycles(c.k_tiles, c.k_tiles, c.load_latency, c.mma_latency, c.load_interval)
     ax.axhline(ideal, color="#2da44e", lw=1, ls=":", label="tensor core never waits")
-    ax.axvline(stages_to_hide_latency(c.load_latency, c.mma_latency), color="#8250df", lw=1,
-               ls=":", label="load/mma + 1 stages")
+    ax.axvline(
+        stages_to_hide_latency(c.load_latency, c.mma_latency),
+        color="#8250df",
+        lw=1,
+        ls=":",
+        label="load/mma + 1 stages",
+    )
     ax.set_xlabel("pipeline stages")
     ax.set_ylabel(f"speed-up over {xs[0]} stage(s)")
-    ax.set_title(title or f"Stage-count sweep: load {fmt_cycles(c.load_latency)}, MMA "
-                          f"{fmt_cycles(c.mma_latency)} cycles, {c.k_tiles} k-tiles")
+    ax.set_title(
+        title
+        or f"Stage-count sweep: load {fmt_cycles(c.load_latency)}, MMA "
+        f"{fmt_cycles(c.mma_latency)} cycles, {c.k_tiles} k-tiles"
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -7,6 +7,7 @@
 
 The simulator returns data only; everything drawn from it is drawn here.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -24,29 +25,51 @@ def rows(sim: ScheduleSim, sms: int | None = None, warps: bool = False) -> list[
     cfg, k = sim.config, sim.kernel
     out = []
     for sm in range(min(sms or cfg.sms, cfg.sms)):
-        other = ([Bar(0, k.sm_busy[sm], "other", "other work")]
-                 if k.sm_busy[sm] > 0 else [])
+        other = [Bar(0, k.sm_busy[sm], "other", "other work")] if k.sm_busy[sm] > 0 else []
         if warps:
             bars = list(other)
             for r in sim.engine.roles:
                 if r.group == f"SM {sm}" and r.name.endswith(".tma"):
-                    bars += [Bar(i.start, i.end, i.kind,
-                                 i.label.split(".")[-1] if i.kind != "busy" else "")
-                             for i in r.intervals]
-            bars += [Bar(o.issued, o.end, "clc", "") for o in sim.engine.ops
-                     if o.unit is k.clc and o.issuer.group == f"SM {sm}"]
+                    bars += [
+                        Bar(
+                            i.start,
+                            i.end,
+                            i.kind,
+                            i.label.split(".")[-1] if i.kind != "busy" else "",
+                        )
+                        for i in r.intervals
+                    ]
+            bars += [
+                Bar(o.issued, o.end, "clc", "")
+                for o in sim.engine.ops
+                if o.unit is k.clc and o.issuer.group == f"SM {sm}"
+            ]
             out.append(Row(f"SM {sm} TMA warp", bars))
         unit = k.tensor[sm // cfg.cluster]
-        out.append(Row(f"SM {sm} tensor core", other + [
-            Bar(s, e, "mma", f"T{tag}", tile_colour(tag))
-            for s, e, tag in _merge(unit.intervals)]))
+        out.append(
+            Row(
+                f"SM {sm} tensor core",
+                other
+                + [
+                    Bar(s, e, "mma", f"T{tag}", tile_colour(tag))
+                    for s, e, tag in _merge(unit.intervals)
+                ],
+            )
+        )
         ep = list(other)
         for r in sim.engine.roles:
             if r.group == f"SM {sm}" and r.name.endswith(".epilogue"):
-                ep += [Bar(i.start, i.end, "epilogue" if i.kind == "busy" else i.kind,
-                           f"T{i.tag}" if i.kind == "busy" else "",
-                           tile_colour(i.tag) if i.kind == "busy" else None)
-                       for i in r.intervals if i.kind in ("busy", "blocked")]
+                ep += [
+                    Bar(
+                        i.start,
+                        i.end,
+                        "epilogue" if i.kind == "busy" else i.kind,
+                        f"T{i.tag}" if i.kind == "busy" else "",
+                        tile_colour(i.tag) if i.kind == "busy" else None,
+                    )
+                    for i in r.intervals
+                    if i.kind in ("busy", "blocked")
+                ]
         out.append(Row(f"SM {sm} epilogue", ep))
     return out
 
@@ -62,23 +85,35 @@ def _merge(intervals):
     return [tuple(x) for x in out]
 
 
-def timeline(sim: ScheduleSim, sms: int | None = None, warps: bool = False, ax=None,
-             title: str | None = None):
+def timeline(
+    sim: ScheduleSim, sms: int | None = None, warps: bool = False, ax=None, title: str | None = None
+):
     """The per-SM timeline (the first `sms` SMs; `warps` adds the TMA warp's waits)."""
     c = sim.config
     if title is None:
-        title = (f"{c.scheduler} scheduling, {c.sms} SMs as "
-                 f"{'CTA pairs' if c.cluster == 2 else 'single CTAs'}, {c.stages} stages, "
-                 f"{c.acc_slots} TMEM slot(s)\n")
-        title += (f"{fmt_cycles(sim.total_cycles)} cycles, tensor cores busy "
-                  f"{sim.utilisation:.0%}" if sim.ok else sim.summary())
+        title = (
+            f"{c.scheduler} scheduling, {c.sms} SMs as "
+            f"{'CTA pairs' if c.cluster == 2 else 'single CTAs'}, {c.stages} stages, "
+            f"{c.acc_slots} TMEM slot(s)\n"
+        )
+        title += (
+            f"{fmt_cycles(sim.total_cycles)} cycles, tensor cores busy {sim.utilisation:.0%}"
+            if sim.ok
+            else sim.summary()
+        )
     vlines = [(sim.deadlock.time, "deadlock")] if sim.deadlock else []
-    return gantt(rows(sim, sms, warps), title, vlines=vlines, ax=ax,
-                 source="course.sim.schedule_sim (simulated; illustrative cycle counts); "
-                        "colour = output tile")
+    return gantt(
+        rows(sim, sms, warps),
+        title,
+        vlines=vlines,
+        ax=ax,
+        source="course.sim.schedule_sim (simulated; illustrative cycle counts); "
+        "colour = output tile",
+    )
 
 
 # ---------------------------------------------------------------- the lessons' charts
+
 
 def _chart(title: str, width: float = 6.8):
     fig, ax = plt.subplots(figsize=(width, 4))
@@ -99,11 +134,17 @@ def handshake(lesson: Lesson):
     handshake (schedule_sim.handshake_lesson)."""
     fig, ax = _chart("A deep pipeline hides the CTA pair's handshake")
     xs = lesson.column("stages")
-    ax.plot(xs, lesson.column("single CTAs"), "s-",
-            label="single CTAs (no handshake, no multicast)")
+    ax.plot(
+        xs, lesson.column("single CTAs"), "s-", label="single CTAs (no handshake, no multicast)"
+    )
     ax.plot(xs, lesson.column("CTA pairs"), "o-", label="CTA pairs")
-    ax.plot(xs, lesson.column("pairs, free handshake"), ":", color="grey",
-            label="CTA pairs if the handshake were free")
+    ax.plot(
+        xs,
+        lesson.column("pairs, free handshake"),
+        ":",
+        color="grey",
+        label="CTA pairs if the handshake were free",
+    )
     ax.set_xlabel("pipeline stages")
     ax.set_ylabel("total cycles (lower is better)")
     return _finish(fig, ax)
@@ -124,8 +165,7 @@ def pingpong(lesson: Lesson):
 
 def scheduler(lesson: Lesson):
     """Total cycles per workload under each scheduler (schedule_sim.scheduler_lesson)."""
-    fig, ax = _chart("Static persistent vs Cluster Launch Control vs a launch per tile",
-                     width=7.2)
+    fig, ax = _chart("Static persistent vs Cluster Launch Control vs a launch per tile", width=7.2)
     x = np.arange(len(lesson.rows))
     for i, (s, col) in enumerate(zip(SCHEDULERS, ("#8c959f", "#2da44e", "#0969da"))):
         ax.bar(x + (i - 1) * 0.27, lesson.column(s), 0.27, label=s, color=col)

@@ -5,6 +5,7 @@ entry (STYLES), so every timeline in the course speaks the same visual language:
 green = the tensor core computing, blue = a TMA copy in flight, orange = a warp
 waiting on an mbarrier, red hatching = blocked forever (deadlock).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ class Bar:
     end: float
     kind: str
     text: str = ""
-    color: str | None = None   # overrides the kind's colour (e.g. one colour per tile)
+    color: str | None = None  # overrides the kind's colour (e.g. one colour per tile)
 
 
 @dataclass
@@ -52,18 +53,29 @@ class Marker:
     text: str = ""
 
 
-def gantt(rows: list[Row], title: str, xlabel: str = "time (cycles)", source: str = "",
-          markers: list[Marker] = (), vlines: list[tuple[float, str]] = (),
-          end: float | None = None, ax=None, height: float | None = None,
-          legend_extra: list[tuple[str, str]] = ()):
+def gantt(
+    rows: list[Row],
+    title: str,
+    xlabel: str = "time (cycles)",
+    source: str = "",
+    markers: list[Marker] = (),
+    vlines: list[tuple[float, str]] = (),
+    end: float | None = None,
+    ax=None,
+    height: float | None = None,
+    legend_extra: list[tuple[str, str]] = (),
+):
     """Draw the rows (first row at the top); returns the Figure."""
     n = len(rows)
     if ax is None:
         fig, ax = plt.subplots(figsize=(11, height or max(2.6, 0.42 * n + 1.6)))
     else:
         fig = ax.figure
-    xmax = end if end is not None else max(
-        [b.end for r in rows for b in r.bars] + [m.time for m in markers] + [1.0])
+    xmax = (
+        end
+        if end is not None
+        else max([b.end for r in rows for b in r.bars] + [m.time for m in markers] + [1.0])
+    )
     used = set()
     for i, row in enumerate(rows):
         y = n - 1 - i
@@ -72,16 +84,30 @@ def gantt(rows: list[Row], title: str, xlabel: str = "time (cycles)", source: st
                 continue
             face, _, hatch = STYLES.get(b.kind, STYLES["busy"])
             width = max(b.end - b.start, xmax * 0.0015)
-            ax.barh(y, width, left=b.start, height=0.72, color=b.color or face,
-                    edgecolor="#cf222e" if b.kind == "blocked" else "white",
-                    linewidth=0.6 if b.kind == "blocked" else 0.3, hatch=hatch)
+            ax.barh(
+                y,
+                width,
+                left=b.start,
+                height=0.72,
+                color=b.color or face,
+                edgecolor="#cf222e" if b.kind == "blocked" else "white",
+                linewidth=0.6 if b.kind == "blocked" else 0.3,
+                hatch=hatch,
+            )
             if b.color is None:
                 used.add(b.kind)
             if b.text and (b.end - b.start) > xmax * 0.011 * (len(b.text) + 1):
-                ax.text(b.start + (b.end - b.start) / 2, y, b.text, ha="center",
-                        va="center", fontsize=7,
-                        color="white" if b.kind in ("mma", "read", "write", "load",
-                                                    "epilogue") else "black")
+                ax.text(
+                    b.start + (b.end - b.start) / 2,
+                    y,
+                    b.text,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white"
+                    if b.kind in ("mma", "read", "write", "load", "epilogue")
+                    else "black",
+                )
     for m in markers:
         ax.plot(m.time, n - 1 - m.row, "x", color="#cf222e", ms=9, mew=2.2)
     for x, text in vlines:
@@ -94,24 +120,43 @@ def gantt(rows: list[Row], title: str, xlabel: str = "time (cycles)", source: st
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.25)
-    handles = [Patch(facecolor=STYLES[k][0], hatch=STYLES[k][2], label=STYLES[k][1],
-                     edgecolor="#cf222e" if k == "blocked" else "white")
-               for k in STYLES if k in used]
+    handles = [
+        Patch(
+            facecolor=STYLES[k][0],
+            hatch=STYLES[k][2],
+            label=STYLES[k][1],
+            edgecolor="#cf222e" if k == "blocked" else "white",
+        )
+        for k in STYLES
+        if k in used
+    ]
     handles += [Patch(facecolor=c, label=t) for c, t in legend_extra]
     if markers:
-        handles.append(plt.Line2D([], [], marker="x", color="#cf222e", ls="none", mew=2,
-                                  label="hazard (race)"))
+        handles.append(
+            plt.Line2D([], [], marker="x", color="#cf222e", ls="none", mew=2, label="hazard (race)")
+        )
     if handles:
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1),
-                  frameon=False)
+        ax.legend(
+            handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1), frameon=False
+        )
     if source:
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if source else 0, 1, 1))
     return fig
 
 
-TILE_COLOURS = ["#2da44e", "#0969da", "#8250df", "#bf3989", "#bc4c00", "#1b7c83",
-                "#4d2d00", "#6639ba", "#116329", "#953800"]
+TILE_COLOURS = [
+    "#2da44e",
+    "#0969da",
+    "#8250df",
+    "#bf3989",
+    "#bc4c00",
+    "#1b7c83",
+    "#4d2d00",
+    "#6639ba",
+    "#116329",
+    "#953800",
+]
 
 
 def tile_colour(tile: int) -> str:

@@ -2,6 +2,7 @@
 
 Every figure is labelled (title, axes, source line), as the course requires.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -15,27 +16,51 @@ from course.emulate.blackwell_memory import TMEM_COLUMNS, TMEM_LANES
 WARP_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52")
 
 
-def tmem_allocation(allocations, title: str = "Tensor memory: 128 lanes x 512 columns",
-                    source: str = "", ax=None):
+def tmem_allocation(
+    allocations, title: str = "Tensor memory: 128 lanes x 512 columns", source: str = "", ax=None
+):
     """Draw TMEM with `allocations` = [(label, first_column, columns), ...] shaded.
 
     The lanes are split into the four 32-lane quarters; epilogue warp w (w % 4) may
     access only quarter w.
     """
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(9, 3.6))
-    ax.add_patch(Rectangle((0, 0), TMEM_COLUMNS, TMEM_LANES, facecolor="#f4f4f4",
-                           edgecolor="black", lw=1))
+    ax.add_patch(
+        Rectangle((0, 0), TMEM_COLUMNS, TMEM_LANES, facecolor="#f4f4f4", edgecolor="black", lw=1)
+    )
     for i, (label, start, cols) in enumerate(allocations):
-        ax.add_patch(Rectangle((start, 0), cols, TMEM_LANES, facecolor=f"C{i % 10}",
-                               alpha=0.45, edgecolor=f"C{i % 10}", lw=1.5))
+        ax.add_patch(
+            Rectangle(
+                (start, 0),
+                cols,
+                TMEM_LANES,
+                facecolor=f"C{i % 10}",
+                alpha=0.45,
+                edgecolor=f"C{i % 10}",
+                lw=1.5,
+            )
+        )
         text = textwrap.fill(label, max(8, cols // 7))  # fit the block's width
-        ax.text(start + cols / 2, TMEM_LANES / 2, f"{text}\ncolumns\n{start}..{start + cols - 1}",
-                ha="center", va="center", fontsize=8)
+        ax.text(
+            start + cols / 2,
+            TMEM_LANES / 2,
+            f"{text}\ncolumns\n{start}..{start + cols - 1}",
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
     for q in range(1, 4):
         ax.axhline(32 * q, color="grey", lw=0.8, ls="--")
     for q in range(4):
-        ax.text(-6, 32 * q + 16, f"lanes {32 * q}-{32 * q + 31}\nwarp {q} only", ha="right",
-                va="center", fontsize=7, color=WARP_COLOURS[q])
+        ax.text(
+            -6,
+            32 * q + 16,
+            f"lanes {32 * q}-{32 * q + 31}\nwarp {q} only",
+            ha="right",
+            va="center",
+            fontsize=7,
+            color=WARP_COLOURS[q],
+        )
     ax.set_xlim(-110, TMEM_COLUMNS + 4)
     ax.set_ylim(TMEM_LANES + 2, -2)
     ax.set_xticks(range(0, TMEM_COLUMNS + 1, 64))
@@ -49,8 +74,15 @@ def tmem_allocation(allocations, title: str = "Tensor memory: 128 lanes x 512 co
     return fig
 
 
-def epilogue_ownership(pairs, shape: tuple[int, int], title: str, sub_cols: int = 32,
-                       threads_per_cta: int = 128, source: str = "", ax=None):
+def epilogue_ownership(
+    pairs,
+    shape: tuple[int, int],
+    title: str,
+    sub_cols: int = 32,
+    threads_per_cta: int = 128,
+    source: str = "",
+    ax=None,
+):
     """Colour each (row, column) of a tile by the epilogue warp that reads it.
 
     pairs: ((thread, value), (row, column)) as course.models.tmem_ownership returns them.
@@ -60,13 +92,14 @@ def epilogue_ownership(pairs, shape: tuple[int, int], title: str, sub_cols: int 
     owner = np.full(shape, -1, dtype=np.int64)
     for (thread, _value), (r, c) in pairs:
         owner[r, c] = thread
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(
-        figsize=(7.5, 3.2 + 3.2 * rows / 128))
+    fig, ax = (
+        (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7.5, 3.2 + 3.2 * rows / 128))
+    )
     warp = np.where(owner >= 0, (owner % threads_per_cta) // 32, -1)
     cta = np.where(owner >= 0, owner // threads_per_cta, 0)
     rgb = np.ones(shape + (3,))
     for w, colour in enumerate(WARP_COLOURS):
-        base = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+        base = np.array([int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
         for r in range(int(cta.max()) + 1):
             shade = base if r == 0 else 0.55 * base + 0.45
             rgb[(warp == w) & (cta == r)] = shade
@@ -81,14 +114,23 @@ def epilogue_ownership(pairs, shape: tuple[int, int], title: str, sub_cols: int 
         w, r = (r0 % 128) // 32, r0 // 128
         who = f"warp {w}" + (f" of CTA {r}" if rows > 128 else "")
         t0 = r0
-        ax.text(cols + 1, r0 + 16, f"{who}\nthreads {t0}-{t0 + 31}", va="center", fontsize=7,
-                color=WARP_COLOURS[w])
+        ax.text(
+            cols + 1,
+            r0 + 16,
+            f"{who}\nthreads {t0}-{t0 + 31}",
+            va="center",
+            fontsize=7,
+            color=WARP_COLOURS[w],
+        )
     if rows > 128:
         ax.axhline(128, color="black", lw=2)
     ax.set_xlim(0, cols)
     ax.set_xlabel("accumulator column = TMEM column (one tcgen05.ld 32x32b.x32 per 32 columns)")
-    ax.set_ylabel("tile row = TMEM lane" if rows <= 128 else
-                  "tile row (TMEM lane = row mod 128, in CTA row // 128)")
+    ax.set_ylabel(
+        "tile row = TMEM lane"
+        if rows <= 128
+        else "tile row (TMEM lane = row mod 128, in CTA row // 128)"
+    )
     ax.set_title(title, pad=20)
     if source:
         fig.text(0.01, 0.005, source, fontsize=7, color="grey", ha="left", va="bottom")

@@ -5,6 +5,7 @@ current state, so a notebook saved with outputs still teaches on a static viewer
     layout_explorer.LayoutExplorer   notebook 02: shape:stride and CuTe's algebra, as a grid
     ownership_map.OwnershipMap       notebook 03 on: who holds each cell of a tile, and where
 """
+
 from course.widgets.static_widget import StaticWidget, figure_png
 
 __all__ = ["StaticWidget", "figure_png"]

@@ -9,6 +9,7 @@ outlined, that request's bank heat per phase, and the wavefronts and conflicts o
 every request: the course.models.bank_model model's prediction, which notebook 05 then measures.
 A preset loads each of notebook 05's measured cases.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,10 +34,15 @@ SWIZZLES: dict[str, tuple[Swizzle | None, str]] = {
     "TMA 64B: Swizzle<2,4,3> on bytes": (TMA_SWIZZLES["64B"], "bytes"),
     "TMA 128B: Swizzle<3,4,3> on bytes": (TMA_SWIZZLES["128B"], "bytes"),
 }
-ACCESSES = ("a warp reads a row", "a warp reads a column",
-            "TiledCopy fragment (notebook 04's 16x8, 16 B per thread)",
-            "ldmatrix.x4: lane l reads 16 B of row l", "mma.sync m16n8k16 A fragment (32-bit)",
-            "lane l reads 8 B of row l", "lane l reads 4 B of row l")
+ACCESSES = (
+    "a warp reads a row",
+    "a warp reads a column",
+    "TiledCopy fragment (notebook 04's 16x8, 16 B per thread)",
+    "ldmatrix.x4: lane l reads 16 B of row l",
+    "mma.sync m16n8k16 A fragment (32-bit)",
+    "lane l reads 8 B of row l",
+    "lane l reads 4 B of row l",
+)
 CUSTOM = "(custom)"
 
 
@@ -85,8 +91,12 @@ class BankConflictExplorer:
         self.shape = w.Dropdown(options=SHAPES, value="8x8", description="tile")
         self.storage = w.Dropdown(options=STORAGE, value="column-major", description="storage")
         self.swizzle = w.Dropdown(options=list(SWIZZLES), value="none", description="swizzle")
-        self.access = w.Dropdown(options=ACCESSES, value=ACCESSES[0], description="access",
-                                 layout=w.Layout(width="420px"))
+        self.access = w.Dropdown(
+            options=ACCESSES,
+            value=ACCESSES[0],
+            description="access",
+            layout=w.Layout(width="420px"),
+        )
         self.request = w.IntSlider(value=0, min=0, max=0, description="request")
         self.text = w.HTML()
         self.out = w.Output()
@@ -116,8 +126,9 @@ class BankConflictExplorer:
         self.preset.value = CUSTOM
         self._busy = False
         try:
-            self.tile = make_tile(self.dtype.value, self.shape.value, self.storage.value,
-                                  self.swizzle.value)
+            self.tile = make_tile(
+                self.dtype.value, self.shape.value, self.storage.value, self.swizzle.value
+            )
             self.pattern = make_access(self.access.value, self.tile)
         except ValueError as exc:
             self.tile, self.pattern, self.error = None, None, str(exc)
@@ -141,10 +152,12 @@ class BankConflictExplorer:
         if self.totals is None:
             return f"cannot apply: {self.error}"
         t, a = self.totals, self.totals.analyses[self.request.value]
-        return (f"{self.tile}, {self.pattern.name}, {a.request.width} bytes per lane. "
-                f"All {t.requests} request(s): {t.wavefronts} wavefronts, ideal {t.ideal}, "
-                f"{t.conflicts} bank conflict(s), worst {t.degree}-way. "
-                f"Request {self.request.value}: {a.summary()}.")
+        return (
+            f"{self.tile}, {self.pattern.name}, {a.request.width} bytes per lane. "
+            f"All {t.requests} request(s): {t.wavefronts} wavefronts, ideal {t.ideal}, "
+            f"{t.conflicts} bank conflict(s), worst {t.degree}-way. "
+            f"Request {self.request.value}: {a.summary()}."
+        )
 
     def figure(self):
         if self.totals is None:
@@ -159,16 +172,30 @@ class BankConflictExplorer:
                 cell = (c[0] + k, c[1]) if self.pattern.along == 0 else (c[0], c[1] + k)
                 lanes[cell] = lane
         rows, cols = self.tile.shape
-        fig = plt.figure(figsize=(max(7.5, min(1.5 + 0.42 * cols, 13)),
-                                  min(1.2 + 0.36 * rows, 10) + 0.6 + 0.45 * len(a.phases)))
+        fig = plt.figure(
+            figsize=(
+                max(7.5, min(1.5 + 0.42 * cols, 13)),
+                min(1.2 + 0.36 * rows, 10) + 0.6 + 0.45 * len(a.phases),
+            )
+        )
         hm = 0.6 + 0.45 * len(a.phases)
         grid = fig.add_gridspec(2, 1, height_ratios=[min(1.2 + 0.36 * rows, 10), hm])
-        bank_map(self.tile, lanes=lanes, ax=fig.add_subplot(grid[0]),
-                 title=f"Bank of each element; outlined: request {self.request.value}'s cells "
-                       f"(L = lane)")
+        bank_map(
+            self.tile,
+            lanes=lanes,
+            ax=fig.add_subplot(grid[0]),
+            title=f"Bank of each element; outlined: request {self.request.value}'s cells "
+            f"(L = lane)",
+        )
         request_heat(a, ax=fig.add_subplot(grid[1]))
-        fig.text(0.01, 0.003, "course.models.bank_model model: 32 banks x 4 B; 64-bit = 2 phases of 16 lanes, "
-                              "128-bit = 4 phases of 8 lanes", fontsize=7, color="grey")
+        fig.text(
+            0.01,
+            0.003,
+            "course.models.bank_model model: 32 banks x 4 B; 64-bit = 2 phases of 16 lanes, "
+            "128-bit = 4 phases of 8 lanes",
+            fontsize=7,
+            color="grey",
+        )
         fig.tight_layout(rect=(0, 0.02, 1, 1))
         return fig
 
@@ -180,8 +207,14 @@ class BankConflictExplorer:
             plt.show()
 
     def widget(self) -> StaticWidget:
-        controls = w.VBox([self.preset, w.HBox([self.dtype, self.shape, self.storage]),
-                           w.HBox([self.swizzle, self.access]), self.request])
+        controls = w.VBox(
+            [
+                self.preset,
+                w.HBox([self.dtype, self.shape, self.storage]),
+                w.HBox([self.swizzle, self.access]),
+                self.request,
+            ]
+        )
         return StaticWidget(w.VBox([controls, self.text, self.out]), self.figure)
 
 

@@ -10,6 +10,7 @@ style) and a repaint is ~1,500 messages, which took JupyterLab tens of seconds o
 2-core machine. Here a repaint is one message, applied by the browser in one pass.
 In the page every cell is a `<button title="(r, c)">` whose text is its label.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -86,18 +87,27 @@ class CellGrid(anywidget.AnyWidget):
     rows = traitlets.Int(1).tag(sync=True)
     cols = traitlets.Int(1).tag(sync=True)
     cell_px = traitlets.Int(40).tag(sync=True)
-    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)    # row-major
-    colours = traitlets.List(traitlets.Unicode()).tag(sync=True)   # "#rrggbb", row-major
-    inks = traitlets.List(traitlets.Unicode()).tag(sync=True)      # text colours
-    selected = traitlets.List(traitlets.Int()).tag(sync=True)      # [] or [row, col]
+    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # row-major
+    colours = traitlets.List(traitlets.Unicode()).tag(sync=True)  # "#rrggbb", row-major
+    inks = traitlets.List(traitlets.Unicode()).tag(sync=True)  # text colours
+    selected = traitlets.List(traitlets.Int()).tag(sync=True)  # [] or [row, col]
 
     def __init__(self, rows: int, cols: int, cell_px: int = 40):
         if rows * cols > MAX_CELLS:
-            raise ValueError(f"{rows}x{cols} is too many cells for a clickable grid "
-                             f"(max {MAX_CELLS}): draw a picture instead")
+            raise ValueError(
+                f"{rows}x{cols} is too many cells for a clickable grid "
+                f"(max {MAX_CELLS}): draw a picture instead"
+            )
         n = rows * cols
-        super().__init__(rows=rows, cols=cols, cell_px=cell_px, labels=[""] * n,
-                         colours=["#ffffff"] * n, inks=["black"] * n, selected=[])
+        super().__init__(
+            rows=rows,
+            cols=cols,
+            cell_px=cell_px,
+            labels=[""] * n,
+            colours=["#ffffff"] * n,
+            inks=["black"] * n,
+            selected=[],
+        )
         self._handlers: list[Callable[[int, int], None]] = []
         self.on_msg(self._from_browser)
 
@@ -107,8 +117,9 @@ class CellGrid(anywidget.AnyWidget):
     def paint(self, labels, colours, selected: tuple[int, int] | None = None) -> None:
         """labels[r][c] text and colours[r][c] RGB(A) floats; `selected` gets a red frame.
         Sent to the browser as one message."""
-        flat = [(str(labels[r][c]), colours[r][c])
-                for r in range(self.rows) for c in range(self.cols)]
+        flat = [
+            (str(labels[r][c]), colours[r][c]) for r in range(self.rows) for c in range(self.cols)
+        ]
         with self.hold_sync():
             self.labels = [text for text, _ in flat]
             self.colours = [to_hex(rgb[:3]) for _, rgb in flat]

@@ -9,6 +9,7 @@ pick its row and column) to see its index, hierarchical coordinate and offset.
 Operations: composition, complement, coalesce, the four divides, the six
 products, the two inverses, and an optional swizzle S<B,M,S> applied on top.
 """
+
 from __future__ import annotations
 
 import html
@@ -22,41 +23,79 @@ from course.viz import layout_pictures as vl
 from course.widgets.static_widget import StaticWidget, show_figure
 from course.widgets.cell_grid import MAX_CELLS, CellGrid
 
-OPERATIONS = ("none", "coalesce", "composition", "complement", "logical_divide",
-              "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
-              "zipped_product", "tiled_product", "flat_product", "blocked_product",
-              "raked_product", "right_inverse", "left_inverse")
+OPERATIONS = (
+    "none",
+    "coalesce",
+    "composition",
+    "complement",
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "right_inverse",
+    "left_inverse",
+)
 
 OPERAND_HINT = {
     "none": "(no operand)",
     "coalesce": "optional profile, e.g. (1,1): coalesce each mode separately",
     "composition": "B, e.g. (4,2):(2,1), or a per-mode tiler (2,4)",
     "complement": "cotarget, e.g. 24 (default: the cosize)",
-    "right_inverse": "(no operand)", "left_inverse": "(no operand)",
+    "right_inverse": "(no operand)",
+    "left_inverse": "(no operand)",
 }
-SOURCE = ("layout computed by CuTe DSL on this machine (course.cute.algebra); drawn by "
-          "course.models.layout")
+SOURCE = (
+    "layout computed by CuTe DSL on this machine (course.cute.algebra); drawn by "
+    "course.models.layout"
+)
 
 
 class LayoutExplorer(StaticWidget):
     """A StaticWidget: the live explorer, and a PNG of its current state."""
 
-    def __init__(self, layout: str = "(8,8):(1,8)", operation: str = "none", operand: str = "",
-                 swizzle: str = "", cell: tuple[int, int] | None = None):
+    def __init__(
+        self,
+        layout: str = "(8,8):(1,8)",
+        operation: str = "none",
+        operand: str = "",
+        swizzle: str = "",
+        cell: tuple[int, int] | None = None,
+    ):
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; choose from {OPERATIONS}")
-        self.layout_w = w.Text(value=layout, description="layout", continuous_update=False,
-                               layout=w.Layout(width="260px"))
+        self.layout_w = w.Text(
+            value=layout,
+            description="layout",
+            continuous_update=False,
+            layout=w.Layout(width="260px"),
+        )
         self.op_w = w.Dropdown(options=OPERATIONS, value=operation, description="operation")
-        self.operand_w = w.Text(value=operand, description="operand", continuous_update=False,
-                                placeholder="tiler / B / cotarget", layout=w.Layout(width="260px"))
-        self.swizzle_w = w.Text(value=swizzle, description="swizzle", continuous_update=False,
-                                placeholder="e.g. S<3,0,3> (optional)",
-                                layout=w.Layout(width="220px"))
-        self.row_w = w.BoundedIntText(value=0, min=0, max=0, description="row",
-                                      layout=w.Layout(width="140px"))
-        self.col_w = w.BoundedIntText(value=0, min=0, max=0, description="col",
-                                      layout=w.Layout(width="140px"))
+        self.operand_w = w.Text(
+            value=operand,
+            description="operand",
+            continuous_update=False,
+            placeholder="tiler / B / cotarget",
+            layout=w.Layout(width="260px"),
+        )
+        self.swizzle_w = w.Text(
+            value=swizzle,
+            description="swizzle",
+            continuous_update=False,
+            placeholder="e.g. S<3,0,3> (optional)",
+            layout=w.Layout(width="220px"),
+        )
+        self.row_w = w.BoundedIntText(
+            value=0, min=0, max=0, description="row", layout=w.Layout(width="140px")
+        )
+        self.col_w = w.BoundedIntText(
+            value=0, min=0, max=0, description="col", layout=w.Layout(width="140px")
+        )
         self.printout = w.HTML()
         self.cell_info = w.HTML()
         self.picture = w.Output()
@@ -69,10 +108,17 @@ class LayoutExplorer(StaticWidget):
             widget.observe(lambda _change: self.update(), "value")
         for widget in (self.row_w, self.col_w):
             widget.observe(lambda _change: self._picked(), "value")
-        side = w.VBox([self.printout, w.HBox([self.row_w, self.col_w]), self.cell_info],
-                      layout=w.Layout(margin="0 0 0 16px", max_width="460px"))
-        view = w.VBox([w.HBox([self.layout_w, self.op_w]), w.HBox([self.operand_w, self.swizzle_w]),
-                       w.HBox([w.VBox([self.grid_box, self.picture]), side])])
+        side = w.VBox(
+            [self.printout, w.HBox([self.row_w, self.col_w]), self.cell_info],
+            layout=w.Layout(margin="0 0 0 16px", max_width="460px"),
+        )
+        view = w.VBox(
+            [
+                w.HBox([self.layout_w, self.op_w]),
+                w.HBox([self.operand_w, self.swizzle_w]),
+                w.HBox([w.VBox([self.grid_box, self.picture]), side]),
+            ]
+        )
         super().__init__(view, self.figure)
         self.update()
 
@@ -85,8 +131,9 @@ class LayoutExplorer(StaticWidget):
         """Recompute with CuTe DSL from the controls and redraw."""
         op = self.op_w.value
         self.operand_w.placeholder = OPERAND_HINT.get(op, "tiler, e.g. (2,4) or (2:1,4:2)")
-        self.result = algebra.explore(self.layout_w.value, op, self.operand_w.value,
-                                      self.swizzle_w.value)
+        self.result = algebra.explore(
+            self.layout_w.value, op, self.operand_w.value, self.swizzle_w.value
+        )
         self.printout.value = self._printout_html()
         lay = self.layout
         if lay is None:
@@ -129,20 +176,26 @@ class LayoutExplorer(StaticWidget):
         r = self.result
         expr = html.escape(r.expression)
         if not r.ok:
-            return (f"<div style='font-family:monospace'>{expr}<br><b style='color:#b00'>CuTe DSL "
-                    f"refused:</b> {html.escape(r.error or r.printed)}</div>")
+            return (
+                f"<div style='font-family:monospace'>{expr}<br><b style='color:#b00'>CuTe DSL "
+                f"refused:</b> {html.escape(r.error or r.printed)}</div>"
+            )
         lay = r.layout
         facts = f"size {lay.size}, cosize {lay.cosize}, rank {lay.rank}, depth {lay.depth}"
-        return (f"<div style='font-family:monospace'>{expr}<br>CuTe DSL: <b>"
-                f"{html.escape(r.printed)}</b><br><span style='color:#555'>{facts}</span></div>")
+        return (
+            f"<div style='font-family:monospace'>{expr}<br>CuTe DSL: <b>"
+            f"{html.escape(r.printed)}</b><br><span style='color:#555'>{facts}</span></div>"
+        )
 
     def _redraw(self) -> None:
         lay = self.layout
         grid = lay.grid()
         rows, cols = grid.shape
-        self.cell_info.value = (html.escape(vl.cell_label(lay, *self.cell))
-                                if self.cell is not None else
-                                "<span style='color:#555'>click a cell (or pick row/col)</span>")
+        self.cell_info.value = (
+            html.escape(vl.cell_label(lay, *self.cell))
+            if self.cell is not None
+            else "<span style='color:#555'>click a cell (or pick row/col)</span>"
+        )
         if rows * cols <= MAX_CELLS:
             if self._grid is None or (self._grid.rows, self._grid.cols) != (rows, cols):
                 self._grid = CellGrid(rows, cols)
@@ -164,8 +217,15 @@ class LayoutExplorer(StaticWidget):
         if r is None or not r.ok:
             fig, ax = plt.subplots(figsize=(6, 1.4))
             ax.axis("off")
-            ax.text(0, 0.5, f"{r.expression if r else ''}\nCuTe DSL refused: "
-                            f"{(r.error or '') if r else ''}"[:300], fontsize=8, va="center")
+            ax.text(
+                0,
+                0.5,
+                f"{r.expression if r else ''}\nCuTe DSL refused: {(r.error or '') if r else ''}"[
+                    :300
+                ],
+                fontsize=8,
+                va="center",
+            )
             ax.set_title("layout explorer", fontsize=10)
             return fig
         title = f"{r.expression}\n= {r.printed}" if r.expression != r.printed else r.printed

@@ -9,6 +9,7 @@ them in register (value) order; pick a cell (click it, on tiles of up to 512 cel
 to name its owner(s) and value index. Displayed, it also carries a PNG of its
 current state for static viewers.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,11 +25,18 @@ from course.widgets.cell_grid import MAX_CELLS, CellGrid
 class OwnershipMap(StaticWidget):
     """A StaticWidget over one Ownership."""
 
-    def __init__(self, ownership: Ownership, thread: int | None = None,
-                 cell: tuple[int, int] | None = None, source: str = ""):
+    def __init__(
+        self,
+        ownership: Ownership,
+        thread: int | None = None,
+        cell: tuple[int, int] | None = None,
+        source: str = "",
+    ):
         if not isinstance(ownership, Ownership):
-            raise TypeError(f"OwnershipMap needs a course.models.ownership.Ownership, got "
-                            f"{type(ownership).__name__}")
+            raise TypeError(
+                f"OwnershipMap needs a course.models.ownership.Ownership, got "
+                f"{type(ownership).__name__}"
+            )
         self.ownership = ownership
         self.source = source
         self.thread = thread
@@ -37,25 +45,51 @@ class OwnershipMap(StaticWidget):
         ids = ownership.thread_ids
         top = int(ids.max()) if len(ids) else 0
         lab = ownership.thread_label
-        self.thread_w = w.IntSlider(value=-1 if thread is None else thread, min=-1, max=top,
-                                    description=f"{lab} (-1: all)", continuous_update=False,
-                                    style={"description_width": "initial"})
-        self.row_w = w.BoundedIntText(value=cell[0] if cell else 0, min=0, max=rows - 1,
-                                      description="row", layout=w.Layout(width="140px"))
-        self.col_w = w.BoundedIntText(value=cell[1] if cell else 0, min=0, max=cols - 1,
-                                      description="col", layout=w.Layout(width="140px"))
+        self.thread_w = w.IntSlider(
+            value=-1 if thread is None else thread,
+            min=-1,
+            max=top,
+            description=f"{lab} (-1: all)",
+            continuous_update=False,
+            style={"description_width": "initial"},
+        )
+        self.row_w = w.BoundedIntText(
+            value=cell[0] if cell else 0,
+            min=0,
+            max=rows - 1,
+            description="row",
+            layout=w.Layout(width="140px"),
+        )
+        self.col_w = w.BoundedIntText(
+            value=cell[1] if cell else 0,
+            min=0,
+            max=cols - 1,
+            description="col",
+            layout=w.Layout(width="140px"),
+        )
         self.info = w.HTML()
         self.picture = w.Output()
-        self._grid = CellGrid(rows, cols, cell_px=56 if cols <= 12 else 40) \
-            if rows * cols <= MAX_CELLS else None
+        self._grid = (
+            CellGrid(rows, cols, cell_px=56 if cols <= 12 else 40)
+            if rows * cols <= MAX_CELLS
+            else None
+        )
         if self._grid is not None:
             self._grid.on_click(self.select_cell)
         self._quiet = False
-        self.thread_w.observe(lambda ch: None if self._quiet else self.select_thread(
-            None if ch["new"] < 0 else ch["new"]), "value")
+        self.thread_w.observe(
+            lambda ch: (
+                None if self._quiet else self.select_thread(None if ch["new"] < 0 else ch["new"])
+            ),
+            "value",
+        )
         for widget in (self.row_w, self.col_w):
-            widget.observe(lambda _ch: None if self._quiet else self.select_cell(
-                self.row_w.value, self.col_w.value), "value")
+            widget.observe(
+                lambda _ch: (
+                    None if self._quiet else self.select_cell(self.row_w.value, self.col_w.value)
+                ),
+                "value",
+            )
         body = self._grid if self._grid is not None else self.picture
         view = w.VBox([w.HBox([self.thread_w, self.row_w, self.col_w]), self.info, body])
         super().__init__(view, self.figure)
@@ -93,10 +127,12 @@ class OwnershipMap(StaticWidget):
             parts.append(own.describe_cell(*self.cell))
         if not parts:
             lab = own.thread_label
-            parts.append(f"{own.title or 'tile'}: {own.shape[0]}x{own.shape[1]} cells held by "
-                         f"{own.threads} {lab}s" + (" (some cells replicated)"
-                                                    if own.replicated else "") +
-                         ". Pick a thread or a cell.")
+            parts.append(
+                f"{own.title or 'tile'}: {own.shape[0]}x{own.shape[1]} cells held by "
+                f"{own.threads} {lab}s"
+                + (" (some cells replicated)" if own.replicated else "")
+                + ". Pick a thread or a cell."
+            )
         return "<br>".join(html.escape(p) for p in parts)
 
     def _refresh(self) -> None:
@@ -111,8 +147,9 @@ class OwnershipMap(StaticWidget):
     def _paint_grid(self) -> None:
         own, lab = self.ownership, self.ownership.thread_label
         rows, cols = own.shape
-        mine = {(r, c): v for r, c, v in own.cells_of(self.thread)} \
-            if self.thread is not None else {}
+        mine = (
+            {(r, c): v for r, c, v in own.cells_of(self.thread)} if self.thread is not None else {}
+        )
         labels, colours = [], []
         for r in range(rows):
             lrow, crow = [], []
@@ -126,8 +163,13 @@ class OwnershipMap(StaticWidget):
                         rgb = tuple(0.86 + 0.12 * x for x in rgb)
                         text = ""
                 else:
-                    text = "" if t < 0 else f"{lab}{t}" + (f"/v{v}" if cols <= 12 else "") + \
-                        (f"x{n}" if n > 1 else "")
+                    text = (
+                        ""
+                        if t < 0
+                        else f"{lab}{t}"
+                        + (f"/v{v}" if cols <= 12 else "")
+                        + (f"x{n}" if n > 1 else "")
+                    )
                 lrow.append(text)
                 crow.append(rgb)
             labels.append(lrow)

@@ -5,6 +5,7 @@ current state with matplotlib. Displayed, it offers the front end both: JupyterL
 renders the live widget, while a static viewer (GitHub, nbviewer, an exported HTML
 or slides without a kernel) falls back to the PNG in the same output.
 """
+
 from __future__ import annotations
 
 import base64

@@ -6,6 +6,7 @@ Sliders: the problem (tiles of C), the group size of the grouped order, and the 
 tiles by visit time and outlines the first wave; the text counts the distinct A and B
 panels each wave needs in L2.
 """
+
 from __future__ import annotations
 
 import ipywidgets as w
@@ -15,17 +16,26 @@ from course.viz.tile_order_pictures import draw
 from course.widgets.static_widget import StaticWidget
 
 
-def summary(tiles_m: int, tiles_n: int, group: int, wave: int, panel_mb: float,
-            unit: str = "CTAs") -> str:
+def summary(
+    tiles_m: int, tiles_n: int, group: int, wave: int, panel_mb: float, unit: str = "CTAs"
+) -> str:
     panels = wave_panels(tiles_m, tiles_n, group, wave)
     worst = max(panels)
-    return (f"{tiles_m} x {tiles_n} tiles, groups of {group} rows, waves of {wave} {unit}: "
-            f"{len(panels)} waves; a wave touches {min(panels)}-{worst} panels "
-            f"(up to {worst * panel_mb:.0f} MB of A and B to keep in L2)")
+    return (
+        f"{tiles_m} x {tiles_n} tiles, groups of {group} rows, waves of {wave} {unit}: "
+        f"{len(panels)} waves; a wave touches {min(panels)}-{worst} panels "
+        f"(up to {worst * panel_mb:.0f} MB of A and B to keep in L2)"
+    )
 
 
-def tile_order_explorer(tiles_m: int = 32, tiles_n: int = 16, group: int = 8, wave: int = 132,
-                        panel_mb: float = 1.0, unit: str = "CTAs") -> StaticWidget:
+def tile_order_explorer(
+    tiles_m: int = 32,
+    tiles_n: int = 16,
+    group: int = 8,
+    wave: int = 132,
+    panel_mb: float = 1.0,
+    unit: str = "CTAs",
+) -> StaticWidget:
     """`panel_mb`: megabytes of one A or B panel (e.g. 128 x 4096 bf16 = 1 MB); `unit`: what
     computes one tile and runs `wave` at a time ("CTAs", or "clusters")."""
     tm = w.IntSlider(value=tiles_m, min=1, max=64, description="tile rows")
@@ -40,6 +50,7 @@ def tile_order_explorer(tiles_m: int = 32, tiles_n: int = 16, group: int = 8, wa
         out.clear_output(wait=True)
         with out:
             import matplotlib.pyplot as plt
+
             draw(tm.value, tn.value, g.value, wv.value, unit=unit)
             plt.show()
 

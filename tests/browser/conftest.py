@@ -4,14 +4,21 @@
 tab of its own, Run All once per session) and `lab.page()` a bare tab. Every test
 that fails leaves build/browser/FAILED-<test>.png of each tab it used.
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from .jupyterlab import (BrowserUnavailable, LabServer, NotebookPage, find_chromium,
-                         launch_chromium, screenshot)
+from .jupyterlab import (
+    BrowserUnavailable,
+    LabServer,
+    NotebookPage,
+    find_chromium,
+    launch_chromium,
+    screenshot,
+)
 
 
 class Lab:
@@ -22,8 +29,9 @@ class Lab:
         self.used: list = []  # pages the current test touched (screenshot on failure)
 
     def page(self, **context_args):
-        page = self.browser.new_context(viewport={"width": 1400, "height": 1000},
-                                        **context_args).new_page()
+        page = self.browser.new_context(
+            viewport={"width": 1400, "height": 1000}, **context_args
+        ).new_page()
         self.used.append(page)
         return page
 
@@ -48,8 +56,9 @@ def _lab_session(tmp_path_factory):
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
-        raise BrowserUnavailable("the Playwright client is not installed "
-                                 "(it is in requirements.txt: ./course.sh setup)") from exc
+        raise BrowserUnavailable(
+            "the Playwright client is not installed (it is in requirements.txt: ./course.sh setup)"
+        ) from exc
     find_chromium()  # fail at once, before starting JupyterLab, if there is none
     server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
     try:

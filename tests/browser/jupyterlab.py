@@ -22,6 +22,7 @@ The pieces a browser test needs, so that a test for a new widget is a few lines:
 * `WidgetView` finds the ipywidgets view of a StaticWidget (asserting it is the live
   view, not the static PNG fallback) and interacts with it as a person would.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,10 +38,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "browser"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIMEOUT_MS = 120_000  # one notebook's Run All on a 2-core CPU machine, with margin
 
@@ -65,15 +73,17 @@ def find_chromium() -> str:
         "no Chromium for the browser tests" + (f" ({why})" if why else "") + ". "
         "`./course.sh test` installs Debian's chromium with apt-get when run as root; "
         "otherwise install chromium or point COURSE_CHROMIUM at a Chromium/Chrome binary. "
-        "To leave the browser suite out on purpose: COURSE_BROWSER=0 (reported as deselected).")
+        "To leave the browser suite out on purpose: COURSE_BROWSER=0 (reported as deselected)."
+    )
 
 
 def launch_chromium(playwright):
     """Chromium through Playwright, with the executable of find_chromium()."""
     path = find_chromium()
     try:
-        return playwright.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS,
-                                          headless=True, timeout=60_000)
+        return playwright.chromium.launch(
+            executable_path=path, args=CHROMIUM_FLAGS, headless=True, timeout=60_000
+        )
     except Exception as exc:  # a Playwright error names what went wrong
         raise BrowserUnavailable(f"Chromium at {path} did not start: {exc}") from exc
 
@@ -104,11 +114,9 @@ class LabServer:
         """User settings for a quiet, testable Lab: no news pop-up, every cell in the DOM."""
         settings = self.workdir / "lab-settings"
         files = {
-            "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-                '{"fetchNews": "false", "checkForUpdates": false}',  # noqa: E501
+            "@jupyterlab/apputils-extension/notification.jupyterlab-settings": '{"fetchNews": "false", "checkForUpdates": false}',  # noqa: E501
             # JupyterLab 4 renders only the cells on screen by default; tests look at all
-            "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
-                '{"windowingMode": "none"}',  # noqa: E501  (a settings file's name)
+            "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',  # noqa: E501  (a settings file's name)
         }
         for name, text in files.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -116,27 +124,43 @@ class LabServer:
         return settings
 
     def start(self, timeout: float = 90) -> "LabServer":
-        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
-               f"--IdentityProvider.token={self.token}", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--ServerApp.root_dir={self.root}", "--ServerApp.allow_root=True",
-               "--LabApp.extension_manager=readonly", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-               f"--LabApp.user_settings_dir={self._settings()}",
-               f"--LabApp.workspaces_dir={self.workdir / 'lab-workspaces'}",
-               # lets a test wait until the kernel is connected (the UI still runs the cells)
-               "--LabApp.expose_app_in_browser=True"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.log_path.open("w"),
-                                     stderr=subprocess.STDOUT)
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--IdentityProvider.token={self.token}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.allow_root=True",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--LabApp.user_settings_dir={self._settings()}",
+            f"--LabApp.workspaces_dir={self.workdir / 'lab-workspaces'}",
+            # lets a test wait until the kernel is connected (the UI still runs the cells)
+            "--LabApp.expose_app_in_browser=True",
+        ]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
+        }
+        self.proc = subprocess.Popen(
+            cmd, cwd=self.root, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}",
-                                            timeout=2) as r:
+                with urllib.request.urlopen(
+                    f"{self.url}/api/status?token={self.token}", timeout=2
+                ) as r:
                     if r.status == 200:
                         return self
             except OSError:
@@ -180,9 +204,12 @@ _ALL_CODE_CELLS_NUMBERED = """() => {
 _PANEL = """const app = window.jupyterapp;
   const panel = app && [...app.shell.widgets('main')].find(
       w => w.context && w.context.path === path);"""
-_FIRST_ERROR = """(path) => {
+_FIRST_ERROR = (
+    """(path) => {
   // read the notebook model: an output of type "error" is an exception, whatever its colours
-  """ + _PANEL + """
+  """
+    + _PANEL
+    + """
   const cells = panel && panel.content && panel.content.model ? panel.content.model.cells : [];
   for (let i = 0; i < cells.length; i++) {
     const cell = cells.get(i);
@@ -195,13 +222,18 @@ _FIRST_ERROR = """(path) => {
   }
   return null;
 }"""
-_KERNEL_READY = """async (path) => {
-  """ + _PANEL + """
+)
+_KERNEL_READY = (
+    """async (path) => {
+  """
+    + _PANEL
+    + """
   if (!panel || !panel.sessionContext) return false;
   await panel.sessionContext.ready;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
+)
 
 
 class NotebookPage:
@@ -239,7 +271,8 @@ class NotebookPage:
     def cell(self, source_snippet: str):
         """The code cell whose source contains `source_snippet` (exactly one must)."""
         cells = self.page.locator(".jp-Notebook .jp-CodeCell").filter(
-            has=self.page.locator(".jp-InputArea-editor", has_text=source_snippet))
+            has=self.page.locator(".jp-InputArea-editor", has_text=source_snippet)
+        )
         count = cells.count()
         assert count == 1, f"{self.name}: {count} code cells contain {source_snippet!r}"
         return cells.first
@@ -262,13 +295,16 @@ class WidgetView:
         # JupyterLab must render the widget itself, not the StaticWidget's fallback PNG
         # (the PNG sits beside the view in the same output; only pictures drawn inside
         # the widget, e.g. in its Output area, may appear)
-        stray = self.output.locator("img").count() - self.output.locator(".jupyter-widgets img").count()
+        stray = (
+            self.output.locator("img").count() - self.output.locator(".jupyter-widgets img").count()
+        )
         assert stray == 0, "the static PNG is shown next to (or instead of) the live widget"
         assert "Error displaying widget" not in self.output.inner_text()
 
     def _labelled(self, css: str, label: str):
         found = self.output.locator(css).filter(
-            has=self.page.locator(".widget-label", has_text=label))
+            has=self.page.locator(".widget-label", has_text=label)
+        )
         assert found.count() >= 1, f"no {css} labelled {label!r} in this widget"
         return found.first
 
@@ -299,7 +335,9 @@ class WidgetView:
 
     def type_text(self, label: str, text: str, submit: bool = True) -> None:
         """Replace the text of the Text/Textarea labelled `label` (Enter submits it)."""
-        box = self._labelled(".widget-text, .widget-textarea", label).locator("input, textarea").first
+        box = (
+            self._labelled(".widget-text, .widget-textarea", label).locator("input, textarea").first
+        )
         box.fill(text)
         if submit:
             box.press("Enter")
@@ -320,8 +358,11 @@ class WidgetView:
     def grid(self) -> dict[tuple[int, int], str]:
         """(row, col) -> text of every cell of a cell grid (course.widgets.cell_grid draws
         each cell as a button whose title names its cell)."""
-        cells = self.output.evaluate("""(root, sel) => [...root.querySelectorAll(sel)].map(
-            b => [b.title, b.innerText.trim()])""", GRID_CELLS)
+        cells = self.output.evaluate(
+            """(root, sel) => [...root.querySelectorAll(sel)].map(
+            b => [b.title, b.innerText.trim()])""",
+            GRID_CELLS,
+        )
         return {tuple(int(x) for x in title.strip("()").split(",")): text for title, text in cells}
 
     def click_cell(self, row: int, col: int) -> None:
@@ -332,20 +373,28 @@ class WidgetView:
         """A digest of everything the widget draws (img src, svg and canvas contents, and
         the text, colour and selection frame of every cell of its cell grid, so a redraw
         counts as settled only when every cell is repainted)."""
-        digest = self.output.evaluate("""(root, sel) => [
+        digest = self.output.evaluate(
+            """(root, sel) => [
             ...[...root.querySelectorAll(sel)].map(
                 b => b.title + b.innerText + b.className + b.style.background),
             ...[...root.querySelectorAll('.jupyter-widgets img')].map(i => i.src),
             ...[...root.querySelectorAll('.jupyter-widgets svg')].map(s => s.outerHTML),
             ...[...root.querySelectorAll('.jupyter-widgets canvas')].map(c => c.toDataURL()),
-        ].join('|')""", GRID_CELLS)
+        ].join('|')""",
+            GRID_CELLS,
+        )
         return hashlib.sha256(digest.encode()).hexdigest()
 
     def state(self) -> tuple[str, str]:
         return self.summary(), self.picture()
 
-    def wait_changed(self, before: tuple[str, str], timeout_s: float = 30,
-                     quiet_s: float = 1.0, picture: bool = True) -> tuple[str, str]:
+    def wait_changed(
+        self,
+        before: tuple[str, str],
+        timeout_s: float = 30,
+        quiet_s: float = 1.0,
+        picture: bool = True,
+    ) -> tuple[str, str]:
         """Wait until the summary text and the picture both differ from `before` (only
         the text with picture=False), then
         until nothing has changed for `quiet_s` (a drag sends several values; the
@@ -354,8 +403,10 @@ class WidgetView:
         now = self.state()
         while not (now[0] != before[0] and (now[1] != before[1] or not picture)):
             if time.monotonic() > deadline:
-                raise AssertionError(f"the widget did not redraw in {timeout_s} s: text changed "
-                                     f"{now[0] != before[0]}, picture changed {now[1] != before[1]}")
+                raise AssertionError(
+                    f"the widget did not redraw in {timeout_s} s: text changed "
+                    f"{now[0] != before[0]}, picture changed {now[1] != before[1]}"
+                )
             self.page.wait_for_timeout(200)
             now = self.state()
         quiet_since = time.monotonic()

@@ -2,6 +2,7 @@
 copy of the notebooks, notebook 00 run top to bottom, exercise checks included, and saved
 (File > Save Notebook) without an edit; the course's next version still reaches it. The
 hub, its proxy and the learner's server are real (tests/test_hub.py starts them)."""
+
 import json
 import re
 import shutil
@@ -11,8 +12,14 @@ from course import ROOT
 from course.tools import learner_copy
 
 from ..test_hub import PASSWORD, running_hub
-from .jupyterlab import (TIMEOUT_MS, LabServer, NotebookPage, find_chromium, launch_chromium,
-                         screenshot)
+from .jupyterlab import (
+    TIMEOUT_MS,
+    LabServer,
+    NotebookPage,
+    find_chromium,
+    launch_chromium,
+    screenshot,
+)
 
 
 class LearnersLab:
@@ -32,8 +39,7 @@ def test_a_learner_logs_in_and_runs_notebook_00(tmp_path):
 
     find_chromium()
     settings = LabServer(tmp_path)._settings()  # the browser suite's quiet, testable Lab
-    lab_args = ("--LabApp.expose_app_in_browser=True",
-                f"--LabApp.user_settings_dir={settings}")
+    lab_args = ("--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={settings}")
     with running_hub(tmp_path, lab_args=lab_args) as (base, _), sync_playwright() as pw:
         browser = launch_chromium(pw)
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -62,11 +68,11 @@ def test_a_learner_logs_in_and_runs_notebook_00(tmp_path):
     changed = json.loads((update / NOTEBOOK).read_text())
     changed["cells"][0]["source"] = ["# Orientation, revised\n"]
     (update / NOTEBOOK).write_text(json.dumps(changed, indent=1))
-    report = learner_copy.sync_notebooks(update, tmp_path / "homes" / "carol" / "course",
-                                         "next")
+    report = learner_copy.sync_notebooks(update, tmp_path / "homes" / "carol" / "course", "next")
     assert NOTEBOOK in report.updated and not report.offered
-    assert (tmp_path / "homes" / "carol" / "course" / NOTEBOOK).read_bytes() == \
-        (update / NOTEBOOK).read_bytes()
+    assert (tmp_path / "homes" / "carol" / "course" / NOTEBOOK).read_bytes() == (
+        update / NOTEBOOK
+    ).read_bytes()
 
 
 NOTEBOOK = "00_orientation.ipynb"

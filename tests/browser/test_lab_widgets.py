@@ -6,6 +6,7 @@ it (press_slider / drag_slider / type_text / choose / click) and `wait_changed`.
 `test_every_static_widget_is_live_in_jupyterlab` already covers, for every
 notebook, that each StaticWidget shows its live view rather than its PNG.
 """
+
 from __future__ import annotations
 
 import nbformat
@@ -48,14 +49,14 @@ def test_tile_roofline_explorer_redraws(lab):
     w.screenshot("00_tile_roofline-1-as-run")
 
     before = w.state()
-    w.press_slider("tile", "ArrowLeft")          # keyboard: 128 -> 64
+    w.press_slider("tile", "ArrowLeft")  # keyboard: 128 -> 64
     after = w.wait_changed(before)
     assert w.slider_value("tile") == "64"
     assert "64x64 tiles" in after[0] and "4,096 CTAs" in after[0]
     w.screenshot("00_tile_roofline-2-tile-64-by-keyboard")
 
     before = after
-    w.drag_slider("M=N=K", 0.0)                  # mouse: drag the size to the left end
+    w.drag_slider("M=N=K", 0.0)  # mouse: drag the size to the left end
     after = w.wait_changed(before)
     assert w.slider_value("M=N=K") == "512"
     assert after[0].startswith("512x512x512, 64x64 tiles: 64 CTAs")
@@ -64,11 +65,18 @@ def test_tile_roofline_explorer_redraws(lab):
 
 def test_a_failing_cell_fails_the_run(lab):
     """The harness itself: an exception in a cell is reported with its text, not waited out."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
-                                         nbformat.v4.new_code_cell("1 / 0"),
-                                         nbformat.v4.new_code_cell("print('never')")])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("1 / 0"),
+            nbformat.v4.new_code_cell("print('never')"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, lab.server.root / "_broken.ipynb")
     page = lab.open("_broken.ipynb")
     with pytest.raises(AssertionError, match="ZeroDivisionError"):
@@ -84,7 +92,7 @@ def test_widgets_work_in_presentation_mode(lab):
         assert nb.page.locator(".jp-LabShell.jp-mod-presentationMode").count() == 1
         w = nb.widget("tile_roofline(")
         before = w.state()
-        w.press_slider("tile", "End")              # the largest tile
+        w.press_slider("tile", "End")  # the largest tile
         after = w.wait_changed(before)
         assert w.slider_value("tile") == "256" and "256x256 tiles" in after[0]
         w.screenshot("00_tile_roofline-4-presentation-mode-tile-256")

@@ -1,4 +1,5 @@
 """Lecture mode without a network: the exported slides in Chromium, every request blocked."""
+
 from __future__ import annotations
 
 import nbformat

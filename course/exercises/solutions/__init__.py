@@ -15,6 +15,7 @@ variant is named `<reference>__<mistake>`; its entry holds a word its hint must 
 where it is caught: "cpu" (by the checks every machine runs: compile, PTX, trace) or "gpu"
 (only by running it: wrong values, a race under compute-sanitizer).
 """
+
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -23,8 +24,10 @@ from typing import Callable
 
 def modules():
     """Every solutions module, in notebook order."""
-    return [importlib.import_module(f"{__name__}.{m.name}")
-            for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)]
+    return [
+        importlib.import_module(f"{__name__}.{m.name}")
+        for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    ]
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,11 @@ def cases(ids=()) -> list[Case]:
             if ids and id not in ids:
                 continue
             found.append(Case(id, ref, "reference"))
-            found += [Case(id, fn, "alternative") for fn in getattr(mod, "ALTERNATIVES", {})
-                      .get(id, ())]
-            found += [Case(id, fn, "wrong", word, where)
-                      for fn, (word, where) in mod.WRONG.get(id, {}).items()]
+            found += [
+                Case(id, fn, "alternative") for fn in getattr(mod, "ALTERNATIVES", {}).get(id, ())
+            ]
+            found += [
+                Case(id, fn, "wrong", word, where)
+                for fn, (word, where) in mod.WRONG.get(id, {}).items()
+            ]
     return found

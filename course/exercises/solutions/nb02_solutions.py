@@ -1,10 +1,11 @@
 """Notebook 02's kernel exercise: a padded tile cut into 2x4 tiles, built with CuTe's calls."""
+
 import cutlass.cute as cute
 
 
 def padded_tiles():
     tile = cute.make_layout((4, 8), stride=(9, 1))  # row by row, rows padded to 9 floats
-    return cute.zipped_divide(tile, (2, 4))          # ((2,4),(2,2)): (inside a tile, which tile)
+    return cute.zipped_divide(tile, (2, 4))  # ((2,4),(2,2)): (inside a tile, which tile)
 
 
 def padded_tiles__column_major():
@@ -39,8 +40,12 @@ def padded_tiles_layout_tiler():
 
 
 REFERENCE = {"02.padded_tiles": padded_tiles}
-WRONG = {"02.padded_tiles": {padded_tiles__column_major: ("swapped strides", "cpu"),
-                             padded_tiles__no_padding: ("no padding", "cpu"),
-                             padded_tiles__tiler_transposed: ("transposed", "cpu"),
-                             padded_tiles__logical_divide: ("logical_divide", "cpu")}}
+WRONG = {
+    "02.padded_tiles": {
+        padded_tiles__column_major: ("swapped strides", "cpu"),
+        padded_tiles__no_padding: ("no padding", "cpu"),
+        padded_tiles__tiler_transposed: ("transposed", "cpu"),
+        padded_tiles__logical_divide: ("logical_divide", "cpu"),
+    }
+}
 ALTERNATIVES = {"02.padded_tiles": [padded_tiles_by_composition, padded_tiles_layout_tiler]}

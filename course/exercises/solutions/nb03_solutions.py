@@ -1,4 +1,5 @@
 """Notebook 03's kernel exercise: the naive GEMM's partitioning, CTA tiles then threads."""
+
 import cutlass.cute as cute
 
 from course.exercises.learner_code import edited
@@ -13,15 +14,24 @@ def gemm_partitions(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
     return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
 
 
-gemm_partitions__blocks_swapped = edited(gemm_partitions, "gemm_partitions__blocks_swapped",
-                                         ("coord = (bm, bn, None)", "coord = (bn, bm, None)"))
+gemm_partitions__blocks_swapped = edited(
+    gemm_partitions,
+    "gemm_partitions__blocks_swapped",
+    ("coord = (bm, bn, None)", "coord = (bn, bm, None)"),
+)
 gemm_partitions__a_projected_like_b = edited(
-    gemm_partitions, "gemm_partitions__a_projected_like_b",
-    ("gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(1, None, 1))",
-     "gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(None, 1, 1))"))
+    gemm_partitions,
+    "gemm_partitions__a_projected_like_b",
+    (
+        "gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(1, None, 1))",
+        "gA = cute.local_tile(mA, tiler=tiler, coord=coord, proj=(None, 1, 1))",
+    ),
+)
 gemm_partitions__b_with_partition_a = edited(
-    gemm_partitions, "gemm_partitions__b_with_partition_a",
-    ("thr.partition_B(gB)", "thr.partition_A(gB)"))
+    gemm_partitions,
+    "gemm_partitions__b_with_partition_a",
+    ("thr.partition_B(gB)", "thr.partition_A(gB)"),
+)
 
 
 def gemm_partitions_selected_tilers(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
@@ -34,7 +44,11 @@ def gemm_partitions_selected_tilers(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
 
 
 REFERENCE = {"03.partition": gemm_partitions}
-WRONG = {"03.partition": {gemm_partitions__blocks_swapped: ("swapped block coordinates", "cpu"),
-                          gemm_partitions__a_projected_like_b: ("wrong projection", "cpu"),
-                          gemm_partitions__b_with_partition_a: ("wrong partition mode", "cpu")}}
+WRONG = {
+    "03.partition": {
+        gemm_partitions__blocks_swapped: ("swapped block coordinates", "cpu"),
+        gemm_partitions__a_projected_like_b: ("wrong projection", "cpu"),
+        gemm_partitions__b_with_partition_a: ("wrong partition mode", "cpu"),
+    }
+}
 ALTERNATIVES = {"03.partition": [gemm_partitions_selected_tilers]}

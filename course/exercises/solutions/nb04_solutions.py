@@ -1,44 +1,45 @@
 """Notebook 04's kernel exercise: the TiledCopy of a vectorized, coalesced copy."""
+
 import cutlass
 import cutlass.cute as cute
 
 
 def make_vector_copy(threads):
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                               num_bits_per_copy=128)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
     return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(4))
 
 
 def make_vector_copy__scalar_atom(threads):
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                               num_bits_per_copy=32)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=32)
     return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(4))
 
 
 def make_vector_copy__thread_owns_a_chunk(threads):
     # 16 contiguous floats per thread: each thread's 4 vectors are its own, so lane l+1's
     # first vector is 64 bytes after lane l's
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                               num_bits_per_copy=128)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
     return cute.make_tiled_copy_tv(atom, cute.make_layout(threads), cute.make_layout(16))
 
 
 def make_vector_copy_tv_layout(threads):
     """The same TiledCopy from an explicit (thread, value) -> element layout."""
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                               num_bits_per_copy=128)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
     tv = cute.make_layout((threads, 4), stride=(4, 1))  # thread t's value v is element 4t + v
     return cute.make_tiled_copy(atom, tv, (threads * 4,))
 
 
 def make_vector_copy_tuple_shapes(threads):
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32,
-                               num_bits_per_copy=128)
-    return cute.make_tiled_copy_tv(atom, cute.make_layout((threads,), stride=(1,)),
-                                   cute.make_layout((4,), stride=(1,)))
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
+    return cute.make_tiled_copy_tv(
+        atom, cute.make_layout((threads,), stride=(1,)), cute.make_layout((4,), stride=(1,))
+    )
 
 
 REFERENCE = {"04.vector_copy": make_vector_copy}
-WRONG = {"04.vector_copy": {make_vector_copy__scalar_atom: ("vector width", "cpu"),
-                            make_vector_copy__thread_owns_a_chunk: ("uncoalesced", "cpu")}}
+WRONG = {
+    "04.vector_copy": {
+        make_vector_copy__scalar_atom: ("vector width", "cpu"),
+        make_vector_copy__thread_owns_a_chunk: ("uncoalesced", "cpu"),
+    }
+}
 ALTERNATIVES = {"04.vector_copy": [make_vector_copy_tv_layout, make_vector_copy_tuple_shapes]}

@@ -1,4 +1,5 @@
 """Notebook 05's kernel exercise: the swizzled shared-memory tile of a transpose."""
+
 import cutlass.cute as cute
 
 
@@ -31,7 +32,16 @@ def transpose_tile_layout_column_major_swizzled():
 
 
 REFERENCE = {"05.transpose_swizzle": transpose_tile_layout}
-WRONG = {"05.transpose_swizzle": {transpose_tile_layout__no_swizzle: ("32-way", "cpu"),
-                                  transpose_tile_layout__three_row_bits: ("4-way", "cpu"),
-                                  transpose_tile_layout__overlapping_rows: ("overlap", "cpu")}}
-ALTERNATIVES = {"05.transpose_swizzle": [transpose_tile_layout_padded, transpose_tile_layout_column_major_swizzled]}
+WRONG = {
+    "05.transpose_swizzle": {
+        transpose_tile_layout__no_swizzle: ("32-way", "cpu"),
+        transpose_tile_layout__three_row_bits: ("4-way", "cpu"),
+        transpose_tile_layout__overlapping_rows: ("overlap", "cpu"),
+    }
+}
+ALTERNATIVES = {
+    "05.transpose_swizzle": [
+        transpose_tile_layout_padded,
+        transpose_tile_layout_column_major_swizzled,
+    ]
+}

@@ -3,6 +3,7 @@
 `mainloop` is a method of kernels.sm80_gemm.Sm80Gemm (`self.cfg` is the Config); the
 prologue has committed k-tiles 0 .. stages-2, one group each, and next_k = stages - 1.
 """
+
 import cutlass
 import cutlass.cute as cute
 
@@ -10,8 +11,7 @@ from course.exercises.learner_code import edited
 
 
 @cute.jit
-def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles,
-             next_k):
+def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles, next_k):
     stages = self.cfg.stages
     k_blocks = cute.size(f.tCrA, mode=[2])
     read = cutlass.Int32(0)  # the stage holding k-tile t
@@ -20,10 +20,12 @@ def mainloop(self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB,
         cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)
         cute.arch.sync_threads()  # ... everyone's; and nobody still reads stage `write`
         if next_k < k_tiles:
-            cute.copy(copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write],
-                      pred=pA)
-            cute.copy(copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write],
-                      pred=pB)
+            cute.copy(
+                copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write], pred=pA
+            )
+            cute.copy(
+                copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write], pred=pB
+            )
         cute.arch.cp_async_commit_group()  # one group per iteration, even an empty one
         next_k = next_k + 1
         # ldmatrix k-block kb + 1 while the tensor cores multiply k-block kb
@@ -53,7 +55,9 @@ PLAIN = """        for kb in cutlass.range_constexpr(k_blocks):
             cute.copy(f.s2r_b, f.tXsB[None, None, kb, read], f.tXrB[None, None, kb])
             cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
 """
-WAIT = "        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)\n"
+WAIT = (
+    "        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's copies)\n"
+)
 SYNC = "        cute.arch.sync_threads()  # ... everyone's; and nobody still reads stage `write`\n"
 
 
@@ -63,32 +67,46 @@ def plain_loop_with(name: str, *edits):
 
 mainloop__wait_all = plain_loop_with(
     "mainloop__wait_all",
-    (WAIT, "        cute.arch.cp_async_wait_group(0)  # waits for the prefetched k-tiles too\n"))
+    (WAIT, "        cute.arch.cp_async_wait_group(0)  # waits for the prefetched k-tiles too\n"),
+)
 mainloop__no_sync = plain_loop_with("mainloop__no_sync", (SYNC, ""))
 mainloop__next_stage = plain_loop_with(
     "mainloop__next_stage",
-    ("write = cutlass.Int32(stages - 1)", "write = cutlass.Int32(1)  # k-tile t+1's, in flight"))
+    ("write = cutlass.Int32(stages - 1)", "write = cutlass.Int32(1)  # k-tile t+1's, in flight"),
+)
 mainloop__one_k_tile_short = plain_loop_with(
     "mainloop__one_k_tile_short",
-    ("for t in range(k_tiles):", "for t in range(k_tiles - 1):  # the last is never multiplied"))
+    ("for t in range(k_tiles):", "for t in range(k_tiles - 1):  # the last is never multiplied"),
+)
 
 
 # correct, written otherwise: each k-block read from shared memory right before its MMA (no
 # ldmatrix prefetch), and the stages computed from t instead of stepped
 mainloop_plain = plain_loop_with("mainloop_plain")
 mainloop_stages_from_t = edited(
-    mainloop, "mainloop_stages_from_t",
-    ("    read = cutlass.Int32(0)  # the stage holding k-tile t\n"
-     "    write = cutlass.Int32(stages - 1)  # the stage read last iteration: free once all synced\n", ""),
-    ("    for t in range(k_tiles):\n",
-     "    for t in range(k_tiles):\n        read = t % stages\n"
-     "        write = (t + stages - 1) % stages  # the stage k-tile t-1 was read from\n"),
-    ("        read = (read + 1) % stages\n        write = (write + 1) % stages\n", ""))
+    mainloop,
+    "mainloop_stages_from_t",
+    (
+        "    read = cutlass.Int32(0)  # the stage holding k-tile t\n"
+        "    write = cutlass.Int32(stages - 1)  # the stage read last iteration: free once all synced\n",
+        "",
+    ),
+    (
+        "    for t in range(k_tiles):\n",
+        "    for t in range(k_tiles):\n        read = t % stages\n"
+        "        write = (t + stages - 1) % stages  # the stage k-tile t-1 was read from\n",
+    ),
+    ("        read = (read + 1) % stages\n        write = (write + 1) % stages\n", ""),
+)
 
 
 REFERENCE = {"07.mainloop": mainloop}
-WRONG = {"07.mainloop": {mainloop__wait_all: ("overlap", "cpu"),
-                         mainloop__no_sync: ("missing sync", "cpu"),
-                         mainloop__next_stage: ("stage", "gpu"),
-                         mainloop__one_k_tile_short: ("k-tile", "gpu")}}
+WRONG = {
+    "07.mainloop": {
+        mainloop__wait_all: ("overlap", "cpu"),
+        mainloop__no_sync: ("missing sync", "cpu"),
+        mainloop__next_stage: ("stage", "gpu"),
+        mainloop__one_k_tile_short: ("k-tile", "gpu"),
+    }
+}
 ALTERNATIVES = {"07.mainloop": [mainloop_plain, mainloop_stages_from_t]}

@@ -1,42 +1,68 @@
 """Notebook 08's kernel exercise: arm an mbarrier and hand a box to TMA."""
+
 import cutlass
 import cutlass.cute as cute
 
 
 @cute.jit
-def arm_and_load(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, bar: cute.Pointer,
-                 tx_bytes: cutlass.Constexpr):
+def arm_and_load(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
     cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
 @cute.jit
-def arm_and_load__no_expect_tx(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                               bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+def arm_and_load__no_expect_tx(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive(bar)
     cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
 @cute.jit
-def arm_and_load__half_the_bytes(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                                 bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+def arm_and_load__half_the_bytes(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes // 2)
     cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
 @cute.jit
-def arm_and_load__every_lane_arms(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                                  bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+def arm_and_load__every_lane_arms(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
     cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
 @cute.jit
-def arm_and_load_expect_then_arrive(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                                    bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+def arm_and_load_expect_then_arrive(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     """expect_tx and the arrival as two instructions, both from the one elected lane."""
     with cute.arch.elect_one():
         cute.arch.mbarrier_expect_tx(bar, tx_bytes)
@@ -45,8 +71,13 @@ def arm_and_load_expect_then_arrive(tma: cute.CopyAtom, src: cute.Tensor, dst: c
 
 
 @cute.jit
-def arm_and_load_lane_zero(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor,
-                           bar: cute.Pointer, tx_bytes: cutlass.Constexpr):
+def arm_and_load_lane_zero(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
     """Lane 0 arms the barrier instead of an elected lane."""
     if cute.arch.lane_idx() == 0:
         cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
@@ -54,7 +85,11 @@ def arm_and_load_lane_zero(tma: cute.CopyAtom, src: cute.Tensor, dst: cute.Tenso
 
 
 REFERENCE = {"08.arm_and_load": arm_and_load}
-WRONG = {"08.arm_and_load": {arm_and_load__no_expect_tx: ("missing expect_tx", "cpu"),
-                             arm_and_load__half_the_bytes: ("exactly the bytes", "cpu"),
-                             arm_and_load__every_lane_arms: ("one lane arms", "cpu")}}
+WRONG = {
+    "08.arm_and_load": {
+        arm_and_load__no_expect_tx: ("missing expect_tx", "cpu"),
+        arm_and_load__half_the_bytes: ("exactly the bytes", "cpu"),
+        arm_and_load__every_lane_arms: ("one lane arms", "cpu"),
+    }
+}
 ALTERNATIVES = {"08.arm_and_load": [arm_and_load_expect_then_arrive, arm_and_load_lane_zero]}

@@ -6,6 +6,7 @@ oldest stage not handed back yet; `self.load_k_tile(ring, produce, *loads)` is s
 TMA load of k-tile produce.count into stage produce.index. The wrong variants are the
 reference with one edit each.
 """
+
 import cutlass
 import cutlass.cute as cute
 
@@ -13,15 +14,19 @@ from course.exercises.learner_code import edited
 
 
 @cute.jit
-def mainloop(self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp,
-             loads):
+def mainloop(self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp, loads):
     k_blocks = cute.size(tCrA, mode=[2])
     for t in range(k_tiles):
         ring.consumer_wait(read)  # k-tile t's bytes have landed
         cute.nvgpu.warpgroup.fence()  # accumulator registers ready for the async proxy
         for kb in cutlass.range_constexpr(k_blocks):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                      tCrB[None, None, kb, read.index], acc)
+            cute.gemm(
+                tiled_mma,
+                acc,
+                tCrA[None, None, kb, read.index],
+                tCrB[None, None, kb, read.index],
+                acc,
+            )
         cute.nvgpu.warpgroup.commit_group()  # k-tile t's wgmmas: one group
         read.advance()
         if t > 0:
@@ -37,52 +42,71 @@ def mainloop(self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_t
 FENCE = "        cute.nvgpu.warpgroup.fence()  # accumulator registers ready for the async proxy\n"
 COMMIT = "        cute.nvgpu.warpgroup.commit_group()  # k-tile t's wgmmas: one group\n"
 WAIT = "            cute.nvgpu.warpgroup.wait_group(1)  # only k-tile t's group may still run\n"
-RELEASE = ("            ring.consumer_release(release)  # so k-tile t-1's stage is free\n"
-           "            release.advance()\n")
+RELEASE = (
+    "            ring.consumer_release(release)  # so k-tile t-1's stage is free\n"
+    "            release.advance()\n"
+)
 
 mainloop__no_fence = edited(mainloop, "mainloop__no_fence", (FENCE, ""))
 mainloop__release_before_wait = edited(
-    mainloop, "mainloop__release_before_wait",
-    (WAIT + RELEASE, RELEASE + "            cute.nvgpu.warpgroup.wait_group(1)  # too late\n"))
+    mainloop,
+    "mainloop__release_before_wait",
+    (WAIT + RELEASE, RELEASE + "            cute.nvgpu.warpgroup.wait_group(1)  # too late\n"),
+)
 mainloop__no_wait = edited(mainloop, "mainloop__no_wait", (WAIT, ""))
-mainloop__wait_all = edited(mainloop, "mainloop__wait_all",
-                            ("wait_group(1)", "wait_group(0)"))
+mainloop__wait_all = edited(mainloop, "mainloop__wait_all", ("wait_group(1)", "wait_group(0)"))
 mainloop__no_commit = edited(mainloop, "mainloop__no_commit", (COMMIT, ""))
 mainloop__releases_stage_in_use = edited(  # k-tile t's own stage, its wgmmas still in flight
-    mainloop, "mainloop__releases_stage_in_use",
-    (COMMIT + "        read.advance()\n        if t > 0:\n" + WAIT + RELEASE,
-     COMMIT + "        if t > 0:\n" + WAIT + "        ring.consumer_release(read)\n"
-     "        read.advance()\n        if t > 0:\n"))
+    mainloop,
+    "mainloop__releases_stage_in_use",
+    (
+        COMMIT + "        read.advance()\n        if t > 0:\n" + WAIT + RELEASE,
+        COMMIT + "        if t > 0:\n" + WAIT + "        ring.consumer_release(read)\n"
+        "        read.advance()\n        if t > 0:\n",
+    ),
+)
 
 
 # correct, written otherwise --------------------------------------------------------------
 # NVIDIA's Hopper examples fence once, before the loop: wgmmas of one shape that accumulate
 # into the same registers are ordered without a fence between them (the PTX ISA)
 mainloop_fenced_once = edited(
-    mainloop, "mainloop_fenced_once", (FENCE, ""),
-    ("    k_blocks = cute.size(tCrA, mode=[2])\n",
-     "    k_blocks = cute.size(tCrA, mode=[2])\n"
-     "    cute.nvgpu.warpgroup.fence()  # once: the accumulator was written before the loop\n"))
+    mainloop,
+    "mainloop_fenced_once",
+    (FENCE, ""),
+    (
+        "    k_blocks = cute.size(tCrA, mode=[2])\n",
+        "    k_blocks = cute.size(tCrA, mode=[2])\n"
+        "    cute.nvgpu.warpgroup.fence()  # once: the accumulator was written before the loop\n",
+    ),
+)
 
 
 @cute.jit
-def mainloop_first_k_tile_peeled(self, tiled_mma, acc, tCrA, tCrB, ring, read, release,
-                                 produce, k_tiles, warp, loads):
+def mainloop_first_k_tile_peeled(
+    self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp, loads
+):
     """k-tile 0 issued before the loop, as NVIDIA's Hopper GEMM issues its prologue MMAs;
     every later k-tile then retires the one before it."""
     k_blocks = cute.size(tCrA, mode=[2])
     cute.nvgpu.warpgroup.fence()
     ring.consumer_wait(read)
     for kb in cutlass.range(k_blocks, unroll_full=True):
-        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                  tCrB[None, None, kb, read.index], acc)
+        cute.gemm(
+            tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc
+        )
     cute.nvgpu.warpgroup.commit_group()
     read.advance()
     for _ in range(1, k_tiles):
         ring.consumer_wait(read)
         for kb in cutlass.range(k_blocks, unroll_full=True):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                      tCrB[None, None, kb, read.index], acc)
+            cute.gemm(
+                tiled_mma,
+                acc,
+                tCrA[None, None, kb, read.index],
+                tCrB[None, None, kb, read.index],
+                acc,
+            )
         cute.nvgpu.warpgroup.commit_group()
         read.advance()
         cute.nvgpu.warpgroup.wait_group(1)  # the previous k-tile's wgmmas are done
@@ -94,8 +118,9 @@ def mainloop_first_k_tile_peeled(self, tiled_mma, acc, tCrA, tCrB, ring, read, r
 
 
 @cute.jit
-def mainloop_released_a_k_tile_later(self, tiled_mma, acc, tCrA, tCrB, ring, read, release,
-                                     produce, k_tiles, warp, loads):
+def mainloop_released_a_k_tile_later(
+    self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp, loads
+):
     """Each k-tile ends with wait_group(1); the stage it retired is handed back at the top of
     the next k-tile, before its wait. Correct: a stage is released only after its group
     completed."""
@@ -111,19 +136,33 @@ def mainloop_released_a_k_tile_later(self, tiled_mma, acc, tCrA, tCrB, ring, rea
         ring.consumer_wait(read)
         cute.nvgpu.warpgroup.fence()
         for kb in cutlass.range_constexpr(k_blocks):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                      tCrB[None, None, kb, read.index], acc)
+            cute.gemm(
+                tiled_mma,
+                acc,
+                tCrA[None, None, kb, read.index],
+                tCrB[None, None, kb, read.index],
+                acc,
+            )
         cute.nvgpu.warpgroup.commit_group()
         read.advance()
         cute.nvgpu.warpgroup.wait_group(1)
 
 
 REFERENCE = {"10.wgmma_mainloop": mainloop}
-ALTERNATIVES = {"10.wgmma_mainloop": [mainloop_fenced_once, mainloop_first_k_tile_peeled,
-                                      mainloop_released_a_k_tile_later]}
-WRONG = {"10.wgmma_mainloop": {mainloop__no_fence: ("fence", "cpu"),
-                               mainloop__release_before_wait: ("released too early", "cpu"),
-                               mainloop__no_wait: ("no wait_group", "cpu"),
-                               mainloop__wait_all: ("serialises", "cpu"),
-                               mainloop__no_commit: ("commit", "cpu"),
-                               mainloop__releases_stage_in_use: ("still being read", "cpu")}}
+ALTERNATIVES = {
+    "10.wgmma_mainloop": [
+        mainloop_fenced_once,
+        mainloop_first_k_tile_peeled,
+        mainloop_released_a_k_tile_later,
+    ]
+}
+WRONG = {
+    "10.wgmma_mainloop": {
+        mainloop__no_fence: ("fence", "cpu"),
+        mainloop__release_before_wait: ("released too early", "cpu"),
+        mainloop__no_wait: ("no wait_group", "cpu"),
+        mainloop__wait_all: ("serialises", "cpu"),
+        mainloop__no_commit: ("commit", "cpu"),
+        mainloop__releases_stage_in_use: ("still being read", "cpu"),
+    }
+}

@@ -1,4 +1,5 @@
 """Notebook 13's kernel exercise: read one answer of Cluster Launch Control."""
+
 import cutlass.cute as cute
 
 from course.exercises.learner_code import edited
@@ -19,12 +20,18 @@ WAIT = "    clc_pipeline.consumer_wait(read_state)\n"
 DECODE = "    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)\n"
 
 read_next_tile__decoded_before_the_wait = edited(
-    read_next_tile, "read_next_tile__decoded_before_the_wait", (WAIT + DECODE, DECODE + WAIT))
-read_next_tile__never_released = edited(read_next_tile, "read_next_tile__never_released",
-                                        ("    clc_pipeline.consumer_release(read_state)\n", ""))
+    read_next_tile, "read_next_tile__decoded_before_the_wait", (WAIT + DECODE, DECODE + WAIT)
+)
+read_next_tile__never_released = edited(
+    read_next_tile,
+    "read_next_tile__never_released",
+    ("    clc_pipeline.consumer_release(read_state)\n", ""),
+)
 read_next_tile__no_fence = edited(
-    read_next_tile, "read_next_tile__no_fence",
-    ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""))
+    read_next_tile,
+    "read_next_tile__no_fence",
+    ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""),
+)
 
 
 @cute.jit
@@ -40,8 +47,11 @@ def read_next_tile_whole_answer(self, scheduler, read_state):
 
 
 REFERENCE = {"13.read_next_tile": read_next_tile}
-WRONG = {"13.read_next_tile": {
-    read_next_tile__decoded_before_the_wait: ("before it has arrived", "cpu"),
-    read_next_tile__never_released: ("never freed", "cpu"),
-    read_next_tile__no_fence: ("async proxy", "cpu")}}
+WRONG = {
+    "13.read_next_tile": {
+        read_next_tile__decoded_before_the_wait: ("before it has arrived", "cpu"),
+        read_next_tile__never_released: ("never freed", "cpu"),
+        read_next_tile__no_fence: ("async proxy", "cpu"),
+    }
+}
 ALTERNATIVES = {"13.read_next_tile": [read_next_tile_whole_answer]}
