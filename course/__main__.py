@@ -38,9 +38,10 @@ def doctor() -> int:
     for r in rows:
         print("  ".join(r[k].ljust(widths[k]) for k in widths) + "  " + r["idea"])
     print(
-        "\nlive = runs on this machine now; compile-only = compiles for the target GPU and "
-        "shows PTX/SASS;\nsimulated = runs the course's simulator/emulator; recorded = shows "
-        "numbers measured on a named GPU."
+        "\nlive = runs on this machine now; executed = runs the kernel's own code on the "
+        "course's CPU executor\n(small sizes, values and hazards, no speed); compile-only = "
+        "compiles for the target GPU and shows PTX/SASS;\nsimulated = runs the course's "
+        "simulator/emulator; recorded = shows numbers measured on a named GPU."
     )
     return 0
 
