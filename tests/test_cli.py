@@ -38,7 +38,7 @@ def test_doctor_with_forced_cpu_tier():
 
 def test_course_map_depends_on_the_machine():
     on = {m.tier: {r["#"]: r["here"] for r in course_map(m)} for m in (CPU, H100, B200)}
-    assert on["sm_90"]["00"] == "live" and on["cpu"]["00"] == "recorded + compile-only"
+    assert on["sm_90"]["00"] == "live" and on["cpu"]["00"] == "recorded + executed + compile-only"
     assert on["sm_100"]["00"] == "live"
     from course.catalogue import Lesson
     from course.runtime.live import Mode

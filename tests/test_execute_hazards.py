@@ -15,6 +15,16 @@ from tests import execute_kernels as planted
 SEEDS = (0, 1, 2)
 
 
+def _line(fn, text: str) -> int:
+    """The line of `fn`'s source, counted from its `def` line, that holds `text`: what a
+    hazard names."""
+    import inspect
+
+    lines = inspect.getsource(inspect.unwrap(fn)).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+    return next(i for i, line in enumerate(lines[start:], 1) if text in line)
+
+
 def _buffers(n=planted.THREADS * planted.VEC):
     x = torch.randn(n, generator=torch.Generator().manual_seed(5))
     return x, torch.full((n,), float("nan"))
@@ -49,7 +59,8 @@ def test_missing_sync_is_a_race_naming_both_threads_and_lines():
     assert h.kind == hazards.RACE
     assert (
         "thread 0 (warp 0, lane 0) reads staged[1], which thread 1 (warp 0, lane 1) wrote "
-        "at neighbour_kernel line 7 (`staged[tid] = gIn[tid]`) with no barrier between"
+        f"at neighbour_kernel line {_line(planted.neighbour_kernel, 'staged[tid] = gIn[tid]')} "
+        "(`staged[tid] = gIn[tid]`) with no barrier between"
     ) in h.detail
     assert "neighbour = staged[(tid + 1) % THREADS]" in h.site.text()
 
