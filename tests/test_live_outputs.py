@@ -134,8 +134,13 @@ def test_the_run_report_does_not_count_a_recorded_output_as_what_the_cell_did(
     cell = nbformat.v4.new_code_cell("x")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=capsys.readouterr().out)]
     nb = nbformat.v4.new_notebook(cells=[cell])
-    assert _count_modes(nb) == {"live": 0, "executed": 0, "compile-only": 1, "simulated": 0,
-                                "recorded": 0}
+    assert _count_modes(nb) == {
+        "live": 0,
+        "executed": 0,
+        "compile-only": 1,
+        "simulated": 0,
+        "recorded": 0,
+    }
 
 
 def test_course_run_record_switches_recording_on_for_the_notebooks(monkeypatch, results_dir):
