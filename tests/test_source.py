@@ -88,8 +88,15 @@ def _notebook_excerpts():
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom)
             and node.module
-            and node.module.split(".")[0] == "kernels"
+            and (node.module.split(".")[0] == "kernels" or node.module.startswith("course.lessons"))
         ]
+        bare = {  # show / excerpt / diff imported by name from course.source
+            a.asname or a.name
+            for tree in trees
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "course.source"
+            for a in node.names
+        }
         imports += [
             ast.unparse(node)
             for tree in trees
@@ -102,10 +109,14 @@ def _notebook_excerpts():
             for tree in trees
             for node in ast.walk(tree)
             if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("show", "excerpt", "diff")
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "source"
+            and (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("show", "excerpt", "diff")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "source"
+                or isinstance(node.func, ast.Name)
+                and node.func.id in bare & {"show", "excerpt", "diff"}
+            )
         ]
         for call in calls:
             yield path.name, ast.unparse(call), imports
@@ -120,7 +131,7 @@ def _evaluate(notebook, call, imports) -> tuple[str, list]:
         exec(line, namespace)
     node = ast.parse(call, mode="eval").body
     args = [eval(compile(ast.Expression(a), notebook, "eval"), namespace) for a in node.args]
-    return node.func.attr, args
+    return getattr(node.func, "attr", None) or node.func.id, args
 
 
 def test_the_notebooks_show_excerpts():
