@@ -151,6 +151,27 @@ def test_a_kernel_that_never_ends_is_stopped_and_named():
     assert found.value.kind == hazards.HANG
 
 
+def test_the_time_limit_keeps_an_alarm_already_pending():
+    """A test runner's own time-out (pytest-timeout's SIGALRM) neither switches the limit
+    off nor is lost: the run stops after its own second, the outer alarm is re-armed."""
+    import signal
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    signal.setitimer(signal.ITIMER_REAL, 600.0)
+    try:
+        out = torch.full((planted.THREADS,), float("nan"))
+        with pytest.raises(Hazard) as found:
+            run(planted.spin, pointer(out), None, time_limit_s=1.0)
+        assert found.value.kind == hazards.HANG
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 590.0 < left <= 600.0
+        assert not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # ---------------------------------------------------------------- the SM80 main loop
 
 

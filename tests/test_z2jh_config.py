@@ -7,6 +7,7 @@ the command the pod runs (the image's start, which copies the notebooks), its im
 written before the hub starts, and no hub without it; HTTPS; and the image's files."""
 
 import asyncio
+import concurrent.futures
 import os
 import sys
 import types
@@ -137,7 +138,10 @@ def pod_for(config, profile: str):
         await spawner.load_user_options()
         return await spawner.get_pod_manifest()
 
-    return asyncio.run(build())
+    # a thread of its own: the browser suite's Playwright leaves an event loop running in
+    # this one, where asyncio.run() refuses to start
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, build()).result()
 
 
 def test_the_pod_runs_the_images_start_which_copies_the_notebooks(chart):
