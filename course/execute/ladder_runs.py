@@ -198,6 +198,21 @@ def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
     return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
 
 
+def _run_gemm(gemm, x: dict, out: torch.Tensor, problem: dict, seed: int):
+    """A GEMM object's host call (A, B, C, m, n, k, stream) on the executor."""
+    return run(
+        gemm.__call__,
+        pointer(x["a"], "A"),
+        pointer(x["b"], "B"),
+        pointer(out, "C"),
+        problem["m"],
+        problem["n"],
+        problem["k"],
+        None,
+        seed=seed,
+    )
+
+
 def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> LadderRun:
     """Notebook 03: the naive GEMM (kernels.naive_gemm), fp32, A M-major, B N-major."""
     from kernels import naive_gemm
@@ -207,17 +222,7 @@ def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> La
 
     def launch(x, out, seed, banks):
         gemm = naive_gemm.NaiveGemm(naive_gemm.Config(), "m", "n")
-        return run(
-            gemm.__call__,
-            pointer(x["a"], "A"),
-            pointer(x["b"], "B"),
-            pointer(out, "C"),
-            p["m"],
-            p["n"],
-            p["k"],
-            None,
-            seed=seed,
-        )
+        return _run_gemm(gemm, x, out, p, seed)
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.float32, torch.float32, seed)
 
@@ -327,17 +332,7 @@ def run_sm80_gemm(
             GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
             config or sm80_gemm.Config(),
         )
-        return run(
-            gemm.__call__,
-            pointer(x["a"], "A"),
-            pointer(x["b"], "B"),
-            pointer(out, "C"),
-            p["m"],
-            p["n"],
-            p["k"],
-            None,
-            seed=seed,
-        )
+        return _run_gemm(gemm, x, out, p, seed)
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
 
