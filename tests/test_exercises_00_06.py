@@ -18,6 +18,7 @@ from course.exercises.check import check, solution
         ("04.owner", 18),
         ("04.owner", "T18"),
         ("05.bank", 19),
+        ("05.transpose", 2),
         ("05.padding", 65),
         ("06.a_values", 4),
     ],
@@ -37,6 +38,8 @@ def test_right_answers(id, answer):
         ("04.useful", 12.5, "too low"),  # section 2's strided warp
         ("04.owner", 10, "column-major thread layout"),  # section 5's printed owner of (9, 2)
         ("05.bank", 7, "without the swizzle"),
+        ("05.transpose", 32, "unpadded tile's count"),  # section 2's transpose prints 32
+        ("05.transpose", 1, "32 different banks"),  # section 2's padding by one prints 1
         ("05.padding", 33, "columns would overlap"),  # section 4's 32x32 answer
         ("06.a_values", 8, "m16n8k16's count"),  # section 1 prints 8 for m16n8k16
     ],
@@ -55,6 +58,7 @@ def test_every_changed_exercise_has_a_worked_solution():
         "04.useful",
         "04.owner",
         "05.bank",
+        "05.transpose",
         "05.padding",
         "06.a_values",
     ):

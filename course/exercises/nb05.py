@@ -29,17 +29,34 @@ def _bank(answer):
     return number(answer, truth)
 
 
+TRANSPOSE_LD = 34  # 05.transpose: columns padded by two floats; the page prints 32 and 33
+
+
 @exercise(
     "05.transpose",
-    "A warp reads one row of a 32x32 float tile stored column-major, "
-    "(32,32):(1,32). How many wavefronts does that request take?",
-    "all 32 elements of a row are 32 floats (128 bytes) apart: which banks are they in?",
-    "32: every element of row r is in bank r, each a different word, so the bank serves "
-    "them one per wavefront (a 32-way conflict).",
+    f"A warp reads one row of a 32x32 float tile stored column-major with each column "
+    f"padded by two floats, (32,32):(1,{TRANSPOSE_LD}). How many wavefronts does that "
+    f"request take?",
+    f"element (r, c) is at r + {TRANSPOSE_LD}c: which bank is that, and how many of the "
+    f"32 lanes land in each bank?",
+    f"2: element (r, c) is in bank (r + {TRANSPOSE_LD}c) % 32 = (r + 2c) % 32, so the 32 "
+    "lanes reach only the 16 banks of r's parity, two different words in each: a 2-way "
+    "conflict, 2 wavefronts. An odd padding (stride 33) spreads them over all 32 banks.",
 )
 def _transpose(answer):
-    tile = SmemTile("fp32", Layout.col_major(32, 32))
-    return number(answer, rows((32, 32)).predict(tile).analyses[0].wavefronts)
+    tile = SmemTile("fp32", Layout.col_major(32, 32, ld=TRANSPOSE_LD))
+    truth = rows((32, 32)).predict(tile).analyses[0].wavefronts
+    if answer == 32 and truth != 32:
+        return False, (
+            "32 is the unpadded tile's count (stride 32 puts the whole row in one bank); "
+            f"with stride {TRANSPOSE_LD}, lane c's bank moves by 2c"
+        )
+    if answer == 1 and truth != 1:
+        return False, (
+            f"1 needs 32 different banks; with stride {TRANSPOSE_LD}, count the banks "
+            "(r + 2c) % 32 reaches for c = 0..31"
+        )
+    return number(answer, truth)
 
 
 PAD_TILE = 64  # 05.padding: a 64x64 float tile, not section 4's 32x32
