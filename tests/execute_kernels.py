@@ -153,3 +153,23 @@ def per_lane_loops(out_ptr: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstrea
     per_lane_loops_kernel(cute.make_tensor(out_ptr, cute.make_layout(n + THREADS)), n).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
+
+
+@cute.kernel
+def looped_kernel(gOut: cute.Tensor, trips: cutlass.Int32, past_end: cutlass.Constexpr):
+    """Each thread writes its element once per trip of a loop the executor rewrites; the
+    planted bug also writes the next element, which the last thread has past the end."""
+    tid, _, _ = cute.arch.thread_idx()
+    for t in range(trips):
+        gOut[tid] = cutlass.Float32(t)
+        if cutlass.const_expr(past_end):
+            gOut[tid + 1] = cutlass.Float32(t)
+
+
+@cute.jit
+def looped(
+    out_ptr: cute.Pointer, trips: cutlass.Int32, stream: cuda.CUstream, past_end: cutlass.Constexpr
+):
+    looped_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS)), trips, past_end).launch(
+        grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )

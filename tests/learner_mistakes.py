@@ -56,3 +56,59 @@ def saxpy__float_index(
     i = (bid * 256 + tid) / 1
     if i < n:
         gOut[i] = alpha * gX[i] + gY[i]
+
+
+# -- slips only a run shows: on a CPU the executor runs them (tests/test_verdict_hints.py)
+def _executor_slips():
+    from course.exercises.learner_code import edited
+    from course.exercises.solutions import nb01_solutions as s01
+    from course.exercises.solutions import nb07_solutions as s07
+
+    return [
+        (
+            "01.saxpy",
+            edited(s01.saxpy_kernel, "saxpy__guard_one_too_far", ("if i < n:", "if i <= n:")),
+            "outside its",
+            "predicate",
+        ),
+        (
+            "07.mainloop",
+            edited(
+                s07.mainloop,
+                "mainloop__a_without_its_predicate",
+                ("tAsA[None, None, None, write], pred=pA", "tAsA[None, None, None, write]"),
+            ),
+            "outside its",
+            "predicate",
+        ),
+        (
+            "07.mainloop",
+            edited(
+                s07.mainloop,
+                "mainloop__prefetches_the_same_k_block",
+                (
+                    "f.tXsA[None, None, kb + 1, read], f.tXrA[None, None, kb + 1]",
+                    "f.tXsA[None, None, kb, read], f.tXrA[None, None, kb]",
+                ),
+            ),
+            "A was never loaded",
+            "operand never loaded",
+        ),
+    ]
+
+
+EXECUTOR_SLIPS = _executor_slips()
+
+
+def _never_stored():
+    from course.exercises.learner_code import edited
+    from course.exercises.solutions import nb06_solutions as s06
+
+    return edited(
+        s06.mma_tile_kernel,
+        "mma_tile_kernel__never_stored",
+        ("    cute.autovec_copy(tCrC, tCgC)\n", ""),
+    )
+
+
+mma_tile_kernel__never_stored = _never_stored()

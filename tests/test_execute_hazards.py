@@ -51,6 +51,22 @@ def test_missing_cp_async_wait_is_a_read_of_a_copy_in_flight():
     assert "gOut[tid * VEC + v] = staged" in h.site.text()  # the line that read it
 
 
+def test_a_hazard_inside_a_loop_names_its_own_line():
+    """A loop's body stands twice in the rewritten code (lanes agreeing, lanes apart): its
+    lines must still be the file's, not moved once per copy."""
+    out = torch.zeros(planted.THREADS)
+    run(planted.looped, pointer(out), 3, None, False)
+    assert torch.equal(out, torch.full((planted.THREADS,), 2.0))
+    with pytest.raises(Hazard) as found:
+        run(planted.looped, pointer(torch.zeros(planted.THREADS)), 3, None, True)
+    h = found.value
+    assert h.kind == hazards.OUT_OF_BOUNDS
+    assert h.site.text() == "gOut[tid + 1] = cutlass.Float32(t)"
+    assert h.site.describe().startswith(
+        f"looped_kernel line {_line(planted.looped_kernel, 'gOut[tid + 1]')} "
+    )
+
+
 def test_missing_sync_is_a_race_naming_both_threads_and_lines():
     x, out = _buffers(planted.THREADS)
     with pytest.raises(Hazard) as found:

@@ -20,6 +20,7 @@ COMPILE_SLIPS = [
     ("01.saxpy", slips.saxpy__early_return, "cannot return early"),
     ("01.saxpy", slips.saxpy__constexpr_range, "cutlass.range"),
     ("01.saxpy", slips.saxpy__float_index, "`//` an integer"),
+    ("06.mma_tile", slips.mma_tile_kernel__never_stored, "the kernel stores nothing"),
 ]
 
 
@@ -39,6 +40,18 @@ def test_an_error_points_at_the_line_of_the_learners_code():
     lines = LearnerCode.from_function(slips.saxpy__early_return).source.splitlines()
     line = next(i for i, text in enumerate(lines, 1) if text.strip() == "return")
     assert f"your code, line {line}" in report.first_failure().detail  # counted as the source
+
+
+@pytest.mark.parametrize(
+    "id,fn,seen,hint", slips.EXECUTOR_SLIPS, ids=[s[1].__name__ for s in slips.EXECUTOR_SLIPS]
+)
+def test_a_slip_only_a_run_shows_is_wrong_on_a_cpu_with_what_the_executor_saw(id, fn, seen, hint):
+    report = kernel_check.run_checks(kernel_check.lookup(id), fn, gpu=False)
+    assert report.status == WRONG
+    first = report.first_failure()
+    assert "ran on the course's CPU executor" in first.check
+    assert seen in first.detail and hint in first.hint, first
+    assert f"{fn.__name__} line " in first.detail  # the line of the learner's code
 
 
 def _saxpy(n=1000, alpha=1.7):

@@ -53,7 +53,9 @@ class Memory:
             view = self._views[dtype.storage] = self.data[..., :usable].view(dtype.storage)
         return view
 
-    def check(self, dtype: DType, tids, elems: np.ndarray, writing: bool) -> None:
+    def check(
+        self, dtype: DType, tids, elems: np.ndarray, writing: bool, site: Site | None = None
+    ) -> None:
         size = self.typed(dtype).shape[-1]
         bad = (elems < 0) | (elems >= size)
         if bad.any():
@@ -66,15 +68,15 @@ class Memory:
                 hazards.OUT_OF_BOUNDS,
                 f"{who} {verb} element {first} of {self.name}, outside its {size} "
                 f"{dtype} elements{past}",
-                hazards.site(4),
+                site or hazards.site(4),
             )
 
     def load(self, dtype: DType, tids, elems: np.ndarray, site: Site | None = None):
-        self.check(dtype, tids, elems, False)
+        self.check(dtype, tids, elems, False, site)
         return dtype.decode(self.typed(dtype)[elems])
 
     def store(self, dtype: DType, tids, elems: np.ndarray, values, site: Site | None = None):
-        self.check(dtype, tids, elems, True)
+        self.check(dtype, tids, elems, True, site)
         self.typed(dtype)[elems] = dtype.encode(np.broadcast_to(values, elems.shape))
 
 

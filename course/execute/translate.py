@@ -372,9 +372,12 @@ def rewrite(code: types.CodeType, raw) -> types.CodeType | None:
     try:
         lines, first = inspect.getsourcelines(raw)
         tree = ast.parse(textwrap.dedent("".join(lines)))
+        # lines as in the file, before any rewriting: the rewrites may place one statement
+        # in two branches (uniform and masked), which increment_lineno would then move twice
+        ast.increment_lineno(tree, first - 1)
         fn = tree.body[0]
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == raw.__name__:
-            made = _compile_rewritten(fn, code, first)
+            made = _compile_rewritten(fn, code)
     except (OSError, TypeError, SyntaxError, IndexError):
         made = None
     _REWRITTEN[code] = made
@@ -384,7 +387,7 @@ def rewrite(code: types.CodeType, raw) -> types.CodeType | None:
 _REWRITTEN: dict = {}
 
 
-def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType, first: int):
+def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType):
     fn.decorator_list = []
     for arg in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
         arg.annotation = None
@@ -407,8 +410,8 @@ def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType, first: int):
         returns=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
+    ast.copy_location(factory, fn)
     ast.fix_missing_locations(module)
-    ast.increment_lineno(module, first - 1)
     return compile(module, code.co_filename, "exec")
 
 

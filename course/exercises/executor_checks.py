@@ -45,6 +45,11 @@ SPEED_GATED = {
     "04.vector_copy": "at least 90% of torch's copy bandwidth",
     "07.mainloop": "speed against the course's main loop",
 }
+# an uninitialised A or B operand is a load that never happened, not an accumulator to clear
+OPERAND_NOT_LOADED = (
+    "operand never loaded: every k-block's A and B fragments must be copied from shared "
+    "memory into registers before cute.gemm multiplies them"
+)
 HAZARD_HINTS = {
     hazards.IN_FLIGHT: "a missing wait: cp_async_wait_group must retire a k-tile's copies "
     "before any thread reads its stage",
@@ -109,7 +114,10 @@ def _hazard_finding(exc: Hazard):
     from course.exercises.kernel_check import failed
 
     where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
-    return failed(f"{CHECK}: {exc.kind}", exc.detail + where, HAZARD_HINTS.get(exc.kind, ""))
+    hint = HAZARD_HINTS.get(exc.kind, "")
+    if exc.kind == hazards.UNINITIALISED and "accumulator" not in exc.detail:
+        hint = OPERAND_NOT_LOADED
+    return failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint)
 
 
 # ---------------------------------------------------------------- the GPU boundary, on the CPU

@@ -134,12 +134,22 @@ def _unset(before: str, registers: list[str]) -> list[str]:
 
 def one_mma_per_warp(c):
     count = c.count(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32")
+    stores = c.count(r"st\.global")
+    hint = (
+        "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
+        "made by tiled_mma.make_fragment_A/B/C"
+    )
+    if count == 0 and stores == 0:  # the compiler drops an MMA whose result goes nowhere
+        hint = (
+            "the kernel stores nothing, so the compiler removed the MMA too: copy the "
+            "accumulator tCrC back to its partition of C after cute.gemm"
+        )
     return expect(
         "one mma.sync m16n8k16 (bf16 in, fp32 accumulate) per thread",
         count == 1,
-        f"{count} in the PTX (each warp computes one 16x8x16 atom of the tile)",
-        "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
-        "made by tiled_mma.make_fragment_A/B/C",
+        f"{count} in the PTX and {stores} global store(s) (each warp computes one 16x8x16 "
+        "atom of the tile)",
+        hint,
     )
 
 
