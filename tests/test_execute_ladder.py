@@ -1,9 +1,9 @@
 """The ladder kernels of notebooks 00-07, run on the CPU executor: their own code gives the
 torch reference's values, and the H100's outputs for the same inputs.
 
-The H100 side is recorded once by scripts/record_executor_ladder.py (results/
-executor_ladder.json); until that record exists the comparison with it is skipped, and says
-so.
+The H100 side is recorded once by `python -m course.tools.record_executor_ladder`
+(results/executor_ladder.json); until that record exists the comparison with it is skipped,
+and says so.
 """
 
 import base64
@@ -63,7 +63,7 @@ def _h100():
     if record is None:
         pytest.skip(
             "the H100's outputs of the ladder kernels are not recorded yet: run "
-            "`PYTHONPATH=. python scripts/record_executor_ladder.py` on the H100"
+            "`python -m course.tools.record_executor_ladder` on the H100"
         )
     return record
 

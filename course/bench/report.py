@@ -284,6 +284,30 @@ def _notebook_runs(rec: results.Record) -> list[tuple]:
     ]
 
 
+def _executor_ladder(rec: results.Record) -> list[tuple]:
+    return [
+        (
+            (rec.gpu, case),
+            f"| {rec.gpu} | {rec.date} | {case} | {'x'.join(map(str, c['shape']))} "
+            f"{c['dtype']} | {c['relative_error']:.1e} | `{rec.command}` |",
+        )
+        for case, c in rec.data["cases"].items()
+    ]
+
+
+def _gpu_share(rec: results.Record) -> list[tuple]:
+    d = rec.data
+    held = ", ".join(f"{gpu}: {n}" for gpu, n in d["learners_per_gpu"].items())
+    checks = ", ".join(k.replace("_", " ") for k, ok in d["outcome"].items() if ok is True)
+    return [
+        (
+            (rec.gpu, len(d["gpus"])),
+            f"| {rec.gpu} | {rec.date} | {len(d['gpus'])} | {len(d['learners'])} | {held} | "
+            f"{'passed' if d['passed'] else '**failed**'}: {checks} | `{rec.command}` |",
+        )
+    ]
+
+
 def _generic(rec: results.Record) -> list[str]:
     keys = ", ".join(sorted(rec.data))
     return [f"| {rec.gpu} | {rec.date} | {keys} | `{rec.command}` |"]
@@ -343,6 +367,15 @@ FORMATS = {
     "kernel_exercises": (
         "| GPU | date | exercise | variant | kind | expected | verdict | as expected | command |",
         _kernel_exercises,
+    ),
+    "executor_ladder": (
+        "| GPU | date | kernel (the CPU executor runs the same inputs) | output | "
+        "GPU's relative error against torch | command |",
+        _executor_ladder,
+    ),
+    "gpu_share": (
+        "| GPU | date | GPUs | learners | learners per GPU | outcome | command |",
+        _gpu_share,
     ),
 }
 

@@ -5,8 +5,8 @@
     r.ok, r.relative_error, r.observed      # the kernel's own code, run on numpy
 
 Each `run_*` builds the case's inputs from a fixed seed (`inputs(case)`, the same the H100
-recording uses: scripts/record_executor_ladder.py), poisons the output with NaN followed by
-a guard zone, runs the kernel's own host function (`@cute.jit`) on the executor, and
+recording uses: `python -m course.tools.record_executor_ladder`), poisons the output with
+NaN followed by a guard zone, runs the kernel's own host function (`@cute.jit`) on the executor, and
 returns a `LadderRun`: the output, the float64 torch reference, the relative error against
 the kernel's tolerance, and what the executor observed (grid, threads, hazards, bank
 conflicts per line where shared memory is the point). A hazard is an answer too: the run
