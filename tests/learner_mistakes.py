@@ -112,3 +112,28 @@ def _never_stored():
 
 
 mma_tile_kernel__never_stored = _never_stored()
+
+
+def _layout_slips():
+    from course.exercises.learner_code import edited
+    from course.exercises.solutions import nb03_solutions as s03
+    from course.exercises.solutions import nb05_solutions as s05
+
+    padded_by_two = edited(
+        s05.transpose_tile_layout,
+        "transpose_tile_layout__padded_by_two",
+        (
+            "    tile = cute.make_layout((32, 32), stride=(32, 1))\n"
+            "    return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, tile)",
+            "    return cute.make_layout((32, 32), stride=(34, 1))",
+        ),
+    )
+    c_with_partition_a = edited(
+        s03.gemm_partitions,
+        "gemm_partitions__c_with_partition_a",
+        ("thr.partition_C(gC)", "thr.partition_A(gC)"),
+    )
+    return padded_by_two, c_with_partition_a
+
+
+transpose_tile_layout__padded_by_two, gemm_partitions__c_with_partition_a = _layout_slips()

@@ -54,6 +54,26 @@ def test_a_slip_only_a_run_shows_is_wrong_on_a_cpu_with_what_the_executor_saw(id
     assert f"{fn.__name__} line " in first.detail  # the line of the learner's code
 
 
+@pytest.mark.parametrize(
+    "id,fn,seen,hint",
+    [
+        (
+            "05.transpose_swizzle",
+            slips.transpose_tile_layout__padded_by_two,
+            "(32,32):(34,1)",
+            "only an odd stride (33)",
+        ),
+        ("03.partition", slips.gemm_partitions__c_with_partition_a, "its value ", "partition_C"),
+    ],
+    ids=["padded_by_two", "c_with_partition_a"],
+)
+def test_a_layout_slip_is_described_where_it_differs(id, fn, seen, hint):
+    report = kernel_check.run_checks(kernel_check.lookup(id), fn, gpu=False)
+    assert report.status == WRONG
+    first = report.first_failure()
+    assert seen in first.detail and hint in first.hint, first
+
+
 def _saxpy(n=1000, alpha=1.7):
     x, y = torch.randn(n, dtype=torch.float64), torch.randn(n, dtype=torch.float64)
     return x, y, alpha, alpha * x + y

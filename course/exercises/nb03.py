@@ -295,6 +295,17 @@ def _probe_cells(fn):
     return on_cpu(lambda: _cells_job(fn))
 
 
+def _first_difference(mine: list, ref: list) -> str:
+    """Where a thread's cells part from the kernel's: their first differing place (the
+    first cells alone may agree), or their count."""
+    for i, (a, b) in enumerate(zip(mine, ref)):
+        if a != b:
+            return f"its value {i} is cell {a}, the kernel's is {b} ({len(mine)} cells)"
+    return (
+        f"{len(mine)} cells, the kernel's {len(ref)} (the first {min(len(mine), len(ref))} agree)"
+    )
+
+
 def _operand_check(index: int, name: str, tensor: str, tile_hint: str, mode_hint: str):
     """A CPU check: every probe thread's cells of one operand equal the kernel's."""
 
@@ -314,7 +325,7 @@ def _operand_check(index: int, name: str, tensor: str, tile_hint: str, mode_hint
         bm, bn, t = wrong[0]
         got = probes[wrong[0]]
         mine, ref = got["learner"][index], got["reference"][index]
-        detail = f"CTA ({bm},{bn}) thread {t}: first cells {mine[:3]}, the kernel's {ref[:3]}"
+        detail = f"CTA ({bm},{bn}) thread {t}: " + _first_difference(mine, ref)
         if mine == got["blocks swapped"][index]:
             hint = tile_hint
         elif index < 2 and mine == got["modes swapped"][index]:

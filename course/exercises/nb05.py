@@ -188,10 +188,15 @@ def conflict_free_both_ways(c):
             "bank conflicts: a 32-way conflict, every lane of a column read in one bank: "
             "XOR the row into the bank bits with a swizzle (or pad each row)"
         )
+    elif tile.swizzle is None:
+        hint = (
+            f"padding: a {worst}-way conflict remains; a column's 32 elements are a row "
+            "stride apart, and only an odd stride (33) sends them to 32 different banks"
+        )
     else:
         hint = (
-            f"swizzle bits: a {worst}-way conflict remains, the swizzle XORs too few row "
-            f"bits into the 5 bank bits (B)"
+            f"swizzle bits: a {worst}-way conflict remains: the swizzle must XOR all 5 bits "
+            "of the row into the 5 bank bits, Swizzle<5,0,5> for a 32-float row"
         )
     return expect(
         "no bank conflicts writing rows or reading columns",
