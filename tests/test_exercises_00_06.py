@@ -19,6 +19,8 @@ from course.exercises.check import check, solution
         ("04.owner", "T18"),
         ("05.bank", 19),
         ("05.transpose", 2),
+        ("05.transpose", "2"),  # typed as text
+        ("05.transpose", 2.0),  # computed as a float
         ("05.padding", 65),
         ("06.a_values", 4),
     ],
