@@ -11,15 +11,7 @@ from course.exercises.solutions import nb07_solutions, nb09_solutions
 CP_ASYNC_RACE = ("07.mainloop", nb07_solutions.mainloop__no_sync)
 CP_ASYNC_NO_WAIT = (
     "07.mainloop",
-    edited(
-        nb07_solutions.mainloop,
-        "mainloop__no_wait",
-        (
-            "        cute.arch.cp_async_wait_group(stages - 2)  # k-tile t landed (this thread's "
-            "copies)\n",
-            "",
-        ),
-    ),
+    edited(nb07_solutions.mainloop, "mainloop__no_wait", (nb07_solutions.WAIT, "")),
 )
 TMA_NO_WAIT = (
     "09.ring",
@@ -29,4 +21,3 @@ TMA_NO_WAIT = (
         ("        self.wait_full(full + s, (t // stages) % 2, t, report)\n", ""),
     ),
 )
-TMA_EARLY_RELEASE = ("09.ring", nb09_solutions.ring__early_release)

@@ -192,10 +192,10 @@ def test_the_time_limit_keeps_an_alarm_already_pending():
 
 
 def test_the_sm80_main_loop_without_its_wait_reads_a_stage_in_flight():
-    from course.exercises.solutions import nb07_solutions as s
     from course.exercises.executor_checks import EXECUTOR_CHECKS
+    from tests.planted_mistakes import CP_ASYNC_NO_WAIT
 
-    no_wait = edited(s.mainloop, "mainloop__no_wait", (s.WAIT, ""))
+    _, no_wait = CP_ASYNC_NO_WAIT
     findings = EXECUTOR_CHECKS["07.mainloop"](no_wait, True)
     assert findings[0].status == "fail", findings
     assert hazards.IN_FLIGHT in findings[0].check

@@ -37,12 +37,12 @@ def test_the_ladder_kernel_agrees_with_torch_on_the_executor(case, runs):
     assert any("no hazard" in line for line in r.observed)
 
 
-def test_the_transpose_shows_the_bank_conflicts_the_h100_measured():
+def test_the_transpose_shows_the_bank_conflicts_the_h100_measured(runs):
     """Notebook 05's tile read by columns: 32-way conflicts plain (the H100's Nsight Compute
     count for this access: results/bank_conflicts.json, transpose_rows), none padded or
     swizzled."""
     for layout, way in (("plain", 32.0), ("padded", 1.0), ("swizzled", 1.0)):
-        r = ladder_runs.run_transpose(layout)
+        r = _run(f"smem_transpose.{layout}", runs)
         reads = next(line for line in r.observed if "tile[tx, c]" in line)
         assert (
             (f"({way:.1f}x: bank conflicts)" in reads) if way > 1 else "(conflict-free)" in reads

@@ -323,15 +323,13 @@ def test_cute_and_the_driver_describe_the_same_tensor():
     assert {byte for byte, _ in found.differing} <= {8, 9, 10, 11}, found
 
 
-def _fake_encoder(calls=None):
+def _fake_encoder():
     """A stand-in for the driver with a made-up layout: the address in bytes 0-7, a word of
     settings in bytes 8-11 (swizzle bits 13-14, L2 promotion bits 17-18, OOB fill bit 20),
     the row stride / 16 in bytes 12-15. It refuses a swizzle narrower than the box, as the
     driver does."""
 
     def encode(args):
-        if calls is not None:
-            calls.append(args)
         if tensormap.rule_violations(args):
             raise ValueError("rejected")
         swz = list(tensormap.SWIZZLES.values()).index(args.swizzle)
