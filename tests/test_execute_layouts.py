@@ -174,3 +174,18 @@ def test_bf16_rounding_matches_torch():
 
     x = torch.randn(10_000, generator=torch.Generator().manual_seed(1)) * 1e3
     assert np.array_equal(round_bf16(x.numpy()), x.to(torch.bfloat16).float().numpy())
+
+
+@pytest.mark.parametrize(
+    "bits,base,shift", [(3, 0, 3), (2, 4, 3), (3, 4, -3), (2, 3, -3), (1, 0, -5)]
+)
+def test_the_executors_swizzle_is_the_course_models(bits, base, shift):
+    """Swizzle<B,M,S> moves the B bits M + max(0, S) up onto those M + max(0, -S) up: a
+    negative S moves them up, not down."""
+    from course.execute.static_layout import Swizzle as ExecutorSwizzle
+    from course.models.layout import Swizzle
+
+    offsets = range(1 << (bits + base + abs(shift) + 1))
+    assert [ExecutorSwizzle(bits, base, shift)(x) for x in offsets] == [
+        Swizzle(bits, base, shift)(x) for x in offsets
+    ]

@@ -304,7 +304,7 @@ class Swizzle:
         mask = ((1 << self.bits) - 1) << (self.base + max(self.shift, 0))
         if self.shift >= 0:
             return offset ^ ((offset & mask) >> self.shift)
-        return offset ^ ((offset & (mask >> -self.shift)) << -self.shift)
+        return offset ^ ((offset & mask) << -self.shift)
 
     def __str__(self) -> str:
         return f"S<{self.bits},{self.base},{self.shift}>"
