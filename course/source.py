@@ -132,11 +132,6 @@ def show(obj, region: str | None = None) -> None:
     display_code(excerpt(obj, region))
 
 
-def show_diff(old, new, context: int = 1) -> None:
-    """Show `diff(old, new, context)`, highlighted as a diff."""
-    display_code(diff(old, new, context), "diff")
-
-
 def diff(old, new, context: int = 1) -> str:
     """A unified diff between two functions/classes (their whole excerpts) or strings."""
     a = old if isinstance(old, str) else excerpt(old, dedent=False)

@@ -39,9 +39,7 @@ WARP_THREADS = 32
 THREADS_PER_CTA = WARP_THREADS * (len(EPILOGUE_WARPS) + 2)  # + the TMA and the MMA warp
 EPILOGUE_THREADS = WARP_THREADS * len(EPILOGUE_WARPS)
 
-TMEM_LANES = 128  # rows of tensor memory per SM
 TMEM_COLUMNS = 512  # 32-bit columns per lane
-TMEM_LANES_PER_WARP = 32  # warp w of a warpgroup may access lanes [32*(w%4), 32*(w%4)+32)
 
 # Named barriers (bar.sync id, thread count) -- id 0 is __syncthreads.
 EPILOGUE_SYNC_BARRIER = 1  # the 4 epilogue warps, around each staged TMA store

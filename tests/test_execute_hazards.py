@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from course.execute import Hazard, Unmodelled, hazards, pointer, run
-from course.exercises.learner_code import edited
 from tests import execute_kernels as planted
 
 SEEDS = (0, 1, 2)

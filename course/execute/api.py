@@ -660,7 +660,6 @@ class SmemAllocator:
 
     def _take(self, nbytes: int, align: int) -> int:
         start = -(-self.offset // align) * align
-        cta = machine.warp().cta
         if start + nbytes > machine.SMEM_CAPACITY:
             raise hazards.Hazard(
                 hazards.OUT_OF_BOUNDS,
@@ -670,7 +669,6 @@ class SmemAllocator:
                 hazards.site(3),
             )
         self.offset = start + nbytes
-        cta.smem_used = max(cta.smem_used, self.offset)
         return start
 
     def allocate_tensor(self, element_type, layout, byte_alignment=1, swizzle=None):

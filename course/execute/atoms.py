@@ -68,12 +68,6 @@ class CopyAtom:
     thr_id = property(lambda self: self._attr("thr_id"))
 
     @property
-    def atom_values(self) -> int:
-        """Values one thread moves per instruction."""
-        lay = oracle.attribute(self.atom_recipe, "layout_src_tv")
-        return product(lay.shape[1]) if isinstance(lay.shape, tuple) else 1
-
-    @property
     def atom_recipe(self) -> Recipe:
         return self.recipe
 
@@ -357,11 +351,8 @@ def _call_mask(pred: Tensor | None, calls: int, rows, site) -> np.ndarray:
         return np.ones((len(rows), calls), dtype=bool)
     if not isinstance(pred.iterator, Pointer):
         raise Unmodelled("a predicate that is not a tensor of booleans")
-    values = (
-        pred.values()[rows]
-        if pred.values().shape[0] > 1
-        else np.broadcast_to(pred.values(), (len(rows), pred.size))
-    )
+    held = pred.values()  # one register read: it walks the stack and decodes
+    values = held[rows] if held.shape[0] > 1 else np.broadcast_to(held, (len(rows), pred.size))
     if values.shape[1] != calls:
         if values.shape[1] == 1:
             return np.broadcast_to(values.astype(bool), (len(rows), calls))

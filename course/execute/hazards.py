@@ -92,10 +92,6 @@ class Hazard(Exception):
         where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
         super().__init__(f"{kind}: {detail}{where}")
 
-    @property
-    def message(self) -> str:
-        return str(self)
-
 
 def threads_text(tids, warp_size: int = 32) -> str:
     """'threads 0-127 (warps 0-3)' or 'thread 5 (warp 0, lane 5)'."""

@@ -1,7 +1,7 @@
 """The ladder kernels of notebooks 00-07 run on the CPU executor, one call each.
 
-    from course.execute import ladder
-    r = ladder.run_vector_add(1000)
+    from course.execute import ladder_runs
+    r = ladder_runs.run_vector_add(1000)
     r.ok, r.relative_error, r.observed      # the kernel's own code, run on numpy
 
 Each `run_*` builds the case's inputs from a fixed seed (`inputs(case)`, the same the H100
@@ -140,7 +140,6 @@ def _run_case(
     out_dtype,
     tolerance_dtype,
     seed: int = 0,
-    count_banks: bool = False,
 ) -> LadderRun:
     from kernels.selftest import TOLERANCE
 
@@ -149,7 +148,7 @@ def _run_case(
     start = time.perf_counter()
     observed, hazard = [], None
     try:
-        result = launch(x, out, seed, count_banks)
+        result = launch(x, out, seed)
         for launched in result.launches:
             g, b = launched.grid, launched.block
             ctas, threads = g[0] * g[1] * g[2], b[0] * b[1] * b[2]
@@ -183,7 +182,7 @@ def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
 
     case = _case("vector_add", n=n)
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         return run(
             vector_add.add,
             pointer(x["a"], "a"),
@@ -220,7 +219,7 @@ def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> La
     case = _case("naive_gemm", m=m, n=n, k=k)
     p = CASES[case]
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         gemm = naive_gemm.NaiveGemm(naive_gemm.Config(), "m", "n")
         return _run_gemm(gemm, x, out, p, seed)
 
@@ -234,7 +233,7 @@ def run_copy(variant: str = "tiled", n: int = 4100, seed: int = 0) -> LadderRun:
     case = _case(f"copies.{variant}", n=n)
     cfg = copies.Config(variant=variant)
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         return run(
             copies.copy,
             pointer(x["src"], "src"),
@@ -258,7 +257,7 @@ def run_transpose(layout: str = "swizzled", m: int = 100, n: int = 67, seed: int
     case = _case(f"smem_transpose.{layout}", m=m, n=n)
     p = CASES[case]
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         return run(
             smem_transpose.transpose,
             pointer(x["x"], "in", 4),
@@ -284,7 +283,7 @@ def run_mma_atom(warps: tuple[int, int] = (1, 1), seed: int = 0) -> LadderRun:
     cfg = mma_atom.Config(*warps)
     m, n, _ = cfg.shape_mnk
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         kernels = mma_atom._Kernels(cutlass.BFloat16, cfg)
         return run(
             kernels.gemm,
@@ -324,10 +323,10 @@ def run_sm80_gemm(
     from kernels import sm80_gemm
     from kernels.gemm_host import GemmTypes
 
-    case = _case("sm80_gemm", m=m, n=n, k=k) if (m, n, k) != (129, 264, 72) else "sm80_gemm.ragged"
+    case = _case("sm80_gemm", m=m, n=n, k=k)
     p = CASES[case]
 
-    def launch(x, out, seed, banks):
+    def launch(x, out, seed):
         gemm = sm80_gemm.Sm80Gemm(
             GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
             config or sm80_gemm.Config(),
@@ -340,8 +339,9 @@ def run_sm80_gemm(
 def _case(name: str, **problem) -> str:
     """The case for this problem: a recorded one if it matches, else a new one (not
     recorded on the H100)."""
-    if name in CASES and all(CASES[name].get(k) == v for k, v in problem.items()):
-        return name
+    for recorded in (name, *sorted(c for c in CASES if c.startswith(f"{name}."))):
+        if all(CASES[recorded].get(k) == v for k, v in problem.items()):
+            return recorded
     custom = f"{name}@" + ",".join(f"{k}={v}" for k, v in problem.items())
     CASES[custom] = {**CASES.get(name, {}), **problem}
     return custom

@@ -128,7 +128,6 @@ class Cta:
         self.preempt = launch.options.preempt_chance
         self.epoch = 0
         self._smem: SharedMemory | None = None
-        self.smem_used = 0
         threads = self.dim[0] * self.dim[1] * self.dim[2]
         self.threads = threads
         all_tids = np.arange(threads, dtype=np.int64)

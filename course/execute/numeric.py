@@ -57,14 +57,6 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "float"
 
-    @property
-    def is_integer(self) -> bool:
-        return self.kind in ("int", "uint")
-
-    @property
-    def signed(self) -> bool:
-        return self.kind != "uint"
-
     def __call__(self, value=0):
         """A scalar of this type, converted as CuTe DSL converts it (per lane for a
         per-lane value)."""
@@ -111,15 +103,6 @@ class DType:
         if self.kind in ("int", "uint"):
             return int(stored)
         return stored  # a numpy float32/float16/float64 scalar already
-
-    def encode_one(self, value):
-        if self.name == "BFloat16":
-            return int(f32_to_bf16_bits(np.float32(value)))
-        if self.kind == "bool":
-            return bool(value)
-        if self.kind in ("int", "uint"):
-            return _wrap_int(int(value), self.width, self.kind == "int")
-        return value
 
     def of_decoded(self, value):
         """One decoded value as the scalar kernel code sees (a Python int or bool, or a

@@ -23,7 +23,6 @@ from course.execute.hazards import Unmodelled
 
 ARCH = "sm_90a"  # mma.sync, cp.async and ldmatrix all trace for it
 _CACHE: dict = {}
-_CONVERTED: dict = {}
 
 
 class Recipe:
@@ -44,18 +43,10 @@ class Recipe:
         target = resolve(self.path)
         if not self.args and not self.kwargs and not callable(target):
             return target
-        if not self.args and not self.kwargs and _is_enum_member(self.path):
-            return target
         return target(*to_real(self.args), **to_real(self.kwargs))
 
     def __repr__(self) -> str:
         return f"{self.path}(...)"
-
-
-def _is_enum_member(path: str) -> bool:
-    import enum
-
-    return isinstance(resolve(path), enum.Enum)
 
 
 def resolve(path: str):
@@ -340,4 +331,3 @@ def _pointer_tensor(space: str, dtype: DType, layout):
 def clear() -> None:
     """Forget every answer (tests use it to time a first question)."""
     _CACHE.clear()
-    _CONVERTED.clear()

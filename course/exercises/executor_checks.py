@@ -20,6 +20,7 @@ is a finding "not run" that says a GPU is needed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import types
@@ -75,22 +76,21 @@ def executor_check(exercise_id: str) -> Callable:
     """The executor's run of one exercise: (learner's fn, quick) -> findings."""
 
     def check(fn, quick: bool = True) -> list:
-        from course.exercises.kernel_check import NOT_RUN, Finding, lookup
+        from course.exercises.kernel_check import lookup, not_checked
 
         ex = lookup(exercise_id)
         try:
             translated = _boundary_translator().value(ex.gpu_checks)
             found = translated(fn, quick=True, launching=lambda: None)
         except Unmodelled as exc:
-            return [Finding(CHECK, NOT_RUN, f"not run: {exc}")]
+            return [not_checked(CHECK, f"not run: {exc}")]
         except Hazard as exc:
             return [_hazard_finding(exc)]
         findings = [_renamed(f) for f in found]
         if exercise_id in SPEED_GATED:
             findings.append(
-                Finding(
-                    f"{SPEED_GATED[exercise_id]}",
-                    NOT_RUN,
+                not_checked(
+                    SPEED_GATED[exercise_id],
                     "not measured: speed needs a GPU (the CPU executor checks "
                     "values and hazards only)",
                 )
@@ -105,9 +105,8 @@ EXECUTOR_CHECKS: dict[str, Callable] = {id: executor_check(id) for id in EXERCIS
 
 
 def _renamed(f):
-    from course.exercises.kernel_check import Finding
-
-    return Finding(f"{CHECK}: {f.check}", f.status, f.detail, f.hint)
+    """A finding of the exercise's GPU checks, made by a run on the executor."""
+    return dataclasses.replace(f, check=f"{CHECK}: {f.check}", ran=True)
 
 
 def _hazard_finding(exc: Hazard):
@@ -117,7 +116,7 @@ def _hazard_finding(exc: Hazard):
     hint = HAZARD_HINTS.get(exc.kind, "")
     if exc.kind == hazards.UNINITIALISED and "accumulator" not in exc.detail:
         hint = OPERAND_NOT_LOADED
-    return failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint)
+    return dataclasses.replace(failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint), ran=True)
 
 
 # ---------------------------------------------------------------- the GPU boundary, on the CPU
@@ -249,18 +248,11 @@ _DEVICE_FUNCTIONS = {
 def _on_cpu(value):
     if isinstance(value, str) and value.startswith("cuda"):
         return "cpu"
-    try:
-        import torch
+    import torch
 
-        if isinstance(value, torch.device) and value.type == "cuda":
-            return torch.device("cpu")
-    except ImportError:
-        pass
+    if isinstance(value, torch.device) and value.type == "cuda":
+        return torch.device("cpu")
     return value
-
-
-class _CudaOnCpu(types.SimpleNamespace):
-    """torch.cuda where there is none to wait for."""
 
 
 def _torch_on_cpu():
@@ -284,7 +276,7 @@ def _torch_on_cpu():
             return value
 
     mod = TorchOnCpu("torch")
-    mod.cuda = _CudaOnCpu(
+    mod.cuda = types.SimpleNamespace(  # torch.cuda where there is none to wait for
         synchronize=lambda *a, **k: None,
         get_device_capability=lambda *a, **k: (9, 0),
         is_available=lambda: False,

@@ -261,14 +261,16 @@ def judge_output(
     edge_hint: str = "",
     tile: tuple | None = None,
     period: int | None = None,
-    candidates: tuple = (),
+    candidates=(),
 ) -> Finding:
     """Compare a kernel's output with a torch reference. A wrong output is described as
     observed first (course.exercises.mismatch: unwritten, past the end, the ragged edge,
     scaled, transposed, a block repeated, a known wrong formula); the hint is then the one
     for that observation: `candidates` are (name, tensor, hint) of known wrong formulas,
     `wrong_hint` a string or a dict {pattern: hint} ("values" for anything else), and
-    `edge_hint` is for writes past the end and wrong values only at the edge."""
+    `edge_hint` is for writes past the end and wrong values only at the edge. `wrong_hint`
+    and `candidates` may be given as functions of no arguments: they cost a reference
+    computation each and are only needed for an output that is wrong."""
     import torch
 
     from course.exercises.mismatch import observe
@@ -287,6 +289,8 @@ def judge_output(
     tol = TOLERANCE[out.dtype]
     if err <= tol:
         return Finding(check, PASS, f"relative error {err:.1e}")
+    wrong_hint = wrong_hint() if callable(wrong_hint) else wrong_hint
+    candidates = candidates() if callable(candidates) else candidates
     seen = observe(
         out,
         ref,
@@ -324,17 +328,18 @@ def gemm_findings(
         out, buffer = guarded_output((m, n), dtype)
         gemm.run(a, b, out, config)
         torch.cuda.synchronize()
-        hint = wrong_hint(a, b, out) if callable(wrong_hint) else wrong_hint
         findings.append(
             judge_output(
                 f"{m}x{n}x{k} {str(dtype)[6:]} against torch",
                 out,
                 a.double() @ b.double().T,
                 buffer,
-                wrong_hint=hint,
+                wrong_hint=(lambda a=a, b=b, out=out: wrong_hint(a, b, out))
+                if callable(wrong_hint)
+                else wrong_hint,
                 edge_hint=edge_hint,
                 tile=_tile(config),
-                candidates=_k_tiles_missed(a, b, config),
+                candidates=lambda a=a, b=b: _k_tiles_missed(a, b, config),
             )
         )
     return findings

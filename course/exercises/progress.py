@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course import ROOT
-from course.exercises.verdicts import VERDICTS, WRONG
+from course.exercises.verdicts import WRONG
 from course.runtime.results import checkout_version
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 FILE_NAME = "progress.jsonl"
 DEFAULT_FILE = Path("~") / ".course" / FILE_NAME
 HINT_CHARS = 200  # enough to tell mistakes apart, short enough to group them
-VERDICT_WORDS = VERDICTS  # right, wrong, not proven, not answered
 
 
 def record(verdict: Verdict) -> None:

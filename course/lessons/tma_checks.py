@@ -120,5 +120,6 @@ def store_instructions(arch: str):
     art = _tma().artifacts(arch, "store")
     for pattern in (r"fence\.proxy", r"cp\.async\.bulk\.tensor", r"commit_group", r"wait_group"):
         print("    " + "\n    ".join(art.ptx_lines(pattern)))
-    print("SASS:", {op: art.sass().count(op) for op in ("UTMASTG", "FENCE", "STS")})
+    sass = art.sass()  # nvdisasm once, not once per opcode
+    print("SASS:", {op: sass.count(op) for op in ("UTMASTG", "FENCE", "STS")})
     return art

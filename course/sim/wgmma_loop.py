@@ -28,6 +28,7 @@ group left in flight when the next k-tile is issued).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import random
 import threading
@@ -462,6 +463,12 @@ class ModelSelf:
 # ------------------------------------------------------------------ running it
 
 
+@functools.lru_cache(maxsize=64)
+def _waits_for_groups(mainloop) -> bool:
+    """Does the code call wait_group at all? (Read once per function, not once per run.)"""
+    return "wait_group" in inspect.getsource(inspect.unwrap(mainloop))
+
+
 def run(mainloop, cfg, k_tiles: int, seed: int = 0, k_blocks: int = 4) -> Outcome:
     """One random interleaving of `mainloop` run by every consumer warp of a CTA of
     kernels.wgmma_gemm with Config `cfg`, over `k_tiles` k-tiles of `k_blocks` k-blocks."""
@@ -472,7 +479,7 @@ def run(mainloop, cfg, k_tiles: int, seed: int = 0, k_blocks: int = 4) -> Outcom
         warps_n,
         k_blocks,
         tx_bytes=2,
-        code_waits="wait_group" in inspect.getsource(inspect.unwrap(mainloop)),
+        code_waits=_waits_for_groups(mainloop),
     )
     parked = threading.Semaphore(0)
     warps = [Warp(w, parked) for w in range(warps_n)]

@@ -51,7 +51,7 @@ for line in sys.stdin:           # "again": run the kernel once more and answer
 """
 
 
-def _start(learner: str, env: dict, mode: str, root: Path) -> subprocess.Popen:
+def _start(env: dict, mode: str, root: Path) -> subprocess.Popen:
     full = {
         **os.environ,
         **env,
@@ -69,7 +69,7 @@ def _start(learner: str, env: dict, mode: str, root: Path) -> subprocess.Popen:
     )
 
 
-def _hello(proc: subprocess.Popen, timeout_s: float = 180) -> dict:
+def _hello(proc: subprocess.Popen) -> dict:
     line = proc.stdout.readline()
     if not line:
         raise RuntimeError(f"a learner's process said nothing: {proc.stderr.read()[-800:]}")
@@ -111,7 +111,7 @@ def check(learners: int = 4, root: Path | None = None) -> dict:
         share, active, procs, seen = GpuShare(state, gpus), set(), {}, {}
         for name in names:  # each logs in while the earlier ones are still working
             env = share.environment_for(name, active)
-            procs[name] = _start(name, env, "stay", root)
+            procs[name] = _start(env, "stay", root)
             seen[name] = {
                 **_hello(procs[name]),
                 "assigned": env["CUDA_VISIBLE_DEVICES"],
@@ -123,8 +123,8 @@ def check(learners: int = 4, root: Path | None = None) -> dict:
         # one learner hangs a kernel, another crashes; the rest must still answer
         hang_env = share.environment_for("hanger", active)
         crash_env = share.environment_for("crasher", active | {"hanger"})
-        hanger = _start("hanger", hang_env, "hang", root)
-        crasher = _start("crasher", crash_env, "crash", root)
+        hanger = _start(hang_env, "hang", root)
+        crasher = _start(crash_env, "crash", root)
         hang_hello, crash_hello = _hello(hanger), _hello(crasher)
         crasher.wait(60)
         time.sleep(2)
