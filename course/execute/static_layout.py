@@ -14,61 +14,18 @@ edge of a tensor addresses memory past it, as on the GPU).
 
 from __future__ import annotations
 
-import math
-from typing import Any
 
 import numpy as np
 
 from course.execute.lanes import Lanes
-
-
-class LayoutError(ValueError):
-    """A coordinate or shape the layout cannot take."""
-
-
-def leaves(t: Any) -> list:
-    """The leaves of a nested tuple, in order."""
-    if isinstance(t, tuple):
-        return [leaf for e in t for leaf in leaves(e)]
-    return [t]
-
-
-def product(t: Any) -> int:
-    if isinstance(t, tuple):
-        return math.prod(product(e) for e in t)
-    return int(t)
-
-
-def depth(t: Any) -> int:
-    return 1 + max((depth(e) for e in t), default=0) if isinstance(t, tuple) else 0
-
-
-def compact_col_major(shape: Any, current: int = 1):
-    """CuTe's default strides: the first mode fastest."""
-    if isinstance(shape, tuple):
-        out = []
-        for s in shape:
-            out.append(compact_col_major(s, current))
-            current *= product(s)
-        return tuple(out)
-    return 0 if shape == 1 else current  # CuTe gives a mode of size 1 stride 0
+from course.models.layout import LayoutError, compact_col_major, congruent, idx2crd, product
+from course.models.layout import _fmt as fmt  # CuTe's way of writing a shape: (4,(2,8))
+from course.models.layout import flatten as leaves
 
 
 def _check_congruent(shape, stride) -> None:
-    if isinstance(shape, tuple) != isinstance(stride, tuple) or (
-        isinstance(shape, tuple) and len(shape) != len(stride)
-    ):
+    if not congruent(shape, stride):
         raise LayoutError(f"shape {shape} and stride {stride} differ in structure")
-    if isinstance(shape, tuple):
-        for s, d in zip(shape, stride):
-            _check_congruent(s, d)
-
-
-def fmt(t: Any) -> str:
-    """CuTe's way of writing a shape or stride: (4,(2,8))."""
-    if isinstance(t, tuple):
-        return "(" + ",".join(fmt(e) for e in t) + ")"
-    return str(t)
 
 
 class Layout:
@@ -240,21 +197,6 @@ def _ints(t):
         return int(t)
     except (TypeError, ValueError):
         raise LayoutError(f"{t!r} is not a static integer") from None
-
-
-def idx2crd(i: int, shape):
-    """CuTe's idx2crd: colexicographic, the last mode unbounded."""
-    if not isinstance(shape, tuple):
-        return i
-    out = []
-    for k, s in enumerate(shape):
-        n = product(s)
-        if k == len(shape) - 1:
-            out.append(idx2crd(i, s))
-        else:
-            out.append(idx2crd(i % n, s))
-            i //= n
-    return tuple(out)
 
 
 def _crd_offset(crd, shape, stride):
