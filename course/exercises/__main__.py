@@ -43,11 +43,7 @@ def as_expected(case: solutions.Case, report: kernel_check.Report, live: bool) -
 def runs_live(ex: kernel_check.KernelExercise) -> bool:
     """Does this machine run the exercise's kernel: on a GPU that can, or else on the
     course's CPU executor (notebooks 01-07)?"""
-    from course.runtime.hardware import machine
-
-    if ex.gpu_checks is None:
-        return False
-    return machine().can(ex.needs) or ex.id in kernel_check.executor_exercises()
+    return kernel_check.runner_for(ex) is not None
 
 
 def verify(ids: list[str], sanitize: bool | None, rows: list[dict] | None = None) -> list[dict]:

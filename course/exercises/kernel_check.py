@@ -257,21 +257,15 @@ def run_checks(
             findings.extend(_as_findings(_guarded(cpu_check.__name__, cpu_check, compiled)))
     as_shipped = ex.shipped is not None and code.same_statements(ex.shipped)
     if not as_shipped:  # the shipped code is not run: its mistakes may hang the GPU
-        broken = any(f.status == FAIL for f in findings)
-        findings.extend(
-            _live_findings(
-                ex,
-                code,
-                compiled is not None and not broken,
-                sanitize,
-                gpu,
-                why_not="fix what the checks above found first: "
-                "a kernel they find broken may hang the GPU"
-                if broken
-                else "it did not compile",
-                executor=executor,
+        if compiled is None:
+            blocked = "it did not compile"
+        elif any(f.status == FAIL for f in findings):
+            blocked = (
+                "fix what the checks above found first: a kernel they find broken may hang the GPU"
             )
-        )
+        else:
+            blocked = None
+        findings.extend(_live_findings(ex, code, blocked, sanitize, gpu, executor))
     return Report(tuple(findings), as_shipped=as_shipped)
 
 
@@ -331,15 +325,29 @@ def _executor_findings(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
     return EXECUTOR_CHECKS[ex.id](code.load(), True)
 
 
+def runner_for(ex: KernelExercise, gpu: bool | None = None, executor: bool | None = None):
+    """Where this machine runs the exercise's kernel: "gpu" (one that can), "executor" (the
+    course's CPU executor, notebooks 01-07), or None (compiled, not run)."""
+    from course.runtime.hardware import machine
+
+    if ex.gpu_checks is None:
+        return None
+    if gpu is not False and machine().can(ex.needs):
+        return "gpu"
+    if executor is not False and ex.id in executor_exercises():
+        return "executor"
+    return None
+
+
 def _live_findings(
     ex: KernelExercise,
     code: LearnerCode,
-    compiled_ok: bool,
+    blocked: str | None,
     sanitize: bool | None,
     gpu: bool | None,
-    why_not: str = "it did not compile",
     executor: bool | None = None,
 ) -> list[Finding]:
+    """The run of the kernel, where this machine has one; `blocked` says why not to run it."""
     from course.runtime.hardware import machine
 
     what = "run on the GPU against torch"
@@ -351,16 +359,17 @@ def _live_findings(
                 f"checker compiles it and reads its PTX but has no run of it",
             )
         ]
-    m = machine()
-    if gpu is False or not m.can(ex.needs):
+    if blocked:
+        return [not_checked(what, f"not run: {blocked}")]
+    runner = runner_for(ex, gpu, executor)
+    if runner != "gpu":
+        m = machine()
         why = (
             "asked not to"
             if gpu is False
-            else (f"it needs {ex.needs}; this machine is {m.describe()}")
+            else f"it needs {ex.needs}; this machine is {m.describe()}"
         )
-        if not compiled_ok:
-            return [not_checked(what, f"not run: {why_not}")]
-        if executor is not False and ex.id in executor_exercises():
+        if runner == "executor":
             return _executor_findings(ex, code) + [
                 not_checked(
                     what,
@@ -369,8 +378,6 @@ def _live_findings(
                 )
             ]
         return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
-    if not compiled_ok:
-        return [not_checked(what, f"not run: {why_not}")]
     from course.exercises import gpu_run
 
     findings = gpu_run.in_child(ex, code)
