@@ -32,7 +32,7 @@ from course.exercises.kernel_check import (
     failed,
     lookup,
 )
-from course.exercises.learner_code import PREAMBLE, LearnerCode
+from course.exercises.learner_code import LearnerCode, source_in_file
 
 GUARD = 256  # elements after the output that no kernel may write
 HANG_HINT = (
@@ -408,7 +408,7 @@ def _short(exc: BaseException) -> str:
 def main(argv: list[str]) -> int:
     """The sanitizer's subprocess: run the checks once, in this process."""
     id, path, name = argv[:3]
-    source = Path(path).read_text().removeprefix(PREAMBLE).lstrip("\n")
+    source = source_in_file(path)
     rows = _child_checks(id, name, source, "--quick" in argv)
     for row in rows:
         print(Finding(*row).line())

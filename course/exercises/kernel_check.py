@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
-from course.exercises.learner_code import PREAMBLE, LearnerCode, NotALearnerFunction
+from course.exercises.learner_code import FIRST_LINE, LearnerCode, NotALearnerFunction
 from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
@@ -437,10 +437,9 @@ def error_text(exc: BaseException, code: LearnerCode | None = None, lines: int =
     learner's module file replaced by "your code, line N" (counted from the def)."""
     text = _ANSI.sub("", f"{type(exc).__name__}: {exc}")
     if code is not None:
-        first = len(PREAMBLE.splitlines()) + 3  # the function's first line in the module file
         text = re.sub(
             rf"\S*{re.escape(code.path().name)}:(\d+)(:\d+)?",
-            lambda m: f"your code, line {int(m.group(1)) - first + 1}",
+            lambda m: f"your code, line {int(m.group(1)) - FIRST_LINE + 1}",
             text,
         )
     kept = [

@@ -35,6 +35,9 @@ import cutlass.pipeline as pipeline
 from cutlass import Constexpr, Float32, Int32, const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync, warp
 """
+HEADER = PREAMBLE + "\n\n"  # what stands above the learner's function in its module file
+FIRST_LINE = HEADER.count("\n") + 1  # the function's first line in that file
+
 CODE_DIR = Path(tempfile.gettempdir()) / "course-exercises"
 
 
@@ -84,7 +87,7 @@ class LearnerCode:
         CODE_DIR.mkdir(parents=True, exist_ok=True)
         path = CODE_DIR / f"learner_{self.name}_{self.digest}.py"
         if not path.exists():
-            path.write_text(PREAMBLE + "\n\n" + self.source)
+            path.write_text(HEADER + self.source)
         return path
 
     def load(self):
@@ -98,6 +101,11 @@ class LearnerCode:
             sys.modules[module_name] = module  # CuTe DSL looks the module up while tracing
             spec.loader.exec_module(module)
         return _function(module, self.name)
+
+
+def source_in_file(path) -> str:
+    """The learner's source back from the module file `path()` wrote."""
+    return Path(path).read_text().removeprefix(HEADER)
 
 
 def function_source(fn) -> str:
