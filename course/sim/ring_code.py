@@ -41,10 +41,10 @@ from course.sim.ring_cta import (
     start_read,
 )
 from course.sim.warp_threads import (
+    error_verdict,
     PLAIN_NAMES,
     Unmodelled,
     Warp,
-    library_frame,
     python_version,
     stop_all,
 )
@@ -238,7 +238,7 @@ def _schedule(cta: Cta, warps: list[Warp], rng: random.Random) -> Verdict:
     for _ in range(MAX_STEPS):
         failed = next((w for w in warps if w.error is not None), None)
         if failed is not None:
-            return _error_verdict(failed)
+            return error_verdict(failed, "the ring")
         live = [w for w in warps if not w.done]
         if not live and not cta.in_flight:
             return finished(cta)
@@ -291,20 +291,6 @@ def _take(cta: Cta, op):
         cta.waited[op[4]].add(op[1])
         return None
     return op[1]()
-
-
-def _error_verdict(warp: Warp) -> Verdict:
-    exc = warp.error
-    if isinstance(exc, Found):
-        return exc.verdict
-    if isinstance(exc, Unmodelled):
-        return Verdict("unmodelled", f"the CPU model of the ring does not know {exc}")
-    library = library_frame(exc)
-    if library:  # a CuTe DSL call the model does not stand in for got the model's values
-        return Verdict("unmodelled", f"the CPU model of the ring cannot run {library}")
-    return Verdict(
-        "misuse", f"warp {warp.index} raised {type(exc).__name__}: {exc}", "runs as plain Python"
-    )
 
 
 def verdict(

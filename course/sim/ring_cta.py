@@ -13,27 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course.models.mbarrier import MBarrier, MBarrierError
-
-OK = "ok"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one run (or the first failing run of a sweep) found."""
-
-    kind: str  # "ok", "deadlock", "race", "misuse", or "unmodelled" (the model cannot tell)
-    detail: str = ""
-    mistake: str = ""  # the likely mistake, in the words a hint uses ("" when ok)
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == OK
-
-
-class Found(Exception):
-    def __init__(self, kind: str, detail: str, mistake: str):
-        super().__init__(detail)
-        self.verdict = Verdict(kind, detail, mistake)
+from course.sim.warp_threads import OK, Found, Verdict  # noqa: F401 -- the ring model's verdicts
 
 
 class Barriers:

@@ -17,8 +17,33 @@ import functools
 import inspect
 import textwrap
 import threading
+from dataclasses import dataclass
 
 LANES = 32
+
+
+OK = "ok"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one run (or the first failing run of a sweep) of a model found."""
+
+    kind: str  # "ok", "deadlock", "race", "misuse", "serialised" or "unmodelled"
+    detail: str = ""
+    mistake: str = ""  # the likely mistake, in the words a hint uses ("" when ok)
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == OK
+
+
+class Found(Exception):
+    """A problem a model's step found: raised in the warp, handed to the run."""
+
+    def __init__(self, kind: str, detail: str, mistake: str):
+        super().__init__(detail)
+        self.verdict = Verdict(kind, detail, mistake)
 
 
 class Stop(BaseException):
@@ -166,3 +191,23 @@ def source_line(exc: BaseException, fn) -> int | None:
             line = tb.tb_lineno - first + 1
         tb = tb.tb_next
     return line
+
+
+def error_verdict(warp: Warp, model: str, fn=None) -> Verdict:
+    """What a warp's exception means: a problem the model found, a call it does not model,
+    or the learner's Python failing (with the line of `fn` it failed at, where known)."""
+    exc = warp.error
+    if isinstance(exc, Found):
+        return exc.verdict
+    if isinstance(exc, Unmodelled):
+        return Verdict("unmodelled", f"the CPU model of {model} does not know {exc}")
+    library = library_frame(exc)
+    if library:  # a CuTe DSL call the model does not stand in for got the model's values
+        return Verdict("unmodelled", f"the CPU model of {model} cannot run {library}")
+    line = source_line(exc, fn) if fn is not None else None
+    return Verdict(
+        "misuse",
+        f"warp {warp.index} raised {type(exc).__name__}: {exc}"
+        + (f" (line {line} of your method)" if line else ""),
+        "runs as plain Python",
+    )

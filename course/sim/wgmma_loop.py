@@ -23,7 +23,7 @@ wgmmas never committed, the accumulator used without a fence, a deadlock (who wa
 for which parity), k-blocks multiplied twice or never, or the tensor cores serialised (no
 group left in flight when the next k-tile is issued).
 
-    run(mainloop, Config(), k_tiles=5, seed=0)   ->  Outcome("ok", ...)
+    run(mainloop, Config(), k_tiles=5, seed=0)   ->  Verdict("ok", ...)
 """
 
 from __future__ import annotations
@@ -36,40 +36,24 @@ from dataclasses import dataclass, field
 
 from course.models.mbarrier import MBarrier, MBarrierError, PipelineState
 from course.sim.warp_threads import (
+    OK,
     PLAIN_NAMES,
+    Found,
     Unmodelled,
+    Verdict,
     Warp,
-    library_frame,
+    error_verdict,
     python_version,
-    source_line,
     stop_all,
 )
 
 MAX_STEPS = 400_000
-OK = "ok"
 ISA_FENCE = (
     "the PTX ISA: wgmma.fence must come before the first wgmma.mma_async of a "
     "warpgroup, and between any other access to the accumulator registers and a "
     "wgmma.mma_async that uses them (wgmmas of the same shape accumulating into the "
     "same registers need none between them)"
 )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    kind: str  # "ok", "race", "deadlock", "misuse", "serialised", "unmodelled"
-    detail: str = ""
-    mistake: str = ""  # a key of the checker's hints ("" when ok)
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == OK
-
-
-class Found(Exception):
-    def __init__(self, kind: str, detail: str, mistake: str):
-        super().__init__(detail)
-        self.outcome = Outcome(kind, detail, mistake)
 
 
 # ------------------------------------------------------------------ the CTA's state
@@ -285,7 +269,7 @@ class Cta:
             )
         st.committed = []
 
-    def verdict(self) -> Outcome:
+    def verdict(self) -> Verdict:
         want = [(t, kb) for t in range(self.k_tiles) for kb in range(self.k_blocks)]
         for w, st in enumerate(self.warps):
             got = sorted(st.products)
@@ -297,26 +281,26 @@ class Cta:
                     if twice
                     else f"never multiplied (k-tile, k-block) {never[0]}"
                 )
-                return Outcome(
+                return Verdict(
                     "misuse",
                     f"warp {w} {what}: every k-block of every k-tile "
                     f"goes into the accumulator exactly once",
                     "every k-block",
                 )
         if sorted(self.loaded) != list(range(self.k_tiles)):
-            return Outcome(
+            return Verdict(
                 "misuse", f"the k-tiles loaded were {sorted(self.loaded)}", "every k-tile"
             )
         st = self.warps[0]
         if st.first_idle is not None:
-            return Outcome(
+            return Verdict(
                 "serialised",
                 f"warp 0 issued k-tile {st.first_idle}'s wgmmas only "
                 f"after every earlier group had completed: nothing was left in "
                 f"flight while it issued them",
                 "serialises",
             )
-        return Outcome(
+        return Verdict(
             OK,
             f"{len(self.warps)} warps, {self.stages} stages, {self.k_tiles} "
             f"k-tiles: every k-block multiplied once, no stage read early or "
@@ -469,7 +453,7 @@ def _waits_for_groups(mainloop) -> bool:
     return "wait_group" in inspect.getsource(inspect.unwrap(mainloop))
 
 
-def run(mainloop, cfg, k_tiles: int, seed: int = 0, k_blocks: int = 4) -> Outcome:
+def run(mainloop, cfg, k_tiles: int, seed: int = 0, k_blocks: int = 4) -> Verdict:
     """One random interleaving of `mainloop` run by every consumer warp of a CTA of
     kernels.wgmma_gemm with Config `cfg`, over `k_tiles` k-tiles of `k_blocks` k-blocks."""
     warps_n = cfg.threads // 32
@@ -524,11 +508,11 @@ def _warp_program(body, warp: Warp, cfg, k_tiles: int, k_blocks: int):
     warp.step(("act", lambda cta: cta.finish(warp.index)))
 
 
-def _schedule(cta: Cta, warps: list[Warp], rng: random.Random, fn) -> Outcome:
+def _schedule(cta: Cta, warps: list[Warp], rng: random.Random, fn) -> Verdict:
     for _ in range(MAX_STEPS):
         failed = next((w for w in warps if w.error is not None), None)
         if failed is not None:
-            return _error_outcome(failed, fn)
+            return error_verdict(failed, "the main loop", fn)
         live = [w for w in warps if not w.done]
         if not live and not cta.in_flight:
             return cta.verdict()
@@ -543,8 +527,8 @@ def _schedule(cta: Cta, warps: list[Warp], rng: random.Random, fn) -> Outcome:
             else:
                 x.take(_take(cta, x))
         except Found as found:
-            return found.outcome
-    return Outcome("deadlock", f"no progress after {MAX_STEPS} steps", "deadlock")
+            return found.verdict
+    return Verdict("deadlock", f"no progress after {MAX_STEPS} steps", "deadlock")
 
 
 def _barrier(cta: Cta, op) -> MBarrier:
@@ -565,7 +549,7 @@ def _take(cta: Cta, warp: Warp):
     return op[1](cta)
 
 
-def _deadlock(cta: Cta, live: list[Warp]) -> Outcome:
+def _deadlock(cta: Cta, live: list[Warp]) -> Verdict:
     lines = []
     for w in live[:2]:
         kind, name, stage, parity = w.pending
@@ -579,34 +563,16 @@ def _deadlock(cta: Cta, live: list[Warp]) -> Outcome:
             f"warp {w.index} waits on {bar.name} {role}, for parity {parity}, but {bar.describe()}"
         )
     empty_waits = [w for w in live if w.pending[1] == "empty"]
-    return Outcome(
+    return Verdict(
         "deadlock",
         "; ".join(lines) + ("; ..." if len(live) > 2 else ""),
         "missing release" if empty_waits else "deadlock",
     )
 
 
-def _error_outcome(warp: Warp, fn) -> Outcome:
-    exc = warp.error
-    if isinstance(exc, Found):
-        return exc.outcome
-    if isinstance(exc, Unmodelled):
-        return Outcome("unmodelled", f"the CPU model of the main loop does not know {exc}")
-    library = library_frame(exc)
-    if library:
-        return Outcome("unmodelled", f"the CPU model of the main loop cannot run {library}")
-    line = source_line(exc, fn)
-    return Outcome(
-        "misuse",
-        f"warp {warp.index} raised {type(exc).__name__}: {exc}"
-        + (f" (line {line} of your method)" if line else ""),
-        "runs as plain Python",
-    )
-
-
 def sweep(
     mainloop, cfg=None, stages_list=(2, 3, 4), k_tiles_list=(1, 2, 5, 9), seeds: int = 3
-) -> Outcome:
+) -> Verdict:
     """run() over ring depths, lengths and interleavings: the first problem, or ok."""
     from dataclasses import replace
 
@@ -618,10 +584,10 @@ def sweep(
             for seed in range(seeds):
                 out = run(mainloop, replace(base, stages=stages), k_tiles, seed)
                 if not out.ok:
-                    return Outcome(
+                    return Verdict(
                         out.kind, f"{stages} stages, {k_tiles} k-tile(s): {out.detail}", out.mistake
                     )
-    return Outcome(
+    return Verdict(
         OK,
         f"no race, no deadlock, every k-block multiplied once, over "
         f"{len(stages_list)} ring depths x {len(k_tiles_list)} lengths x "
