@@ -46,7 +46,7 @@ LABELS = {
     WRONG: "wrong (not solved yet)",
     UNANSWERED: "not answered",
 }
-SOLVED, TRIED = MARKS["right"], MARKS["wrong"]
+SOLVED, TRIED = MARKS[RIGHT], MARKS[WRONG]
 MOST_COMMON = 5  # wrong answers per exercise in the printed report
 # folders that never hold a progress file: skipped when searching a whole /home
 SKIP_DIRS = {
@@ -264,7 +264,7 @@ def wrong_answers(progress: ClassProgress) -> dict[str, list[WrongAnswer]]:
     """Each exercise's wrong answers grouped by hint, most common first."""
     times, who = Counter(), defaultdict(set)
     for a in progress.attempts:
-        if a.verdict == "wrong":
+        if a.verdict == WRONG:
             times[a.exercise, a.hint] += 1
             who[a.exercise, a.hint].add(a.learner)
     grouped = {}

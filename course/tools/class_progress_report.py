@@ -17,6 +17,7 @@ from matplotlib.figure import Figure  # no pyplot: works in any backend, and hea
 from matplotlib.ticker import MaxNLocator
 
 from course import ROOT
+from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
 from course.tools.class_progress import (
     LABELS,
     VERDICTS,
@@ -27,12 +28,7 @@ from course.tools.class_progress import (
     markdown_report,
 )
 
-COLOURS = {
-    "right": "#2e7d32",
-    "not proven": "#1565c0",
-    "wrong": "#e65100",
-    "not answered": "#9e9e9e",
-}
+COLOURS = {RIGHT: "#2e7d32", UNPROVEN: "#1565c0", WRONG: "#e65100", UNANSWERED: "#9e9e9e"}
 DEFAULT_OUT = ROOT / "build" / "classroom"
 
 

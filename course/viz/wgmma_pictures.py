@@ -73,13 +73,14 @@ def group_timeline(sched=None):
             for x in s.warpgroup
         ],
     )
+    issued = {x.k_tile: x.start for x in s.warpgroup if x.what == "issue"}
     cores = Row("tensor cores", [Bar(g.start, g.end, "mma", f"group {g.k_tile}") for g in s.groups])
     stages = [
         Row(
             f"smem stage {st}",
             [
                 Bar(
-                    s.warpgroup[[x.k_tile for x in s.warpgroup].index(t)].start,
+                    issued[t],
                     s.released[t],
                     "read",
                     f"k-tile {t}",
