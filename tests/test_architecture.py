@@ -4,11 +4,11 @@ Every import statement is read from the source (also those inside functions), so
 import cannot hide a dependency that points the wrong way.
 """
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from course.tools.ladder_table import imports
 from kernels import ladder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,23 +41,6 @@ LAYERS = {
     "tools": (None, True),  # anything
 }
 MAX_TOP_LEVEL_MODULES = 8
-
-
-def imports(path: Path) -> set[str]:
-    """Every module name `path` imports, absolute (relative imports resolved)."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            names.add(base)
-            names |= {f"{base}.{a.name}" for a in node.names}
-    return names
 
 
 def course_layer(module: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from course import ROOT
 from kernels import ladder
@@ -18,18 +19,30 @@ ARCHITECTURE = ROOT / "ARCHITECTURE.md"
 START, END = "<!-- ladder-table:start -->", "<!-- ladder-table:end -->"
 
 
+def imports(path: Path) -> set[str]:
+    """Every module name `path` imports, absolute (relative imports resolved)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names |= {f"{base}.{a.name}" for a in node.names}
+    return names
+
+
 def builds_on(module: str) -> list[str]:
     """The step modules that kernels/<module>.py imports, in ladder order."""
-    named = set()
-    for node in ast.walk(ast.parse((ROOT / "kernels" / f"{module}.py").read_text())):
-        if isinstance(node, ast.Import):
-            named |= {a.name.split(".")[1] for a in node.names if a.name.startswith("kernels.")}
-        elif isinstance(node, ast.ImportFrom):
-            base = (node.module or "").split(".")
-            if node.level == 0 and base[0] != "kernels":
-                continue
-            inside = base[1:] if node.level == 0 else base  # the part below kernels/
-            named |= {inside[0]} if inside and inside[0] else {a.name for a in node.names}
+    named = {
+        name.split(".")[1]
+        for name in imports(ROOT / "kernels" / f"{module}.py")
+        if name.startswith("kernels.")
+    }
     return [s.module for s in ladder.in_order() if s.module in named and s.module != module]
 
 
