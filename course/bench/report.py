@@ -32,7 +32,8 @@ def pct_of_cublas(r: dict) -> float:
     return r["pct_of_cublas"]  # a record that kept only its percentage
 
 
-def _side(pct: float, control_pct) -> str:
+def side(pct: float, control_pct) -> str:
+    """Where `pct` lies against the control's (median, lowest, highest) round."""
     if pct > control_pct[2]:
         return "above"
     if pct < control_pct[1]:
@@ -51,7 +52,7 @@ def standing(pct: float, rounds_pct, control_pct) -> str:
     unsteady to tell (a disturbed round, a clock that changed between rounds)."""
     if not rounds_pct or not control_pct:
         return "no control"
-    sides = {_side(pct, control_pct), _side(rounds_pct[0], control_pct)}
+    sides = {side(pct, control_pct), side(rounds_pct[0], control_pct)}
     return STANDINGS[sides.pop()] if len(sides) == 1 else DISAGREE
 
 

@@ -7,16 +7,15 @@ Every row comes from results/gemm.json through the same printer the live cells u
 
 from __future__ import annotations
 
-from course.bench.report import DISAGREE, STANDINGS, pct_of_cublas, row_standing
+from course.bench.report import DISAGREE, STANDINGS, pct_of_cublas, row_standing, side
 from course.lessons import gemm_lesson, ladder
+from course.models.gemm_model import Gemm
 from course.runtime import results
-
-FLOP_PER_MAC = 2
 
 
 def _flop(problem: str) -> int:
     m, n, k = (int(x) for x in problem.split()[0].split("x"))
-    return FLOP_PER_MAC * m * n * k
+    return Gemm(m, n, k).flops
 
 
 def explain(row: dict, rec: results.Record | None = None) -> None:
@@ -79,11 +78,12 @@ def explain(row: dict, rec: results.Record | None = None) -> None:
 def _why(pct: float, rounds, control) -> str:
     lo, hi = control[1], control[2]
     both = f"{pct:.1f}% and the median round {rounds[0]:.1f}%"
-    if pct < lo and rounds[0] < lo:
+    sides = {side(pct, control), side(rounds[0], control)}
+    if sides == {"below"}:
         return f"{both} both lie below {lo:.1f}%, the control's lowest round"
-    if pct > hi and rounds[0] > hi:
+    if sides == {"above"}:
         return f"{both} both lie above {hi:.1f}%, the control's highest round"
-    if lo <= pct <= hi and lo <= rounds[0] <= hi:
+    if sides == {"level"}:
         return f"{both} both lie inside the control's {lo:.1f}-{hi:.1f}%"
     return (
         f"{both} fall on different sides of the control's {lo:.1f}-{hi:.1f}%: some "
