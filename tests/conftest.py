@@ -20,3 +20,27 @@ def cpu_results(tmp_path, monkeypatch):
         )
 
     return bring
+
+
+_CPU_REPORTS: dict = {}
+
+
+@pytest.fixture
+def cpu_reports_shared(monkeypatch):
+    """kernel_check.run_checks without a GPU run, remembered for the session: the tests that
+    check the same solution (tests/test_kernel_exercises.py, tests/test_execute_exercises.py)
+    share one report of it. Its compile is cached anyway; its run on the CPU executor is not."""
+    from course.exercises import kernel_check
+    from course.exercises.learner_code import LearnerCode
+
+    real = kernel_check.run_checks
+
+    def remembered(ex, fn, sanitize=None, gpu=None, executor=None):
+        if gpu is not False:
+            return real(ex, fn, sanitize=sanitize, gpu=gpu, executor=executor)
+        key = (ex.id, LearnerCode.from_function(fn).digest, sanitize, executor)
+        if key not in _CPU_REPORTS:
+            _CPU_REPORTS[key] = real(ex, fn, sanitize=sanitize, gpu=gpu, executor=executor)
+        return _CPU_REPORTS[key]
+
+    monkeypatch.setattr(kernel_check, "run_checks", remembered)

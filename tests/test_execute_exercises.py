@@ -16,6 +16,9 @@ from course.exercises.verdicts import RIGHT, WRONG
 from course.runtime import results
 
 
+pytestmark = pytest.mark.usefixtures("cpu_reports_shared")  # one CPU report per solution
+
+
 def _recorded_rows() -> dict:
     """(exercise, variant) -> the latest H100 row."""
     rows = {}

@@ -18,6 +18,8 @@ from course.exercises.check import check
 from course.exercises.learner_code import LearnerCode
 from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
 
+pytestmark = pytest.mark.usefixtures("cpu_reports_shared")  # one CPU report per solution
+
 CASES = solutions.cases()
 CORRECT = [c for c in CASES if c.correct]
 MISTAKES = [c for c in CASES if not c.correct]
