@@ -50,7 +50,7 @@ from .gemm_host import stage_bytes, tile_k
 from .host import KernelInputError, max_active_clusters, smem_capacity
 from .sm80_gemm import grouped_tile, row_copy, store_tile
 from .sm90_parts import BARRIER_BYTES, SWIZZLE_ALIGN, cta_coordinates, prefetch_descriptors
-from .sm90_parts import staged_smem_layout, wgmma_tiled_mma
+from .sm90_parts import make_tma_ring, staged_smem_layout, wgmma_tiled_mma
 
 NEEDS = "sm_90a"
 DTYPES = HALF_TYPES
@@ -290,14 +290,11 @@ class HopperGemm:
         # full[s]: the producer's expect_tx + tx_bytes; empty[s]: every consumer warp of
         # every CTA whose stage s this CTA's loads write into: its column (B multicast)
         # and its row (A multicast), itself counted once
-        ring = pipeline.PipelineTmaAsync.create(
-            num_stages=self.stages,
-            barrier_storage=barriers,
-            tx_count=self.tx_bytes,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1)
-            ),
+        ring = make_tma_ring(
+            barriers,
+            self.stages,
+            self.tx_bytes,
+            self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1),
             cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, 1)),
             defer_sync=True,
         )

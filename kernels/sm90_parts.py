@@ -118,16 +118,25 @@ def tma_k_tiles(
 
 
 def make_tma_ring(
-    barriers: cute.Pointer, stages: int, tx_bytes: int, consumer_warps: int
+    barriers: cute.Pointer,
+    stages: int,
+    tx_bytes: int,
+    consumer_warps: int,
+    cta_layout_vmnk=None,
+    defer_sync: bool = False,
 ) -> pipeline.PipelineTmaAsync:
     """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects one arrival
-    (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp."""
+    (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp
+    (in a cluster, `cta_layout_vmnk` says whose; `defer_sync` leaves the cluster's sync to
+    the caller, as CuTe DSL's own defaults otherwise do)."""
     return pipeline.PipelineTmaAsync.create(
         num_stages=stages,
         barrier_storage=barriers,
         tx_count=tx_bytes,
         producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps),
+        cta_layout_vmnk=cta_layout_vmnk,
+        defer_sync=defer_sync,
     )
 
 
