@@ -29,7 +29,7 @@ from course.execute.memory import GMEM, RMEM, SMEM, Registers
 from course.execute.numeric import DType
 from course.execute.oracle import Recipe
 from course.execute.hazards import Hazard, Unmodelled
-from course.execute.tensor import Pointer, Tensor, register_tensor
+from course.execute.tensor import Pointer, Tensor, _note, register_tensor
 
 COPY_KINDS = {
     "CopyUniversalOp": "universal",
@@ -292,12 +292,7 @@ def _gather(
     out = np.zeros(E.shape, dtype=ptr.dtype.compute if ptr.dtype.name != "BFloat16" else np.float32)
     if not emask.any():
         return out
-    w = machine.current_warp()
-    if w is not None and mem.space == SMEM:
-        per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
-        w.note_smem(
-            mem, site, E[:, ::per] * ptr.dtype.storage.itemsize, width or ptr.dtype.storage.itemsize
-        )
+    _note(machine.current_warp(), mem, site, E, ptr.dtype, width)
     n = E.shape[1]
     who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
     out[emask] = mem.load(ptr.dtype, who, E[emask][:, None], site)[:, 0]
@@ -311,12 +306,7 @@ def _scatter(
     mem = ptr.memory
     if not emask.any():
         return
-    w = machine.current_warp()
-    if w is not None and mem.space == SMEM:
-        per = max(width // ptr.dtype.storage.itemsize, 1) if width else 1
-        w.note_smem(
-            mem, site, E[:, ::per] * ptr.dtype.storage.itemsize, width or ptr.dtype.storage.itemsize
-        )
+    _note(machine.current_warp(), mem, site, E, ptr.dtype, width)
     n = E.shape[1]
     who = np.repeat(_who(mem, rows, tids), n)[emask.reshape(-1)]
     v = np.broadcast_to(values, E.shape)[emask]
@@ -430,8 +420,7 @@ def _cp_async(src, dst, D, emask, values, rows, tids, bits: int, site) -> None:
         return
     mem = dst.iterator.memory
     dtype = dst.element_type
-    per = max(bits // dtype.width, 1)
-    w.note_smem(mem, site, D[:, ::per] * dtype.storage.itemsize, bits // 8)
+    _note(w, mem, site, D, dtype, bits // 8)
     n = D.shape[1]
     who = np.repeat(tids, n)[emask.reshape(-1)]
     land_now = w.cta.launch.options.seed != 0 and w.cta.rng.random() < 0.5
