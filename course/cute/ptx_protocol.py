@@ -87,18 +87,9 @@ def instructions(ptx: str) -> list[str]:
 def check(ptx: str) -> list[Violation]:
     """Every rule's violations in this kernel's PTX."""
     code = instructions(ptx)
-    found: list[Violation] = []
-    for rule in (
-        tmem_freed,
-        barriers_ready,
-        tmem_load_waited,
-        staging_visible_to_tma,
-        tma_stores_drained,
-        pair_dealloc_synced,
-        clc_response_waited,
-    ):
-        found.extend(rule(code))
-    return found
+    return [
+        v for rule in RULES for v in globals()[rule](code)
+    ]  # each rule: the function of its name
 
 
 COUNTED = {
