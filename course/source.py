@@ -40,8 +40,12 @@ def _name(obj) -> str:
 def regions(obj) -> dict[str, tuple[int, int]]:
     """name -> (first, last) line index (of `obj`'s source lines) of each region it marks,
     markers excluded. Raises RegionNotFound for an unclosed, unopened or repeated region."""
+    return _regions(inspect.getsource(obj).splitlines(), obj)
+
+
+def _regions(lines: list[str], obj) -> dict[str, tuple[int, int]]:
     found, open_at = {}, {}
-    for i, line in enumerate(inspect.getsource(obj).splitlines()):
+    for i, line in enumerate(lines):
         if m := START.match(line):
             name = m["name"]
             if name in found or name in open_at:
@@ -69,7 +73,7 @@ def excerpt(obj, region: str | None = None, dedent: bool = True) -> str:
         )
         chunk = lines[start:]
     else:
-        spans = regions(obj)
+        spans = _regions(lines, obj)
         if region not in spans:
             raise RegionNotFound(
                 f"no region {region!r} in {_name(obj)}; it marks {sorted(spans) or 'none'}"
@@ -108,23 +112,11 @@ class Code:
         )
 
 
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
 def display_code(text: str, language: str = "python") -> None:
-    """Show `text` highlighted in a notebook, printed elsewhere."""
-    if _in_notebook():
-        from IPython.display import display
+    """Show `text` highlighted in a notebook, printed elsewhere (its repr is the text)."""
+    from course.runtime.live import show
 
-        display(Code(text, language))
-    else:
-        print(text)
+    show(Code(text, language))
 
 
 def show(obj, region: str | None = None) -> None:
