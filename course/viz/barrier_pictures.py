@@ -124,10 +124,7 @@ def barrier_timeline(sim, title: str | None = None):
     from course.viz.pipeline_pictures import rows as sim_rows
     from course.viz.timeline import Bar, Row, gantt
 
-    rows, markers = sim_rows(sim)
-    keep = [i for i, r in enumerate(rows) if not r.label.startswith("smem stage")]
-    roles = [rows[i] for i in keep]  # the stages' contents are the barriers' story here
-    markers = [m for m in markers if m.row in keep]
+    roles, markers = sim_rows(sim, stages=False)  # the stages' contents: the barriers' story
     log = sim.engine.log
     end = sim.total_cycles * 1.04  # room for the phase that began as the run ended
     colours = ("#9ec5f0", "#f6c48f")  # parity 0, parity 1

@@ -17,9 +17,10 @@ from course.sim.pipeline_sim import PipelineSim, predicted_cycles, stages_to_hid
 from course.viz.timeline import Bar, Marker, Row, gantt
 
 
-def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
+def rows(sim: PipelineSim, stages: bool = True) -> tuple[list[Row], list[Marker]]:
     """The timeline's rows (the producer, each smem stage, the MMA roles, the tensor core,
-    the epilogue) and a marker for each race, on the stage where it happened."""
+    the epilogue) and a marker for each race, on the stage where it happened; without
+    `stages`, no stage rows, and no markers of what happened on a stage."""
     e, p = sim.engine, sim.parts
     roles = {r.name: r for r in e.roles}
 
@@ -38,7 +39,7 @@ def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
 
     out = [role_row("producer")]
     buf_rows = {}
-    for b in p["ab"].buffers:
+    for b in p["ab"].buffers if stages else ():
         bars = []
         for i in b.intervals:
             bars.append(Bar(i.start, i.end, i.kind, str(i.tag) if i.tag is not None else ""))
@@ -51,7 +52,12 @@ def rows(sim: PipelineSim) -> tuple[list[Row], list[Marker]]:
         Row("tensor core", [Bar(i.start, i.end, "mma", str(i.tag)) for i in p["tc"].intervals])
     )
     out.append(role_row("epilogue", busy_kind="epilogue"))
-    markers = [Marker(h.time, buf_rows.get(h.where, 0)) for h in sim.hazards]
+    on_a_stage = {b.name for b in p["ab"].buffers}
+    markers = [
+        Marker(h.time, buf_rows.get(h.where, 0))
+        for h in sim.hazards
+        if stages or h.where not in on_a_stage
+    ]
     return out, markers
 
 
