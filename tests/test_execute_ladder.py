@@ -82,3 +82,10 @@ def test_the_executor_gives_the_h100s_output(case, runs):
     mine = _run(case, runs).output
     assert mine is not None and tuple(mine.shape) == tuple(h100.shape)
     assert relative_error(mine, h100) <= TOLERANCE[dtype], case
+
+
+def test_the_recorded_hopper_presets_are_the_kernels_presets():
+    """ladder_runs names hopper_gemm's presets without importing CuTe DSL: they must agree."""
+    from kernels import hopper_gemm
+
+    assert ladder_runs.HOPPER_PRESETS == tuple(hopper_gemm.PRESETS)

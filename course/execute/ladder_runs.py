@@ -25,6 +25,10 @@ from course.execute.runner import pointer, run
 
 GUARD = 256
 SEED = 2025
+# the Hopper steps and hopper_gemm's presets (kernels.hopper_gemm.PRESETS, named here so that
+# importing this module needs no CuTe DSL)
+HOPPER_GEMMS = ("tma_gemm", "wgmma_gemm", "hopper_gemm")
+HOPPER_PRESETS = ("specialized", "persistent", "cluster", "tma_store", "pingpong", "pingpong_2x2")
 
 # case -> the problem; the inputs are inputs(case), the same on the CPU and on the H100
 CASES = {
@@ -42,7 +46,20 @@ CASES = {
     "mma_atom.2x4": {"warps": (2, 4)},
     "sm80_gemm": {"m": 256, "n": 256, "k": 128},
     "sm80_gemm.ragged": {"m": 129, "n": 264, "k": 72},
+    # notebooks 09-11: the Hopper ladder (bf16 in and out), recorded on the H100 too
+    "tma_gemm": {"m": 256, "n": 256, "k": 192, "ring": "mbarrier"},
+    "tma_gemm.pipeline": {"m": 256, "n": 256, "k": 192, "ring": "pipeline"},
+    "tma_gemm.ragged": {"m": 129, "n": 264, "k": 200, "ring": "mbarrier"},
+    "wgmma_gemm": {"m": 256, "n": 256, "k": 192},
+    "wgmma_gemm.ragged": {"m": 129, "n": 264, "k": 200},
+    **{
+        f"hopper_gemm.{preset}": {"m": 256, "n": 256, "k": 192, "preset": preset}
+        for preset in HOPPER_PRESETS
+    },
+    "hopper_gemm.tma_store.ragged": {"m": 129, "n": 264, "k": 200, "preset": "tma_store"},
 }
+RECORDED = tuple(CASES)  # the cases the H100 record holds (custom problems come later)
+GEMMS = ("naive_gemm", "mma_atom", "sm80_gemm", *HOPPER_GEMMS)
 
 
 @dataclass
@@ -104,7 +121,7 @@ def inputs(case: str, device: str = "cpu") -> dict:
 
         m, n, k = mma_atom.Config(*p["warps"]).shape_mnk
         return {"a": randn(m, k).to(torch.bfloat16), "b": randn(n, k).to(torch.bfloat16)}
-    if kernel == "sm80_gemm":
+    if kernel in ("sm80_gemm", *HOPPER_GEMMS):
         return {
             "a": randn(p["m"], p["k"]).to(torch.bfloat16),
             "b": randn(p["n"], p["k"]).to(torch.bfloat16),
@@ -116,7 +133,7 @@ def reference(case: str, x: dict) -> torch.Tensor:
     kernel = case.split("@")[0].split(".")[0]
     if kernel == "vector_add":
         return x["a"].double() + x["b"].double()
-    if kernel in ("naive_gemm", "mma_atom", "sm80_gemm"):
+    if kernel in GEMMS:
         return x["a"].double() @ x["b"].double().T
     if kernel == "copies":
         return x["src"].double()

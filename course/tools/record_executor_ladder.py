@@ -1,4 +1,4 @@
-"""Record, on a GPU, the outputs of the ladder kernels of notebooks 00-07 for the fixed
+"""Record, on a GPU, the outputs of the ladder kernels of notebooks 00-11 for the fixed
 inputs the CPU executor runs them on (course.execute.ladder_runs.inputs), so that
 tests/test_execute_ladder.py can compare the executor's outputs with the GPU's.
 
@@ -23,7 +23,8 @@ from kernels.selftest import relative_error
 
 def gpu_output(case: str, x: dict) -> torch.Tensor:
     """The kernel's own GPU run (its module's run()) on the case's inputs."""
-    from kernels import copies, mma_atom, naive_gemm, sm80_gemm, smem_transpose, vector_add
+    from kernels import copies, hopper_gemm, mma_atom, naive_gemm, sm80_gemm, smem_transpose
+    from kernels import tma_gemm, vector_add, wgmma_gemm
 
     p = ladder_runs.CASES[case]
     kernel = case.split(".")[0]
@@ -39,6 +40,12 @@ def gpu_output(case: str, x: dict) -> torch.Tensor:
         return mma_atom.micro_gemm(x["a"], x["b"], mma_atom.Config(*p["warps"]))
     if kernel == "sm80_gemm":
         return sm80_gemm.run(x["a"], x["b"])
+    if kernel == "tma_gemm":
+        return tma_gemm.run(x["a"], x["b"], config=tma_gemm.Config(ring=p["ring"]))
+    if kernel == "wgmma_gemm":
+        return wgmma_gemm.run(x["a"], x["b"])
+    if kernel == "hopper_gemm":
+        return hopper_gemm.run(x["a"], x["b"], config=hopper_gemm.PRESETS[p["preset"]])
     raise KeyError(case)
 
 
@@ -47,7 +54,7 @@ def main() -> int:
         print("no GPU here: the ladder outputs are recorded on a GPU", file=sys.stderr)
         return 2
     cases = {}
-    for case in ladder_runs.RUNNERS:
+    for case in ladder_runs.RECORDED:
         x = ladder_runs.inputs(case, device="cuda")
         out = gpu_output(case, x)
         torch.cuda.synchronize()
