@@ -116,7 +116,7 @@ LESSONS: tuple[Lesson, ...] = (
         "TMA",
         "tensor maps, boxes, multicast in a cluster",
         "sm_90+",
-        (Mode.COMPILE_ONLY, Mode.SIMULATED, Mode.RECORDED),
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED, Mode.RECORDED),
     ),
     Lesson(
         9,
@@ -124,7 +124,7 @@ LESSONS: tuple[Lesson, ...] = (
         "mbarrier pipelines",
         "phases, expect_tx, full/empty rings, deadlocks",
         "sm_90+",
-        (Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED),
+        (Mode.EXECUTED, Mode.SIMULATED, Mode.COMPILE_ONLY, Mode.RECORDED),
     ),
     Lesson(
         10,
@@ -132,7 +132,7 @@ LESSONS: tuple[Lesson, ...] = (
         "WGMMA",
         "warpgroups, smem descriptors, accumulator ownership",
         "sm_90a",
-        (Mode.COMPILE_ONLY, Mode.RECORDED),
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
     ),
     Lesson(
         11,
@@ -140,7 +140,7 @@ LESSONS: tuple[Lesson, ...] = (
         "The Hopper speed-of-light GEMM",
         "warp specialization, persistence, tile order, cluster multicast",
         "sm_90a",
-        (Mode.COMPILE_ONLY, Mode.RECORDED),
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
     ),
     Lesson(
         12,
@@ -148,7 +148,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Blackwell: TMEM and tcgen05",
         "tensor memory, UMMA, instruction descriptors",
         "sm_100a",
-        (Mode.COMPILE_ONLY, Mode.SIMULATED),
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
     Lesson(
         13,
@@ -156,7 +156,7 @@ LESSONS: tuple[Lesson, ...] = (
         "The CTA-pair CLC GEMM",
         "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
         "sm_100a",
-        (Mode.COMPILE_ONLY, Mode.SIMULATED),
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
 )
 

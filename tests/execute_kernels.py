@@ -104,16 +104,16 @@ def partial_barrier(out_ptr: cute.Pointer, stream: cuda.CUstream, at_barrier: cu
 
 
 @cute.kernel
-def elected_kernel(gOut: cute.Tensor):
-    """Uses an instruction the executor does not model (one elected lane per warp)."""
+def voted_kernel(gOut: cute.Tensor):
+    """Uses an instruction the executor does not model (a warp vote)."""
     tid, _, _ = cute.arch.thread_idx()
-    with cute.arch.elect_one():
+    if cute.arch.vote_ballot_sync(tid < 4) != 0:
         gOut[tid] = cutlass.Float32(1.0)
 
 
 @cute.jit
-def elected(out_ptr: cute.Pointer, stream: cuda.CUstream):
-    elected_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
+def voted(out_ptr: cute.Pointer, stream: cuda.CUstream):
+    voted_kernel(cute.make_tensor(out_ptr, cute.make_layout(THREADS))).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
 

@@ -366,3 +366,22 @@ def test_instruction_descriptor_round_trip():
     assert InstructionDescriptor().encode() == 0x08200490  # M128 N128 bf16 x bf16 -> f32
     with pytest.raises(ValueError):
         InstructionDescriptor(n=12)
+
+
+@pytest.mark.parametrize("name", ["tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm"])
+def test_the_emulator_gives_the_executors_output_bit_for_bit(name):
+    """The emulator (the design, re-implemented) and the CPU executor (the kernel's own code)
+    on the same ragged inputs: the same bf16 C, element for element."""
+    from course.execute import blackwell_runs
+
+    emulate = {
+        "tcgen05_gemm": emulate_tcgen05_gemm,
+        "cta_pair_gemm": emulate_cta_pair_gemm,
+        "cta_pair_clc_gemm": emulate_cta_pair_clc_gemm,
+    }[name]
+    a, b = random_operands(129, 136, 72, seed=5)
+    run = blackwell_runs.run_gemm(
+        name, 129, 136, 72, operands=(torch.from_numpy(a), torch.from_numpy(b))
+    )
+    assert run.ok, run.summary()
+    np.testing.assert_array_equal(run.output.float().numpy(), emulate(a, b).c)

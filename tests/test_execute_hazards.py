@@ -154,8 +154,8 @@ def test_an_accumulator_never_cleared_is_named_before_it_is_used():
 def test_a_call_it_does_not_model_says_so_and_makes_up_no_value():
     out = torch.full((planted.THREADS,), float("nan"))
     with pytest.raises(Unmodelled) as found:
-        run(planted.elected, pointer(out), None)
-    assert "does not model `cute.arch.elect_one`; this check needs a GPU" in str(found.value)
+        run(planted.voted, pointer(out), None)
+    assert "does not model `cute.arch.vote_ballot_sync`; this check needs a GPU" in str(found.value)
     assert torch.isnan(out).all()
 
 

@@ -155,3 +155,27 @@ def test_broken_schedules_are_caught(operands, capsys):
 def test_pair_kernel_passes_the_notebook_check():
     rows = cta_pair_lesson.check_and_time(shapes=[(256, 128, 64)], sizes=(4096,))
     assert rows and rows[0]["kernel_tflops"] > 0
+
+
+def test_notebook_12_runs_the_kernels_own_code_on_the_executor(capsys):
+    (run,) = tcgen05_lesson.check_executed([(129, 136, 72)])
+    assert run.ok and run.hazard is None, run.summary()
+    out = capsys.readouterr().out
+    assert "on the CPU executor: PASS" in out and "no hazard" in out
+
+
+def test_notebook_13_runs_both_pair_kernels_on_the_executor(capsys):
+    runs = cta_pair_lesson.run_executed(300, 264, 72, seeds=(1,))
+    assert [r.case.split("@")[0] for r in runs] == ["cta_pair_gemm", "cta_pair_clc_gemm"]
+    assert all(r.ok for r in runs), [r.summary() for r in runs]
+    assert "Cluster Launch Control:" in capsys.readouterr().out
+
+
+def test_notebook_13_shows_every_planted_mistake_named_by_the_executor(capsys):
+    from course.execute import planted
+
+    named = cta_pair_lesson.planted_mistakes()
+    assert set(named) == set(planted.PLANTS)
+    for name, hazard in named.items():
+        assert hazard is not None and hazard.kind == planted.hazard_kind(planted.PLANTS[name])
+    assert "not caught" not in capsys.readouterr().out

@@ -165,6 +165,26 @@ def test_the_wgmma_accumulator_formula_matches_cute(capsys):
     assert not wgmma_lesson.accumulator_rows(swapped, threads=(0,))[0]
 
 
+def test_executor_line_names_a_recorded_case_by_its_problem(capsys):
+    from course.execute import ladder_runs
+
+    run = ladder_runs.run_naive_gemm()  # the recorded case "naive_gemm"
+    assert gemm_lesson.executor_line(run) is run and run.ok
+    assert capsys.readouterr().out.startswith("naive_gemm (m=129, n=130, k=17), ")
+
+
+def test_the_wgmma_fallback_runs_the_kernel_on_the_executor(capsys):
+    runs = wgmma_lesson.check_executed(shapes=[(1, 8, 8)])
+    assert [r.ok for r in runs] == [True]
+    assert "wgmma_gemm (m=1, n=8, k=8)" in capsys.readouterr().out
+
+
+def test_the_hopper_fallback_runs_each_preset_on_the_executor(capsys):
+    runs = hopper_lesson.check_executed(presets=("pingpong",), shape=(1, 8, 8))
+    assert [r.ok for r in runs] == [True]
+    assert "hopper_gemm (m=1, n=8, k=8, preset=pingpong)" in capsys.readouterr().out
+
+
 @pytest.mark.compile
 def test_wgmma_instructions_show_hgmma(capsys):
     wgmma_lesson.wgmma_instructions("sm_90a")

@@ -6,6 +6,7 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest  # noqa: E402
 
+from course.execute import hazards  # noqa: E402
 from course.lessons import pipeline_lesson, stage_sweep_lesson  # noqa: E402
 from course.runtime import live, watchdog  # noqa: E402
 from kernels import tma_gemm  # noqa: E402
@@ -54,6 +55,20 @@ def test_ring_instructions_count_the_barriers(capsys):
     out = capsys.readouterr().out
     assert "TMA loads: " in out and "cp.async (notebook 07): 0 in the PTX" in out
     assert "'UTMALDG'" in out
+
+
+@pytest.mark.parametrize("ring", tma_gemm.RINGS)
+def test_the_executor_fallback_runs_either_ring_against_torch(ring, capsys):
+    runs = pipeline_lesson.check_executed(ring, cases=[(1, 8, 8, "fp16")])
+    assert [r.ok for r in runs] == [True]
+    assert f"tma_gemm (m=1, n=8, k=8, ring={ring})" in capsys.readouterr().out
+
+
+def test_every_kernel_bug_is_a_deadlock_on_the_executor(capsys):
+    caught = pipeline_lesson.bugs_executed(shape=(1, 8, 200))
+    assert list(caught) == list(tma_gemm.BUGS[1:])
+    assert all(h is not None and h.kind == hazards.DEADLOCK for h in caught.values()), caught
+    assert "wait on mbarrier" in capsys.readouterr().out
 
 
 @pytest.mark.gpu(needs="sm_90+")

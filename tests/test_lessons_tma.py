@@ -155,6 +155,21 @@ def test_tma_kernels_pass_the_notebook_checks():
     assert all(tma_checks.check_stores().values())
 
 
+def test_the_executor_fallbacks_copy_every_case_exactly(capsys):
+    loads = tma_checks.loads_executed(shapes=[(1, 8)])
+    stores = tma_checks.stores_executed(shapes=[(1, 8)])
+    assert len(loads) == len(tma_checks.cases()) + 1 and all(loads.values())
+    assert len(stores) == len(tma_checks.cases()) and all(stores.values())
+    out = capsys.readouterr().out
+    assert "exact (" in out and "zeros outside it: exact" in out
+
+
+def test_the_multicast_fallback_runs_every_variant_on_the_executor(capsys):
+    verdicts = multicast_lesson.multicast_executed(tiles=1)
+    assert len(verdicts) == 4 and all(verdicts.values())
+    assert "every CTA received exactly the tiles: True" in capsys.readouterr().out
+
+
 def test_multicast_without_a_record_compiles_and_says_how_to_record(
     monkeypatch, capsys, cpu_results
 ):
@@ -203,7 +218,8 @@ def test_traffic_report_says_how_to_record_when_nothing_is(capsys, cpu_results):
 def test_multicast_rows_say_the_grid_not_ctas_resident_per_sm(capsys, cpu_results):
     cpu_results("tma")
     out = multicast_lesson.measure_multicast()
-    first = capsys.readouterr().out.splitlines()[1]
+    # the first recorded row (the executor's check of every variant comes before the rows)
+    first = next(line for line in capsys.readouterr().out.splitlines() if "a grid of" in line)
     ctas = out.value["waves"] * out.value["sms"]
     assert f"a grid of {ctas} CTAs ({out.value['waves']} per SM" in first
     assert "run in waves" in first

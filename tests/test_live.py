@@ -72,6 +72,22 @@ def test_simulated_fallback(monkeypatch, capsys):
     assert "pipeline simulator" in capsys.readouterr().out
 
 
+def test_executed_prints_a_summary_or_text_and_keeps_verdicts_as_the_value(monkeypatch, capsys):
+    use_machine(monkeypatch, CPU)
+
+    class Run:
+        def summary(self):
+            return "ran: PASS"
+
+    out = live_or("gpu", lambda: 0, live.executed(Run, "a kernel"))
+    assert out.mode is Mode.EXECUTED and capsys.readouterr().out.endswith("ran: PASS\n")
+    live_or("gpu", lambda: 0, live.executed(lambda: "one line", "a kernel"))
+    assert capsys.readouterr().out.endswith("one line\n")
+    # a check that printed its own lines returns verdicts: the value, not printed twice
+    out = live_or("gpu", lambda: 0, live.executed(lambda: print("its line") or [True], "a kernel"))
+    assert out.value == [True] and capsys.readouterr().out.endswith("its line\n")
+
+
 def test_banner_renders_as_html_and_text():
     b = live.Banner(Mode.RECORDED, "a <b> c")
     assert "RECORDED" in str(b) and "&lt;b&gt;" in b._repr_html_()

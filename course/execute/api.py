@@ -354,7 +354,7 @@ def recast_ptr(ptr, swizzle_=None, dtype=None) -> Pointer:
         ptr.byte_offset,
         dtype or ptr.dtype,
         swizzle_ if swizzle_ is not None else ptr.swizzle,
-        ptr.align,
+        ptr.alignment,
     )
 
 
@@ -627,13 +627,17 @@ class KernelCall:
     def __init__(self, fn, args, kwargs):
         self.fn, self.args, self.kwargs = fn, args, kwargs
 
-    def launch(self, grid=(1, 1, 1), block=(1, 1, 1), smem=None, stream=None, **kwargs):
+    def launch(
+        self, grid=(1, 1, 1), block=(1, 1, 1), smem=None, stream=None, cluster=None, **kwargs
+    ):
         unknown = {k for k, v in kwargs.items() if v is not None} - {"min_blocks_per_mp"}
         if unknown:
             raise Unmodelled(f"launch with {', '.join(sorted(unknown))}")
         from course.execute import runner
 
-        runner.launch(lambda *a: self.fn(*self.args, **self.kwargs), grid, block)
+        runner.launch(
+            lambda *a: self.fn(*self.args, **self.kwargs), grid, block, cluster or (1, 1, 1)
+        )
 
 
 def jit(fn=None, **_):
@@ -673,8 +677,8 @@ class SmemAllocator:
 
     def allocate_tensor(self, element_type, layout, byte_alignment=1, swizzle=None):
         _check_type(element_type)
-        if swizzle is not None:
-            raise Unmodelled("allocate_tensor(..., swizzle=...)")
+        if swizzle is not None and not isinstance(swizzle, Swizzle):
+            raise Unmodelled(f"allocate_tensor(..., swizzle={swizzle!r})")
         lay = layout if isinstance(layout, (Layout, ComposedLayout)) else make_layout(layout)
         offsets = np.asarray(lay.offsets)
         elems = int(offsets.max()) + 1 if offsets.size else 0
@@ -683,10 +687,13 @@ class SmemAllocator:
         smem = machine.warp().cta.smem
         if not any(a.start == start for a in smem.allocations):
             smem.allocate(start, nbytes, element_type, lay, hazards.site(2))
-        return Tensor(Pointer(smem, start, element_type, align=int(byte_alignment)), lay)
+        ptr = Pointer(smem, start, element_type, swizzle, align=int(byte_alignment))
+        return Tensor(ptr, lay)
 
     def allocate_array(self, element_type, num_elems=1, byte_alignment=1):
-        return self.allocate_tensor(element_type, make_layout(int(num_elems)), byte_alignment)
+        """A pointer to num_elems elements, as CuTe DSL's allocate_array returns."""
+        tensor = self.allocate_tensor(element_type, make_layout(int(num_elems)), byte_alignment)
+        return tensor.iterator
 
 
 # ---------------------------------------------------------------- the namespaces
@@ -829,3 +836,18 @@ MODULES = {
     "cuda.bindings": cuda.bindings,
     "cuda.bindings.driver": driver,
 }
+
+# Hopper's mbarriers, TMA, clusters and cutlass.pipeline (course.execute.hopper)
+from course.execute import hopper as _hopper  # noqa: E402
+
+_hopper.register(globals())
+
+# WGMMA, cute.nvgpu.warpgroup and cutlass.utils.hopper_helpers (course.execute.wgmma)
+from course.execute import wgmma as _wgmma  # noqa: E402
+
+_wgmma.register(MODULES, cute, cutlass, nvgpu)
+
+# Blackwell's tcgen05, TMEM and host-side helpers (course.execute.blackwell)
+from course.execute import blackwell as _blackwell  # noqa: E402
+
+_blackwell.register(globals())

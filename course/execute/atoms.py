@@ -12,10 +12,11 @@ an instruction *does* is the executor's:
   issuing thread's `cp_async_wait_group` retires its group (course.execute.memory);
 * `ldmatrix` (LdMatrix*Op) is warp-wide: all 32 lanes come, each with the shared-memory
   rows its source partition names, and the values land in the lanes the atom's
-  destination layout names;
+  destination layout names; `stmatrix` (StMatrix*Op) is the same the other way round;
 * `mma.sync` (MmaF16BF16Op) is warp-wide: the 32 lanes' fragments are put together into
   16x8x16 tiles with the atom's TV layouts, multiplied (exact products, fp32 accumulation,
-  one rounding per k-atom), and handed back; the universal FMA op is per thread.
+  one rounding toward zero per k-atom, as the H100's), and handed back; the universal FMA
+  op is per thread.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ COPY_KINDS = {
     "CopyG2SOp": "cp.async",
     "LdMatrix8x8x16bOp": "ldmatrix",
     "LdMatrix16x16x8bOp": "ldmatrix",
+    "StMatrix8x8x16bOp": "stmatrix",
+    "StMatrix16x8x8bOp": "stmatrix",
 }
 MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync"}
 
@@ -365,7 +368,7 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
     if not isinstance(atom, CopyAtom):
         raise Unmodelled(f"cute.copy with {type(atom).__name__}")
     site = hazards.site(2)
-    if atom.kind == "ldmatrix":
+    if atom.kind in ("ldmatrix", "stmatrix"):
         _ldmatrix(atom, src, dst, pred, site)
         return
     if atom.kind not in ("universal", "cp.async"):
@@ -499,11 +502,22 @@ def _whole_warp(what: str, site) -> "machine.Warp":
 
 
 def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
+    """ldmatrix (shared -> registers) and stmatrix (registers -> shared): the lanes' source
+    values put together into the atom's tile by its source TV layout, handed out by its
+    destination TV layout; the shared-memory side moves rows of 16 bytes."""
+    what = atom.kind
     if pred is not None:
-        raise Unmodelled("a predicated ldmatrix")
-    if _pointer(src).memory.space != SMEM or not _is_registers(dst):
-        raise Hazard(hazards.CRASH, "ldmatrix reads shared memory into registers", site)
-    w = _whole_warp("ldmatrix", site)
+        raise Unmodelled(f"a predicated {what}")
+    smem_side, regs_side = (src, dst) if what == "ldmatrix" else (dst, src)
+    if _pointer(smem_side).memory.space != SMEM or not _is_registers(regs_side):
+        raise Hazard(
+            hazards.CRASH,
+            "ldmatrix reads shared memory into registers"
+            if what == "ldmatrix"
+            else "stmatrix writes registers into shared memory",
+            site,
+        )
+    w = _whole_warp(what, site)
     src_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
     dst_tv = _tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
     vs, vd = src_tv.shape[1], dst_tv.shape[1]
@@ -512,8 +526,7 @@ def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     if calls * vs != n_src or calls * vd != n_dst:
         raise Hazard(
             hazards.CRASH,
-            f"ldmatrix of {n_src} values into {n_dst} with an atom of "
-            f"{vs} -> {vd} values per thread",
+            f"{what} of {n_src} values into {n_dst} with an atom of {vs} -> {vd} values per thread",
             site,
         )
     from course.execute.tensor import _rows_of
@@ -529,7 +542,9 @@ def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:
     tiles[:, src_tv.reshape(-1)] = values.transpose(1, 0, 2).reshape(calls, -1)
     out = tiles[:, dst_tv].transpose(1, 0, 2).reshape(32, n_dst)  # (lanes, calls*vd)
     D = _rows_of(_elements(dst), rows)
-    _scatter(dst, D, np.ones(D.shape, dtype=bool), out, rows, w.tids, site)
+    _check_vectors(dst, D, vd, vd * dtype.width, np.ones((32, calls), dtype=bool), site)
+    width = vd * dtype.storage.itemsize if what == "stmatrix" else 0
+    _scatter(dst, D, np.ones(D.shape, dtype=bool), out, rows, w.tids, site, width)
 
 
 def _dims(t: Tensor) -> list[int]:
@@ -562,6 +577,9 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
     """cute.gemm(tiled_mma, D, A, B, C): D = A . B^T + C over the fragments."""
     if not isinstance(mma, TiledMma):
         raise Unmodelled(f"cute.gemm with {type(mma).__name__}")
+    if hasattr(mma, "issue_gemm"):  # an asynchronous MMA (wgmma: course.execute.wgmma)
+        mma.issue_gemm(d, a, b, c, **kwargs)
+        return
     if mma.kind not in ("fma", "mma.sync"):
         raise Unmodelled(f"cute.gemm with {mma.op.name}")
     if kwargs:
@@ -658,12 +676,15 @@ def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
     a4 = dense_a.reshape(m, k, atom_k, atom_m).transpose(0, 1, 3, 2)  # [mi, ki, am, ak]
     b4 = dense_b.reshape(n, k, atom_k, atom_n).transpose(0, 1, 3, 2)  # [ni, ki, an, ak]
     acc = dense_c.reshape(m, n, atom_n, atom_m).transpose(0, 1, 3, 2)  # [mi, ni, am, an]
+    # the H100 adds an mma.sync's dot product to fp32 as it does a wgmma's: rounding toward
+    # zero (measured on results/executor_ladder.json: sm80_gemm, tma_gemm and their ragged
+    # and pipelined cases bit for bit but tma_gemm's 1 element of 65536; round-to-nearest
+    # missed 0-8 elements per case. The fp32 atoms of mma_atom still differ in 1 of 128: the
+    # hardware's products are aligned with finite precision, which this does not model)
+    from course.execute.wgmma import _to_fp32_toward_zero
+
     for ki in range(k):  # one mma.sync per k-atom: exact products, fp32 accumulation
-        acc = (
-            (acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
-            .astype(np.float32)
-            .astype(np.float64)
-        )
+        acc = _to_fp32_toward_zero(acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
     dense_d = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
     per_lane = dense_d[:, :, tvc]  # (m, n, 32, vc)
     d.store_values(_ssa(d, per_lane.transpose(2, 3, 0, 1)))

@@ -1,4 +1,4 @@
-"""The ladder kernels of notebooks 00-07 run on the CPU executor, one call each.
+"""The ladder kernels of notebooks 00-11 run on the CPU executor, one call each.
 
     from course.execute import ladder_runs
     r = ladder_runs.run_vector_add(1000)
@@ -158,9 +158,26 @@ def _run_case(
     tolerance_dtype,
     seed: int = 0,
 ) -> LadderRun:
+    x = inputs(case)
+    return execute(case, x, reference(case, x), launch, out_shape, out_dtype, tolerance_dtype, seed)
+
+
+def execute(
+    case: str,
+    x: dict,
+    ref: torch.Tensor,
+    launch,
+    out_shape,
+    out_dtype,
+    tolerance_dtype,
+    seed: int = 0,
+    notes=lambda: [],
+) -> LadderRun:
+    """Run `launch(x, out, seed)` (a host function on the executor) into a NaN-poisoned,
+    guarded output; its LadderRun against `ref`, with what it observed (and `notes()`, what
+    the caller saw of the run) or the hazard that stopped it."""
     from kernels.selftest import TOLERANCE
 
-    x = inputs(case)
     out, buffer = _guarded(out_shape, out_dtype)
     start = time.perf_counter()
     observed, hazard = [], None
@@ -174,6 +191,7 @@ def _run_case(
                 f"seed {seed}: no hazard"
             )
         observed += [line.line() for line in result.bank_lines()]
+        observed += notes()
         written_past = int((~torch.isnan(buffer[out.numel() :].float())).sum())
         if written_past:
             observed.append(f"wrote {written_past} element(s) past the end of the output")
@@ -182,7 +200,7 @@ def _run_case(
     return LadderRun(
         case,
         None if hazard else out,
-        reference(case, x),
+        ref,
         TOLERANCE[tolerance_dtype],
         time.perf_counter() - start,
         observed,
@@ -214,8 +232,8 @@ def run_vector_add(n: int = 1000, seed: int = 0) -> LadderRun:
     return _run_case(case, launch, (CASES[case]["n"],), torch.float32, torch.float32, seed)
 
 
-def _run_gemm(gemm, x: dict, out: torch.Tensor, problem: dict, seed: int):
-    """A GEMM object's host call (A, B, C, m, n, k, stream) on the executor."""
+def run_gemm_object(gemm, x: dict, out: torch.Tensor, problem: dict, seed: int, extra=()):
+    """A GEMM object's host call (A, B, C, m, n, k, *extra, stream) on the executor."""
     return run(
         gemm.__call__,
         pointer(x["a"], "A"),
@@ -224,6 +242,7 @@ def _run_gemm(gemm, x: dict, out: torch.Tensor, problem: dict, seed: int):
         problem["m"],
         problem["n"],
         problem["k"],
+        *extra,
         None,
         seed=seed,
     )
@@ -238,7 +257,7 @@ def run_naive_gemm(m: int = 129, n: int = 130, k: int = 17, seed: int = 0) -> La
 
     def launch(x, out, seed):
         gemm = naive_gemm.NaiveGemm(naive_gemm.Config(), "m", "n")
-        return _run_gemm(gemm, x, out, p, seed)
+        return run_gemm_object(gemm, x, out, p, seed)
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.float32, torch.float32, seed)
 
@@ -348,7 +367,147 @@ def run_sm80_gemm(
             GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16),
             config or sm80_gemm.Config(),
         )
-        return _run_gemm(gemm, x, out, p, seed)
+        return run_gemm_object(gemm, x, out, p, seed)
+
+    return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
+
+
+def _hopper_types():
+    import cutlass
+
+    from kernels.gemm_host import GemmTypes
+
+    return GemmTypes(cutlass.BFloat16, cutlass.Float32, cutlass.BFloat16)
+
+
+def run_tma(
+    kernel: str = "load", shape=(100, 72), dtype=torch.bfloat16, config=None, seed: int = 0
+) -> LadderRun:
+    """Notebook 08's TMA kernels (kernels.tma): "load" (TMA in, plain stores out), "boxes"
+    (every box as it landed, zero fill included), "store" (plain loads in, TMA out) on a
+    (rows, cols) tensor; "multicast" (kernels.tma.MulticastConfig: every CTA of a cluster
+    receives every tile, each loading 1/n of it) on one cluster's tiles. Exact, or a hazard."""
+    import cutlass
+
+    from kernels import tma
+
+    cdt = {torch.bfloat16: cutlass.BFloat16, torch.float16: cutlass.Float16}.get(
+        dtype, cutlass.Float32
+    )
+    g = torch.Generator().manual_seed(SEED + sum(map(ord, kernel)))
+    if kernel == "multicast":
+        cfg = config or tma.MulticastConfig(cluster=2, tiles=2)
+        rows, cols = cfg.tiles * cfg.box.box_rows, cfg.box.box_cols
+    else:
+        cfg = config or tma.Config()
+        rows, cols = shape
+    x = torch.randn(rows, cols, generator=g).to(dtype)
+    if kernel == "multicast":
+        want = x.repeat(cfg.cluster, 1)
+        host = tma.TmaMulticast(cdt, cfg, write_out=True)
+        args = (1, 2)
+    elif kernel == "boxes":
+        down, across = tma.tiles((rows, cols), cfg)
+        want = torch.zeros(down * cfg.box_rows, across * cfg.box_cols, dtype=dtype)
+        want[:rows, :cols] = x
+        host = tma.TmaLoad(cdt, cfg, "boxes")
+        args = (rows, cols, cols, want.shape[1])
+    else:
+        want = x
+        host = tma.TmaStore(cdt, cfg) if kernel == "store" else tma.TmaLoad(cdt, cfg, "copy")
+        args = (rows, cols, cols, cols)
+    out, _ = _guarded(tuple(want.shape), dtype)
+    start, observed, hazard = time.perf_counter(), [], None
+    try:
+        result = run(host.__call__, pointer(x, "src"), pointer(out, "dst"), *args, None, seed=seed)
+        observed = [f"{len(result.launches)} launch(es), seed {seed}: no hazard"]
+    except hazards.Hazard as exc:
+        hazard = exc
+    return LadderRun(
+        f"tma.{kernel}",
+        None if hazard else out,
+        want.double(),
+        0.0,
+        time.perf_counter() - start,
+        observed,
+        hazard,
+    )
+
+
+def run_tma_gemm(
+    m: int = 256,
+    n: int = 256,
+    k: int = 192,
+    ring: str = "mbarrier",
+    seed: int = 0,
+    config=None,
+    dtype=None,
+) -> LadderRun:
+    """Notebook 09: TMA loads into an mbarrier ring and mma.sync (kernels.tma_gemm), the ring
+    written by hand (`ring="mbarrier"`) or as NVIDIA's PipelineTmaAsync (`"pipeline"`, run
+    translated on the executor's mbarriers); bf16 in and out (or `dtype`, a cutlass type)."""
+    import cutlass
+
+    from kernels import tma_gemm
+    from kernels.gemm_host import GemmTypes
+
+    case = _case("tma_gemm", m=m, n=n, k=k, ring=ring)
+    p = CASES[case]
+    ab = dtype or cutlass.BFloat16
+    torch_dtype = torch.float16 if ab is cutlass.Float16 else torch.bfloat16
+
+    def launch(x, out, seed):
+        cfg = config or tma_gemm.Config(ring=ring)
+        gemm = tma_gemm._kernel(GemmTypes(ab, cutlass.Float32, ab), cfg, None, None, None)
+        a, b = (x[name].to(torch_dtype) for name in ("a", "b"))
+        report = torch.zeros(tma_gemm.REPORT_WORDS, dtype=torch.int32)
+        return run(
+            gemm.__call__,
+            pointer(a, "A"),
+            pointer(b, "B"),
+            pointer(out, "C"),
+            p["m"],
+            p["n"],
+            p["k"],
+            pointer(report, "report"),
+            None,
+            seed=seed,
+        )
+
+    return _run_case(case, launch, (p["m"], p["n"]), torch_dtype, torch_dtype, seed)
+
+
+def run_wgmma_gemm(
+    m: int = 256, n: int = 256, k: int = 192, seed: int = 0, config=None
+) -> LadderRun:
+    """Notebook 10: WGMMA from shared-memory descriptors on step 09's PipelineTmaAsync ring
+    (kernels.wgmma_gemm), two consumer warpgroups; bf16 in and out."""
+    from kernels import wgmma_gemm
+
+    case = _case("wgmma_gemm", m=m, n=n, k=k)
+    p = CASES[case]
+
+    def launch(x, out, seed):
+        gemm = wgmma_gemm.WgmmaGemm(_hopper_types(), config or wgmma_gemm.Config())
+        return run_gemm_object(gemm, x, out, p, seed)
+
+    return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
+
+
+def run_hopper_gemm(
+    preset: str = "tma_store", m: int = 256, n: int = 256, k: int = 192, seed: int = 0
+) -> LadderRun:
+    """Notebook 11: one preset of kernels.hopper_gemm (warp specialization, persistence,
+    clusters, TMA store, ping-pong), persistent over one cluster (max_clusters = 1: it walks
+    every tile of the problem); bf16 in and out."""
+    from kernels import hopper_gemm
+
+    case = _case(f"hopper_gemm.{preset}", m=m, n=n, k=k)
+    p = CASES[case]
+
+    def launch(x, out, seed):
+        gemm = hopper_gemm.HopperGemm(_hopper_types(), hopper_gemm.PRESETS[preset])
+        return run_gemm_object(gemm, x, out, p, seed, extra=(1,))  # max_clusters = 1
 
     return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
 
@@ -379,4 +538,11 @@ RUNNERS = {
     "mma_atom.2x4": lambda: run_mma_atom((2, 4)),
     "sm80_gemm": lambda: run_sm80_gemm(),
     "sm80_gemm.ragged": lambda: run_sm80_gemm(129, 264, 72),
+    "tma_gemm": lambda: run_tma_gemm(),
+    "tma_gemm.pipeline": lambda: run_tma_gemm(ring="pipeline"),
+    "tma_gemm.ragged": lambda: run_tma_gemm(129, 264, 200),
+    "wgmma_gemm": lambda: run_wgmma_gemm(),
+    "wgmma_gemm.ragged": lambda: run_wgmma_gemm(129, 264, 200),
+    **{f"hopper_gemm.{p}": (lambda p=p: run_hopper_gemm(p)) for p in HOPPER_PRESETS},
+    "hopper_gemm.tma_store.ragged": lambda: run_hopper_gemm("tma_store", 129, 264, 200),
 }

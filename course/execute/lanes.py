@@ -184,3 +184,16 @@ def lanes(values) -> "Lanes | object":
         first = v.flat[0]
         return first.item() if v.dtype.kind in "iub" else first
     return Lanes(v)
+
+
+def uniform(x, what: str) -> int:
+    """The one value every lane of the warp holds (an address, a count, a parity): one
+    instruction takes one value; lanes that disagree are a case the executor does not model."""
+    from course.execute.hazards import Unmodelled
+
+    if isinstance(x, Lanes):
+        v = np.asarray(x.v).reshape(-1)
+        if not (v == v[0]).all():
+            raise Unmodelled(f"{what} that differs between the lanes of a warp")
+        return int(v[0])
+    return int(x)

@@ -1,14 +1,20 @@
-"""The executor's GPU: a grid of CTAs; in each CTA, one greenlet per warp.
+"""The executor's GPU: a grid of clusters of CTAs; in each CTA, one greenlet per warp.
 
-A launch runs its CTAs one after another. Within a CTA each warp runs the kernel's own code
-on its own greenlet, its 32 lanes together (values that differ between lanes are
-course.execute.lanes.Lanes; branches they take differently run masked,
-course.execute.simt). A warp runs until it reaches `sync_threads` -- where every warp of
-the CTA must arrive, with every lane -- or finishes. Which warp runs next is a seeded
-choice: seed 0 runs warps in order; other seeds shuffle them after every barrier, switch
-warps at shared-memory accesses now and then, and let a cp.async land early or late. When
-no warp can go on, what they wait for is the verdict: a barrier some threads never reach
-(they finished, or a branch took them around it) is a deadlock, named with who waits where.
+A launch runs its clusters one after another (a launch without `cluster=` has clusters of
+one CTA); the CTAs of a cluster run together, their warps on one scheduler (`Cluster`), so
+a warp may wait for a warp of another CTA (cluster barriers, remote mbarrier arrivals, TMA
+multicast). Within a CTA each warp runs the kernel's own code on its own greenlet, its 32
+lanes together (values that differ between lanes are course.execute.lanes.Lanes; branches
+they take differently run masked, course.execute.simt). A warp runs until it blocks -- at
+`sync_threads` (every warp of the CTA must arrive, with every lane), a named barrier (its
+thread count), or until a condition holds (`block_until`: an mbarrier phase, the cluster
+barrier) -- or finishes. Which warp runs next is a seeded choice: seed 0 runs warps in
+order; other seeds shuffle them after every barrier, switch warps at shared-memory
+accesses now and then, and let a cp.async or TMA copy land early or late. When no warp is
+ready, blocked warps whose condition holds wake, a barrier every thread reached opens, or
+the oldest async copy in flight lands (its bytes, then its mbarrier); when none of these
+can happen, what they wait for is the verdict: a deadlock, named with who waits on what (a
+barrier some threads never reach, an mbarrier phase with its parity and state).
 Warp-wide instructions (ldmatrix, mma.sync) need all 32 lanes active, and get them: the
 warp is one execution.
 """
@@ -19,11 +25,12 @@ import itertools
 import random
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from greenlet import GreenletExit, greenlet
 
-from course.execute import hazards
+from course.execute import happens_before, hazards
 from course.execute.lanes import Divergent, lanes
 from course.execute.memory import SharedMemory
 from course.execute.hazards import Hazard, Site, threads_text
@@ -58,9 +65,20 @@ class Options:
         return (0.0 if self.seed == 0 else 0.05) if self.preempt is None else self.preempt
 
 
+SYNC, NAMED, UNTIL = "sync_threads", "named barrier", "until"
+
+
 @dataclass
 class Wait:
+    """Why a warp is blocked: at sync_threads (SYNC), at a named barrier (NAMED, `named`
+    is (id, threads)), or until a condition holds (UNTIL: an mbarrier phase, the cluster
+    barrier), `what` saying which for a deadlock's verdict."""
+
     site: Site
+    kind: str = SYNC
+    until: Callable[[], bool] | None = None
+    what: object = ""  # a str, or a function giving one (the state when it is read)
+    named: tuple | None = None
 
 
 class Warp:
@@ -78,6 +96,12 @@ class Warp:
         self.groups: deque = deque()  # committed groups, oldest first
         self.site_counts: dict = {}
         self.glet: greenlet | None = None
+        self.cluster_gen = 0  # cluster barriers this warp has arrived at
+        self.bulk_pending: list = []  # TMA stores not committed yet
+        self.bulk_groups: deque = deque()  # committed bulk groups, oldest first
+        self.clock = 0  # mbarrier arrivals so far (course.execute.happens_before)
+        self.knows: dict = {}  # other warps' clocks this warp is ordered after
+        self.touched: dict = {}  # shared memory -> this warp's clock stamp per byte
 
     def __repr__(self) -> str:
         return f"Warp({self.index})"
@@ -104,6 +128,7 @@ class Warp:
         units for the bank model, and maybe let another warp run first."""
         cta = self.cta
         cta.step()
+        happens_before.stamp(self, mem, unit_addresses, width)
         if mem.count_banks:
             sid = mem.site_id(site)
             n = self.site_counts.get(sid, 0)
@@ -135,6 +160,9 @@ class Cta:
             Warp(self, w, all_tids[w * WARP : (w + 1) * WARP]) for w in range(-(-threads // WARP))
         ]
         self.scheduler: greenlet | None = None
+        self.cluster: "Cluster | None" = None
+        self.named_arrivals: dict[int, int] = {}  # bar.arrive threads not yet matched
+        self.rank = 0  # block index in the cluster
 
     @property
     def smem(self) -> SharedMemory:
@@ -155,12 +183,97 @@ class Cta:
             )
 
     # --- running
+    def _stop_all(self) -> None:
+        for w in self.warps:
+            if w.glet is not None and not w.glet.dead:
+                try:
+                    w.glet.throw(GreenletExit)
+                except BaseException:  # noqa: BLE001 -- already failing: the first error wins
+                    pass
+
+    def _land_the_rest(self) -> None:
+        if self._smem is not None:
+            for copy in list(self._smem.copies.values()):
+                self._smem.retire(copy)
+
+    def sync_resolve(self) -> list[Warp] | None:
+        """Every live warp of this CTA waits at sync_threads: open it (the warps, in the
+        seed's order); some wait there while others finished: the deadlock; else None."""
+        live = [w for w in self.warps if w.state != "done"]
+        at_sync = [w for w in live if w.wait is not None and w.wait.kind == SYNC]
+        if not at_sync or len(at_sync) != len(live):
+            return None
+        if len(live) == len(self.warps):
+            sites = {w.wait.site for w in live}
+            if len(sites) > 1:
+                raise Hazard(hazards.DIVERGENT, _split(live), live[0].wait.site)
+            self.epoch += 1
+            happens_before.join(live)
+            return self._order(live)
+        done = [w for w in self.warps if w.state == "done"]
+        raise Hazard(
+            hazards.DEADLOCK,
+            f"CTA {self.block}: {_tids(at_sync)} wait at sync_threads "
+            f"({at_sync[0].wait.site.describe()}); {_tids(done)} finished without "
+            f"reaching it: a barrier not every thread reaches never opens",
+            at_sync[0].wait.site,
+        )
+
+    def named_resolve(self) -> list[Warp]:
+        """Named barriers (bar.sync id, count) whose thread count has arrived: open them."""
+        groups: dict = {}
+        for w in self.warps:
+            if w.state != "done" and w.wait is not None and w.wait.kind == NAMED:
+                groups.setdefault(w.wait.named, []).append(w)
+        woken = []
+        for (bid, count), ws in groups.items():
+            arrived = sum(w.width for w in ws) + self.named_arrivals.get(bid, 0)
+            if arrived >= count:
+                self.named_arrivals[bid] = arrived - count  # arrivals for its next use
+                # the threads in it are ordered now: a new epoch (the race watch has one epoch
+                # per CTA, so it also takes threads outside a partial barrier as ordered --
+                # a race it may miss, never one it makes up; the Blackwell epilogue's 4 warps
+                # hand shared memory to the TMA store across such a barrier)
+                self.epoch += 1
+                happens_before.join(ws)
+                woken.extend(self._order(ws))  # in the seed's order, as sync_threads
+        return woken
+
+    def _order(self, warps):
+        warps = list(warps)
+        if self.launch.options.seed:
+            self.rng.shuffle(warps)
+        return warps
+
+
+class Cluster:
+    """The CTAs of one cluster, run together: their warps share one scheduler, so a warp of
+    one CTA may wait for another CTA (cluster barriers, remote mbarriers, multicast). A
+    launch without clusters runs clusters of one CTA. Async copies in flight (TMA) are
+    the cluster's: they land when no warp can go on (or, under other seeds, early)."""
+
+    def __init__(self, launch: "Launch", blocks: list[tuple[int, int, int]], index: tuple):
+        self.launch, self.index = launch, index
+        self.ctas = [Cta(launch, b) for b in blocks]
+        for rank, cta in enumerate(self.ctas):
+            cta.cluster, cta.rank = self, rank
+        self.scheduler: greenlet | None = None
+        self.inflight: deque = deque()  # async operations with a .land() method, oldest first
+        self.arrivals: dict[int, int] = {}  # cluster barrier generation -> warps arrived
+        self.rng = self.ctas[0].rng
+
+    @property
+    def warps(self) -> list[Warp]:
+        return [w for cta in self.ctas for w in cta.warps]
+
     def run(self, fn, args: tuple) -> None:
         global _CURRENT
         self.scheduler = greenlet.getcurrent()
+        for cta in self.ctas:
+            cta.scheduler = self.scheduler
         for w in self.warps:
             w.glet = greenlet(lambda w=w: self._body(w, fn, args), parent=self.scheduler)
-        ready = deque(self._order(self.warps))
+        ready = deque(self.ctas[0]._order(self.warps))
         try:
             while True:
                 while ready:
@@ -185,13 +298,33 @@ class Cta:
                         _CURRENT = None
                     if w.state == "ready":  # switched away at an access: back of the queue
                         ready.append(w)
+                    if self.inflight and self.launch.options.seed and self.rng.random() < 0.1:
+                        self.inflight.popleft().land()  # under other seeds: early landings
                 woken = self._resolve()
                 if woken is None:
                     break
+                for w in woken:
+                    w.state = "ready"
                 ready.extend(woken)
         finally:
-            self._stop_all()
-        self._land_the_rest()
+            for cta in self.ctas:
+                cta._stop_all()
+        while self.inflight:
+            self.inflight.popleft().land()
+        for cta in self.ctas:
+            cta._land_the_rest()
+        self._exit()
+
+    def _exit(self) -> None:
+        """Every warp finished: each CTA exits, and what it leaves behind is a hazard (a TMA
+        store whose bulk group no wait_group retired, a tcgen05.commit's arrival never
+        waited on, TMEM still allocated)."""
+        from course.execute import tcgen05, tma, tmem
+
+        for cta in self.ctas:
+            tma.finish(cta)
+            tcgen05.at_exit(cta)
+            tmem.at_exit(cta)
 
     def _body(self, w: Warp, fn, args):
         try:
@@ -199,46 +332,32 @@ class Cta:
         finally:
             w.state = "done"
 
-    def _order(self, warps):
-        warps = list(warps)
-        if self.launch.options.seed:
-            self.rng.shuffle(warps)
-        return warps
-
-    def _stop_all(self) -> None:
-        for w in self.warps:
-            if w.glet is not None and not w.glet.dead:
-                try:
-                    w.glet.throw(GreenletExit)
-                except BaseException:  # noqa: BLE001 -- already failing: the first error wins
-                    pass
-
-    def _land_the_rest(self) -> None:
-        if self._smem is not None:
-            for copy in list(self._smem.copies.values()):
-                self._smem.retire(copy)
-
     def _resolve(self) -> list[Warp] | None:
-        """Every warp waits or is done: open the barrier, or name the deadlock."""
-        live = [w for w in self.warps if w.state != "done"]
-        if not live:
-            return None
-        if len(live) == len(self.warps):
-            sites = {w.wait.site for w in live}
-            if len(sites) > 1:
-                raise Hazard(hazards.DIVERGENT, _split(live), live[0].wait.site)
-            self.epoch += 1
-            for w in live:
-                w.state = "ready"
-            return self._order(live)
-        done = [w for w in self.warps if w.state == "done"]
-        raise Hazard(
-            hazards.DEADLOCK,
-            f"CTA {self.block}: {_tids(live)} wait at sync_threads "
-            f"({live[0].wait.site.describe()}); {_tids(done)} finished without "
-            f"reaching it: a barrier not every thread reaches never opens",
-            live[0].wait.site,
-        )
+        """No warp is ready: wake those whose condition now holds (an mbarrier phase, the
+        cluster barrier), open a sync_threads or named barrier every thread reached, land
+        the oldest async copy in flight; with none of these, the deadlock or the end."""
+        while True:
+            live = [w for w in self.warps if w.state != "done"]
+            if not live:
+                return None
+            woken = [w for w in live if w.wait.kind == UNTIL and w.wait.until()]
+            for cta in self.ctas:
+                woken.extend(cta.named_resolve())
+                woken.extend(cta.sync_resolve() or [])
+            if woken:
+                return woken
+            if self.inflight:
+                self.inflight.popleft().land()
+                continue
+            raise _deadlock(live, [w for w in self.warps if w.state == "done"])
+
+    def cluster_arrive(self, w: Warp) -> None:
+        w.cluster_gen += 1
+        self.arrivals[w.cluster_gen] = self.arrivals.get(w.cluster_gen, 0) + 1
+        if self.arrivals[w.cluster_gen] == len(self.warps):
+            for cta in self.ctas:  # every thread of the cluster passed it: a full barrier
+                cta.epoch += 1
+            happens_before.join(self.warps)
 
 
 def _tids(warps: list[Warp]) -> str:
@@ -251,6 +370,33 @@ def _split(warps: list[Warp]) -> str:
         groups.setdefault(w.wait.site, []).append(w)
     parts = [f"{_tids(ws)} at {site.describe()}" for site, ws in groups.items()]
     return "threads reach sync_threads at different lines: " + "; ".join(parts)
+
+
+def _deadlock(live: list[Warp], done: list[Warp]) -> Hazard:
+    """No warp can go on and nothing is in flight: who waits for what, and who finished."""
+    groups: dict = {}
+    for w in live:
+        what = w.wait.what() if callable(w.wait.what) else (w.wait.what or f"at {w.wait.kind}")
+        key = (w.cta.block, what, w.wait.site)
+        groups.setdefault(key, []).append(w)
+    parts = [
+        f"{_tids(ws)} of CTA {block} wait {what} ({site.describe()})"
+        for (block, what, site), ws in groups.items()
+    ]
+    tail = f"; {_tids(done)} finished" if done else ""
+    return Hazard(
+        hazards.DEADLOCK,
+        "no thread can go on: " + "; ".join(parts) + tail + " (nothing is in flight that could "
+        "complete what they wait for)",
+        live[0].wait.site,
+    )
+
+
+def block_until(until: Callable[[], bool], what: str, site: Site) -> None:
+    """Block the current warp until `until()` holds (checked when no warp is ready)."""
+    if until():
+        return
+    warp().block(Wait(site, UNTIL, until, what))
 
 
 def _crash(w: Warp, exc: Exception) -> Hazard:
@@ -269,10 +415,20 @@ def _crash(w: Warp, exc: Exception) -> Hazard:
 class Launch:
     """One kernel launch: grid, block, the kernel function and its arguments."""
 
-    def __init__(self, fn, args: tuple, grid, block, options: Options):
+    def __init__(self, fn, args: tuple, grid, block, options: Options, cluster=(1, 1, 1)):
         self.fn, self.args = fn, args
         self.grid = _dim3(grid)
         self.block = _dim3(block)
+        self.cluster = _dim3(cluster)
+        if any(g % c for g, c in zip(self.grid, self.cluster)):
+            raise Hazard(
+                hazards.CRASH,
+                f"a grid of {self.grid} is not a whole number of {self.cluster} clusters",
+            )
+        if self.cluster[0] * self.cluster[1] * self.cluster[2] > 16:
+            raise Hazard(
+                hazards.CRASH, f"a cluster of {self.cluster}: at most 16 CTAs (8 portable)"
+            )
         self.options = options
         self.steps = 0
         self.smems: list[SharedMemory] = []
@@ -283,9 +439,20 @@ class Launch:
     def run(self) -> None:
         if _CURRENT is not None:
             raise hazards.Unmodelled("launching a kernel from inside a kernel")
-        gx, gy, gz = self.grid
-        for z, y, x in itertools.product(range(gz), range(gy), range(gx)):
-            Cta(self, (x, y, z)).run(self.fn, self.args)
+        (gx, gy, gz), (cx, cy, cz) = self.grid, self.cluster
+        # clusters not started yet: Cluster Launch Control may cancel them
+        # (course.execute.launch_control)
+        self.pending = deque(
+            (x, y, z)
+            for z, y, x in itertools.product(range(gz // cz), range(gy // cy), range(gx // cx))
+        )
+        while self.pending:
+            x, y, z = self.pending.popleft()
+            blocks = [
+                (x * cx + i, y * cy + j, z * cz + k)
+                for k, j, i in itertools.product(range(cz), range(cy), range(cx))
+            ]
+            Cluster(self, blocks, (x, y, z)).run(self.fn, self.args)
 
 
 def _dim3(v) -> tuple[int, int, int]:
@@ -307,3 +474,33 @@ def barrier(site: Site) -> None:
             site,
         )
     w.block(Wait(site))
+
+
+def named_barrier(barrier_id: int, threads: int, site: Site, wait: bool = True) -> None:
+    """bar.sync id, threads: blocks until `threads` threads (whole warps) have arrived;
+    bar.arrive (wait=False): counts this warp's threads towards it and goes on."""
+    w = warp()
+    if barrier_id == 0 and threads == w.cta.threads:
+        barrier(site)
+        return
+    if threads % WARP or not 0 < threads <= w.cta.threads:
+        raise Hazard(
+            hazards.CRASH,
+            f"a named barrier of {threads} threads: a multiple of 32, at most the CTA's "
+            f"{w.cta.threads}",
+            site,
+        )
+    if not w.full():
+        raise Hazard(hazards.DEADLOCK, "a named barrier reached by part of a warp", site)
+    if not wait:
+        arrivals = w.cta.named_arrivals
+        arrivals[int(barrier_id)] = arrivals.get(int(barrier_id), 0) + w.width
+        return
+    w.block(
+        Wait(
+            site,
+            NAMED,
+            named=(int(barrier_id), int(threads)),
+            what=f"at named barrier {barrier_id} ({threads} threads)",
+        )
+    )

@@ -14,7 +14,10 @@ the element indices that lane touches (`tids` shape (R,), `elems` shape (R, n)).
   flight to it. A read of bytes a copy is still writing, a read of bytes another thread
   wrote since the last barrier, a write over bytes another thread read or wrote since the
   last barrier: each stops the run with the threads, the tensor (and stage) and the lines.
-  Bank conflicts of every warp-wide access are counted on request (course.models.bank_model).
+  Asynchronous readers (a wgmma's operands) hold their bytes until retired (`hold`,
+  `unhold`); every writer -- thread stores, cp.async, TMA landings -- calls
+  `check_readers_in_flight` first, so a stage released before the wait is named. Bank
+  conflicts of every warp-wide access are counted on request (course.models.bank_model).
 
 The threads of a CTA pass barriers together, so one epoch counter per CTA orders them: two
 accesses by different threads in the same epoch have no barrier between them.
@@ -91,9 +94,23 @@ def _who(tids, pos) -> str:
     return threads_text([tid]) + cta
 
 
+_REGISTER_CLOCK = [0]  # register writes so far, in every fragment (stamps, fences)
+
+
+def register_clock() -> int:
+    """How many register writes have happened: a fence (wgmma.fence) remembers it, and a
+    fragment stamped later was written after that fence."""
+    return _REGISTER_CLOCK[0]
+
+
 class Registers(Memory):
     """One register fragment, a bank per lane: poisoned until written; remembers which
-    elements were written (in its own element type)."""
+    elements were written (in its own element type), and when it was last written
+    (`stamp`, on register_clock()). An asynchronous unit that writes these registers later
+    (a wgmma in flight) sets `watcher`: it is told of every other access (writing or not),
+    so it can name a read of registers it has not finished writing."""
+
+    watcher = None  # fn(registers, writing: bool), or None
 
     def __init__(self, nbytes: int, dtype: DType, width: int, name: str = "registers"):
         data = np.empty((width, max(nbytes, dtype.storage.itemsize)), dtype=np.uint8)
@@ -101,6 +118,7 @@ class Registers(Memory):
         self.dtype, self.width = dtype, width
         self.typed(dtype)[:] = dtype.poison()
         self.written = np.zeros(self.typed(dtype).shape, dtype=bool)
+        self.stamp = 0
 
     def _rows(self, rows, elems):
         rows = np.asarray(rows, dtype=np.int64)
@@ -112,10 +130,16 @@ class Registers(Memory):
 
     def load(self, dtype, rows, elems, site=None):
         self.check(dtype, None, elems, False)
+        if self.watcher is not None:
+            self.watcher(self, False)
         return dtype.decode(self.typed(dtype)[self._rows(rows, elems), elems])
 
     def store(self, dtype, rows, elems, values, site=None):
         self.check(dtype, None, elems, True)
+        if self.watcher is not None:
+            self.watcher(self, True)
+        _REGISTER_CLOCK[0] += 1
+        self.stamp = _REGISTER_CLOCK[0]
         r = self._rows(rows, elems)
         self.typed(dtype)[r, elems] = dtype.encode(
             np.broadcast_to(values, np.broadcast_shapes(np.shape(r), elems.shape))
@@ -143,6 +167,8 @@ class AsyncCopy:
     values: np.ndarray  # (R, n)
     site: Site
     landed: bool = False
+    what: str = "cp.async"  # the kind of copy, as a verdict names it
+    retired_by: str = "no cp.async wait_group has retired it"
 
 
 @dataclass
@@ -169,6 +195,12 @@ class SharedMemory(Memory):
         self.r_epoch = np.full(n, -1, np.int32)
         self.r_site = np.full(n, -1, np.int32)
         self.inflight = np.full(n, -1, np.int32)
+        self.held = np.zeros(n, np.int32)  # asynchronous readers in flight (wgmma) per byte
+        self.holds: dict[int, tuple] = {}  # their tokens: (bytes, who reads them)
+        self.retired_by = np.full(n, -1, np.int32)  # the hold a warp's wait retired last
+        self.retirements: dict[int, tuple] = {}  # its token: (warp, clock, reader, site)
+        self._next_hold = 0
+        self.unfenced = np.zeros(n, bool)  # written by threads, no fence.proxy.async since
         self.copies: dict[int, AsyncCopy] = {}
         self.sites: list[Site] = []
         self._site_ids: dict[Site, int] = {}
@@ -237,8 +269,8 @@ class SharedMemory(Memory):
             raise Hazard(
                 hazards.IN_FLIGHT,
                 f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))} while "
-                f"{own} cp.async to it (issued at {copy.site.describe()}) is still in "
-                f"flight: no cp.async wait_group has retired it",
+                f"{own} {copy.what} to it (issued at {copy.site.describe()}) is still in "
+                f"flight: {copy.retired_by}",
                 site,
             )
         wt = self.w_tid[b]
@@ -264,8 +296,76 @@ class SharedMemory(Memory):
         self.r_site[b] = sid
         return dtype.decode(self.typed(dtype)[elems])
 
+    # --- asynchronous readers in flight (a wgmma reads its operands until it is retired)
+    def hold(self, b: np.ndarray, reader) -> int:
+        """Bytes `b` (unique) are read by an asynchronous unit until `unhold(token)`;
+        `reader` names it ("the wgmma warp 4 issued at ..."), or is a function that does
+        (read when a write finds it, so it can say how things stand then). Every write
+        checks them."""
+        token = self._next_hold
+        self._next_hold += 1
+        self.held[b] += 1
+        self.holds[token] = (b, reader)
+        return token
+
+    def unhold(self, token: int, by=None, site: Site | None = None) -> None:
+        """The reader of hold `token` is done. `by`: the warp whose wait says so (a TMA
+        store's wait_group.read): only that warp knows it, so another warp may write the
+        bytes only once a barrier (or an mbarrier) carried that wait to it
+        (course.execute.happens_before); without `by` every warp may at once."""
+        b, reader = self.holds.pop(token)
+        self.held[b] -= 1
+        if by is not None:
+            by.clock += 1
+            self.retired_by[b] = token
+            self.retirements[token] = (by, by.clock, reader, site)
+
+    def check_retired_known(self, b: np.ndarray, t: np.ndarray, writer, site: Site) -> None:
+        """A thread's write of bytes `b` (threads `t`) whose reader a wait of another warp
+        retired, with nothing ordering that wait before this write: a STAGE_OVERWRITE (the
+        waiting warp knows the buffer is free, the writer does not)."""
+        tokens = self.retired_by[b]
+        if not (tokens >= 0).any():
+            return
+        for token in np.unique(tokens[tokens >= 0]).tolist():
+            by, clock, reader, where = self.retirements[token]
+            writers = [self.cta.warps[i] for i in np.unique(t[tokens == token] // 32).tolist()]
+            late = [x for x in writers if x is not by and x.knows.get(by, 0) < clock]
+            if not late:
+                continue
+            k = int(np.argmax((tokens == token) & (t // 32 == late[0].index)))
+            reader = reader() if callable(reader) else reader
+            raise Hazard(
+                hazards.STAGE_OVERWRITE,
+                f"{writer(k)} {self.describe(int(b[k]))}, which {reader} read: warp "
+                f"{by.index}'s wait_group at {where.describe() if where else 'an earlier line'}"
+                f" retired that read, but no barrier since orders this thread after that "
+                f"wait: only the waiting warp knows the buffer is free",
+                site,
+            )
+
+    def check_readers_in_flight(self, b: np.ndarray, writer, site: Site) -> None:
+        """A write of bytes `b` (thread stores, cp.async, TMA landings: every writer calls
+        this) while an asynchronous reader still reads them is a STAGE_OVERWRITE.
+        `writer(k)` says who writes the k-th byte ("thread 5 (...) writes")."""
+        busy = self.held[b] > 0
+        if not busy.any():
+            return
+        k = int(np.argmax(busy))
+        byte = int(b[k])
+        reader = next(r for bs, r in self.holds.values() if byte in bs)
+        reader = reader() if callable(reader) else reader
+        raise Hazard(
+            hazards.STAGE_OVERWRITE,
+            f"{writer(k)} {self.describe(byte)} while {reader} still reads it: the stage "
+            f"is overwritten before a wait_group retired the reads (released too early?)",
+            site,
+        )
+
     def _check_write(self, tids, b: np.ndarray, t: np.ndarray, site: Site, how: str) -> None:
         epoch = self.cta.epoch
+        self.check_readers_in_flight(b, lambda k: f"{threads_text([int(t[k])])} {how}", site)
+        self.check_retired_known(b, t, lambda k: f"{threads_text([int(t[k])])} {how}", site)
         flying = self.inflight[b]
         if (flying >= 0).any():
             k = int(np.argmax(flying >= 0))
@@ -273,7 +373,7 @@ class SharedMemory(Memory):
             raise Hazard(
                 hazards.WRITE_IN_FLIGHT,
                 f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))} while "
-                f"the cp.async of {threads_text(copy.tids.tolist())} (issued at "
+                f"the {copy.what} of {threads_text(copy.tids.tolist())} (issued at "
                 f"{copy.site.describe()}) is still writing it",
                 site,
             )
@@ -304,6 +404,7 @@ class SharedMemory(Memory):
 
     def _mark_written(self, b, t, site: Site, how: str) -> None:
         self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
+        self.unfenced[b] = True
         self.w_site[b] = self.site_id(site)
         clash = self.w_tid[b] != t
         if clash.any():  # two lanes of one instruction wrote the same bytes

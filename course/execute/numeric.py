@@ -57,7 +57,16 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "float"
 
-    def __call__(self, value=0):
+    def __instancecheck__(self, x) -> bool:
+        """isinstance(x, cutlass.Int32) in library code: a per-lane value or a scalar of this
+        type (a Python int is not one, as in CuTe DSL)."""
+        from course.execute.lanes import Lanes
+
+        if isinstance(x, Lanes):
+            return True
+        return isinstance(x, np.generic) and x.dtype == np.dtype(self.storage)
+
+    def __call__(self, value=0, **_):  # loc=, ip= from library code: no use here
         """A scalar of this type, converted as CuTe DSL converts it (per lane for a
         per-lane value)."""
         from course.execute.lanes import Lanes

@@ -167,6 +167,17 @@ def _static(t):
 # ---------------------------------------------------------------- asking
 
 
+BLACKWELL_ARCH = "sm_100a"  # tcgen05 and blackwell_helpers trace only for it
+_BLACKWELL_MARKS = ("tcgen05", "blackwell_helpers", "tmem-tensor")
+
+
+def arch_for(key) -> str:
+    """The target a question is traced for: sm_100a where it names a Blackwell op or
+    helper, else ARCH."""
+    text = repr(key)
+    return BLACKWELL_ARCH if any(m in text for m in _BLACKWELL_MARKS) else ARCH
+
+
 def ask(key, job):
     """job() run in a CuTe DSL trace on the CPU, its answer kept under `key`."""
     if key in _CACHE:
@@ -175,7 +186,7 @@ def ask(key, job):
         from course.cute.trace import on_cpu
 
         try:
-            value = on_cpu(lambda: ("ok", job()), arch=ARCH)
+            value = on_cpu(lambda: ("ok", job()), arch=arch_for(key))
         except Exception as exc:  # noqa: BLE001 -- CuTe refused: the kernel's error too
             inner = _unmodelled_in(exc)
             if inner is not None:

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from course.execute import hazards, machine
+from course.execute import hazards, machine, tmem
 from course.execute.memory import GMEM, Memory, SharedMemory, bank_summaries
 from course.execute.numeric import of_torch
 from course.execute.oracle import CuteError
@@ -134,14 +134,16 @@ def run(
     return result
 
 
-def launch(fn, grid, block) -> None:
-    """A kernel's .launch(...) inside run(): the grid, now."""
+def launch(fn, grid, block, cluster=(1, 1, 1)) -> None:
+    """A kernel's .launch(...) inside run(): the grid (in clusters), now."""
     if not _ACTIVE:
         raise Unmodelled("a kernel launch outside course.execute.run")
     result = _ACTIVE[-1]
     options = machine.Options(result.seed, result.count_banks)
-    grid_launch = machine.Launch(fn, (), grid, block, options)
+    grid_launch = machine.Launch(fn, (), grid, block, options, cluster)
+    tmem.forget()
     grid_launch.run()
+    tmem.check_all_freed()  # a CTA that exits with TMEM allocated: the next one would hang
     result.launches.append(Launched(grid_launch.grid, grid_launch.block, grid_launch.smems))
 
 

@@ -107,11 +107,11 @@ def access_write(
 class Pointer:
     """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
 
-    __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "align")
+    __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "_align")
 
     def __init__(self, memory: Memory, byte_offset, dtype: DType, swizzle=None, align: int = 16):
         self.memory, self.byte_offset, self.dtype = memory, byte_offset, dtype
-        self.swizzle, self.align = swizzle, align
+        self.swizzle, self._align = swizzle, align
 
     def __add__(self, n):
         return Pointer(
@@ -119,7 +119,7 @@ class Pointer:
             self.byte_offset + n * self.dtype.itemsize,
             self.dtype,
             self.swizzle,
-            self.align,
+            self._align,
         )
 
     __radd__ = __add__
@@ -146,9 +146,15 @@ class Pointer:
 
     @property
     def alignment(self) -> int:
-        return self.align
+        return self._align
 
     max_alignment = alignment
+
+    def align(self, min_align: int = 1, **_) -> "Pointer":
+        """cute.Pointer.align: this pointer moved up to a multiple of min_align bytes."""
+        step = int(min_align)
+        up = -(-self.byte_offset // step) * step
+        return Pointer(self.memory, up, self.dtype, self.swizzle, max(self._align, step))
 
     @property
     def elem_base(self):
@@ -164,8 +170,16 @@ class Pointer:
     def element(self, offset):
         e = self.elem_base + offset
         if self.swizzle is not None:
-            e = self.swizzle(e)
+            e = self._swizzled(e)
         return e
+
+    def _swizzled(self, e):
+        """A pointer's swizzle acts on the byte address, as CuTe's swizzle_ptr does (a
+        layout's swizzle acts on its offsets, in elements)."""
+        size = self.dtype.storage.itemsize
+        if isinstance(e, Lanes):
+            return Lanes(self.swizzle(e.v * size) // size)
+        return self.swizzle(e * size) // size
 
     def elements(self, offsets: np.ndarray) -> np.ndarray:
         """Element indices for layout offsets ((n,) or (W, n)): (n,), or (W, n) per lane."""
@@ -174,7 +188,7 @@ class Pointer:
             e = base.v[:, None] + (offsets if offsets.ndim == 2 else offsets[None, :])
         else:
             e = base + offsets
-        return self.swizzle(e) if self.swizzle is not None else e
+        return self._swizzled(e) if self.swizzle is not None else e
 
 
 class Coordinates:

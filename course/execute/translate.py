@@ -49,8 +49,20 @@ _LIBRARY_DIRS = tuple(
 )
 
 
+# installed CuTe DSL code translated like the course's own (its `cute`/`cutlass` names bound
+# to the stand-ins): NVIDIA's pipelines, so they run on the executor's mbarrier model
+TRANSLATED_LIBRARIES = ("cutlass.pipeline",)
+
+
+def _translated_library(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in TRANSLATED_LIBRARIES)
+
+
 def is_library_code(fn) -> bool:
-    """True for code installed as a library (numpy, torch, CuTe DSL, the stdlib)."""
+    """True for code installed as a library (numpy, torch, CuTe DSL, the stdlib), except
+    the CuTe DSL modules in TRANSLATED_LIBRARIES."""
+    if _translated_library(getattr(fn, "__module__", "") or ""):
+        return False
     filename = fn.__code__.co_filename
     if filename.startswith("<frozen") or filename.startswith("<string>"):
         return True
@@ -93,8 +105,10 @@ class Translator:
 
     def __init__(self, redirects: dict | None = None):
         """redirects: real object -> what kernel code gets instead (e.g. the GPU's boundary
-        functions of the host code, replaced by CPU versions)."""
-        self._redirects = {id(k): (k, v) for k, v in (redirects or {}).items()}
+        functions of the host code, replaced by CPU versions); a dict, or (real, instead)
+        pairs where a real object is not hashable."""
+        pairs = redirects.items() if isinstance(redirects, dict) else (redirects or ())
+        self._redirects = {id(k): (k, v) for k, v in pairs}
         self._done: dict[int, tuple] = {}
         self._globals: dict[int, KernelGlobals] = {}
         self.builtins = dict(vars(builtins))
@@ -123,6 +137,10 @@ class Translator:
             return obj
         if isinstance(obj, types.ModuleType):
             return self._module(obj)
+        if _translated_library(getattr(obj, "__module__", None) or "") and (
+            isinstance(obj, type) or callable(obj)
+        ):
+            return self._class(obj) if isinstance(obj, type) else self.function(obj)
         if _is_cutlass(obj):
             return self._cutlass_object(obj)
         if isinstance(obj, types.MethodType):
@@ -181,6 +199,31 @@ class Translator:
         setattr(new, TRANSLATED, True)
         return api.KernelFunction(new) if kind == "kernel" else new
 
+    def _class(self, cls: type) -> type:
+        """A class of a translated library: the same class with its functions translated
+        (enums and exceptions are kept: they hold no kernel code)."""
+        import enum
+
+        if issubclass(cls, (enum.Enum, BaseException)):
+            return cls
+        namespace = {}
+        for key, value in vars(cls).items():
+            if key in ("__dict__", "__weakref__"):
+                continue
+            if isinstance(value, staticmethod):
+                value = staticmethod(self.value(value.__func__))
+            elif isinstance(value, classmethod):
+                value = classmethod(self.value(value.__func__))
+            elif isinstance(value, property):
+                value = property(*(self.value(f) if f else None for f in (value.fget, value.fset)))
+            elif isinstance(value, types.FunctionType) or hasattr(value, "_decorator_kind"):
+                value = self.value(value)
+            namespace[key] = value
+        bases = tuple(self.value(b) for b in cls.__bases__)
+        new = type(cls)(cls.__name__, bases, namespace)
+        setattr(new, TRANSLATED, True)
+        return new
+
     def globals_of(self, real: dict) -> KernelGlobals:
         g = self._globals.get(id(real))
         if g is None:
@@ -197,6 +240,8 @@ class Translator:
         name = module.__name__
         if name in api.MODULES:
             return api.MODULES[name]
+        if _translated_library(name):
+            return ModuleProxy(module, self)
         if name.split(".")[0] in ("cutlass", "cuda"):
             return _Unknown(name)
         if _is_library_module(module):
@@ -352,6 +397,10 @@ class InstanceProxy:
 
     def __setattr__(self, name, value):
         self._cache[name] = value
+
+    def __call__(self, *args, **kwargs):
+        """A kernel object called as its host function (cute.compile(obj, ...) calls it)."""
+        return self.__getattr__("__call__")(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<{type(self._obj).__name__} on the CPU executor>"

@@ -3,7 +3,7 @@
 Run every kernel exercise's reference solution, its alternative correct solutions and its
 known wrong variants through the checker on this machine, and print one line each with the
 verdict (right / wrong / not proven / not answered). Where the machine runs the exercise's
-kernel -- live on a GPU that can, or on the course's CPU executor (notebooks 01-07) -- each
+kernel -- live on a GPU that can, or on the course's CPU executor (every kernel exercise) -- each
 correct solution must be right and each wrong variant wrong with its hint; where nothing runs
 it, a correct solution must not be called wrong, a wrong variant caught by the CPU checks
 must be wrong with its hint, and a mistake only a run shows must be "not proven" (never
@@ -42,7 +42,7 @@ def as_expected(case: solutions.Case, report: kernel_check.Report, live: bool) -
 
 def runs_live(ex: kernel_check.KernelExercise) -> bool:
     """Does this machine run the exercise's kernel: on a GPU that can, or else on the
-    course's CPU executor (notebooks 01-07)?"""
+    course's CPU executor?"""
     return kernel_check.runner_for(ex) is not None
 
 

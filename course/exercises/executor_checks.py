@@ -1,4 +1,4 @@
-"""The kernel exercises of notebooks 01-07, run on the CPU executor instead of a GPU.
+"""The kernel exercises of notebooks 01-13, run on the CPU executor instead of a GPU.
 
 `EXECUTOR_CHECKS[id](fn, quick)` runs exercise `id`'s own GPU checks -- the module-level
 `gpu_checks` its notebook registered, with its shapes, inputs, poisoned and guarded output,
@@ -23,10 +23,11 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import re
 import types
 from typing import Callable
 
-from course.execute import hazards, runner
+from course.execute import hazards, mbarriers, runner, wgmma
 from course.execute.hazards import Hazard, Unmodelled
 
 CHECK = "ran on the course's CPU executor"
@@ -41,6 +42,12 @@ EXERCISES = (
     "05.transpose_swizzle",
     "06.mma_tile",
     "07.mainloop",
+    "08.arm_and_load",
+    "09.ring",
+    "10.wgmma_mainloop",
+    "11.tma_store",
+    "12.epilogue_role",
+    "13.read_next_tile",
 )
 
 
@@ -57,8 +64,26 @@ def _mainloop_speed_check() -> str:
     return speed_check(nb07.TIMED_SIZE, nb07.SPEED_AGAINST)
 
 
+def _wgmma_speed_check() -> str:
+    from course.exercises import nb10_mainloop_kernel as nb10
+    from course.exercises.gpu_run import speed_check
+
+    return speed_check(nb10.TIMED_SIZE, nb10.SPEED_AGAINST)
+
+
+def _tma_store_speed_check() -> str:
+    from course.exercises.nb11_tma_store_kernel import SPEED_CHECK
+
+    return SPEED_CHECK
+
+
 # the exercises whose GPU check also times the kernel: the name of that check
-SPEED_GATED = {"04.vector_copy": _copy_speed_check, "07.mainloop": _mainloop_speed_check}
+SPEED_GATED = {
+    "04.vector_copy": _copy_speed_check,
+    "07.mainloop": _mainloop_speed_check,
+    "10.wgmma_mainloop": _wgmma_speed_check,
+    "11.tma_store": _tma_store_speed_check,
+}
 # an uninitialised A or B operand is a load that never happened, not an accumulator to clear
 OPERAND_NOT_LOADED = (
     "operand never loaded: every k-block's A and B fragments must be copied from shared "
@@ -82,7 +107,158 @@ HAZARD_HINTS = {
     hazards.MISALIGNED: "vector width: a 128-bit access needs 16 contiguous, aligned bytes",
     hazards.CRASH: "read the error: it names the thread and the line",
     hazards.HANG: "a loop that does not end",
+    wgmma.ACC_IN_FLIGHT: "acc in flight: the accumulator was used while wgmmas still write it: "
+    "cute.nvgpu.warpgroup.wait_group retires them first (and only committed groups are waited "
+    "for: commit_group)",
+    wgmma.NO_FENCE: "missing fence: cute.nvgpu.warpgroup.fence() before the first cute.gemm "
+    "after the accumulator was written",
+    wgmma.PROXY_FENCE: "missing fence.proxy.async: shared memory written by threads is read by "
+    "the tensor cores through the async proxy; cute.arch.fence_proxy('async.shared', "
+    "space='cta') before the barrier",
 }
+HAZARD_HINTS[mbarriers.MBARRIER] = (
+    "mbarrier set-up: one thread initialises each barrier (cute.arch.elect_one), then "
+    "mbarrier_init_fence and a sync_threads before any other thread uses it; and no more "
+    "arrivals in a phase than the count it was initialised with"
+)
+# a deadlock on an mbarrier: a phase that never completes
+MBARRIER_DEADLOCK_HINT = (
+    "a wait whose phase never completes: does each barrier's count match who arrives (one "
+    "elected lane per warp, not every thread), does the producer arm full with expect_tx, and "
+    "does each wait use its role's parity (the producer's first trip starts at 1)?"
+)
+# a wgmma not retired when its stage was refilled or its accumulator used: why, by what the
+# executor saw (course.execute.wgmma's status words), in the words of notebook 10's hints
+WGMMA_HINTS = (
+    (
+        "no commit_group",
+        "commit missing: cute.nvgpu.warpgroup.commit_group() after a k-tile's wgmmas makes "
+        "them one group; wait_group counts committed groups only",
+    ),
+    (
+        "the k-tile just issued",
+        "wrong stage: the stage handed back is still being read by the wgmmas just issued; "
+        "release the oldest stage (ring.consumer_release(release), then release.advance()), "
+        "one k-tile behind `read`",
+    ),
+    (
+        "no wait_group yet",
+        "no wait_group: nothing says k-tile t-1's wgmmas are done reading its stage; "
+        "cute.nvgpu.warpgroup.wait_group(1) before ring.consumer_release(release)",
+    ),
+    (
+        "",
+        "released too early: a stage still being read by the wgmmas of its k-tile is handed "
+        "back (and refilled); cute.nvgpu.warpgroup.wait_group(1) first, then "
+        "ring.consumer_release(release)",
+    ),
+)
+
+
+# Blackwell's hazards (course.execute.tmem, tcgen05, clc): the hint by what the executor saw,
+# in the words of notebooks 12-13's hints
+BLACKWELL_HINTS = (
+    (
+        "which no tcgen05.mma has written",
+        "the accumulator is read before the MMAs finished: acc_pipeline.consumer_wait("
+        "acc_state) before draining it",
+    ),
+    ("still allocated", "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)"),
+    (
+        "tcgen05.dealloc) while warp",
+        "warp 0 frees TMEM while warps 1-3 may still be reading it: "
+        "epi_barrier.arrive_and_wait() before tmem.free",
+    ),
+    (
+        "use after free (tcgen05.dealloc",
+        "TMEM is freed while a warp still reads it: every epilogue warp meets "
+        "(epi_barrier.arrive_and_wait()) before tmem.free",
+    ),
+    (
+        "tcgen05.commit at",
+        "the last stages' releases are never waited on: the producer ends with "
+        "ring.producer_tail(state), so no tcgen05.commit arrives after the CTA exits",
+    ),
+    (
+        "TMA stores are not drained",
+        "the TMA stores are not drained before the kernel ends: the store pipeline's "
+        "producer_tail() (c_pipeline.producer_tail()) waits for every store to finish",
+    ),
+    ("before tcgen05.wait::ld", "tcgen05.ld's registers used without tcgen05.wait::ld"),
+    (
+        "handshake",
+        "a CTA pair frees TMEM only after both CTAs are done with it: tmem.free does the "
+        "dealloc mbarrier handshake with the peer",
+    ),
+    (
+        "CLC query",
+        "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) first",
+    ),
+    (
+        "CLC answer",
+        "the answer was read through the generic proxy and is rewritten by the async proxy "
+        "(the next try_cancel): cute.arch.fence_proxy('async.shared', space='cta') before "
+        "consumer_release",
+    ),
+    (
+        "wait on mbarrier bars.clc",
+        "the CLC answer buffer is never freed: the leader's next request waits for every "
+        "reader forever (clc_pipeline.consumer_release(read_state))",
+    ),
+)
+
+
+def _blackwell_hint(exc: Hazard) -> str:
+    return next((hint for words, hint in BLACKWELL_HINTS if words in exc.detail), "")
+
+
+# a TMA store's hazards (course.execute.tma): the hint by what the executor saw, in the words
+# of notebook 11's hints (its staging buffers, its store warp)
+TMA_STORE_HINTS = (
+    (
+        "no fence.proxy.async",
+        "shared memory written by threads is read by TMA through the async proxy: every thread "
+        "fences its own writes -- cute.arch.fence_proxy('async.shared', space='cta') right "
+        "after its stmatrix, before the barrier (a fence in the storing warp alone covers "
+        "only that warp's writes)",
+    ),
+    (
+        "no barrier since orders",
+        "only the storing warp waits for its bulk groups: the other warps may overwrite a "
+        "buffer TMA still reads. A barrier after that wait (epi.chunk_sync.arrive_and_wait()) "
+        "before any thread writes a buffer again",
+    ),
+    (
+        "before a wait_group retired",
+        "a staging buffer is reused while TMA may still read it: after the store, commit it "
+        "(stores.producer_commit()) and wait until at most epi_stages - 1 stores still read "
+        "shared memory (stores.producer_acquire()) before the buffer comes round again",
+    ),
+    (
+        "two unordered stores",
+        "every consumer thread issues its own copy of the same TMA store: issue it, commit "
+        "and wait only under `if epi.warp == epi.store_warp:`",
+    ),
+)
+
+
+# a buffer written by one warp while the TMA store another warp issued still reads it: a
+# missing wait or a missing barrier after it (which, depends on where the warps stand)
+TMA_STORE_REUSED_BY_ANOTHER_WARP = (
+    "a staging buffer is reused while TMA may still read it: the storing warp waits until at "
+    "most epi_stages - 1 stores still read shared memory (stores.producer_acquire()), and "
+    "only then may the other warps write it -- without a barrier after that wait "
+    "(epi.chunk_sync.arrive_and_wait()) they overwrite a buffer TMA still reads"
+)
+
+
+def _tma_store_hint(exc: Hazard) -> str:
+    if "TMA store" not in exc.detail:
+        return ""
+    warps = re.findall(r"\(warp (\d+), lane", exc.detail)
+    if "before a wait_group retired" in exc.detail and len(set(warps[:2])) == 2:
+        return TMA_STORE_REUSED_BY_ANOTHER_WARP
+    return next((hint for words, hint in TMA_STORE_HINTS if words in exc.detail), "")
 
 
 def executor_check(exercise_id: str) -> Callable:
@@ -126,7 +302,15 @@ def _hazard_finding(exc: Hazard):
     from course.exercises.kernel_check import failed
 
     where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
-    hint = HAZARD_HINTS.get(exc.kind, "")
+    hint = _blackwell_hint(exc) or _tma_store_hint(exc) or HAZARD_HINTS.get(exc.kind, "")
+    if exc.kind == hazards.STAGE_OVERWRITE and (
+        "wgmma" in exc.detail or "cute.gemm(" in exc.detail
+    ):
+        hint = next(h for words, h in WGMMA_HINTS if words in exc.detail)
+    if exc.kind == wgmma.ACC_IN_FLIGHT and "no commit_group" in exc.detail:
+        hint = WGMMA_HINTS[0][1]
+    if exc.kind == hazards.DEADLOCK and "on mbarrier" in exc.detail and not _blackwell_hint(exc):
+        hint = MBARRIER_DEADLOCK_HINT
     if exc.kind == hazards.UNINITIALISED and "accumulator" not in exc.detail:
         hint = OPERAND_NOT_LOADED
     return dataclasses.replace(failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint), ran=True)
@@ -181,6 +365,15 @@ def gmem_pointer(t, dtype, align_bytes: int = 16):
     return runner.pointer(t, align=align_bytes)
 
 
+H100_SMS = 132
+
+
+def max_active_clusters(device_index: int, cluster_size: int) -> int:
+    """A persistent kernel's grid, as an H100 SXM gives it (one CTA per SM): the quick shapes
+    have fewer clusters of work than that, so every cluster takes one work item, as there."""
+    return H100_SMS // cluster_size
+
+
 def _gemm_host_on_cpu():
     from kernels import gemm_host, host
 
@@ -206,6 +399,8 @@ def _gemm_host_on_cpu():
                 b_major,
             )
             align = self.operands.align(a.dtype)
+            # the step's extra arguments (tma_gemm's debug report) made through the boundary
+            extra = _boundary_translator().value(self.extra.values)(a, config)
             runner.run(
                 obj.__call__,
                 runner.pointer(a, "A", align),
@@ -214,7 +409,7 @@ def _gemm_host_on_cpu():
                 m,
                 n,
                 k,
-                *self.extra.values(a, config),
+                *extra,
                 None,
             )
             return out
@@ -294,25 +489,45 @@ def _torch_on_cpu():
         get_device_capability=lambda *a, **k: (9, 0),
         is_available=lambda: False,
         current_stream=lambda *a, **k: types.SimpleNamespace(cuda_stream=0),
+        current_device=lambda: 0,
     )
     return mod
 
 
 @functools.lru_cache(maxsize=1)
-def _redirects() -> dict:
+def _redirects() -> tuple:
     import torch
 
     import kernels.gemm_host
     import kernels.host
 
-    return {
+    redirects = {
         torch: _torch_on_cpu(),
         kernels.host.compile_for: compile_for,
         kernels.host.gmem_pointer: gmem_pointer,
         kernels.host.current_stream: lambda: None,
         kernels.host.fake_stream: lambda: None,
+        kernels.host.max_active_clusters: max_active_clusters,
         kernels.gemm_host.GemmHost: _gemm_host_on_cpu(),
     }
+    return tuple(redirects.items()) + _gemm_twins(_gemm_host_on_cpu())
+
+
+# the steps whose GemmHost an exercise derives its own from (dataclasses.replace keeps the
+# class, so the step's instance itself is seen as its CPU twin)
+DERIVED_GEMMS = ("tma_gemm",)
+
+
+def _gemm_twins(on_cpu) -> tuple:
+    """(the step's GemmHost, the same fields as a GemmHostOnCpu) per DERIVED_GEMMS step."""
+    import importlib
+
+    twins = []
+    for name in DERIVED_GEMMS:
+        real = importlib.import_module(f"kernels.{name}").GEMM
+        fields = {f.name: getattr(real, f.name) for f in dataclasses.fields(real) if f.init}
+        twins.append((real, on_cpu(**fields)))
+    return tuple(twins)
 
 
 def _boundary_translator():

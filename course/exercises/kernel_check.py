@@ -327,7 +327,7 @@ def _executor_findings(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
 
 def runner_for(ex: KernelExercise, gpu: bool | None = None, executor: bool | None = None):
     """Where this machine runs the exercise's kernel: "gpu" (one that can), "executor" (the
-    course's CPU executor, notebooks 01-07), or None (compiled, not run)."""
+    course's CPU executor, where it runs the kernel), or None (compiled, not run)."""
     from course.runtime.hardware import machine
 
     if ex.gpu_checks is None:

@@ -22,6 +22,7 @@ TIMED_SIZE = 4096
 # two sessions: the gate only asks not to lose against the course's own code beyond noise;
 # the CPU checks are what prove the idea is there.
 REQUIRED_SPEED = 0.97
+SPEED_CHECK = f"speed at {TIMED_SIZE}^3 bf16 against the course's TMA-store epilogue"
 
 TMA_STORE = r"^cp\.async\.bulk\.tensor\.\S*global\.shared::cta"
 BARRIER = r"^(bar|barrier)\.sync"
@@ -293,7 +294,7 @@ def _speed(gemm):
     )
     ratio = statistics.median(r / c for r, c in zip(t["course"], t["yours"]))
     return expect(
-        f"speed at {size}^3 bf16 against the course's TMA-store epilogue",
+        SPEED_CHECK,
         ratio >= REQUIRED_SPEED,
         f"{ratio_summary(t['course'], t['yours'])} of the course's "
         f"(preset {RUNG!r}); {ratio_summary(t['without'], t['yours'])} of the rung "

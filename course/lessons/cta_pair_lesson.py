@@ -7,6 +7,8 @@ and timed on Blackwell, or compiled.
   clc_changes          what kernels.cta_pair_clc_gemm overrides in kernels.cta_pair_gemm
   compare_instructions the two kernels' instructions, side by side (compiled here)
   epilogue_warp_map    the pair tile painted by the epilogue warp that reads each element
+  run_executed         both kernels' own code on the CPU executor (CLC cancels in a seeded order)
+  planted_mistakes     each synchronisation mistake planted, as the executor names it
   emulate_pair         the emulator on a ragged problem: verdict, tiles per pair, overlaps
   broken_schedules     the emulator under a CLC that hands a tile out twice, or never
   check_and_time       shape sweep and benchmark against cuBLAS (live, Blackwell)
@@ -123,6 +125,34 @@ def epilogue_warp_map(tile_n: int = 128) -> Ownership:
         "leader, W4-7 follower) reads each accumulator element",
         thread_label="W",
     )
+
+
+def run_executed(m: int = 600, n: int = 392, k: int = 200, seeds=(1, 2)) -> list:
+    """Both kernels' own code on the CPU executor against A.B^T in float64: the pair kernel
+    once, the CLC kernel under each seed (which clusters CLC cancels, and in what order,
+    follows the seed)."""
+    from course.execute import blackwell_runs
+    from course.lessons.gemm_lesson import executor_line
+
+    runs = [executor_line(blackwell_runs.run_gemm("cta_pair_gemm", m, n, k))]
+    for seed in seeds:
+        runs.append(executor_line(blackwell_runs.run_gemm("cta_pair_clc_gemm", m, n, k, seed=seed)))
+    return runs
+
+
+def planted_mistakes(shape=(129, 136, 72)) -> dict:
+    """Each synchronisation mistake of course.execute.planted made in the kernel, run on the
+    executor: the hazard it names (kind and message), or that it passed."""
+    from course.execute import blackwell_runs, planted
+
+    named = {}
+    for name, plant in planted.PLANTS.items():
+        with planted.planted(name):
+            run = blackwell_runs.run_gemm(plant.kernel, *shape)
+        named[name] = run.hazard
+        what = "PASSED (not caught)" if run.hazard is None else f"{run.hazard}"
+        print(f"{plant.mistake} ({plant.kernel}):\n  -> {what}")
+    return named
 
 
 def emulate_pair(a, b, resident_clusters: int = 2, seed: int = 1):

@@ -4,6 +4,7 @@ check_sweep        fresh inputs, poisoned outputs, ragged shapes, both dtypes (l
 bench_live         the paired benchmark against cuBLAS at a few sizes (live)
 recorded_rows      the same numbers from results/gemm.json (fallback)
 bench_or_recorded  bench_live on a GPU that can, the recorded rows elsewhere (a live cell)
+executor_line      one run of a kernel's own code on the CPU executor, in a line (fallback)
 compile_report     what the compiler produced: resources, instruction counts, lines
 """
 
@@ -129,6 +130,30 @@ def bench_or_recorded(
     if not out.live:
         print_rows(out.value)
     return out
+
+
+def executor_line(run):
+    """One executor run (a ladder_runs or blackwell_runs result) in a line: the kernel and its
+    problem, its verdict against torch, what the executor saw. A ladder case is named by its
+    kernel and its whole problem ("tma_gemm.ragged" as "tma_gemm (m=129, ...)"), so the line
+    reads the same whether or not the H100 recording holds that case."""
+    from course.execute.ladder_runs import CASES
+
+    name, _, problem = run.case.partition("@")
+    if run.case in CASES:
+        name, problem = name.split(".")[0], ",".join(f"{k}={v}" for k, v in CASES[run.case].items())
+    head = f"{name} ({problem.replace(',', ', ')}), {run.seconds:.1f} s on the CPU executor:"
+    if run.hazard is not None:
+        print(f"{head} stopped by a hazard: {run.hazard}")
+        return run
+    verdict = "PASS" if run.ok else "FAIL"
+    print(
+        f"{head} {verdict}, relative error {run.relative_error:.1e} against torch "
+        f"(tolerance {run.tolerance:.0e})"
+    )
+    for line in run.observed:
+        print(f"  {line}")
+    return run
 
 
 def compile_report(

@@ -6,6 +6,7 @@ on the course's goal from the recorded numbers.
   register_budget      producer and consumer registers against the register file
   multicast_savings    the model's L2 -> SM bytes of a CTA tile with and without B multicast
   hopper_instructions  setmaxnreg, multicast loads, stmatrix and TMA stores in PTX (fallback)
+  check_executed       presets' own code on the CPU executor, a small ragged shape (fallback)
   bench_presets        every preset against cuBLAS (live), or as recorded on the H100
   goal_verdict         the recorded rows of the final kernel against the % of cuBLAS goal
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from course.lessons.gemm_lesson import (
     bench_live,
     compile_report,
+    executor_line,
     matches_run,
     print_rows,
     recorded_rows,
@@ -22,6 +24,9 @@ from course.lessons.gemm_lesson import (
 from course.runtime.live import Outcome, live_or, recorded
 from course.bench.report import pct_of_cublas, pct_with_control
 
+# on the CPU executor (numpy plays every thread): the final kernel and its ping-pong variant
+EXECUTOR_PRESETS = ("tma_store", "pingpong")
+EXECUTOR_SHAPE = (129, 264, 200)
 GOAL_PCT = 105  # the course's goal, % of cuBLAS
 GOAL_SIZES = (4096, 8192)
 REGISTER_FILE = 65_536  # 32-bit registers per SM
@@ -89,6 +94,15 @@ def hopper_instructions(arch: str):
         show=1,
     )
     return art
+
+
+def check_executed(presets=EXECUTOR_PRESETS, shape=EXECUTOR_SHAPE) -> list:
+    """Without a Hopper GPU, the sweep's fallback: each preset of kernels/hopper_gemm.py (the
+    final kernel, `tma_store`, first) run on the course's CPU executor (bf16), against torch
+    in float64: one line each."""
+    from course.execute import ladder_runs
+
+    return [executor_line(ladder_runs.run_hopper_gemm(p, *shape)) for p in presets]
 
 
 def bench_presets(

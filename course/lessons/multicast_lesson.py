@@ -3,6 +3,7 @@ elsewhere, and the Nsight Compute counters that test the model's L2 -> SM bytes 
 read from L2 once per cluster: an n-fold saving the counters have to confirm or refute).
 
   measure_multicast  the live cell: check every variant and time it, or its fallback
+  multicast_executed every variant's own code on the CPU executor (fallback, then the record)
   multicast_ptx      the multicast load and its CTA mask in PTX (compile-only fallback)
   traffic_report     the recorded Nsight Compute counters, or how to record them
   counter_table      what the SMs asked for, what the coalescer merged, what L2 read
@@ -15,7 +16,15 @@ from __future__ import annotations
 from course.bench import tma_multicast as tma_bench
 from course.runtime import results
 from course.lessons.gemm_profiles import profiler_banner
-from course.runtime.live import Mode, Outcome, compile_only, live_or, recorded_or, show
+from course.runtime.live import (
+    Mode,
+    Outcome,
+    compile_only,
+    executed,
+    live_or,
+    recorded_or,
+    show,
+)
 
 RECORD_COMMAND = "python -m course.bench tma --record"
 TRAFFIC_COMMAND = "python -m course.bench.tma_traffic --record"
@@ -31,6 +40,21 @@ def check_and_time() -> dict:
     return data
 
 
+def multicast_executed(tiles: int = 2) -> dict[str, bool]:
+    """check_and_time's check without a Hopper GPU: kernels/tma.py's TmaMulticast run on the
+    course's CPU executor for each of the four variants (one cluster, `tiles` tiles), every
+    CTA's tiles compared bit for bit. Nothing is timed."""
+    from course.execute import ladder_runs
+
+    verdicts = {}
+    for name, cfg in tma_bench.variants(tiles=tiles).items():
+        run = ladder_runs.run_tma("multicast", config=cfg)
+        verdicts[name] = run.ok
+        said = f"stopped by a hazard: {run.hazard}" if run.hazard else run.ok
+        print(f"{name:28s} every CTA received exactly the tiles: {said} ({run.seconds:.1f} s)")
+    return verdicts
+
+
 def multicast_ptx(arch: str):
     """A cluster-of-4 multicast load in PTX, the mask that names its CTAs, and the count of
     cluster barriers."""
@@ -44,10 +68,13 @@ def multicast_ptx(arch: str):
 
 
 def measure_multicast() -> Outcome:
-    """Live on Hopper; elsewhere the recorded timings (printed like the live ones) or, before
-    any are recorded, the compiled kernel."""
+    """Live on Hopper; elsewhere the check on the CPU executor, then the recorded timings
+    (printed like the live ones) or, before any are recorded, the compiled kernel."""
+    timings = recorded_or("tma", compile_only(multicast_ptx), RECORD_COMMAND)
     out = live_or(
-        "sm_90+", check_and_time, recorded_or("tma", compile_only(multicast_ptx), RECORD_COMMAND)
+        "sm_90+",
+        check_and_time,
+        executed(multicast_executed, "kernels/tma.py's TmaMulticast (one cluster)", then=timings),
     )
     if out.mode is Mode.RECORDED:
         tma_bench.print_rows(out.value)

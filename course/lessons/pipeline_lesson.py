@@ -7,20 +7,27 @@ keeps a hung kernel from freezing the notebook, and what the compiler made of th
   print_protocol_checks the kernel's barrier sequence checked, correct and with each bug
   watchdog_demo         a wait that never completes, stopped by the watchdog
   bugs_on_gpu           each kernel bug through the watchdog and the debug mode (live)
-  bugs_modelled         the same bugs in the protocol model (fallback)
+  bugs_executed         the same bugs in the kernel's own code on the CPU executor (fallback)
+  bugs_modelled         the same bugs in the protocol model
   ring_instructions     the TMA GEMM's barriers, loads and MMAs in PTX and SASS (fallback)
   compare_rings         the ring by hand and as PipelineTmaAsync: the same instructions
   check_pipeline_ring   the PipelineTmaAsync version against torch (live)
+  check_executed        either ring's own code on the CPU executor, small shapes (fallback)
 """
 
 from __future__ import annotations
 
+import textwrap
 import time
 
-from course.lessons.gemm_lesson import compile_report
+from course.lessons.gemm_lesson import compile_report, executor_line
 from course.lessons.pipeline_checks import check_tma_gemm
 from course.runtime import watchdog
 from course.sim import pipeline_sim, ring_protocol
+
+# (m, n, k, A/B type) on the CPU executor: numpy plays every thread, so small ones; k = 328 is
+# six k-tiles, so the default four-stage ring wraps round and the parities flip
+EXECUTOR_CASES = [(129, 264, 328, "bf16"), (1, 8, 8, "fp16")]
 
 
 def _tma_gemm():
@@ -109,6 +116,22 @@ def bugs_on_gpu(stages: int = 2) -> dict:
     return caught
 
 
+def bugs_executed(stages: int = 2, shape=(129, 136, 200)) -> dict:
+    """Without a Hopper GPU: each of the kernel's bugs injected into kernels/tma_gemm.py's own
+    code (a two-stage ring, four k-tiles) and run on the course's CPU executor, which stops a
+    deadlock as soon as no warp can go on and says who waits on which barrier for which parity."""
+    from course.execute import ladder_runs
+
+    tma_gemm = _tma_gemm()
+    caught = {}
+    for bug in tma_gemm.BUGS[1:]:
+        run = ladder_runs.run_tma_gemm(*shape, config=tma_gemm.Config(stages=stages, bug=bug))
+        caught[bug] = run.hazard
+        said = "finished?!" if run.hazard is None else str(run.hazard)
+        print(f"{bug}:\n" + textwrap.fill(said, 100, initial_indent="  ", subsequent_indent="  "))
+    return caught
+
+
 def bugs_modelled(stages: int = 2, k_tiles: int = 16) -> dict[str, str]:
     """Each of the kernel's bugs in the protocol model: who waits for what, forever."""
     verdicts = {}
@@ -180,3 +203,18 @@ def check_pipeline_ring() -> list:
     tma_gemm = _tma_gemm()
     config = tma_gemm.Config(ring="pipeline")
     return check_sweep(lambda a, b, c: tma_gemm.run(a, b, c, config))
+
+
+def check_executed(ring: str = "mbarrier", cases=EXECUTOR_CASES) -> list:
+    """Without a Hopper GPU, the sweep's fallback: kernels/tma_gemm.py's own code with the
+    ring written `ring`'s way ("mbarrier" by hand, "pipeline" as PipelineTmaAsync) on the
+    course's CPU executor, each case against torch in float64: one line each."""
+    import cutlass
+
+    from course.execute import ladder_runs
+
+    types = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+    return [
+        executor_line(ladder_runs.run_tma_gemm(m, n, k, ring=ring, dtype=types[ab]))
+        for m, n, k, ab in cases
+    ]

@@ -7,7 +7,8 @@ compiler produced for sm_100a is in course.lessons.tcgen05_instructions.
   allocate               a sequence of tcgen05.alloc requests on one SM's TMEM
   descriptor_fields      the instruction descriptor's bit fields and its value
   epilogue_agreement     CuTe DSL's epilogue TMEM reads against the course's model
-  check_emulated         the emulator's run of the kernel on ragged shapes (fallback)
+  check_executed         the kernel's own code on the CPU executor, ragged shapes (fallback)
+  check_emulated         the emulator's run of the kernel's design on ragged shapes
   occupancy              what one CTA occupies on an SM (fallback for the benchmark)
   ragged_report          how the emulator covers a ragged problem: tiles, K-blocks, stores
 """
@@ -25,6 +26,7 @@ from course.emulate.blackwell_memory import (
 from course.models.tmem_ownership import epilogue_tmem_pairs, warp_of_lane
 
 SHAPES = [(128, 128, 64), (129, 136, 72), (300, 264, 200), (1000, 520, 1032)]
+EXECUTOR_SHAPES = SHAPES[:3]  # numpy runs every thread: the small ones
 LIVE_SHAPES = SHAPES + [(4096, 4096, 4096)]  # on the GPU, a full-size problem as well
 
 
@@ -116,6 +118,15 @@ def epilogue_agreement(sample=(0, 31, 32, 77, 127), tile_n: int = 128) -> bool:
             f"(lane {t} is warp {warp_of_lane(t)}'s)"
         )
     return agree
+
+
+def check_executed(shapes=EXECUTOR_SHAPES) -> list:
+    """kernels/tcgen05_gemm.py's own code on the course's CPU executor, each shape against
+    A.B^T in float64 (bf16, tile_n 128): one line each."""
+    from course.execute import blackwell_runs
+    from course.lessons.gemm_lesson import executor_line
+
+    return [executor_line(blackwell_runs.run_gemm("tcgen05_gemm", *shape)) for shape in shapes]
 
 
 def check_emulated(shapes=SHAPES) -> list:

@@ -4,6 +4,8 @@ ones included), dtypes and swizzle modes, and what the compiler made of each ker
 
   check_loads         TMA loads: exact copies, zeros out of bounds, the swizzle's bytes (live)
   check_stores        TMA stores: exact copies, nothing written outside the tensor (live)
+  loads_executed      the load kernel's own code on the CPU executor, small shapes (fallback)
+  stores_executed     the store kernel's own code on the CPU executor, small shapes (fallback)
   load_instructions   the PTX and SASS of the load kernel (fallback)
   store_instructions  the PTX and SASS of the store kernel (fallback)
 
@@ -36,6 +38,7 @@ def cases(tma=None) -> list[tuple[str, torch.dtype, object]]:
 
 
 SHAPES = [(8192, 8192), (200, 136), (1, 8), (300, 520)]
+EXECUTOR_SHAPES = [(100, 72), (1, 8)]  # numpy plays every thread: small ones, both ragged
 
 
 def check_loads(tma=None, shapes=SHAPES, device: str = "cuda") -> dict[str, bool]:
@@ -98,6 +101,44 @@ def check_stores(tma=None, shapes=SHAPES, device: str = "cuda") -> dict[str, boo
                 f"nothing written outside: {untouched}"
             )
     return verdicts
+
+
+def loads_executed(shapes=EXECUTOR_SHAPES) -> dict[str, bool]:
+    """Without a Hopper GPU, check_loads's copies run on the course's CPU executor instead:
+    kernels/tma.py's own load kernel for every case and small ragged shape, then every box of
+    a 100 x 72 tensor (exact inside, zeros outside). Each verdict is bit-exact or a hazard."""
+    from course.execute import ladder_runs
+
+    verdicts = _executed("load", shapes)
+    run = ladder_runs.run_tma("boxes", (100, 72))
+    verdicts["boxes"] = run.ok
+    print(f"every box of a 100x72 tensor, zeros outside it: {_verdict(run)}")
+    return verdicts
+
+
+def stores_executed(shapes=EXECUTOR_SHAPES) -> dict[str, bool]:
+    """check_stores's copies on the course's CPU executor: kernels/tma.py's own store kernel
+    for every case and small ragged shape, bit-exact or a hazard."""
+    return _executed("store", shapes)
+
+
+def _executed(kernel: str, shapes) -> dict[str, bool]:
+    """One executor run of `kernel` per case and shape, printed like the live checks."""
+    from course.execute import ladder_runs
+
+    verdicts = {}
+    for name, dtype, cfg in cases():
+        for shape in shapes:
+            run = ladder_runs.run_tma(kernel, shape, dtype, cfg)
+            verdicts[f"{name} {shape}"] = run.ok
+            print(f"{name:20s} {str(shape):14s} {_verdict(run)}")
+    return verdicts
+
+
+def _verdict(run) -> str:
+    if run.hazard is not None:
+        return f"stopped by a hazard: {run.hazard}"
+    return f"{'exact' if run.ok else 'WRONG'} ({run.seconds:.1f} s on the CPU executor)"
 
 
 def load_instructions(arch: str):

@@ -3,11 +3,15 @@ notebook states), and what the compiler made of the kernel.
 
   accumulator_rows    each thread's values and rows, against the store-mapping formula
   wgmma_instructions  the kernel's wgmma, TMA loads and barrier waits in PTX and SASS
+  check_executed      the kernel's own code on the CPU executor, small shapes (fallback)
 """
 
 from __future__ import annotations
 
-from course.lessons.gemm_lesson import compile_report
+from course.lessons.gemm_lesson import compile_report, executor_line
+
+# on the CPU executor (numpy plays every thread): small and ragged, k = 328 wraps the ring
+EXECUTOR_SHAPES = [(129, 264, 328), (1, 8, 8)]
 
 
 def owner_formula(thread: int) -> list[tuple[int, int]]:
@@ -57,3 +61,11 @@ def wgmma_instructions(arch: str):
         sass=("HGMMA.64x256x16", "UTMALDG", "SYNCS"),
     )
     return art
+
+
+def check_executed(shapes=EXECUTOR_SHAPES) -> list:
+    """Without a Hopper GPU, the sweep's fallback: kernels/wgmma_gemm.py's own code on the
+    course's CPU executor (bf16), each shape against torch in float64: one line each."""
+    from course.execute import ladder_runs
+
+    return [executor_line(ladder_runs.run_wgmma_gemm(*shape)) for shape in shapes]

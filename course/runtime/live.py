@@ -211,9 +211,11 @@ def compile_only(compile_for: Callable[[str], Any], arch: str | None = None) -> 
 
 def executed(run: Callable[[], Any], what: str, then: Fallback | None = None) -> Fallback:
     """Fall back to running `what` -- the kernel's own CuTe DSL code -- on the course's CPU
-    executor (course.execute) at a small size: `run()` returns what it observed (printed:
-    its `summary()` when it has one). With `then`, that fallback runs after it (what the
-    compiler made of the kernel, say) and its Outcome is the cell's value."""
+    executor (course.execute) at a small size: `run()` returns what it observed, printed
+    as its `summary()` when it has one, or as is when it is text; anything else (the
+    verdicts of a check that printed its own lines as it went) is the Outcome's value,
+    not printed again. With `then`, that fallback runs after it (what the compiler made of
+    the kernel, say) and its Outcome is the cell's value."""
 
     def go(m: Machine, needs: str, why: str, announce: Callable[[Banner], None]) -> Outcome:
         banner = Banner(
@@ -226,7 +228,10 @@ def executed(run: Callable[[], Any], what: str, then: Fallback | None = None) ->
         announce(banner)
         value = run()
         summary = getattr(value, "summary", None)
-        print(summary() if callable(summary) else value)
+        if callable(summary):
+            print(summary())
+        elif isinstance(value, str):
+            print(value)
         if then is not None:
             return then.run(m, needs, why, announce)
         return Outcome(Mode.EXECUTED, value, banner)

@@ -1,0 +1,423 @@
+"""tcgen05 on the executor: the Blackwell MMA into tensor memory, its commit, and tcgen05.ld.
+
+* `TiledMma` (tcgen05.MmaF16BF16Op, cta_group ONE or TWO): its partitions and TMEM layouts
+  are CuTe's (course.execute.oracle, traced for sm_100a). `make_fragment_A/B` of a
+  shared-memory tensor is the tensor itself: the descriptors CuTe makes name exactly those
+  bytes, so the MMA reads through them.
+* `gemm`: one MMA per warp call (the instruction is issued by one thread), asynchronous: it
+  is queued on the issuing warp and *executes* -- reads shared memory, writes TMEM -- only
+  when a later `commit` of that warp lands. A commit is an async operation of the cluster
+  (course.execute.machine lands them when no warp can go on, or early under other seeds):
+  it runs every MMA its warp issued before it, then arrives once on its mbarrier in each
+  CTA of its mask (course.execute.mbarriers). With cta_group::2 the leader's MMA reads A
+  (128 rows) and B (half the columns) from each CTA of the pair and writes rows 0-127 of
+  D to the leader's TMEM, rows 128-255 to the peer's.
+* `tmem_copy` (tcgen05.ld 32x32b via make_tmem_copy + cute.copy): warp-wide; warp w reaches
+  only TMEM lanes 32*(w%4) .. +31. The registers it fills are not the warp's until
+  `wait_ld` (tcgen05.wait::ld, cute.arch.fence_view_async_tmem_load).
+
+Hazards (kind WAIT_LD and tmem.TMEM): a register of a tcgen05.ld read before wait::ld;
+TMEM read while an MMA that writes it has not completed (no commit landed and waited for);
+shared memory an issued MMA reads overwritten before the MMA ran (a stage released or
+refilled too early); TMEM outside the warp's lanes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from course.execute import atoms, hazards, machine, mbarriers, oracle, tmem
+from course.execute.lanes import uniform
+from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
+from course.execute.memory import Memory, SMEM
+from course.execute.numeric import DType
+from course.execute.oracle import Recipe
+from course.execute.tensor import Pointer, Tensor
+
+WAIT_LD = "wait::ld"
+PATH = "cute.nvgpu.tcgen05"
+
+
+def is_tcgen05(op) -> bool:
+    return isinstance(op, Recipe) and op.path.startswith(PATH + ".")
+
+
+# ---------------------------------------------------------------- the tiled MMA
+
+
+class _Unplaced(Memory):
+    """The TMEM of a fragment CuTe made from a shape: a layout, not yet an address."""
+
+    def __init__(self):
+        super().__init__(tmem.SPACE, np.zeros(0, dtype=np.uint8), "a TMEM fragment (no address)")
+
+
+class TiledMma(atoms.TiledMma):
+    """cute.make_tiled_mma(tcgen05.MmaF16BF16Op(...)): the runtime field ACCUMULATE too."""
+
+    def __init__(self, recipe: Recipe, op: Recipe):
+        super().__init__(recipe, op)
+        self.kind = "tcgen05"
+        self.accumulate = False
+
+    @property
+    def cta_group(self) -> int:
+        return int(self.size)  # thr_id: one "thread" per CTA of the group
+
+    def set(self, field, value) -> None:
+        if not (isinstance(field, Recipe) and field.name == "ACCUMULATE"):
+            raise Unmodelled(f"tiled_mma.set({field!r})")
+        self.accumulate = bool(value)
+
+    def _fragment(self, which: str, x) -> Tensor:
+        if which == "make_fragment_C":
+            made = oracle.method(self.recipe, which, x)
+            if not (isinstance(made, tuple) and made and made[0] == "tensor"):
+                raise Unmodelled(f"{which} of {x!r}")
+            return Tensor(Pointer(_Unplaced(), 0, made[1]), made[2])
+        if not isinstance(x, Tensor) or x.is_coordinates or x.iterator.memory.space != SMEM:
+            raise Unmodelled(f"tcgen05 {which} of an operand not in shared memory")
+        return x  # the descriptors name these bytes: the MMA reads through the tensor
+
+
+def _ab_matrix(t: Tensor, what: str, site: Site) -> tuple[np.ndarray, tuple[int, int]]:
+    """Element indices (rows, K) of an MMA operand view ((rows, K), 1, ...)."""
+    shape = t.shape if isinstance(t.shape, tuple) else (t.shape,)
+    first = shape[0]
+    rest = int(np.prod([np.prod(s) for s in shape[1:]])) if len(shape) > 1 else 1
+    if not (isinstance(first, tuple) and len(first) == 2) or rest != 1:
+        raise Unmodelled(f"a tcgen05 {what} operand of shape {t.shape} (one atom per call)")
+    rows, k = int(np.prod(first[0])), int(np.prod(first[1]))
+    elems = np.asarray(t.elements()).reshape(-1)[: rows * k]
+    return elems.reshape(k, rows).T, (rows, k)
+
+
+def _d_addresses(d: Tensor, site: Site) -> np.ndarray:
+    """TMEM addresses (128, N) of the accumulator view ((128, N), 1, 1)."""
+    shape = d.shape if isinstance(d.shape, tuple) else (d.shape,)
+    first = shape[0]
+    if not (isinstance(first, tuple) and len(first) == 2) or d.size != np.prod(first):
+        raise Unmodelled(f"a tcgen05 accumulator of shape {d.shape} (one atom per call)")
+    if not isinstance(d.iterator, Pointer) or not isinstance(d.iterator.memory, tmem.Tmem):
+        raise Hazard(tmem.TMEM, "tcgen05.mma accumulates in TMEM: D is not a TMEM tensor", site)
+    m, n = int(np.prod(first[0])), int(np.prod(first[1]))
+    return np.asarray(d.iterator.elem_base + np.asarray(d.layout.offsets)).reshape(n, m).T
+
+
+@dataclass
+class Mma:
+    """One issued tcgen05.mma: what it reads and writes, run when its commit lands."""
+
+    ctas: list  # the CTAs of the group, leader first
+    a: np.ndarray  # (rows per CTA, K) element indices in each CTA's shared memory
+    b: np.ndarray  # (N per CTA, K)
+    d: np.ndarray  # (128, N) TMEM addresses, the same in each CTA
+    dtype: DType
+    accumulate: bool
+    holds: list  # (shared memory, token): its operands' bytes, held until it runs (a TMA
+    # landing in them first is a hazard: course.execute.memory.check_readers_in_flight)
+    site: Site
+    tids: np.ndarray
+    done: bool = False
+
+    def operands(self) -> tuple[list, list]:
+        a = [cta.smem.typed(self.dtype)[self.a] for cta in self.ctas]
+        b = [cta.smem.typed(self.dtype)[self.b] for cta in self.ctas]
+        return a, b
+
+    def run(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        for smem, token in self.holds:
+            smem.unhold(token)
+        raw_a, raw_b = self.operands()
+        a = np.concatenate([self.dtype.decode(x) for x in raw_a]).astype(np.float64)
+        b = np.concatenate([self.dtype.decode(x) for x in raw_b]).astype(np.float64)
+        product = (a @ b.T).astype(np.float32)  # exact products, fp32 result per MMA
+        rows = self.d.shape[0]
+        for i, cta in enumerate(self.ctas):
+            space = tmem.of_cta(cta)
+            part = product[i * rows : (i + 1) * rows]
+            if self.accumulate:
+                held = space.read(
+                    self.d,
+                    "tcgen05.mma accumulates into",
+                    self.site,
+                    "the first MMA of a tile must overwrite (ACCUMULATE False)",
+                )
+                part = (held + part).astype(np.float32)
+            space.write(self.d, part, "tcgen05.mma writes", self.site)
+            pending = space.__dict__.setdefault("pending", [])
+            if self in pending:
+                pending.remove(self)
+
+
+def _queue(w) -> list:
+    return w.__dict__.setdefault("tcgen05_issued", [])
+
+
+def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
+    """cute.gemm(tiled_mma, D, A, B, C) with a tcgen05 atom: one MMA, queued on the warp."""
+    site = hazards.site(2)
+    if kwargs:
+        raise Unmodelled(f"cute.gemm with {', '.join(kwargs)}")
+    if c is not d and not (
+        c.iterator.memory is d.iterator.memory and c.iterator.byte_offset == d.iterator.byte_offset
+    ):
+        raise Unmodelled("a tcgen05 gemm whose C is not its D (the accumulator is in place)")
+    w = machine.warp()
+    group = mma.cta_group
+    ctas = [w.cta] if group == 1 else _pair(w.cta, site)
+    ea, (rows, k) = _ab_matrix(a, "A", site)
+    eb, (nb, kb) = _ab_matrix(b, "B", site)
+    addresses = _d_addresses(d, site)
+    if k != kb or rows != addresses.shape[0] or nb * group != addresses.shape[1]:
+        raise Hazard(
+            hazards.CRASH,
+            f"tcgen05.mma of A {rows}x{k}, B {nb}x{kb} per CTA into D {addresses.shape}",
+            site,
+        )
+    issued = Mma(ctas, ea, eb, addresses, a.element_type, mma.accumulate, [], site,
+                 w.active_tids()[:1])  # fmt: skip
+    size = issued.dtype.storage.itemsize
+    reader = f"the tcgen05.mma {threads_text(issued.tids.tolist())} issued at {site.describe()}"
+    for cta in ctas:
+        for elems in (ea, eb):
+            b = np.unique((elems.reshape(-1, 1) * size + np.arange(size)).reshape(-1))
+            _check_landed(cta, b, site)
+            issued.holds.append((cta.smem, cta.smem.hold(b, reader)))
+    for cta in ctas:
+        tmem.of_cta(cta).locate(addresses, "tcgen05.mma writes", site)
+        tmem.of_cta(cta).__dict__.setdefault("pending", []).append(issued)
+    _queue(w).append(issued)
+
+
+def _check_landed(cta, b: np.ndarray, site: Site) -> None:
+    """The operands must be in shared memory when the MMA is issued: a copy still in flight
+    to them (the stage's full barrier not waited for) is a hazard."""
+    smem = cta.smem
+    flying = smem.inflight[b]
+    if (flying >= 0).any():
+        byte = int(b[int(np.argmax(flying >= 0))])
+        copy = smem.copies[int(flying[flying >= 0][0])]
+        raise Hazard(
+            hazards.IN_FLIGHT,
+            f"a tcgen05.mma reads {smem.describe(byte)} of CTA {cta.block} while the "
+            f"{copy.what} issued at {copy.site.describe()} is still writing it: wait on the "
+            f"stage's full barrier first",
+            site,
+        )
+
+
+def _pair(cta, site: Site) -> list:
+    if getattr(cta, "rank", 0) % 2:
+        raise Hazard(
+            tmem.TMEM, f"a cta_group::2 tcgen05.mma issued by the follower CTA {cta.block}", site
+        )
+    return [cta, tmem.peer(cta)]
+
+
+@dataclass
+class Commit:
+    """tcgen05.commit in flight: lands when its MMAs have run, then arrives."""
+
+    mmas: list
+    mbar: Pointer
+    ranks: list
+    site: Site
+    issuers: int = 1  # lanes that issued it: without elect_one, each arrives
+    landed: bool = False
+
+    def land(self) -> None:
+        if self.landed:
+            return
+        self.landed = True
+        for m in self.mmas:
+            m.run()
+        for rank in self.ranks:
+            slot = mbarriers.barrier_at(self.mbar, rank, self.site)
+            phase = slot.model.phase  # the phase its arrival counts towards
+            for _ in range(self.issuers):
+                mbarriers.arrive_once(self.mbar, cta=rank)
+            slot.cta.__dict__.setdefault("commits", []).append((slot, phase, self.site))
+
+
+COMMIT_NOT_WAITED = "tcgen05.commit never waited on"
+
+
+def at_exit(cta) -> None:
+    """At a CTA's exit (course.execute.machine.Cluster): every phase a tcgen05.commit arrived
+    on was seen complete by some wait (course.execute.mbarriers.wait records it), else the
+    commit's arrival may land on the barrier of a CTA that has exited (a producer that skips
+    producer_tail(): the last stages' releases by the MMA warp, never waited on)."""
+    for slot, phase, site in cta.__dict__.get("commits", []):
+        if slot.__dict__.get("seen", -1) < phase:
+            raise Hazard(
+                COMMIT_NOT_WAITED,
+                f"CTA {cta.block} exits while the arrival of the tcgen05.commit at "
+                f"{site.describe()} on {slot.name} (phase {phase}) was never waited on: "
+                f"the MMAs it tracks may still run and its arrival reach the barrier after "
+                f"the CTA is gone (the ring's producer_tail() waits for the last releases)",
+                site,
+            )
+
+
+def commit(mbar_ptr, mask=None, cta_group=None, **_) -> None:
+    """tcgen05.commit: once every MMA this warp issued so far has run, one arrival on the
+    mbarrier (of each CTA in `mask`, else this CTA's) per issuing lane -- the kernel elects
+    one; a whole warp's 32 commits over-arrive."""
+    site = hazards.site(2)
+    w = machine.warp()
+    queue = _queue(w)
+    mmas, queue[:] = list(queue), []
+    if mask is None:
+        ranks = [getattr(w.cta, "rank", 0)]
+    else:
+        bits = uniform(mask, "a commit multicast mask")
+        ranks = [r for r in range(16) if bits >> r & 1]
+    mbarriers.barrier_at(mbar_ptr, ranks[0] if mask is not None else None, site)
+    op = Commit(mmas, mbar_ptr, ranks if mask is not None else [None], site, len(w.active_tids()))
+    cluster = getattr(w.cta, "cluster", None)
+    if cluster is None:
+        op.land()
+    else:
+        cluster.inflight.append(op)
+
+
+# ---------------------------------------------------------------- tcgen05.ld
+
+
+class TmemOperand:
+    """A TMEM tensor passed to CuTe (make_tmem_copy): its layout on a TMEM pointer."""
+
+    def __init__(self, t: Tensor):
+        self.layout = t.layout
+
+    def oracle_key(self):
+        return ("tmem-tensor", oracle.key_of(self.layout))
+
+    def to_real(self):
+        import cutlass
+        import cutlass.cute as cute
+
+        ptr = cute.make_ptr(cutlass.Float32, 0, cute.AddressSpace.tmem, assumed_align=16)
+        return cute.make_tensor(ptr, oracle.to_real(self.layout))
+
+
+def make_tmem_copy(atom, tmem_tensor: Tensor) -> atoms.TiledCopy:
+    if not isinstance(atom, atoms.CopyAtom) or not is_tcgen05(atom.op):
+        raise Unmodelled("tcgen05.make_tmem_copy of a non-tcgen05 copy atom")
+    if not atom.op.name.startswith("Ld"):
+        raise Unmodelled(f"tcgen05.make_tmem_copy of {atom.op.name} (only tcgen05.ld)")
+    recipe = Recipe(f"{PATH}.make_tmem_copy", (atom, TmemOperand(tmem_tensor)))
+    tiled = atoms.TiledCopy(recipe, atom)
+    tiled.kind = "tcgen05.ld"
+    return tiled
+
+
+def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> None:
+    """cute.copy(tmem_copy, tmem source, registers): warp-wide tcgen05.ld."""
+    w = machine.warp()
+    if w.width != 32 or not w.full():
+        raise Hazard(
+            hazards.DIVERGENT,
+            f"tcgen05.ld is warp-wide: all 32 lanes must execute it, here only "
+            f"{threads_text(w.active_tids().tolist())} do",
+            site,
+        )
+    if not isinstance(src.iterator, Pointer) or not isinstance(src.iterator.memory, tmem.Tmem):
+        raise Hazard(tmem.TMEM, "tcgen05.ld reads TMEM: its source is not a TMEM tensor", site)
+    src_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
+    dst_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
+    per_src, per_dst = src_tv.shape[1], dst_tv.shape[1]
+    calls = src.size // per_src
+    if calls * per_src != src.size or calls * per_dst != dst.size:
+        raise Hazard(
+            hazards.CRASH,
+            f"tcgen05.ld of {src.size} TMEM values into {dst.size} registers with an atom "
+            f"of {per_src} -> {per_dst}",
+            site,
+        )
+    elems = np.asarray(src.elements())
+    addresses = (elems[0] if elems.ndim == 2 else elems).reshape(calls, per_src)
+    space: tmem.Tmem = src.iterator.memory
+    lanes = addresses >> tmem.LANE_SHIFT
+    quarter = 32 * (w.index % 4)
+    outside = (lanes < quarter) | (lanes >= quarter + 32)
+    if outside.any():
+        raise Hazard(
+            tmem.TMEM,
+            f"warp {w.index} reads TMEM lane {int(lanes[outside][0])} with tcgen05.ld: warp w "
+            f"reaches only lanes {quarter}-{quarter + 31} (32 * (w % 4) onwards)",
+            site,
+        )
+    _check_no_mma_writing(space, addresses, site)
+    values = space.read(  # (calls, per_src)
+        addresses,
+        f"warp {w.index}'s tcgen05.ld reads",
+        site,
+        "the accumulator is not ready; wait on the mbarrier the MMA's tcgen05.commit arrives on",
+    )
+    space.note_read(w, addresses, site)
+    tiles = np.zeros((calls, src_tv.size), dtype=np.float32)
+    tiles[:, src_tv[0]] = values
+    out = tiles[:, dst_tv].transpose(1, 0, 2).reshape(32, calls * per_dst)
+    rows = np.arange(32)
+    from course.execute.tensor import _rows_of
+
+    D = _rows_of(np.asarray(dst.elements()), rows)
+    atoms._scatter(dst, D, np.ones(D.shape, dtype=bool), out, rows, w.tids, site)
+    _hold_until_wait(w, dst, site)
+
+
+def _check_no_mma_writing(space: tmem.Tmem, addresses: np.ndarray, site: Site) -> None:
+    cols = addresses & ((1 << tmem.LANE_SHIFT) - 1)
+    lo, hi = int(cols.min()), int(cols.max())
+    for m in space.__dict__.get("pending", []):
+        mcols = m.d & ((1 << tmem.LANE_SHIFT) - 1)
+        if int(mcols.min()) <= hi and lo <= int(mcols.max()):
+            raise Hazard(
+                tmem.TMEM,
+                f"tcgen05.ld reads TMEM columns {lo}-{hi} of {space.name} while the "
+                f"tcgen05.mma issued at {m.site.describe()} that writes them has not "
+                f"completed: wait on the mbarrier its tcgen05.commit arrives on first",
+                site,
+            )
+
+
+def _hold_until_wait(w, dst: Tensor, site: Site) -> None:
+    """The registers a tcgen05.ld fills are read at the warp's peril until wait::ld."""
+    regs = dst.iterator.memory
+    held = w.__dict__.setdefault("tmem_loads", [])
+    if regs in held:
+        return
+    held.append(regs)
+    real_load = type(regs).load
+
+    def guarded(dtype, rows, elems, site_=None):
+        raise Hazard(
+            WAIT_LD,
+            f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} use registers that the "
+            f"tcgen05.ld at {site.describe()} fills, before tcgen05.wait::ld "
+            f"(cute.arch.fence_view_async_tmem_load): they may not hold the values yet",
+            site_ or hazards.site(4),
+        )
+
+    regs.load = guarded
+    regs.__dict__["_real_load"] = real_load
+
+
+def wait_ld(*_, **__) -> None:
+    """tcgen05.wait::ld: every tcgen05.ld of this warp has filled its registers."""
+    w = machine.warp()
+    for regs in w.__dict__.get("tmem_loads", []):
+        regs.__dict__.pop("load", None)
+        regs.__dict__.pop("_real_load", None)
+    w.__dict__["tmem_loads"] = []
+
+
+def wait_st(*_, **__) -> None:
+    """tcgen05.wait::st: nothing of tcgen05.st is modelled, so nothing to wait for."""

@@ -1,0 +1,433 @@
+"""TMA on the executor: tensor maps (`make_tiled_tma_atom`), their partitions, and the bulk
+tensor copies (`cute.copy(tma, ...)`) with their completion mechanisms.
+
+* `make_tiled_tma_atom(op, gmem, smem_layout, tiler, num_multicast)` gives a `TmaAtom` (the
+  tensor map: the global tensor, its bounds, the box) and the TMA tensor: a coordinate
+  tensor over the global tensor's shape, as CuTe's (its elements are coordinates, not data).
+* `tma_partition(atom, rank, cta_layout, sX, gX)` pairs a shared tile with a global tile,
+  mode 0 the box (both grouped as (box, rest...)), as a `TmaView` each: element i of the
+  shared view is where element i of the global view lands. With multicast, CTA `rank` of
+  n takes the n-th part of the box in shared-memory address order (the rows of a
+  row-major box), as CuTe's partition does.
+* A load (G2S, G2S multicast) reads the box from global memory when issued (zeros out of
+  bounds) and is in flight on the cluster (course.execute.machine.Cluster) until it lands:
+  when no warp can go on, or earlier under other seeds. A read of shared memory it is
+  still writing is a hazard; landing writes the bytes and counts them down on each
+  destination CTA's mbarrier (course.execute.mbarriers.complete_tx).
+* A store (S2G) reads shared memory through the async proxy: bytes threads wrote with no
+  `fence_proxy("async.shared")` since are a hazard; it writes global memory (clipped to
+  the tensor) and keeps reading its shared bytes until a `cp_async_bulk_wait_group(n,
+  read=True)` retires its bulk group: a thread writing them before that is a hazard.
+
+The copy is issued once per warp that calls it (CuTe elects the issuing lane itself).
+Descriptors (`copy_tensormap`) are not modelled: their bytes come from the CUDA driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from course.execute import happens_before, hazards, machine, mbarriers
+from course.execute.lanes import uniform
+from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
+from course.execute.memory import NOBODY, AsyncCopy
+from course.execute.oracle import Recipe
+from course.execute.sm90 import PROXY_FENCE
+from course.execute.static_layout import ComposedLayout, product
+from course.execute.tensor import Coordinates, Pointer, Tensor, identity_tensor, unpack
+
+LOADS = ("CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp")
+STORES = ("CopyBulkTensorTileS2GOp",)
+
+
+class TmaAtom:
+    """A tensor map and the copy it does: the global tensor, the box, the multicast count."""
+
+    def __init__(self, op: Recipe, gmem: Tensor, smem_layout, tiler, num_multicast: int):
+        self.op, self.gmem, self.smem_layout = op, gmem, smem_layout
+        self.tiler, self.num_multicast = tiler, int(num_multicast)
+        self.kind = op.name
+
+    @property
+    def is_load(self) -> bool:
+        return self.kind in LOADS
+
+    def __str__(self) -> str:
+        return f"TmaAtom({self.kind}, box {self.tiler})"
+
+    __repr__ = __str__
+
+
+class TmaInfo(tuple):
+    """What make_tiled_tma_atom returns, as CuTe DSL's TmaInfo: unpacks to (atom, TMA
+    tensor); `.atom`, `.tma_tensor`, `.smem_layout`."""
+
+    def __new__(cls, atom, tma_tensor, smem_layout=None):
+        made = super().__new__(cls, (atom, tma_tensor))
+        made.smem_layout = smem_layout
+        return made
+
+    @property
+    def atom(self):
+        return self[0]
+
+    @property
+    def tma_tensor(self):
+        return self[1]
+
+
+def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, **kwargs):
+    if not isinstance(op, Recipe) or op.name not in LOADS + STORES:
+        raise Unmodelled(f"make_tiled_tma_atom with {op!r}")
+    if kwargs.get("gmem_coord_tensor") is not None or kwargs.get("internal_type") is not None:
+        raise Unmodelled("make_tiled_tma_atom with gmem_coord_tensor or internal_type")
+    if not isinstance(gmem_tensor, Tensor) or not isinstance(gmem_tensor.iterator, Pointer):
+        raise Unmodelled("make_tiled_tma_atom of a tensor that is not in global memory")
+    atom = TmaAtom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast)
+    return TmaInfo(atom, identity_tensor(_flat(gmem_tensor.shape)), smem_layout)
+
+
+def _flat(shape) -> tuple:
+    if not isinstance(shape, tuple) or any(isinstance(s, tuple) for s in shape):
+        raise Unmodelled(f"a TMA tensor of shape {shape} (a flat shape only)")
+    return tuple(int(s) for s in shape)
+
+
+@dataclass
+class TmaView:
+    """A tensor (shared tile, or TMA coordinates) whose mode 0 is a TMA box, and which of
+    the box's elements (colexicographic) this CTA copies."""
+
+    tensor: Tensor
+    select: np.ndarray  # indices into mode 0's elements
+    box: int  # elements in mode 0
+
+    def __getitem__(self, crd):
+        if not isinstance(crd, tuple) or crd[0] is not None:
+            raise Unmodelled(f"indexing a TMA partition with {crd!r} (only (None, ...))")
+        return TmaView(self.tensor.slice(crd), self.select, self.box)
+
+    @property
+    def shape(self):
+        rest = self.tensor.shape[1:] if isinstance(self.tensor.shape, tuple) else ()
+        return ((len(self.select),),) + tuple(rest)
+
+    @property
+    def element_type(self):
+        return self.tensor.element_type
+
+    def offsets(self) -> np.ndarray:
+        """The layout offsets (through a swizzled layout's swizzle) of the selected
+        elements of the box; the view must be sliced down to one box."""
+        lay = self.tensor.layout
+        if lay.size != self.box:
+            raise Unmodelled(
+                f"a TMA copy of {lay.size} elements: a partition sliced to one box of "
+                f"{self.box} (tXs[None, i])"
+            )
+        return np.asarray(lay.offsets)[self.select]
+
+
+def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, **_):
+    """(shared view, global view): mode 0 of each is the box; a multicast atom's CTA
+    `cta_coord` of `size(cta_layout)` takes its part of the box in address order."""
+    if not isinstance(atom, TmaAtom):
+        raise Unmodelled(f"tma_partition of {type(atom).__name__}")
+    if isinstance(gmem_tensor, (list, tuple)):
+        raise Unmodelled("tma_partition of gather4/scatter4 tensors")
+    box = product(smem_tensor.shape[0])
+    if product(gmem_tensor.shape[0]) != box:
+        raise Hazard(
+            hazards.CRASH,
+            f"tma_partition: a shared box of {box} elements for a global tile of "
+            f"{product(gmem_tensor.shape[0])}",
+            hazards.site(2),
+        )
+    parts = product(cta_layout.shape) if hasattr(cta_layout, "shape") else 1
+    rank = uniform(cta_coord[0] if isinstance(cta_coord, tuple) else cta_coord, "a CTA coordinate")
+    order = np.arange(box)
+    if parts > 1:  # multicast: this CTA's part of the box, in shared-memory address order
+        lay = smem_tensor.layout
+        outer = lay.outer if isinstance(lay, ComposedLayout) else lay
+        first = np.asarray(outer.offsets)[:box]  # mode 0 comes first in colex order
+        chunk = box // parts
+        order = np.sort(np.argsort(first, kind="stable")[rank * chunk : (rank + 1) * chunk])
+    return TmaView(smem_tensor, order, box), TmaView(gmem_tensor, order, box)
+
+
+# ---------------------------------------------------------------- copies
+
+
+@dataclass
+class Load:
+    """A TMA load in flight: the bytes it will write into each destination CTA's shared
+    memory, and the barrier each counts down on."""
+
+    dests: list  # (SharedMemory, element indices, mbarrier Slot)
+    dtype: object
+    values: np.ndarray
+    nbytes: int
+    site: Site
+    id: int = -1
+    landed: bool = field(default=False)
+
+    def land(self) -> None:
+        if self.landed:
+            return
+        self.landed = True
+        for smem, elems, slot in self.dests:
+            b = _bytes(self.dtype, elems)
+            smem.check_readers_in_flight(b, lambda k: "a TMA load lands in", self.site)
+            smem.typed(self.dtype)[elems] = self.dtype.encode(self.values)
+            smem.copies.pop(self.id, None)
+            mine = smem.inflight[b] == self.id
+            smem.inflight[b[mine]] = -1
+            smem.w_tid[b], smem.w_epoch[b] = NOBODY, smem.cta.epoch
+            smem.unfenced[b] = False
+            mbarriers.complete_tx(slot, self.nbytes, self.site)
+
+
+def _bytes(dtype, elems: np.ndarray) -> np.ndarray:
+    size = dtype.storage.itemsize
+    return (np.asarray(elems)[:, None] * size + np.arange(size)).reshape(-1)
+
+
+_NEXT = [1 << 30]  # TMA copies' ids in the in-flight map, apart from cp.async's
+
+
+def _coords(view: TmaView) -> tuple:
+    it = view.tensor.iterator
+    if not isinstance(it, Coordinates):
+        raise Unmodelled("a TMA copy whose global side is not the TMA tensor")
+    packed = view.offsets()
+    origin = [uniform(o, "a TMA coordinate") for o in it.origin]
+    digits = unpack(packed.astype(np.int64), it.rank)
+    return tuple(np.asarray(d) + o for d, o in zip(digits, origin))
+
+
+def _gmem_elements(atom: TmaAtom, coords: tuple):
+    """(global element indices, in-bounds mask) of coordinates of the global tensor."""
+    g = atom.gmem
+    shape = _flat(g.shape)
+    stride = g.layout.stride
+    if not isinstance(stride, tuple) or any(isinstance(s, tuple) for s in stride):
+        raise Unmodelled(f"a TMA tensor map over strides {stride}")
+    inside = np.ones(len(coords[0]), bool)
+    offset = np.zeros(len(coords[0]), np.int64)
+    for c, n, s in zip(coords, shape, stride):
+        inside &= (c >= 0) & (c < n)
+        offset += np.where(inside, c, 0) * int(s)
+    return g.iterator.elements(offset), inside
+
+
+def _smem_elements(view: TmaView) -> tuple:
+    t = view.tensor
+    if not isinstance(t.iterator, Pointer) or t.iterator.memory.space != "smem":
+        raise Unmodelled("a TMA copy whose shared side is not a shared-memory tensor")
+    elems = t.iterator.elements(view.offsets())
+    return t.iterator.memory, np.asarray(elems).reshape(-1)
+
+
+def copy(atom: TmaAtom, src, dst, tma_bar_ptr=None, mcast_mask=None, **kwargs) -> None:
+    site = hazards.site(3)
+    w = machine.warp()
+    if not len(w.active_tids()):
+        return
+    if atom.is_load:
+        _load(atom, src, dst, tma_bar_ptr, mcast_mask, site, w)
+    else:
+        _store(atom, src, dst, site, w)
+
+
+def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
+    if bar is None:
+        raise Hazard(hazards.CRASH, "a TMA load with no tma_bar_ptr", site)
+    smem, elems = _smem_elements(dst)
+    gelems, inside = _gmem_elements(atom, _coords(src))
+    dtype = dst.element_type
+    gmem = atom.gmem.iterator.memory
+    values = np.zeros(len(gelems), dtype=np.float64)
+    if inside.any():
+        got = gmem.load(dtype, None, np.asarray(gelems)[inside][None, :], site)
+        values = np.zeros(len(gelems), dtype=np.asarray(got).dtype)
+        values[inside] = np.asarray(got).reshape(-1)
+    ranks = [w.cta.rank]
+    if atom.kind.endswith("MulticastOp"):
+        if mcast_mask is None:
+            raise Hazard(hazards.CRASH, "a multicast TMA load with no mcast_mask", site)
+        mask = uniform(mcast_mask, "a multicast mask")
+        ranks = [r for r in range(len(w.cta.cluster.ctas)) if mask >> r & 1]
+    dests = []
+    copy_id = _NEXT[0]
+    _NEXT[0] += 1
+    for r in ranks:
+        cta = w.cta.cluster.ctas[r]
+        target = cta.smem if r != w.cta.rank else smem
+        owner = _barrier_owner(atom, r)
+        slot = mbarriers.barrier_at(bar, None if owner == w.cta.rank else owner, site)
+        b = _bytes(dtype, elems)
+        # it may land any time from now: bytes an asynchronous reader (a wgmma) still
+        # reads are overwritten already (a stage released before its wait_group)
+        target.check_readers_in_flight(b, lambda k: "a TMA load (it may land at once) writes", site)
+        flying = target.inflight[b]
+        if (flying >= 0).any():
+            raise Hazard(
+                hazards.WRITE_IN_FLIGHT,
+                f"a TMA load by {threads_text(w.active_tids()[:1].tolist())} into "
+                f"{target.describe(int(b[int(np.argmax(flying >= 0))]))} of CTA {cta.block} "
+                f"while an earlier copy into it is still in flight",
+                site,
+            )
+        late = happens_before.unordered(w, cta.warps, target, b)
+        if late is not None:
+            x, byte = late
+            raise Hazard(
+                hazards.STAGE_OVERWRITE,
+                f"a TMA load by {threads_text(w.active_tids()[:1].tolist())} into "
+                f"{target.describe(byte)} of CTA {cta.block}, which warp {x.index} of CTA "
+                f"{x.cta.block} touched (last read at {target._site(int(target.r_site[byte]))}) "
+                f"with no mbarrier arrive it waited for since (nor a barrier): the stage is "
+                f"overwritten while still in use (released too early?)",
+                site,
+            )
+        target.inflight[b] = copy_id
+        target.copies[copy_id] = AsyncCopy(
+            copy_id,
+            w.active_tids()[:1],
+            elems[None, :],
+            dtype,
+            values[None, :],
+            site,
+            what="TMA load",
+            retired_by="no mbarrier wait has seen its bytes land",
+        )
+        dests.append((target, elems, slot))
+    load = Load(dests, dtype, values, len(elems) * dtype.storage.itemsize, site, copy_id)
+    w.cta.cluster.inflight.append(load)
+
+
+def _barrier_owner(atom: TmaAtom, rank: int) -> int:
+    """The CTA whose mbarrier a load into CTA `rank` completes on: its own, or with
+    .cta_group::2 (a Blackwell CTA pair's operands) the pair's leader's (barrier aliasing:
+    the leader's full barrier counts both CTAs' bytes)."""
+    group = [a for a in atom.op.args if isinstance(a, Recipe) and a.path.endswith("CtaGroup.TWO")]
+    return rank & ~1 if group else rank
+
+
+@dataclass
+class Store:
+    """A TMA store still reading its shared bytes (a hold on them until wait_group.read)."""
+
+    smem: object
+    token: int
+    site: Site | None = None
+    gmem: object = None  # the global memory it writes, and where (element indices)
+    gelems: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+def _store(atom, src, dst, site, w) -> None:
+    smem, elems = _smem_elements(src)
+    dtype = src.element_type
+    b = _bytes(dtype, elems)
+    flying = smem.inflight[b]
+    if (flying >= 0).any():
+        raise Hazard(
+            hazards.IN_FLIGHT,
+            f"a TMA store reads {smem.describe(int(b[int(np.argmax(flying >= 0))]))} while a "
+            f"copy into it is still in flight",
+            site,
+        )
+    stale = smem.unfenced[b]
+    if stale.any():
+        k = int(np.argmax(stale))
+        writer = int(smem.w_tid[b[k]])
+        raise Hazard(
+            PROXY_FENCE,
+            f"a TMA store by {threads_text(w.active_tids()[:1].tolist())} reads "
+            f"{smem.describe(int(b[k]))}, which {threads_text([writer])} wrote at "
+            f"{smem._site(int(smem.w_site[b[k]]))} with no fence.proxy.async "
+            f"(cute.arch.fence_proxy('async.shared')) since: the TMA unit may not see it",
+            site,
+        )
+    race = (smem.w_epoch[b] == smem.cta.epoch) & (smem.w_tid[b] >= 0)
+    issuer = int(w.active_tids()[0])
+    race &= smem.w_tid[b] != issuer
+    if race.any():
+        k = int(np.argmax(race))
+        raise Hazard(
+            hazards.RACE,
+            f"a TMA store by {threads_text([issuer])} reads {smem.describe(int(b[k]))}, "
+            f"which {threads_text([int(smem.w_tid[b[k]])])} wrote with no barrier between",
+            site,
+        )
+    values = dtype.decode(smem.typed(dtype)[elems])
+    gelems, inside = _gmem_elements(atom, _coords(dst))
+    written = np.asarray(gelems)[inside]
+    _check_no_twin(w, atom.gmem.iterator.memory, written, site)
+    if inside.any():
+        atom.gmem.iterator.memory.store(
+            dtype, None, np.asarray(gelems)[inside][None, :], values[inside][None, :], site
+        )
+    reader = f"the TMA store of {threads_text([issuer])} issued at {site.describe()}"
+    token = smem.hold(np.unique(b), reader)
+    w.bulk_pending.append(Store(smem, token, site, atom.gmem.iterator.memory, written))
+
+
+def _check_no_twin(w, gmem, written: np.ndarray, site: Site) -> None:
+    """A TMA store writing global elements that another warp's store, still in flight,
+    writes too: two unordered writes of the same bytes (a store every warp issues, where
+    one warp should)."""
+    for x in w.cta.warps:
+        if x is w:
+            continue
+        for store in [s for g in x.bulk_groups for s in g] + x.bulk_pending:
+            if store.gmem is gmem and np.isin(written, store.gelems).any():
+                raise Hazard(
+                    hazards.RACE,
+                    f"a TMA store by warp {w.index} writes the same elements of "
+                    f"{gmem.name} as warp {x.index}'s, issued at {store.site.describe()} and "
+                    f"still in flight: two unordered stores of one chunk (every warp issues "
+                    f"it, where one warp should)",
+                    site,
+                )
+
+
+def bulk_commit_group() -> None:
+    w = machine.warp()
+    w.bulk_groups.append(w.bulk_pending)
+    w.bulk_pending = []
+
+
+def bulk_wait_group(n, read=None) -> None:
+    """Retire all but the newest n bulk groups of this warp: their stores have read their
+    shared memory (and, without read=True, written global memory: both, here)."""
+    w = machine.warp()
+    n = int(n)
+    site = hazards.site(3)
+    while len(w.bulk_groups) > n:
+        for store in w.bulk_groups.popleft():
+            store.smem.unhold(store.token, by=w, site=site)
+
+
+NOT_DRAINED = "TMA store not drained"
+
+
+def finish(cta) -> None:
+    """The CTA's exit (course.execute.machine.Cluster): a TMA store whose bulk group no
+    `cp_async_bulk_wait_group` retired may still be reading the CTA's shared memory, which
+    the next CTA on the SM gets: a hazard (PipelineTmaStore.producer_tail() drains them)."""
+    for w in cta.warps:
+        for group in list(w.bulk_groups) + [w.bulk_pending]:
+            for store in group:
+                b, reader = store.smem.holds.get(store.token, (None, "a TMA store"))
+                where = f" {store.smem.describe(int(b[0]))}" if b is not None and len(b) else ""
+                raise Hazard(
+                    NOT_DRAINED,
+                    f"CTA {cta.block} exits while {reader} may still be "
+                    f"reading{where}: its bulk group was never waited for "
+                    f"(cp_async_bulk_wait_group(0, read=True)), so the TMA stores are not "
+                    f"drained before the kernel ends (PipelineTmaStore.producer_tail())",
+                    store.site or hazards.UNKNOWN,
+                )

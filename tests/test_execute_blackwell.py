@@ -1,0 +1,335 @@
+"""The Blackwell kernels' own code on the CPU executor: values and hazards, no GPU.
+
+Notebook 12's tcgen05 GEMM (and notebook 13's CTA-pair kernels, where the executor models
+them) run their own device code -- TMEM allocation, tcgen05.mma from shared-memory
+descriptors into TMEM, tcgen05.commit on NVIDIA's own pipelines, tcgen05.ld, the TMA
+store -- on numpy at small ragged shapes, against float64 torch within the course's
+tolerance. The synchronisation mistakes tests/test_ptx_protocol.py plants in the PTX are
+planted here in the kernels (one call made a no-op) and named by the executor.
+"""
+
+import cutlass
+import cutlass.cute as cute
+import pytest
+
+from course.execute import api, blackwell_runs, tcgen05, tmem
+from kernels import sm100_parts
+
+RAGGED = (129, 136, 72)  # M, N, K: a partial tile in every dimension (K, N multiples of 8)
+
+
+def _ok(run):
+    assert run.hazard is None, run.hazard
+    assert run.ok, run.summary()
+
+
+@pytest.mark.parametrize(
+    "name,dtype,tile_n",
+    blackwell_runs.CONFIGS,
+    ids=[f"{n}-{str(d)[6:]}-{t}" for n, d, t in blackwell_runs.CONFIGS],
+)
+def test_every_configuration_computes_a_ragged_gemm(name, dtype, tile_n):
+    _ok(blackwell_runs.run_gemm(name, *RAGGED, dtype=dtype, tile_n=tile_n))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_clc_hands_out_every_tile_once_in_varied_orders(seed):
+    from course.execute import launch_control
+
+    run = blackwell_runs.run_gemm("cta_pair_clc_gemm", 300, 264, 72, seed=seed)
+    _ok(run)  # a tile computed by nobody, or twice from a wrong answer, fails the values
+    cancelled = launch_control.CANCELLED
+    assert cancelled and len(set(cancelled)) == len(cancelled)  # each cluster taken once
+    assert any("Cluster Launch Control" in line for line in run.observed)
+
+
+@pytest.mark.parametrize("name", blackwell_runs.KERNELS)
+def test_a_256x256x128_gemm_within_a_minute(name):
+    run = blackwell_runs.run_gemm(name, 256, 256, 128)
+    _ok(run)
+    assert run.seconds < 60, run.summary()
+
+
+def test_tcgen05_gemm_under_another_interleaving():
+    _ok(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED, seed=3))
+
+
+# ---------------------------------------------------------------- planted mistakes
+
+
+def _planted(monkeypatch, namespace, name: str, kind: str, kernel="tcgen05_gemm"):
+    """The kernel run with `namespace.name` made a no-op: the hazard it must raise."""
+    monkeypatch.setitem(namespace.__dict__, name, lambda *a, **k: None)
+    run = blackwell_runs.run_gemm(kernel, *RAGGED)
+    assert run.hazard is not None, f"without {name} the run passed: {run.summary()}"
+    assert run.hazard.kind == kind, run.hazard
+    return run.hazard
+
+
+def test_registers_used_before_wait_ld_are_named(monkeypatch):
+    hazard = _planted(monkeypatch, api.arch, "fence_view_async_tmem_load", tcgen05.WAIT_LD)
+    assert "tcgen05.wait::ld" in str(hazard)
+
+
+def test_tmem_not_freed_is_named(monkeypatch):
+    hazard = _planted(monkeypatch, api.arch, "dealloc_tmem", tmem.TMEM)
+    assert "still allocated" in str(hazard)
+
+
+def test_accumulator_read_before_the_mma_completed_is_named(monkeypatch):
+    import cutlass.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline.PipelineUmmaAsync, "consumer_wait", lambda *a, **k: None)
+    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
+    assert "tcgen05.commit" in str(run.hazard)
+
+
+def test_an_mma_issued_before_its_stage_landed_is_named(monkeypatch):
+    import cutlass.pipeline as pipeline
+
+    from course.execute import hazards
+
+    monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_wait", lambda *a, **k: None)
+    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == hazards.IN_FLIGHT, run.summary()
+    assert "tcgen05.mma" in str(run.hazard)
+
+
+def _release_at_once(self, state, *args, **kwargs):
+    """A stage released when its MMAs are issued (an mbarrier arrive), not when they have
+    run (tcgen05.commit)."""
+    from course.execute import mbarriers
+
+    mbarriers.arrive_once(self.sync_object_empty.get_barrier(state.index))
+
+
+def test_a_stage_released_before_its_mmas_ran_is_named(monkeypatch):
+    import cutlass.pipeline as pipeline
+
+    from course.execute import hazards
+
+    monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_release", _release_at_once)
+    run = blackwell_runs.run_gemm("tcgen05_gemm", 128, 128, 512)  # more k-blocks than stages
+    assert run.hazard is not None and run.hazard.kind == hazards.STAGE_OVERWRITE, run.summary()
+    assert "tcgen05.mma" in str(run.hazard)
+
+
+def test_a_warp_reading_another_warps_tmem_lanes_is_named(monkeypatch):
+    from kernels import sm100_parts
+
+    real = sm100_parts.make_epilogue_tmem_load
+
+    def shifted(acc_subtile):
+        """Thread t takes thread t+32's slice: warp w reads warp w+1's TMEM lanes."""
+        tiled = real(acc_subtile)
+        slice_of = tiled.get_slice
+        tiled.get_slice = lambda tidx: slice_of((tidx + 32) % 128)
+        return tiled
+
+    monkeypatch.setattr(sm100_parts, "make_epilogue_tmem_load", shifted)
+    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
+    assert "reaches only lanes 0-31" in str(run.hazard)
+
+
+def test_missing_mbarrier_init_fence_is_named(monkeypatch):
+    from course.execute.mbarriers import MBARRIER
+
+    hazard = _planted(monkeypatch, api.arch, "mbarrier_init_fence", MBARRIER)
+    assert "mbarrier_init_fence" in str(hazard)
+
+
+def test_staging_buffer_not_fenced_for_the_tma_store_is_named(monkeypatch):
+    from course.execute.tma import PROXY_FENCE
+
+    _planted(monkeypatch, api.arch, "fence_view_async_shared", PROXY_FENCE)
+
+
+def test_pair_dealloc_without_the_peer_handshake_is_named(monkeypatch):
+    monkeypatch.setattr(tmem.TmemAllocator, "handshake", lambda self, w: None)
+    run = blackwell_runs.run_gemm("cta_pair_gemm", *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
+    assert "handshake" in str(run.hazard)
+
+
+def test_clc_response_read_before_its_barrier_is_named(monkeypatch):
+    import cutlass.pipeline as pipeline
+
+    from course.execute import hazards
+
+    monkeypatch.setattr(pipeline.PipelineClcFetchAsync, "consumer_wait", lambda *a, **k: None)
+    run = blackwell_runs.run_gemm("cta_pair_clc_gemm", *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == hazards.IN_FLIGHT, run.summary()
+    assert "CLC query" in str(run.hazard)
+
+
+def test_clc_answer_rewritten_without_the_readers_fence_is_named(monkeypatch):
+    from course.execute.tma import PROXY_FENCE
+
+    hazard = _planted(monkeypatch, api.arch, "fence_proxy", PROXY_FENCE, "cta_pair_clc_gemm")
+    assert "CLC answer" in str(hazard)
+
+
+# ---------------------------------------------------------------- TMEM rules
+
+
+def test_tmem_allocations_are_powers_of_two_of_columns():
+    space = tmem.Tmem(type("Cta", (), {"block": (0, 0, 0)})())
+    from course.execute.hazards import UNKNOWN, Hazard
+
+    assert space.alloc(128, UNKNOWN) == 0
+    assert space.alloc(256, UNKNOWN) == 256
+    with pytest.raises(Hazard, match="power of two"):
+        space.alloc(96, UNKNOWN)
+    with pytest.raises(Hazard, match="wait for ever"):
+        space.alloc(256, UNKNOWN)
+    space.dealloc(0, 128, UNKNOWN)
+    with pytest.raises(Hazard, match="use after free"):
+        space.read(tmem_addresses(lane=3, column=5), "reads", UNKNOWN, "")
+    with pytest.raises(Hazard, match="not allocated"):
+        space.dealloc(160, 32, UNKNOWN)
+    space.relinquished = UNKNOWN  # relinquish_alloc_permit
+    with pytest.raises(Hazard, match="after relinquish_alloc_permit"):
+        space.alloc(32, UNKNOWN)
+
+
+def tmem_addresses(lane: int, column: int):
+    import numpy as np
+
+    return np.array([lane << tmem.LANE_SHIFT | column])
+
+
+# ---------------------------------------------------------------- at the free and at the exit
+
+
+def _epilogue_variant(fn, seed: int = 0, **helpers):
+    """Tcgen05Gemm with `fn` as its epilogue_role (notebook 12's exercise), run."""
+    from course.exercises.kernel_check import subclass_with
+    from kernels import tcgen05_gemm as step
+
+    cls = subclass_with(
+        step.Tcgen05Gemm,
+        "epilogue_role",
+        fn,
+        epilogue_setup=step.epilogue_setup,
+        epilogue_tile=step.epilogue_tile,
+        **helpers,
+    )
+    return blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED, seed=seed, cls=cls)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
+    from course.exercises import executor_checks
+    from course.exercises.solutions import nb12_solutions as solutions
+    from course.execute import tma
+
+    run = _epilogue_variant(solutions.epilogue_role__no_tail, seed)
+    assert run.hazard is not None and run.hazard.kind == tma.NOT_DRAINED, run.summary()
+    text = str(run.hazard)
+    assert "exits while the TMA store of thread 0 (warp 0" in text
+    assert "cute.copy(tma_c.atom" in text and "not drained" in text
+    assert "not drained" in executor_checks._hazard_finding(run.hazard).hint
+
+
+@pytest.mark.parametrize("fn", ["epilogue_role", "epilogue_role_drain_first"])
+def test_the_epilogue_references_leave_nothing_behind(fn):
+    from course.exercises.solutions import nb12_solutions as solutions
+
+    _ok(_epilogue_variant(getattr(solutions, fn), seed=2))
+
+
+def test_free_without_the_barrier_is_no_race_in_the_tcgen05_gemm():
+    """The exercise's planted `free_without_barrier` is wrong by the PTX rule (a barrier right
+    before tcgen05.dealloc), not by a race here: epilogue_tile's own epi_barrier after the
+    last sub-tile's tcgen05.ld (and wait::ld) orders every warp's reads before warp 0's free,
+    so the happens-before check rightly lets it pass on the executor."""
+    from course.exercises.solutions import nb12_solutions as solutions
+
+    _ok(_epilogue_variant(solutions.epilogue_role__free_without_barrier, seed=1))
+
+
+@cute.jit
+def _reread(tidx, accumulator, gC, epi_tile):
+    """One more tcgen05.ld of the accumulator's first sub-tile (a planted late reader)."""
+    acc_epi = cute.flat_divide(accumulator, epi_tile)
+    tmem_load = sm100_parts.make_epilogue_tmem_load(acc_epi[(None, None, 0, 0)])
+    thr_load = tmem_load.get_slice(tidx)
+    src = thr_load.partition_S(acc_epi)[(None, None, None, 0, 0)]
+    dst = thr_load.partition_D(cute.flat_divide(gC, epi_tile))[(None, None, None, 0, 0)]
+    regs = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(tmem_load, src, regs)
+    cute.arch.fence_view_async_tmem_load()
+
+
+@pytest.mark.parametrize(
+    "seed,words",
+    [(0, "warp 1's tcgen05.ld reads column 0"), (2, "warp 0 of CTA"), (3, "warp 0 of CTA")],
+)
+def test_tmem_freed_while_another_warp_reads_it_is_named_at_every_seed(seed, words):
+    """Warps 1-3 read TMEM again after the last barrier while warp 0 frees it: whichever
+    goes first, a hazard -- the free is unordered after the reads (happens-before: seeds
+    where a reader runs first), or the reads come after the free (use after free)."""
+    from course.exercises import executor_checks
+
+    from course.exercises.learner_code import edited
+    from course.exercises.solutions import nb12_solutions as solutions
+
+    late_reader = edited(
+        solutions.epilogue_role,
+        "epilogue_role__late_reader",
+        (
+            "    tmem.free(tmem_ptr)\n",
+            "    if warp_idx != 0:\n"
+            "        self.reread(tidx, accumulators[((None, None), 0, 0, acc_state.index)],\n"
+            "                    tCgC[((None, None), 0, 0, tile_row, tile_col)], epi_tile)\n"
+            "    tmem.free(tmem_ptr)\n",
+        ),
+    )
+    run = _epilogue_variant(late_reader, seed, reread=_reread)
+    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
+    text = str(run.hazard)
+    assert words in text and "_reread line" in text and "tmem.free(tmem_ptr)" in text, text
+    assert ("use after free" if seed == 0 else "may still be reading") in text, text
+    assert "tmem.free" in executor_checks._hazard_finding(run.hazard).hint
+
+
+def test_tmem_free_must_follow_every_readers_load():
+    """At tcgen05.dealloc another warp's tcgen05.ld of the columns must happen before: a
+    barrier both passed since, or an mbarrier arrival of the reader the freer waited for."""
+    from course.execute import happens_before
+    from course.execute.hazards import UNKNOWN, Hazard
+
+    space = tmem.Tmem(type("Cta", (), {"block": (0, 0, 0)})())
+    freer, reader = (type("W", (), {"clock": 0, "knows": {}, "index": i})() for i in (0, 1))
+    freer.knows, reader.knows = {}, {}
+    space.alloc(128, UNKNOWN)
+    space.note_read(reader, tmem_addresses(lane=40, column=7), UNKNOWN)
+    space.check_readers_done(freer, 128, 32, UNKNOWN)  # other columns: no matter
+    with pytest.raises(Hazard, match="warp 1 may still be reading columns 7-7"):
+        space.check_readers_done(freer, 0, 128, UNKNOWN)
+    happens_before.join([reader, freer])  # e.g. epi_barrier.arrive_and_wait()
+    space.check_readers_done(freer, 0, 128, UNKNOWN)
+    space.note_read(reader, tmem_addresses(lane=40, column=9), UNKNOWN)
+    with pytest.raises(Hazard, match="may still be reading"):
+        space.check_readers_done(freer, 0, 128, UNKNOWN)
+    phase: dict = {}
+    happens_before.arrived(reader, phase)  # the reader arrives on an mbarrier...
+    happens_before.merge(freer.knows, phase)  # ... whose phase the freer waited for
+    space.check_readers_done(freer, 0, 128, UNKNOWN)
+
+
+@pytest.mark.parametrize("name", ["tcgen05_gemm", "cta_pair_gemm"])
+def test_commits_never_waited_on_when_the_cta_exits_are_named(monkeypatch, name):
+    """The TMA warp skips ring.producer_tail: the MMA warp's last tcgen05.commits (the
+    stages' releases) arrive with nobody waiting, maybe after the CTA exited."""
+    import cutlass.pipeline as pipeline
+
+    from course.exercises import executor_checks
+
+    monkeypatch.setattr(pipeline.PipelineTmaUmma, "producer_tail", lambda *a, **k: None)
+    run = blackwell_runs.run_gemm(name, *RAGGED)
+    assert run.hazard is not None and run.hazard.kind == tcgen05.COMMIT_NOT_WAITED, run.summary()
+    assert "tcgen05.commit" in str(run.hazard) and "never waited on" in str(run.hazard)
+    assert "producer_tail" in executor_checks._hazard_finding(run.hazard).hint
