@@ -34,13 +34,21 @@ def test_every_configuration_computes_a_ragged_gemm(name, dtype, tile_n):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_clc_hands_out_every_tile_once_in_varied_orders(seed):
-    from course.execute import launch_control
-
     run = blackwell_runs.run_gemm("cta_pair_clc_gemm", 300, 264, 72, seed=seed)
     _ok(run)  # a tile computed by nobody, or twice from a wrong answer, fails the values
-    cancelled = launch_control.CANCELLED
+    cancelled = run.cancelled
     assert cancelled and len(set(cancelled)) == len(cancelled)  # each cluster taken once
     assert any("Cluster Launch Control" in line for line in run.observed)
+    # kept per launch: a second run reports its own, not the first's too
+    again = blackwell_runs.run_gemm("cta_pair_clc_gemm", 300, 264, 72, seed=seed)
+    assert again.cancelled == cancelled
+
+
+def test_a_run_without_clc_reports_no_cancelled_cluster():
+    blackwell_runs.run_gemm("cta_pair_clc_gemm", 256, 256, 64)  # cancels some
+    run = blackwell_runs.run_gemm("cta_pair_gemm", 256, 256, 64)
+    assert run.cancelled == []
+    assert not any("Cluster Launch Control" in line for line in run.observed)
 
 
 @pytest.mark.parametrize("name", blackwell_runs.KERNELS)
@@ -333,3 +341,76 @@ def test_commits_never_waited_on_when_the_cta_exits_are_named(monkeypatch, name)
     assert run.hazard is not None and run.hazard.kind == tcgen05.COMMIT_NOT_WAITED, run.summary()
     assert "tcgen05.commit" in str(run.hazard) and "never waited on" in str(run.hazard)
     assert "producer_tail" in executor_checks._hazard_finding(run.hazard).hint
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_an_accumulator_read_without_its_wait_is_named_at_every_seed(seed):
+    """Exercise 12's epilogue without the accumulator barrier's wait: under seeds other than
+    0 the commit may land before the tcgen05.ld, and still nobody waited for it."""
+    from course.exercises.solutions import nb12_solutions as solutions
+
+    run = _epilogue_variant(solutions.epilogue_role__no_wait, seed)
+    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
+    assert "tcgen05.commit" in str(run.hazard)
+
+
+def test_a_commits_arrival_is_reported_at_the_commit(monkeypatch):
+    """tcgen05.commit arrives from the scheduler: its site is the commit's line, not the
+    host's .launch(...)."""
+    from course.execute import machine, mbarriers
+
+    sites = []
+    real = mbarriers._arrive_on
+
+    def spy(slot, count, tx, site):
+        if machine.current_warp() is None:
+            sites.append(site.describe())
+        real(slot, count, tx, site)
+
+    monkeypatch.setattr(mbarriers, "_arrive_on", spy)
+    _ok(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED))
+    assert sites and not any("launch(" in s for s in sites), sites[:3]
+    assert any("acc_pipeline.producer_commit" in s for s in sites), sites[:3]  # the kernel's
+
+
+def test_a_tma_load_nobody_waited_for_is_named_at_the_exit():
+    from types import SimpleNamespace
+
+    from course.execute import tma
+    from course.execute.hazards import UNKNOWN, Hazard
+
+    slot = SimpleNamespace(name="the full barrier")
+    load = SimpleNamespace(tensor="A", site=UNKNOWN)
+    cta = SimpleNamespace(block=(0, 0, 0), warps=[], tma_loads=[(slot, 0, load)])
+    with pytest.raises(Hazard, match="TMA load of A issued at .* still in flight: no mbarrier"):
+        tma.finish(cta)
+    slot.seen = 0  # a wait saw phase 0 complete
+    tma.finish(cta)
+
+
+def test_a_landed_commit_nobody_waited_for_orders_no_tcgen05_ld():
+    """The MMAs ran (their commit landed, as under seeds other than 0 it may early), but the
+    reader never waited on the barrier it arrived on: the read is still a hazard."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from course.execute import happens_before
+    from course.execute.hazards import UNKNOWN, Hazard
+
+    class Warp:  # a warp as happens_before sees it (hashable)
+        def __init__(self, index):
+            self.index, self.cta, self.clock, self.knows = index, cta, 0, {}
+
+    cta = SimpleNamespace(block=(0, 0, 0))
+    mma_warp, reader = Warp(1), Warp(4)
+    phase: dict = {}
+    happens_before.arrived(mma_warp, phase)  # the commit: the MMA warp's clock ticks
+    clocks = np.zeros(tmem.COLUMNS, np.int64)
+    clocks[:128] = mma_warp.clock  # what the landed MMAs wrote
+    space = SimpleNamespace(name="TMEM of CTA (0, 0, 0)", mma_clocks={mma_warp: clocks})
+    with pytest.raises(Hazard, match="no mbarrier wait that saw its tcgen05.commit"):
+        tcgen05._check_commit_seen(reader, space, tmem_addresses(lane=0, column=3), UNKNOWN)
+    tcgen05._check_commit_seen(reader, space, tmem_addresses(lane=0, column=200), UNKNOWN)
+    happens_before.merge(reader.knows, phase)  # the accumulator barrier's wait
+    tcgen05._check_commit_seen(reader, space, tmem_addresses(lane=0, column=3), UNKNOWN)

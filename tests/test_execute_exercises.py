@@ -73,3 +73,35 @@ def test_the_executor_verdict_equals_the_h100_verdict(case):
             assert row["verdict"] in ("fail", WRONG), f.line()
     if case.where == "gpu":  # a mistake only a run shows: the executor's run shows it
         assert any(f.status == "fail" for f in runs), report.text()
+
+
+def test_a_clc_read_in_flight_and_a_second_clc_query_get_different_hints():
+    """The hint keys tell launch_control's two CLC hazards apart: a read of the answer before
+    it landed (memory's IN_FLIGHT words) and a second query while the last is in flight."""
+    from course.exercises.executor_checks import _blackwell_hint
+    from course.execute import hazards
+
+    query = "CLC query (clusterlaunchcontrol.try_cancel)"
+    read = hazards.Hazard(
+        hazards.IN_FLIGHT,
+        f"thread 0 (warp 0, lane 0) reads sClc[0] while its own {query} to it (issued at "
+        f"kernel line 3) is still in flight: no mbarrier wait has seen its response land",
+    )
+    again = hazards.Hazard(
+        hazards.WRITE_IN_FLIGHT,
+        "a CLC query into sClc[0] of CTA (0, 0, 0) while the last one is still in flight",
+    )
+    assert "decoded before it has arrived" in _blackwell_hint(read)
+    assert "producer_acquire" in _blackwell_hint(again)
+    assert "decoded before" not in _blackwell_hint(again)
+
+
+def test_the_gemm_host_redirect_and_its_twins_are_one_class():
+    from course.exercises.executor_checks import _redirects
+
+    import kernels.gemm_host
+
+    redirects = _redirects()  # (what, its stand-in) pairs; GemmHost instances are unhashable
+    on_cpu = next(v for k, v in redirects if k is kernels.gemm_host.GemmHost)
+    twins = [v for k, v in redirects if isinstance(k, kernels.gemm_host.GemmHost)]
+    assert twins and all(type(t) is on_cpu for t in twins)

@@ -214,3 +214,170 @@ def test_loops_whose_trip_counts_differ_between_lanes_run_masked(n):
     assert torch.equal(out[:n], torch.arange(n, dtype=torch.float32))
     t = torch.arange(planted.THREADS, dtype=torch.float32)
     assert torch.equal(out[n:], t * (t - 1) / 2)
+
+
+# ---------------------------------------------------------------- barriers, driven warp by warp
+
+
+def _launch(fn, threads: int, seed: int = 0) -> None:
+    """Run fn on every warp of one CTA of `threads` threads (plain Python, no translation)."""
+    from course.execute import machine
+
+    machine.Launch(fn, (), 1, threads, machine.Options(seed=seed)).run()
+
+
+def test_bar_arrive_on_barrier_0_with_every_thread_does_not_wait():
+    """bar.arrive 0 with the CTA's thread count goes on (it is no sync_threads): the producer
+    reaches barrier 1, where the consumer waits, and the consumer's bar.sync 0 then opens on
+    that earlier arrival."""
+    from course.execute import machine
+
+    log = []
+
+    def body():
+        w = machine.warp()
+        site = hazards.site(1)
+        if w.index == 0:
+            machine.named_barrier(0, 64, site, wait=False)
+            log.append("arrived")
+            machine.named_barrier(1, 64, site)
+        else:
+            machine.named_barrier(1, 64, site)
+            machine.named_barrier(0, 64, site)
+            log.append("synced")
+
+    _launch(body, 64)
+    assert log == ["arrived", "synced"]
+
+
+def test_a_named_barrier_releases_its_count_and_no_more():
+    """Three warps at a barrier of 64 threads: the first two pass, the third waits for a next
+    generation that never comes (its arrival is not carried over as the others')."""
+    from course.execute import machine
+
+    def body():
+        machine.named_barrier(1, 64, hazards.site(1))
+
+    with pytest.raises(Hazard) as found:
+        _launch(body, 96)
+    assert found.value.kind == hazards.DEADLOCK
+    assert "threads 64-95 (warp 2)" in found.value.detail
+    assert "named barrier 1" in found.value.detail
+
+
+def test_a_bar_arrive_hands_what_it_knows_to_the_warps_the_barrier_releases():
+    from course.execute import machine
+
+    knows = {}
+
+    def body():
+        w = machine.warp()
+        if w.index == 0:
+            machine.named_barrier(1, 64, hazards.site(1), wait=False)
+            knows["arriver"] = (w, w.clock)
+        else:
+            machine.named_barrier(1, 64, hazards.site(1))
+            knows["waiter"] = dict(w.knows)
+
+    _launch(body, 64)
+    arriver, clock = knows["arriver"]
+    assert knows["waiter"].get(arriver, 0) >= clock >= 1
+
+
+def test_a_woken_warp_checks_its_condition_again_when_it_resumes():
+    """Two warps woken for one token: the first takes it; the second must wait again (it
+    would take a token that is no longer there)."""
+    from course.execute import machine
+
+    state = {"tokens": 0, "low": 0}
+
+    def take():
+        machine.block_until(lambda: state["tokens"] > 0, "a token", hazards.site(1))
+        state["tokens"] -= 1
+        state["low"] = min(state["low"], state["tokens"])
+
+    def body():
+        w = machine.warp()
+        if w.index < 2:
+            take()
+        else:
+            for _ in range(2):
+                state["tokens"] += 1
+                machine.block_until(lambda: state["tokens"] == 0, "empty", hazards.site(1))
+
+    _launch(body, 96)
+    assert state == {"tokens": 0, "low": 0}
+
+
+def test_a_test_wait_spin_loop_lets_the_arriving_warp_run_and_orders_the_poller():
+    """while not test_wait(): ...: the poller yields (no hang), sees the phase complete, and
+    is ordered after the arrival (happens-before knowledge, as a blocking wait)."""
+    import numpy as np
+
+    from course.execute import machine, mbarriers
+    from course.execute.tensor import Pointer
+
+    seen = {}
+
+    def body():
+        w = machine.warp()
+        ptr = Pointer(w.cta.smem, 0, None, None, 8)
+        if w.index == 0:
+            w.mask = np.arange(32) == 0
+            mbarriers.init(ptr, 1)
+            mbarriers.init_fence()
+            w.mask = None
+        machine.barrier(hazards.site(1))
+        if w.index == 0:
+            for polls in range(100):
+                if mbarriers.completed(ptr, 0):
+                    break
+            seen["polls"], seen["knows"] = polls, dict(w.knows)
+            seen["slot"] = mbarriers.barrier_at(ptr)
+        else:
+            w.mask = np.arange(32) == 0
+            mbarriers.arrive(ptr)
+            w.mask = None
+            seen["arriver"] = (w, w.clock)
+
+    _launch(body, 64)
+    arriver, clock = seen["arriver"]
+    assert 0 < seen["polls"] < 100
+    assert seen["knows"].get(arriver, 0) >= clock
+    assert seen["slot"].seen == 0
+
+
+@pytest.mark.parametrize("cluster_barrier", [False, True])
+def test_a_peer_ctas_arrive_needs_a_cluster_barrier_after_the_init(cluster_barrier):
+    """A remote arrive from the other CTA of the cluster: the owner's sync_threads does not
+    make the init visible to it; a cluster barrier after the init does."""
+    import numpy as np
+
+    from course.execute import machine, mbarriers, sm90
+    from course.execute.mbarriers import MBARRIER
+    from course.execute.tensor import Pointer
+
+    def body():
+        w = machine.warp()
+        ptr = Pointer(w.cta.smem, 0, None, None, 8)
+        w.mask = np.arange(32) == 0
+        if w.cta.rank == 0:
+            mbarriers.init(ptr, 1)
+            mbarriers.init_fence()
+        w.mask = None
+        machine.barrier(hazards.site(1))
+        if cluster_barrier:
+            sm90.cluster_arrive()
+            sm90.cluster_wait()
+        if w.cta.rank == 1:
+            w.mask = np.arange(32) == 0
+            mbarriers.arrive(ptr, cta=0)
+            w.mask = None
+
+    launch = machine.Launch(body, (), 2, 32, machine.Options(), cluster=(2, 1, 1))
+    if cluster_barrier:
+        launch.run()
+        return
+    with pytest.raises(Hazard) as found:
+        launch.run()
+    assert found.value.kind == MBARRIER and "no cluster barrier" in found.value.detail

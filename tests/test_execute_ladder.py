@@ -89,3 +89,29 @@ def test_the_recorded_hopper_presets_are_the_kernels_presets():
     from kernels import hopper_gemm
 
     assert ladder_runs.HOPPER_PRESETS == tuple(hopper_gemm.PRESETS)
+
+
+def test_a_write_past_the_end_of_the_output_fails_the_run():
+    """vector_add told n = 1000 into an output of 990: the 10 values past its end land in the
+    guard zone; the run is not ok even though every element of the output is right."""
+    from kernels import vector_add
+
+    from course.execute.runner import pointer, run
+
+    x = ladder_runs.inputs("vector_add")
+
+    def launch(x, out, seed):
+        args = (pointer(x["a"], "a"), pointer(x["b"], "b"), pointer(out, "c"))
+        return run(vector_add.add, *args, 1000, None, 256, seed=seed)
+
+    ref = (x["a"].double() + x["b"].double())[:990]
+    r = ladder_runs.execute("vector_add", x, ref, launch, (990,), torch.float32, torch.float32)
+    assert r.hazard is None and r.relative_error <= r.tolerance
+    assert r.written_past == 10 and not r.ok
+    assert any("wrote 10 element(s) past the end" in line for line in r.observed)
+
+
+def test_run_tma_goes_through_execute_and_its_guard_zone():
+    r = ladder_runs.run_tma("store", (45, 40))
+    assert r.ok and r.written_past == 0, r.summary()
+    assert any("no hazard" in line for line in r.observed)

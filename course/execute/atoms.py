@@ -27,7 +27,7 @@ from course.execute import hazards, machine, oracle
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import Layout, product
 from course.execute.memory import GMEM, RMEM, SMEM, Registers
-from course.execute.numeric import DType
+from course.execute.numeric import DType, accumulate_k
 from course.execute.oracle import Recipe
 from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer, Tensor, _note, register_tensor
@@ -681,10 +681,7 @@ def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
     # and pipelined cases bit for bit but tma_gemm's 1 element of 65536; round-to-nearest
     # missed 0-8 elements per case. The fp32 atoms of mma_atom still differ in 1 of 128: the
     # hardware's products are aligned with finite precision, which this does not model)
-    from course.execute.wgmma import _to_fp32_toward_zero
-
-    for ki in range(k):  # one mma.sync per k-atom: exact products, fp32 accumulation
-        acc = _to_fp32_toward_zero(acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
+    acc = accumulate_k(acc, a4, b4)  # one mma.sync per k-atom: exact products, fp32 sums
     dense_d = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
     per_lane = dense_d[:, :, tvc]  # (m, n, 32, vc)
     d.store_values(_ssa(d, per_lane.transpose(2, 3, 0, 1)))

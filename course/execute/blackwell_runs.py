@@ -14,10 +14,10 @@ lessons' dtype x tile_n sweep).
 
 from __future__ import annotations
 
+import dataclasses
 
 import torch
 
-from course.execute import launch_control
 from course.execute.ladder_runs import SEED, LadderRun, execute, run_gemm_object
 
 CLASSES = {
@@ -60,7 +60,7 @@ def run_gemm(
     seed: int = 0,
     cls=None,
     operands: tuple[torch.Tensor, torch.Tensor] | None = None,
-) -> LadderRun:
+) -> "BlackwellRun":
     """C = A . B^T by the step `name` on the executor; its LadderRun (a hazard is an
     answer too: returned with `hazard` set). A and B come from a fixed seed, or are
     `operands` (M x K and N x K, `dtype`)."""
@@ -72,19 +72,35 @@ def run_gemm(
     a, b = (x.to(dtype).contiguous() for x in operands)
     gemm = kernel_object(name, dtype, tile_n, cls=cls)
 
+    results = []
+
     def launch(x, out, seed):
-        return run_gemm_object(gemm, x, out, {"m": m, "n": n, "k": k}, seed)
+        results.append(run_gemm_object(gemm, x, out, {"m": m, "n": n, "k": k}, seed))
+        return results[-1]
 
-    launch_control.CANCELLED.clear()
-    return execute(
+    run = execute(
         case, {"a": a, "b": b}, a.double() @ b.double().T, launch, (m, n), dtype, dtype, seed,
-        notes=_clc_note,
+        notes=lambda: _clc_note(results[-1]),
     )  # fmt: skip
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    return BlackwellRun(**fields, cancelled=cancelled_clusters(results[-1]) if results else [])
 
 
-def _clc_note() -> list[str]:
+@dataclasses.dataclass
+class BlackwellRun(LadderRun):
+    """A LadderRun, and the clusters Cluster Launch Control cancelled in it (in order)."""
+
+    cancelled: list = dataclasses.field(default_factory=list)
+
+
+def cancelled_clusters(result) -> list:
+    """The clusters Cluster Launch Control cancelled in a run (runner.Result), in order."""
+    return [c for launched in result.launches for c in launched.cancelled]
+
+
+def _clc_note(result) -> list[str]:
     """Which clusters Cluster Launch Control cancelled in the run (their tiles taken over)."""
-    cancelled = launch_control.CANCELLED
+    cancelled = cancelled_clusters(result)
     if not cancelled:
         return []
     return [

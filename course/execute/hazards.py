@@ -3,8 +3,9 @@ kernel's source each happened.
 
 Kernel code runs with globals of a `KernelGlobals` class (course.execute.translate makes
 them), so the line of the kernel that made an operation is the innermost frame with such
-globals: `site()` finds it, `Site.describe()` names it as a learner reads it: the function,
-the line within it and the line's text.
+globals: `site()` finds it (past NVIDIA's translated library code, such as cutlass.pipeline,
+which runs with such globals too), `Site.describe()` names it as a learner reads it: the
+function, the line within it and the line's text.
 """
 
 from __future__ import annotations
@@ -47,27 +48,50 @@ class Site:
 UNKNOWN = Site("<unknown>", 0, "the kernel", 0)
 
 
+def _translated_library(frame) -> bool:
+    """A frame of installed CuTe DSL code run translated (course.execute.translate's
+    TRANSLATED_LIBRARIES: NVIDIA's cutlass.pipeline): kernel globals, but not the kernel's
+    own lines."""
+    translate = sys.modules.get("course.execute.translate")
+    if translate is None:  # nothing has been translated, so no library either
+        return False
+    name = dict.get(frame.f_globals, "__name__") or ""  # dict.get: no lazy translation
+    return any(name == p or name.startswith(p + ".") for p in translate.TRANSLATED_LIBRARIES)
+
+
+def _site_of(frame, lineno: int) -> Site:
+    code = frame.f_code
+    return Site(code.co_filename, lineno, code.co_name, code.co_firstlineno)
+
+
 def site(depth: int = 1) -> Site:
-    """The innermost line of kernel code on the current stack."""
-    frame = sys._getframe(depth)
+    """The innermost line of kernel code on the current stack: the kernel's (or learner's)
+    own, past the frames of translated library code it called (a hazard inside
+    PipelineTmaAsync.consumer_wait names the kernel's line that called consumer_wait); a
+    library line only when no frame of the kernel's own is on the stack."""
+    frame, library = sys._getframe(depth), None
     while frame is not None:
         if isinstance(frame.f_globals, KernelGlobals):
-            code = frame.f_code
-            return Site(code.co_filename, frame.f_lineno, code.co_name, code.co_firstlineno)
+            if not _translated_library(frame):
+                return _site_of(frame, frame.f_lineno)
+            library = library or _site_of(frame, frame.f_lineno)
         frame = frame.f_back
-    return UNKNOWN
+    return library or UNKNOWN
 
 
 def site_of_traceback(tb) -> Site:
-    """The innermost kernel line an exception passed through."""
-    found = UNKNOWN
+    """The innermost kernel line an exception passed through (past translated library code,
+    as `site`)."""
+    found = library = UNKNOWN
     while tb is not None:
         frame = tb.tb_frame
         if isinstance(frame.f_globals, KernelGlobals):
-            code = frame.f_code
-            found = Site(code.co_filename, tb.tb_lineno, code.co_name, code.co_firstlineno)
+            if _translated_library(frame):
+                library = _site_of(frame, tb.tb_lineno)
+            else:
+                found = _site_of(frame, tb.tb_lineno)
         tb = tb.tb_next
-    return found
+    return found if found is not UNKNOWN else library
 
 
 # the kinds of hazard, in the words a verdict uses

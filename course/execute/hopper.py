@@ -14,11 +14,7 @@ import types
 from course.execute import oracle, pipeline, sm90, tma
 from course.execute.hazards import Unmodelled
 
-TMA_OPS = (
-    "CopyBulkTensorTileG2SOp",
-    "CopyBulkTensorTileG2SMulticastOp",
-    "CopyBulkTensorTileS2GOp",
-)
+TMA_OPS = tma.LOADS + tma.STORES
 
 
 def _copy_dispatch(simt_copy):

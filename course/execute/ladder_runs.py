@@ -73,6 +73,7 @@ class LadderRun:
     seconds: float
     observed: list[str] = field(default_factory=list)
     hazard: hazards.Hazard | None = None
+    written_past: int = 0  # elements written into the guard zone past the end of the output
 
     @property
     def relative_error(self) -> float:
@@ -84,7 +85,9 @@ class LadderRun:
 
     @property
     def ok(self) -> bool:
-        return self.hazard is None and self.relative_error <= self.tolerance
+        return (
+            self.hazard is None and self.written_past == 0 and self.relative_error <= self.tolerance
+        )
 
     def summary(self) -> str:
         head = (
@@ -172,15 +175,17 @@ def execute(
     tolerance_dtype,
     seed: int = 0,
     notes=lambda: [],
+    tolerance: float | None = None,
 ) -> LadderRun:
     """Run `launch(x, out, seed)` (a host function on the executor) into a NaN-poisoned,
-    guarded output; its LadderRun against `ref`, with what it observed (and `notes()`, what
-    the caller saw of the run) or the hazard that stopped it."""
+    guarded output; its LadderRun against `ref` (within `tolerance`, by default the kernel's
+    for `tolerance_dtype`), with what it observed (and `notes()`, what the caller saw of the
+    run) or the hazard that stopped it. A write past the end of the output fails the run."""
     from kernels.selftest import TOLERANCE
 
     out, buffer = _guarded(out_shape, out_dtype)
     start = time.perf_counter()
-    observed, hazard = [], None
+    observed, hazard, written_past = [], None, 0
     try:
         result = launch(x, out, seed)
         for launched in result.launches:
@@ -201,10 +206,11 @@ def execute(
         case,
         None if hazard else out,
         ref,
-        TOLERANCE[tolerance_dtype],
+        TOLERANCE[tolerance_dtype] if tolerance is None else tolerance,
         time.perf_counter() - start,
         observed,
         hazard,
+        written_past,
     )
 
 
@@ -416,21 +422,23 @@ def run_tma(
         want = x
         host = tma.TmaStore(cdt, cfg) if kernel == "store" else tma.TmaLoad(cdt, cfg, "copy")
         args = (rows, cols, cols, cols)
-    out, _ = _guarded(tuple(want.shape), dtype)
-    start, observed, hazard = time.perf_counter(), [], None
-    try:
-        result = run(host.__call__, pointer(x, "src"), pointer(out, "dst"), *args, None, seed=seed)
-        observed = [f"{len(result.launches)} launch(es), seed {seed}: no hazard"]
-    except hazards.Hazard as exc:
-        hazard = exc
-    return LadderRun(
+
+    def launch(x, out, seed):
+        return run(
+            host.__call__, pointer(x["x"], "src"), pointer(out, "dst"), *args, None, seed=seed
+        )
+
+    # exact: tolerance 0
+    return execute(
         f"tma.{kernel}",
-        None if hazard else out,
+        {"x": x},
         want.double(),
-        0.0,
-        time.perf_counter() - start,
-        observed,
-        hazard,
+        launch,
+        tuple(want.shape),
+        dtype,
+        None,
+        seed,
+        tolerance=0.0,
     )
 
 

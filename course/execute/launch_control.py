@@ -34,7 +34,6 @@ from course.execute.tma import PROXY_FENCE
 
 RESPONSE_BYTES = 16
 _NEXT = [1 << 29]  # ids of queries in the shared-memory in-flight map
-CANCELLED: list = []  # clusters cancelled by CLC (their index), in order: what a run reports
 
 
 @dataclass
@@ -94,14 +93,14 @@ def fenced(w) -> None:
 def _cancel(cluster) -> np.ndarray:
     """Cancel a cluster not yet started: its first CTA's blockIdx, or no cluster."""
     launch = cluster.launch
-    pending = getattr(launch, "pending", None)
+    pending = launch.pending
     seeded = launch.options.seed != 0
     if not pending or (seeded and cluster.rng.random() < 0.2):
         return np.array([0, 0, 0, 0], dtype=np.int32)
     k = cluster.rng.randrange(len(pending)) if seeded else 0
     x, y, z = pending[k]
     del pending[k]
-    CANCELLED.append((x, y, z))
+    launch.cancelled.append((x, y, z))  # what the run reports (runner.Launched.cancelled)
     cx, cy, cz = launch.cluster
     return np.array([x * cx, y * cy, z * cz, 1], dtype=np.int32)
 

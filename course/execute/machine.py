@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -65,7 +65,7 @@ class Options:
         return (0.0 if self.seed == 0 else 0.05) if self.preempt is None else self.preempt
 
 
-SYNC, NAMED, UNTIL = "sync_threads", "named barrier", "until"
+SYNC, NAMED, UNTIL, POLL = "sync_threads", "named barrier", "until", "poll"
 
 
 @dataclass
@@ -79,6 +79,18 @@ class Wait:
     until: Callable[[], bool] | None = None
     what: object = ""  # a str, or a function giving one (the state when it is read)
     named: tuple | None = None
+
+
+@dataclass
+class NamedGeneration:
+    """A named barrier's generation under way: its thread count, the threads arrived so far,
+    the warps waiting at it (bar.sync, in arrival order) and what every arriver knew
+    (bar.arrive's knowledge too: course.execute.happens_before)."""
+
+    count: int
+    arrived: int = 0
+    waiters: list = field(default_factory=list)
+    knows: dict = field(default_factory=dict)
 
 
 class Warp:
@@ -161,7 +173,8 @@ class Cta:
         ]
         self.scheduler: greenlet | None = None
         self.cluster: "Cluster | None" = None
-        self.named_arrivals: dict[int, int] = {}  # bar.arrive threads not yet matched
+        self.named: dict[int, NamedGeneration] = {}  # barrier id -> its generation under way
+        self.named_released: list[Warp] = []  # waiters of completed generations, not woken yet
         self.rank = 0  # block index in the cluster
 
     @property
@@ -219,25 +232,39 @@ class Cta:
             at_sync[0].wait.site,
         )
 
+    def named_arrive(self, w: Warp, bid: int, count: int, waits: bool, site: Site) -> None:
+        """w's threads arrive at named barrier `bid` (bar.sync if `waits`, else bar.arrive).
+        The arrival that brings the generation to `count` threads completes it: it releases
+        exactly the warps that waited in it (later arrivals belong to the next generation)
+        and hands them what every arriver knew."""
+        gen = self.named.setdefault(bid, NamedGeneration(count))
+        if gen.count != count:
+            raise Hazard(
+                hazards.DIVERGENT,
+                f"named barrier {bid} reached with a count of {count} threads while "
+                f"{gen.arrived} threads wait there with a count of {gen.count}",
+                site,
+            )
+        gen.arrived += w.width
+        happens_before.arrived(w, gen.knows)
+        if waits:
+            gen.waiters.append(w)
+        if gen.arrived >= gen.count:
+            del self.named[bid]
+            # the threads in it are ordered now: a new epoch (the race watch has one epoch
+            # per CTA, so it also takes threads outside a partial barrier as ordered --
+            # a race it may miss, never one it makes up; the Blackwell epilogue's 4 warps
+            # hand shared memory to the TMA store across such a barrier)
+            self.epoch += 1
+            for x in gen.waiters:
+                happens_before.merge(x.knows, gen.knows)
+            self.named_released.extend(gen.waiters)
+
     def named_resolve(self) -> list[Warp]:
-        """Named barriers (bar.sync id, count) whose thread count has arrived: open them."""
-        groups: dict = {}
-        for w in self.warps:
-            if w.state != "done" and w.wait is not None and w.wait.kind == NAMED:
-                groups.setdefault(w.wait.named, []).append(w)
-        woken = []
-        for (bid, count), ws in groups.items():
-            arrived = sum(w.width for w in ws) + self.named_arrivals.get(bid, 0)
-            if arrived >= count:
-                self.named_arrivals[bid] = arrived - count  # arrivals for its next use
-                # the threads in it are ordered now: a new epoch (the race watch has one epoch
-                # per CTA, so it also takes threads outside a partial barrier as ordered --
-                # a race it may miss, never one it makes up; the Blackwell epilogue's 4 warps
-                # hand shared memory to the TMA store across such a barrier)
-                self.epoch += 1
-                happens_before.join(ws)
-                woken.extend(self._order(ws))  # in the seed's order, as sync_threads
-        return woken
+        """Warps released by named barriers (bar.sync id, count) whose generation completed:
+        wake them, in the seed's order as sync_threads."""
+        released, self.named_released = self.named_released, []
+        return self._order(sorted(released, key=lambda w: w.index))
 
     def _order(self, warps):
         warps = list(warps)
@@ -340,11 +367,13 @@ class Cluster:
             live = [w for w in self.warps if w.state != "done"]
             if not live:
                 return None
-            woken = [w for w in live if w.wait.kind == UNTIL and w.wait.until()]
+            woken = [w for w in live if w.wait.kind in (UNTIL, POLL) and w.wait.until()]
             for cta in self.ctas:
                 woken.extend(cta.named_resolve())
                 woken.extend(cta.sync_resolve() or [])
             if woken:
+                if self.inflight and all(w.wait.kind == POLL for w in woken):
+                    self.inflight.popleft().land()  # only pollers can go on: time passes
                 return woken
             if self.inflight:
                 self.inflight.popleft().land()
@@ -393,10 +422,17 @@ def _deadlock(live: list[Warp], done: list[Warp]) -> Hazard:
 
 
 def block_until(until: Callable[[], bool], what: str, site: Site) -> None:
-    """Block the current warp until `until()` holds (checked when no warp is ready)."""
-    if until():
-        return
-    warp().block(Wait(site, UNTIL, until, what))
+    """Block the current warp until `until()` holds (checked when no warp is ready, and again
+    when the warp resumes: warps woken before it may have changed what it waits for)."""
+    while not until():
+        warp().block(Wait(site, UNTIL, until, what))
+
+
+def poll(what, site: Site) -> None:
+    """A poll that found its condition false (mbarrier.test_wait in a spin loop): the warp
+    lets the others run, and resumes when none is ready (an async copy may land first)."""
+    w = warp()
+    w.block(Wait(site, POLL, lambda: True, what))
 
 
 def _crash(w: Warp, exc: Exception) -> Hazard:
@@ -432,6 +468,7 @@ class Launch:
         self.options = options
         self.steps = 0
         self.smems: list[SharedMemory] = []
+        self.cancelled: list = []  # clusters CLC cancelled (course.execute.launch_control)
         threads = self.block[0] * self.block[1] * self.block[2]
         if not 1 <= threads <= 1024:
             raise Hazard(hazards.CRASH, f"a block of {threads} threads: the GPU takes 1 to 1024")
@@ -473,6 +510,11 @@ def barrier(site: Site) -> None:
             f"reaches never opens",
             site,
         )
+    cta = w.cta
+    if 0 in cta.named:  # a bar.arrive on barrier 0 began this generation: count with it
+        cta.named_arrive(w, 0, cta.threads, True, site)
+        w.block(_named_wait(0, cta.threads, site))
+        return
     w.block(Wait(site))
 
 
@@ -480,8 +522,9 @@ def named_barrier(barrier_id: int, threads: int, site: Site, wait: bool = True) 
     """bar.sync id, threads: blocks until `threads` threads (whole warps) have arrived;
     bar.arrive (wait=False): counts this warp's threads towards it and goes on."""
     w = warp()
-    if barrier_id == 0 and threads == w.cta.threads:
-        barrier(site)
+    cta, bid, threads = w.cta, int(barrier_id), int(threads)
+    if bid == 0 and threads == cta.threads and wait:
+        barrier(site)  # bar.sync 0 with every thread: sync_threads
         return
     if threads % WARP or not 0 < threads <= w.cta.threads:
         raise Hazard(
@@ -492,15 +535,18 @@ def named_barrier(barrier_id: int, threads: int, site: Site, wait: bool = True) 
         )
     if not w.full():
         raise Hazard(hazards.DEADLOCK, "a named barrier reached by part of a warp", site)
-    if not wait:
-        arrivals = w.cta.named_arrivals
-        arrivals[int(barrier_id)] = arrivals.get(int(barrier_id), 0) + w.width
-        return
-    w.block(
-        Wait(
-            site,
-            NAMED,
-            named=(int(barrier_id), int(threads)),
-            what=f"at named barrier {barrier_id} ({threads} threads)",
-        )
+    if bid == 0 and threads == cta.threads:  # warps already at sync_threads arrived first
+        for x in cta.warps:
+            if x.state == "blocked" and x.wait.kind == SYNC:
+                x.wait.kind, x.wait.named = NAMED, (0, threads)
+                x.wait.what = f"at named barrier 0 ({threads} threads)"
+                cta.named_arrive(x, 0, threads, True, x.wait.site)
+    cta.named_arrive(w, bid, threads, wait, site)
+    if wait:
+        w.block(_named_wait(bid, threads, site))
+
+
+def _named_wait(bid: int, threads: int, site: Site) -> Wait:
+    return Wait(
+        site, NAMED, named=(bid, threads), what=f"at named barrier {bid} ({threads} threads)"
     )

@@ -49,8 +49,10 @@ class Slot:
     init_epoch: int
     init_site: Site
     fenced: bool = False
+    init_cluster_gen: int = 0  # cluster barriers the init warp had arrived at before the init
     pending: dict = field(default_factory=dict)  # what the current phase's arrivers knew
     released: dict = field(default_factory=dict)  # completed phase -> what it hands waiters
+    seen: int = -1  # the last phase a wait saw complete (course.execute.tcgen05.at_exit)
 
     @property
     def name(self) -> str:
@@ -104,7 +106,9 @@ def init(ptr, count) -> None:
             f"must (cute.arch.elect_one)",
             hazards.site(3),
         )
-    _table(cta)[byte] = Slot(model, cta, byte, w, cta.epoch, hazards.site(3))
+    _table(cta)[byte] = Slot(
+        model, cta, byte, w, cta.epoch, hazards.site(3), init_cluster_gen=w.cluster_gen
+    )
 
 
 def init_fence() -> None:
@@ -132,10 +136,13 @@ def barrier_at(ptr, cta=None, site: Site | None = None) -> Slot:
     w = machine.current_warp()
     if w is not None and w is not slot.init_warp:
         synced = target.epoch > slot.init_epoch
+        barrier = "sync_threads (or cluster barrier)"
+        if w.cta is not target:  # a peer CTA: only a cluster barrier after the init orders it
+            gen, cluster = slot.init_cluster_gen + 1, target.cluster
+            synced = w.cluster_gen >= gen and cluster.arrivals.get(gen, 0) == len(cluster.warps)
+            barrier = "cluster barrier"
         if not (slot.fenced and synced):
-            missing = (
-                "mbarrier_init_fence" if not slot.fenced else "sync_threads (or cluster barrier)"
-            )
+            missing = "mbarrier_init_fence" if not slot.fenced else barrier
             raise Hazard(
                 MBARRIER,
                 f"{threads_text(w.active_tids().tolist())} of CTA {w.cta.block} use "
@@ -190,10 +197,10 @@ def _active(x: Lanes) -> list[int]:
     return [int(e) for e in (v if w.mask is None else v[w.mask])]
 
 
-def arrive_once(ptr, count=1, tx=0, cta=None) -> None:
+def arrive_once(ptr, count=1, tx=0, cta=None, site: Site | None = None) -> None:
     """One arrival whoever issues it (an arrive made by hardware: tcgen05.commit,
-    cp.async.mbarrier.arrive)."""
-    site = hazards.site(3)
+    cp.async.mbarrier.arrive); `site`: the line that issued it (else the caller's)."""
+    site = site or hazards.site(3)
     slot = barrier_at(ptr, cta, site)
     _arrive_on(slot, int(count), int(tx), site)
 
@@ -211,22 +218,37 @@ def complete_tx(slot: Slot, nbytes: int, site: Site) -> None:
     _apply(slot, lambda m: m.complete_tx(int(nbytes)), site)
 
 
+def _saw(slot: Slot, parity: int) -> None:
+    """The current warp just saw the phase with this parity complete (a wait returned, a
+    test_wait answered True): record it, and order the warp after that phase's arrivals."""
+    last = slot.model.phase - 1
+    seen = last if (last & 1) == parity else last - 1
+    slot.seen = max(slot.seen, seen)
+    w = machine.current_warp()
+    if seen >= 0 and w is not None:
+        happens_before.merge(w.knows, slot.released.get(seen, {}))
+
+
 def completed(ptr, parity, cta=None) -> bool:
-    """mbarrier.test_wait.parity: has the phase with this parity completed?"""
+    """mbarrier.test_wait.parity: has the phase with this parity completed? If not, the warp
+    lets the others run before it goes on (a spin loop on it waits, it does not hang)."""
     site = hazards.site(3)
     slot = barrier_at(ptr, cta, site)
     parity = uniform(parity, "a wait parity")
-    done = bool(slot.model.try_wait(parity))
-    if done:  # the phase seen complete (tcgen05.at_exit), as wait() records it
-        last = slot.model.phase - 1
-        seen = last if (last & 1) == parity else last - 1
-        slot.__dict__["seen"] = max(slot.__dict__.get("seen", -1), seen)
-    return done
+    if slot.model.try_wait(parity):
+        _saw(slot, parity)
+        return True
+    if machine.current_warp() is not None:
+        model = slot.model
+        machine.poll(
+            lambda: f"polls mbarrier {slot.name} for parity {parity} ({model.describe()})", site
+        )
+    return False
 
 
 def wait(ptr, parity) -> None:
     """mbarrier.try_wait.parity in a loop: the warp blocks until the phase with this parity
-    has completed (checked whenever no warp can go on)."""
+    has completed (checked whenever no warp can go on, and again when the warp resumes)."""
     site = hazards.site(3)
     slot = barrier_at(ptr, None, site)
     parity = uniform(parity, "a wait parity")
@@ -238,9 +260,6 @@ def wait(ptr, parity) -> None:
         lambda: f"on mbarrier {slot.name} for parity {parity} ({model.describe()})",
         site,
     )
-    # the waiter is now ordered after the arrivals of the phase it saw complete
-    last = model.phase - 1
-    seen = last if (last & 1) == parity else last - 1
-    slot.__dict__["seen"] = max(slot.__dict__.get("seen", -1), seen)  # tcgen05.at_exit
-    if seen >= 0:
-        happens_before.merge(machine.warp().knows, slot.released.get(seen, {}))
+    # block_until returns right after the check that held (no other warp ran between): the
+    # waiter is ordered after the arrivals of the phase that check saw complete
+    _saw(slot, parity)

@@ -33,6 +33,28 @@ def round_bf16(values) -> np.ndarray:
     return bf16_bits_to_f32(f32_to_bf16_bits(values))
 
 
+def fp32_toward_zero(x: np.ndarray) -> np.ndarray:
+    """float64 values rounded to fp32 toward zero (as float64): how the H100 adds a tensor
+    core instruction's dot product (a wgmma's, an mma.sync's) into its fp32 accumulator.
+    Measured: with this rounding, once per k-block of 16, the executor's bf16 outputs of
+    wgmma_gemm and hopper_gemm equal the H100's recorded ones bit for bit
+    (results/executor_ladder.json, ~200k elements; mma.sync: see course.execute.atoms);
+    rounding to nearest differs in a few elements per 64k."""
+    f = x.astype(np.float32)
+    past = np.abs(f.astype(np.float64)) > np.abs(x)
+    f[past] = np.nextafter(f[past], np.float32(0))
+    return f.astype(np.float64)
+
+
+def accumulate_k(acc: np.ndarray, a4: np.ndarray, b4: np.ndarray) -> np.ndarray:
+    """One tensor core instruction per k-block, as the H100 runs them: each block's exact
+    dot product added to the fp32 accumulator, rounding toward zero (`fp32_toward_zero`).
+    acc [mi, ni, am, an]; a4 [mi, ki, am, ak]; b4 [ni, ki, an, ak] (float64)."""
+    for ki in range(a4.shape[1]):
+        acc = fp32_toward_zero(acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
+    return acc
+
+
 class DType:
     """One CuTe DSL numeric type: its name, width in bits, storage and compute dtypes."""
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from course.execute import hazards, machine, tmem
+from course.execute import hazards, machine
 from course.execute.memory import GMEM, Memory, SharedMemory, bank_summaries
 from course.execute.numeric import of_torch
 from course.execute.oracle import CuteError
@@ -36,6 +36,7 @@ class Launched:
     grid: tuple
     block: tuple
     smems: list[SharedMemory]
+    cancelled: list = field(default_factory=list)  # clusters CLC cancelled (their index)
 
 
 @dataclass
@@ -141,10 +142,10 @@ def launch(fn, grid, block, cluster=(1, 1, 1)) -> None:
     result = _ACTIVE[-1]
     options = machine.Options(result.seed, result.count_banks)
     grid_launch = machine.Launch(fn, (), grid, block, options, cluster)
-    tmem.forget()
     grid_launch.run()
-    tmem.check_all_freed()  # a CTA that exits with TMEM allocated: the next one would hang
-    result.launches.append(Launched(grid_launch.grid, grid_launch.block, grid_launch.smems))
+    result.launches.append(
+        Launched(grid_launch.grid, grid_launch.block, grid_launch.smems, grid_launch.cancelled)
+    )
 
 
 def pointer(t, name: str = "", align: int = 16) -> Pointer:

@@ -24,11 +24,11 @@ refilled too early); TMEM outside the warp's lanes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from course.execute import atoms, hazards, machine, mbarriers, oracle, tmem
+from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle, tmem
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import Memory, SMEM
@@ -121,6 +121,7 @@ class Mma:
     site: Site
     tids: np.ndarray
     done: bool = False
+    known_at: tuple = ()  # (issuing warp, its clock at the commit): what a reader must know
 
     def operands(self) -> tuple[list, list]:
         a = [cta.smem.typed(self.dtype)[self.a] for cta in self.ctas]
@@ -150,6 +151,11 @@ class Mma:
                 )
                 part = (held + part).astype(np.float32)
             space.write(self.d, part, "tcgen05.mma writes", self.site)
+            if self.known_at:  # a reader of these columns must have seen the commit arrive
+                issuer, clock = self.known_at
+                clocks = space.__dict__.setdefault("mma_clocks", {})
+                done = clocks.setdefault(issuer, np.zeros(tmem.COLUMNS, np.int64))
+                done[np.unique(self.d & ((1 << tmem.LANE_SHIFT) - 1))] = clock
             pending = space.__dict__.setdefault("pending", [])
             if self in pending:
                 pending.remove(self)
@@ -213,7 +219,7 @@ def _check_landed(cta, b: np.ndarray, site: Site) -> None:
 
 
 def _pair(cta, site: Site) -> list:
-    if getattr(cta, "rank", 0) % 2:
+    if cta.rank % 2:
         raise Hazard(
             tmem.TMEM, f"a cta_group::2 tcgen05.mma issued by the follower CTA {cta.block}", site
         )
@@ -229,6 +235,7 @@ class Commit:
     ranks: list
     site: Site
     issuers: int = 1  # lanes that issued it: without elect_one, each arrives
+    knows: dict = field(default_factory=dict)  # the issuing warp's knowledge (and clock)
     landed: bool = False
 
     def land(self) -> None:
@@ -241,7 +248,8 @@ class Commit:
             slot = mbarriers.barrier_at(self.mbar, rank, self.site)
             phase = slot.model.phase  # the phase its arrival counts towards
             for _ in range(self.issuers):
-                mbarriers.arrive_once(self.mbar, cta=rank)
+                happens_before.merge(slot.pending, self.knows)  # waiters learn the MMAs ran
+                mbarriers.arrive_once(self.mbar, cta=rank, site=self.site)
             slot.cta.__dict__.setdefault("commits", []).append((slot, phase, self.site))
 
 
@@ -274,17 +282,17 @@ def commit(mbar_ptr, mask=None, cta_group=None, **_) -> None:
     queue = _queue(w)
     mmas, queue[:] = list(queue), []
     if mask is None:
-        ranks = [getattr(w.cta, "rank", 0)]
+        ranks = [None]  # the barrier of this CTA
     else:
         bits = uniform(mask, "a commit multicast mask")
         ranks = [r for r in range(16) if bits >> r & 1]
-    mbarriers.barrier_at(mbar_ptr, ranks[0] if mask is not None else None, site)
-    op = Commit(mmas, mbar_ptr, ranks if mask is not None else [None], site, len(w.active_tids()))
-    cluster = getattr(w.cta, "cluster", None)
-    if cluster is None:
-        op.land()
-    else:
-        cluster.inflight.append(op)
+    mbarriers.barrier_at(mbar_ptr, ranks[0], site)
+    knows: dict = {}
+    happens_before.arrived(w, knows)  # the commit is ordered after this warp's work so far
+    for m in mmas:
+        m.known_at = (w, w.clock)
+    op = Commit(mmas, mbar_ptr, ranks, site, len(w.active_tids()), knows)
+    w.cta.cluster.inflight.append(op)
 
 
 # ---------------------------------------------------------------- tcgen05.ld
@@ -355,6 +363,7 @@ def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> No
             site,
         )
     _check_no_mma_writing(space, addresses, site)
+    _check_commit_seen(w, space, addresses, site)
     values = space.read(  # (calls, per_src)
         addresses,
         f"warp {w.index}'s tcgen05.ld reads",
@@ -388,6 +397,25 @@ def _check_no_mma_writing(space: tmem.Tmem, addresses: np.ndarray, site: Site) -
             )
 
 
+def _check_commit_seen(w, space: tmem.Tmem, addresses: np.ndarray, site: Site) -> None:
+    """The MMAs that wrote these columns ran, and the reader must know it: an mbarrier wait
+    that saw their tcgen05.commit arrive (its issuing warp's clock, course.execute.
+    happens_before) -- a commit that landed unseen orders nothing."""
+    cols = np.unique(addresses & ((1 << tmem.LANE_SHIFT) - 1))
+    for issuer, clocks in space.__dict__.get("mma_clocks", {}).items():
+        need = int(clocks[cols].max())
+        if need > w.knows.get(issuer, 0):
+            col = int(cols[int(np.argmax(clocks[cols]))])
+            raise Hazard(
+                tmem.TMEM,
+                f"warp {w.index} of CTA {w.cta.block} reads TMEM column {col} of {space.name} "
+                f"with tcgen05.ld, written by tcgen05.mma issued by warp {issuer.index} of CTA "
+                f"{issuer.cta.block}, with no mbarrier wait that saw its tcgen05.commit "
+                f"arrive: the accumulator may not be ready (wait on the accumulator barrier)",
+                site,
+            )
+
+
 def _hold_until_wait(w, dst: Tensor, site: Site) -> None:
     """The registers a tcgen05.ld fills are read at the warp's peril until wait::ld."""
     regs = dst.iterator.memory
@@ -395,7 +423,6 @@ def _hold_until_wait(w, dst: Tensor, site: Site) -> None:
     if regs in held:
         return
     held.append(regs)
-    real_load = type(regs).load
 
     def guarded(dtype, rows, elems, site_=None):
         raise Hazard(
@@ -407,7 +434,6 @@ def _hold_until_wait(w, dst: Tensor, site: Site) -> None:
         )
 
     regs.load = guarded
-    regs.__dict__["_real_load"] = real_load
 
 
 def wait_ld(*_, **__) -> None:
@@ -415,7 +441,6 @@ def wait_ld(*_, **__) -> None:
     w = machine.warp()
     for regs in w.__dict__.get("tmem_loads", []):
         regs.__dict__.pop("load", None)
-        regs.__dict__.pop("_real_load", None)
     w.__dict__["tmem_loads"] = []
 
 

@@ -172,6 +172,7 @@ class Load:
     site: Site
     id: int = -1
     landed: bool = field(default=False)
+    tensor: str = "a global tensor"  # what it loads (for the hazard at exit)
 
     def land(self) -> None:
         if self.landed:
@@ -186,6 +187,8 @@ class Load:
             smem.inflight[b[mine]] = -1
             smem.w_tid[b], smem.w_epoch[b] = NOBODY, smem.cta.epoch
             smem.unfenced[b] = False
+            # the phase its bytes count towards: some wait must see it complete (finish)
+            smem.cta.__dict__.setdefault("tma_loads", []).append((slot, slot.model.phase, self))
             mbarriers.complete_tx(slot, self.nbytes, self.site)
 
 
@@ -304,7 +307,8 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
             retired_by="no mbarrier wait has seen its bytes land",
         )
         dests.append((target, elems, slot))
-    load = Load(dests, dtype, values, len(elems) * dtype.storage.itemsize, site, copy_id)
+    load = Load(dests, dtype, values, len(elems) * dtype.storage.itemsize, site, copy_id,
+                tensor=gmem.name)  # fmt: skip
     w.cta.cluster.inflight.append(load)
 
 
@@ -412,12 +416,23 @@ def bulk_wait_group(n, read=None) -> None:
 
 
 NOT_DRAINED = "TMA store not drained"
+LOAD_NOT_WAITED = "TMA load not waited for"
 
 
 def finish(cta) -> None:
     """The CTA's exit (course.execute.machine.Cluster): a TMA store whose bulk group no
     `cp_async_bulk_wait_group` retired may still be reading the CTA's shared memory, which
-    the next CTA on the SM gets: a hazard (PipelineTmaStore.producer_tail() drains them)."""
+    the next CTA on the SM gets: a hazard (PipelineTmaStore.producer_tail() drains them).
+    So is a TMA load into it that no mbarrier wait saw land: it may still be writing."""
+    for slot, phase, load in cta.__dict__.get("tma_loads", []):
+        if slot.__dict__.get("seen", -1) < phase:
+            raise Hazard(
+                LOAD_NOT_WAITED,
+                f"CTA {cta.block} exits while its TMA load of {load.tensor} issued at "
+                f"{load.site.describe()} is still in flight: no mbarrier wait saw it land "
+                f"(on {slot.name}, phase {phase})",
+                load.site,
+            )
     for w in cta.warps:
         for group in list(w.bulk_groups) + [w.bulk_pending]:
             for store in group:

@@ -20,11 +20,10 @@ What the GPU gets wrong and the executor names (kind TMEM):
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 
-from course.execute import hazards, machine, mbarriers
+from course.execute import hazards, machine, mbarriers, sm90
 from course.execute.hazards import Hazard, Site, Unmodelled
 from course.execute.lanes import uniform
 from course.execute.memory import Memory
@@ -202,16 +201,7 @@ def of_cta(cta) -> Tmem:
     tmem = cta.__dict__.get("tmem")
     if tmem is None:
         tmem = cta.__dict__["tmem"] = Tmem(cta)
-        _LIVE.append(tmem)
     return tmem
-
-
-_LIVE: list[Tmem] = []
-
-
-def forget() -> None:
-    """Before a launch: no CTA of an earlier (failed) launch is watched any more."""
-    _LIVE.clear()
 
 
 def at_exit(cta) -> None:
@@ -221,20 +211,11 @@ def at_exit(cta) -> None:
         mine.check_freed()
 
 
-def check_all_freed() -> None:
-    """After a launch: every CTA that allocated TMEM freed it (course.execute.runner)."""
-    live, _LIVE[:] = list(_LIVE), []
-    for tmem in live:
-        tmem.check_freed()
-
-
 def peer(cta):
     """The other CTA of a cta_group::2 pair (rank ^ 1 in the cluster)."""
-    cluster = getattr(cta, "cluster", None)
-    rank = getattr(cta, "rank", 0)
-    if cluster is None or len(cluster.ctas) < 2:
+    if len(cta.cluster.ctas) < 2:
         raise Hazard(TMEM, "a cta_group::2 operation in a launch without CTA pairs (clusters)")
-    return cluster.ctas[rank ^ 1]
+    return cta.cluster.ctas[cta.rank ^ 1]
 
 
 def pointer(address: int, dtype: DType) -> Pointer:
@@ -327,21 +308,6 @@ def dealloc_tmem(tmem_ptr, num_columns, is_two_cta=False, **_) -> None:
     mine.dealloc(address, int(num_columns), site)
 
 
-@contextlib.contextmanager
-def one_lane():
-    """The warp's first active lane alone (cute.arch.elect_one)."""
-    w = machine.warp()
-    saved = w.mask
-    first = int(np.argmax(np.ones(w.width, bool) if saved is None else saved))
-    mask = np.zeros(w.width, dtype=bool)
-    mask[first] = True
-    w.mask = mask
-    try:
-        yield
-    finally:
-        w.mask = saved
-
-
 # ---------------------------------------------------------------- cutlass.memory.TmemAllocator
 
 
@@ -381,7 +347,7 @@ class TmemAllocator:
         self.dealloc_mbar = two_cta_tmem_dealloc_mbar_ptr
         if self.two_cta and initialize_mbarrier:
             if self._is_allocator():
-                with one_lane():
+                with sm90.elect_one():
                     mbarriers.init(self.dealloc_mbar, machine.WARP)
             mbarriers.init_fence()
 

@@ -15,7 +15,7 @@ What it models, after the PTX ISA ("Asynchronous warpgroup level matrix multiply
   Then the warpgroup's tile is multiplied: A and B read from shared memory through the
   descriptor fragments (their TV layouts asked of CuTe, course.execute.oracle), each
   wgmma's (K = 16) dot product exact, added to the fp32 accumulator rounding toward zero
-  (what the H100's outputs match bit for bit: `_to_fp32_toward_zero`), and each
+  (what the H100's outputs match bit for bit: `numeric.fp32_toward_zero`), and each
   warp's accumulator fragment written per lane by the atom's C layout. The values are
   computed at issue; what the hazards below rule out is exactly what would make them differ
   on the GPU.
@@ -65,11 +65,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from course.execute import atoms, happens_before, hazards, machine, oracle
+from course.execute import atoms, happens_before, hazards, machine, numeric, oracle
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.lanes import Lanes
 from course.execute.memory import RMEM, SMEM, Registers, register_clock
 from course.execute.oracle import Recipe
+from course.execute.sm90 import PROXY_FENCE
 from course.execute.tensor import Pointer, Tensor, register_tensor
 
 WARPGROUP_WARPS = 4
@@ -77,7 +78,6 @@ MODELLED_AB = ("BFloat16", "Float16")
 ACC_IN_FLIGHT = "accumulator used while a wgmma writes it"
 A_IN_FLIGHT = "A registers written while a wgmma reads them"
 NO_FENCE = "wgmma without warpgroup.fence"
-PROXY_FENCE = "missing fence.proxy.async"  # the core's kind (course.execute.sm90), same words
 
 
 # ---------------------------------------------------------------- static answers from CuTe
@@ -491,8 +491,7 @@ def _execute(mma: WgmmaTiledMma, members: list, meeting: Meeting) -> None:
                 C = atoms._values(c, (vc, m_, n_))  # (32, vc, m, n)
                 dense[:, :, tvc[32 * j : 32 * j + 32]] = C.transpose(2, 3, 0, 1)
         acc = dense.reshape(m_, n_, atom_n, atom_m).transpose(0, 1, 3, 2)  # [mi, ni, am, an]
-        for ki in range(k_):  # one wgmma per k-block: its exact dot product, added in fp32
-            acc = _to_fp32_toward_zero(acc + np.einsum("iab,jcb->ijac", a4[:, ki], b4[:, ki]))
+        acc = numeric.accumulate_k(acc, a4, b4)  # one wgmma per k-block, added in fp32
         dense = acc.transpose(0, 1, 3, 2).reshape(m_, n_, atom_m * atom_n)
         for j, (d, _, _, _, _) in enumerate(calls):
             regs = _registers(d)
@@ -564,18 +563,6 @@ def _operand(smem, view: Tensor, tv_row: np.ndarray, dims: tuple, tid0, site: Si
     dense = np.zeros((x, k, per))
     dense[:, :, tv_row] = tiles.transpose(1, 0, 2)
     return dense.reshape(x, k, cols, rows).transpose(0, 1, 3, 2), np.unique(b)
-
-
-def _to_fp32_toward_zero(x: np.ndarray) -> np.ndarray:
-    """float64 values rounded to fp32 toward zero (as float64): how the H100 adds a wgmma's
-    dot product into its fp32 accumulator. Measured: with this rounding, once per k-block
-    of 16, the executor's bf16 outputs of wgmma_gemm and hopper_gemm equal the H100's
-    recorded ones bit for bit (results/executor_ladder.json, ~200k elements); rounding to
-    nearest differs in a few elements per 64k."""
-    f = x.astype(np.float32)
-    past = np.abs(f.astype(np.float64)) > np.abs(x)
-    f[past] = np.nextafter(f[past], np.float32(0))
-    return f.astype(np.float64)
 
 
 def _register_operand(frags: list, tv: np.ndarray, shape3: tuple) -> np.ndarray:

@@ -191,8 +191,17 @@ BLACKWELL_HINTS = (
         "dealloc mbarrier handshake with the peer",
     ),
     (
-        "CLC query",
+        # a read of the response while its query is in flight (course.execute.memory's words
+        # for an AsyncCopy named "CLC query (...)": "... while its own CLC query (...) to it")
+        "CLC query (clusterlaunchcontrol.try_cancel) to it",
         "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) first",
+    ),
+    (
+        # a second query into the response buffer before the last one landed
+        # (course.execute.launch_control's WRITE_IN_FLIGHT)
+        "while the last one is still in flight",
+        "a new CLC query is issued into the answer buffer while the last one is still in "
+        "flight: clc_pipeline.producer_acquire(request_state) before each try_cancel",
     ),
     (
         "CLC answer",
@@ -501,6 +510,7 @@ def _redirects() -> tuple:
     import kernels.gemm_host
     import kernels.host
 
+    on_cpu = _gemm_host_on_cpu()  # one class: the redirect and the twins are its instances
     redirects = {
         torch: _torch_on_cpu(),
         kernels.host.compile_for: compile_for,
@@ -508,9 +518,9 @@ def _redirects() -> tuple:
         kernels.host.current_stream: lambda: None,
         kernels.host.fake_stream: lambda: None,
         kernels.host.max_active_clusters: max_active_clusters,
-        kernels.gemm_host.GemmHost: _gemm_host_on_cpu(),
+        kernels.gemm_host.GemmHost: on_cpu,
     }
-    return tuple(redirects.items()) + _gemm_twins(_gemm_host_on_cpu())
+    return tuple(redirects.items()) + _gemm_twins(on_cpu)
 
 
 # the steps whose GemmHost an exercise derives its own from (dataclasses.replace keeps the
