@@ -9,7 +9,8 @@
 #   ./course.sh test [ARGS]  set up (once) and run every test: ruff check and ruff format
 #                            --check over kernels/ course/ tests/, pytest tests/ (with the
 #                            browser suite tests/browser) + nbval notebooks/; with ARGS
-#                            (pytest's) only pytest
+#                            (pytest's) only pytest; test files run on up to 2 cores
+#                            (COURSE_TEST_WORKERS=1: one process, e.g. for --pdb)
 #   ./course.sh run [NN..]   set up (once) and execute the notebooks headless, with a report
 #   ./course.sh slides [NN..] write offline slide decks to build/slides/
 #   ./course.sh figures      redraw figures/ (--check: fail if a committed one is stale)
@@ -152,8 +153,16 @@ case "$cmd" in
       "$PY" -m ruff check kernels course tests || lint=1
       "$PY" -m ruff format --check kernels course tests || lint=1
     fi
+    # test files spread over pytest-xdist workers, one file per worker at a time (a
+    # notebook's cells run in order on one kernel): COURSE_TEST_WORKERS, by default one per
+    # core up to 2 on a CPU run (CI's 2 cores: 31 -> ~20 min) and 1 with COURSE_REQUIRE_GPU
+    # (one GPU, shared by nothing)
+    cores="$(nproc 2>/dev/null || echo 1)"
+    workers="${COURSE_TEST_WORKERS:-$([[ "${COURSE_REQUIRE_GPU:-0}" == 1 ]] && echo 1 || echo $((cores < 2 ? cores : 2)))}"
+    spread=()
+    [[ "$workers" -gt 1 ]] && spread=(-n "$workers" --dist loadfile)
     "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
-      -p no:cacheprovider "$@"
+      -p no:cacheprovider "${spread[@]}" "$@"
     rc=$?
     set -e
     if [[ $rc -eq 5 ]]; then

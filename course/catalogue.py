@@ -1,7 +1,9 @@
 """The course map: every notebook of the ladder, what it teaches and what it needs.
 
 This is the single list that `python -m course doctor`, notebook 00's course map
-and the headless runner read, so they cannot disagree about what runs where.
+and the headless runner read, so they cannot disagree about what runs where. A lesson
+may be listed before its notebook is written (`Lesson.written`): the course map and the
+teachers' table say so, and the runner and the slides skip it.
 """
 
 from __future__ import annotations
@@ -144,6 +146,15 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         12,
+        "fp8",
+        "FP8 on Hopper",
+        "the e4m3 and e5m2 formats, tensorwise, rowwise and block scales, FP8 WGMMA and "
+        "promotion into fp32, an FP8 step of the ladder timed against cuBLAS FP8",
+        "sm_90a",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
+    ),
+    Lesson(
+        13,
         "tcgen05",
         "Blackwell: TMEM and tcgen05",
         "tensor memory, UMMA, instruction descriptors",
@@ -151,7 +162,7 @@ LESSONS: tuple[Lesson, ...] = (
         (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
     Lesson(
-        13,
+        14,
         "cta_pair_clc_gemm",
         "The CTA-pair CLC GEMM",
         "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
@@ -163,6 +174,11 @@ LESSONS: tuple[Lesson, ...] = (
 
 def lesson(number: int) -> Lesson:
     return LESSONS[number]
+
+
+def written_lessons() -> tuple[Lesson, ...]:
+    """The lessons whose notebook is on disk (a listed lesson may not be written yet)."""
+    return tuple(l for l in LESSONS if l.written)
 
 
 def course_map(m: Machine | None = None) -> list[dict]:

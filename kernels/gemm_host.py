@@ -407,8 +407,11 @@ class GemmHost:
         config=None,
         *,
         out_dtype: torch.dtype | None = None,
+        tensors: tuple[torch.Tensor, ...] = (),
     ) -> torch.Tensor:
-        """C = A . B^T on the GPU; every input is validated before anything launches."""
+        """C = A . B^T on the GPU; every input is validated before anything launches.
+        `tensors`: more operands the kernel takes after the extra arguments (e.g. scales),
+        validated by the caller, passed as pointers aligned to their element size."""
         device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
         arch = host.require(self.needs, self.name, device)
         config = self.default_config if config is None else config
@@ -432,6 +435,7 @@ class GemmHost:
             host_int32(n),
             host_int32(k),
             *self.extra.values(a, config),
+            *(host.gmem_pointer(t, t.dtype, t.element_size()) for t in tensors),
         )
         self.launch(kernel, args)
         if self.extra.after is not None:

@@ -200,8 +200,16 @@ class HopperGemm:
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
                  m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, max_clusters: cutlass.Int32,
                  stream: cuda.CUstream):  # fmt: skip
-        cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
+        self.launch_tiles(mA, mB, mC, max_clusters, stream, ())
+
+    @cute.jit
+    def launch_tiles(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
+                     max_clusters: cutlass.Int32, stream: cuda.CUstream, extra: tuple):  # fmt: skip
+        """The host side after the operands' tensors: tensor maps, the tiled MMA, the grid.
+        `extra`: tensors a subclass's kernel reads besides A, B and C (none here)."""
+        cfg = self.cfg
+        m, n = mC.shape
         sA_layout = staged_smem_layout(self.ab_dtype, TILE_M, self.stages)
         sB_layout = staged_smem_layout(self.ab_dtype, cfg.tile_n, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
@@ -255,6 +263,7 @@ class HopperGemm:
             sC_layout,
             cluster_rows,
             cluster_cols,
+            extra,
         ).launch(
             grid=[clusters * cfg.cluster_size, 1, 1],
             block=[cfg.threads, 1, 1],
@@ -269,7 +278,7 @@ class HopperGemm:
                tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
                sC_layout: cute.ComposedLayout, cluster_rows: cutlass.Int32,
-               cluster_cols: cutlass.Int32):  # fmt: skip
+               cluster_cols: cutlass.Int32, extra: tuple):  # fmt: skip
         cfg = self.cfg
         tidx, _, warp = cta_coordinates()
         warpgroup = warp // 4
@@ -387,6 +396,7 @@ class HopperGemm:
                 warp,
                 warpgroup - 1,
                 tidx - WARPGROUP_THREADS,
+                extra,
             )
 
     @cute.jit
@@ -428,6 +438,7 @@ class HopperGemm:
         warp: cutlass.Int32,
         wg: cutlass.Int32,
         ctid: cutlass.Int32,
+        extra: tuple,
     ):
         """The math warpgroups: mainloop over the ring, then the epilogue, tile by tile.
         `wg` is the consumer warpgroup (0 or 1), `ctid` the thread's index among the
@@ -455,7 +466,6 @@ class HopperGemm:
         )
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-        k_blocks = cute.size(tCrA, mode=[2])
 
         # epilogue pieces, built once: stmatrix from accumulator registers into a ring
         # of chunks of shared memory, TMA stores from there
@@ -521,18 +531,17 @@ class HopperGemm:
                 if wg == 1 or done > 0:  # wait until the other warpgroup's mainloop is done
                     my_turn.arrive_and_wait()
                 # endregion wait-for-turn
+            at = TileAt(thr_mma, tile_row, tile_col, mC.shape, extra)
+            into = self.k_tile_accumulator(acc)  # what the wgmmas add into (here: acc)
             for kt in range(k_tiles):
                 ring.consumer_wait(read)
-                cute.nvgpu.warpgroup.fence()
-                for kb in cutlass.range_constexpr(k_blocks):
-                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                              tCrB[None, None, kb, read.index], acc)  # fmt: skip
-                cute.nvgpu.warpgroup.commit_group()
+                self.mma_k_tile(tiled_mma, into, tCrA, tCrB, read.index)
                 read.advance()
                 if kt > 0:  # k-tile kt-1 has been read by the tensor cores
                     cute.nvgpu.warpgroup.wait_group(1)
                     ring.consumer_release(release)
                     release.advance()
+                self.after_k_tile(acc, into, kt, k_tiles, at)
             if cutlass.const_expr(cfg.pingpong):
                 if item + schedule.clusters < schedule.work:  # the other has a next tile
                     your_turn.arrive()
@@ -543,6 +552,7 @@ class HopperGemm:
                 for _ in range(k_tiles):
                     read.advance()
                     release.advance()
+            self.finish_accumulator(acc, at)
 
             # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C. This
             # tile gC (bM, bN); its TMA views bSG_sC (TMA, buffer) and bSG_gC (TMA, chunks);
@@ -594,6 +604,46 @@ class HopperGemm:
             stores.producer_tail()
 
     @cute.jit
+    def k_tile_accumulator(self, acc: cute.Tensor) -> cute.Tensor:
+        """Where a tile's wgmmas accumulate: `acc` itself here (a subclass may give a
+        temporary accumulator that `after_k_tile` adds into `acc`)."""
+        return acc
+
+    @cute.jit
+    def after_k_tile(
+        self,
+        acc: cute.Tensor,
+        into: cute.Tensor,
+        kt: cutlass.Int32,
+        k_tiles: cutlass.Int32,
+        at: TileAt,
+    ):
+        """After k-tile kt's wgmmas were issued (and k-tile kt-1's stage released): nothing
+        here. `at` says where the tile lies, for a subclass that needs it."""
+        pass
+
+    @cute.jit
+    def mma_k_tile(
+        self,
+        tiled_mma: cute.TiledMma,
+        acc: cute.Tensor,
+        tCrA: cute.Tensor,
+        tCrB: cute.Tensor,
+        stage: cutlass.Int32,
+    ):
+        """One k-tile's wgmmas (stage `stage` of the ring) into `acc`, as one group."""
+        cute.nvgpu.warpgroup.fence()
+        for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, stage], tCrB[None, None, kb, stage], acc)
+        cute.nvgpu.warpgroup.commit_group()
+
+    @cute.jit
+    def finish_accumulator(self, acc: cute.Tensor, at: TileAt):
+        """The accumulator once the mainloop's wgmmas retired, before the epilogue converts
+        it: nothing to do here (a subclass scales it)."""
+        pass
+
+    @cute.jit
     def store_chunk(
         self,
         chunk: cute.Tensor,
@@ -628,6 +678,16 @@ class HopperGemm:
                 epi.tid,
             )
             epi.chunk_sync.arrive_and_wait()
+
+
+class TileAt(NamedTuple):
+    """Where a consumer's accumulator lies in C, for the hooks of a subclass."""
+
+    thr_mma: cute.core.ThrMma  # this thread's slice of the tiled MMA
+    tile_row: cutlass.Int32
+    tile_col: cutlass.Int32
+    shape: tuple  # C's (M, N)
+    extra: tuple  # the subclass's tensors (launch_tiles' `extra`)
 
 
 class ChunkStore(NamedTuple):

@@ -58,9 +58,10 @@ STEPS: tuple[Step, ...] = (
         "warp specialization, persistence, clusters, TMA store, ping-pong: "
         "one preset per idea (`PRESETS`)",
     ),
-    Step("tcgen05_gemm", 12, "tcgen05.mma into tensor memory, warp roles"),
-    Step("cta_pair_gemm", 13, "CTA pairs: cta_group::2, barrier aliasing"),
-    Step("cta_pair_clc_gemm", 13, "Cluster Launch Control and TMEM ping-pong"),
+    Step("fp8_gemm", 12, "float8 A and B with tensor, row or block scales; promotion into fp32"),
+    Step("tcgen05_gemm", 13, "tcgen05.mma into tensor memory, warp roles"),
+    Step("cta_pair_gemm", 14, "CTA pairs: cta_group::2, barrier aliasing"),
+    Step("cta_pair_clc_gemm", 14, "Cluster Launch Control and TMEM ping-pong"),
 )
 
 
@@ -85,7 +86,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         "sm100_parts",
         "tcgen05_gemm",
-        "the Blackwell pieces steps 12-13 share: warp roles, "
+        "the Blackwell pieces steps 13-14 share: warp roles, "
         "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue",
     ),
 )
@@ -126,6 +127,12 @@ GEMMS: tuple[Gemm, ...] = (
         "hopper_gemm",
         "sm_90a",
         "warp-specialized, persistent, clustered, TMA-store epilogue",
+    ),
+    Gemm(
+        "fp8",
+        "fp8_gemm",
+        "sm_90a",
+        "notebook 11's kernel on float8 operands (--dtype e4m3), tensor/row/block scales",
     ),
     Gemm(
         "tcgen05_gemm",

@@ -7,8 +7,8 @@ Loads the other checkout's kernels/ as the package `kernels_old` beside this che
 against torch on one problem, and times each configuration old against new in alternating
 rounds (kernels.selftest.paired_rounds), with old timed against itself as the control. It
 prints the median of the per-round ratios new/old with their range: a ratio inside the
-control's range is noise. Needs a GPU that runs the steps (Hopper for 07-11, Blackwell for
-12-13; a step this GPU cannot run is skipped, saying so).
+control's range is noise. Needs a GPU that runs the steps (Hopper for 07-12, Blackwell for
+13-14; a step this GPU cannot run is skipped, saying so).
 """
 
 from __future__ import annotations

@@ -29,7 +29,13 @@ from typing import Callable
 import torch
 
 TABLE = Path(__file__).with_name("ptx_fingerprints.json")
-SHORT = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+SHORT = {
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
+    torch.float32: "fp32",
+    torch.float8_e4m3fn: "e4m3",
+    torch.float8_e5m2: "e5m2",
+}
 
 _SYMBOL = re.compile(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*")
@@ -359,7 +365,23 @@ def _ladder() -> list[Configuration]:
                 )
             )
 
-    # 12-13 the Blackwell GEMMs: both tile widths, both input types, C in another type
+    # 12 fp8_gemm: every preset in e4m3, row scales in e5m2, C in fp32, 256-wide block tiles
+    e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
+    for preset in ("tensor", "row", "block", "tensor_promoted"):
+        out.append(
+            _gemm(
+                "fp8_gemm",
+                "sm_90a",
+                e4m3,
+                f"preset={preset}",
+                lambda module, preset=preset: module.PRESETS[preset],
+            )
+        )
+    out += _gemm_configs("fp8_gemm", "sm_90a", e5m2, dict(scales="row"))
+    out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, {}, out_dtype=fp32)
+    out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, dict(scales="block"))
+
+    # 13-14 the Blackwell GEMMs: both tile widths, both input types, C in another type
     for step in ("tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm"):
         for dtype in (bf16, fp16):
             out += _gemm_configs(step, "sm_100a", dtype, {}, dict(tile_n=256))

@@ -45,7 +45,9 @@ def test_course_map_depends_on_the_machine():
 
     wgmma = Lesson(0, "orientation", "t", "t", "sm_90a", (Mode.RECORDED,))  # an existing file
     assert wgmma.here(H100) == "live" and wgmma.here(B200) == "recorded"
-    assert len(on["cpu"]) == 14
+    assert len(on["cpu"]) == len(LESSONS) == 15  # every lesson listed, written or not
+    unwritten = Lesson(99, "not_a_notebook", "t", "t", "cpu", (Mode.LIVE,))
+    assert not unwritten.written and unwritten.here(H100) == "not written yet"
 
 
 def test_bench_cli_lists_and_refuses_to_record_without_gpu():
@@ -70,6 +72,20 @@ def test_runner_counts_banners():
     nb.cells = [cell]
     counts = _count_modes(nb)
     assert counts["live"] == 2 and counts["recorded"] == 1 and counts["simulated"] == 0
+
+
+def test_the_runner_skips_a_lesson_not_written_yet(monkeypatch, tmp_path, capsys):
+    """A lesson the catalogue lists before its notebook exists is named and skipped."""
+    from course.catalogue import Lesson
+    from course.runtime.live import Mode
+    from course.tools import notebook_runner
+
+    unwritten = Lesson(99, "not_a_notebook", "t", "t", "cpu", (Mode.LIVE,))
+    monkeypatch.setattr(notebook_runner, "LESSONS", (unwritten,))
+    monkeypatch.setattr(notebook_runner, "REPORT", tmp_path / "run-report.md")
+    monkeypatch.setattr(notebook_runner, "REPORT_JSON", tmp_path / "run-report.json")
+    assert notebook_runner.run_all([99]) == []
+    assert "skipping 99_not_a_notebook.ipynb: not written yet" in capsys.readouterr().out
 
 
 def test_recording_a_notebook_run_is_refused_without_a_gpu(monkeypatch):

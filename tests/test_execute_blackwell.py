@@ -1,6 +1,6 @@
 """The Blackwell kernels' own code on the CPU executor: values and hazards, no GPU.
 
-Notebook 12's tcgen05 GEMM (and notebook 13's CTA-pair kernels, where the executor models
+Notebook 13's tcgen05 GEMM (and notebook 14's CTA-pair kernels, where the executor models
 them) run their own device code -- TMEM allocation, tcgen05.mma from shared-memory
 descriptors into TMEM, tcgen05.commit on NVIDIA's own pipelines, tcgen05.ld, the TMA
 store -- on numpy at small ragged shapes, against float64 torch within the course's
@@ -21,6 +21,14 @@ RAGGED = (129, 136, 72)  # M, N, K: a partial tile in every dimension (K, N mult
 def _ok(run):
     assert run.hazard is None, run.hazard
     assert run.ok, run.summary()
+
+
+def _named(run, kind: str, *words: str):
+    """The run stopped on a hazard of `kind` whose message says each of `words`."""
+    assert run.hazard is not None and run.hazard.kind == kind, run.summary()
+    for word in words:
+        assert word in str(run.hazard), run.hazard
+    return run.hazard
 
 
 @pytest.mark.parametrize(
@@ -88,9 +96,7 @@ def test_accumulator_read_before_the_mma_completed_is_named(monkeypatch):
     import cutlass.pipeline as pipeline
 
     monkeypatch.setattr(pipeline.PipelineUmmaAsync, "consumer_wait", lambda *a, **k: None)
-    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
-    assert "tcgen05.commit" in str(run.hazard)
+    _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), tmem.TMEM, "tcgen05.commit")
 
 
 def test_an_mma_issued_before_its_stage_landed_is_named(monkeypatch):
@@ -99,9 +105,7 @@ def test_an_mma_issued_before_its_stage_landed_is_named(monkeypatch):
     from course.execute import hazards
 
     monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_wait", lambda *a, **k: None)
-    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == hazards.IN_FLIGHT, run.summary()
-    assert "tcgen05.mma" in str(run.hazard)
+    _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), hazards.IN_FLIGHT, "tcgen05.mma")
 
 
 def _release_at_once(self, state, *args, **kwargs):
@@ -119,8 +123,7 @@ def test_a_stage_released_before_its_mmas_ran_is_named(monkeypatch):
 
     monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_release", _release_at_once)
     run = blackwell_runs.run_gemm("tcgen05_gemm", 128, 128, 512)  # more k-blocks than stages
-    assert run.hazard is not None and run.hazard.kind == hazards.STAGE_OVERWRITE, run.summary()
-    assert "tcgen05.mma" in str(run.hazard)
+    _named(run, hazards.STAGE_OVERWRITE, "tcgen05.mma")
 
 
 def test_a_warp_reading_another_warps_tmem_lanes_is_named(monkeypatch):
@@ -136,9 +139,7 @@ def test_a_warp_reading_another_warps_tmem_lanes_is_named(monkeypatch):
         return tiled
 
     monkeypatch.setattr(sm100_parts, "make_epilogue_tmem_load", shifted)
-    run = blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
-    assert "reaches only lanes 0-31" in str(run.hazard)
+    _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), tmem.TMEM, "reaches only lanes 0-31")
 
 
 def test_missing_mbarrier_init_fence_is_named(monkeypatch):
@@ -156,9 +157,7 @@ def test_staging_buffer_not_fenced_for_the_tma_store_is_named(monkeypatch):
 
 def test_pair_dealloc_without_the_peer_handshake_is_named(monkeypatch):
     monkeypatch.setattr(tmem.TmemAllocator, "handshake", lambda self, w: None)
-    run = blackwell_runs.run_gemm("cta_pair_gemm", *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
-    assert "handshake" in str(run.hazard)
+    _named(blackwell_runs.run_gemm("cta_pair_gemm", *RAGGED), tmem.TMEM, "handshake")
 
 
 def test_clc_response_read_before_its_barrier_is_named(monkeypatch):
@@ -167,9 +166,7 @@ def test_clc_response_read_before_its_barrier_is_named(monkeypatch):
     from course.execute import hazards
 
     monkeypatch.setattr(pipeline.PipelineClcFetchAsync, "consumer_wait", lambda *a, **k: None)
-    run = blackwell_runs.run_gemm("cta_pair_clc_gemm", *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == hazards.IN_FLIGHT, run.summary()
-    assert "CLC query" in str(run.hazard)
+    _named(blackwell_runs.run_gemm("cta_pair_clc_gemm", *RAGGED), hazards.IN_FLIGHT, "CLC query")
 
 
 def test_clc_answer_rewritten_without_the_readers_fence_is_named(monkeypatch):
@@ -212,7 +209,7 @@ def tmem_addresses(lane: int, column: int):
 
 
 def _epilogue_variant(fn, seed: int = 0, **helpers):
-    """Tcgen05Gemm with `fn` as its epilogue_role (notebook 12's exercise), run."""
+    """Tcgen05Gemm with `fn` as its epilogue_role (notebook 13's exercise), run."""
     from course.exercises.kernel_check import subclass_with
     from kernels import tcgen05_gemm as step
 
@@ -230,7 +227,7 @@ def _epilogue_variant(fn, seed: int = 0, **helpers):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
     from course.exercises import executor_checks
-    from course.exercises.solutions import nb12_solutions as solutions
+    from course.exercises.solutions import nb13_solutions as solutions
     from course.execute import tma
 
     run = _epilogue_variant(solutions.epilogue_role__no_tail, seed)
@@ -243,7 +240,7 @@ def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
 
 @pytest.mark.parametrize("fn", ["epilogue_role", "epilogue_role_drain_first"])
 def test_the_epilogue_references_leave_nothing_behind(fn):
-    from course.exercises.solutions import nb12_solutions as solutions
+    from course.exercises.solutions import nb13_solutions as solutions
 
     _ok(_epilogue_variant(getattr(solutions, fn), seed=2))
 
@@ -253,7 +250,7 @@ def test_free_without_the_barrier_is_no_race_in_the_tcgen05_gemm():
     before tcgen05.dealloc), not by a race here: epilogue_tile's own epi_barrier after the
     last sub-tile's tcgen05.ld (and wait::ld) orders every warp's reads before warp 0's free,
     so the happens-before check rightly lets it pass on the executor."""
-    from course.exercises.solutions import nb12_solutions as solutions
+    from course.exercises.solutions import nb13_solutions as solutions
 
     _ok(_epilogue_variant(solutions.epilogue_role__free_without_barrier, seed=1))
 
@@ -282,7 +279,7 @@ def test_tmem_freed_while_another_warp_reads_it_is_named_at_every_seed(seed, wor
     from course.exercises import executor_checks
 
     from course.exercises.learner_code import edited
-    from course.exercises.solutions import nb12_solutions as solutions
+    from course.exercises.solutions import nb13_solutions as solutions
 
     late_reader = edited(
         solutions.epilogue_role,
@@ -338,20 +335,17 @@ def test_commits_never_waited_on_when_the_cta_exits_are_named(monkeypatch, name)
 
     monkeypatch.setattr(pipeline.PipelineTmaUmma, "producer_tail", lambda *a, **k: None)
     run = blackwell_runs.run_gemm(name, *RAGGED)
-    assert run.hazard is not None and run.hazard.kind == tcgen05.COMMIT_NOT_WAITED, run.summary()
-    assert "tcgen05.commit" in str(run.hazard) and "never waited on" in str(run.hazard)
-    assert "producer_tail" in executor_checks._hazard_finding(run.hazard).hint
+    hazard = _named(run, tcgen05.COMMIT_NOT_WAITED, "tcgen05.commit", "never waited on")
+    assert "producer_tail" in executor_checks._hazard_finding(hazard).hint
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_an_accumulator_read_without_its_wait_is_named_at_every_seed(seed):
-    """Exercise 12's epilogue without the accumulator barrier's wait: under seeds other than
+    """Exercise 13's epilogue without the accumulator barrier's wait: under seeds other than
     0 the commit may land before the tcgen05.ld, and still nobody waited for it."""
-    from course.exercises.solutions import nb12_solutions as solutions
+    from course.exercises.solutions import nb13_solutions as solutions
 
-    run = _epilogue_variant(solutions.epilogue_role__no_wait, seed)
-    assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
-    assert "tcgen05.commit" in str(run.hazard)
+    _named(_epilogue_variant(solutions.epilogue_role__no_wait, seed), tmem.TMEM, "tcgen05.commit")
 
 
 def test_a_commits_arrival_is_reported_at_the_commit(monkeypatch):

@@ -1,6 +1,8 @@
 """Fidelity, measured: the CPU executor's verdict on every reference and known wrong variant
-of the kernel exercises an H100 runs (01-11) equals the H100's recorded verdict
-(results/kernel_exercises.json). Exercises 12-13 need a Blackwell GPU, so the H100 record has
+of the kernel exercises an H100 runs (01-12) equals the H100's recorded verdict
+(results/kernel_exercises.json); an exercise whose verdicts are not recorded on the H100 yet
+is listed in AWAITING_H100_RECORD, by name, until they are. Exercises 13-14 need a Blackwell
+GPU, so the H100 record has
 no run of theirs to compare with: tests/test_planted_agreement.py compares the executor with
 the PTX checks there instead.
 
@@ -37,19 +39,37 @@ def _recorded_rows() -> dict:
 
 ROWS = _recorded_rows()
 
+# exercises an H100 runs whose cases have no H100 verdict recorded yet, and the command that
+# records them there; each leaves this table once its record is committed
+AWAITING_H100_RECORD = {
+    "12.promotion": "python -m course.exercises verify --record 12.promotion",
+}
+
 
 CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variants
 OLD_WORDS = {"pass": RIGHT, "fail": WRONG}  # records made before the verdicts had their words
 
 
-def test_every_case_of_exercises_01_to_11_has_an_h100_record():
-    assert H100_RUNS[0].startswith("01.") and H100_RUNS[-1].startswith("11."), H100_RUNS
-    missing = [(c.exercise, c.name) for c in CASES if (c.exercise, c.name) not in ROWS]
+def test_every_case_of_exercises_01_to_12_has_an_h100_record_or_awaits_one():
+    assert H100_RUNS[0].startswith("01.") and H100_RUNS[-1].startswith("12."), H100_RUNS
+    assert set(AWAITING_H100_RECORD) <= set(H100_RUNS), AWAITING_H100_RECORD
+    missing = [
+        (c.exercise, c.name)
+        for c in CASES
+        if (c.exercise, c.name) not in ROWS and c.exercise not in AWAITING_H100_RECORD
+    ]
     assert not missing, f"no H100 verdict recorded for {missing}"
+    recorded = sorted({e for e, _ in ROWS} & set(AWAITING_H100_RECORD))
+    assert not recorded, f"{recorded} now have an H100 record: take them off AWAITING_H100_RECORD"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.exercise}-{c.name}" for c in CASES])
 def test_the_executor_verdict_equals_the_h100_verdict(case):
+    if case.exercise in AWAITING_H100_RECORD:
+        pytest.skip(
+            f"{case.exercise} has no H100 verdict to compare with yet: on an H100, "
+            f"{AWAITING_H100_RECORD[case.exercise]}"
+        )
     row = ROWS[(case.exercise, case.name)]
     report = kernel_check.run_checks(kernel_check.lookup(case.exercise), case.fn, gpu=False)
     assert report.status == OLD_WORDS.get(row["verdict"], row["verdict"]), report.text()

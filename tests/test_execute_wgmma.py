@@ -192,6 +192,20 @@ def test_a_warpgroups_wgmmas_give_torchs_product(m, n, k, dtype):
     assert torch.allclose(c.double(), expected, rtol=1e-5, atol=1e-4), (c - expected).abs().max()
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_float8_wgmmas_take_k_32_and_give_the_exact_product(dtype):
+    """float8 A and B (kernels.fp8_gemm's wgmma, K = 32 a wgmma): integer values, so every
+    sum is exact and C equals the float64 product; the executor reads their bytes as torch's
+    float8 types."""
+    m, n, k = 64, 64, 256
+    g = torch.Generator().manual_seed(12)
+    a = torch.randint(-8, 9, (m, k), generator=g).float().to(dtype)
+    b = torch.randint(-8, 9, (n, k), generator=g).float().to(dtype)
+    c = torch.full((m, n), float("nan"))
+    run(wgmma_tile, pointer(a, "A"), pointer(b, "B"), pointer(c, "C"), m, n, k, None, "none")
+    assert torch.equal(c.double(), a.double() @ b.double().T)
+
+
 def test_a_from_registers_gives_the_same_product():
     a, b, c = _run(128, 64, 128, bug="rs")
     assert torch.allclose(c.double(), a.double() @ b.double().T, rtol=1e-5, atol=1e-4)

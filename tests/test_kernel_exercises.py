@@ -1,5 +1,5 @@
 """Kernel exercises: each reference passes, each known wrong variant fails with its hint,
-the shipped skeletons say "not solved yet", and every notebook from 01 to 13 has one.
+the shipped skeletons say "not solved yet", and every notebook from 01 to 14 has one.
 
 On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace) and, for
 notebooks 01-07, a run of the kernel on the course's CPU executor; the
@@ -35,8 +35,9 @@ KERNEL_NOTEBOOKS = [
     "09_pipelines",
     "10_wgmma",
     "11_hopper_sol",
-    "12_tcgen05",
-    "13_cta_pair_clc_gemm",
+    "12_fp8",
+    "13_tcgen05",
+    "14_cta_pair_clc_gemm",
 ]
 
 
@@ -67,6 +68,7 @@ def test_a_wrong_variant_is_never_called_right_without_a_run(case):
         assert case.word in _hint_line(verdict.message), verdict.message
     elif case.exercise in kernel_check.executor_exercises():  # the executor's run shows it
         assert verdict.status == WRONG and "CPU executor" in verdict.message, verdict.message
+        assert case.word in verdict.message, verdict.message  # named, as `verify` asks
     else:
         assert verdict.status in (WRONG, UNPROVEN), verdict.message
 

@@ -1,4 +1,4 @@
-"""Notebooks 12 and 13's lessons: TMEM sizes and allocation, the instruction descriptor,
+"""Notebooks 13 and 14's lessons: TMEM sizes and allocation, the instruction descriptor,
 the compile views, the epilogue's TMEM reads, the emulator's checks (right and broken)
 and the pair's maps."""
 
@@ -90,7 +90,7 @@ def test_compile_views_of_the_tcgen05_kernel(capsys):
     res = tcgen05_instructions.print_sass(art)
     sass = capsys.readouterr().out
     assert "UTCHMMA" in sass and res["registers"] > 0
-    # notebook 12: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
+    # notebook 13: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
     alloc = [l for l in sass.splitlines() if "FIND_AND_SET" in l or "NANOSLEEP" in l]
     assert [("NANOSLEEP" in l) for l in alloc] == [False, True, False], alloc
     assert "NANOSLEEP.SYNCS" not in sass  # the barrier waits' backoff is not shown

@@ -1,7 +1,8 @@
 """Command line: measure, check and record.
 
     python -m course.bench ceilings [--record]
-    python -m course.bench gemm --kernel NAME [--sizes 2048 4096 8192] [--dtype bf16] [--record]
+    python -m course.bench gemm --kernel NAME [--sizes 2048 4096 8192] [--shapes MxNxK]
+                                [--dtype bf16|fp16|e4m3|e5m2] [--record]
     python -m course.bench copies [--values 4] [--record]
     python -m course.bench banks [--cases A,B] [--no-ncu] [--no-timing] [--record]
     python -m course.bench stages [--kernel tma] [--size 4096] [--stages 1 2 3 4] [--record]
@@ -25,7 +26,13 @@ from course.runtime import results
 from course.runtime.hardware import machine
 from course.bench import report
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DTYPES = {
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+    "e4m3": torch.float8_e4m3fn,  # C in bf16 (course.bench.gemm_bench.GemmProblem.c_dtype)
+    "e5m2": torch.float8_e5m2,
+}
 
 
 def _need_gpu(what: str) -> None:
@@ -71,8 +78,9 @@ def cmd_gemm(args) -> dict:
     _need_ladder_gpu(args.kernel, "benchmarking a GEMM")
     rows, checks = [], []
     overrides = dict(_parse_override(o) for o in args.config)
-    for size in args.sizes:
-        problem = problem_for(args.kernel, size, size, size, DTYPES[args.dtype])
+    shapes = [(s, s, s) for s in args.sizes] + [_parse_shape(t) for t in args.shapes]
+    for m, n, k in shapes:
+        problem = problem_for(args.kernel, m, n, k, DTYPES[args.dtype])
         gemm = prepare(args.kernel, problem, **overrides)
         verdict = check_gemm(gemm, problem)
         checks.append(str(verdict))
@@ -103,6 +111,15 @@ def cmd_gemm(args) -> dict:
     if args.record:
         results.record("gemm", data)
     return data
+
+
+def _parse_shape(text: str) -> tuple[int, int, int]:
+    """'4096x7168x16384' -> (M, N, K)."""
+    try:
+        m, n, k = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        sys.exit(f"--shapes takes MxNxK, e.g. 4096x7168x16384 (got {text!r})")
+    return m, n, k
 
 
 def cmd_stages(args) -> dict:
@@ -235,7 +252,8 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_ceilings)
     p = sub.add_parser("gemm", help="check and time a ladder GEMM against cuBLAS")
     p.add_argument("--kernel", required=True)
-    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
+    p.add_argument("--sizes", type=int, nargs="*", default=[2048, 4096, 8192])
+    p.add_argument("--shapes", nargs="*", default=[], metavar="MxNxK", help="non-square problems")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--reps", type=int, default=10)

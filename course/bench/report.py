@@ -296,6 +296,17 @@ def _executor_ladder(rec: results.Record) -> list[tuple]:
     ]
 
 
+def _fp8_accuracy(rec: results.Record) -> list[tuple]:
+    return [
+        (
+            (rec.gpu, r["k"]),
+            f"| {rec.gpu} | {rec.date} | {r['k']} | {r['fast accumulation']:.1e} | "
+            f"{r['promotion']:.1e} | {r['rounding into e4m3']:.1e} | `{rec.command}` |",
+        )
+        for r in rec.data["results"]
+    ]
+
+
 def _gpu_share(rec: results.Record) -> list[tuple]:
     d = rec.data
     held = ", ".join(f"{gpu}: {n}" for gpu, n in d["learners_per_gpu"].items())
@@ -373,6 +384,11 @@ FORMATS = {
         "| GPU | date | kernel (the CPU executor runs the same inputs) | output | "
         "GPU's relative error against torch | command |",
         _executor_ladder,
+    ),
+    "fp8_accuracy": (
+        "| GPU | date | K | relative error: fast accumulation | promotion | "
+        "rounding into e4m3 | command |",
+        _fp8_accuracy,
     ),
     "gpu_share": (
         "| GPU | date | GPUs | learners | learners per GPU | outcome | command |",

@@ -1,4 +1,4 @@
-"""The Blackwell kernels of notebooks 12-13 run on the CPU executor, one call each.
+"""The Blackwell kernels of notebooks 13-14 run on the CPU executor, one call each.
 
     from course.execute import blackwell_runs
     r = blackwell_runs.run_gemm("tcgen05_gemm", 129, 136, 72, tile_n=128)
@@ -8,7 +8,7 @@ No Blackwell GPU computed these kernels' numbers before: here their own code (tc
 into TMEM, the TMA ring as NVIDIA's PipelineTmaUmma, tcgen05.ld, the TMA store) runs on
 numpy, against a float64 torch reference and the course's tolerance for the output type
 (kernels.selftest.TOLERANCE), as course.execute.ladder_runs does for notebooks 00-11.
-`CONFIGS` are the configurations notebooks 12 and 13 use (kernels.ladder's rungs and the
+`CONFIGS` are the configurations notebooks 13 and 14 use (kernels.ladder's rungs and the
 lessons' dtype x tile_n sweep).
 """
 
@@ -26,7 +26,7 @@ CLASSES = {
     "cta_pair_clc_gemm": "CtaPairClcGemm",
 }
 KERNELS = tuple(CLASSES)
-# (kernel, dtype, tile_n): every configuration notebooks 12-13 compile (the PTX protocol's)
+# (kernel, dtype, tile_n): every configuration notebooks 13-14 compile (the PTX protocol's)
 CONFIGS = tuple(
     (name, dtype, tile_n)
     for name in KERNELS

@@ -520,6 +520,94 @@ def run_hopper_gemm(
     return _run_case(case, launch, (p["m"], p["n"]), torch.bfloat16, torch.bfloat16, seed)
 
 
+def fp8_inputs(
+    m: int,
+    n: int,
+    k: int,
+    scales: str,
+    dtype=torch.float8_e4m3fn,
+    exact: bool = True,
+    seed: int = 0,
+) -> dict:
+    """Inputs of kernels.fp8_gemm: A, B in `dtype` and their float32 scales for `scales`.
+    exact: integer-valued A and B in [-8, 8] and power-of-two scales, so that every sum is
+    exact in fp32 and the result equals the float64 reference once rounded to C's type;
+    otherwise normal values (quantized to fp8) and scales in [0.5, 2)."""
+    from kernels.fp8_gemm import scale_shapes
+
+    g = torch.Generator().manual_seed(SEED + seed)
+    sa, sb = scale_shapes(m, n, k, scales)
+    if exact:
+        a = torch.randint(-8, 9, (m, k), generator=g).float()
+        b = torch.randint(-8, 9, (n, k), generator=g).float()
+        a_scale = 2.0 ** torch.randint(-3, 4, sa, generator=g).float()
+        b_scale = 2.0 ** torch.randint(-3, 4, sb, generator=g).float()
+    else:
+        a, b = torch.randn(m, k, generator=g), torch.randn(n, k, generator=g)
+        a_scale = 0.5 + 1.5 * torch.rand(sa, generator=g)
+        b_scale = 0.5 + 1.5 * torch.rand(sb, generator=g)
+    return {"a": a.to(dtype), "b": b.to(dtype), "a_scale": a_scale, "b_scale": b_scale}
+
+
+def fp8_reference(x: dict, scales: str) -> torch.Tensor:
+    """C of kernels.fp8_gemm in float64: the dequantized operands' product."""
+    a, b = x["a"].double(), x["b"].double()
+    sa, sb = x["a_scale"].double(), x["b_scale"].double()
+    k, n = a.shape[1], b.shape[0]
+    if scales == "tensor":
+        return (a @ b.T) * sa[0] * sb[0]
+    if scales == "row":
+        return (a @ b.T) * sa[:, None] * sb[None, :]
+    block = 128  # kernels.fp8_gemm.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 of B
+    a = a * sa.repeat_interleave(block, dim=1)[:, :k]
+    b = b * sb.repeat_interleave(block, dim=0)[:n].repeat_interleave(block, dim=1)[:, :k]
+    return a @ b.T
+
+
+def run_fp8_gemm(
+    config,
+    m: int = 129,
+    n: int = 264,
+    k: int = 384,
+    dtype=torch.float8_e4m3fn,
+    out_dtype=torch.bfloat16,
+    exact: bool = True,
+    seed: int = 0,
+    x: dict | None = None,
+) -> LadderRun:
+    """Notebook 12: kernels.fp8_gemm with one Config, persistent over one cluster, on fresh
+    inputs (`fp8_inputs`), against the float64 reference of the dequantized operands.
+    exact: integer-valued operands and power-of-two scales; the run is ok only if C equals
+    the reference rounded to C's type (its tolerance 0)."""
+    from kernels import fp8_gemm
+    from kernels.gemm_host import GemmTypes
+    from kernels.host import cutlass_dtype
+
+    x = fp8_inputs(m, n, k, config.scales, dtype, exact, seed) if x is None else x
+    ref = fp8_reference(x, config.scales)
+    if exact:
+        ref = ref.to(out_dtype).double()
+    types = GemmTypes(cutlass_dtype(dtype), cutlass_dtype(torch.float32), cutlass_dtype(out_dtype))
+    problem = {"m": m, "n": n, "k": k}
+
+    def launch(x, out, seed):
+        gemm = fp8_gemm.Fp8Gemm(types, config)
+        scales = (pointer(x["a_scale"], "a_scale", 4), pointer(x["b_scale"], "b_scale", 4))
+        return run_gemm_object(gemm, x, out, problem, seed, extra=(1, *scales))
+
+    return execute(
+        f"fp8_gemm@{config.scales},m={m},n={n},k={k}",
+        x,
+        ref,
+        launch,
+        (m, n),
+        out_dtype,
+        out_dtype,
+        seed,
+        tolerance=0.0 if exact else None,
+    )
+
+
 def _case(name: str, **problem) -> str:
     """The case for this problem: a recorded one if it matches, else a new one (not
     recorded on the H100)."""

@@ -263,3 +263,13 @@ def wait(ptr, parity) -> None:
     # block_until returns right after the check that held (no other warp ran between): the
     # waiter is ordered after the arrivals of the phase that check saw complete
     _saw(slot, parity)
+
+
+def never_waited(cta, key: str) -> list:
+    """The arrivals `cta` recorded under `key` ((slot, phase, what) each: TMA loads, tcgen05
+    commits) whose phase no wait saw complete: at the CTA's exit they may still land."""
+    return [
+        (slot, phase, what)
+        for slot, phase, what in cta.__dict__.get(key, [])
+        if slot.__dict__.get("seen", -1) < phase
+    ]

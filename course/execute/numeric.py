@@ -151,6 +151,49 @@ class DType:
         return self.storage.type(0)
 
 
+class Float8(DType):
+    """A float8 type (e4m3fn, e5m2): its byte in memory, float32 to compute with; values
+    converted to it as torch converts them (round to nearest even)."""
+
+    def __init__(self, name: str, torch_name: str):
+        super().__init__(name, 8, np.uint8, np.float32, "float")
+        self.torch_name = torch_name
+        self._table = None
+
+    def _torch(self):
+        import torch
+
+        return getattr(torch, self.torch_name)
+
+    def table(self) -> np.ndarray:
+        """The 256 values of the type, by their byte."""
+        if self._table is None:
+            import torch
+
+            codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+            self._table = codes.view(self._torch()).float().numpy()
+        return self._table
+
+    def __call__(self, value=0, **_):
+        from course.execute.lanes import Lanes
+
+        if isinstance(value, Lanes):
+            return Lanes(self.decode(self.encode(value.v)))
+        return np.float32(self.decode(self.encode(np.float32(value))))
+
+    def encode(self, values) -> np.ndarray:
+        import torch
+
+        f = torch.from_numpy(np.array(values, dtype=np.float32, copy=True, ndmin=0))
+        return f.to(self._torch()).view(torch.uint8).numpy()
+
+    def decode(self, stored) -> np.ndarray:
+        return self.table()[np.asarray(stored, dtype=np.uint8)]
+
+    def decode_one(self, stored):
+        return np.float32(self.table()[int(stored)])
+
+
 def _wrap_int(v: int, width: int, signed: bool) -> int:
     v &= (1 << width) - 1
     if signed and v >> (width - 1):
@@ -174,6 +217,8 @@ TYPES = {
         DType("Uint32", 32, np.uint32, np.int64, "uint"),
         DType("Uint64", 64, np.uint64, np.int64, "uint"),
         DType("Boolean", 8, np.uint8, np.bool_, "bool"),
+        Float8("Float8E4M3FN", "float8_e4m3fn"),
+        Float8("Float8E5M2", "float8_e5m2"),
     )
 }
 Float32, Float16, BFloat16, Int32, Boolean = (
@@ -191,6 +236,8 @@ TORCH_NAMES = {
     "uint8": "Uint8",
     "bool": "Boolean",
     "int16": "Int16",
+    "float8_e4m3fn": "Float8E4M3FN",
+    "float8_e5m2": "Float8E5M2",
 }
 
 

@@ -261,16 +261,15 @@ def at_exit(cta) -> None:
     on was seen complete by some wait (course.execute.mbarriers.wait records it), else the
     commit's arrival may land on the barrier of a CTA that has exited (a producer that skips
     producer_tail(): the last stages' releases by the MMA warp, never waited on)."""
-    for slot, phase, site in cta.__dict__.get("commits", []):
-        if slot.__dict__.get("seen", -1) < phase:
-            raise Hazard(
-                COMMIT_NOT_WAITED,
-                f"CTA {cta.block} exits while the arrival of the tcgen05.commit at "
-                f"{site.describe()} on {slot.name} (phase {phase}) was never waited on: "
-                f"the MMAs it tracks may still run and its arrival reach the barrier after "
-                f"the CTA is gone (the ring's producer_tail() waits for the last releases)",
-                site,
-            )
+    for slot, phase, site in mbarriers.never_waited(cta, "commits"):
+        raise Hazard(
+            COMMIT_NOT_WAITED,
+            f"CTA {cta.block} exits while the arrival of the tcgen05.commit at "
+            f"{site.describe()} on {slot.name} (phase {phase}) was never waited on: "
+            f"the MMAs it tracks may still run and its arrival reach the barrier after "
+            f"the CTA is gone (the ring's producer_tail() waits for the last releases)",
+            site,
+        )
 
 
 def commit(mbar_ptr, mask=None, cta_group=None, **_) -> None:

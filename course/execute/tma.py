@@ -424,15 +424,14 @@ def finish(cta) -> None:
     `cp_async_bulk_wait_group` retired may still be reading the CTA's shared memory, which
     the next CTA on the SM gets: a hazard (PipelineTmaStore.producer_tail() drains them).
     So is a TMA load into it that no mbarrier wait saw land: it may still be writing."""
-    for slot, phase, load in cta.__dict__.get("tma_loads", []):
-        if slot.__dict__.get("seen", -1) < phase:
-            raise Hazard(
-                LOAD_NOT_WAITED,
-                f"CTA {cta.block} exits while its TMA load of {load.tensor} issued at "
-                f"{load.site.describe()} is still in flight: no mbarrier wait saw it land "
-                f"(on {slot.name}, phase {phase})",
-                load.site,
-            )
+    for slot, phase, load in mbarriers.never_waited(cta, "tma_loads"):
+        raise Hazard(
+            LOAD_NOT_WAITED,
+            f"CTA {cta.block} exits while its TMA load of {load.tensor} issued at "
+            f"{load.site.describe()} is still in flight: no mbarrier wait saw it land "
+            f"(on {slot.name}, phase {phase})",
+            load.site,
+        )
     for w in cta.warps:
         for group in list(w.bulk_groups) + [w.bulk_pending]:
             for store in group:

@@ -58,11 +58,10 @@ class Tmem(Memory):
         lane, col = addresses >> LANE_SHIFT, addresses & ((1 << LANE_SHIFT) - 1)
         bad = (lane < 0) | (lane >= LANES) | (col >= COLUMNS)
         if bad.any():
-            k = int(np.argmax(bad.reshape(-1)))
             raise Hazard(
                 TMEM,
-                f"{doing} lane {int(lane.reshape(-1)[k])} column {int(col.reshape(-1)[k])} of "
-                f"{self.name}: TMEM has {LANES} lanes x {COLUMNS} columns",
+                f"{doing} {_first_cell(lane, col, bad)} of {self.name}: "
+                f"TMEM has {LANES} lanes x {COLUMNS} columns",
                 site,
             )
         owned = np.zeros(col.shape, dtype=bool)
@@ -85,11 +84,10 @@ class Tmem(Memory):
         lane, col = self.locate(addresses, doing, site)
         fresh = ~self.written[lane, col]
         if fresh.any():
-            k = int(np.argmax(fresh.reshape(-1)))
             raise Hazard(
                 TMEM,
-                f"{doing} lane {int(lane.reshape(-1)[k])} column {int(col.reshape(-1)[k])} of "
-                f"{self.name}, which no tcgen05.mma has written: {unwritten}",
+                f"{doing} {_first_cell(lane, col, fresh)} of {self.name}, "
+                f"which no tcgen05.mma has written: {unwritten}",
                 site,
             )
         return self.cells[lane, col]
@@ -384,3 +382,9 @@ class TmemAllocator:
         """Arrive on the peer's dealloc barrier, wait on ours: both CTAs are done with TMEM."""
         mbarriers.arrive(self.dealloc_mbar, cta=w.cta.rank ^ 1)
         mbarriers.wait(self.dealloc_mbar, 0)
+
+
+def _first_cell(lane: np.ndarray, col: np.ndarray, where: np.ndarray) -> str:
+    """'lane L column C' of the first cell where `where` holds, for a hazard's message."""
+    k = int(np.argmax(where.reshape(-1)))
+    return f"lane {int(lane.reshape(-1)[k])} column {int(col.reshape(-1)[k])}"

@@ -14,8 +14,9 @@ What it models, after the PTX ISA ("Asynchronous warpgroup level matrix multiply
   `block_until`); one that never comes is a deadlock, one at another line is a divergence.
   Then the warpgroup's tile is multiplied: A and B read from shared memory through the
   descriptor fragments (their TV layouts asked of CuTe, course.execute.oracle), each
-  wgmma's (K = 16) dot product exact, added to the fp32 accumulator rounding toward zero
-  (what the H100's outputs match bit for bit: `numeric.fp32_toward_zero`), and each
+  wgmma's (K = 16 of bf16, 32 of fp8) dot product exact, added to the fp32 accumulator
+  rounding toward zero (what the H100's bf16 outputs match bit for bit:
+  `numeric.fp32_toward_zero`), and each
   warp's accumulator fragment written per lane by the atom's C layout. The values are
   computed at issue; what the hazards below rule out is exactly what would make them differ
   on the GPU.
@@ -39,8 +40,10 @@ What it models, after the PTX ISA ("Asynchronous warpgroup level matrix multiply
 * A from registers (OperandSource.RMEM, "RS"): each warp's A fragment, placed by the atom's
   A layout; writing those registers before the wgmma is retired, or since the last fence
   when it is issued, is a hazard as for the accumulator.
+* float8 A and B (e4m3, e5m2; K = 32 per wgmma) as 16-bit ones: exact products, one
+  fp32 sum per wgmma (the H100 keeps fewer bits in that sum: exact for integer values).
 * not modelled (Unmodelled): scale/negate fields,
-  sparse WGMMA, fp8/int8 operands and fp16 accumulators (their rounding is not the fp32
+  sparse WGMMA, int8 operands and fp16 accumulators (their rounding is not the fp32
   model's).
 
 Also here: `cutlass.utils.hopper_helpers` (the tiled MMA, smem layout atoms, the epilogue's
@@ -74,7 +77,7 @@ from course.execute.sm90 import PROXY_FENCE
 from course.execute.tensor import Pointer, Tensor, register_tensor
 
 WARPGROUP_WARPS = 4
-MODELLED_AB = ("BFloat16", "Float16")
+MODELLED_AB = ("BFloat16", "Float16", "Float8E4M3FN", "Float8E5M2")
 ACC_IN_FLIGHT = "accumulator used while a wgmma writes it"
 A_IN_FLIGHT = "A registers written while a wgmma reads them"
 NO_FENCE = "wgmma without warpgroup.fence"
@@ -518,10 +521,17 @@ def _reader(w, op: Issued):
 
 
 def _check_types(a, b, acc, site: Site) -> None:
-    """16-bit A and B into fp32: what the executor's values model (exact products, fp32
-    sums). fp8 and int8 wgmma, and fp16 accumulators, round differently: not made up."""
+    """16-bit or float8 A and B (both of one type) into fp32: what the executor's values
+    model (exact products, one fp32 sum per wgmma). int8 wgmma and fp16 accumulators round
+    differently: not made up. For float8 the H100 adds a wgmma's products into fewer bits
+    than fp32 (why fp8 kernels promote into a second accumulator): the executor's values
+    are exact where the sums are (integer-valued operands), and otherwise at least as
+    precise as the H100's."""
     if a.name not in MODELLED_AB or b.name != a.name or acc.name != "Float32":
-        raise Unmodelled(f"wgmma of {a} x {b} into {acc} (only 16-bit A/B into Float32)")
+        raise Unmodelled(
+            f"wgmma of {a} x {b} into {acc} (only 16-bit or float8 A/B, both one type, "
+            f"into Float32)"
+        )
 
 
 def _same(x: Tensor, y: Tensor) -> bool:

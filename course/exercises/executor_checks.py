@@ -1,4 +1,4 @@
-"""The kernel exercises of notebooks 01-13, run on the CPU executor instead of a GPU.
+"""The kernel exercises of notebooks 01-14, run on the CPU executor instead of a GPU.
 
 `EXECUTOR_CHECKS[id](fn, quick)` runs exercise `id`'s own GPU checks -- the module-level
 `gpu_checks` its notebook registered, with its shapes, inputs, poisoned and guarded output,
@@ -46,8 +46,9 @@ EXERCISES = (
     "09.ring",
     "10.wgmma_mainloop",
     "11.tma_store",
-    "12.epilogue_role",
-    "13.read_next_tile",
+    "12.promotion",
+    "13.epilogue_role",
+    "14.read_next_tile",
 )
 
 
@@ -156,7 +157,7 @@ WGMMA_HINTS = (
 
 
 # Blackwell's hazards (course.execute.tmem, tcgen05, clc): the hint by what the executor saw,
-# in the words of notebooks 12-13's hints
+# in the words of notebooks 13-14's hints
 BLACKWELL_HINTS = (
     (
         "which no tcgen05.mma has written",
@@ -393,7 +394,7 @@ def _gemm_host_on_cpu():
         def compile(self, *args, **kwargs):
             return None
 
-        def run(self, a, b, out=None, config=None, *, out_dtype=None):
+        def run(self, a, b, out=None, config=None, *, out_dtype=None, tensors=()):
             config = self.default_config if config is None else config
             with _expected_device("cpu"):
                 out, a_major, b_major = gemm_host.validate_gemm(
@@ -410,6 +411,14 @@ def _gemm_host_on_cpu():
             align = self.operands.align(a.dtype)
             # the step's extra arguments (tma_gemm's debug report) made through the boundary
             extra = _boundary_translator().value(self.extra.values)(a, config)
+            # the kernel's further operands (fp8_gemm's scales), named as its __call__ names
+            # them (a_scale_ptr -> "a_scale")
+            params = list(inspect.signature(inspect.unwrap(type(obj).__call__)).parameters)
+            names = params[7 + len(extra) : 7 + len(extra) + len(tensors)]
+            more = [
+                runner.pointer(t, name.removesuffix("_ptr"), t.element_size())
+                for t, name in zip(tensors, names)
+            ]
             runner.run(
                 obj.__call__,
                 runner.pointer(a, "A", align),
@@ -419,6 +428,7 @@ def _gemm_host_on_cpu():
                 n,
                 k,
                 *extra,
+                *more,
                 None,
             )
             return out

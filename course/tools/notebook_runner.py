@@ -81,7 +81,10 @@ def run_all(numbers: list[int] | None = None, inplace: bool = False) -> list[Not
     os.environ.setdefault("COURSE_PROGRESS", "off")  # a headless run is not a learner's
     runs = []
     for lesson in LESSONS:
-        if not lesson.written or (numbers and lesson.number not in numbers):
+        if numbers and lesson.number not in numbers:
+            continue
+        if not lesson.written:  # listed in the catalogue, notebook not written yet
+            print(f"skipping {lesson.path.name}: not written yet", flush=True)
             continue
         print(f"executing {lesson.path.name} ...", flush=True)
         runs.append(execute(lesson.path, inplace))

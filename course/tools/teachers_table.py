@@ -43,8 +43,9 @@ LECTURES = {
     9: "10. Asynchronous pipelines with mbarriers",
     10: "11. Tensor cores II: WGMMA",
     11: "12. The Hopper speed-of-light GEMM",
-    12: "13. Blackwell: tensor memory and tcgen05",
-    13: "14. Capstone: the CTA-pair CLC GEMM",
+    12: "13. FP8 on Hopper",
+    13: "14. Blackwell: tensor memory and tcgen05",
+    14: "15. Capstone: the CTA-pair CLC GEMM",
 }
 NOT_MEASURED = "not measured"
 GPU_COLUMN = "H100"  # the course's reference GPU: its recorded run times get a column

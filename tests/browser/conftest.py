@@ -52,22 +52,30 @@ class Lab:
 
 
 @pytest.fixture(scope="session")
-def _lab_session(tmp_path_factory):
+def playwright_session():
+    """One Playwright for the whole session: its sync API runs an event loop in this thread
+    until it stops, and a second `sync_playwright()` while one runs is refused -- so every
+    browser test takes this one, in whatever order the files run (pytest-xdist's too)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
         raise BrowserUnavailable(
             "the Playwright client is not installed (it is in requirements.txt: ./course.sh setup)"
         ) from exc
-    find_chromium()  # fail at once, before starting JupyterLab, if there is none
+    find_chromium()  # fail at once, before starting anything, if there is none
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def _lab_session(playwright_session, tmp_path_factory):
     server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
     try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            try:
-                yield Lab(server, browser)
-            finally:
-                browser.close()
+        browser = launch_chromium(playwright_session)
+        try:
+            yield Lab(server, browser)
+        finally:
+            browser.close()
     finally:
         server.stop()
 

@@ -16,7 +16,6 @@ from .jupyterlab import (
     TIMEOUT_MS,
     LabServer,
     NotebookPage,
-    find_chromium,
     launch_chromium,
     screenshot,
 )
@@ -34,14 +33,11 @@ class LearnersLab:
         return f"{self.base}/user/{self.learner}/lab/workspaces/{workspace}/tree/{name}?reset"
 
 
-def test_a_learner_logs_in_and_runs_notebook_00(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    find_chromium()
+def test_a_learner_logs_in_and_runs_notebook_00(tmp_path, playwright_session):
     settings = LabServer(tmp_path)._settings()  # the browser suite's quiet, testable Lab
     lab_args = ("--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={settings}")
-    with running_hub(tmp_path, lab_args=lab_args) as (base, _), sync_playwright() as pw:
-        browser = launch_chromium(pw)
+    with running_hub(tmp_path, lab_args=lab_args) as (base, _):
+        browser = launch_chromium(playwright_session)
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         try:
             page.goto(f"{base}/hub/login")

@@ -1,87 +1,137 @@
-"""Notebook 12's kernel exercise: the epilogue warps of the 1-CTA tcgen05 GEMM."""
+"""Notebook 12's kernel exercise: the promotion of the FP8 GEMM with block scales.
+
+`after_k_tile` is a method of kernels.fp8_gemm.Fp8Gemm, called by the consumer warpgroups
+after k-tile kt's wgmmas were issued into `tmp` (and k-tile kt-1's stage released);
+`at.extra` holds the scales, a_scale (M, KB) and b_scale (ceil(N/128), KB);
+`self.coordinates(at)` the (m, n) of C of each accumulator element. The wrong variants are
+the reference with one edit each.
+"""
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as pipeline
+from cutlass import Float32
 
 from course.exercises.learner_code import edited
 
 
 @cute.jit
-def epilogue_role(
-    self,
-    tidx,
-    warp_idx,
-    tmem,
-    acc_layout,
-    tma_c,
-    sC,
-    tCgC,
-    epi_tile,
-    acc_pipeline,
-    tile_row,
-    tile_col,
-):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages
+def after_k_tile(self, acc, tmp, kt, k_tiles, at):
+    cute.nvgpu.warpgroup.wait_group(0)  # k-tile kt's wgmmas have written tmp
+    mSA, mSB = at.extra
+    rows, blocks = mSA.shape[0], mSB.shape[0]
+    tCcC = self.coordinates(at)  # (m, n) of each element of acc
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row, col = tCcC[i]
+        # past C's edge: zeros that are never stored, so any existing scale will do
+        sa = mSA[cutlass.min(row, rows - 1), kt]
+        sb = mSB[cutlass.min(col // 128, blocks - 1), kt]
+        acc[i] = acc[i] + tmp[i] * (sa * sb)
+    tmp.fill(0.0)  # the next k-tile's wgmmas start from zero
+
+
+WAIT = "    cute.nvgpu.warpgroup.wait_group(0)  # k-tile kt's wgmmas have written tmp\n"
+CLEAR = "    tmp.fill(0.0)  # the next k-tile's wgmmas start from zero\n"
+
+after_k_tile__tmp_never_cleared = edited(
+    after_k_tile, "after_k_tile__tmp_never_cleared", (CLEAR, "")
+)
+after_k_tile__no_wait = edited(after_k_tile, "after_k_tile__no_wait", (WAIT, ""))
+after_k_tile__waits_for_one = edited(  # the main loop's wait, copied: k-tile kt still runs
+    after_k_tile, "after_k_tile__waits_for_one", ("wait_group(0)", "wait_group(1)")
+)
+after_k_tile__scales_of_k_tile_0 = edited(
+    after_k_tile,
+    "after_k_tile__scales_of_k_tile_0",
+    ("rows - 1), kt]", "rows - 1), 0]"),
+    ("blocks - 1), kt]", "blocks - 1), 0]"),
+)
+after_k_tile__b_block_from_row = edited(
+    after_k_tile, "after_k_tile__b_block_from_row", ("min(col // 128", "min(row // 128")
+)
+after_k_tile__a_scale_only = edited(
+    after_k_tile, "after_k_tile__a_scale_only", ("tmp[i] * (sa * sb)", "tmp[i] * sa")
+)
+after_k_tile__acc_overwritten = edited(
+    after_k_tile, "after_k_tile__acc_overwritten", ("acc[i] = acc[i] + tmp", "acc[i] = tmp")
+)
+
+
+@cute.jit
+def after_k_tile__calls_promote(self, acc, tmp, kt, k_tiles, at):
+    """The kernel's own promotion called instead of written: not reachable from the exercise."""
+    cute.nvgpu.warpgroup.wait_group(0)
+    self.promote(acc, tmp, kt, at)
+
+
+# correct, written otherwise --------------------------------------------------------------
+
+
+@cute.jit
+def after_k_tile_whole_fragment(self, acc, tmp, kt, k_tiles, at):
+    """The scales gathered into a fragment shaped like acc, then one TensorSSA expression
+    for the whole fragment; tmp cleared by storing zeros."""
+    cute.nvgpu.warpgroup.wait_group(0)
+    mSA, mSB = at.extra
+    m, n = at.shape
+    coords = self.coordinates(at)
+    scale = cute.make_rmem_tensor(acc.shape, Float32)
+    for i in cutlass.range_constexpr(cute.size(scale)):
+        row, col = coords[i]
+        scale[i] = mSA[cutlass.min(row, m - 1), kt] * mSB[cutlass.min(col, n - 1) // 128, kt]
+    acc.store(acc.load() + tmp.load() * scale.load())
+    tmp.store(cute.zeros_like(tmp.load()))
+
+
+@cute.jit
+def after_k_tile_b_scale_hoisted(self, acc, tmp, kt, k_tiles, at):
+    """A 128-wide tile lies in one block of B: its scale read once per k-tile (as
+    DeepGEMM does); only the rows inside C read A's scale, the others are left alone."""
+    cute.nvgpu.warpgroup.wait_group(0)
+    mSA, mSB = at.extra
+    sb = mSB[at.tile_col, kt]  # tile_n = 128: tile column c is block c of B
+    tCcC = self.coordinates(at)
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row = tCcC[i][0]
+        if row < at.shape[0]:
+            acc[i] += tmp[i] * mSA[row, kt] * sb
+    tmp.fill(0.0)
+
+
+@cute.jit
+def after_k_tile_own_coordinates(self, acc, tmp, kt, k_tiles, at):
+    """The coordinates built from the MMA's partition of an identity tensor, and tmp
+    cleared element by element in the same loop."""
+    cute.nvgpu.warpgroup.wait_group(0)
+    a_scale, b_scale = at.extra
+    tile = cute.local_tile(
+        cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
     )
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    acc_pipeline.consumer_wait(acc_state)
-    self.epilogue_tile(
-        tidx,
-        warp_idx,
-        accumulators[((None, None), 0, 0, acc_state.index)],
-        tma_c,
-        sC,
-        tCgC[((None, None), 0, 0, tile_row, tile_col)],
-        epi_tile,
-        self.c_dtype,
-        epi_barrier,
-        c_pipeline,
-        cutlass.Int32(0),
-    )
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    c_pipeline.producer_tail()
-    epi_barrier.arrive_and_wait()
-    tmem.free(tmem_ptr)
+    where = at.thr_mma.partition_C(tile)
+    last_row, last_block = a_scale.shape[0] - 1, b_scale.shape[0] - 1
+    for i in cutlass.range_constexpr(cute.size(tmp)):
+        m, n = where[i]
+        s = a_scale[cutlass.min(m, last_row), kt] * b_scale[cutlass.min(n // 128, last_block), kt]
+        acc[i] = acc[i] + s * tmp[i]
+        tmp[i] = 0.0
 
 
-ACC_WAIT = "    acc_pipeline.consumer_wait(acc_state)\n"
-epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
-epilogue_role__no_tail = edited(
-    epilogue_role, "epilogue_role__no_tail", ("    c_pipeline.producer_tail()\n", "")
-)
-epilogue_role__free_without_barrier = edited(
-    epilogue_role,
-    "epilogue_role__free_without_barrier",
-    ("    epi_barrier.arrive_and_wait()\n", ""),
-)
-epilogue_role__never_freed = edited(
-    epilogue_role, "epilogue_role__never_freed", ("    tmem.free(tmem_ptr)\n", "")
-)
-
-
-# correct, written otherwise: the TMA stores drained before the accumulator is handed back
-epilogue_role_drain_first = edited(
-    epilogue_role,
-    "epilogue_role_drain_first",
-    (
-        "    with cute.arch.elect_one():\n        acc_pipeline.consumer_release(acc_state)\n"
-        "    c_pipeline.producer_tail()\n",
-        "    c_pipeline.producer_tail()\n    with cute.arch.elect_one():\n"
-        "        acc_pipeline.consumer_release(acc_state)\n",
-    ),
-)
-
-
-REFERENCE = {"12.epilogue_role": epilogue_role}
+REFERENCE = {"12.promotion": after_k_tile}
+ALTERNATIVES = {
+    "12.promotion": [
+        after_k_tile_whole_fragment,
+        after_k_tile_b_scale_hoisted,
+        after_k_tile_own_coordinates,
+    ]
+}
 WRONG = {
-    "12.epilogue_role": {
-        epilogue_role__no_wait: ("read before the MMAs finished", "cpu"),
-        epilogue_role__no_tail: ("not drained", "cpu"),
-        epilogue_role__free_without_barrier: ("still be reading", "cpu"),
-        epilogue_role__never_freed: ("never freed", "cpu"),
+    "12.promotion": {
+        after_k_tile__no_wait: ("wait_group(0)", "cpu"),
+        after_k_tile__waits_for_one: ("wait_group(0)", "cpu"),
+        after_k_tile__tmp_never_cleared: ("never cleared", "gpu"),
+        after_k_tile__scales_of_k_tile_0: ("k-tile 0's scales", "gpu"),
+        after_k_tile__b_block_from_row: ("taken from the row", "gpu"),
+        after_k_tile__a_scale_only: ("B's scale is missing", "gpu"),
+        after_k_tile__acc_overwritten: ("instead of adding", "gpu"),
+        after_k_tile__calls_promote: ("write the promotion in", "cpu"),
     }
 }
-ALTERNATIVES = {"12.epilogue_role": [epilogue_role_drain_first]}

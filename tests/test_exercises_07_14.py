@@ -1,4 +1,4 @@
-"""Notebooks 07-13: exercises accept the right answers, refuse the ones printed above them,
+"""Notebooks 07-14: exercises accept the right answers, refuse the ones printed above them,
 and no answer is in a stored output above its exercise (solutions come after the check,
 folded)."""
 
@@ -47,9 +47,10 @@ def _index(cells, needle):
         ("10_wgmma.ipynb", "10.owner", "thread  73"),
         ("10_wgmma.ipynb", "10.acc_regs", "accumulator per thread: 80 "),
         ("10_wgmma.ipynb", "10.sbo", "SBO 512"),
-        ("12_tcgen05.ipynb", "12.lane_owner", "thread  93"),
-        ("12_tcgen05.ipynb", "12.epilogue_role", "def epilogue_role"),
-        ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "cute.arch.clc_response(clc_response)"),
+        ("12_fp8.ipynb", "12.promotion", "acc[i] = acc[i] + tmp[i]"),
+        ("13_tcgen05.ipynb", "13.lane_owner", "thread  93"),
+        ("13_tcgen05.ipynb", "13.epilogue_role", "def epilogue_role"),
+        ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "cute.arch.clc_response(clc_response)"),
     ],
 )
 def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
@@ -64,8 +65,9 @@ def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     [
         ("08_tma.ipynb", "08.arm_and_load", "tma._arm_and_load"),
         ("10_wgmma.ipynb", "10.wgmma_mainloop", "WgmmaGemm.mainloop"),
-        ("12_tcgen05.ipynb", "12.epilogue_role", "Tcgen05Gemm.epilogue_role"),
-        ("13_cta_pair_clc_gemm.ipynb", "13.read_next_tile", "CtaPairClcGemm.read_next_tile"),
+        ("12_fp8.ipynb", "12.promotion", "Fp8Gemm.promote"),
+        ("13_tcgen05.ipynb", "13.epilogue_role", "Tcgen05Gemm.epilogue_role"),
+        ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "CtaPairClcGemm.read_next_tile"),
     ],
 )
 def test_the_kernels_own_solution_comes_after_the_check_folded(name, exercise, solution):

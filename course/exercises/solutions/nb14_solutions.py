@@ -1,0 +1,57 @@
+"""Notebook 14's kernel exercise: read one answer of Cluster Launch Control."""
+
+import cutlass.cute as cute
+
+from course.exercises.learner_code import edited
+
+
+@cute.jit
+def read_next_tile(self, scheduler, read_state):
+    clc_pipeline, clc_response = scheduler
+    clc_pipeline.consumer_wait(read_state)
+    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    clc_pipeline.consumer_release(read_state)
+    read_state.advance()
+    return (first_x // self.tile.ctas, first_y, cancelled != 0), read_state
+
+
+WAIT = "    clc_pipeline.consumer_wait(read_state)\n"
+DECODE = "    first_x, first_y, _, cancelled = cute.arch.clc_response(clc_response)\n"
+
+read_next_tile__decoded_before_the_wait = edited(
+    read_next_tile, "read_next_tile__decoded_before_the_wait", (WAIT + DECODE, DECODE + WAIT)
+)
+read_next_tile__never_released = edited(
+    read_next_tile,
+    "read_next_tile__never_released",
+    ("    clc_pipeline.consumer_release(read_state)\n", ""),
+)
+read_next_tile__no_fence = edited(
+    read_next_tile,
+    "read_next_tile__no_fence",
+    ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""),
+)
+
+
+@cute.jit
+def read_next_tile_whole_answer(self, scheduler, read_state):
+    """The answer kept whole, the fence by CuTe DSL's other name for it."""
+    clc_pipeline, clc_response = scheduler
+    clc_pipeline.consumer_wait(read_state)
+    answer = cute.arch.clc_response(clc_response)
+    cute.arch.fence_view_async_shared()  # fence.proxy.async.shared::cta
+    clc_pipeline.consumer_release(read_state)
+    read_state.advance()
+    return (answer[0] // self.tile.ctas, answer[1], answer[3] != 0), read_state
+
+
+REFERENCE = {"14.read_next_tile": read_next_tile}
+WRONG = {
+    "14.read_next_tile": {
+        read_next_tile__decoded_before_the_wait: ("before it has arrived", "cpu"),
+        read_next_tile__never_released: ("never freed", "cpu"),
+        read_next_tile__no_fence: ("async proxy", "cpu"),
+    }
+}
+ALTERNATIVES = {"14.read_next_tile": [read_next_tile_whole_answer]}
