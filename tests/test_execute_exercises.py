@@ -41,9 +41,7 @@ ROWS = _recorded_rows()
 
 # exercises an H100 runs whose cases have no H100 verdict recorded yet, and the command that
 # records them there; each leaves this table once its record is committed
-AWAITING_H100_RECORD = {
-    "12.promotion": "python -m course.exercises verify --record 12.promotion",
-}
+AWAITING_H100_RECORD: dict[str, str] = {}  # exercise id -> the command that records it
 
 
 CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variants
