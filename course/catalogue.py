@@ -151,7 +151,7 @@ LESSONS: tuple[Lesson, ...] = (
         "the e4m3 and e5m2 formats, tensorwise, rowwise and block scales, FP8 WGMMA and "
         "promotion into fp32, an FP8 step of the ladder timed against cuBLAS FP8",
         "sm_90a",
-        (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.RECORDED),
+        (Mode.EXECUTED, Mode.RECORDED),
     ),
     Lesson(
         13,

@@ -308,8 +308,6 @@ def quantize(x: torch.Tensor, scales: str, dtype=torch.float8_e4m3fn, rows_of: s
 def time_against_scaled_mm(size: int, config: Config, rounds: int = 15, reps: int = 20) -> None:
     """Print this kernel's rate as a share of torch._scaled_mm's (cuBLASLt) for one
     size^3 problem (tensor or row scales), cuBLASLt timed again as the control."""
-    import statistics
-
     sets = []
     for _ in range(3):
         a, sa = quantize(torch.randn(size, size, device="cuda"), config.scales)
@@ -327,15 +325,9 @@ def time_against_scaled_mm(size: int, config: Config, rounds: int = 15, reps: in
         a, b, sa, sb = sets[i % 3]
         return run(a, b, sa, sb, outs[i % 3], config)
 
-    t = selftest.paired_rounds(
-        {"cuBLAS": cublas, "kernel": kernel, "cuBLAS again": cublas}, rounds=rounds, reps=reps
-    )
-    tflops = 2 * size**3 / statistics.median(t["kernel"]) / 1e9
-    print(
-        f"  e4m3 {config.scales} scales {size}^3: {tflops:6.1f} TFLOP/s = "
-        f"{selftest.ratio_summary(t['cuBLAS'], t['kernel'])} of torch._scaled_mm; control: "
-        f"{selftest.ratio_summary(t['cuBLAS'], t['cuBLAS again'])}"
-    )
+    promoted = f", promoted every {config.promote_every} k-tiles" if config.promote_every else ""
+    label = f"e4m3 {config.scales} scales{promoted} {size}^3"
+    selftest.print_against(label, "torch._scaled_mm", cublas, kernel, 2 * size**3, rounds, reps)
 
 
 if __name__ == "__main__":

@@ -142,14 +142,19 @@ def time_gemm(
         a, b = inputs[i % 3]
         return run(a, b, outs[i % 3])
 
-    t = paired_rounds(
-        {"cuBLAS": cublas, "kernel": kernel, "cuBLAS again": cublas}, rounds=rounds, reps=reps
-    )
-    tflops = 2 * size**3 / statistics.median(t["kernel"]) / 1e9
+    print_against(f"{str(dtype)[6:]} {size}^3", "cuBLAS", cublas, kernel, 2 * size**3, rounds, reps)
+
+
+def print_against(
+    label: str, baseline: str, base: Callable, kernel: Callable, flops: int, rounds: int, reps: int
+) -> None:
+    """Time `kernel(i)` against `base(i)` (named `baseline`) in alternating rounds, the
+    baseline twice (the second is the control: what "level" reads), and print the rate."""
+    t = paired_rounds({"base": base, "kernel": kernel, "again": base}, rounds=rounds, reps=reps)
+    tflops = flops / statistics.median(t["kernel"]) / 1e9
     print(
-        f"  {str(dtype)[6:]} {size}^3: {tflops:6.1f} TFLOP/s = "
-        f"{ratio_summary(t['cuBLAS'], t['kernel'])} of cuBLAS; control: cuBLAS timed again "
-        f"{ratio_summary(t['cuBLAS'], t['cuBLAS again'])}"
+        f"  {label}: {tflops:6.1f} TFLOP/s = {ratio_summary(t['base'], t['kernel'])} of "
+        f"{baseline}; control: {baseline} timed again {ratio_summary(t['base'], t['again'])}"
     )
 
 
