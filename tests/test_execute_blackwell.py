@@ -210,17 +210,9 @@ def tmem_addresses(lane: int, column: int):
 
 def _epilogue_variant(fn, seed: int = 0, **helpers):
     """Tcgen05Gemm with `fn` as its epilogue_role (notebook 13's exercise), run."""
-    from course.exercises.kernel_check import subclass_with
-    from kernels import tcgen05_gemm as step
+    from course.exercises.nb13_epilogue_kernel import epilogue_class
 
-    cls = subclass_with(
-        step.Tcgen05Gemm,
-        "epilogue_role",
-        fn,
-        epilogue_setup=step.epilogue_setup,
-        epilogue_tile=step.epilogue_tile,
-        **helpers,
-    )
+    cls = epilogue_class(fn, **helpers)
     return blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED, seed=seed, cls=cls)
 
 

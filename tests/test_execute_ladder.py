@@ -6,9 +6,6 @@ The H100 side is recorded once by `python -m course.tools.record_executor_ladder
 and says so.
 """
 
-import base64
-
-import numpy as np
 import pytest
 import torch
 
@@ -77,8 +74,7 @@ def test_the_executor_gives_the_h100s_output(case, runs):
     if saved is None:
         pytest.skip(f"{case} is not in the H100 record of {record.date}")
     dtype = getattr(torch, saved["dtype"])
-    raw = np.frombuffer(base64.b64decode(saved["output_b64"]), dtype=np.uint8).copy()
-    h100 = torch.from_numpy(raw).view(dtype).view(saved["shape"])
+    h100 = ladder_runs.recorded_output(case, saved)
     mine = _run(case, runs).output
     assert mine is not None and tuple(mine.shape) == tuple(h100.shape)
     assert relative_error(mine, h100) <= TOLERANCE[dtype], case
@@ -115,3 +111,22 @@ def test_run_tma_goes_through_execute_and_its_guard_zone():
     r = ladder_runs.run_tma("store", (45, 40))
     assert r.ok and r.written_past == 0, r.summary()
     assert any("no hazard" in line for line in r.observed)
+
+
+def test_a_recorded_output_reads_back_in_either_form():
+    """encode_output keeps an output as its bits minus the rounded reference's; it reads back
+    bit for bit, as the first form (its raw bytes, "output_b64") does."""
+    import base64
+
+    x = ladder_runs.inputs("naive_gemm")
+    out = (x["a"] @ x["b"].T).contiguous()  # float32: differs from the reference in low bits
+    out[0, 0] = -out[0, 0]  # and one sign flipped: the difference wraps
+    saved = ladder_runs.encode_output("naive_gemm", out)
+    raw = {
+        "dtype": "float32",
+        "shape": list(out.shape),
+        "output_b64": base64.b64encode(out.view(torch.uint8).numpy().tobytes()).decode(),
+    }
+    for form in (saved, raw):
+        back = ladder_runs.recorded_output("naive_gemm", form)
+        assert torch.equal(back.view(torch.int32), out.view(torch.int32))

@@ -9,9 +9,6 @@ precision, which the executor does not model): their counts are held here so tha
 of rounding that is worse shows.
 """
 
-import base64
-
-import numpy as np
 import pytest
 import torch
 
@@ -24,8 +21,7 @@ def _h100(case: str) -> torch.Tensor:
     saved = record.data["cases"].get(case) if record is not None else None
     if saved is None:
         pytest.skip(f"no H100 output of {case} recorded")
-    raw = np.frombuffer(base64.b64decode(saved["output_b64"]), dtype=np.uint8).copy()
-    return torch.from_numpy(raw).view(getattr(torch, saved["dtype"])).view(saved["shape"])
+    return ladder_runs.recorded_output(case, saved)
 
 
 def _mismatches(case: str) -> int:

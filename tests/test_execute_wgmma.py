@@ -314,10 +314,6 @@ WGMMA_CASES = ("wgmma_gemm", "wgmma_gemm.ragged", "hopper_gemm.tma_store", "hopp
 def test_the_executors_wgmma_gives_the_h100s_bits(case):
     """Each wgmma's exact dot product added to fp32 rounding toward zero: the H100's recorded
     bf16 outputs (results/executor_ladder.json), equal bit for bit."""
-    import base64
-
-    import numpy as np
-
     from course.execute import ladder_runs
     from course.runtime import results
 
@@ -325,6 +321,5 @@ def test_the_executors_wgmma_gives_the_h100s_bits(case):
     saved = record.data["cases"].get(case) if record is not None else None
     if saved is None:
         pytest.skip(f"no H100 output of {case} recorded")
-    raw = np.frombuffer(base64.b64decode(saved["output_b64"]), dtype=np.uint8).copy()
-    h100 = torch.from_numpy(raw).view(getattr(torch, saved["dtype"])).view(saved["shape"])
+    h100 = ladder_runs.recorded_output(case, saved)
     assert torch.equal(ladder_runs.RUNNERS[case]().output, h100)

@@ -160,6 +160,15 @@ def solution(id: str) -> str:
     return ex.solution or "(no worked solution written for this exercise)"
 
 
+def pair(answer: Any, wrong: str) -> tuple[Any, Any]:
+    """The two items of an answer that must be a pair; `Wrong(wrong)` if it is not one."""
+    try:
+        first, second = answer
+    except (TypeError, ValueError):
+        raise Wrong(wrong)
+    return first, second
+
+
 def number(answer: Any, expected: float, rel: float = 0.0, unit: str = "") -> tuple[bool, str]:
     """Compare a numeric answer, explaining how far off it is."""
     try:

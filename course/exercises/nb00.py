@@ -7,7 +7,7 @@ from course.models.gemm_model, never typed in here.
 
 from __future__ import annotations
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import exercise, number, pair
 from course.models.gemm_model import Gemm
 
 TILES = Gemm(8192, 6144, 4096)  # 00.tiles: a C that is not square, tiles that are not
@@ -53,10 +53,9 @@ def mma_sync_per_step(
     f"over the CTA's warps). A Hopper WGMMA of 64x128x16 covers as much as 64 of them.",
 )
 def _ksteps(answer):
-    try:
-        iters, mmas = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair: (iterations, mma.sync instructions per iteration)")
+    iters, mmas = pair(
+        answer, "answer with a pair: (iterations, mma.sync instructions per iteration)"
+    )
     ok_iters, _ = number(iters, KSTEPS.k_steps(K_CHUNK))
     ok_mmas, _ = number(mmas, mma_sync_per_step())
     if ok_iters and ok_mmas:

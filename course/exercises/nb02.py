@@ -14,7 +14,7 @@ import functools
 
 from course.cute import algebra
 from course.models import layout as pl
-from course.exercises.check import Wrong, exercise
+from course.exercises.check import Wrong, exercise, pair
 from course.exercises.kernel_check import PASS, Finding, expect, kernel_exercise
 
 
@@ -156,10 +156,7 @@ def _where(layout: pl.Layout, offset: int) -> tuple[int, int]:
     "((2,2),(2,3)):((1,4),(2,8)) it sits at (2, 1).",
 )
 def _product(answer):
-    try:
-        row, col = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair (row, col)")
+    row, col = pair(answer, "answer with a pair (row, col)")
     blocked, raked = (
         r.layout
         for r in algebra.apply_many(

@@ -10,7 +10,7 @@ the tensors over the three pointers) and passes the kernel in as a Constexpr.
 import functools
 import re
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import exercise, number, pair
 from course.exercises.kernel_check import expect, kernel_exercise
 
 
@@ -52,10 +52,7 @@ def _a(answer):
     "(32, 32).",
 )
 def _tile(answer):
-    try:
-        rows, cols = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair (rows, cols)")
+    rows, cols = pair(answer, "answer with a pair (rows, cols)")
     return (rows, cols) == (32, 32), ""
 
 

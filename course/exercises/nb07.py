@@ -6,7 +6,7 @@ k-tiles); the course builds a subclass with that method and runs the whole GEMM.
 """
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import exercise, number, pair
 from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
 
@@ -53,10 +53,7 @@ def _stage(answer):
 def _order(answer):
     from course.models.tile_order import grouped_tile
 
-    try:
-        m, n = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair (tile_m, tile_n)")
+    m, n = pair(answer, "answer with a pair (tile_m, tile_n)")
     return (m, n) == grouped_tile(11, 16, 16, 8), ""
 
 

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number, pair
 from course.models.tensormap import swizzle_byte_offset, tiled
-
-
-def _pair(answer, what: str):
-    try:
-        a, b = answer
-    except (TypeError, ValueError):
-        raise Wrong(f"answer with a pair: {what}")
-    return a, b
 
 
 @exercise(
@@ -23,7 +15,7 @@ def _pair(answer, what: str):
     "((1024, 4096), (2048,)): 1024 columns then 4096 rows; a row is 1024 x 2 = 2048 bytes.",
 )
 def _dims(answer):
-    dims, strides = _pair(answer, "(globalDim, globalStrides)")
+    dims, strides = pair(answer, "answer with a pair: (globalDim, globalStrides)")
     want = tiled(4096, 1024, "fp16")
     if tuple(dims) != want.global_dim:
         if tuple(dims) == want.global_dim[::-1]:
@@ -48,7 +40,7 @@ def _dims(answer):
     "(256, 8192): 16 x 16 boxes; every load brings 64 x 64 x 2 = 8192 bytes, edge or not.",
 )
 def _boxes(answer):
-    loads, nbytes = _pair(answer, "(loads, bytes)")
+    loads, nbytes = pair(answer, "answer with a pair: (loads, bytes)")
     ok_loads, _ = number(loads, 256)
     ok_bytes, _ = number(nbytes, 8192)
     if ok_loads and ok_bytes:
@@ -84,7 +76,7 @@ def _swizzle(answer):
     "counters measure.",
 )
 def _multicast(answer):
-    requested, expected = _pair(answer, "(requested, expected)")
+    requested, expected = pair(answer, "answer with a pair: (requested, expected)")
     ok_r, _ = number(requested, 4096)
     ok_e, _ = number(expected, 16384)
     if ok_r and ok_e:

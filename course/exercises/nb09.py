@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number, pair
 from course.sim import ring_protocol
 
 
@@ -39,10 +39,7 @@ def _parities(answer):
     "(1, 8).",
 )
 def _counts(answer):
-    try:
-        full, empty = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair: (full, empty)")
+    full, empty = pair(answer, "answer with a pair: (full, empty)")
     if (int(full), int(empty)) == (1, 8):
         return True, "one arrival with the bytes, eight releases."
     if int(empty) == 256:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import Wrong, exercise, number, pair
 from course.models.instruction_descriptor import InstructionDescriptor
 from course.emulate.blackwell_memory import tmem_alloc_columns
 from course.models.tmem_ownership import warp_of_lane
@@ -63,10 +63,7 @@ ASKED_LANE = 93
     f"{ASKED_LANE} (lane {ASKED_LANE % 32} of warp 2) reads lane {ASKED_LANE}.",
 )
 def _lane_owner(answer):
-    try:
-        warp, thread = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair (warp, thread)")
+    warp, thread = pair(answer, "answer with a pair (warp, thread)")
     ok = (warp, thread) == (warp_of_lane(ASKED_LANE), ASKED_LANE)
     return ok, "" if ok else f"look at which 32-lane quarter lane {ASKED_LANE} falls in."
 

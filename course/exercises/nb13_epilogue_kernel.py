@@ -36,19 +36,28 @@ PROTOCOL_HINTS = {
 }
 
 
-def gemm_with(epilogue_role):
-    """The course's Tcgen05Gemm with the learner's `epilogue_role`, as a GemmHost; the
+def epilogue_class(epilogue_role, **methods):
+    """The course's Tcgen05Gemm with `epilogue_role` (and any other `methods`) as its own; the
     epilogue's building blocks are reachable as self.epilogue_setup / self.epilogue_tile."""
     from kernels import tcgen05_gemm as step
-    from kernels.gemm_host import GemmHost
 
-    cls = subclass_with(
+    return subclass_with(
         step.Tcgen05Gemm,
         "epilogue_role",
         epilogue_role,
         epilogue_setup=step.epilogue_setup,
         epilogue_tile=step.epilogue_tile,
+        **methods,
     )
+
+
+def gemm_with(epilogue_role):
+    """The course's Tcgen05Gemm with the learner's `epilogue_role` (`epilogue_class`), as a
+    GemmHost."""
+    from kernels import tcgen05_gemm as step
+    from kernels.gemm_host import GemmHost
+
+    cls = epilogue_class(epilogue_role)
     return GemmHost(
         variant_name("13.epilogue_role", epilogue_role),
         step.NEEDS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course.exercises.check import Wrong, exercise, number
+from course.exercises.check import exercise, number, pair
 
 
 @exercise(
@@ -47,10 +47,7 @@ def _tiles(answer):
     "(5, 0): the MMA warp of the leader CTA.",
 )
 def _issuer(answer):
-    try:
-        warp, rank = answer
-    except (TypeError, ValueError):
-        raise Wrong("answer with a pair (warp, cta_rank)")
+    warp, rank = pair(answer, "answer with a pair (warp, cta_rank)")
     return (warp, rank) == (5, 0), ""
 
 

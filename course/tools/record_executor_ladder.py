@@ -5,13 +5,14 @@ tests/test_execute_ladder.py can compare the executor's outputs with the GPU's.
     python -m course.tools.record_executor_ladder
 
 Appends a record to results/executor_ladder.json (GPU, driver, date, this command), with
-each case's output bytes (base64) and its relative error against the float64 reference.
+each case's output (its bits minus those of the torch reference rounded to its dtype,
+compressed: course.execute.ladder_runs.encode_output, read back by recorded_output) and its
+relative error against the float64 reference.
 Refuses to run without a GPU: a CPU output is not a GPU result.
 """
 
 from __future__ import annotations
 
-import base64
 import sys
 
 import torch
@@ -61,12 +62,7 @@ def main() -> int:
         ref = ladder_runs.reference(case, {k: v.cpu() for k, v in x.items()})
         cpu = out.detach().cpu().contiguous()
         err = relative_error(cpu, ref)
-        cases[case] = {
-            "dtype": str(cpu.dtype).replace("torch.", ""),
-            "shape": list(cpu.shape),
-            "relative_error": err,
-            "output_b64": base64.b64encode(cpu.view(torch.uint8).numpy().tobytes()).decode(),
-        }
+        cases[case] = {**ladder_runs.encode_output(case, cpu), "relative_error": err}
         print(f"{case:26s} {tuple(cpu.shape)} relative error {err:.1e}")
     rec = results.record("executor_ladder", {"cases": cases})
     print(f"recorded: {rec.citation()}")
