@@ -125,31 +125,64 @@ class Fp8Gemm(HopperGemm):
         at: TileAt,
     ):
         """Promoting: after every `every`-th k-tile and after the last, wait for the
-        wgmmas in flight and promote `tmp` into `acc`."""
+        wgmmas in flight and promote `tmp` into `acc`. Block scales are read *before* the
+        wait, while this k-tile's wgmmas still run: read after it, their latency would stall
+        the tensor cores every k-tile."""
         # region promotion
         if cutlass.const_expr(self.cfg.every is not None):
             # due after every `every`-th k-tile and after the last one (0 when either)
             if cutlass.min((kt + 1) % self.cfg.every, k_tiles - 1 - kt) == 0:
+                scales = self.k_tile_scales(kt, at)  # block scales: loads in flight
                 cute.nvgpu.warpgroup.wait_group(0)  # tmp holds the k-tiles' sums now
-                self.promote(acc, tmp, kt, at)
+                self.promote(acc, tmp, scales)
         # endregion promotion
 
     @cute.jit
-    def promote(self, acc: cute.Tensor, tmp: cute.Tensor, kt: cutlass.Int32, at: TileAt):
-        """acc += tmp (block scales: tmp * a_scale[m, kt] * b_scale[n // 128, kt]); tmp = 0.
-        The next k-tile's warpgroup.fence orders these register writes before its wgmmas."""
-        # region promote
+    def k_tile_scales(self, kt: cutlass.Int32, at: TileAt) -> list:
+        """Block scales: a_scale[m, kt] * b_scale[n // 128, kt] for each accumulator element
+        of this thread (tensor/row scales: none, []). A thread's elements lie on two rows per
+        64-row atom, so the compiler keeps a few loads of A's scales; B's scale is one per
+        128 columns of the tile."""
+        # region k-tile-scales
+        scales = []
         if cutlass.const_expr(self.cfg.scales == "block"):
             mSA, mSB = at.extra
             rows, blocks = mSA.shape[0], mSB.shape[0]
             tCcC = self.coordinates(at)  # (MMA, MMA_M, MMA_N) of (m, n)
-            for i in cutlass.range_constexpr(cute.size(acc)):
+            tile_n = self.tile[1]
+            # B's scales of the blocks this tile spans (past N's edge: the last block, whose
+            # columns hold zeros there and are never stored)
+            first = at.tile_col * tile_n // SCALE_BLOCK
+            sb = [
+                mSB[cutlass.min(first + j, blocks - 1), kt]
+                for j in range(-(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0))
+            ]
+            for i in cutlass.range_constexpr(cute.size(tCcC)):
                 row, col = tCcC[i]
-                # rows and columns past C's edge hold zeros (TMA filled A and B with them):
-                # any scale will do, so read an existing one
+                # rows past C's edge hold zeros (TMA filled A with them): read an existing scale
                 sa = mSA[cutlass.min(row, rows - 1), kt]
-                sb = mSB[cutlass.min(col // SCALE_BLOCK, blocks - 1), kt]
-                acc[i] = acc[i] + tmp[i] * (sa * sb)
+                scales.append(sa * self.pick(sb, col // SCALE_BLOCK - first))
+        # endregion k-tile-scales
+        return scales
+
+    @cute.jit
+    def pick(self, values: list, j: cutlass.Int32):
+        """values[j] for a j known only on the GPU (the same in every lane of a warp)."""
+        picked = values[0]
+        for jj in cutlass.range_constexpr(1, len(values)):
+            if j == jj:
+                picked = values[jj]
+        return picked
+
+    @cute.jit
+    def promote(self, acc: cute.Tensor, tmp: cute.Tensor, scales: list):
+        """acc += tmp (block scales: tmp * scales[i], a_scale * b_scale of element i);
+        tmp = 0. The next k-tile's warpgroup.fence orders these register writes before its
+        wgmmas."""
+        # region promote
+        if cutlass.const_expr(self.cfg.scales == "block"):
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                acc[i] = acc[i] + tmp[i] * scales[i]
         else:  # tensor and row scales: multiplied in once, before the epilogue
             acc.store(acc.load() + tmp.load())
         tmp.fill(0.0)

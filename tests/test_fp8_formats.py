@@ -480,8 +480,29 @@ def test_notebook_12_states_the_recorded_timings():
         f"({promoted[0]} at 4096³, {promoted[1]} at 8192³, {promoted[2]} at 4096 × 7168 × 16384)"
         in text
     )
-    block = [pct[("block", p)] for p in (cube[4096], cube[8192], cube[2048])]
-    assert f"({block[0]} at 4096³, {block[1]} at 8192³) and {block[2]} at 2048³" in text
+    block = [pct[("block", p)] for p in (cube[2048], cube[4096], cube[8192], long)]
+    assert (
+        f"({block[0]} at 2048³, {block[1]} at 4096³, {block[2]} at 8192³, {block[3]} at "
+        "4096 × 7168 × 16384)" in text
+    )
+
+
+def test_notebook_12_states_the_recorded_fp8_counters():
+    """The cycles notebook 12 quotes for the FP8 presets at 4096^3 are the recorded ones
+    (results/profile.json, the table the notebook prints above them)."""
+    from course.lessons import gemm_profiles
+
+    text = notebook_text()
+    rows = gemm_profiles.profile_rows(
+        ("tensor", "tensor_promoted", "block"), kernel="fp8", cublas_beside="tensor"
+    )
+    cycles = {r["who"]: r["Elapsed Cycles"] for r in rows if r["clock"] == "base"}
+    assert set(cycles) == {"tensor", "tensor_promoted", "block", "cuBLAS"}
+    assert (
+        f"The block preset takes {cycles['block']} cycles where the tensor preset takes "
+        f"{cycles['tensor']} and cuBLAS {cycles['cuBLAS']}" in text
+    )
+    assert f"({cycles['tensor_promoted']} cycles," in text
 
 
 def test_recorder_writes_both_accumulations_per_k(monkeypatch, tmp_path, capsys):

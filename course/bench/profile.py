@@ -1,6 +1,7 @@
 """Nsight Compute's view of one GEMM launch, ours and cuBLAS's, recorded with provenance.
 
-    python -m course.bench.profile --kernel hopper --size 4096 [--config preset=NAME] [--record]
+    python -m course.bench.profile --kernel hopper --size 4096 [--config preset=NAME]
+        [--dtype bf16|fp16|e4m3|e5m2] [--record]
 
 Runs this module as a child process under `ncu` twice -- once catching the course's
 kernel, once cuBLAS's -- with the Speed Of Light, compute and memory workload sections,
@@ -75,6 +76,7 @@ def profile(
     sections=SECTIONS,
     metrics: tuple[str, ...] = (),
     clock_control: str = "base",
+    dtype: str = "bf16",
 ) -> dict:
     """Run ncu on a child that launches `which` ('kernel' or 'cublas') a few times, reading
     `sections` and the raw counters `metrics`. ncu holds the SM clock at its base value
@@ -100,7 +102,7 @@ def profile(
         cmd += ["--section", s]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
-    cmd += [sys.executable, "-m", "course.bench.profile", "_launch", kernel, str(size), which]
+    cmd += [sys.executable, "-m", "course.bench.profile", "_launch", kernel, str(size), dtype, which]
     cmd += [f"{k}={v}" for k, v in config.items()]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode:
@@ -117,14 +119,15 @@ def _launch(argv: list[str]) -> None:
     """Child: prepare the GEMM and launch it (or cuBLAS) five times."""
     import torch
 
+    from course.bench.__main__ import DTYPES
     from course.bench.gemm_bench import GemmProblem, cublas, prepare
 
-    kernel, size, which, *overrides = argv
+    kernel, size, dtype, which, *overrides = argv
     config = {}
     for o in overrides:
         k, v = o.split("=", 1)
         config[k] = int(v) if v.isdigit() else v
-    problem = GemmProblem(int(size), int(size), int(size))
+    problem = GemmProblem(int(size), int(size), int(size), DTYPES[dtype])
     a, b = problem.operands()
     c = problem.output()
     fn = prepare(kernel, problem, **config) if which == "kernel" else cublas
@@ -141,6 +144,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m course.bench.profile")
     p.add_argument("--kernel", required=True)
     p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--dtype", default="bf16", help="bf16, fp16, e4m3 or e5m2")
     p.add_argument("--config", nargs="*", default=[])
     p.add_argument("--sections", nargs="*", default=list(SECTIONS))
     p.add_argument("--metrics", nargs="*", default=[], help="raw counters to read as well")
@@ -158,6 +162,7 @@ def main(argv=None) -> int:
     data = {
         "kernel": args.kernel,
         "size": args.size,
+        "dtype": args.dtype,
         "config": config,
         "clock_control": args.clock_control,
     }
@@ -171,6 +176,7 @@ def main(argv=None) -> int:
                 args.sections,
                 tuple(args.metrics),
                 args.clock_control,
+                args.dtype,
             )
     if args.dump:
         import json

@@ -1,4 +1,5 @@
-"""Recorded Nsight Compute launches of notebook 11's GEMM presets (and cuBLAS), with the SM
+"""Recorded Nsight Compute launches of notebook 11's GEMM presets (and of notebook 12's FP8
+presets, and cuBLAS), with the SM
 clock held at its base value (ncu's default) and running free.
 
 A kernel's time is cycles / clock. Held at base, the profiler compares kernels cycle for
@@ -76,13 +77,14 @@ def _mhz(hz: str) -> str:
 def print_rows(rows: list[dict]) -> None:
     """A table of the rows, then the records they came from (`show` puts a RECORDED banner
     above them)."""
+    w = max([13, *(len(r["who"]) + 1 for r in rows)])  # the name column
     print(
-        f"{'':13s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
+        f"{'':{w}s} {'clock':6s} {'SM clock':>9s} {'time (ns)':>10s} {'cycles':>9s} "
         f"{'L2 busy':>8s} {'SM busy':>8s} {'L2 sectors read':>16s}"
     )
     for r in rows:
         print(
-            f"{r['who']:13s} {r['clock']:6s} {_mhz(r['SM Frequency']):>9s} "
+            f"{r['who']:{w}s} {r['clock']:6s} {_mhz(r['SM Frequency']):>9s} "
             f"{r['Duration']:>10s} {r['Elapsed Cycles']:>9s} {r['L2 Cache Throughput']:>7s}% "
             f"{r['Compute (SM) Throughput']:>7s}% {r[L2_SECTORS]:>16s}"
         )
@@ -95,9 +97,11 @@ def print_rows(rows: list[dict]) -> None:
         )
 
 
-def show(presets, size: int = 4096, cublas_beside: str | None = "tma_store") -> list[dict]:
-    """Print the recorded rows of `presets` (see profile_rows) and return them."""
-    rows = profile_rows(presets, size, cublas_beside=cublas_beside)
+def show(
+    presets, size: int = 4096, cublas_beside: str | None = "tma_store", kernel: str = "hopper"
+) -> list[dict]:
+    """Print the recorded rows of `kernel`'s `presets` (see profile_rows) and return them."""
+    rows = profile_rows(presets, size, kernel=kernel, cublas_beside=cublas_beside)
     if rows:
         launches = len({r["record"].citation() for r in rows})
         display(
