@@ -169,6 +169,15 @@ LESSONS: tuple[Lesson, ...] = (
         "sm_100a",
         (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
+    Lesson(
+        15,
+        "blockscaled",
+        "Block-scaled MMA on Blackwell: MXFP8 and NVFP4",
+        "FP4 (e2m1), UE8M0 and e4m3 scale factors, MXFP8, MXFP4 and NVFP4, the blocked layout "
+        "of scale factors, tcgen05.cp into tensor memory, the block-scaled tcgen05.mma",
+        "sm_100a",
+        (Mode.EXECUTED, Mode.COMPILE_ONLY),
+    ),
 )
 
 

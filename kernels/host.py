@@ -203,6 +203,8 @@ def _cutlass_types() -> dict:
         torch.bfloat16: cutlass.BFloat16,
         torch.float8_e4m3fn: cutlass.Float8E4M3FN,
         torch.float8_e5m2: cutlass.Float8E5M2,
+        torch.float8_e8m0fnu: cutlass.Float8E8M0FNU,  # block scale factors (MX formats)
+        torch.float4_e2m1fn_x2: cutlass.Float4E2M1FN,  # two e2m1 a byte
         torch.int32: cutlass.Int32,
         torch.int8: cutlass.Int8,
         torch.uint8: cutlass.Uint8,

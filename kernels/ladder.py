@@ -62,6 +62,12 @@ STEPS: tuple[Step, ...] = (
     Step("tcgen05_gemm", 13, "tcgen05.mma into tensor memory, warp roles"),
     Step("cta_pair_gemm", 14, "CTA pairs: cta_group::2, barrier aliasing"),
     Step("cta_pair_clc_gemm", 14, "Cluster Launch Control and TMEM ping-pong"),
+    Step(
+        "blockscaled_gemm",
+        15,
+        "block-scaled MMA: MXFP8 and NVFP4 with scale factors in TMEM",
+        selftest=False,
+    ),
 )
 
 
@@ -86,7 +92,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         "sm100_parts",
         "tcgen05_gemm",
-        "the Blackwell pieces steps 13-14 share: warp roles, "
+        "the Blackwell pieces steps 13-15 share: warp roles, "
         "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue",
     ),
 )

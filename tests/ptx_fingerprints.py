@@ -386,7 +386,32 @@ def _ladder() -> list[Configuration]:
         for dtype in (bf16, fp16):
             out += _gemm_configs(step, "sm_100a", dtype, {}, dict(tile_n=256))
         out += _gemm_configs(step, "sm_100a", bf16, dict(tile_n=256), out_dtype=fp16)
+
+    # 15 the block-scaled GEMM: every kind, both tile widths, C in another type
+    out += [
+        _blockscaled("mxfp8"),
+        _blockscaled("mxfp8", tile_n=256),
+        _blockscaled("mxfp8", fp32),
+        _blockscaled("nvfp4"),
+        _blockscaled("nvfp4", fp16, tile_n=256, stages=3),
+        _blockscaled("mxfp4"),
+    ]
     return out
+
+
+def _blockscaled(kind: str, out_dtype=None, **fields) -> Configuration:
+    """kernels.blockscaled_gemm for one kind (its A/B and SF types are the kind's)."""
+    import torch
+
+    out_dtype = out_dtype or torch.bfloat16
+    what = ", ".join(f"{k}={v}" for k, v in fields.items()) or "default"
+    label = f"blockscaled_gemm sm_100a {kind} {what} out={str(out_dtype)[6:]}"
+
+    def build():
+        module = _kernel("blockscaled_gemm")
+        return module.artifacts("sm_100a", module.Config(kind, **fields), out_dtype=out_dtype)
+
+    return Configuration("blockscaled_gemm", label, build)
 
 
 CONFIGURATIONS: list[Configuration] = _ladder()

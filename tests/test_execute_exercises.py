@@ -123,3 +123,24 @@ def test_the_gemm_host_redirect_and_its_twins_are_one_class():
     on_cpu = next(v for k, v in redirects if k is kernels.gemm_host.GemmHost)
     twins = [v for k, v in redirects if isinstance(k, kernels.gemm_host.GemmHost)]
     assert twins and all(type(t) is on_cpu for t in twins)
+
+
+FIFTEEN_CAUGHT_BY_THE_PTX = [
+    c for c in solutions.cases(("15.sf_copy_and_mma",)) if not c.correct and c.where == "cpu"
+]
+
+
+@pytest.mark.parametrize(
+    "case", FIFTEEN_CAUGHT_BY_THE_PTX, ids=[c.name for c in FIFTEEN_CAUGHT_BY_THE_PTX]
+)
+def test_notebook_15s_mistakes_the_ptx_shows_fail_on_the_executor_too(case):
+    """No Blackwell GPU has run 15.sf_copy_and_mma's variants: its mistakes that the PTX checks
+    catch (so that no run follows them) are also caught by the executor's run of the same
+    code, each with a hint about the SFs' copies or the MMAs' SFs."""
+    from course.exercises.executor_checks import EXECUTOR_CHECKS
+    from course.exercises.learner_code import LearnerCode
+
+    runs = EXECUTOR_CHECKS[case.exercise](LearnerCode.from_function(case.fn).load(), True)
+    failed = [f for f in runs if f.status == kernel_check.FAIL]
+    assert failed and all(f.ran for f in runs), [f.line() for f in runs]
+    assert case.word in failed[0].hint or "no tcgen05.cp" in failed[0].hint, failed[0].line()

@@ -1,4 +1,4 @@
-"""Notebooks 07-14: exercises accept the right answers, refuse the ones printed above them,
+"""Notebooks 07-15: exercises accept the right answers, refuse the ones printed above them,
 and no answer is in a stored output above its exercise (solutions come after the check,
 folded)."""
 
@@ -34,6 +34,19 @@ def _outputs(cell):
     return "".join(text)
 
 
+# exercises whose notebook cell is being written (the cells it will take verbatim:
+# course.exercises.nb15_sf_kernel.SKELETON_CELL and CHECK_CELL); each leaves this set once
+# its notebook checks it
+AWAITING_NOTEBOOK_CELL: set[str] = set()  # exercises whose notebook cell is not written yet
+
+
+def _skip_while_awaiting_its_cell(name, exercise, cells):
+    if exercise in AWAITING_NOTEBOOK_CELL:
+        has = any(f'check("{exercise}"' in "".join(c["source"]) for c in cells)
+        assert not has, f"{name} checks {exercise} now: take it off AWAITING_NOTEBOOK_CELL"
+        pytest.skip(f"{name}: the cell of {exercise} is not in the notebook yet")
+
+
 def _index(cells, needle):
     (i,) = [i for i, c in enumerate(cells) if needle in "".join(c["source"])]
     return i
@@ -51,10 +64,12 @@ def _index(cells, needle):
         ("13_tcgen05.ipynb", "13.lane_owner", "thread  93"),
         ("13_tcgen05.ipynb", "13.epilogue_role", "def epilogue_role"),
         ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "cute.arch.clc_response(clc_response)"),
+        ("15_blockscaled.ipynb", "15.sf_copy_and_mma", "sfa.mma[(None, None, kk)].iterator"),
     ],
 )
 def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
     cells = _cells(name)
+    _skip_while_awaiting_its_cell(name, exercise, cells)
     at = _index(cells, f'check("{exercise}"')
     above = "".join(_outputs(c) for c in cells[:at])
     assert answer not in above, f"{name}: the answer of {exercise} is printed above it"
@@ -68,10 +83,12 @@ def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
         ("12_fp8.ipynb", "12.promotion", "Fp8Gemm.promote"),
         ("13_tcgen05.ipynb", "13.epilogue_role", "Tcgen05Gemm.epilogue_role"),
         ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "CtaPairClcGemm.read_next_tile"),
+        ("15_blockscaled.ipynb", "15.sf_copy_and_mma", "BlockscaledGemm.mma_k_loop"),
     ],
 )
 def test_the_kernels_own_solution_comes_after_the_check_folded(name, exercise, solution):
     cells = _cells(name)
+    _skip_while_awaiting_its_cell(name, exercise, cells)
     at = _index(cells, f'check("{exercise}"')
     shown = [
         i

@@ -102,7 +102,16 @@ def profile(
         cmd += ["--section", s]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
-    cmd += [sys.executable, "-m", "course.bench.profile", "_launch", kernel, str(size), dtype, which]
+    cmd += [
+        sys.executable,
+        "-m",
+        "course.bench.profile",
+        "_launch",
+        kernel,
+        str(size),
+        dtype,
+        which,
+    ]
     cmd += [f"{k}={v}" for k, v in config.items()]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode:

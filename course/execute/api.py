@@ -683,6 +683,8 @@ class SmemAllocator:
         offsets = np.asarray(lay.offsets)
         elems = int(offsets.max()) + 1 if offsets.size else 0
         nbytes = elems * element_type.itemsize
+        if element_type.width < 8:  # 4-bit: two elements a byte
+            nbytes = -(-elems * element_type.width // 8)
         start = self._take(nbytes, max(int(byte_alignment), element_type.itemsize))
         smem = machine.warp().cta.smem
         if not any(a.start == start for a in smem.allocations):

@@ -10,19 +10,21 @@ Kept apart from api so that api stays the SIMT core and each piece one module.
 
 from __future__ import annotations
 
-from course.execute import atoms, launch_control, oracle, smem_struct, tcgen05, tma, tmem
+from course.execute import atoms, launch_control, oracle, scaled_mma, smem_struct, tcgen05
+from course.execute import tma, tmem
 from course.execute.hazards import Unmodelled
 from course.execute.oracle import Recipe
-from course.execute.tensor import Tensor, identity_tensor
+from course.execute.tensor import Tensor
 
-# modelled: the 16-bit MMA (exact products, fp32 accumulation) and the 32x32b TMEM load; the
-# tf32 / fp8 / block-scaled MMAs and the 16xNb loads are not (their rounding and lane maps
-# would be made up)
-TCGEN05_OPS = ("MmaF16BF16Op", "Ld32x32bOp")
+# modelled: the 16-bit MMA (exact products, fp32 accumulation), the block-scaled MXF8F6F4 MMA
+# and the SF copy tcgen05.cp (course.execute.scaled_mma, as the PTX ISA places the SFs) and
+# the 32x32b TMEM load; the tf32 / plain fp8 / fp4 MMAs and the 16xNb loads are not (their
+# rounding and lane maps would be made up)
+TCGEN05_OPS = ("MmaF16BF16Op", "Ld32x32bOp", *scaled_mma.OPS)
 TCGEN05_ENUMS = {
     "CtaGroup": ("ONE", "TWO"),
     "OperandSource": ("SMEM", "TMEM"),
-    "Field": ("ACCUMULATE", "NEGATE_A", "NEGATE_B"),
+    "Field": ("ACCUMULATE", "NEGATE_A", "NEGATE_B", "SFA", "SFB"),
     "Repetition": tuple(f"x{2**i}" for i in range(8)),
     "Pack": ("NONE", "PACK_16b_IN_32b"),
     "Unpack": ("NONE", "UNPACK_32b_IN_16b"),
@@ -37,8 +39,8 @@ def _operand_tma(mode: int):
 
     def make(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk=None,
              **kwargs):  # fmt: skip
-        if kwargs.get("internal_type") is not None:
-            raise Unmodelled("make_tiled_tma_atom_A/B with internal_type")
+        # internal_type (Int16 for the scale factors) is how the tensor map names the
+        # elements; the bytes copied are the same
         if not isinstance(gmem_tensor, Tensor):
             raise Unmodelled("make_tiled_tma_atom_A/B of a tensor not in global memory")
         multicast = 1
@@ -47,7 +49,7 @@ def _operand_tma(mode: int):
                 raise ValueError("cluster_shape_vmnk must be provided for multicast loads")
             multicast = int(oracle.call("size", cluster_shape_vmnk, mode=[mode]))
         atom = tma.TmaAtom(op, gmem_tensor, smem_layout, mma_tiler_mnk, multicast)
-        return tma.TmaInfo(atom, identity_tensor(tma._flat(gmem_tensor.shape)), smem_layout)
+        return tma.TmaInfo(atom, tma.tma_tensor(gmem_tensor), smem_layout)
 
     return make
 
@@ -110,6 +112,12 @@ def _copy_dispatch(other_copy):
             from course.execute import hazards
 
             return tcgen05.tmem_load(atom, src, dst, hazards.site(2))
+        if getattr(atom, "kind", "") == "tcgen05.cp":
+            if args or kwargs:
+                raise Unmodelled("a tcgen05.cp copy with a predicate or options")
+            from course.execute import hazards
+
+            return scaled_mma.sf_copy(atom, src, dst, hazards.site(2))
         return other_copy(atom, src, dst, *args, **kwargs)
 
     copy.__name__ = "copy"
@@ -224,6 +232,7 @@ def register(g: dict) -> None:
     )
     utils = _merge(modules, cutlass, "cutlass.utils", "utils", Namespace("cutlass.utils"))
     _merge(modules, utils, HELPERS, "blackwell_helpers", helpers)
+    scaled_mma.register(g)
     layout_enum = make_ops(
         "cutlass.tensor_utils", enums={"LayoutEnum": ("ROW_MAJOR", "COL_MAJOR")}
     ).LayoutEnum

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from course.execute import hazards
-from course.execute.numeric import DType
+from course.execute.numeric import DType, element_byte_span, is_sub_byte
 from course.execute.hazards import Hazard, Site, threads_text
 
 GMEM, SMEM, RMEM = "gmem", "smem", "rmem"
@@ -50,6 +50,10 @@ class Memory:
         return self.data.shape[-1]
 
     def typed(self, dtype: DType) -> np.ndarray:
+        if is_sub_byte(dtype):
+            if self.data.ndim != 1:
+                raise hazards.Unmodelled(f"{dtype} elements in registers (4-bit fragments)")
+            return Nibbles(self.data)
         view = self._views.get(dtype.storage)
         if view is None:
             usable = self.nbytes - self.nbytes % dtype.storage.itemsize
@@ -81,6 +85,34 @@ class Memory:
     def store(self, dtype: DType, tids, elems: np.ndarray, values, site: Site | None = None):
         self.check(dtype, tids, elems, True, site)
         self.typed(dtype)[elems] = dtype.encode(np.broadcast_to(values, elems.shape))
+
+
+class Nibbles:
+    """Bytes seen as 4-bit elements: element i is byte i // 2, its low nibble for even i and
+    its high nibble for odd i: CUTLASS's sub-byte arrays (subbyte_reference: element i at
+    bits 4 (i % 2) of its byte) and torch's float4_e2m1fn_x2 (the host's A and B, two
+    elements a byte, the first low: kernels.blockscaled_gemm). Indexing by element indices
+    reads/writes the 4-bit codes."""
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+
+    @property
+    def shape(self) -> tuple:
+        return (self.data.shape[-1] * 2,)
+
+    def __getitem__(self, elems):
+        e = np.asarray(elems)
+        return (self.data[e // 2] >> (4 * (e % 2)).astype(np.uint8)) & np.uint8(0xF)
+
+    def __setitem__(self, elems, codes) -> None:
+        e = np.asarray(elems).reshape(-1)
+        c = np.broadcast_to(np.asarray(codes, dtype=np.uint8), np.shape(elems)).reshape(-1)
+        for half in (0, 1):  # the two nibbles of a byte apart: one fancy write each
+            pick = e % 2 == half
+            byte = e[pick] // 2
+            keep = np.uint8(0xF0 if half == 0 else 0x0F)
+            self.data[byte] = (self.data[byte] & keep) | ((c[pick] & 0xF) << (4 * half))
 
 
 def _who(tids, pos) -> str:
@@ -224,6 +256,9 @@ class SharedMemory(Memory):
 
     def _bytes(self, dtype: DType, tids, elems: np.ndarray):
         """(bytes, the thread of each byte) of an access by rows: tids (R,), elems (R, n)."""
+        if is_sub_byte(dtype):
+            b = element_byte_span(dtype, elems)
+            return b, np.repeat(np.asarray(tids, dtype=np.int64), elems.shape[-1])
         size = dtype.storage.itemsize
         b = (elems[..., None] * size + np.arange(size)).reshape(-1)
         t = np.repeat(np.asarray(tids, dtype=np.int64), elems.shape[-1] * size)
@@ -234,6 +269,8 @@ class SharedMemory(Memory):
         for alloc in self.allocations:
             if alloc.start <= byte < alloc.start + alloc.nbytes:
                 elem = (byte - alloc.start) // alloc.dtype.storage.itemsize
+                if is_sub_byte(alloc.dtype):
+                    elem = 2 * (byte - alloc.start)  # the byte's low nibble
                 crd = _coordinate_of(alloc.layout, elem)
                 if crd is None:
                     return f"{alloc.name} (byte {byte - alloc.start})"

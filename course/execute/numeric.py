@@ -194,6 +194,71 @@ class Float8(DType):
         return np.float32(self.table()[int(stored)])
 
 
+E2M1_VALUES = np.array(
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
+    dtype=np.float32,
+)  # by 4-bit code: sign, 2 exponent bits (bias 1), 1 mantissa bit; no inf, no NaN
+
+
+class Float4(DType):
+    """e2m1 (CuTe DSL's Float4E2M1FN, width 4): a 4-bit element, two to a byte in memory
+    (element i in byte i // 2, the low nibble for even i: `Memory.typed` gives a view of
+    nibbles). Its stored form is the 4-bit code (a uint8 0-15), float32 to compute with;
+    values converted to it must be exact e2m1 values (rounding to e2m1 is not modelled)."""
+
+    def __init__(self):
+        super().__init__("Float4E2M1FN", 4, np.uint8, np.float32, "float")
+
+    def __call__(self, value=0, **_):
+        from course.execute.lanes import Lanes
+
+        if isinstance(value, Lanes):
+            return Lanes(self.decode(self.encode(value.v)))
+        return np.float32(self.decode(self.encode(np.float32(value))))
+
+    def encode(self, values) -> np.ndarray:
+        from course.execute.hazards import Unmodelled
+
+        f = np.asarray(values, dtype=np.float32)
+        codes = np.searchsorted(E2M1_VALUES[:8], np.abs(f)).astype(np.uint8)
+        ok = (codes < 8) & (E2M1_VALUES[np.minimum(codes, 7)] == np.abs(f))
+        if not ok.all():
+            bad = f[~ok].reshape(-1)[0]
+            raise Unmodelled(f"{bad} converted to e2m1 (not an e2m1 value: rounding to "
+                             "Float4E2M1FN is not modelled)")  # fmt: skip
+        return codes | (np.signbit(f).astype(np.uint8) << 3)
+
+    def decode(self, stored) -> np.ndarray:
+        return E2M1_VALUES[np.asarray(stored, dtype=np.uint8) & 0xF]
+
+    def decode_one(self, stored):
+        return np.float32(E2M1_VALUES[int(stored) & 0xF])
+
+    def poison(self):
+        return np.uint8(0xF)  # -6: e2m1 has no NaN
+
+
+def is_sub_byte(dtype) -> bool:
+    return getattr(dtype, "width", 8) < 8
+
+
+def element_bytes(dtype, elems) -> np.ndarray:
+    """The byte of each element index (same shape): i // 2 for 4-bit types, else i * size
+    (the first byte; see `element_byte_span`)."""
+    e = np.asarray(elems)
+    return e // 2 if is_sub_byte(dtype) else e * dtype.storage.itemsize
+
+
+def element_byte_span(dtype, elems) -> np.ndarray:
+    """Every byte the elements occupy, (n * size,) flat (4-bit: one byte per element, so a
+    byte holding two of them appears twice)."""
+    e = np.asarray(elems).reshape(-1)
+    if is_sub_byte(dtype):
+        return e // 2
+    size = dtype.storage.itemsize
+    return (e[:, None] * size + np.arange(size)).reshape(-1)
+
+
 def _wrap_int(v: int, width: int, signed: bool) -> int:
     v &= (1 << width) - 1
     if signed and v >> (width - 1):
@@ -219,6 +284,8 @@ TYPES = {
         DType("Boolean", 8, np.uint8, np.bool_, "bool"),
         Float8("Float8E4M3FN", "float8_e4m3fn"),
         Float8("Float8E5M2", "float8_e5m2"),
+        Float8("Float8E8M0FNU", "float8_e8m0fnu"),  # 2^(byte - 127): MX scale factors
+        Float4(),
     )
 }
 Float32, Float16, BFloat16, Int32, Boolean = (
@@ -238,6 +305,8 @@ TORCH_NAMES = {
     "int16": "Int16",
     "float8_e4m3fn": "Float8E4M3FN",
     "float8_e5m2": "Float8E5M2",
+    "float8_e8m0fnu": "Float8E8M0FNU",
+    "float4_e2m1fn_x2": "Float4E2M1FN",  # a torch element = two e2m1 (low nibble first)
 }
 
 

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle, tmem
+from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle
+from course.execute import scaled_mma, tmem
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import Memory, SMEM
-from course.execute.numeric import DType
+from course.execute.numeric import DType, element_byte_span
 from course.execute.oracle import Recipe
 from course.execute.tensor import Pointer, Tensor
 
@@ -67,6 +68,9 @@ class TiledMma(atoms.TiledMma):
         return int(self.size)  # thr_id: one "thread" per CTA of the group
 
     def set(self, field, value) -> None:
+        if isinstance(field, Recipe) and field.name in ("SFA", "SFB"):
+            self.__dict__.setdefault("scale_factors", {})[field.name] = value  # TMEM pointers
+            return
         if not (isinstance(field, Recipe) and field.name == "ACCUMULATE"):
             raise Unmodelled(f"tiled_mma.set({field!r})")
         self.accumulate = bool(value)
@@ -128,6 +132,10 @@ class Mma:
         b = [cta.smem.typed(self.dtype)[self.b] for cta in self.ctas]
         return a, b
 
+    def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """A . B^T: exact products, one fp32 result per MMA."""
+        return (a @ b.T).astype(np.float32)
+
     def run(self) -> None:
         if self.done:
             return
@@ -137,7 +145,7 @@ class Mma:
         raw_a, raw_b = self.operands()
         a = np.concatenate([self.dtype.decode(x) for x in raw_a]).astype(np.float64)
         b = np.concatenate([self.dtype.decode(x) for x in raw_b]).astype(np.float64)
-        product = (a @ b.T).astype(np.float32)  # exact products, fp32 result per MMA
+        product = self.product(a, b)
         rows = self.d.shape[0]
         for i, cta in enumerate(self.ctas):
             space = tmem.of_cta(cta)
@@ -188,11 +196,20 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) ->
         )
     issued = Mma(ctas, ea, eb, addresses, a.element_type, mma.accumulate, [], site,
                  w.active_tids()[:1])  # fmt: skip
-    size = issued.dtype.storage.itemsize
+    if a.element_type.width < 8 and mma.op.name not in scaled_mma.MMAS:
+        raise Unmodelled(
+            f"{mma.op.name} of {a.element_type} (4-bit A/B only in the "
+            "block-scaled kind::mxf4 and kind::mxf4nvf4, packed two a byte)"
+        )
+    if a.element_type.width < 8:
+        for what, elems in (("A", ea), ("B", eb)):
+            _check_packed_k_major(elems, what, site)
+    if mma.op.name in scaled_mma.MMAS:  # the same MMA, its SFs read from TMEM when it runs
+        issued = scaled_mma.scaled(issued, mma, site)
     reader = f"the tcgen05.mma {threads_text(issued.tids.tolist())} issued at {site.describe()}"
     for cta in ctas:
         for elems in (ea, eb):
-            b = np.unique((elems.reshape(-1, 1) * size + np.arange(size)).reshape(-1))
+            b = np.unique(element_byte_span(issued.dtype, elems))
             _check_landed(cta, b, site)
             issued.holds.append((cta.smem, cta.smem.hold(b, reader)))
     for cta in ctas:
@@ -201,9 +218,26 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) ->
     _queue(w).append(issued)
 
 
-def _check_landed(cta, b: np.ndarray, site: Site) -> None:
-    """The operands must be in shared memory when the MMA is issued: a copy still in flight
-    to them (the stage's full barrier not waited for) is a hazard."""
+def _check_packed_k_major(elems: np.ndarray, what: str, site: Site) -> None:
+    """kind::mxf4 / mxf4nvf4 read A and B K-major and packed: a row's 64 e2m1 of one MMA are
+    32 bytes, K elements 2j and 2j+1 in one byte (2j in its low nibble), each 16-byte chunk
+    of a row contiguous (the swizzle moves whole 16-byte chunks). The operand view CuTe
+    gives must name the nibbles so; otherwise the kernel's view and the hardware disagree."""
+    lo, hi = elems[:, 0::2], elems[:, 1::2]
+    ok = elems.shape[1] % 32 == 0 and bool(((lo % 2 == 0) & (hi == lo + 1)).all())
+    if ok:
+        chunks = (lo // 2).reshape(elems.shape[0], -1, 16)  # 16 bytes = 32 e2m1
+        ok = bool((np.diff(chunks, axis=2) == 1).all() and (chunks[:, :, 0] % 16 == 0).all())
+    if not ok:
+        raise Unmodelled(
+            f"a 4-bit tcgen05.mma {what} operand not packed K-major (K pairs in one byte, "
+            "the lower K in the low nibble, 16-byte chunks of 32 e2m1)"
+        )
+
+
+def _check_landed(cta, b: np.ndarray, site: Site, reader: str = "a tcgen05.mma") -> None:
+    """The operands must be in shared memory when the MMA (or tcgen05.cp) is issued: a copy
+    still in flight to them (the stage's full barrier not waited for) is a hazard."""
     smem = cta.smem
     flying = smem.inflight[b]
     if (flying >= 0).any():
@@ -211,7 +245,7 @@ def _check_landed(cta, b: np.ndarray, site: Site) -> None:
         copy = smem.copies[int(flying[flying >= 0][0])]
         raise Hazard(
             hazards.IN_FLIGHT,
-            f"a tcgen05.mma reads {smem.describe(byte)} of CTA {cta.block} while the "
+            f"{reader} reads {smem.describe(byte)} of CTA {cta.block} while the "
             f"{copy.what} issued at {copy.site.describe()} is still writing it: wait on the "
             f"stage's full barrier first",
             site,

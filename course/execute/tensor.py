@@ -23,10 +23,10 @@ from course.execute import hazards
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
 from course.execute.memory import RMEM, SMEM, Memory, Registers
-from course.execute.numeric import Boolean, DType, Int32
+from course.execute.numeric import Boolean, DType, Int32, is_sub_byte
 from course.execute.hazards import Unmodelled
 
-BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7}
+BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7, 5: 1 << 12, 6: 1 << 10}
 
 
 # ---------------------------------------------------------------- who accesses
@@ -60,6 +60,8 @@ def _rows_of(elems: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _note(w, mem, site, elems2: np.ndarray, dtype: DType, width: int = 0) -> None:
+    if w is not None and mem.space == SMEM and is_sub_byte(dtype):
+        raise Unmodelled(f"threads accessing {dtype} elements in shared memory")
     if w is not None and mem.space == SMEM:
         per = max(width // dtype.storage.itemsize, 1) if width else 1
         w.note_smem(
@@ -114,6 +116,11 @@ class Pointer:
         self.swizzle, self._align = swizzle, align
 
     def __add__(self, n):
+        if is_sub_byte(self.dtype):
+            if isinstance(n, Lanes) or n % 2:
+                raise Unmodelled(f"a {self.dtype} pointer moved by {n} elements (half a byte)")
+            return Pointer(self.memory, self.byte_offset + n // 2, self.dtype, self.swizzle,
+                           self._align)  # fmt: skip
         return Pointer(
             self.memory,
             self.byte_offset + n * self.dtype.itemsize,
@@ -158,6 +165,10 @@ class Pointer:
 
     @property
     def elem_base(self):
+        if is_sub_byte(self.dtype):  # element 2 b is byte b's low nibble
+            if isinstance(self.byte_offset, Lanes):
+                return Lanes(self.byte_offset.v * 2)
+            return self.byte_offset * 2
         size = self.dtype.itemsize
         if isinstance(self.byte_offset, Lanes):
             return Lanes(self.byte_offset.v // size)
@@ -177,6 +188,10 @@ class Pointer:
         """A pointer's swizzle acts on the byte address, as CuTe's swizzle_ptr does (a
         layout's swizzle acts on its offsets, in elements)."""
         size = self.dtype.storage.itemsize
+        if is_sub_byte(self.dtype):  # the byte swizzled, the nibble kept
+            if isinstance(e, Lanes):
+                return Lanes(self.swizzle(e.v // 2) * 2 + e.v % 2)
+            return self.swizzle(e // 2) * 2 + e % 2
         if isinstance(e, Lanes):
             return Lanes(self.swizzle(e.v * size) // size)
         return self.swizzle(e * size) // size

@@ -33,10 +33,13 @@ from course.execute import happens_before, hazards, machine, mbarriers
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import NOBODY, AsyncCopy
+from course.execute.numeric import element_byte_span, is_sub_byte
 from course.execute.oracle import Recipe
 from course.execute.sm90 import PROXY_FENCE
 from course.execute.static_layout import ComposedLayout, product
-from course.execute.tensor import Coordinates, Pointer, Tensor, identity_tensor, unpack
+from course.execute.static_layout import Layout
+from course.execute.tensor import BASE, Coordinates, Pointer, Tensor, identity_tensor, unpack
+from course.execute.tensor import packed_strides
 
 LOADS = ("CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp")
 STORES = ("CopyBulkTensorTileS2GOp",)
@@ -49,6 +52,9 @@ class TmaAtom:
         self.op, self.gmem, self.smem_layout = op, gmem, smem_layout
         self.tiler, self.num_multicast = tiler, int(num_multicast)
         self.kind = op.name
+        # the global tensor's modes a TMA coordinate names: (extent, stride) of each mode of
+        # non-zero stride, flattened (all of them for a flat tensor)
+        self.coord_modes = _coord_modes(gmem)
 
     @property
     def is_load(self) -> bool:
@@ -86,7 +92,44 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     if not isinstance(gmem_tensor, Tensor) or not isinstance(gmem_tensor.iterator, Pointer):
         raise Unmodelled("make_tiled_tma_atom of a tensor that is not in global memory")
     atom = TmaAtom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast)
-    return TmaInfo(atom, identity_tensor(_flat(gmem_tensor.shape)), smem_layout)
+    return TmaInfo(atom, tma_tensor(gmem_tensor), smem_layout)
+
+
+def _flatten(x) -> tuple:
+    return sum((_flatten(e) for e in x), ()) if isinstance(x, tuple) else (x,)
+
+
+def _coord_modes(gmem: Tensor) -> tuple:
+    shape, stride = gmem.shape, gmem.layout.stride
+    if not any(isinstance(s, tuple) for s in (shape if isinstance(shape, tuple) else ())):
+        return tuple((int(n), int(d)) for n, d in zip(_flat(shape), _flatten(stride)))
+    return tuple((int(n), int(d)) for n, d in zip(_flatten(shape), _flatten(stride)) if int(d) != 0)
+
+
+def tma_tensor(gmem: Tensor) -> Tensor:
+    """The TMA tensor of `gmem`: coordinates over its shape. A flat shape gives the identity
+    tensor; a hierarchical one (the blocked scale factors, ((32, 4, rows/128), (vec, 4, ...)))
+    gives coordinates over its modes of non-zero stride, one digit each, and stride 0 for a
+    mode of stride 0 (an SF broadcast over its `vec` K-elements), as CuTe's TMA tensor."""
+    shape = gmem.shape
+    if not any(isinstance(s, tuple) for s in (shape if isinstance(shape, tuple) else ())):
+        return identity_tensor(_flat(shape))
+    modes = _coord_modes(gmem)
+    rank = len(modes)
+    if rank not in BASE or max(n for n, _ in modes) >= BASE[rank] // 2:
+        raise Unmodelled(f"a TMA tensor over {shape}")
+    digit = iter(packed_strides(rank))
+    strides = [next(digit) if int(d) != 0 else 0 for d in _flatten(gmem.layout.stride)]
+    it = iter(strides)
+
+    def shaped(x):
+        return tuple(shaped(e) for e in x) if isinstance(x, tuple) else next(it)
+
+    return Tensor(Coordinates((0,) * rank), Layout(_static_shape(shape), shaped(shape)))
+
+
+def _static_shape(x):
+    return tuple(_static_shape(e) for e in x) if isinstance(x, tuple) else int(x)
 
 
 def _flat(shape) -> tuple:
@@ -193,8 +236,7 @@ class Load:
 
 
 def _bytes(dtype, elems: np.ndarray) -> np.ndarray:
-    size = dtype.storage.itemsize
-    return (np.asarray(elems)[:, None] * size + np.arange(size)).reshape(-1)
+    return element_byte_span(dtype, elems)  # 4-bit elements: a byte per element (twice)
 
 
 _NEXT = [1 << 30]  # TMA copies' ids in the in-flight map, apart from cp.async's
@@ -213,13 +255,9 @@ def _coords(view: TmaView) -> tuple:
 def _gmem_elements(atom: TmaAtom, coords: tuple):
     """(global element indices, in-bounds mask) of coordinates of the global tensor."""
     g = atom.gmem
-    shape = _flat(g.shape)
-    stride = g.layout.stride
-    if not isinstance(stride, tuple) or any(isinstance(s, tuple) for s in stride):
-        raise Unmodelled(f"a TMA tensor map over strides {stride}")
     inside = np.ones(len(coords[0]), bool)
     offset = np.zeros(len(coords[0]), np.int64)
-    for c, n, s in zip(coords, shape, stride):
+    for c, (n, s) in zip(coords, atom.coord_modes):
         inside &= (c >= 0) & (c < n)
         offset += np.where(inside, c, 0) * int(s)
     return g.iterator.elements(offset), inside
@@ -250,6 +288,8 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
     smem, elems = _smem_elements(dst)
     gelems, inside = _gmem_elements(atom, _coords(src))
     dtype = dst.element_type
+    if is_sub_byte(dtype):
+        _check_whole_bytes(dtype, elems, gelems, inside, site)
     gmem = atom.gmem.iterator.memory
     values = np.zeros(len(gelems), dtype=np.float64)
     if inside.any():
@@ -307,9 +347,32 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
             retired_by="no mbarrier wait has seen its bytes land",
         )
         dests.append((target, elems, slot))
-    load = Load(dests, dtype, values, len(elems) * dtype.storage.itemsize, site, copy_id,
+    load = Load(dests, dtype, values, len(np.unique(_bytes(dtype, elems))), site, copy_id,
                 tensor=gmem.name)  # fmt: skip
     w.cta.cluster.inflight.append(load)
+
+
+def _check_whole_bytes(dtype, elems, gelems, inside, site) -> None:
+    """A TMA box of 4-bit elements moves bytes (dense, two elements a byte: the packed
+    layout kind::mxf4nvf4 reads): each byte it writes must get both its nibbles, from one
+    global byte, in the same order. Anything else (a box splitting bytes, the 16-byte
+    aligned unpacked fp4 types of kind::mxf8f6f4) is not modelled."""
+    e, g = np.asarray(elems).reshape(-1), np.asarray(gelems).reshape(-1)
+    order = np.argsort(e, kind="stable")
+    e, g, ins = e[order], g[order], np.asarray(inside).reshape(-1)[order]
+    ok = len(e) % 2 == 0
+    if ok:
+        lo, hi = e[0::2], e[1::2]
+        ok = bool((lo % 2 == 0).all() and (hi == lo + 1).all())
+        glo, ghi = g[0::2], g[1::2]
+        both_in = ins[0::2] & ins[1::2]
+        ok = ok and bool((ins[0::2] == ins[1::2]).all())
+        ok = ok and bool(((glo[both_in] % 2 == 0) & (ghi[both_in] == glo[both_in] + 1)).all())
+    if not ok:
+        raise Unmodelled(
+            f"a TMA box of {dtype} that does not move whole bytes (element pairs 2i, 2i+1 of "
+            "shared memory from pairs 2j, 2j+1 of global memory)"
+        )
 
 
 def _barrier_owner(atom: TmaAtom, rank: int) -> int:

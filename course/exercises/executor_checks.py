@@ -1,4 +1,4 @@
-"""The kernel exercises of notebooks 01-14, run on the CPU executor instead of a GPU.
+"""The kernel exercises of notebooks 01-15, run on the CPU executor instead of a GPU.
 
 `EXECUTOR_CHECKS[id](fn, quick)` runs exercise `id`'s own GPU checks -- the module-level
 `gpu_checks` its notebook registered, with its shapes, inputs, poisoned and guarded output,
@@ -49,6 +49,7 @@ EXERCISES = (
     "12.promotion",
     "13.epilogue_role",
     "14.read_next_tile",
+    "15.sf_copy_and_mma",
 )
 
 
@@ -186,6 +187,19 @@ BLACKWELL_HINTS = (
         "producer_tail() (c_pipeline.producer_tail()) waits for every store to finish",
     ),
     ("before tcgen05.wait::ld", "tcgen05.ld's registers used without tcgen05.wait::ld"),
+    (
+        # a block-scaled MMA reading SF bytes of TMEM nothing wrote (course.execute.scaled_mma)
+        "no tcgen05.cp",
+        "the MMA read SF columns of TMEM no tcgen05.cp wrote before it: copy the stage's SFs "
+        "into TMEM before the k-tile's first cute.gemm, cute.copy(sfa.s2t, sfa.smem[stage], "
+        "sfa.tmem) and the same for sfb",
+    ),
+    (
+        # a tcgen05.cp of a stage whose TMA load is still in flight (course.execute.memory)
+        "tcgen05.cp reads",
+        "the SFs are copied from a stage TMA may still be writing: ring.consumer_wait(state) "
+        "before the stage's tcgen05.cp, and from that stage (state.index)",
+    ),
     (
         "handshake",
         "a CTA pair frees TMEM only after both CTAs are done with it: tmem.free does the "

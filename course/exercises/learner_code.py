@@ -33,7 +33,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 from cutlass import Constexpr, Float32, Int32, const_expr, range_constexpr
-from cutlass.cute.nvgpu import cpasync, warp
+from cutlass.cute.nvgpu import cpasync, tcgen05, warp
 """
 HEADER = PREAMBLE + "\n\n"  # what stands above the learner's function in its module file
 FIRST_LINE = HEADER.count("\n") + 1  # the function's first line in that file

@@ -59,7 +59,9 @@ def formats_table() -> Markdown:
 
 
 def rounding_examples(xs=(0.3, 1.0625, 300.0, 465.0, 1000.0, 70000.0, math.inf)) -> None:
-    """Each float rounded into each format by the course's model and by torch's conversion."""
+    """Each float rounded into each format by the course's model and by torch's conversion
+    (which, beyond e4m3's largest value, differs between torch versions)."""
+    print(f"torch {torch.__version__}")
     print(
         f"{'float32':>10} | "
         + " | ".join(f"{f.name + ' (model / torch)':>24}" for f in fp8.FORMATS)

@@ -4,8 +4,9 @@ and the limited accumulation of Hopper's FP8 tensor cores (notebook 12).
 The formats (`E4M3`, `E5M2`) are decoded from their 256 bit patterns, so every finite value,
 the largest, the smallest normal and subnormal, and the spacing in each binade (a binade is
 the range [2^e, 2^(e+1)) between two powers of two) follow from the bits, not from a table.
-`round_to` rounds a float to nearest, ties to even, and overflows as torch 2.13 (the
-course's pinned version) converts float32 to its dtypes:
+`round_to` rounds a float to nearest, ties to even, and overflows as the hardware's
+saturating conversion does (torch 2.11 on the H100 converts float32 so; torch 2.13 on a CPU
+gives NaN for e4m3 values beyond the largest):
 
 * `torch.float8_e4m3fn` has no infinities: every finite value beyond the largest, and
   +-inf itself, *saturates* to +-448; NaN stays NaN;
@@ -144,7 +145,7 @@ def properties(fmt: Fp8Format) -> dict:
         "gap after 1.0": fmt.relative_precision,
         "infinities": sum(math.isinf(v) for v in patterns),
         "NaN patterns": sum(math.isnan(v) for v in patterns),
-        "beyond the largest (torch)": "saturates" if not fmt.has_inf else "inf",
+        "beyond the largest (model)": "saturates" if not fmt.has_inf else "inf",
     }
 
 

@@ -46,6 +46,7 @@ LECTURES = {
     12: "13. FP8 on Hopper",
     13: "14. Blackwell: tensor memory and tcgen05",
     14: "15. Capstone: the CTA-pair CLC GEMM",
+    15: "16. Low precision on Blackwell: block-scaled MMA",
 }
 NOT_MEASURED = "not measured"
 GPU_COLUMN = "H100"  # the course's reference GPU: its recorded run times get a column
