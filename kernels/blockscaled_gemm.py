@@ -38,15 +38,16 @@ import cutlass.pipeline as pipeline
 import cutlass.utils.blockscaled_layout as blockscaled
 import torch
 from cutlass.cute.nvgpu import cpasync, tcgen05
-from cutlass.memory import SmemAllocator, TmemAllocator
+from cutlass.memory import SmemAllocator
 
 from . import host
 from .gemm_host import COPY_BYTES, GemmHost, GemmTypes, Operands, check_rows, gemm_tensors
 from .gemm_host import LaunchExtra, host_int32, mma_k
 from .host import KernelInputError, check_tensor, dtype_name, gmem_pointer
-from .sm100_parts import EPI_COLS, EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP
-from .sm100_parts import TMEM_ALLOC_BARRIER, TMEM_USERS, TileShape, accumulator_layout
+from .sm100_parts import EPI_COLS, MMA_WARP, THREADS_PER_CTA, TMA_WARP
+from .sm100_parts import TileShape, accumulator_layout
 from .sm100_parts import allocate_operand_smem, cta_footprint, cta_stage_bytes
+from .sm100_parts import make_accumulator_handoff, make_tmem_allocator
 from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring
 from .sm100_parts import partition_operands, tmem_columns_for
 from .tcgen05_gemm import Tcgen05Gemm
@@ -282,19 +283,10 @@ class BlockscaledGemm(Tcgen05Gemm):
 
         # one stage = A, B, SFA and SFB of one k-tile, all on the stage's full barrier
         ring = make_stage_ring(bars.ab.data_ptr(), self.stages, self.stage_bytes, cta_layout_vmnk)
-        acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=bars.acc.data_ptr(),
-            num_stages=self.acc_slots,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS)),
-            cta_layout_vmnk=cta_layout_vmnk,
-            defer_sync=True,
+        acc_pipeline = make_accumulator_handoff(
+            bars.acc.data_ptr(), self.acc_slots, cta_layout_vmnk
         )
-        tmem = TmemAllocator(
-            bars.tmem_base.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
-            allocator_warp_id=EPILOGUE_WARPS[0],
-        )
+        tmem = make_tmem_allocator(bars.tmem_base.ptr)
         pipeline.pipeline_init_arrive()
         pipeline.pipeline_init_wait()
 

@@ -176,6 +176,31 @@ def make_stage_ring(
     )
 
 
+def make_accumulator_handoff(
+    barriers: cute.Pointer, slots: int, cta_layout_vmnk: cute.Layout
+) -> pipeline.PipelineUmmaAsync:
+    """The accumulator hand-off of a 1-CTA kernel: the MMA warp's tcgen05.commit produces each
+    of `slots` accumulators, the 4 epilogue warps consume them (barrier init left to the
+    caller's pipeline_init_arrive / wait)."""
+    return pipeline.PipelineUmmaAsync.create(
+        barrier_storage=barriers,
+        num_stages=slots,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS)),
+        cta_layout_vmnk=cta_layout_vmnk,
+        defer_sync=True,
+    )
+
+
+def make_tmem_allocator(address_holder: cute.Pointer) -> TmemAllocator:
+    """TMEM allocated by epilogue warp 0, its address read by the MMA and epilogue warps."""
+    return TmemAllocator(
+        address_holder,
+        barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
+        allocator_warp_id=EPILOGUE_WARPS[0],
+    )
+
+
 def make_epilogue_tma(c: cute.Tensor, tile: TileShape, epi_stages: int):
     """The epilogue's sub-tile, its staged smem buffer and the TMA store atom for C."""
     c_layout = LayoutEnum.ROW_MAJOR

@@ -34,13 +34,14 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 from cutlass.cute.nvgpu import cpasync
-from cutlass.memory import SmemAllocator, TmemAllocator
+from cutlass.memory import SmemAllocator
 
 from . import selftest
 from .gemm_host import HALF_TYPES, GemmHost, GemmTypes, Operands, gemm_tensors, tile_k
-from .sm100_parts import EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP, TMEM_ALLOC_BARRIER
-from .sm100_parts import TMEM_USERS, TileShape, accumulator_layout, allocate_operand_smem
+from .sm100_parts import MMA_WARP, THREADS_PER_CTA, TMA_WARP
+from .sm100_parts import TileShape, accumulator_layout, allocate_operand_smem
 from .sm100_parts import cta_footprint, cta_stage_bytes, epilogue_setup, epilogue_tile
+from .sm100_parts import make_accumulator_handoff, make_tmem_allocator
 from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring, make_tiled_mma
 from .sm100_parts import mma_k_loop, partition_operands, tma_k_loop, tmem_columns_for
 
@@ -141,19 +142,10 @@ class Tcgen05Gemm:
             bars.ab.data_ptr(), self.stages, cta_stage_bytes(self.tile), cta_layout_vmnk
         )
         # accumulator hand-off: the MMA warp produces, each epilogue warp consumes
-        acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=bars.acc.data_ptr(),
-            num_stages=self.acc_slots,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS)),
-            cta_layout_vmnk=cta_layout_vmnk,
-            defer_sync=True,
+        acc_pipeline = make_accumulator_handoff(
+            bars.acc.data_ptr(), self.acc_slots, cta_layout_vmnk
         )
-        tmem = TmemAllocator(
-            bars.tmem_base.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
-            allocator_warp_id=EPILOGUE_WARPS[0],
-        )
+        tmem = make_tmem_allocator(bars.tmem_base.ptr)
         pipeline.pipeline_init_arrive()  # fence the mbarrier inits ...
         pipeline.pipeline_init_wait()  # ... and make them visible to the whole CTA
 
