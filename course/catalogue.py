@@ -155,6 +155,15 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         13,
+        "last_percent",
+        "The last five percent",
+        "waves and the tail, launch overhead and CUDA graphs, tile order and L2, bias + GELU "
+        "fused into the epilogue of notebook 11's kernel",
+        "sm_90a",
+        (Mode.EXECUTED, Mode.RECORDED),
+    ),
+    Lesson(
+        14,
         "tcgen05",
         "Blackwell: TMEM and tcgen05",
         "tensor memory, UMMA, instruction descriptors",
@@ -162,7 +171,7 @@ LESSONS: tuple[Lesson, ...] = (
         (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
     Lesson(
-        14,
+        15,
         "cta_pair_clc_gemm",
         "The CTA-pair CLC GEMM",
         "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
@@ -170,7 +179,7 @@ LESSONS: tuple[Lesson, ...] = (
         (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),
     Lesson(
-        15,
+        16,
         "blockscaled",
         "Block-scaled MMA on Blackwell: MXFP8 and NVFP4",
         "FP4 (e2m1), UE8M0 and e4m3 scale factors, MXFP8, MXFP4 and NVFP4, the blocked layout "

@@ -1,6 +1,6 @@
-"""Notebook 15's kernel: block-scaled MMA -- MXFP8 and NVFP4 with scale factors in TMEM.
+"""Notebook 16's kernel: block-scaled MMA -- MXFP8 and NVFP4 with scale factors in TMEM.
 
-C[M,N] = (SFA . A)[M,K] . (SFB . B)[N,K]^T: notebook 13's kernel (kernels/tcgen05_gemm.py, one
+C[M,N] = (SFA . A)[M,K] . (SFB . B)[N,K]^T: notebook 14's kernel (kernels/tcgen05_gemm.py, one
 CTA per 128 x tile_n tile of C, warps 0-3 epilogue, warp 4 TMA, warp 5 MMA) with one idea
 added: every `vec` consecutive K-elements of a row of A (and of B) share one scale factor
 (SF), and the tensor core multiplies the SFs in itself (`tcgen05.mma ... .block_scale`).
@@ -204,7 +204,7 @@ def make_sf_copy(sf_dtype, sSF: cute.Tensor, tCtSF: cute.Tensor) -> SfCopy:
 
 
 class BlockscaledGemm(Tcgen05Gemm):
-    """The kernel for one (kind, C type, Config): notebook 13's with SFs beside A and B."""
+    """The kernel for one (kind, C type, Config): notebook 14's with SFs beside A and B."""
 
     def __init__(self, types: GemmTypes, config: Config = Config()):
         super().__init__(types, config)
@@ -220,7 +220,7 @@ class BlockscaledGemm(Tcgen05Gemm):
         self.smem_bytes = self.stages * self.stage_bytes + epilogue + 1024
 
     def footprint(self) -> dict:
-        """notebook 13's footprint with the SFs added to each stage (A and B in bits: fp4)."""
+        """notebook 14's footprint with the SFs added to each stage (A and B in bits: fp4)."""
         out = cta_footprint(self.tile, self.stages, self.acc_slots, self.epi_stages, 1,
                             self.c_dtype.width // 8)  # fmt: skip
         sf = sf_bytes_per_stage(self.tile, self.vec)
@@ -389,7 +389,7 @@ class BlockscaledGemm(Tcgen05Gemm):
         The copies and the MMAs are all asynchronous and issued by this one thread: they
         execute in issue order, so the MMAs read this k-tile's SFs, and the next k-tile's copy
         waits for them. tcgen05.commit (consumer_release) fires when both have finished
-        reading the stage. (Notebook 15's kernel exercise: the learner writes this method.)
+        reading the stage. (Notebook 16's kernel exercise: the learner writes this method.)
         """
         # region sf-copy-and-mma
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)

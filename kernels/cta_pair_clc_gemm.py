@@ -1,7 +1,7 @@
-"""Notebook 14, second kernel: the CTA-pair GEMM, persistent under Cluster Launch Control.
+"""Notebook 15, second kernel: the CTA-pair GEMM, persistent under Cluster Launch Control.
 
 C[M,N] = A[M,K] . B[N,K]^T, bf16 or fp16 in, fp32 accumulate, bf16 or fp16 out. It is
-kernels.cta_pair_gemm (notebook 13's kernel on CTA pairs) with its tile scheduler replaced:
+kernels.cta_pair_gemm (notebook 14's kernel on CTA pairs) with its tile scheduler replaced:
 
   CLC              persistent clusters: each cluster starts on the tile its blockIdx names,
                    then the leader's TMA warp asks the hardware for another with
@@ -13,7 +13,7 @@ kernels.cta_pair_gemm (notebook 13's kernel on CTA pairs) with its tile schedule
                    from one slot while the MMA fills the other with tile t+1: persistence
                    only pays if the epilogue of one tile overlaps the main loop of the next.
 
-The TMA warp doubles as the CLC requester, as in the cuda-oxide kernel notebook 14 reads.
+The TMA warp doubles as the CLC requester, as in the cuda-oxide kernel notebook 15 reads.
 The roles are kernels.cta_pair_gemm's; only the five scheduler methods and the shared
 storage (the CLC answer and its barriers) are new. course.emulate.blackwell_gemm replays
 this kernel's decomposition in numpy.

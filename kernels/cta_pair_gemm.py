@@ -1,4 +1,4 @@
-"""Notebook 14, first kernel: notebook 13's tcgen05 GEMM on CTA pairs.
+"""Notebook 15, first kernel: notebook 14's tcgen05 GEMM on CTA pairs.
 
 C[M,N] = A[M,K] . B[N,K]^T, bf16 or fp16 in, fp32 accumulate, bf16 or fp16 out. It is
 kernels.tcgen05_gemm plus one idea, the CTA pair:
@@ -27,7 +27,7 @@ nothing), so kernels.cta_pair_clc_gemm replaces only the scheduler: Cluster Laun
 Control, with two accumulator slots so the epilogue of one tile overlaps the next.
 
 6 warps per CTA with fixed roles (4 epilogue, 1 TMA, 1 MMA), 4 stages of 64-wide K-blocks.
-Ragged M/N/K are handled as in notebook 13 (TMA zero-fill and store clipping).
+Ragged M/N/K are handled as in notebook 14 (TMA zero-fill and store clipping).
 """
 
 import cuda.bindings.driver as cuda
@@ -46,7 +46,7 @@ from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring, m
 from .sm100_parts import mma_k_loop, partition_operands, tma_k_loop
 
 # Config: tile_n, columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16);
-# stages, the depth of the A/B ring. The same knobs as notebook 13's kernel, so its Config.
+# stages, the depth of the A/B ring. The same knobs as notebook 14's kernel, so its Config.
 from .tcgen05_gemm import DTYPES as DTYPES
 from .tcgen05_gemm import OPERANDS, Config, Tcgen05Gemm
 
@@ -55,7 +55,7 @@ CLUSTER = (2, 1, 1)  # one CTA pair per cluster, along M
 
 
 class CtaPairGemm(Tcgen05Gemm):
-    """The kernel for one (A/B, accumulator and C types, Config): notebook 13's set-up
+    """The kernel for one (A/B, accumulator and C types, Config): notebook 14's set-up
     (footprint, pointer checks) on a CTA pair."""
 
     ctas = 2  # CTAs that share one MMA: the MMA tile is 256 x tile_n, 128 rows each

@@ -59,12 +59,18 @@ STEPS: tuple[Step, ...] = (
         "one preset per idea (`PRESETS`)",
     ),
     Step("fp8_gemm", 12, "float8 A and B with tensor, row or block scales; promotion into fp32"),
-    Step("tcgen05_gemm", 13, "tcgen05.mma into tensor memory, warp roles"),
-    Step("cta_pair_gemm", 14, "CTA pairs: cta_group::2, barrier aliasing"),
-    Step("cta_pair_clc_gemm", 14, "Cluster Launch Control and TMEM ping-pong"),
+    Step(
+        "fused_gemm",
+        13,
+        "bias (+ GELU) applied to the accumulator in registers before the epilogue stores it: "
+        "epilogue fusion",
+    ),
+    Step("tcgen05_gemm", 14, "tcgen05.mma into tensor memory, warp roles"),
+    Step("cta_pair_gemm", 15, "CTA pairs: cta_group::2, barrier aliasing"),
+    Step("cta_pair_clc_gemm", 15, "Cluster Launch Control and TMEM ping-pong"),
     Step(
         "blockscaled_gemm",
-        15,
+        16,
         "block-scaled MMA: MXFP8 and NVFP4 with scale factors in TMEM",
         selftest=False,
     ),
@@ -92,7 +98,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         "sm100_parts",
         "tcgen05_gemm",
-        "the Blackwell pieces steps 13-15 share: warp roles, "
+        "the Blackwell pieces steps 14-16 share: warp roles, "
         "tile shapes, tiled MMA, TMA atoms, the two k-loops, the TMEM epilogue",
     ),
 )

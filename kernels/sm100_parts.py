@@ -1,4 +1,4 @@
-"""The Blackwell pieces steps 13-14 share, in the order data flows through them.
+"""The Blackwell pieces steps 14-16 share, in the order data flows through them.
 
     machine shape   warp roles (4 epilogue warps, a TMA warp, an MMA warp), TMEM's lanes and
                     columns, the named barriers
@@ -10,8 +10,8 @@
     mma_k_loop      the MMA warp draining it into the TMEM accumulator
     epilogue_tile   TMEM -> registers (tcgen05.ld) -> C's type -> shared -> TMA store
 
-kernels/tcgen05_gemm.py (notebook 13) puts them together on one CTA; kernels/cta_pair_gemm.py
-and kernels/cta_pair_clc_gemm.py (notebook 14) on CTA pairs. Functions here are traced
+kernels/tcgen05_gemm.py (notebook 14) puts them together on one CTA; kernels/cta_pair_gemm.py
+and kernels/cta_pair_clc_gemm.py (notebook 15) on CTA pairs. Functions here are traced
 inline into those kernels: where they live does not change the PTX.
 """
 

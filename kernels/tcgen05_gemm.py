@@ -1,4 +1,4 @@
-"""Notebook 13's kernel: a 1-CTA Blackwell GEMM on tcgen05 with its accumulator in TMEM.
+"""Notebook 14's kernel: a 1-CTA Blackwell GEMM on tcgen05 with its accumulator in TMEM.
 
 C[M,N] = A[M,K] . B[N,K]^T, bf16 or fp16 in, fp32 accumulate, bf16 or fp16 out.
 One CTA computes one 128 x N tile of C (N = 128 or 256):
@@ -21,7 +21,7 @@ of 8 (TMA needs 16-byte row strides), which run() checks.
 Warp roles are fixed: warps 0-3 are the epilogue (each may touch only its own 32-lane
 quarter of TMEM), warp 4 the TMA producer, warp 5 the MMA issuer. 6 warps = 192 threads.
 The pieces (tiled MMA, TMA atoms, the two k-loops, the epilogue) are kernels/sm100_parts.py's,
-shared with notebook 14's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm):
+shared with notebook 15's kernels (kernels.cta_pair_gemm, then kernels.cta_pair_clc_gemm):
 CTA pairs first, then Cluster Launch Control with two accumulator slots.
 """
 

@@ -8,7 +8,7 @@ against torch on one problem, and times each configuration old against new in al
 rounds (kernels.selftest.paired_rounds), with old timed against itself as the control. It
 prints the median of the per-round ratios new/old with their range: a ratio inside the
 control's range is noise. Needs a GPU that runs the steps (Hopper for 07-12, Blackwell for
-13-14; a step this GPU cannot run is skipped, saying so).
+14-16; a step this GPU cannot run is skipped, saying so).
 """
 
 from __future__ import annotations

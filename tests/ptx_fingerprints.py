@@ -381,13 +381,26 @@ def _ladder() -> list[Configuration]:
     out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, {}, out_dtype=fp32)
     out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, dict(scales="block"))
 
-    # 13-14 the Blackwell GEMMs: both tile widths, both input types, C in another type
+    # 13 fused_gemm: every preset in bf16, bias + GELU in fp16
+    for preset in ("bias", "bias_gelu", "bias_gelu_pingpong"):
+        out.append(
+            _gemm(
+                "fused_gemm",
+                "sm_90a",
+                bf16,
+                f"preset={preset}",
+                lambda module, preset=preset: module.PRESETS[preset],
+            )
+        )
+    out += _gemm_configs("fused_gemm", "sm_90a", fp16, {})
+
+    # 14-15 the Blackwell GEMMs: both tile widths, both input types, C in another type
     for step in ("tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm"):
         for dtype in (bf16, fp16):
             out += _gemm_configs(step, "sm_100a", dtype, {}, dict(tile_n=256))
         out += _gemm_configs(step, "sm_100a", bf16, dict(tile_n=256), out_dtype=fp16)
 
-    # 15 the block-scaled GEMM: every kind, both tile widths, C in another type
+    # 16 the block-scaled GEMM: every kind, both tile widths, C in another type
     out += [
         _blockscaled("mxfp8"),
         _blockscaled("mxfp8", tile_n=256),

@@ -1,5 +1,5 @@
 """The pictures of the mbarrier (notebook 08), of WGMMA's groups (notebook 10) and of a
-ring's barrier phases (notebook 13): drawn from the course's models, and labelled."""
+ring's barrier phases (notebook 14): drawn from the course's models, and labelled."""
 
 import matplotlib
 

@@ -1,4 +1,4 @@
-"""The block-scaled formats' model (notebook 15): value tables against torch, block quantization,
+"""The block-scaled formats' model (notebook 16): value tables against torch, block quantization,
 NVFP4's two-level scale, the blocked SF layout against CuTe DSL's and torch's, the MMA's bytes,
 and the pictures."""
 

@@ -1,4 +1,4 @@
-"""Notebook 15's kernel (kernels/blockscaled_gemm.py): compiled for sm_100a here (no GPU); its
+"""Notebook 16's kernel (kernels/blockscaled_gemm.py): compiled for sm_100a here (no GPU); its
 host side (the blocked scale-factor layout, validation up to the launch) checked on the CPU.
 
 No Blackwell GPU is available to this project: nothing here claims the kernel's values.

@@ -45,7 +45,7 @@ def test_course_map_depends_on_the_machine():
 
     wgmma = Lesson(0, "orientation", "t", "t", "sm_90a", (Mode.RECORDED,))  # an existing file
     assert wgmma.here(H100) == "live" and wgmma.here(B200) == "recorded"
-    assert len(on["cpu"]) == len(LESSONS) == 16  # every lesson listed, written or not
+    assert len(on["cpu"]) == len(LESSONS) == 17  # every lesson listed, written or not
     unwritten = Lesson(99, "not_a_notebook", "t", "t", "cpu", (Mode.LIVE,))
     assert not unwritten.written and unwritten.here(H100) == "not written yet"
 

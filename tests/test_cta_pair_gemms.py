@@ -1,4 +1,4 @@
-"""Notebook 14's kernels, the CTA pair (kernels.cta_pair_gemm) and the CTA pair under Cluster
+"""Notebook 15's kernels, the CTA pair (kernels.cta_pair_gemm) and the CTA pair under Cluster
 Launch Control (kernels.cta_pair_clc_gemm): compiled for sm_100a here (no GPU), checked live
 only on a B200-class GPU.
 

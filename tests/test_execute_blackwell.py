@@ -1,6 +1,6 @@
 """The Blackwell kernels' own code on the CPU executor: values and hazards, no GPU.
 
-Notebook 13's tcgen05 GEMM (and notebook 14's CTA-pair kernels, where the executor models
+Notebook 14's tcgen05 GEMM (and notebook 15's CTA-pair kernels, where the executor models
 them) run their own device code -- TMEM allocation, tcgen05.mma from shared-memory
 descriptors into TMEM, tcgen05.commit on NVIDIA's own pipelines, tcgen05.ld, the TMA
 store -- on numpy at small ragged shapes, against float64 torch within the course's
@@ -209,8 +209,8 @@ def tmem_addresses(lane: int, column: int):
 
 
 def _epilogue_variant(fn, seed: int = 0, **helpers):
-    """Tcgen05Gemm with `fn` as its epilogue_role (notebook 13's exercise), run."""
-    from course.exercises.nb13_epilogue_kernel import epilogue_class
+    """Tcgen05Gemm with `fn` as its epilogue_role (notebook 14's exercise), run."""
+    from course.exercises.nb14_epilogue_kernel import epilogue_class
 
     cls = epilogue_class(fn, **helpers)
     return blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED, seed=seed, cls=cls)
@@ -219,7 +219,7 @@ def _epilogue_variant(fn, seed: int = 0, **helpers):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
     from course.exercises import executor_checks
-    from course.exercises.solutions import nb13_solutions as solutions
+    from course.exercises.solutions import nb14_solutions as solutions
     from course.execute import tma
 
     run = _epilogue_variant(solutions.epilogue_role__no_tail, seed)
@@ -232,7 +232,7 @@ def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
 
 @pytest.mark.parametrize("fn", ["epilogue_role", "epilogue_role_drain_first"])
 def test_the_epilogue_references_leave_nothing_behind(fn):
-    from course.exercises.solutions import nb13_solutions as solutions
+    from course.exercises.solutions import nb14_solutions as solutions
 
     _ok(_epilogue_variant(getattr(solutions, fn), seed=2))
 
@@ -242,7 +242,7 @@ def test_free_without_the_barrier_is_no_race_in_the_tcgen05_gemm():
     before tcgen05.dealloc), not by a race here: epilogue_tile's own epi_barrier after the
     last sub-tile's tcgen05.ld (and wait::ld) orders every warp's reads before warp 0's free,
     so the happens-before check rightly lets it pass on the executor."""
-    from course.exercises.solutions import nb13_solutions as solutions
+    from course.exercises.solutions import nb14_solutions as solutions
 
     _ok(_epilogue_variant(solutions.epilogue_role__free_without_barrier, seed=1))
 
@@ -271,7 +271,7 @@ def test_tmem_freed_while_another_warp_reads_it_is_named_at_every_seed(seed, wor
     from course.exercises import executor_checks
 
     from course.exercises.learner_code import edited
-    from course.exercises.solutions import nb13_solutions as solutions
+    from course.exercises.solutions import nb14_solutions as solutions
 
     late_reader = edited(
         solutions.epilogue_role,
@@ -333,9 +333,9 @@ def test_commits_never_waited_on_when_the_cta_exits_are_named(monkeypatch, name)
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_an_accumulator_read_without_its_wait_is_named_at_every_seed(seed):
-    """Exercise 13's epilogue without the accumulator barrier's wait: under seeds other than
+    """Exercise 14's epilogue without the accumulator barrier's wait: under seeds other than
     0 the commit may land before the tcgen05.ld, and still nobody waited for it."""
-    from course.exercises.solutions import nb13_solutions as solutions
+    from course.exercises.solutions import nb14_solutions as solutions
 
     _named(_epilogue_variant(solutions.epilogue_role__no_wait, seed), tmem.TMEM, "tcgen05.commit")
 

@@ -1,5 +1,5 @@
 """Block scaling on the CPU, as the PTX ISA specifies it (course.execute.block_scale), against
-notebook 15's kernel (kernels/blockscaled_gemm.py): its host rearrangement of the scale
+notebook 16's kernel (kernels/blockscaled_gemm.py): its host rearrangement of the scale
 factors (to_blocked), its TMEM layouts of them (CuTe's make_tmem_layout_sfa/sfb, from which
 each MMA's SFA/SFB address comes), and the block-scaled MMA's values against float64.
 
@@ -67,7 +67,7 @@ def test_sf_id_is_checked_as_the_isa_allows():
 
 
 def _kernel_sf_tmem_layouts(kind: str, tile_n: int):
-    """CuTe's TMEM layouts of SFA and SFB in notebook 15's kernel, (shape, stride) each."""
+    """CuTe's TMEM layouts of SFA and SFB in notebook 16's kernel, (shape, stride) each."""
     import cutlass
     import cutlass.cute as cute
     import cutlass.utils.blockscaled_layout as blockscaled

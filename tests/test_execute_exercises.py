@@ -1,10 +1,10 @@
 """Fidelity, measured: the CPU executor's verdict on every reference and known wrong variant
-of the kernel exercises an H100 runs (01-12) equals the H100's recorded verdict
-(results/kernel_exercises.json); an exercise whose verdicts are not recorded on the H100 yet
-is listed in AWAITING_H100_RECORD, by name, until they are. Exercises 13-14 need a Blackwell
-GPU, so the H100 record has
-no run of theirs to compare with: tests/test_planted_agreement.py compares the executor with
-the PTX checks there instead.
+of the kernel exercises an H100 runs (01-13) equals the H100's recorded verdict
+(results/kernel_exercises.json; 13's was recorded on an H200, the same sm_90 chip); an
+exercise whose verdicts are not recorded on the H100 yet is listed in AWAITING_H100_RECORD,
+by name, until they are. Exercises 14-16 need a Blackwell GPU, so the H100 record has no run
+of theirs to compare with: tests/test_planted_agreement.py compares the executor with the
+PTX checks there instead.
 
 The verdict on a machine without a GPU is what the checker can do there -- compile, the CPU
 checks -- plus the exercise's own GPU checks run on the executor
@@ -48,8 +48,8 @@ CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variant
 OLD_WORDS = {"pass": RIGHT, "fail": WRONG}  # records made before the verdicts had their words
 
 
-def test_every_case_of_exercises_01_to_12_has_an_h100_record_or_awaits_one():
-    assert H100_RUNS[0].startswith("01.") and H100_RUNS[-1].startswith("12."), H100_RUNS
+def test_every_case_of_exercises_01_to_13_has_an_h100_record_or_awaits_one():
+    assert H100_RUNS[0].startswith("01.") and H100_RUNS[-1].startswith("13."), H100_RUNS
     assert set(AWAITING_H100_RECORD) <= set(H100_RUNS), AWAITING_H100_RECORD
     missing = [
         (c.exercise, c.name)
@@ -126,15 +126,15 @@ def test_the_gemm_host_redirect_and_its_twins_are_one_class():
 
 
 FIFTEEN_CAUGHT_BY_THE_PTX = [
-    c for c in solutions.cases(("15.sf_copy_and_mma",)) if not c.correct and c.where == "cpu"
+    c for c in solutions.cases(("16.sf_copy_and_mma",)) if not c.correct and c.where == "cpu"
 ]
 
 
 @pytest.mark.parametrize(
     "case", FIFTEEN_CAUGHT_BY_THE_PTX, ids=[c.name for c in FIFTEEN_CAUGHT_BY_THE_PTX]
 )
-def test_notebook_15s_mistakes_the_ptx_shows_fail_on_the_executor_too(case):
-    """No Blackwell GPU has run 15.sf_copy_and_mma's variants: its mistakes that the PTX checks
+def test_notebook_16s_mistakes_the_ptx_shows_fail_on_the_executor_too(case):
+    """No Blackwell GPU has run 16.sf_copy_and_mma's variants: its mistakes that the PTX checks
     catch (so that no run follows them) are also caught by the executor's run of the same
     code, each with a hint about the SFs' copies or the MMAs' SFs."""
     from course.exercises.executor_checks import EXECUTOR_CHECKS

@@ -1,5 +1,5 @@
 """Kernel exercises: each reference passes, each known wrong variant fails with its hint,
-the shipped skeletons say "not solved yet", and every notebook from 01 to 15 has one.
+the shipped skeletons say "not solved yet", and every notebook from 01 to 16 has one.
 
 On a CPU the checks are what every machine runs (compile, PTX, CuTe's trace) and, for
 notebooks 01-07, a run of the kernel on the course's CPU executor; the
@@ -36,9 +36,9 @@ KERNEL_NOTEBOOKS = [
     "10_wgmma",
     "11_hopper_sol",
     "12_fp8",
-    "13_tcgen05",
-    "14_cta_pair_clc_gemm",
-    "15_blockscaled",
+    "14_tcgen05",
+    "15_cta_pair_clc_gemm",
+    "16_blockscaled",
 ]
 # notebooks whose exercise cell is being written: the exercise, and the module constants that
 # hold the cells the notebook takes verbatim (the skeleton, then its check); each leaves this
@@ -144,25 +144,25 @@ def test_each_notebook_has_a_kernel_exercise_shipped_unsolved(stem):
         assert "not solved yet" in shown, f"{stem} cell {i + 1} should report 'not solved yet'"
 
 
-def test_notebook_15s_skeleton_cell_is_not_solved_yet_and_its_check_names_it():
-    """The cells notebook 15 takes verbatim (course.exercises.nb15_sf_kernel): the skeleton
+def test_notebook_16s_skeleton_cell_is_not_solved_yet_and_its_check_names_it():
+    """The cells notebook 16 takes verbatim (course.exercises.nb16_sf_kernel): the skeleton
     holds a bare `...`, is checked as "not solved yet" without compiling or raising, and with
     the reference's body in place of the `...` it is the reference's code."""
-    from course.exercises import nb15_sf_kernel as nb15
-    from course.exercises.solutions import nb15_solutions
+    from course.exercises import nb16_sf_kernel as nb16
+    from course.exercises.solutions import nb16_solutions
     from course.exercises.verdicts import UNANSWERED
 
-    skeleton = LearnerCode("mma_k_loop", nb15.SKELETON_CELL)
+    skeleton = LearnerCode("mma_k_loop", nb16.SKELETON_CELL)
     assert skeleton.unwritten()
-    verdict = check(nb15.ID, skeleton.load(), quiet=True)
+    verdict = check(nb16.ID, skeleton.load(), quiet=True)
     assert verdict.status == UNANSWERED and "not solved yet" in verdict.message
-    assert nb15.CHECK_CELL == f'check("{nb15.ID}", mma_k_loop)'
-    body = LearnerCode.from_function(nb15_solutions.mma_k_loop).source
+    assert nb16.CHECK_CELL == f'check("{nb16.ID}", mma_k_loop)'
+    body = LearnerCode.from_function(nb16_solutions.mma_k_loop).source
     loop = body[body.index("    for k_block") : body.index("    return state")]
-    frame = nb15.SKELETON_CELL
+    frame = nb16.SKELETON_CELL
     head, tail = frame[: frame.index("    for k_block")], frame[frame.index("    return state") :]
     filled = head + loop + tail
-    assert LearnerCode("mma_k_loop", filled).same_statements(nb15_solutions.mma_k_loop)
+    assert LearnerCode("mma_k_loop", filled).same_statements(nb16_solutions.mma_k_loop)
 
 
 def test_every_kernel_exercise_has_a_reference_and_wrong_variants():

@@ -1,4 +1,4 @@
-"""Notebooks 13 and 14's lessons: TMEM sizes and allocation, the instruction descriptor,
+"""Notebooks 14 and 15's lessons: TMEM sizes and allocation, the instruction descriptor,
 the compile views, the epilogue's TMEM reads, the emulator's checks (right and broken)
 and the pair's maps."""
 
@@ -90,7 +90,7 @@ def test_compile_views_of_the_tcgen05_kernel(capsys):
     res = tcgen05_instructions.print_sass(art)
     sass = capsys.readouterr().out
     assert "UTCHMMA" in sass and res["registers"] > 0
-    # notebook 13: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
+    # notebook 14: one tcgen05.alloc is an attempt, then a sleep-and-retry loop
     alloc = [l for l in sass.splitlines() if "FIND_AND_SET" in l or "NANOSLEEP" in l]
     assert [("NANOSLEEP" in l) for l in alloc] == [False, True, False], alloc
     assert "NANOSLEEP.SYNCS" not in sass  # the barrier waits' backoff is not shown
@@ -157,21 +157,21 @@ def test_pair_kernel_passes_the_notebook_check():
     assert rows and rows[0]["kernel_tflops"] > 0
 
 
-def test_notebook_12_runs_the_kernels_own_code_on_the_executor(capsys):
+def test_notebook_14_runs_the_kernels_own_code_on_the_executor(capsys):
     (run,) = tcgen05_lesson.check_executed([(129, 136, 72)])
     assert run.ok and run.hazard is None, run.summary()
     out = capsys.readouterr().out
     assert "on the CPU executor: PASS" in out and "no hazard" in out
 
 
-def test_notebook_13_runs_both_pair_kernels_on_the_executor(capsys):
+def test_notebook_15_runs_both_pair_kernels_on_the_executor(capsys):
     runs = cta_pair_lesson.run_executed(300, 264, 72, seeds=(1,))
     assert [r.case.split("@")[0] for r in runs] == ["cta_pair_gemm", "cta_pair_clc_gemm"]
     assert all(r.ok for r in runs), [r.summary() for r in runs]
     assert "Cluster Launch Control:" in capsys.readouterr().out
 
 
-def test_notebook_13_shows_every_planted_mistake_named_by_the_executor(capsys):
+def test_notebook_15_shows_every_planted_mistake_named_by_the_executor(capsys):
     from course.execute import planted
 
     named = cta_pair_lesson.planted_mistakes()

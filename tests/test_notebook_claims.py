@@ -42,7 +42,7 @@ def test_notebook_09_stage_sweeps_and_shared_memory():
     assert f"{per_sm:,}" in text
 
 
-def test_notebook_13_explorer_draws_and_table():
+def test_notebook_15_explorer_draws_and_table():
     from course.sim import schedule_sim
     from course.widgets import schedule_explorer as explorer
 
@@ -52,7 +52,7 @@ def test_notebook_13_explorer_draws_and_table():
         static = schedule_sim.simulate(**(kw | {"scheduler": "static"}))
         return static.total_cycles / clc.total_cycles
 
-    text = " ".join(_markdown("14_cta_pair_clc_gemm.ipynb").split())
+    text = " ".join(_markdown("15_cta_pair_clc_gemm.ipynb").split())
     assert f"static is {ratio(0):.2f}x as long as CLC, so CLC loses by under 1%" in text
     assert 0.99 <= ratio(0) < 1 and round(ratio(2), 2) == 1.0
     uneven = schedule_sim.scheduler_lesson().rows[1]

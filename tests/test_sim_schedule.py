@@ -1,4 +1,4 @@
-"""Notebook 14's schedule simulator: invariants, and the seed document's lessons."""
+"""Notebook 15's schedule simulator: invariants, and the seed document's lessons."""
 
 import matplotlib
 import pytest

@@ -1,4 +1,4 @@
-"""Notebook 13's kernel: compiled for sm_100a here (no GPU), checked live only on a B200-class GPU.
+"""Notebook 14's kernel: compiled for sm_100a here (no GPU), checked live only on a B200-class GPU.
 
 No Blackwell GPU is available to this project: the gpu(needs="sm_100a") tests are
 skipped everywhere else, with the reason, and are never reported as passes.
@@ -101,7 +101,7 @@ def test_ptx_has_the_tcgen05_instructions(art):
     assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier") == 2
     assert art.count_ptx(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta") == 1
     assert art.count_ptx(r"mbarrier\.try_wait\.parity") >= 3
-    # none of notebook 14's ideas yet
+    # none of notebook 15's ideas yet
     for absent in (
         r"cta_group::2",
         r"multicast::cluster",
@@ -291,7 +291,7 @@ def test_gpu_validation_and_fresh_outputs():
 
 def test_cpu_traces_target_sm100a_even_where_cute_detects_a_hopper_gpu():
     """On an H100, CuTe DSL targets sm_90a by default and tcgen05 ops refuse to trace;
-    notebook 13's CPU-side layout evaluation must name sm_100a itself."""
+    notebook 14's CPU-side layout evaluation must name sm_100a itself."""
     import os
     import subprocess
     import sys

@@ -50,7 +50,7 @@ def test_a_run_report_updates_only_its_rows(tmp_path):
 
 
 def test_the_h100_column_never_calls_a_blackwell_notebook_live():
-    """Notebooks 13 and 14 need sm_100a: on the H100 their cells compile and simulate."""
+    """Notebooks 14 and 15 need sm_100a: on the H100 their cells compile and simulate."""
     rows = {
         line.split("|")[2].strip(" `"): line
         for line in teachers_table.table(
@@ -69,11 +69,12 @@ def test_the_h100_column_never_calls_a_blackwell_notebook_live():
             assert cell.startswith(
                 "9 s (2026-01-01); not live there: "
             ) and "live" not in cell.split("; ", 1)[1].replace("not live", ""), cell
-    assert not any(teachers_table.H100.can(LESSONS[n].needs) for n in (13, 14))
+    assert not any(teachers_table.H100.can(LESSONS[n].needs) for n in (14, 15, 16))
 
 
 def test_every_notebook_has_its_recorded_h100_time():
-    """The H100 column comes from the newest `python -m course run --record` on an H100."""
+    """The H100 column comes from the newest `python -m course run --record` on an H100 (or,
+    for a notebook no H100 has run, on an H200: the same chip, named in the cell)."""
     times = teachers_table.gpu_times()
     for lesson in LESSONS:
         if lesson.written:
@@ -103,5 +104,12 @@ def test_the_h100_column_shows_the_newest_clean_run(monkeypatch):
     ]
     monkeypatch.setattr(results, "load", lambda name, root=None: records)
     assert teachers_table.gpu_times() == {"00_orientation.ipynb": "16 s (2026-01-03)"}
+    records.append(
+        Rec("NVIDIA H200", "2026-01-04", [row("00_orientation.ipynb", 15), row("13_x.ipynb", 7)])
+    )
+    assert teachers_table.gpu_times() == {
+        "00_orientation.ipynb": "16 s (2026-01-03)",  # an H100's run wins over the stand-in's
+        "13_x.ipynb": "7 s (2026-01-04, on an H200)",
+    }
     line = next(l for l in teachers_table.table({}).splitlines() if "00_orientation" in l)
     assert line.endswith("| not measured | 16 s (2026-01-03) |")

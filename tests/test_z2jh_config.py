@@ -187,7 +187,7 @@ def test_the_gpu_profiles_promise_only_what_runs_there():
     values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
     text = " ".join(p["description"] for p in values["singleuser"]["profileList"])
     assert "every kernel runs" not in text
-    assert "13-14 need a Blackwell GPU" in " ".join(text.split())
+    assert "14-16 need a Blackwell GPU" in " ".join(text.split())
 
 
 def test_the_teacher_exists_before_the_hub_starts_and_signing_up_is_approved(chart):

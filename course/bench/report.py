@@ -320,6 +320,53 @@ def _gpu_share(rec: results.Record) -> list[tuple]:
     ]
 
 
+def _last_percent_summary(d: dict) -> str:
+    """One cell: what a part of notebook 13's measurements found."""
+    part = d["part"]
+    if part == "waves":
+        pcts = [r["pct_of_cublas"][0] for r in d["rows"]]
+        ns = [r["n"] for r in d["rows"]]
+        return (
+            f"M=K={d['m']}, N {ns[0]}-{ns[-1]}: SOL kernel {min(pcts):.0f}-{max(pcts):.0f}% of "
+            "cuBLAS per N"
+        )
+    if part == "tail":
+        return ", ".join(
+            f"N={r['n']}: SMs active {r['sm__cycles_active.avg'] / r['sm__cycles_elapsed.max']:.1%}"
+            for r in d["rows"]
+        )
+    if part == "launch":
+        return "host µs per call: " + ", ".join(f"{k} {v}" for k, v in d["host_us"].items())
+    if part == "order":
+        return f"{d['size']}^3, DRAM GB read by group_m: " + ", ".join(
+            f"{r['group_m']}: {r['counters']['dram__bytes_read.sum'] / 1e9:.2f}" for r in d["rows"]
+        )
+    if part == "fusion":
+        return "% of cuBLASLt's fused GELU: " + "; ".join(
+            "x".join(map(str, r["shape"])) + " "
+            + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublaslt_fused"].items()
+                        if "course" in k)
+            for r in d["rows"]
+        )  # fmt: skip
+    if part == "sol":
+        return "% of cuBLAS (median round): " + "; ".join(
+            r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublas"].items())
+            for r in d["rows"]
+        )
+    return ", ".join(sorted(d))
+
+
+def _last_percent(rec: results.Record) -> list[tuple]:
+    d = rec.data
+    return [
+        (
+            (rec.gpu, d["part"]),
+            f"| {rec.gpu} | {rec.date} | {d['part']} | {_last_percent_summary(d)} | "
+            f"`{rec.command}` |",
+        )
+    ]
+
+
 def _generic(rec: results.Record) -> list[str]:
     keys = ", ".join(sorted(rec.data))
     return [f"| {rec.gpu} | {rec.date} | {keys} | `{rec.command}` |"]
@@ -389,6 +436,10 @@ FORMATS = {
         "| GPU | date | K | relative error: fast accumulation | promotion | "
         "rounding into e4m3 | command |",
         _fp8_accuracy,
+    ),
+    "last_percent": (
+        "| GPU | date | part | what it found | command |",
+        _last_percent,
     ),
     "gpu_share": (
         "| GPU | date | GPUs | learners | learners per GPU | outcome | command |",

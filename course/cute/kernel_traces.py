@@ -253,7 +253,7 @@ def cute_swizzle_offsets(swizzle: int = 128, nbytes: int = 1024) -> list[int]:
     return on_cpu(offsets)
 
 
-# ---------------------------------------------------------------- notebooks 13 and 14: tcgen05
+# ---------------------------------------------------------------- notebooks 14 and 15: tcgen05
 
 TMEM_LANE = 1 << 16  # a TMEM address is lane << 16 | column
 

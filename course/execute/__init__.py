@@ -30,7 +30,7 @@ What would go wrong on a GPU raises `Hazard`, naming the thread and warp, the te
 stage) and the kernel's line; a call it does not model raises `Unmodelled` ("the CPU
 executor does not model `X`; this check needs a GPU"), never a made-up value. Speed is not
 modelled. course.execute.ladder_runs runs the ladder kernels of notebooks 00-11,
-course.execute.blackwell_runs the Blackwell kernels of notebooks 13-14 (tcgen05, TMEM,
+course.execute.blackwell_runs the Blackwell kernels of notebooks 14-15 (tcgen05, TMEM,
 CTA pairs, Cluster Launch Control); course.exercises.executor_checks runs the kernel
 exercises.
 """

@@ -416,6 +416,8 @@ def _ssa_math(fn):
     def apply(x, *args, **kwargs):
         if isinstance(x, TensorSSA):
             return TensorSSA(fn(x.values.astype(np.float32)), x.shape, x.dtype)
+        if isinstance(x, Lanes):  # a scalar that differs between the lanes of a warp
+            return Lanes(fn(x.v.astype(np.float32)).astype(np.float32))
         return np.float32(fn(np.float32(x)))
 
     return apply

@@ -1,4 +1,4 @@
-"""The Blackwell kernels of notebooks 13-15 run on the CPU executor, one call each.
+"""The Blackwell kernels of notebooks 14-16 run on the CPU executor, one call each.
 
     from course.execute import blackwell_runs
     r = blackwell_runs.run_gemm("tcgen05_gemm", 129, 136, 72, tile_n=128)
@@ -8,8 +8,8 @@ No Blackwell GPU computed these kernels' numbers before: here their own code (tc
 into TMEM, the TMA ring as NVIDIA's PipelineTmaUmma, tcgen05.ld, the TMA store) runs on
 numpy, against a float64 torch reference and the course's tolerance for the output type
 (kernels.selftest.TOLERANCE), as course.execute.ladder_runs does for notebooks 00-11.
-`CONFIGS` are the configurations notebooks 13 and 14 use (kernels.ladder's rungs and the
-lessons' dtype x tile_n sweep). Notebook 15's block-scaled kernel: `run_blockscaled` (MXFP8,
+`CONFIGS` are the configurations notebooks 14 and 15 use (kernels.ladder's rungs and the
+lessons' dtype x tile_n sweep). Notebook 16's block-scaled kernel: `run_blockscaled` (MXFP8,
 NVFP4, MXFP4; exact against float64 with the operands of `blockscaled_operands`).
 """
 
@@ -28,7 +28,7 @@ CLASSES = {
     "cta_pair_clc_gemm": "CtaPairClcGemm",
 }
 KERNELS = tuple(CLASSES)
-# (kernel, dtype, tile_n): every configuration notebooks 13-14 compile (the PTX protocol's)
+# (kernel, dtype, tile_n): every configuration notebooks 14-15 compile (the PTX protocol's)
 CONFIGS = tuple(
     (name, dtype, tile_n)
     for name in KERNELS
@@ -111,7 +111,7 @@ def _clc_note(result) -> list[str]:
     ]
 
 
-# ---------------------------------------------------------------- notebook 15: block scaling
+# ---------------------------------------------------------------- notebook 16: block scaling
 
 E2M1_CODES = (0xC, 0xB, 0xA, 0x9, 0x0, 0x1, 0x2, 0x3, 0x4)  # -2, -1.5, ..., 2 in steps of 0.5
 
@@ -161,7 +161,7 @@ def run_blockscaled(kind: str = "mxfp8", m: int = 200, n: int = 136, k: int = 25
                     seed: int = 0,
                     operands: dict | None = None, reference: dict | None = None,
                     cls=None) -> LadderRun:  # fmt: skip
-    """Notebook 15's kernel (kernels.blockscaled_gemm) on the executor: its LadderRun against
+    """Notebook 16's kernel (kernels.blockscaled_gemm) on the executor: its LadderRun against
     the float64 product of the dequantized operands (`reference`'s, by default the ones run:
     pass other SFs in `operands` to see the check fail). The SFs are rearranged by the
     kernel's own host function (to_blocked). The fp4 kinds' A and B are e2m1, two a byte

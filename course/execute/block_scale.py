@@ -19,7 +19,7 @@ Sections followed (PTX ISA 9.x, "TensorCore 5th Generation Family Instructions")
   columns, 256 rows of B in 8 -- duplicated in all four partitions, the datapath of lane
   partition q (rows 32q..32q+31 of D) reading its own copy. That reading and CuTe's
   make_tmem_layout_sfa/sfb are independent and agree on every (row, partition, SF, MMA)
-  of notebook 15's kernel (tests/test_execute_blockscaled.py); neither is derived from the
+  of notebook 16's kernel (tests/test_execute_blockscaled.py); neither is derived from the
   other.
 * tcgen05.cp .32x128b with .warpx4 (9.7.16.8.x): 32 rows of 128 bits from shared memory
   (a matrix descriptor; here 512 contiguous bytes, row j at +16 j), written to the same 32
@@ -29,7 +29,7 @@ Sections followed (PTX ISA 9.x, "TensorCore 5th Generation Family Instructions")
   the copies issued before it. The reverse pair, an MMA's SF reads before a later copy's
   writes, is not in that list in ISA 9.1 (the text used here); later revisions add it
   ("mma (A/metadata reads) -> cp (writes)", as quoted by a third-party note, not seen
-  here). Notebook 15's kernel, like NVIDIA's tutorial, relies on it to reuse one SF slot
+  here). Notebook 16's kernel, like NVIDIA's tutorial, relies on it to reuse one SF slot
   of TMEM for every k-tile. The executor runs a warp's copies and MMAs in issue order when
   a tcgen05.commit lands (course.execute.tcgen05's queue): both pairs ordered.
 

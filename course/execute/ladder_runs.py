@@ -669,6 +669,32 @@ def run_fp8_gemm(
     )
 
 
+def run_fused_gemm(config, m: int = 129, n: int = 264, k: int = 96, seed: int = 0) -> LadderRun:
+    """Notebook 13: kernels.fused_gemm with one Config (bias, + GELU), persistent over one
+    cluster, on fresh bf16 inputs and a bias large enough (std 4) that a wrong column shows,
+    against torch's float32 result of the same operator."""
+    from kernels import fused_gemm
+
+    g = torch.Generator().manual_seed(SEED + seed)
+    x = {
+        "a": torch.randn(m, k, generator=g).bfloat16(),
+        "b": torch.randn(n, k, generator=g).bfloat16(),
+        "bias": 4 * torch.randn(n, generator=g),
+    }
+    ref = fused_gemm.reference(x["a"], x["b"], x["bias"], config.epilogue).double()
+    problem = {"m": m, "n": n, "k": k}
+
+    def launch(x, out, seed):
+        gemm = fused_gemm.FusedGemm(_hopper_types(), config)
+        bias = pointer(x["bias"], "bias", 4)
+        return run_gemm_object(gemm, x, out, problem, seed, extra=(1, bias))
+
+    label = f"fused_gemm@{config.epilogue}{',pingpong' if config.pingpong else ''}"
+    return execute(
+        f"{label},m={m},n={n},k={k}", x, ref, launch, (m, n), torch.bfloat16, torch.bfloat16, seed
+    )
+
+
 def _case(name: str, **problem) -> str:
     """The case for this problem: a recorded one if it matches, else a new one (not
     recorded on the H100)."""

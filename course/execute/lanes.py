@@ -57,6 +57,10 @@ class Lanes:
     def __iter__(self):
         raise Divergent("iterating over a per-lane value")
 
+    def to(self, dtype, **_):
+        """Each lane's value converted, as CuTe DSL's `Numeric.to(dtype)` converts it."""
+        return dtype(self)
+
     # --- arithmetic
     def _op(self, other, fn):
         o = other.v if isinstance(other, Lanes) else other

@@ -55,6 +55,18 @@ def accumulate_k(acc: np.ndarray, a4: np.ndarray, b4: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _to(self, dtype, **_):
+    """`.to(dtype)` on a scalar read from memory, as on CuTe DSL's Numeric values
+    (`residual[m, n].to(Float32)`); arithmetic on it gives plain numpy scalars again."""
+    return dtype(self)
+
+
+# numpy's float scalars with `.to`: what a load of one element gives kernel code
+_Float32 = type("Float32Scalar", (np.float32,), {"to": _to})
+_Float16 = type("Float16Scalar", (np.float16,), {"to": _to})
+_SCALARS = {np.float32: _Float32, np.float16: _Float16}
+
+
 class DType:
     """One CuTe DSL numeric type: its name, width in bits, storage and compute dtypes."""
 
@@ -142,7 +154,7 @@ class DType:
             return bool(value)
         if self.kind in ("int", "uint"):
             return int(value)
-        return self.compute.type(value)
+        return _SCALARS.get(self.compute.type, self.compute.type)(value)
 
     def poison(self):
         """What fresh registers hold: NaN for floats (so a read before a write shows)."""

@@ -1,4 +1,4 @@
-"""Block-scaled MMA on the executor (notebook 15's kernel): the stand-ins for
+"""Block-scaled MMA on the executor (notebook 16's kernel): the stand-ins for
 `cutlass.utils.blockscaled_layout` (the SF layouts, asked of CuTe traced for sm_100a, as
 course.execute.blackwell's helpers are), registered by course.execute.blackwell.
 

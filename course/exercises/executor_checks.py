@@ -1,4 +1,4 @@
-"""The kernel exercises of notebooks 01-15, run on the CPU executor instead of a GPU.
+"""The kernel exercises of notebooks 01-16, run on the CPU executor instead of a GPU.
 
 `EXECUTOR_CHECKS[id](fn, quick)` runs exercise `id`'s own GPU checks -- the module-level
 `gpu_checks` its notebook registered, with its shapes, inputs, poisoned and guarded output,
@@ -47,9 +47,10 @@ EXERCISES = (
     "10.wgmma_mainloop",
     "11.tma_store",
     "12.promotion",
-    "13.epilogue_role",
-    "14.read_next_tile",
-    "15.sf_copy_and_mma",
+    "13.residual_epilogue",
+    "14.epilogue_role",
+    "15.read_next_tile",
+    "16.sf_copy_and_mma",
 )
 
 
@@ -158,7 +159,7 @@ WGMMA_HINTS = (
 
 
 # Blackwell's hazards (course.execute.tmem, tcgen05, clc): the hint by what the executor saw,
-# in the words of notebooks 13-14's hints
+# in the words of notebooks 14-15's hints
 BLACKWELL_HINTS = (
     (
         "which no tcgen05.mma has written",

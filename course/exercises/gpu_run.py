@@ -16,6 +16,7 @@ value), and one comparison against a float64 torch reference.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -126,8 +127,14 @@ def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) 
         code.name,
         "--quick",
     ]
+    # memcheck knows only the driver's allocations: in torch's caching allocator a read past a
+    # tensor's end usually lands in the same cached block, unseen. One allocation per tensor
+    # makes every tensor's end an allocation's end.
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"} if tool == "memcheck" else None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=SANITIZER_TIMEOUT_S)
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=SANITIZER_TIMEOUT_S, env=env
+        )
     except subprocess.TimeoutExpired:
         return failed(what, f"did not finish within {SANITIZER_TIMEOUT_S} s", HANG_HINT)
     return sanitizer_finding(
@@ -340,6 +347,39 @@ def gemm_findings(
                 edge_hint=edge_hint,
                 tile=_tile(config),
                 candidates=lambda a=a, b=b: _k_tiles_missed(a, b, config),
+            )
+        )
+    return findings
+
+
+def operand_findings(
+    gemm, config, dtype, shapes, inputs, operands, reference, candidates, what, wrong_hint,
+    launching,
+) -> list[Finding]:  # fmt: skip
+    """A GEMM step with operands beyond A and B (scales, a bias, a residual) against a
+    float64 reference on each (m, n, k): compiled for `dtype` first, then launching() (the
+    watchdog's clock starts); `inputs(m, n, k, seed)` gives a dict with "a", "b" and the
+    `operands` named, passed in that order; C (bf16) poisoned and guarded; `reference(x)` and
+    `candidates(x)` (the known wrong formulas) judge it, `what` names the run."""
+    import torch
+
+    gemm.compile(dtype, config)
+    launching()
+    findings = []
+    for seed, (m, n, k) in enumerate(shapes):
+        x = inputs(m, n, k, seed)
+        out, buffer = guarded_output((m, n), torch.bfloat16)
+        gemm.run(x["a"], x["b"], out, config, tensors=tuple(x[name] for name in operands))
+        torch.cuda.synchronize()
+        findings.append(
+            judge_output(
+                f"{m}x{n}x{k} {what}, against torch",
+                out.cpu(),
+                reference(x),
+                buffer.cpu(),
+                wrong_hint=wrong_hint,
+                tile=(config.tile_m, config.tile_n),
+                candidates=lambda x=x: candidates(x),
             )
         )
     return findings

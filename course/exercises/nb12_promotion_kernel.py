@@ -211,29 +211,14 @@ def _said(name: str) -> str:
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     import torch
 
-    from course.exercises.gpu_run import guarded_output, judge_output
+    from course.exercises.gpu_run import operand_findings
 
-    gemm, cfg = gemm_with(fn), exercise_config()
-    gemm.compile(torch.float8_e4m3fn, cfg)
-    launching()
-    findings = []
-    for seed, (m, n, k) in enumerate(QUICK_SHAPES if quick else SHAPES):
-        x = inputs(m, n, k, seed)
-        out, buffer = guarded_output((m, n), torch.bfloat16)
-        gemm.run(x["a"], x["b"], out, cfg, tensors=(x["a_scale"], x["b_scale"]))
-        torch.cuda.synchronize()
-        findings.append(
-            judge_output(
-                f"{m}x{n}x{k} e4m3, block scales, against torch",
-                out.cpu(),
-                reference(x),
-                buffer.cpu(),
-                wrong_hint=VALUES_HINT,
-                tile=(cfg.tile_m, cfg.tile_n),
-                candidates=lambda x=x: candidates(x),
-            )
-        )
-    return findings
+    shapes = QUICK_SHAPES if quick else SHAPES
+    scales = ("a_scale", "b_scale")
+    return operand_findings(
+        gemm_with(fn), exercise_config(), torch.float8_e4m3fn, shapes, inputs, scales,
+        reference, candidates, "e4m3, block scales", VALUES_HINT, launching,
+    )  # fmt: skip
 
 
 kernel_exercise(

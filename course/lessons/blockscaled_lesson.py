@@ -1,4 +1,4 @@
-"""What notebook 15 does with the block-scaled formats and kernels/blockscaled_gemm.py, so that
+"""What notebook 16 does with the block-scaled formats and kernels/blockscaled_gemm.py, so that
 a notebook cell is a call.
 
   e2m1_table          the 16 codes of FP4 and what each stands for

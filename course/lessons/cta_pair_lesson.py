@@ -1,4 +1,4 @@
-"""Notebook 14's two kernels, the CTA pair and the CTA pair under CLC: which rows each CTA of
+"""Notebook 15's two kernels, the CTA pair and the CTA pair under CLC: which rows each CTA of
 a pair holds, what CLC changes, which epilogue warp reads each accumulator element, the
 functional emulator's run (and the broken schedules it catches), and both kernels checked
 and timed on Blackwell, or compiled.

@@ -1,4 +1,4 @@
-"""What the GEMM notebooks (07-14) do with a kernel, in one place.
+"""What the GEMM notebooks (07-15) do with a kernel, in one place.
 
 check_sweep        fresh inputs, poisoned outputs, ragged shapes, both dtypes (live)
 bench_live         the paired benchmark against cuBLAS at a few sizes (live)

@@ -1,4 +1,4 @@
-"""Notebook 13's look at what the compiler produced for sm_100a: the tcgen05 and TMA
+"""Notebook 14's look at what the compiler produced for sm_100a: the tcgen05 and TMA
 instructions in the PTX (and the hand-built instruction descriptor among them), and the
 SASS they become.
 

@@ -1,4 +1,4 @@
-"""Notebook 13's tcgen05 GEMM: where the accumulator lives, the TMEM allocator, the
+"""Notebook 14's tcgen05 GEMM: where the accumulator lives, the TMEM allocator, the
 instruction descriptor, what the compiler produced for sm_100a, who reads which TMEM lane,
 and the kernel checked (on Blackwell, or by the functional emulator) and timed. What the
 compiler produced for sm_100a is in course.lessons.tcgen05_instructions.

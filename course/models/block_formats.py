@@ -1,4 +1,4 @@
-"""Block-scaled formats as a model (notebook 15): FP4 (e2m1), the UE8M0 scale factor, block
+"""Block-scaled formats as a model (notebook 16): FP4 (e2m1), the UE8M0 scale factor, block
 quantization into MXFP8, MXFP4 and NVFP4, the "blocked" layout the Blackwell kernels and
 cuBLAS keep scale factors in, and what one block-scaled MMA reads.
 
@@ -356,7 +356,7 @@ def from_blocked(blocked: torch.Tensor, rows: int, kblocks: int) -> torch.Tensor
 
 def blocked_owner(rows: int = ATOM_ROWS, kblocks: int = ATOM_KBLOCKS) -> dict[str, np.ndarray]:
     """For each (row, kblock): its byte offset, its 16-byte line (chunk) and its 32-row group
-    (r // 32 within the atom): the ownership map notebook 15 draws."""
+    (r // 32 within the atom): the ownership map notebook 16 draws."""
     r, k = np.meshgrid(np.arange(rows), np.arange(kblocks), indexing="ij")
     off = blocked_offset(r, k, rows, kblocks)
     return {"offset": off, "chunk": off // 16, "row group": (r % ATOM_ROWS) // ROW_GROUP}

@@ -4,7 +4,7 @@ anywhere, with no GPU and no CuTe DSL.
     course.sim.event_engine     a discrete-event engine: warp roles as generators of operations
     course.sim.pipeline_diagnosis   why a simulated kernel deadlocked, in words
     course.sim.pipeline_sim   notebook 09: a TMA -> MMA ring of stages, with injectable bugs
-    course.sim.schedule_sim   notebook 14: SMs, CTA pairs, static vs CLC scheduling, TMEM slots
+    course.sim.schedule_sim   notebook 15: SMs, CTA pairs, static vs CLC scheduling, TMEM slots
     course.sim.ring_protocol  notebook 09: the kernel's exact barrier protocol, interleaved
 
     from course.sim import pipeline_sim, schedule_sim

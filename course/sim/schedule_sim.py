@@ -1,4 +1,4 @@
-"""Notebook 14's simulator: many SMs, CTA pairs, static vs CLC scheduling, TMEM slots.
+"""Notebook 15's simulator: many SMs, CTA pairs, static vs CLC scheduling, TMEM slots.
 
     from course.sim import schedule_sim
     s = schedule_sim.simulate(sms=8, cluster=2, stages=4, acc_slots=2, scheduler="clc")
@@ -11,7 +11,7 @@ Results are data; course.viz.schedule_pictures draws them (the per-SM timeline b
 each lesson's chart).
 
 It extends course.sim.pipeline_sim (same engine, mbarriers and Pipeline rings) to the
-kernel of notebook 14 (the seed's `gemm_sol_clc_multicast_4_stage_pipeline`):
+kernel of notebook 15 (the seed's `gemm_sol_clc_multicast_4_stage_pipeline`):
 
 * The output is a grid of 128x128 CTA tiles. With `cluster=2` two CTAs on two SMs form
   a pair that computes a 256x128 tile with one paired MMA (cta_group::2) issued by the

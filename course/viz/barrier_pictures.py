@@ -1,5 +1,5 @@
 """Pictures of the mbarrier: its three counters step by step (notebook 08), and the phases
-of a ring's full and empty barriers on a simulated timeline (notebook 13).
+of a ring's full and empty barriers on a simulated timeline (notebook 14).
 
 Both are drawn from the course's one model of the barrier (course.models.mbarrier) and the
 pipeline simulator built on it (course.sim.pipeline_sim); nothing here computes barrier

@@ -1,4 +1,4 @@
-"""Pictures of block-scaled formats (notebook 15): every FP4 value beside e4m3's range, one
+"""Pictures of block-scaled formats (notebook 16): every FP4 value beside e4m3's range, one
 block before and after MXFP4 / NVFP4 quantization, each format's error on data with outlier
 channels, and which 16-byte line of the blocked layout holds each scale factor."""
 

@@ -30,7 +30,7 @@ LEVELS = (
         "cluster",
         "up to 8 CTAs\n(Hopper and later)",
         "SMs of one GPC; each other's\nshared memory, multicast",
-        "TMA multicast (08, 11),\nCTA pairs (13)",
+        "TMA multicast (08, 11),\nCTA pairs (15)",
     ),
     (
         "grid",

@@ -1,4 +1,4 @@
-"""Pictures of notebook 14's schedule simulations (course.sim.schedule_sim).
+"""Pictures of notebook 15's schedule simulations (course.sim.schedule_sim).
 
     from course.sim import schedule_sim
     from course.viz import schedule_pictures

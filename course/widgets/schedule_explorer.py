@@ -1,11 +1,11 @@
-"""Notebook 14's explorer: pipeline depth, CTA pairs, TMEM slots and the tile scheduler.
+"""Notebook 15's explorer: pipeline depth, CTA pairs, TMEM slots and the tile scheduler.
 
 A small grid on a few SMs, so every tile is visible: the per-SM timeline (tensor core and
 epilogue, one colour per output tile) and the numbers (cycles, utilisation per SM), with
 the same workload under the static schedule beside them, so the scheduler's gain is read
 off directly. "uneven tiles" is one random draw of heavy tiles (the `draw` slider picks
 it): a single draw can be unlucky for a greedy in-order scheduler like CLC (draw 0 is),
-which is why notebook 14's table averages eight.
+which is why notebook 15's table averages eight.
 """
 
 from __future__ import annotations

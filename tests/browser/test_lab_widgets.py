@@ -202,9 +202,9 @@ def test_tile_order_explorer_counts_panels(lab):
 
 
 def test_schedule_explorer_compares_with_static(lab):
-    """Notebook 14: the same workload under the static schedule is shown beside CLC; an
+    """Notebook 15: the same workload under the static schedule is shown beside CLC; an
     unlucky random draw is visible as such; picking static drops the comparison."""
-    nb = lab.notebook("14_cta_pair_clc_gemm.ipynb")
+    nb = lab.notebook("15_cta_pair_clc_gemm.ipynb")
     w = nb.widget("schedule_explorer()")
     before = w.state()
     assert "clc scheduling" in before[0] and "static takes 1.10x as long as clc" in before[0]
@@ -214,4 +214,4 @@ def test_schedule_explorer_compares_with_static(lab):
     w.click("static")
     summary, _ = w.wait_changed(after)
     assert "static scheduling" in summary and "static takes" not in summary
-    w.screenshot("14_schedule_explorer-static")
+    w.screenshot("15_schedule_explorer-static")

@@ -1,87 +1,131 @@
-"""Notebook 13's kernel exercise: the epilogue warps of the 1-CTA tcgen05 GEMM."""
+"""Notebook 13's kernel exercise: a residual block's epilogue, fused into the SOL kernel.
+
+`finish_accumulator` is a method of the exercise's kernel (kernels.fused_gemm.FusedGemm with
+at.extra = (bias (N,) fp32, residual (M, N) bf16)), called by the consumer warpgroups once
+the mainloop's wgmmas retired, before the epilogue converts the accumulator. The wrong
+variants are the reference with one edit each.
+"""
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as pipeline
+from cutlass import Float32
 
 from course.exercises.learner_code import edited
 
 
 @cute.jit
-def epilogue_role(
-    self,
-    tidx,
-    warp_idx,
-    tmem,
-    acc_layout,
-    tma_c,
-    sC,
-    tCgC,
-    epi_tile,
-    acc_pipeline,
-    tile_row,
-    tile_col,
-):
-    tmem_ptr, accumulators, c_pipeline, epi_barrier = self.epilogue_setup(
-        tmem, acc_layout, self.acc_dtype, self.epi_stages
+def finish_accumulator(self, acc, at):
+    bias, residual = at.extra
+    m, n = at.shape
+    # (m, n) of C of each accumulator element: the tile's identity tensor, partitioned
+    tile = cute.local_tile(
+        cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
     )
-    acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
-    acc_pipeline.consumer_wait(acc_state)
-    self.epilogue_tile(
-        tidx,
-        warp_idx,
-        accumulators[((None, None), 0, 0, acc_state.index)],
-        tma_c,
-        sC,
-        tCgC[((None, None), 0, 0, tile_row, tile_col)],
-        epi_tile,
-        self.c_dtype,
-        epi_barrier,
-        c_pipeline,
-        cutlass.Int32(0),
-    )
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_state)
-    c_pipeline.producer_tail()
-    epi_barrier.arrive_and_wait()
-    tmem.free(tmem_ptr)
+    tCcC = at.thr_mma.partition_C(tile)
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row, col = tCcC[i]
+        if row < m and col < n:  # past C's edge: never stored, and the residual ends there
+            acc[i] = acc[i] + bias[col] + residual[row, col].to(Float32)
 
 
-ACC_WAIT = "    acc_pipeline.consumer_wait(acc_state)\n"
-epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
-epilogue_role__no_tail = edited(
-    epilogue_role, "epilogue_role__no_tail", ("    c_pipeline.producer_tail()\n", "")
-)
-epilogue_role__free_without_barrier = edited(
-    epilogue_role,
-    "epilogue_role__free_without_barrier",
-    ("    epi_barrier.arrive_and_wait()\n", ""),
-)
-epilogue_role__never_freed = edited(
-    epilogue_role, "epilogue_role__never_freed", ("    tmem.free(tmem_ptr)\n", "")
-)
+START = "            acc[i] = acc[i] + bias[col] + residual[row, col].to(Float32)\n"
 
-
-# correct, written otherwise: the TMA stores drained before the accumulator is handed back
-epilogue_role_drain_first = edited(
-    epilogue_role,
-    "epilogue_role_drain_first",
+finish_accumulator__no_edge_guard = edited(
+    finish_accumulator,
+    "finish_accumulator__no_edge_guard",
     (
-        "    with cute.arch.elect_one():\n        acc_pipeline.consumer_release(acc_state)\n"
-        "    c_pipeline.producer_tail()\n",
-        "    c_pipeline.producer_tail()\n    with cute.arch.elect_one():\n"
-        "        acc_pipeline.consumer_release(acc_state)\n",
+        "        if row < m and col < n:  # past C's edge: never stored, and the residual ends there\n",
+        "        if True:\n",
     ),
 )
+finish_accumulator__bias_only = edited(
+    finish_accumulator,
+    "finish_accumulator__bias_only",
+    (" + residual[row, col].to(Float32)", ""),
+)
+finish_accumulator__residual_only = edited(
+    finish_accumulator, "finish_accumulator__residual_only", (" + bias[col]", "")
+)
+finish_accumulator__bias_by_row = edited(
+    finish_accumulator,
+    "finish_accumulator__bias_by_row",
+    ("bias[col]", "bias[cutlass.min(row, n - 1)]"),
+)
+finish_accumulator__not_written_back = edited(
+    finish_accumulator,
+    "finish_accumulator__not_written_back",
+    ("acc[i] = acc[i] + bias", "x = acc[i] + bias"),
+)
 
 
-REFERENCE = {"13.epilogue_role": epilogue_role}
+@cute.jit
+def finish_accumulator__gelu_copied(self, acc, at):
+    """The notebook's bias + GELU, with the residual added: a residual block does not
+    activate."""
+    bias, residual = at.extra
+    m, n = at.shape
+    tile = cute.local_tile(
+        cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
+    )
+    tCcC = at.thr_mma.partition_C(tile)
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row, col = tCcC[i]
+        if row < m and col < n:
+            x = acc[i] + bias[col] + residual[row, col].to(Float32)
+            inner = x * (0.7978845608 + 0.0356774081 * x * x)
+            acc[i] = 0.5 * x * (1.0 + cute.math.tanh(inner, fastmath=True))
+
+
+# correct, written otherwise --------------------------------------------------------------
+
+
+@cute.jit
+def finish_accumulator_clamped(self, acc, at):
+    """Indices clamped to C's last row and column instead of a predicate: past the edge an
+    element reads an existing bias and residual, and is never stored."""
+    bias, residual = at.extra
+    last_row, last_col = at.shape[0] - 1, at.shape[1] - 1
+    coords = at.thr_mma.partition_C(
+        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+    )
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row = cutlass.min(coords[i][0], last_row)
+        col = cutlass.min(coords[i][1], last_col)
+        acc[i] = acc[i] + bias[col] + Float32(residual[row, col])
+
+
+@cute.jit
+def finish_accumulator_bias_then_residual(self, acc, at):
+    """Two passes: the bias for every element (clamped column), then the residual for the
+    elements inside C."""
+    bias, residual = at.extra
+    m, n = at.shape
+    where = at.thr_mma.partition_C(
+        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+    )
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        acc[i] += bias[cutlass.min(where[i][1], n - 1)]
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        r, c = where[i]
+        if r < m:
+            if c < n:
+                acc[i] += residual[r, c].to(Float32)
+
+
+REFERENCE = {"13.residual_epilogue": finish_accumulator}
+ALTERNATIVES = {
+    "13.residual_epilogue": [
+        finish_accumulator_clamped,
+        finish_accumulator_bias_then_residual,
+    ]
+}
 WRONG = {
-    "13.epilogue_role": {
-        epilogue_role__no_wait: ("read before the MMAs finished", "cpu"),
-        epilogue_role__no_tail: ("not drained", "cpu"),
-        epilogue_role__free_without_barrier: ("still be reading", "cpu"),
-        epilogue_role__never_freed: ("never freed", "cpu"),
+    "13.residual_epilogue": {
+        finish_accumulator__no_edge_guard: ("outside", "gpu"),
+        finish_accumulator__bias_only: ("residual is missing", "gpu"),
+        finish_accumulator__residual_only: ("bias is missing", "gpu"),
+        finish_accumulator__bias_by_row: ("indexed by the row", "gpu"),
+        finish_accumulator__not_written_back: ("never reached the accumulator", "gpu"),
+        finish_accumulator__gelu_copied: ("GELU was applied", "gpu"),
     }
 }
-ALTERNATIVES = {"13.epilogue_role": [epilogue_role_drain_first]}

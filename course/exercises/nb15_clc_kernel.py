@@ -1,4 +1,4 @@
-"""Notebook 14's kernel exercise `14.read_next_tile`: read one answer of Cluster Launch Control.
+"""Notebook 15's kernel exercise `15.read_next_tile`: read one answer of Cluster Launch Control.
 
 The learner writes the `read_next_tile` method of `kernels.cta_pair_clc_gemm.CtaPairClcGemm`,
 which every warp of both CTAs runs to learn its next tile: wait for the 16-byte answer that
@@ -30,7 +30,7 @@ def gemm_with(read_next_tile):
     from kernels.cta_pair_gemm import pair_gemm_host
 
     cls = subclass_with(step.CtaPairClcGemm, "read_next_tile", read_next_tile)
-    return pair_gemm_host(variant_name("14.read_next_tile", read_next_tile), cls, step.Config)
+    return pair_gemm_host(variant_name("15.read_next_tile", read_next_tile), cls, step.Config)
 
 
 def _build(fn, arch):
@@ -121,7 +121,7 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 
 
 kernel_exercise(
-    id="14.read_next_tile",
+    id="15.read_next_tile",
     prompt="Write read_next_tile(self, scheduler, read_state): wait for the CLC answer, decode "
     "it, fence the read, free the buffer, advance, and return ((pair_m, tile_n, valid), "
     "read_state).",
@@ -135,5 +135,5 @@ kernel_exercise(
     timeout_s=90,
     run_shows="whether every tile is computed once with the right numbers, which needs a "
     "Blackwell GPU (compute capability 10.x)",
-    solution="course/exercises/solutions/nb14_solutions.py: read_next_tile",
+    solution="course/exercises/solutions/nb15_solutions.py: read_next_tile",
 )

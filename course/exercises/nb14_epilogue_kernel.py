@@ -1,4 +1,4 @@
-"""Notebook 13's kernel exercise `13.epilogue_role`: the epilogue warps' side of TMEM.
+"""Notebook 14's kernel exercise `14.epilogue_role`: the epilogue warps' side of TMEM.
 
 The learner writes the `epilogue_role` method of `kernels.tcgen05_gemm.Tcgen05Gemm`: wait
 for the accumulator the MMA warp committed, drain it (the course's `epilogue_tile`: tcgen05.ld,
@@ -59,7 +59,7 @@ def gemm_with(epilogue_role):
 
     cls = epilogue_class(epilogue_role)
     return GemmHost(
-        variant_name("13.epilogue_role", epilogue_role),
+        variant_name("14.epilogue_role", epilogue_role),
         step.NEEDS,
         lambda types, config, arch, a_major, b_major: cls(types, config),
         step.Config,
@@ -142,7 +142,7 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 
 
 kernel_exercise(
-    id="13.epilogue_role",
+    id="14.epilogue_role",
     prompt="Write epilogue_role, warps 0-3 of the 1-CTA tcgen05 GEMM: set up "
     "(self.epilogue_setup), wait for the accumulator, drain it to C "
     "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
@@ -157,5 +157,5 @@ kernel_exercise(
     timeout_s=90,
     run_shows="whether the GEMM computes the right numbers, which needs a Blackwell GPU "
     "(compute capability 10.x)",
-    solution="course/exercises/solutions/nb13_solutions.py: epilogue_role",
+    solution="course/exercises/solutions/nb14_solutions.py: epilogue_role",
 )

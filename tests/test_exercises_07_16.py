@@ -35,7 +35,7 @@ def _outputs(cell):
 
 
 # exercises whose notebook cell is being written (the cells it will take verbatim:
-# course.exercises.nb15_sf_kernel.SKELETON_CELL and CHECK_CELL); each leaves this set once
+# course.exercises.nb16_sf_kernel.SKELETON_CELL and CHECK_CELL); each leaves this set once
 # its notebook checks it
 AWAITING_NOTEBOOK_CELL: set[str] = set()  # exercises whose notebook cell is not written yet
 
@@ -61,10 +61,10 @@ def _index(cells, needle):
         ("10_wgmma.ipynb", "10.acc_regs", "accumulator per thread: 80 "),
         ("10_wgmma.ipynb", "10.sbo", "SBO 512"),
         ("12_fp8.ipynb", "12.promotion", "acc[i] = acc[i] + tmp[i]"),
-        ("13_tcgen05.ipynb", "13.lane_owner", "thread  93"),
-        ("13_tcgen05.ipynb", "13.epilogue_role", "def epilogue_role"),
-        ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "cute.arch.clc_response(clc_response)"),
-        ("15_blockscaled.ipynb", "15.sf_copy_and_mma", "sfa.mma[(None, None, kk)].iterator"),
+        ("14_tcgen05.ipynb", "14.lane_owner", "thread  93"),
+        ("14_tcgen05.ipynb", "14.epilogue_role", "def epilogue_role"),
+        ("15_cta_pair_clc_gemm.ipynb", "15.read_next_tile", "cute.arch.clc_response(clc_response)"),
+        ("16_blockscaled.ipynb", "16.sf_copy_and_mma", "sfa.mma[(None, None, kk)].iterator"),
     ],
 )
 def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
@@ -81,9 +81,9 @@ def test_no_answer_is_printed_above_its_exercise(name, exercise, answer):
         ("08_tma.ipynb", "08.arm_and_load", "tma._arm_and_load"),
         ("10_wgmma.ipynb", "10.wgmma_mainloop", "WgmmaGemm.mainloop"),
         ("12_fp8.ipynb", "12.promotion", "Fp8Gemm.promote"),
-        ("13_tcgen05.ipynb", "13.epilogue_role", "Tcgen05Gemm.epilogue_role"),
-        ("14_cta_pair_clc_gemm.ipynb", "14.read_next_tile", "CtaPairClcGemm.read_next_tile"),
-        ("15_blockscaled.ipynb", "15.sf_copy_and_mma", "BlockscaledGemm.mma_k_loop"),
+        ("14_tcgen05.ipynb", "14.epilogue_role", "Tcgen05Gemm.epilogue_role"),
+        ("15_cta_pair_clc_gemm.ipynb", "15.read_next_tile", "CtaPairClcGemm.read_next_tile"),
+        ("16_blockscaled.ipynb", "16.sf_copy_and_mma", "BlockscaledGemm.mma_k_loop"),
     ],
 )
 def test_the_kernels_own_solution_comes_after_the_check_folded(name, exercise, solution):

@@ -1,4 +1,4 @@
-"""Notebook 15's kernel exercise `15.sf_copy_and_mma`: the MMA warp's block-scaled k-loop.
+"""Notebook 16's kernel exercise `16.sf_copy_and_mma`: the MMA warp's block-scaled k-loop.
 
 The learner writes the `mma_k_loop` method of `kernels.blockscaled_gemm.BlockscaledGemm`: per
 k-tile, wait for its stage, copy the stage's SFA and SFB from shared memory into TMEM
@@ -23,9 +23,9 @@ from course.exercises.kernel_check import (
     subclass_with,
     variant_name,
 )
-from course.exercises.nb13_epilogue_kernel import keeps_the_protocol
+from course.exercises.nb14_epilogue_kernel import keeps_the_protocol
 
-ID = "15.sf_copy_and_mma"
+ID = "16.sf_copy_and_mma"
 KIND = "mxfp8"  # the kind the exercise compiles and runs: the CPU executor runs its e4m3
 TILE_M = 128
 # (M, N, K): K a multiple of 128 (one k-tile = 128 e4m3) of at most 4 k-tiles (the ring's
@@ -467,5 +467,5 @@ kernel_exercise(
     timeout_s=120,
     run_shows="whether each MMA scales its slice of K with its own k-tile's SFs of A and of B "
     "(a run against the dequantized product, exact in fp32, on ragged shapes)",
-    solution="course/exercises/solutions/nb15_solutions.py: mma_k_loop",
+    solution="course/exercises/solutions/nb16_solutions.py: mma_k_loop",
 )

@@ -1,0 +1,300 @@
+"""Notebook 13, the last five percent: waves and the tail, launch overhead, tile order and a
+fused epilogue, each measured (live on a Hopper GPU, else recorded in
+results/last_percent.json by `python -m course.bench.last_percent PART --record`) and read
+against a model.
+
+  waves_table      the model alone: work items, waves and busy share for a few N (any machine)
+  waves_sweep      time against N, the SOL kernel and cuBLAS (live or recorded)
+  waves_figure     that sweep with the step model fitted to it
+  tail_table       SM-active cycles against elapsed around a wave edge (Nsight Compute, recorded)
+  launch_overhead  host time per call, and time per GEMM eager and from a CUDA graph
+  launch_figure    the latter drawn
+  order_table      tile order (group_m): L2 sectors, hit rate, DRAM bytes (recorded) beside
+                   the panels a wave touches (course.models.tile_order)
+  fusion           bias + GELU fused against the unfused pair and cuBLASLt's own fusion
+  fusion_figure    the latter drawn
+"""
+
+from __future__ import annotations
+
+from course.bench import last_percent as bench
+from course.models import tile_order
+from course.models import waves as waves_model
+from course.runtime import results
+from course.runtime.live import Outcome, live_or, recorded
+from course.viz import last_percent_pictures as pictures
+
+RESULTS = "last_percent"
+SMS = 132  # an H100 SXM's or H200's SMs: the GPU the records were measured on
+PANEL_BYTES = 256 * 8192 * 2  # one cluster's panel of A or B at 8192^3 bf16: 256 rows x K
+
+
+def _part(name: str):
+    return lambda rec: rec.data.get("part") == name
+
+
+def _recorded(part: str):
+    return recorded(RESULTS, match=_part(part))
+
+
+def _source(out: Outcome, what: str) -> str:
+    return out.caption(what, otherwise=what)
+
+
+def _sms(data: dict) -> int:
+    return data.get("sms") or SMS
+
+
+# ------------------------------------------------------------------ waves
+
+
+def waves_table(m: int = 4096, ns=(1024, 1152, 2048, 2176, 4096, 4224), sms: int = SMS) -> None:
+    """Work items, waves and busy share of the SOL kernel's persistent schedule."""
+    clusters = sms // 2
+    print(f"M = {m}, 128 x 256 tiles, 2 x 1 clusters: {sms} SMs hold {clusters} clusters")
+    print(f"{'N':>6} {'work items':>11} {'items/cluster':>14} {'waves':>6} {'busy':>6}")
+    for n in ns:
+        w = waves_model.of_problem(m, n, sms)
+        print(f"{n:>6} {w.work:>11} {w.fraction:>14.2f} {w.waves:>6} {w.busy:>6.0%}")
+
+
+def waves_sweep() -> Outcome:
+    """The SOL kernel and cuBLAS at M = K = 4096 over N (about a minute on a Hopper GPU)."""
+    return live_or("sm_90a", bench.waves, _recorded("waves"))
+
+
+def waves_figure(sweep: Outcome):
+    """The sweep with the step model (start + waves x per-wave, fitted to the points of
+    two waves or more: one wave is shorter than the course's host launch, see section 3)."""
+    data = sweep.value
+    rows, sms = data["rows"], _sms(data)
+    ns = [r["n"] for r in rows]
+    kernel = [r["kernel_ms"] for r in rows]
+    fit = [
+        (r["n"], r["kernel_ms"])
+        for r in rows
+        if waves_model.of_problem(4096, r["n"], sms).waves > 1
+    ]
+    start, per = waves_model.fit_per_wave([n for n, _ in fit], [t for _, t in fit], data["m"], sms)
+    model = [start + per * waves_model.of_problem(data["m"], n, sms).waves for n in ns]
+    print(f"fitted: {per * 1e3:.1f} µs per wave, {start * 1e3:+.1f} µs besides")
+    edges = waves_model.wave_edges(data["m"], ns, sms)
+    return pictures.waves(
+        ns, kernel, [r["cublas_ms"] for r in rows], model, edges, _source(sweep, "sweep")
+    )
+
+
+def edge_ratios(sweep: Outcome) -> None:
+    """The kernel's speed as a share of cuBLAS's just past each wave edge and at the last
+    N before it (median of per-round ratios)."""
+    data = sweep.value
+    rows = {r["n"]: r for r in data["rows"]}
+    ns = sorted(rows)
+    pct = "% of cuBLAS"
+    print(f"{'wave edge':>9} | {'N before':>8} {pct:>11} | {'N after':>7} {pct:>11}")
+    for n in waves_model.wave_edges(data["m"], ns, _sms(data)):
+        before = ns[ns.index(n) - 1]
+        print(
+            f"{n:>9} | {before:>8} {rows[before]['pct_of_cublas'][0]:>10.1f}% | {n:>7} "
+            f"{rows[n]['pct_of_cublas'][0]:>10.1f}%"
+        )
+
+
+def _profiled(part: str) -> results.Record | None:
+    """The newest recorded Nsight Compute part, its banner shown (the profiler runs outside
+    the notebook: a recording on every machine); None, said, before one is recorded."""
+    from course.lessons.gemm_profiles import profiler_banner
+    from course.runtime.live import show
+
+    rec = results.latest(RESULTS, match=_part(part))
+    if rec is None:
+        print(f"not recorded yet: `{bench.__name__} {part} --record` on a Hopper GPU")
+    else:
+        show(profiler_banner(rec.citation()))
+    return rec
+
+
+def tail_table() -> Outcome | None:
+    """Nsight Compute's SM-active cycles (mean and most over the SMs) against the elapsed
+    cycles, at N below and past a wave edge; the model's busy share beside them."""
+    from course.runtime.live import Mode
+
+    rec = _profiled("tail")
+    if rec is None:
+        return None
+    data = rec.data
+    print(f"{'N':>6} {'waves':>6} {'model busy':>10} {'active/elapsed':>15} {'busiest SM':>11}")
+    for r in data["rows"]:
+        w = waves_model.of_problem(data["m"], r["n"], rec.provenance.get("sm_count") or SMS)
+        elapsed = r["sm__cycles_elapsed.max"]
+        mean, most = r["sm__cycles_active.avg"] / elapsed, r["sm__cycles_active.max"] / elapsed
+        print(f"{r['n']:>6} {w.fraction:>6.2f} {w.busy:>10.0%} {mean:>15.1%} {most:>11.1%}")
+    return Outcome(Mode.RECORDED, data, None, rec)
+
+
+# ------------------------------------------------------------------ launch overhead
+
+
+def launch_overhead() -> Outcome:
+    """Host microseconds per call and time per GEMM eager and graphed (live: ~15 s)."""
+    out = live_or("sm_90a", bench.launch, _recorded("launch"))
+    data = out.value
+    print("host time per call (µs), 256^3 bf16:")
+    for name, us in data["host_us"].items():
+        print(f"  {name:40s} {us:7.1f}")
+    print(f"\n{'size':>5} | {'course eager':>12} {'cuBLAS eager':>12} | "
+          f"{'course graph':>12} {'cuBLAS graph':>12} | graph: % of cuBLAS")  # fmt: skip
+    for r in data["sizes"]:
+        e, g = r["eager"], r["graph"]
+        print(
+            f"{r['size']:>5} | {e['kernel_us']:>10.1f}µs {e['cublas_us']:>10.1f}µs | "
+            f"{g['kernel_us']:>10.1f}µs {g['cublas_us']:>10.1f}µs | {g['pct_of_cublas'][0]:.1f}%"
+        )
+    return out
+
+
+def launch_figure(out: Outcome):
+    data = out.value
+    sizes = [r["size"] for r in data["sizes"]]
+    series = {
+        f"{who}, {mode_label}": [r[mode][key] for r in data["sizes"]]
+        for mode, mode_label in (("eager", "eager"), ("graph", "CUDA graph"))
+        for who, key in (("course", "kernel_us"), ("cuBLAS", "cublas_us"))
+    }
+    return pictures.launch(sizes, series, _source(out, "times"))
+
+
+# ------------------------------------------------------------------ tile order
+
+
+def order_table() -> dict | None:
+    """Recorded Nsight Compute counters of the SOL kernel at 8192^3 for each group_m, with
+    the panels of A and B a wave of 66 work items touches (course.models.tile_order), and
+    the run's speed against cuBLAS."""
+    rec = _profiled("order")
+    if rec is None:
+        return None
+    data = rec.data
+    size = data["size"]
+    blocks = size // 256  # cluster blocks per side: 2 x 128 rows, 256 columns
+    clusters = (rec.provenance.get("sm_count") or SMS) // 2
+    print(
+        f"{size}^3 bf16; A and B are {2 * size * size * 2 / 1e9:.2f} GB together, read once at best"
+    )
+    print(f"{'group_m':>7} {'panels/wave':>11} {'model GB':>8} | {'DRAM GB':>7} {'L2 sectors':>11} "
+          f"{'L2 hit':>6} | {'% of cuBLAS':>11}")  # fmt: skip
+    for r in data["rows"]:
+        panels = tile_order.wave_panels(blocks, blocks, r["group_m"], clusters)
+        model_gb = sum(panels) * PANEL_BYTES / 1e9
+        print(
+            f"{r['group_m']:>7} {sum(panels) / len(panels):>11.1f} {model_gb:>8.2f} | "
+            f"{_counters(r['counters'])} | {r['pct_of_cublas'][0]:>10.1f}%"
+        )
+    print(f"{'cuBLAS':>7} {'':>11} {'':>8} | {_counters(data['cublas'])} |")
+    return data
+
+
+def _counters(c: dict) -> str:
+    """DRAM GB read, L2 sectors read (millions) and their hit rate, as one table cell."""
+    dram, sectors = c["dram__bytes_read.sum"] / 1e9, c["lts__t_sectors_op_read.sum"] / 1e6
+    return f"{dram:>7.2f} {sectors:>10.0f}M {c['lts__t_sector_op_read_hit_rate.pct']:>5.0f}%"
+
+
+# ------------------------------------------------------------------ fusion
+
+
+def fusion() -> Outcome:
+    """y = GELU(A . B^T + bias), five ways, alternating rounds (live: ~15 s)."""
+    out = live_or("sm_90a", bench.fusion, _recorded("fusion"))
+    for r in out.value["rows"]:
+        m, n, k = r["shape"]
+        print(f"{m} x {n} x {k} (max relative error of the fused kernel {r['max_rel_error']:.1e}):")
+        for name, ms in r["ms"].items():
+            pct = r["pct_of_cublaslt_fused"].get(name)
+            share = f"{pct[0]:6.1f}% of cuBLASLt fused" if pct else "(the reference)"
+            print(f"  {name:26s} {ms * 1e3:8.1f} µs  {share}")
+        extra = 4 * m * n * 2  # C + bias: read C, write T; GELU: read T, write y
+        gap = r["ms"]["GEMM (course) + torch"] - r["ms"]["fused (course)"]
+        print(f"  the unfused pair moves {extra / 1e6:.0f} MB more through HBM; it takes "
+              f"{gap * 1e3:.0f} µs more: {extra / gap / 1e9:.2f} TB/s")  # fmt: skip
+    return out
+
+
+def fusion_figure(out: Outcome):
+    rows = out.value["rows"]
+    shapes = ["x".join(map(str, r["shape"])) for r in rows]
+    ms = {s: r["ms"] for s, r in zip(shapes, rows)}
+    order = ("fused (course)", "cuBLASLt fused", "GEMM (course) alone", "GEMM (course) + torch",
+             "cuBLAS + torch")  # fmt: skip
+    contenders = [c for c in order if c in rows[0]["ms"]]
+    return pictures.fusion(shapes, contenders, ms, _source(out, "times"))
+
+
+# ------------------------------------------------------------------ the fused kernel, checked
+
+CHECK_SHAPES = ((129, 264, 400), (1000, 1016, 520), (4096, 4096, 4096))
+EXECUTOR_SHAPE = (129, 264, 96)  # a partial tile in M and N, one and a half k-tiles
+
+
+def fused_check_live() -> list[tuple]:
+    """Both presets against torch over ragged shapes, output poisoned (needs sm_90a)."""
+    import torch
+
+    from kernels import fused_gemm
+    from kernels.selftest import TOLERANCE, relative_error
+
+    rows = []
+    for name, config in fused_gemm.PRESETS.items():
+        for seed, (m, n, k) in enumerate(CHECK_SHAPES):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            a = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+            b = torch.randn(n, k, device="cuda", generator=g).bfloat16()
+            bias = 4 * torch.randn(n, device="cuda", generator=g)
+            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+            fused_gemm.run(a, b, bias, out, config)
+            err = relative_error(out, fused_gemm.reference(a, b, bias, config.epilogue))
+            ok = err <= TOLERANCE[torch.bfloat16]
+            rows.append((name, (m, n, k), err, ok))
+            print(f"{name:9s} {m}x{n}x{k}: relative error {err:.1e} {'ok' if ok else 'WRONG'}")
+    return rows
+
+
+def fused_check_executed() -> list:
+    """Every preset's own code on the CPU executor at EXECUTOR_SHAPE, against torch."""
+    from course.execute.ladder_runs import run_fused_gemm
+    from kernels import fused_gemm
+
+    runs = []
+    for name, config in fused_gemm.PRESETS.items():
+        run = run_fused_gemm(config, *EXECUTOR_SHAPE, seed=len(runs))
+        print(f"{name:18s} {run.summary()}")
+        runs.append(run)
+    return runs
+
+
+# ------------------------------------------------------------------ where the SOL kernel stands
+
+
+def sol_table() -> None:
+    """The recorded run of the course's SOL kernel, NVIDIA's CuTe DSL persistent example (same
+    tile and cluster) and cuBLAS timed against itself (the control), 15 alternating rounds."""
+    from course.runtime.live import Banner, Mode, show as display
+
+    rec = results.latest(RESULTS, match=_part("sol"))
+    if rec is None:
+        print(f"not recorded yet: `{bench.__name__} sol --example PATH --record` on a Hopper GPU")
+        return None
+    display(
+        Banner(
+            Mode.RECORDED,
+            "NVIDIA's example is not part of the course, so this cell shows a recording on "
+            f"every machine: {rec.citation()}.",
+        )
+    )
+    print(f"{'problem':24s} | {'% of cuBLAS, median round (lowest-highest)':>44s}")
+    for r in rec.data["rows"]:
+        cells = ", ".join(
+            f"{name} {p[0]:.1f}% ({p[1]:.0f}-{p[2]:.0f})" for name, p in r["pct_of_cublas"].items()
+        )
+        print(f"{r['problem']:24s} | {cells}")
+    return rec.data
