@@ -153,37 +153,31 @@ def reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, epilogue: st
     return x
 
 
-def prepare(problem, config: Config = Config(), preset: str | None = None):
-    """For a benchmark: compile once for `problem`; gemm(a, b, c) with a random bias."""
-    config = PRESETS[preset] if preset is not None else config
-    GEMM.prepare(problem, config)
-    biases = {}
-
-    def gemm(a, b, c):
-        key = (a.device, b.shape[0])
-        if key not in biases:
-            biases[key] = torch.randn(b.shape[0], device=a.device)
-        return run(a, b, biases[key], c, config)
-
-    return gemm
+def check(shapes, presets=None, seed: int = 0) -> list[tuple]:
+    """Each preset (default: all) against `reference` on each (m, n, k), bf16, C poisoned
+    first: (preset, (m, n, k), relative error, within bf16's tolerance), for a GPU."""
+    rows = []
+    for name, config in (presets or PRESETS).items():
+        for i, (m, n, k) in enumerate(shapes):
+            g = torch.Generator(device="cuda").manual_seed(seed + i)
+            a = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+            b = torch.randn(n, k, device="cuda", generator=g).bfloat16()
+            bias = 4 * torch.randn(n, device="cuda", generator=g)
+            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+            run(a, b, bias, out, config)
+            err = selftest.relative_error(out, reference(a, b, bias, config.epilogue))
+            rows.append((name, (m, n, k), err, err <= selftest.TOLERANCE[torch.bfloat16]))
+    return rows
 
 
 def check_and_time(size: int = 4096, rounds: int = 15, reps: int = 20) -> int:
-    """Check both presets against torch over ragged shapes, then time bias + GELU at
+    """Check every preset against torch over ragged shapes, then time bias + GELU at
     size^3 against cuBLASLt's fused GELU epilogue (torch._addmm_activation)."""
-    for name, config in PRESETS.items():
-        for m, n, k in ((129, 264, 400), (1000, 1016, 520), (size, size, size)):
-            a = torch.randn(m, k, device="cuda").bfloat16()
-            b = torch.randn(n, k, device="cuda").bfloat16()
-            bias = torch.randn(n, device="cuda")
-            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
-            err = selftest.relative_error(
-                run(a, b, bias, out, config), reference(a, b, bias, config.epilogue)
-            )  # every preset, its own epilogue
-            ok = err <= selftest.TOLERANCE[torch.bfloat16]
-            print(f"{name} {m}x{n}x{k}: relative error {err:.2e} {'ok' if ok else 'WRONG'}")
-            if not ok:
-                return 1
+    rows = check(((129, 264, 400), (1000, 1016, 520), (size, size, size)))
+    for name, (m, n, k), err, ok in rows:
+        print(f"{name} {m}x{n}x{k}: relative error {err:.2e} {'ok' if ok else 'WRONG'}")
+    if not all(ok for *_, ok in rows):
+        return 1
 
     def operand():
         return torch.randn(size, size, device="cuda").bfloat16()

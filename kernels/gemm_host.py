@@ -412,6 +412,29 @@ class GemmHost:
         """C = A . B^T on the GPU; every input is validated before anything launches.
         `tensors`: more operands the kernel takes after the extra arguments (e.g. scales),
         validated by the caller, passed as pointers aligned to their element size."""
+        out, kernel, args = self.launch_arguments(
+            a, b, out, config, out_dtype=out_dtype, tensors=tensors
+        )
+        if kernel is not None:
+            self.launch(kernel, args)
+            if self.extra.after is not None:
+                self.extra.after(a, self.default_config if config is None else config)
+        return out
+
+    def launch_arguments(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        out: torch.Tensor | None = None,
+        config=None,
+        *,
+        out_dtype: torch.dtype | None = None,
+        tensors: tuple[torch.Tensor, ...] = (),
+    ) -> tuple:
+        """All that run() does before the launch -- validate, compile once, build the
+        arguments -- as (out, kernel, args); kernel is None when there is nothing to launch
+        (an empty C, or K = 0 and C zeroed). A benchmark calls kernel(*args, stream) to time
+        the launch alone."""
         device = a.device if isinstance(a, torch.Tensor) and a.is_cuda else None
         arch = host.require(self.needs, self.name, device)
         config = self.default_config if config is None else config
@@ -420,9 +443,9 @@ class GemmHost:
         )
         (m, k), n = a.shape, b.shape[0]
         if m == 0 or n == 0:
-            return out
+            return out, None, ()
         if k == 0:  # no K-block: the accumulators would never be written
-            return out.zero_()
+            return out.zero_(), None, ()
         kernel = self.compiler.for_arch(
             arch, *self._key(a.dtype, out.dtype, config, a_major, b_major)
         )
@@ -437,10 +460,7 @@ class GemmHost:
             *self.extra.values(a, config),
             *(host.gmem_pointer(t, t.dtype, t.element_size()) for t in tensors),
         )
-        self.launch(kernel, args)
-        if self.extra.after is not None:
-            self.extra.after(a, config)
-        return out
+        return out, kernel, args
 
     def launch(self, kernel, args: tuple) -> None:
         """Launch a compiled kernel on torch's current stream (the one line that needs the GPU;

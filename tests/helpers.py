@@ -47,3 +47,27 @@ def pretend_gpu(
     monkeypatch.setattr(kernels.host, "device_capability", lambda device=None: compute_capability)
     if accept_cpu_tensors:
         monkeypatch.setattr(kernels.host, "EXPECTED_DEVICE", "cpu")
+
+
+def refuse_launch(monkeypatch, gemm) -> None:
+    """A pretended Hopper GPU on which `gemm` (a kernels.gemm_host.GemmHost) fails the test if
+    it ever launches: for checks that bad input is refused before a launch."""
+    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
+
+    def launch(kernel, args):
+        raise AssertionError("launched")
+
+    monkeypatch.setattr(gemm, "launch", launch)
+
+
+def capture_launches(monkeypatch, gemm) -> list:
+    """A pretended Hopper GPU on which `gemm` records each launch's arguments instead of
+    launching, its persistent grid one cluster (no GPU asked how many fit)."""
+    from kernels.gemm_host import LaunchExtra, host_int32
+
+    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
+    launched = []
+    monkeypatch.setattr(gemm, "launch", lambda kernel, args: launched.append(args))
+    extra = LaunchExtra(gemm.extra.placeholders, lambda a, cfg: (host_int32(1),))
+    monkeypatch.setattr(gemm, "extra", extra)
+    return launched

@@ -7,11 +7,10 @@ import torch
 
 from course.execute import ladder_runs
 from kernels import fp8_gemm
-from kernels.gemm_host import LaunchExtra, host_int32
 from kernels.host import KernelInputError
 from kernels.selftest import TOLERANCE, relative_error
 
-from .helpers import pretend_gpu
+from .helpers import capture_launches, refuse_launch
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
@@ -136,12 +135,7 @@ def _operands(m=64, n=64, k=128, dtype=E4M3, scales="tensor"):
 
 @pytest.fixture
 def no_launch(monkeypatch):
-    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
-
-    def launch(kernel, args):
-        raise AssertionError("launched")
-
-    monkeypatch.setattr(fp8_gemm.GEMM, "launch", launch)
+    refuse_launch(monkeypatch, fp8_gemm.GEMM)
 
 
 def _refused(match, *args, **kwargs):
@@ -176,12 +170,7 @@ def test_scales_are_refused_before_a_launch(no_launch):
 
 
 def test_valid_inputs_reach_the_launch_with_their_scales(monkeypatch):
-    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
-    launched = []
-    monkeypatch.setattr(fp8_gemm.GEMM, "launch", lambda kernel, args: launched.append(args))
-    # the persistent grid without asking a GPU how many clusters fit
-    extra = LaunchExtra(fp8_gemm.GEMM.extra.placeholders, lambda a, cfg: (host_int32(1),))
-    monkeypatch.setattr(fp8_gemm.GEMM, "extra", extra)
+    launched = capture_launches(monkeypatch, fp8_gemm.GEMM)
     a, b, sa, sb = _operands(m=100, n=200, k=256, scales="row")
     out = fp8_gemm.run(a, b, sa, sb, config=fp8_gemm.PRESETS["row"])
     assert out.dtype == torch.bfloat16 and out.shape == (100, 200)

@@ -7,11 +7,10 @@ import torch
 
 from course.execute import ladder_runs
 from kernels import fused_gemm
-from kernels.gemm_host import LaunchExtra, host_int32
 from kernels.host import KernelInputError
 from kernels.selftest import TOLERANCE, relative_error
 
-from .helpers import pretend_gpu
+from .helpers import capture_launches, refuse_launch
 
 COMPILED = [
     ("bias_gelu bf16", fused_gemm.PRESETS["bias_gelu"], torch.bfloat16),
@@ -71,12 +70,7 @@ def test_a_bias_taken_by_row_would_be_seen():
 
 @pytest.fixture
 def no_launch(monkeypatch):
-    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
-
-    def launch(kernel, args):
-        raise AssertionError("launched")
-
-    monkeypatch.setattr(fused_gemm.GEMM, "launch", launch)
+    refuse_launch(monkeypatch, fused_gemm.GEMM)
 
 
 def _refused(match, *args, **kwargs):
@@ -97,11 +91,7 @@ def test_bias_is_refused_before_a_launch(no_launch):
 
 
 def test_valid_inputs_reach_the_launch_with_the_bias(monkeypatch):
-    pretend_gpu(monkeypatch, accept_cpu_tensors=True)
-    launched = []
-    monkeypatch.setattr(fused_gemm.GEMM, "launch", lambda kernel, args: launched.append(args))
-    extra = LaunchExtra(fused_gemm.GEMM.extra.placeholders, lambda a, cfg: (host_int32(1),))
-    monkeypatch.setattr(fused_gemm.GEMM, "extra", extra)
+    launched = capture_launches(monkeypatch, fused_gemm.GEMM)
     a, b = torch.randn(100, 64).bfloat16(), torch.randn(200, 64).bfloat16()
     out = fused_gemm.run(a, b, torch.randn(200))
     assert out.dtype == torch.bfloat16 and out.shape == (100, 200)

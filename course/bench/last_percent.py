@@ -155,23 +155,13 @@ def launch(rounds: int = 10) -> dict:
     against cuBLAS, at LAUNCH_SIZES."""
     from course.bench.gemm_bench import benchmark_gemm, prepare
     from kernels import hopper_gemm
-    from kernels.gemm_host import host_int32
-    from kernels.host import current_stream, gmem_pointer
+    from kernels.host import current_stream
 
     problem = _problem(256, 256, 256)
     a, b = problem.operands()
     c = problem.output()
     gemm = prepare("hopper", problem, **SOL)
-    kernel = hopper_gemm.compile(torch.bfloat16, hopper_gemm.Config())
-    args = (
-        gmem_pointer(a, a.dtype, 16),
-        gmem_pointer(b, b.dtype, 16),
-        gmem_pointer(c, c.dtype, 16),
-        host_int32(256),
-        host_int32(256),
-        host_int32(256),
-        *hopper_gemm.GEMM.extra.values(a, hopper_gemm.Config()),
-    )
+    _, kernel, args = hopper_gemm.GEMM.launch_arguments(a, b, c, hopper_gemm.Config())
     stream = current_stream()
     graph = graphed([lambda: gemm(a, b, c)], 1)
     host = {
