@@ -58,7 +58,7 @@ TILE_M = 128  # rows of a CTA tile: two consumer warpgroups of 64, or (pingpong)
 CONSUMER_WARPGROUPS = 2
 WARPGROUP_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
-BARRIER_RESERVE = 2048  # shared memory set aside for the ring's mbarriers
+BARRIER_RESERVE = 2048  # shared memory set aside for mbarriers (the ring's, a subclass's)
 # Named barriers (bar.sync ids; id 0 is __syncthreads):
 EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warpgroup, ids 1-2)
 MAINLOOP_TURN_BARRIER = 3  # pingpong: warpgroup w waits on id 3 + w for its turn (ids 3-4)
@@ -105,8 +105,18 @@ class Config:
         return TILE_M
 
     @property
+    def cluster_split(self) -> int:
+        """CTAs of a cluster that compute one tile together, each over a part of K: 1 here
+        (a subclass splits K)."""
+        return 1
+
+    @property
     def cluster_size(self) -> int:
-        return self.cluster_m * self.cluster_n
+        return self.cluster_m * self.cluster_n * self.cluster_split
+
+    def extra_smem_bytes(self) -> int:
+        """Shared memory a subclass's kernel takes beside the ring and the epilogue: none."""
+        return 0
 
     @property
     def threads(self) -> int:
@@ -130,7 +140,11 @@ class Config:
         epilogue's buffers (C in elements of `c_bytes`), the swizzle's alignment and the
         barriers. A ring deeper than fits, or not even two stages, is refused."""
         fit = (
-            smem_capacity(arch) - self.epi_bytes(c_bytes) - SWIZZLE_ALIGN - BARRIER_RESERVE
+            smem_capacity(arch)
+            - self.epi_bytes(c_bytes)
+            - self.extra_smem_bytes()
+            - SWIZZLE_ALIGN
+            - BARRIER_RESERVE
         ) // stage_bytes(TILE_M, self.tile_n)
         if fit < 2 or self.stages > fit:
             raise KernelInputError(
@@ -163,14 +177,28 @@ class Schedule(NamedTuple):
     cluster_cols: cutlass.Int32
     rm: cutlass.Int32  # this CTA's place in its cluster (rank = rm + rn * cluster_m)
     rn: cutlass.Int32
+    split: cutlass.Int32  # which part of K this CTA adds up (0 unless a subclass splits K)
 
 
 class SharedTiles(NamedTuple):
-    """This CTA's shared memory: the A and B rings and C's staging buffers."""
+    """This CTA's shared memory: the A and B rings, C's staging buffers, and what a
+    subclass allocated (`allocate_shared`)."""
 
     sA: cute.Tensor  # (bM, bK, STAGE)
     sB: cute.Tensor  # (bN, bK, STAGE)
     sC: cute.Tensor  # (EPI_M, EPI_N, buffer)
+    more: tuple
+
+
+class Work(NamedTuple):
+    """One work item of a CTA: its tile of C and the k-tiles it adds up (all of them here;
+    a part of them when a subclass splits K; never none: the consumers release the last
+    k-tile's stage after their loop)."""
+
+    tile_row: cutlass.Int32
+    tile_col: cutlass.Int32
+    k_first: cutlass.Int32
+    k_count: cutlass.Int32
 
 
 class COut(NamedTuple):
@@ -245,10 +273,7 @@ class HopperGemm:
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
         cluster_rows = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
         cluster_cols = (tiles_n + cfg.cluster_n - 1) // cfg.cluster_n
-        work = cluster_rows * cluster_cols  # blocks of cluster_m x cluster_n tiles
-        clusters = work
-        if cutlass.const_expr(cfg.persistent):
-            clusters = cutlass.min(work, max_clusters)
+        clusters = self.grid_clusters(cluster_rows, cluster_cols, max_clusters)
         self.kernel(
             tma_a,
             tA,
@@ -273,6 +298,23 @@ class HopperGemm:
             stream=stream,
         )
 
+    @cute.jit
+    def grid_clusters(
+        self, cluster_rows: cutlass.Int32, cluster_cols: cutlass.Int32, max_clusters: cutlass.Int32
+    ) -> cutlass.Int32:
+        """Clusters to launch: one per work item, or (persistent) as many as can be resident."""
+        clusters = self.work_items(cluster_rows, cluster_cols, max_clusters)
+        if cutlass.const_expr(self.cfg.persistent):
+            clusters = cutlass.min(clusters, max_clusters)
+        return clusters
+
+    @cute.jit
+    def work_items(
+        self, cluster_rows: cutlass.Int32, cluster_cols: cutlass.Int32, clusters: cutlass.Int32
+    ) -> cutlass.Int32:
+        """Work items of a grid of `clusters`: blocks of cluster_m x cluster_n tiles."""
+        return cluster_rows * cluster_cols
+
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
                tma_c: cute.CopyAtom, mC_tma: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
@@ -285,16 +327,16 @@ class HopperGemm:
         prefetch_descriptors(warp, (tma_a, tma_b, tma_c))
         rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         # this CTA's place in its cluster_m x cluster_n block of tiles (rank = rm + rn * cm)
-        rm, rn = rank, cutlass.Int32(0)
-        if cutlass.const_expr(cfg.cluster_n > 1):
-            rm, rn = rank % cfg.cluster_m, rank // cfg.cluster_m
-        cluster_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, 1))
+        rm, rn = rank % cfg.cluster_m, (rank // cfg.cluster_m) % cfg.cluster_n
+        split = rank // (cfg.cluster_m * cfg.cluster_n)  # 0 unless a subclass splits K
+        cluster_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, cfg.cluster_split))
 
         smem = SmemAllocator()
         barriers = smem.allocate_array(cutlass.Int64, 2 * self.stages, byte_alignment=BARRIER_BYTES)
         sA = smem.allocate_tensor(self.ab_dtype, sA_layout.outer, SWIZZLE_ALIGN, sA_layout.inner)
         sB = smem.allocate_tensor(self.ab_dtype, sB_layout.outer, SWIZZLE_ALIGN, sB_layout.inner)
         sC = smem.allocate_tensor(self.c_dtype, sC_layout.outer, SWIZZLE_ALIGN, sC_layout.inner)
+        more = self.allocate_shared(smem, tidx)
 
         # full[s]: the producer's expect_tx + tx_bytes; empty[s]: every consumer warp of
         # every CTA whose stage s this CTA's loads write into: its column (B multicast)
@@ -304,10 +346,10 @@ class HopperGemm:
             self.stages,
             self.tx_bytes,
             self.stage_readers * (cfg.cluster_m + cfg.cluster_n - 1),
-            cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, 1)),
+            cta_layout_vmnk=cute.make_layout((1, cfg.cluster_m, cfg.cluster_n, cfg.cluster_split)),
             defer_sync=True,
         )
-        cluster_mn = (cfg.cluster_m, cfg.cluster_n)
+        cluster_mn = (cfg.cluster_m * cfg.cluster_split, cfg.cluster_n)
         pipeline.pipeline_init_arrive(cluster_shape_mn=cluster_mn, is_relaxed=True)
 
         # per-CTA views of the operands: all k-tiles of every tile row / column
@@ -334,21 +376,23 @@ class HopperGemm:
             cute.group_modes(sB, 0, 2),
             cute.group_modes(gB, 0, 2),
         )
-        a_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=1)
-        b_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, 0), mode=0)
+        a_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, split), mode=1)
+        b_mask = cute.make_layout_image_mask(cluster_layout, (rm, rn, split), mode=0)
         # endregion multicast-slices
 
         pipeline.pipeline_init_wait(cluster_shape_mn=cluster_mn)
 
         # the persistent schedule: cluster c takes work items c, c + clusters, ...
+        clusters = cute.arch.grid_dim()[0] // cfg.cluster_size
         schedule = Schedule(
             cute.arch.block_idx()[0] // cfg.cluster_size,
-            cute.arch.grid_dim()[0] // cfg.cluster_size,
-            cluster_rows * cluster_cols,
+            clusters,
+            self.work_items(cluster_rows, cluster_cols, clusters),
             cluster_rows,
             cluster_cols,
             rm,
             rn,
+            split,
         )
 
         # region producer
@@ -360,13 +404,13 @@ class HopperGemm:
                 )
                 item = schedule.cluster_id
                 while item < schedule.work:
-                    tile_row, tile_col = self.cta_tile(item, schedule)
-                    for kt in range(k_tiles):
+                    work = self.cta_work(item, schedule, k_tiles)
+                    for kt in range(work.k_first, work.k_first + work.k_count):
                         ring.producer_acquire(state)
                         bar = ring.producer_get_barrier(state)
                         self.load_operand(
                             tma_a,
-                            tAgA[None, tile_row, kt],
+                            tAgA[None, work.tile_row, kt],
                             tAsA[None, state.index],
                             bar,
                             a_mask,
@@ -374,7 +418,7 @@ class HopperGemm:
                         )
                         self.load_operand(
                             tma_b,
-                            tBgB[None, tile_col, kt],
+                            tBgB[None, work.tile_col, kt],
                             tBsB[None, state.index],
                             bar,
                             b_mask,
@@ -389,7 +433,7 @@ class HopperGemm:
             self.consume(
                 tiled_mma,
                 ring,
-                SharedTiles(sA, sB, sC),
+                SharedTiles(sA, sB, sC, more),
                 COut(mC, tma_c, mC_tma),
                 schedule,
                 k_tiles,
@@ -398,17 +442,30 @@ class HopperGemm:
                 tidx - WARPGROUP_THREADS,
                 extra,
             )
+        self.before_exit()
 
     @cute.jit
-    def cta_tile(self, item: cutlass.Int32, schedule: Schedule):
+    def before_exit(self):
+        """Every thread's last step: nothing here (a subclass may wait for its cluster)."""
+        pass
+
+    @cute.jit
+    def allocate_shared(self, smem: SmemAllocator, tidx: cutlass.Int32) -> tuple:
+        """A subclass's own shared memory (its mbarriers initialized by thread `tidx` 0,
+        before the cluster syncs): none here."""
+        return ()
+
+    @cute.jit
+    def cta_work(self, item: cutlass.Int32, schedule: Schedule, k_tiles: cutlass.Int32) -> Work:
         """Work item -> this CTA's tile (row, column) of C: the cluster's block of tiles in
-        the grouped order, then this CTA's place in the block."""
+        the grouped order, then this CTA's place in the block; all `k_tiles` k-tiles."""
         row, col = grouped_tile(
             item, schedule.cluster_rows, schedule.cluster_cols, self.cfg.group_m
         )
-        if cutlass.const_expr(self.cfg.cluster_n == 1):
-            return row * self.cfg.cluster_m + schedule.rm, col
-        return row * self.cfg.cluster_m + schedule.rm, col * self.cfg.cluster_n + schedule.rn
+        row = row * self.cfg.cluster_m + schedule.rm
+        if cutlass.const_expr(self.cfg.cluster_n > 1):
+            col = col * self.cfg.cluster_n + schedule.rn
+        return Work(row, col, cutlass.Int32(0), k_tiles)
 
     @cute.jit
     def load_operand(
@@ -523,7 +580,8 @@ class HopperGemm:
         # endregion turns
         done = cutlass.Int32(0)
         while item < schedule.work:
-            tile_row, tile_col = self.cta_tile(item, schedule)
+            work = self.cta_work(item, schedule, k_tiles)
+            tile_row, tile_col = work.tile_row, work.tile_col
             acc.fill(0.0)
             tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             if cutlass.const_expr(cfg.pingpong):
@@ -531,9 +589,9 @@ class HopperGemm:
                 if wg == 1 or done > 0:  # wait until the other warpgroup's mainloop is done
                     my_turn.arrive_and_wait()
                 # endregion wait-for-turn
-            at = TileAt(thr_mma, tile_row, tile_col, mC.shape, extra)
+            at = TileAt(thr_mma, tile_row, tile_col, mC.shape, extra, work, smem.more, ctid)
             into = self.k_tile_accumulator(acc)  # what the wgmmas add into (here: acc)
-            for kt in range(k_tiles):
+            for kt in range(work.k_count):
                 ring.consumer_wait(read)
                 self.mma_k_tile(tiled_mma, into, tCrA, tCrB, read.index)
                 read.advance()
@@ -541,7 +599,7 @@ class HopperGemm:
                     cute.nvgpu.warpgroup.wait_group(1)
                     ring.consumer_release(release)
                     release.advance()
-                self.after_k_tile(acc, into, kt, k_tiles, at)
+                self.after_k_tile(acc, into, kt, work.k_count, at)
             if cutlass.const_expr(cfg.pingpong):
                 if item + schedule.clusters < schedule.work:  # the other has a next tile
                     your_turn.arrive()
@@ -554,50 +612,51 @@ class HopperGemm:
                     release.advance()
             self.finish_accumulator(acc, at)
 
-            # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C. This
-            # tile gC (bM, bN); its TMA views bSG_sC (TMA, buffer) and bSG_gC (TMA, chunks);
-            # gC_chunks and cC_chunks ((EPI_M, EPI_N), chunks), of values and coordinates
-            gC = cute.local_tile(
-                out.mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
-                self.tile,
-                (tile_row, tile_col),
-            )
-            bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
-                out.tma_c,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sC, 0, 2),
-                cute.zipped_divide(gC, self.epi_tile),
-            )
-            gC_chunks = cute.zipped_divide(gC, self.epi_tile)
-            cC_chunks = cute.zipped_divide(
-                cute.local_tile(
-                    cute.make_identity_tensor(mC.shape), self.tile, (tile_row, tile_col)
-                ),
-                self.epi_tile,
-            )
-            epi = ChunkStore(
-                r2s,
-                tRS_sC,
-                chunk_sync,
-                warp,
-                store_warp,
-                out.tma_c,
-                bSG_sC,
-                bSG_gC,
-                copy_chunk,
-                sC,
-                gC_chunks,
-                cC_chunks,
-                mC.shape,
-                mma_tid_all,
-            )
-            for e in cutlass.range_constexpr(chunks):
-                for v in cutlass.range_constexpr(per_chunk):
-                    chunk_acc[v] = acc_r2s[e * per_chunk + v]
-                chunk_out.store(chunk_acc.load().to(self.c_dtype))
-                buf = first_buf + (done * chunks + e) % cfg.epi_stages
-                self.store_chunk(chunk_out, buf, (e // chunk_cols, e % chunk_cols), epi, stores)
+            if self.stores_tile(at):  # (a subclass may leave a tile to another CTA)
+                # epilogue: chunk by chunk, registers -> shared memory (stmatrix) -> C. This
+                # tile gC (bM, bN); its TMA views bSG_sC (TMA, buffer) and bSG_gC (TMA, chunks);
+                # gC_chunks and cC_chunks ((EPI_M, EPI_N), chunks), of values and coordinates
+                gC = cute.local_tile(
+                    out.mC_tma if cutlass.const_expr(cfg.tma_store) else mC,
+                    self.tile,
+                    (tile_row, tile_col),
+                )
+                bSG_sC, bSG_gC = cute.nvgpu.cpasync.tma_partition(
+                    out.tma_c,
+                    0,
+                    cute.make_layout(1),
+                    cute.group_modes(sC, 0, 2),
+                    cute.zipped_divide(gC, self.epi_tile),
+                )
+                gC_chunks = cute.zipped_divide(gC, self.epi_tile)
+                cC_chunks = cute.zipped_divide(
+                    cute.local_tile(
+                        cute.make_identity_tensor(mC.shape), self.tile, (tile_row, tile_col)
+                    ),
+                    self.epi_tile,
+                )
+                epi = ChunkStore(
+                    r2s,
+                    tRS_sC,
+                    chunk_sync,
+                    warp,
+                    store_warp,
+                    out.tma_c,
+                    bSG_sC,
+                    bSG_gC,
+                    copy_chunk,
+                    sC,
+                    gC_chunks,
+                    cC_chunks,
+                    mC.shape,
+                    mma_tid_all,
+                )
+                for e in cutlass.range_constexpr(chunks):
+                    for v in cutlass.range_constexpr(per_chunk):
+                        chunk_acc[v] = acc_r2s[e * per_chunk + v]
+                    chunk_out.store(chunk_acc.load().to(self.c_dtype))
+                    buf = first_buf + (done * chunks + e) % cfg.epi_stages
+                    self.store_chunk(chunk_out, buf, (e // chunk_cols, e % chunk_cols), epi, stores)
             done += 1
             item += step * schedule.clusters
         if cutlass.const_expr(cfg.tma_store):
@@ -636,6 +695,10 @@ class HopperGemm:
         for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
             cute.gemm(tiled_mma, acc, tCrA[None, None, kb, stage], tCrB[None, None, kb, stage], acc)
         cute.nvgpu.warpgroup.commit_group()
+
+    def stores_tile(self, at: TileAt):
+        """Whether this CTA stores the tile it computed: always, here."""
+        return True
 
     @cute.jit
     def finish_accumulator(self, acc: cute.Tensor, at: TileAt):
@@ -688,6 +751,9 @@ class TileAt(NamedTuple):
     tile_col: cutlass.Int32
     shape: tuple  # C's (M, N)
     extra: tuple  # the subclass's tensors (launch_tiles' `extra`)
+    work: Work  # the work item (its k-tiles)
+    more: tuple  # the subclass's shared memory (`allocate_shared`)
+    ctid: cutlass.Int32  # the thread's index among the consumer threads
 
 
 class ChunkStore(NamedTuple):
@@ -740,9 +806,4 @@ def prepare(problem, config: Config = Config(), preset: str | None = None):
 
 
 if __name__ == "__main__":
-    for name, preset in PRESETS.items():
-        status = selftest.gemm_main(
-            GEMM, f"hopper_gemm, preset {name!r}", sizes=(4096, 8192), config=preset
-        )
-        if status:
-            raise SystemExit(status)
+    raise SystemExit(selftest.presets_main(GEMM, PRESETS, sizes=(4096, 8192)))

@@ -65,6 +65,12 @@ STEPS: tuple[Step, ...] = (
         "bias (+ GELU) applied to the accumulator in registers before the epilogue stores it: "
         "epilogue fusion",
     ),
+    Step(
+        "split_k_gemm",
+        13,
+        "split-K: the CTAs of a cluster share a tile, each over a part of K, and add their "
+        "partial sums through distributed shared memory",
+    ),
     Step("tcgen05_gemm", 14, "tcgen05.mma into tensor memory, warp roles"),
     Step("cta_pair_gemm", 15, "CTA pairs: cta_group::2, barrier aliasing"),
     Step("cta_pair_clc_gemm", 15, "Cluster Launch Control and TMEM ping-pong"),

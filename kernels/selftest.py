@@ -216,3 +216,13 @@ def gemm_main(
         for size in sizes:
             time_gemm(lambda a, b, out: gemm.run(a, b, out, config), size, dtype)
     return 0 if ok else 1
+
+
+def presets_main(gemm, presets: dict, sizes: Sequence[int]) -> int:
+    """`python -m kernels.<step>` for a step with PRESETS: gemm_main for each, stopping at the
+    first that fails."""
+    for name, preset in presets.items():
+        status = gemm_main(gemm, f"{gemm.name}, preset {name!r}", sizes=sizes, config=preset)
+        if status:
+            return status
+    return 0

@@ -381,18 +381,22 @@ def _ladder() -> list[Configuration]:
     out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, {}, out_dtype=fp32)
     out += _gemm_configs("fp8_gemm", "sm_90a", e4m3, dict(scales="block"))
 
-    # 13 fused_gemm: every preset in bf16, bias + GELU in fp16
-    for preset in ("bias", "bias_gelu", "bias_gelu_pingpong"):
-        out.append(
-            _gemm(
-                "fused_gemm",
-                "sm_90a",
-                bf16,
-                f"preset={preset}",
-                lambda module, preset=preset: module.PRESETS[preset],
+    # 13 fused_gemm and split_k_gemm: every preset in bf16, the default Config in fp16
+    for step, presets in (
+        ("fused_gemm", ("bias", "bias_gelu", "bias_gelu_pingpong")),
+        ("split_k_gemm", ("split_k2", "split_k4", "split_tail")),
+    ):
+        for preset in presets:
+            out.append(
+                _gemm(
+                    step,
+                    "sm_90a",
+                    bf16,
+                    f"preset={preset}",
+                    lambda module, preset=preset: module.PRESETS[preset],
+                )
             )
-        )
-    out += _gemm_configs("fused_gemm", "sm_90a", fp16, {})
+        out += _gemm_configs(step, "sm_90a", fp16, {})
 
     # 14-15 the Blackwell GEMMs: both tile widths, both input types, C in another type
     for step in ("tcgen05_gemm", "cta_pair_gemm", "cta_pair_clc_gemm"):

@@ -5,6 +5,7 @@
     python -m course.bench.last_percent launch [--record]   host time per call; eager vs graph
     python -m course.bench.last_percent order  [--record]   tile order: L2 sectors, DRAM bytes (ncu)
     python -m course.bench.last_percent fusion [--record]   bias + GELU fused vs unfused
+    python -m course.bench.last_percent split  [--record]   split-K presets where cuBLAS splits K
     python -m course.bench.last_percent sol [--example PATH] [--record]
                                           the SOL kernel, NVIDIA's example and cuBLAS
 
@@ -331,40 +332,74 @@ def nvidia_example(path: str, problem, tile=(128, 256), cluster=(2, 1)):
     return gemm
 
 
+def against_cublas(problem, contenders: dict, rounds: int, reps: int) -> dict:
+    """Each contender (gemm(a, b, c)) checked against torch, then timed with cuBLAS, and
+    cuBLAS again as the control, in alternating rounds: a row of a record."""
+    from course.bench.gemm_bench import RotatingInputs, check_gemm, cublas
+
+    rot = RotatingInputs(problem)
+    checks = {name: check_gemm(fn, problem).ok for name, fn in contenders.items()}
+    contenders = {**contenders, "cuBLAS": cublas, "cuBLAS (control)": cublas}
+    t = alternating({k: rot.calls(v) for k, v in contenders.items()}, rounds, reps)
+    ref = t["cuBLAS"]
+    row = {
+        "problem": str(problem),
+        "checked": checks,
+        "ms": {k: round(v.median_ms, 5) for k, v in t.items()},
+        "pct_of_cublas": {k: round_ratios(ref, v, reps) for k, v in t.items() if v is not ref},
+    }
+    print(row)
+    return row
+
+
 def sol(example: str | None = None, rounds: int = 15, reps: int = 10) -> dict:
     """The course's SOL kernel, NVIDIA's persistent example (same tile and cluster) and
     cuBLAS (twice: the control) at SOL_SHAPES^3 in bf16 and fp16, alternating rounds; each
     kernel's output checked against torch first."""
-    from course.bench.gemm_bench import RotatingInputs, check_gemm, cublas, prepare
+    from course.bench.gemm_bench import prepare
 
     rows = []
     for dtype in (torch.bfloat16, torch.float16):
         for size in SOL_SHAPES:
             problem = _problem(size, size, size, dtype)
-            rot = RotatingInputs(problem)
             contenders = {"course SOL": prepare("hopper", problem, **SOL)}
             if example:
                 contenders["NVIDIA example"] = nvidia_example(example, problem)
-            checks = {name: check_gemm(fn, problem).ok for name, fn in contenders.items()}
-            contenders.update({"cuBLAS": cublas, "cuBLAS (control)": cublas})
-            t = alternating({k: rot.calls(v) for k, v in contenders.items()}, rounds, reps)
-            ref = t["cuBLAS"]
-            rows.append(
-                {
-                    "problem": str(problem),
-                    "checked": checks,
-                    "ms": {k: round(v.median_ms, 5) for k, v in t.items()},
-                    "pct_of_cublas": {
-                        k: round_ratios(ref, v, reps) for k, v in t.items() if v is not ref
-                    },
-                }
-            )
-            print(rows[-1])
+            rows.append(against_cublas(problem, contenders, rounds, reps))
     return {"part": "sol", "example": EXAMPLE if example else None, "rounds": rounds,
             "reps": reps, "rows": rows}  # fmt: skip
 
 
+# ------------------------------------------------------------------ split-K
+
+# few tiles and a long K (cuBLAS splits K there); a ragged problem of 3.6 waves; a square one
+# of 3.9 waves; one just past a wave's edge (4.1 waves: a short last wave)
+SPLIT_SHAPES = ((1024, 1024, 16384), (3000, 5000, 4096), (4096, 4096, 4096), (4096, 4224, 4096))
+
+
+def split(rounds: int = 15, reps: int = 10) -> dict:
+    """Each split-K preset, the SOL kernel and cuBLAS (twice: the control) at SPLIT_SHAPES in
+    bf16 and fp16, alternating rounds; each kernel's output checked against torch first."""
+    from course.bench.gemm_bench import prepare
+    from kernels import split_k_gemm
+
+    rows = []
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in SPLIT_SHAPES:
+            problem = _problem(m, n, k, dtype)
+            contenders = {
+                "course SOL": prepare("hopper", problem, **SOL),
+                **{
+                    name: split_k_gemm.GEMM.prepare(problem, config)
+                    for name, config in split_k_gemm.PRESETS.items()
+                },
+            }
+            rows.append({"shape": [m, n, k], **against_cublas(problem, contenders, rounds, reps)})
+    return {"part": "split", "rounds": rounds, "reps": reps, "rows": rows}
+
+
 PARTS = {
+    "split": split,
     "waves": waves,
     "tail": tail,
     "launch": launch,

@@ -348,7 +348,7 @@ def _last_percent_summary(d: dict) -> str:
                         if "course" in k)
             for r in d["rows"]
         )  # fmt: skip
-    if part == "sol":
+    if part in ("sol", "split"):
         return "% of cuBLAS (median round): " + "; ".join(
             r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublas"].items())
             for r in d["rows"]

@@ -841,6 +841,22 @@ MODULES = {
     "cuda.bindings.driver": driver,
 }
 
+
+
+def _load_dsmem(ptr, dtype):
+    """kernels.dsmem.load: one value from another CTA's shared memory (a mapa'd pointer:
+    the same memory model as the CTA's own)."""
+    return cute.make_tensor(ptr, cute.make_layout(1))[0]
+
+
+# the course's own wrappers of what the executor cannot translate (an LLVM load, an MLIR
+# enum)
+MODULES["kernels.dsmem"] = Namespace(
+    "kernels.dsmem",
+    load=_load_dsmem,
+    arrive=lambda mbar, rank: arch.mbarrier_arrive(mbar, rank),
+)
+
 # Hopper's mbarriers, TMA, clusters and cutlass.pipeline (course.execute.hopper)
 from course.execute import hopper as _hopper  # noqa: E402
 

@@ -695,6 +695,46 @@ def run_fused_gemm(config, m: int = 129, n: int = 264, k: int = 96, seed: int = 
     )
 
 
+def run_split_k_gemm(
+    config,
+    m: int = 200,
+    n: int = 136,
+    k: int = 320,
+    clusters: int = 2,
+    seed: int = 0,
+    kernel=None,
+) -> LadderRun:
+    """Notebook 13: kernels.split_k_gemm with one Config, persistent over `clusters` clusters
+    of CTAs (each split tile's partial sums meet in distributed shared memory), on fresh
+    bf16 inputs against torch's float64 product. `kernel`: a subclass of SplitKGemm to run
+    instead (a test's mistake)."""
+    from kernels import split_k_gemm
+
+    g = torch.Generator().manual_seed(SEED + seed)
+    x = {
+        "a": torch.randn(m, k, generator=g).bfloat16(),
+        "b": torch.randn(n, k, generator=g).bfloat16(),
+    }
+    ref = x["a"].double() @ x["b"].double().t()
+    problem = {"m": m, "n": n, "k": k}
+
+    def launch(x, out, seed):
+        gemm = (kernel or split_k_gemm.SplitKGemm)(_hopper_types(), config)
+        return run_gemm_object(gemm, x, out, problem, seed, extra=(clusters,))
+
+    label = f"split_k_gemm@split_k={config.split_k}{',tail' if config.split_tail else ''}"
+    return execute(
+        f"{label},m={m},n={n},k={k},clusters={clusters}",
+        x,
+        ref,
+        launch,
+        (m, n),
+        torch.bfloat16,
+        torch.bfloat16,
+        seed,
+    )
+
+
 def _case(name: str, **problem) -> str:
     """The case for this problem: a recorded one if it matches, else a new one (not
     recorded on the H100)."""

@@ -181,10 +181,15 @@ def arrive(ptr, count=1, tx=0, cta=None) -> None:
     next phase, as on the GPU)."""
     site = hazards.site(3)
     count, tx = uniform(count, "an arrival count"), uniform(tx, "a byte count")
-    if isinstance(cta, Lanes) and len(set(_active(cta))) > 1:  # each lane its own CTA's
-        for rank in _active(cta):  # (PipelineClcFetchAsync: lane r signals CTA r)
-            _arrive_on(barrier_at(ptr, rank, site), count, tx, site)
-        return
+    if isinstance(cta, Lanes):
+        ranks = _active(cta)
+        if len(set(ranks)) > 1:  # each lane its own CTA's
+            for rank in ranks:  # (PipelineClcFetchAsync: lane r signals CTA r)
+                _arrive_on(barrier_at(ptr, rank, site), count, tx, site)
+            return
+        if not ranks:
+            return
+        cta = ranks[0]  # the active lanes signal one CTA (PipelineTmaAsync: lane r, CTA r)
     slot = barrier_at(ptr, cta, site)
     for _ in range(_lanes()):
         _arrive_on(slot, count, tx, site)

@@ -228,6 +228,7 @@ ARCH = dict(
     cluster_arrive_relaxed=cluster_arrive_relaxed,
     cluster_wait=cluster_wait,
     mapa=mapa,
+    map_dsmem_ptr=mapa,
     fence_proxy=fence_proxy,
     fence_view_async_shared=fence_view_async_shared,
     fence_acq_rel_cta=_nothing,

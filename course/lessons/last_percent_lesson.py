@@ -11,6 +11,8 @@ against a model.
   launch_figure    the latter drawn
   order_table      tile order (group_m): L2 sectors, hit rate, DRAM bytes (recorded) beside
                    the panels a wave touches (course.models.tile_order)
+  split_check_*    the split-K presets against torch (live on sm_90a, else on the CPU executor)
+  split_table      the split-K presets, the SOL kernel and cuBLAS where cuBLAS splits K (recorded)
   fusion           bias + GELU fused against the unfused pair and cuBLASLt's own fusion
   fusion_figure    the latter drawn
 """
@@ -43,6 +45,20 @@ def _source(out: Outcome, what: str) -> str:
 
 def _sms(data: dict) -> int:
     return data.get("sms") or SMS
+
+
+def _recorded_everywhere(part: str, args: str, why: str) -> results.Record | None:
+    """The newest record of `part`, announced as shown on every machine (`why`), or None
+    with the command that records it (`python -m course.bench.last_percent {args}`)."""
+    from course.runtime.live import Banner, Mode, show as display
+
+    rec = results.latest(RESULTS, match=_part(part))
+    if rec is None:
+        print(f"not recorded yet: `{bench.__name__} {args}` on a Hopper GPU")
+        return None
+    display(Banner(Mode.RECORDED, f"{why}, so this cell shows a recording on every machine: "
+                                  f"{rec.citation()}."))  # fmt: skip
+    return rec
 
 
 # ------------------------------------------------------------------ waves
@@ -259,25 +275,73 @@ def fused_check_executed() -> list:
     return runs
 
 
+# ------------------------------------------------------------------ split-K
+
+# (preset, m, n, k, clusters) on the CPU executor: ragged edges and a K of one k-tile split in
+# two; split_tail over 5 x 2 tiles on 2 clusters (whole tiles for a wave, then 2 split)
+SPLIT_EXECUTED = (("split_k2", 130, 264, 40, 1), ("split_tail", 600, 392, 192, 2))
+
+
+def split_check_live() -> list[tuple]:
+    """Every split-K preset against torch over its ragged shapes, C poisoned (needs sm_90a)."""
+    from kernels import split_k_gemm
+
+    rows = split_k_gemm.check()
+    for name, (m, n, k), err, ok in rows:
+        print(f"{name:11s} {m}x{n}x{k}: relative error {err:.1e} {'ok' if ok else 'WRONG'}")
+    return rows
+
+
+def split_check_executed() -> list:
+    """Two presets' own code on the CPU executor (SPLIT_EXECUTED), against torch."""
+    from course.execute.ladder_runs import run_split_k_gemm
+    from kernels import split_k_gemm
+
+    runs = []
+    for name, m, n, k, clusters in SPLIT_EXECUTED:
+        run = run_split_k_gemm(split_k_gemm.PRESETS[name], m, n, k, clusters=clusters)
+        print(f"{name:11s} {run.summary()}")
+        runs.append(run)
+    return runs
+
+
+def split_table(dtype: str = "bfloat16") -> dict | None:
+    """The recorded split-K run (`last_percent split`): each preset, the SOL kernel and cuBLAS's
+    control as % of cuBLAS, median round (lowest-highest), with the SOL kernel's waves."""
+    rec = _recorded_everywhere(
+        "split", "split --record", "Timing the presets takes about a minute of a Hopper GPU"
+    )
+    if rec is None:
+        return None
+    rows = [r for r in rec.data["rows"] if r["problem"].split()[-1] == dtype]
+    names = sorted(rows[0]["pct_of_cublas"], key=lambda name: "control" in name)
+    print(f"{dtype}; model: the run's length in whole-tile times, the SOL kernel's waves and")
+    print("split_tail's (course.models.waves); measured: % of cuBLAS, median round (lowest-highest)")
+    head = f"{'M x N x K':17s} {'waves':>5s} {'SOL':>4s} {'tail':>4s} | "
+    print(head + " | ".join(f"{n:>16s}" for n in names))
+    for r in rows:
+        m, n, k = r["shape"]
+        sol = waves_model.of_problem(m, n, SMS)
+        tail = waves_model.split_tail_length(m, n, SMS)
+        cells = [
+            "{:5.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"][name]) for name in names
+        ]
+        model = f"{sol.fraction:5.2f} {sol.waves:4d} {tail:4.1f}"
+        print(f"{m}x{n}x{k:<7d} {model} | " + " | ".join(f"{c:>16s}" for c in cells))
+    return rec.data
+
+
 # ------------------------------------------------------------------ where the SOL kernel stands
 
 
 def sol_table() -> None:
     """The recorded run of the course's SOL kernel, NVIDIA's CuTe DSL persistent example (same
     tile and cluster) and cuBLAS timed against itself (the control), 15 alternating rounds."""
-    from course.runtime.live import Banner, Mode, show as display
-
-    rec = results.latest(RESULTS, match=_part("sol"))
-    if rec is None:
-        print(f"not recorded yet: `{bench.__name__} sol --example PATH --record` on a Hopper GPU")
-        return None
-    display(
-        Banner(
-            Mode.RECORDED,
-            "NVIDIA's example is not part of the course, so this cell shows a recording on "
-            f"every machine: {rec.citation()}.",
-        )
+    rec = _recorded_everywhere(
+        "sol", "sol --example PATH --record", "NVIDIA's example is not part of the course"
     )
+    if rec is None:
+        return None
     print(f"{'problem':24s} | {'% of cuBLAS, median round (lowest-highest)':>44s}")
     for r in rec.data["rows"]:
         cells = ", ".join(

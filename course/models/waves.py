@@ -73,3 +73,14 @@ def fit_per_wave(ns, ms, m: int, sms: int, **tiling) -> tuple[float, float]:
     sxx = sum((x - mean_x) ** 2 for x in xs)
     per = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ms)) / sxx
     return mean_y - per * mean_x, per
+
+
+def split_tail_length(m: int, n: int, sms: int, split: int = 2, tile_m: int = 128,
+                      tile_n: int = 256) -> float:  # fmt: skip
+    """The length of a run, in times of one whole tile, when the full waves run whole tiles
+    (one per CTA, sms CTAs) and the tiles left over are each split `split` ways over a
+    cluster of `split` CTAs (sms // split clusters): the tail costs rounds of 1/split."""
+    tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+    whole = tiles // sms
+    left = tiles - whole * sms
+    return whole + math.ceil(left / (sms // split)) / split

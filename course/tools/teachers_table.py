@@ -44,7 +44,7 @@ LECTURES = {
     10: "11. Tensor cores II: WGMMA",
     11: "12. The Hopper speed-of-light GEMM",
     12: "13. FP8 on Hopper",
-    13: "14. The last five percent: waves, launches, tile order, a fused epilogue",
+    13: "14. The last five percent: waves, split-K, launches, tile order, a fused epilogue",
     14: "15. Blackwell: tensor memory and tcgen05",
     15: "16. Capstone: the CTA-pair CLC GEMM",
     16: "17. Low precision on Blackwell: block-scaled MMA",
