@@ -25,6 +25,9 @@ Starting from notebook 10's TMA + WGMMA kernel, each Config flag adds one idea:
       after the other through the same ring, so while one warpgroup runs its
       epilogue the other keeps the tensor cores busy with the next mainloop.
 
+a_l2 / b_l2 (notebook 13): an L2 eviction priority on A's or B's TMA loads ("first" or "last");
+none by default, and none of them made the kernel faster.
+
 PRESETS names the ladder's steps; `Config()` is the final kernel. `pingpong_2x2` is an
 experiment that did not pay: it multicasts both operands, but clusters of 4 leave 12 of an
 H100's 132 SMs idle (notebook 11 shows the counters).
@@ -62,6 +65,9 @@ BARRIER_RESERVE = 2048  # shared memory set aside for mbarriers (the ring's, a s
 # Named barriers (bar.sync ids; id 0 is __syncthreads):
 EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warpgroup, ids 1-2)
 MAINLOOP_TURN_BARRIER = 3  # pingpong: warpgroup w waits on id 3 + w for its turn (ids 3-4)
+# An L2 eviction priority for a TMA load: the 64-bit cache policy that PTX's createpolicy
+# makes (the values of CUTLASS's CacheHintSm90). "normal" passes none.
+L2_POLICIES = {"normal": None, "first": 0x12F0000000000000, "last": 0x14F0000000000000}
 
 
 def load_op(sharers: int):
@@ -84,6 +90,8 @@ class Config:
     epi_n: int = 32  # epilogue chunk width
     epi_stages: int = 4  # TMA-store buffers in flight (per consumer warpgroup)
     pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
+    a_l2: str = "normal"  # L2 eviction priority of A's loads: "normal", "first" or "last"
+    b_l2: str = "normal"  # the same for B's
 
     def __post_init__(self):
         if self.pingpong and self.tile_n > 128:
@@ -98,6 +106,8 @@ class Config:
             raise ValueError("epi_n must divide tile_n")
         if self.stages == 1 or self.stages < 0:
             raise ValueError("stages: 0 (as many as fit) or at least 2")
+        if {self.a_l2, self.b_l2} - set(L2_POLICIES):
+            raise ValueError(f"a_l2 and b_l2 must be one of {sorted(L2_POLICIES)}")
 
     @property
     def tile_m(self) -> int:
@@ -415,6 +425,7 @@ class HopperGemm:
                             bar,
                             a_mask,
                             cfg.cluster_n,
+                            L2_POLICIES[cfg.a_l2],
                         )
                         self.load_operand(
                             tma_b,
@@ -423,6 +434,7 @@ class HopperGemm:
                             bar,
                             b_mask,
                             cfg.cluster_m,
+                            L2_POLICIES[cfg.b_l2],
                         )
                         state.advance()
                     item += schedule.clusters
@@ -476,12 +488,17 @@ class HopperGemm:
         bar: cute.Pointer,
         mask: cutlass.Int16,
         sharers: cutlass.Constexpr,
+        policy: cutlass.Constexpr = None,
     ):
-        """One operand's k-tile into stage `dst`, multicast to the CTAs that share it."""
+        """One operand's k-tile into stage `dst`, multicast to the CTAs that share it; with an
+        L2 cache `policy` (L2_POLICIES) when one is given."""
+        hint = {}
+        if cutlass.const_expr(policy is not None):
+            hint = {"cache_policy": cutlass.Int64(policy)}
         if cutlass.const_expr(sharers > 1):
-            cute.copy(tma, src, dst, tma_bar_ptr=bar, mcast_mask=mask)
+            cute.copy(tma, src, dst, tma_bar_ptr=bar, mcast_mask=mask, **hint)
         else:
-            cute.copy(tma, src, dst, tma_bar_ptr=bar)
+            cute.copy(tma, src, dst, tma_bar_ptr=bar, **hint)
 
     @cute.jit
     def consume(

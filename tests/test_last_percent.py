@@ -231,3 +231,61 @@ def test_notebook_13_states_the_recorded_standing_against_cublas_and_nvidias_exa
     assert f"({pct(highs[0])} in bf16, {pct(highs[1])} in fp16)" in text
     fp16 = rows["8192x8192x8192 float16"]["course SOL"]
     assert f"from {round(fp16[1])}% to {round(fp16[2])}% in fp16" in text
+
+
+# ---------------------------------------------------------------- split-K and L2 hints
+
+
+def test_split_tail_length_counts_whole_waves_then_half_rounds():
+    # 4096 x 4224: 544 tiles; 4 waves of 132 whole, 16 left: one round of 66 clusters, halved
+    assert waves.split_tail_length(4096, 4224, 132) == 4.5
+    # 3000 x 5000: 480 tiles; 3 waves, 84 left: two rounds of 66 clusters -- no gain over 4
+    assert waves.split_tail_length(3000, 5000, 132) == 4.0
+    assert waves.split_tail_length(1024, 1024, 132) == 0.5  # 32 tiles, all split
+    assert waves.of_problem(4096, 4224, 132).waves == 5
+
+
+def test_notebook_13_states_the_recorded_split_k_run():
+    rec = record("split").data
+    rows = {r["problem"]: r for r in rec["rows"]}
+    assert all(all(r["checked"].values()) for r in rec["rows"])
+    text = notebook_text()
+    few, edge = rows["1024x1024x16384 bfloat16"], rows["4096x4224x4096 bfloat16"]
+    for row, name in ((few, "split_k2"), (few, "course SOL"), (edge, "split_tail"),
+                      (edge, "course SOL")):  # fmt: skip
+        assert f"{row['pct_of_cublas'][name][0]:.1f}%" in text, (row["problem"], name)
+    # what the text concludes holds in the record: split-K pays with few tiles, and the split
+    # tail pays just past an edge and not with a tail of more than half a wave
+    assert few["ms"]["split_k2"] < few["ms"]["course SOL"]
+    assert edge["ms"]["split_tail"] < edge["ms"]["course SOL"]
+    ragged = rows["3000x5000x4096 bfloat16"]
+    assert ragged["ms"]["split_tail"] > ragged["ms"]["course SOL"]
+
+
+def test_notebook_13_states_the_recorded_l2_hints():
+    rec = record("hints").data
+    c = rec["counters"]
+    text = notebook_text()
+    none, first = c["A normal, B normal"], c["A last, B first"]
+    assert f"reads {first['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM" in text
+    assert first["dram__bytes_read.sum"] > 2 * none["dram__bytes_read.sum"]
+    assert first["lts__t_sector_op_read_hit_rate.pct"] < none["lts__t_sector_op_read_hit_rate.pct"]
+
+
+@pytest.mark.compile
+def test_an_l2_hint_reaches_the_tma_loads():
+    """a_l2 / b_l2 put CUTLASS's evict-last / evict-first policies on the loads' cache hint;
+    the default puts none of them."""
+    import torch
+
+    from kernels import hopper_gemm
+
+    hinted = hopper_gemm.artifacts(
+        "sm_90a", torch.bfloat16, hopper_gemm.Config(a_l2="last", b_l2="first")
+    )
+    plain = hopper_gemm.artifacts("sm_90a", torch.bfloat16, hopper_gemm.Config())
+    for policy in (hopper_gemm.L2_POLICIES["last"], hopper_gemm.L2_POLICIES["first"]):
+        assert hinted.count_ptx(rf"mov\.b64\s+%rd\d+, {policy};") > 0
+        assert plain.count_ptx(rf"mov\.b64\s+%rd\d+, {policy};") == 0
+    with pytest.raises(ValueError, match="a_l2 and b_l2"):
+        hopper_gemm.Config(a_l2="keep")

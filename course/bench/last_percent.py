@@ -6,6 +6,7 @@
     python -m course.bench.last_percent order  [--record]   tile order: L2 sectors, DRAM bytes (ncu)
     python -m course.bench.last_percent fusion [--record]   bias + GELU fused vs unfused
     python -m course.bench.last_percent split  [--record]   split-K presets where cuBLAS splits K
+    python -m course.bench.last_percent hints  [--record]   L2 eviction priorities on the TMA loads
     python -m course.bench.last_percent sol [--example PATH] [--record]
                                           the SOL kernel, NVIDIA's example and cuBLAS
 
@@ -103,7 +104,9 @@ def _child(argv: list[str]) -> None:
     from course.bench.gemm_bench import cublas, prepare
 
     which, m, n, k, *overrides = argv
-    config = {key: int(v) for key, v in (o.split("=") for o in overrides)}
+    config = {
+        key: int(v) if v.isdigit() else v for key, v in (o.split("=") for o in overrides)
+    }
     problem = _problem(int(m), int(n), int(k))
     a, b = problem.operands()
     c = problem.output()
@@ -216,6 +219,38 @@ def order(rounds: int = 10) -> dict:
         print(rows[-1])
     cublas = _ncu("cublas", size, size, size, ORDER_METRICS, {})
     return {"part": "order", "size": size, "dtype": "bf16", "rows": rows, "cublas": cublas}
+
+
+# ------------------------------------------------------------------ L2 cache hints
+
+# (a_l2, b_l2): none; A kept longest (a group's rows of A are read again at every column of
+# the group); that and B evicted first (a column of B is done with after the group's rows);
+# B kept longest
+HINTS = (("normal", "normal"), ("last", "normal"), ("last", "first"), ("normal", "last"))
+HINT_SIZES = (4096, 8192)
+
+
+def hints(rounds: int = 15, reps: int = 10) -> dict:
+    """The SOL kernel with each pair of L2 eviction priorities (HINTS) on its TMA loads: DRAM
+    bytes, L2 sectors and hit rate at ORDER_SIZE^3 (ncu), and time against cuBLAS at
+    HINT_SIZES^3 bf16 in alternating rounds."""
+    from course.bench.gemm_bench import prepare
+
+    size = ORDER_SIZE
+    counters = {
+        f"A {a}, B {b}": _ncu("kernel", size, size, size, ORDER_METRICS, {**SOL, "a_l2": a, "b_l2": b})
+        for a, b in HINTS
+    }
+    print(counters)
+    rows = []
+    for n in HINT_SIZES:
+        problem = _problem(n, n, n)
+        contenders = {
+            f"A {a}, B {b}": prepare("hopper", problem, **SOL, a_l2=a, b_l2=b) for a, b in HINTS
+        }
+        rows.append(against_cublas(problem, contenders, rounds, reps))
+    return {"part": "hints", "dtype": "bf16", "size": size, "counters": counters, "rows": rows,
+            "rounds": rounds, "reps": reps}  # fmt: skip
 
 
 # ------------------------------------------------------------------ fusion
@@ -399,6 +434,7 @@ def split(rounds: int = 15, reps: int = 10) -> dict:
 
 
 PARTS = {
+    "hints": hints,
     "split": split,
     "waves": waves,
     "tail": tail,

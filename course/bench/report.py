@@ -348,6 +348,10 @@ def _last_percent_summary(d: dict) -> str:
                         if "course" in k)
             for r in d["rows"]
         )  # fmt: skip
+    if part == "hints":
+        return f"{d['size']}^3, DRAM GB read: " + ", ".join(
+            f"{k} {v['dram__bytes_read.sum'] / 1e9:.2f}" for k, v in d["counters"].items()
+        )
     if part in ("sol", "split"):
         return "% of cuBLAS (median round): " + "; ".join(
             r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublas"].items())

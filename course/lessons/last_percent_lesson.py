@@ -11,6 +11,7 @@ against a model.
   launch_figure    the latter drawn
   order_table      tile order (group_m): L2 sectors, hit rate, DRAM bytes (recorded) beside
                    the panels a wave touches (course.models.tile_order)
+  hints_table      L2 eviction priorities on the TMA loads: the same counters, and the time
   split_check_*    the split-K presets against torch (live on sm_90a, else on the CPU executor)
   split_table      the split-K presets, the SOL kernel and cuBLAS where cuBLAS splits K (recorded)
   fusion           bias + GELU fused against the unfused pair and cuBLASLt's own fusion
@@ -207,6 +208,32 @@ def order_table() -> dict | None:
             f"{_counters(r['counters'])} | {r['pct_of_cublas'][0]:>10.1f}%"
         )
     print(f"{'cuBLAS':>7} {'':>11} {'':>8} | {_counters(data['cublas'])} |")
+    return data
+
+
+def hints_table() -> dict | None:
+    """Recorded Nsight Compute counters of the SOL kernel at 8192^3 with each pair of L2
+    eviction priorities on its TMA loads, and its speed against cuBLAS at 4096^3 and 8192^3."""
+    rec = _profiled("hints")
+    if rec is None:
+        return None
+    data = rec.data
+    print(f"{data['size']}^3 bf16 counters; % of cuBLAS: median round (lowest-highest)")
+    sizes = [r["problem"].split("x")[0] for r in data["rows"]]
+    timed = " | ".join(f"{f'% of cuBLAS at {n}^3':>18s}" for n in sizes)
+    print(f"{'hints':18s} | {'DRAM GB':>7} {'L2 sectors':>11} {'L2 hit':>6} | {timed}")
+    for name in (f"A {a}, B {b}" for a, b in bench.HINTS):
+        counters = data["counters"][name]
+        cells = " | ".join(
+            "{:>18s}".format("{:.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"][name]))
+            for r in data["rows"]
+        )
+        print(f"{name:18s} | {_counters(counters)} | {cells}")
+    control = " | ".join(
+        "{:>18s}".format("{:.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"]["cuBLAS (control)"]))
+        for r in data["rows"]
+    )
+    print(f"{'cuBLAS (control)':18s} | {'':>7} {'':>11} {'':>6} | {control}")
     return data
 
 
