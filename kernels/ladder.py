@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# kernels/ modules that are no step: the host side every step shares, and the device helpers
+# a step calls like a library (dsmem)
+HOST_MODULES = frozenset({"host", "artifacts", "gemm_host", "selftest", "ladder", "dsmem"})
+
+
 @dataclass(frozen=True)
 class Step:
     """A module of kernels/: the step before it plus one idea."""

@@ -175,9 +175,7 @@ class SplitKGemm(HopperGemm):
         )
         if tidx == 0:
             for slot in cutlass.range_constexpr(SLOTS):
-                cute.arch.mbarrier_init(
-                    bars + slot, (self.cfg.split_k - 1) * CONSUMER_THREADS
-                )
+                cute.arch.mbarrier_init(bars + slot, (self.cfg.split_k - 1) * CONSUMER_THREADS)
                 cute.arch.mbarrier_init(bars + SLOTS + slot, CONSUMER_THREADS)
         return (bars, slots)
 

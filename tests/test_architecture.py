@@ -19,7 +19,7 @@ COURSE, KERNELS = ROOT / "course", ROOT / "kernels"
 # its first user, so it builds on the steps before it and every step after it may use it.
 PARTS = {p.module: p.first_user for p in ladder.PARTS}  # -> its first user
 STEPS = [s.module for s in ladder.in_order()]
-KERNEL_HOST = {"host", "artifacts", "gemm_host", "selftest", "ladder", "dsmem"}
+KERNEL_HOST = set(ladder.HOST_MODULES)
 
 # course/<layer> -> the course layers it may import (besides itself and the package root,
 # which holds ROOT); True: it may also import kernels.

@@ -104,9 +104,7 @@ def _child(argv: list[str]) -> None:
     from course.bench.gemm_bench import cublas, prepare
 
     which, m, n, k, *overrides = argv
-    config = {
-        key: int(v) if v.isdigit() else v for key, v in (o.split("=") for o in overrides)
-    }
+    config = {key: int(v) if v.isdigit() else v for key, v in (o.split("=") for o in overrides)}
     problem = _problem(int(m), int(n), int(k))
     a, b = problem.operands()
     c = problem.output()
@@ -238,7 +236,9 @@ def hints(rounds: int = 15, reps: int = 10) -> dict:
 
     size = ORDER_SIZE
     counters = {
-        f"A {a}, B {b}": _ncu("kernel", size, size, size, ORDER_METRICS, {**SOL, "a_l2": a, "b_l2": b})
+        f"A {a}, B {b}": _ncu(
+            "kernel", size, size, size, ORDER_METRICS, {**SOL, "a_l2": a, "b_l2": b}
+        )
         for a, b in HINTS
     }
     print(counters)

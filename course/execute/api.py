@@ -842,7 +842,6 @@ MODULES = {
 }
 
 
-
 def _load_dsmem(ptr, dtype):
     """kernels.dsmem.load: one value from another CTA's shared memory (a mapa'd pointer:
     the same memory model as the CTA's own)."""

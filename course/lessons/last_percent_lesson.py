@@ -343,16 +343,16 @@ def split_table(dtype: str = "bfloat16") -> dict | None:
     rows = [r for r in rec.data["rows"] if r["problem"].split()[-1] == dtype]
     names = sorted(rows[0]["pct_of_cublas"], key=lambda name: "control" in name)
     print(f"{dtype}; model: the run's length in whole-tile times, the SOL kernel's waves and")
-    print("split_tail's (course.models.waves); measured: % of cuBLAS, median round (lowest-highest)")
+    print(
+        "split_tail's (course.models.waves); measured: % of cuBLAS, median round (lowest-highest)"
+    )
     head = f"{'M x N x K':17s} {'waves':>5s} {'SOL':>4s} {'tail':>4s} | "
     print(head + " | ".join(f"{n:>16s}" for n in names))
     for r in rows:
         m, n, k = r["shape"]
         sol = waves_model.of_problem(m, n, SMS)
         tail = waves_model.split_tail_length(m, n, SMS)
-        cells = [
-            "{:5.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"][name]) for name in names
-        ]
+        cells = ["{:5.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"][name]) for name in names]
         model = f"{sol.fraction:5.2f} {sol.waves:4d} {tail:4.1f}"
         print(f"{m}x{n}x{k:<7d} {model} | " + " | ".join(f"{c:>16s}" for c in cells))
     return rec.data
