@@ -156,18 +156,13 @@ def reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, epilogue: st
 def check(shapes, presets=None, seed: int = 0) -> list[tuple]:
     """Each preset (default: all) against `reference` on each (m, n, k), bf16, C poisoned
     first: (preset, (m, n, k), relative error, within bf16's tolerance), for a GPU."""
-    rows = []
-    for name, config in (presets or PRESETS).items():
-        for i, (m, n, k) in enumerate(shapes):
-            g = torch.Generator(device="cuda").manual_seed(seed + i)
-            a = torch.randn(m, k, device="cuda", generator=g).bfloat16()
-            b = torch.randn(n, k, device="cuda", generator=g).bfloat16()
-            bias = 4 * torch.randn(n, device="cuda", generator=g)
-            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
-            run(a, b, bias, out, config)
-            err = selftest.relative_error(out, reference(a, b, bias, config.epilogue))
-            rows.append((name, (m, n, k), err, err <= selftest.TOLERANCE[torch.bfloat16]))
-    return rows
+
+    def launch(config, a, b, out, g):
+        bias = 4 * torch.randn(b.shape[0], device="cuda", generator=g)
+        run(a, b, bias, out, config)
+        return reference(a, b, bias, config.epilogue)
+
+    return selftest.check_presets(presets or PRESETS, shapes, launch, seed=seed)
 
 
 def check_and_time(size: int = 4096, rounds: int = 15, reps: int = 20) -> int:

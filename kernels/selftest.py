@@ -226,3 +226,21 @@ def presets_main(gemm, presets: dict, sizes: Sequence[int]) -> int:
         if status:
             return status
     return 0
+
+
+def check_presets(presets: dict, shapes, launch, dtype=torch.bfloat16, seed: int = 0) -> list:
+    """Each preset on each (m, n, k), for a GPU: fresh A and B from a generator seeded per
+    shape, C poisoned first, then launch(config, a, b, out, generator) runs the kernel (drawing
+    any further operand from the generator) and returns torch's reference. Rows of (preset,
+    (m, n, k), relative error, within the tolerance)."""
+    rows = []
+    for name, config in presets.items():
+        for i, (m, n, k) in enumerate(shapes):
+            g = torch.Generator(device="cuda").manual_seed(seed + i)
+            a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
+            b = torch.randn(n, k, device="cuda", generator=g).to(dtype)
+            out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+            want = launch(config, a, b, out, g)
+            err = relative_error(out, want)
+            rows.append((name, (m, n, k), err, err <= TOLERANCE[dtype]))
+    return rows

@@ -250,17 +250,12 @@ CHECK_SHAPES = ((129, 264, 400), (200, 136, 64), (1000, 1016, 520), (1024, 1024,
 def check(shapes=CHECK_SHAPES, presets=None, dtype=torch.bfloat16, seed: int = 0) -> list[tuple]:
     """Each preset (default: all) against torch on each (m, n, k), C poisoned first:
     (preset, (m, n, k), relative error, within the tolerance), for a GPU."""
-    rows = []
-    for name, config in (presets or PRESETS).items():
-        for i, (m, n, k) in enumerate(shapes):
-            g = torch.Generator(device="cuda").manual_seed(seed + i)
-            a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
-            b = torch.randn(n, k, device="cuda", generator=g).to(dtype)
-            out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-            run(a, b, out, config)
-            err = selftest.relative_error(out, a.double() @ b.double().t())
-            rows.append((name, (m, n, k), err, err <= selftest.TOLERANCE[dtype]))
-    return rows
+
+    def launch(config, a, b, out, g):
+        run(a, b, out, config)
+        return a.double() @ b.double().t()
+
+    return selftest.check_presets(presets or PRESETS, shapes, launch, dtype, seed)
 
 
 if __name__ == "__main__":
