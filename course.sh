@@ -161,8 +161,13 @@ case "$cmd" in
     workers="${COURSE_TEST_WORKERS:-$([[ "${COURSE_REQUIRE_GPU:-0}" == 1 ]] && echo 1 || echo $((cores < 2 ? cores : 2)))}"
     spread=()
     [[ "$workers" -gt 1 ]] && spread=(-n "$workers" --dist loadfile)
-    "$PY" -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=1200 --timeout=1800 \
-      -p no:cacheprovider "${spread[@]}" "$@"
+    # the whole suite, or only the test files / folders named among ARGS (README)
+    where=(tests notebooks)
+    for arg in "$@"; do
+      [[ "$arg" != -* && -e "${arg%%::*}" ]] && { where=(); break; }
+    done
+    "$PY" -m pytest ${where[@]+"${where[@]}"} --nbval-lax --nbval-cell-timeout=1200 \
+      --timeout=1800 -p no:cacheprovider "${spread[@]}" "$@"
     rc=$?
     set -e
     if [[ $rc -eq 5 ]]; then

@@ -23,8 +23,19 @@ Settings, all from the environment:
                        memory and CPU ceiling is that share of the machine
     COURSE_HUB_MEM, COURSE_HUB_CPUS
                        the ceilings themselves, e.g. 8G and 2 (instead of the share)
+    COURSE_HUB_PIDS    processes and threads per learner (default 512; a kernel importing
+                       torch starts a thread per core: raise it on machines of many cores)
+    COURSE_HUB_DISK    what a learner's home may hold (default 10G): past it their server
+                       does not start (the message says what to do), and no file they write
+                       grows past it
     COURSE_HUB_LOCKOUT_SECONDS
-                       how long a name stays locked after 5 wrong passwords (default 300)
+                       the window over which wrong passwords are counted (default 300): 5
+                       for a name, or 20 from one address, and it waits until the oldest
+                       is that old (the teacher's name is counted per address)
+    COURSE_HUB_SUBDOMAIN_HOST
+                       e.g. https://course.example.org, with a wildcard DNS name and
+                       certificate: each learner's server on an origin of its own
+                       (https://alice.course.example.org) instead of the hub's
     COURSE_HUB_PYTHON  the Python the learners' servers run (default: the hub's own, the
                        course's .venv)
     COURSE_HUB_TEST_PASSWORD, COURSE_HUB_TEST_TOKEN
@@ -39,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course.tools import hub, hub_accounts, hub_admin, limits  # noqa: E402  (needs ROOT)
+from course.tools import hub, hub_accounts, hub_admin, learner_cleanup, limits  # noqa: E402
 
 c = get_config()  # noqa: F821  (JupyterHub provides it)
 state = hub_admin.state_folder()  # closed to every other account
@@ -67,6 +78,17 @@ c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 registry = str(state / "accounts.json")
 
+# The teacher is not one of JupyterHub's admins, whose fixed role may open every learner's
+# server: learners' servers share the hub's origin, so a page a learner made would run with
+# the teacher's rights in the teacher's browser (it once created an admin token that way).
+# The teacher's role manages users, sign-ups and servers, but opens no server but their own
+# and makes no token for anyone else.
+TEACHER_SCOPES = ["admin-ui", "admin:users", "admin:servers", "read:hub", "read:roles:users"]
+roles = [{"name": "teacher", "description": "the class's teacher: users and their servers, "
+          "no access to a learner's server", "scopes": TEACHER_SCOPES, "users": [admin]}]
+c.JupyterHub.admin_access = False
+c.JupyterHub.template_paths = [str(ROOT / "hub" / "templates")]  # the POST-only approvals
+
 if test_password:
     c.JupyterHub.authenticator_class = "course.tools.hub_auth.CourseTestAuthenticator"
     c.DummyAuthenticator.password = test_password
@@ -74,9 +96,8 @@ if test_password:
     # the test drives the hub's REST API as an admin service with this token
     c.JupyterHub.services = [{"name": "course-test",
                               "api_token": os.environ["COURSE_HUB_TEST_TOKEN"]}]
-    c.JupyterHub.load_roles = [{"name": "course-test", "scopes": ["admin:users",
-                                "admin:servers", "tokens", "access:servers"],
-                                "services": ["course-test"]}]
+    roles.append({"name": "course-test", "scopes": ["admin:users", "admin:servers", "tokens",
+                  "access:servers"], "services": ["course-test"]})
 else:
     if not hub_admin.has_password(c.JupyterHub.db_url, admin):
         refuse_to_start(f"the teacher ({admin}) has no password yet, so anyone could sign up "
@@ -90,7 +111,13 @@ else:
     c.NativeAuthenticator.seconds_before_next_try = \
         int(os.environ.get("COURSE_HUB_LOCKOUT_SECONDS", "300"))
     c.Authenticator.allow_all = True  # whoever the teacher approved
-c.Authenticator.admin_users = {admin}
+c.JupyterHub.load_roles = roles
+c.LearnerNames.teacher = admin
+# a single origin for every learner's server unless the machine has a wildcard name and
+# certificate: COURSE_HUB_SUBDOMAIN_HOST=https://course.example.org puts alice's server on
+# https://alice.course.example.org, an origin of its own (README: HTTPS)
+if os.environ.get("COURSE_HUB_SUBDOMAIN_HOST"):
+    c.JupyterHub.subdomain_host = os.environ["COURSE_HUB_SUBDOMAIN_HOST"]
 c.LearnerNames.account_registry = registry
 
 users = os.environ.get("COURSE_HUB_USERS", "system" if os.geteuid() == 0 else "shared")
@@ -108,7 +135,7 @@ else:
 c.CourseSpawner.gpu_state = str(state / "gpus.json")
 c.Spawner.cmd = [python, "-m", "jupyterhub.singleuser"]
 # the browser test drives JupyterLab as tests/browser does (settings and app handle)
-c.Spawner.args = [hub.TERMINAL_ARG] + os.environ.get("COURSE_HUB_TEST_LAB_ARGS", "").split()
+c.Spawner.args = [hub.TERMINAL_ARG, hub.CSP_ARG] + os.environ.get("COURSE_HUB_TEST_LAB_ARGS", "").split()
 c.Spawner.default_url = "/lab/tree/course"
 
 seats = int(os.environ.get("COURSE_HUB_SEATS", "4"))
@@ -116,7 +143,8 @@ share_mem, share_cpus = limits.machine_share(seats)
 c.Spawner.mem_limit = os.environ.get("COURSE_HUB_MEM") or limits.describe_bytes(share_mem)
 c.Spawner.cpu_limit = float(os.environ.get("COURSE_HUB_CPUS") or share_cpus)
 print(f"course hub: state in {state} (only this account can open it); each learner's server "
-      f"may use up to {c.Spawner.mem_limit} of memory and {c.Spawner.cpu_limit:g} CPUs "
+      f"may use up to {c.Spawner.mem_limit} of memory, {c.Spawner.cpu_limit:g} CPUs, "
+      f"{limits.pids_ceiling()} processes and {learner_cleanup.disk_ceiling()} of disk "
       + ("(COURSE_HUB_MEM / COURSE_HUB_CPUS)" if os.environ.get("COURSE_HUB_MEM")
          or os.environ.get("COURSE_HUB_CPUS") else
          f"(a 1/{seats} share of this machine: COURSE_HUB_SEATS, or set COURSE_HUB_MEM and "

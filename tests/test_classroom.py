@@ -141,9 +141,10 @@ def test_gathering_skips_and_counts_malformed_lines(two_learners):
     assert found.skipped_lines == 2
     assert len(found.files) == 2 and len(found.attempts) == 5  # bob's file read once
     counts = gather.exercise_counts(gather.class_rows(found), found.exercises)
+    none = dict.fromkeys(gather.VERDICTS, 0)  # a count for every verdict the course knows
     assert counts == {
-        "00.tiles": {"right": 1, "not proven": 0, "wrong": 1, "not answered": 0},
-        "00.bound": {"right": 0, "not proven": 0, "wrong": 1, "not answered": 0},
+        "00.tiles": {**none, "right": 1, "wrong": 1},
+        "00.bound": {**none, "wrong": 1},
     }
 
 
@@ -225,7 +226,12 @@ def test_the_four_verdicts_are_counted_apart_and_old_files_still_read(tmp_path, 
     assert rows["ben"]["01.saxpy"] == "○" and rows["ben"]["00.tiles"] == "❌"
     assert rows["cy"]["01.saxpy"] == "❌" and rows["cy"]["00.tiles"] == ""
     assert gather.exercise_counts(list(rows.values()), ["01.saxpy"]) == {
-        "01.saxpy": {"right": 0, "not proven": 1, "wrong": 1, "not answered": 1}
+        "01.saxpy": {
+            **dict.fromkeys(gather.VERDICTS, 0),
+            "not proven": 1,
+            "wrong": 1,
+            "not answered": 1,
+        }
     }
     assert progress_command([str(home)], tmp_path / "out", learner_from="folder") == 0
     report = (tmp_path / "out" / "progress.md").read_text()

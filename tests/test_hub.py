@@ -191,6 +191,22 @@ def sign_up(base, name, password) -> str:
     return html.unescape(re.sub(r"<[^>]+>|\s+", " ", said.group(1))).strip() if said else ""
 
 
+def form_token(session: requests.Session, page: str) -> str:
+    """The xsrf token a hub page's forms carry, as the teacher's browser has it (a page
+    with no form in it today: the token of the xsrf cookie it set, which is the same)."""
+    found = re.search(r'name="_xsrf" value="([^"]+)"', session.get(page, timeout=30).text)
+    return html.unescape(found.group(1)) if found else session.cookies.get("_xsrf", path="/hub/")
+
+
+def approve(base, teacher: requests.Session, name: str, approve: bool = True):
+    """The teacher approves (or withdraws) `name` on /hub/authorize: the form's POST."""
+    return teacher.post(
+        f"{base}/hub/authorize/{name}",
+        timeout=30,
+        data={"_xsrf": form_token(teacher, f"{base}/hub/authorize"), "approve": "01"[approve]},
+    )
+
+
 def start_server(base, admin, name) -> dict:
     """Start `name`'s server and return headers with a token of theirs for it."""
     requests.post(f"{base}/hub/api/users/{name}/server", headers=admin, timeout=60)

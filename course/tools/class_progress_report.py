@@ -4,7 +4,9 @@ Gathers the learners' progress files (each PATH a progress.jsonl, or a folder se
 them: on a hub, /home) into the class table, the most common wrong answers per exercise and
 a picture (stacked bars per exercise, one colour per verdict): printed, and written to
 DIR/progress.md and DIR/progress.png, readable by the teacher's account only (the folder
-mode 700, the files 600: the checkout around build/ is open to every learner).
+mode 700, the files 600: the checkout around build/ is open to every learner). What the
+learners wrote is read within caps and escaped everywhere it is shown (class_progress): in
+the picture too, whose labels are drawn as plain text, never as mathtext.
 """
 
 from __future__ import annotations
@@ -17,18 +19,28 @@ from matplotlib.figure import Figure  # no pyplot: works in any backend, and hea
 from matplotlib.ticker import MaxNLocator
 
 from course import ROOT
-from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
+from course.exercises.verdicts import MACHINE_FAULT, RIGHT, UNANSWERED, UNPROVEN, WRONG
 from course.tools.class_progress import (
     LABELS,
     VERDICTS,
     by_folder,
     class_rows,
+    escape,
     exercise_counts,
+    footer,
     gather,
     markdown_report,
+    plain,
 )
 
-COLOURS = {RIGHT: "#2e7d32", UNPROVEN: "#1565c0", WRONG: "#e65100", UNANSWERED: "#9e9e9e"}
+COLOURS = {
+    RIGHT: "#2e7d32",
+    UNPROVEN: "#1565c0",
+    WRONG: "#e65100",
+    MACHINE_FAULT: "#6a1b9a",
+    UNANSWERED: "#9e9e9e",
+}
+OTHER_COLOUR = "#6d4c41"  # a verdict added to the course before it has a colour here
 DEFAULT_OUT = ROOT / "build" / "classroom"
 
 
@@ -54,12 +66,7 @@ def progress(paths: list[str], out: Path, learner_from: str = "owner") -> int:
     the PATH it sits in (a hub whose servers all run as one account)."""
     found = gather(paths) if learner_from == "owner" else gather(paths, by_folder(*paths))
     if not found.attempts:
-        print(
-            f"no verdicts found in {', '.join(paths)}"
-            + "".join(f"\ncould not read {what}" for what in found.unreadable)
-            + "".join(f"\nignored {what}" for what in found.foreign)
-            + (f"\nskipped {found.skipped_lines} malformed line(s)" if found.skipped_lines else "")
-        )
+        print("\n".join([f"no verdicts found in {', '.join(map(escape, paths))}", *footer(found)]))
         return 1
     report = markdown_report(found)
     print(report)
@@ -72,15 +79,19 @@ def progress(paths: list[str], out: Path, learner_from: str = "owner") -> int:
 
 
 def progress_figure(counts: dict[str, dict[str, int]], learners: int) -> Figure:
-    """Stacked bars per exercise: how many learners' best verdict is each of the four."""
+    """Stacked bars per exercise: how many learners' best verdict is each verdict."""
     exercises = list(counts)
     fig = Figure(figsize=(max(6.0, 0.22 * len(exercises) + 3), 5), dpi=100)
     ax = fig.add_subplot()
+    where = range(len(exercises))
     bottom = [0] * len(exercises)
     for verdict in VERDICTS:
         heights = [counts[ex][verdict] for ex in exercises]
-        ax.bar(exercises, heights, bottom=bottom, color=COLOURS[verdict], label=LABELS[verdict])
+        colour = COLOURS.get(verdict, OTHER_COLOUR)
+        ax.bar(where, heights, bottom=bottom, color=colour, label=plain(LABELS[verdict]))
         bottom = [b + h for b, h in zip(bottom, heights)]
+    # drawn as they are: a `$` in a label would otherwise start mathtext
+    ax.set_xticks(where, [plain(ex) for ex in exercises], parse_math=False)
     ax.set_xlabel("exercise")
     ax.set_ylabel("learners")
     ax.set_ylim(0, max(learners, 1))

@@ -124,3 +124,33 @@ class GpuShare:
             else f"{gpu.name}, yours alone for now"
         )
         return {"CUDA_VISIBLE_DEVICES": gpu.uuid, "COURSE_GPU_SHARE": note}
+
+
+NVIDIA_MAJOR = 195  # /dev/nvidia0, /dev/nvidia1, ...: character devices 195:<minor>
+PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+
+
+def device_minors(proc_gpus: Path = PROC_GPUS) -> dict[str, int]:
+    """GPU UUID -> the minor number of its /dev/nvidiaN, from the driver's own files
+    (/proc/driver/nvidia/gpus/<bus id>/information: "GPU UUID:", "Device Minor:")."""
+    minors = {}
+    for info in sorted(proc_gpus.glob("*/information")):
+        fields = dict(line.split(":", 1) for line in info.read_text().splitlines() if ":" in line)
+        uuid, minor = fields.get("GPU UUID", "").strip(), fields.get("Device Minor", "").strip()
+        if uuid and minor.isdigit():
+            minors[uuid] = int(minor)
+    return minors
+
+
+def devices_to_deny(given: Gpu | None, minors: dict[str, int]) -> tuple[str, ...]:
+    """Device rules ("c 195:N rwm") for every GPU but the one a learner was given, so their
+    processes cannot open the others whatever CUDA_VISIBLE_DEVICES says. None for a MIG
+    slice (slices of one GPU share its device node; their access files are not covered:
+    there the assignment stays advisory) nor where no GPU was given."""
+    if given is None or given.uuid not in minors:
+        return ()
+    return tuple(
+        f"c {NVIDIA_MAJOR}:{minor} rwm"
+        for uuid, minor in sorted(minors.items(), key=lambda item: item[1])
+        if uuid != given.uuid
+    )

@@ -29,8 +29,10 @@ Two ways to run the learners' servers (COURSE_HUB_USERS):
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
@@ -38,12 +40,36 @@ from tornado import web
 from traitlets import Unicode
 
 from course import ROOT
-from course.tools import gpu_share, hub_accounts, learner_copy, limits
+from course.tools import gpu_share, hub_accounts, learner_cleanup, learner_copy, learner_env, limits
 
 NOTEBOOKS = ROOT / "notebooks"
 # a terminal's shell that is not a login shell: a login shell reads /etc/profile, which sets
 # PATH afresh and so loses the course's Python
 TERMINAL_ARG = '--ServerApp.terminado_settings={"shell_command": ["/bin/bash"]}'
+# What a learner's pages may load and who may frame them: scripts, styles, pictures and
+# connections from the server's own origin only (inline code and blob: modules, which
+# JupyterLab and anywidget use, allowed), no plug-ins, no framing by another site, forms
+# posted only back to the server. Defence in depth: a learner can restart their own server
+# with other settings, so this protects a learner from content they open, not the teacher
+# from a learner (the teacher cannot open a learner's server: hub/jupyterhub_config.py).
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self' 'unsafe-inline' 'unsafe-eval' blob: data:",
+        "style-src 'self' 'unsafe-inline' blob: data:",
+        "img-src 'self' blob: data:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "worker-src 'self' blob:",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'self'",
+    ]
+)
+CSP_ARG = "--ServerApp.tornado_settings=" + json.dumps(
+    {"headers": {"Content-Security-Policy": CONTENT_SECURITY_POLICY}}
+)
 
 
 def unreadable_for_learners(paths) -> str:
@@ -88,14 +114,16 @@ def learners_cannot_run(python: str) -> str:
     )
 
 
-def prepare_home(home: Path) -> learner_copy.SyncReport | str:
-    """The learner's ~/course, copied or updated from this checkout's notebooks (run as root,
-    learner_copy gives what it writes to the owner of the home). A ~/course that is a link
-    is left alone: the hub, as root, must not write wherever a learner points it."""
+def prepare_home(home: Path, python: str = sys.executable) -> learner_copy.SyncReport | str:
+    """The learner's ~/course, copied or updated from this checkout's notebooks by a child
+    process (`python`) that runs as the owner of the home, the learner, never as root: a
+    learner who swaps ~/course for a link while it runs can only make it write where they
+    could write themselves, and the hub never opens a file of theirs
+    (learner_copy.copy_as_owner). A ~/course that is a link already is left alone."""
     dest = home / "course"
     if dest.is_symlink():
         return f"{dest} is a link: notebooks not copied"
-    return learner_copy.sync_notebooks(NOTEBOOKS, dest, learner_copy.course_version(ROOT))
+    return learner_copy.copy_as_owner(NOTEBOOKS, dest, learner_copy.course_version(ROOT), python)
 
 
 class CannotStart(web.HTTPError):
@@ -121,35 +149,71 @@ class CourseSpawner(LocalProcessSpawner):
         return self.user.name
 
     def get_env(self):
-        env = super().get_env()
+        """JupyterHub's variables for the server and the course's, and nothing of the hub's
+        own environment (root's PATH, virtualenv, secrets): course.tools.learner_env."""
+        env = learner_env.without_hub_environment(
+            super().get_env(), self.env_keep, self.environment
+        )
         share = gpu_share.GpuShare(Path(self.gpu_state), gpu_share.visible_gpus())
         env.update(share.environment_for(self.user.name, active=set(share.assigned)))
         env["PYTHONPATH"] = str(ROOT)  # `import course, kernels` from the shared checkout
-        # `python` and `pip` in the learner's terminals are the course's
-        env["PATH"] = os.pathsep.join(
-            [str(Path(self.cmd[0]).parent), env.get("PATH") or os.defpath]
-        )
+        env["PATH"] = learner_env.learner_path(self.cmd[0])
         env.setdefault("CUTE_DSL_CACHE_DIR", str(self.course_home() / ".cache" / "cute-dsl"))
         return env
 
     async def start(self):
-        report = prepare_home(self.course_home())
+        # in a thread: the copy waits for a child process, the hub's other users do not
+        home = self.course_home()
+        try:
+            report = await asyncio.to_thread(prepare_home, home, self.cmd[0])
+        except Exception as error:  # the notebooks must never keep a server from starting
+            report = f"notebooks not copied: {error!r}"
         self.log.info("course notebooks for %s: %s", self.user.name, report)
         return await super().start()
 
     async def stop(self, now=False):
+        """Stop the server, then everything else of the learner's: every process left in
+        their group (daemonised ones too: setsid, nohup), the group, and their files in
+        /tmp, /var/tmp and /dev/shm (course.tools.learner_cleanup)."""
         await super().stop(now=now)
+        killed = await asyncio.to_thread(limits.kill_group, self.user.name)
         for _ in range(25):  # the server's kernels may take a moment to go
             if limits.release(self.user.name):
                 break
             await asyncio.sleep(0.2)
+        scratch = await asyncio.to_thread(
+            learner_cleanup.clean_scratch, self.account_name(), self.cmd[0]
+        )
+        self.log.info("%s stopped: %d more processes killed; %s", self.user.name, killed, scratch)
 
     def make_preexec_fn(self, name):
-        """Confine the server to its memory and CPU limits (course.tools.limits) first, as
-        root, then whatever the spawner does next (switch to the learner's account)."""
-        mem = limits.parse_bytes(self.mem_limit) if self.mem_limit else None
+        """Called as the server starts. First, in the hub: what outlived the learner's last
+        server (processes whose server died, scratch files) is removed, and a home past the
+        disk ceiling is refused (CannotStart, with what to do). Then the preexec_fn: the
+        child joins its group with its ceilings (memory, CPU, processes, other GPUs denied,
+        largest file: course.tools.limits) as root, and only then becomes the learner."""
+        account = self.account_name()
+        limits.kill_group(self.user.name)
+        self.log.info(
+            "before %s starts: %s", name, learner_cleanup.clean_scratch(account, self.cmd[0])
+        )
+        disk = limits.parse_bytes(learner_cleanup.disk_ceiling())
+        try:
+            learner_cleanup.check_home(str(self.course_home()), disk)
+        except learner_cleanup.TooMuch as too_much:
+            raise CannotStart(str(too_much)) from None
+        if self.config.get("JupyterHub", {}).get("cleanup_servers", True):
+            limits.stop_at_exit(self.user.name)  # the hub's exit stops this group too
+        share = gpu_share.GpuShare(Path(self.gpu_state), gpu_share.visible_gpus())
+        deny = gpu_share.devices_to_deny(share.gpu_for(self.user.name), gpu_share.device_minors())
         return limits.preexec_with_limits(
-            self.user.name, mem, self.cpu_limit, then=super().make_preexec_fn(self.account_name())
+            self.user.name,
+            limits.parse_bytes(self.mem_limit) if self.mem_limit else None,
+            self.cpu_limit,
+            then=super().make_preexec_fn(account),
+            pids=limits.pids_ceiling(),
+            deny=deny,
+            largest_file=disk,
         )
 
 
@@ -169,7 +233,9 @@ class SystemUserSpawner(CourseSpawner):
 
     def account(self):
         try:
-            return hub_accounts.ensure_account(self.user.name, Path(self.account_registry))
+            return hub_accounts.ensure_account(
+                self.user.name, Path(self.account_registry), since=self.user.created
+            )
         except hub_accounts.AccountRefused as refused:
             raise CannotStart(str(refused)) from None
 
@@ -177,8 +243,14 @@ class SystemUserSpawner(CourseSpawner):
         return self.account().pw_name
 
     def user_env(self, env):
+        """The learner's account's names, home and shell (never the hub's: root's)."""
         account = self.account()
-        env.update(USER=account.pw_name, HOME=account.pw_dir, SHELL=account.pw_shell or "/bin/bash")
+        env.update(
+            USER=account.pw_name,
+            LOGNAME=account.pw_name,
+            HOME=account.pw_dir,
+            SHELL=account.pw_shell or "/bin/bash",
+        )
         return env
 
     async def start(self):

@@ -11,7 +11,10 @@ let whoever signs up as the teacher first become the admin. `hub/jupyterhub_conf
 refuses to start while the teacher has no password.
 
 The password comes from the terminal (asked twice) or, for scripts, from the first line of
-COURSE_HUB_ADMIN_PASSWORD_FILE. Only the standard library, bcrypt, JupyterHub and
+COURSE_HUB_ADMIN_PASSWORD_FILE or of standard input when that is not a terminal
+(`echo "$PW" | ./course.sh hub-password teacher`), and follows the rule every password on
+the hub follows (course.tools.passwords). Setting a password also approves the account.
+Only the standard library, bcrypt, JupyterHub and
 NativeAuthenticator are imported, so Zero to JupyterHub's hub image can run this file as a
 configuration file too (hub/z2jh/values.yaml mounts it): there the password comes from the
 COURSE_HUB_ADMIN_PASSWORD variable (a Kubernetes Secret) and the hub refuses to start
@@ -47,6 +50,7 @@ HUB_FILES = {
     "accounts.json.tmp",
     "gpus.json.tmp",
     "homes",
+    "retired",
 }
 
 
@@ -98,8 +102,9 @@ def set_password(url: str, name: str, password: str) -> None:
     import bcrypt
     from nativeauthenticator.orm import UserInfo
 
-    if len(password) < MIN_PASSWORD:
-        raise ValueError(f"a password needs at least {MIN_PASSWORD} characters")
+    problem = password_problem(password, name)
+    if problem:
+        raise ValueError(problem)
     session = open_db(url)
     try:
         info = UserInfo.find(session, name)
@@ -107,30 +112,55 @@ def set_password(url: str, name: str, password: str) -> None:
         if info is None:
             session.add(UserInfo(username=name, password=hashed, is_authorized=True))
         else:
-            info.password = hashed
+            info.password, info.is_authorized = hashed, True
         session.commit()
     finally:
         session.close()
 
 
+def password_problem(password: str, name: str) -> str:
+    """Why `password` will not do for `name` ('' if it will): course.tools.passwords, the
+    rule of the hub's own pages. Zero to JupyterHub's hub runs this file alone, without the
+    course: there only the length is checked here (and NativeAuthenticator's own checks on
+    its pages)."""
+    try:
+        from course.tools import passwords
+    except ImportError:
+        short = len(password) < MIN_PASSWORD
+        return f"a password needs at least {MIN_PASSWORD} characters" if short else ""
+    return passwords.problem(password, name)
+
+
+def first_line(stream) -> str:
+    """The first line of a file or a pipe, without its line break (a password may hold
+    spaces at either end)."""
+    return stream.readline().rstrip("\r\n")
+
+
 def read_password(name: str) -> str:
-    """From COURSE_HUB_ADMIN_PASSWORD_FILE's first line, else asked twice on the terminal."""
+    """From COURSE_HUB_ADMIN_PASSWORD_FILE's first line, else from standard input's when it
+    is not a terminal (a pipe, a script), else asked twice on the terminal."""
     path = os.environ.get("COURSE_HUB_ADMIN_PASSWORD_FILE")
     if path:
-        lines = Path(path).read_text().splitlines()
-        return lines[0] if lines else ""
+        with open(path) as given:
+            return first_line(given)
     if not sys.stdin.isatty():
-        raise SystemExit(
-            f"course hub: {name} needs a password before the hub can open, and "
-            "there is no terminal to ask on: run ./course.sh hub in a terminal "
-            "once, or set COURSE_HUB_ADMIN_PASSWORD_FILE"
-        )
+        password = first_line(sys.stdin)
+        if not password:
+            raise SystemExit(
+                f"course hub: {name} needs a password before the hub can open: run "
+                "./course.sh hub in a terminal once, pipe it in "
+                f'(echo "$PW" | ./course.sh hub-password {name}), or set '
+                "COURSE_HUB_ADMIN_PASSWORD_FILE"
+            )
+        return password
     for _ in range(3):
         first = getpass.getpass(
             f"A password for {name}, the teacher (at least {MIN_PASSWORD} characters): "
         )
-        if len(first) < MIN_PASSWORD:
-            print(f"too short: at least {MIN_PASSWORD} characters")
+        problem = password_problem(first, name)
+        if problem:
+            print(problem)
         elif getpass.getpass("The same again: ") != first:
             print("the two did not match")
         else:
@@ -144,6 +174,25 @@ def ensure_admin(url: str, name: str) -> str:
         return f"the teacher's account {name} is ready"
     set_password(url, name, read_password(name))
     return f"the teacher's account {name} was created"
+
+
+def not_an_admin(url: str, name: str) -> bool:
+    """Take JupyterHub's admin flag from `name` if a hub made before the teacher's role
+    (hub/jupyterhub_config.py) gave it: JupyterHub keeps the flag in its database, and an
+    admin may open every learner's server, where a learner's page would run with the
+    teacher's rights. True if the flag was taken."""
+    from jupyterhub import orm
+
+    session = open_db(url)
+    try:
+        user = orm.User.find(session, name)
+        if user is None or not user.admin:
+            return False
+        user.admin = False
+        session.commit()
+        return True
+    finally:
+        session.close()
 
 
 def seed_z2jh(config) -> None:
@@ -192,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"new password set for {args.reset}")
         else:
             print(ensure_admin(url, args.admin))
+            if not_an_admin(url, args.admin):
+                print(
+                    f"{args.admin} is no longer one of JupyterHub's admins: the teacher's role "
+                    "manages the class without opening learners' servers"
+                )
     except ValueError as error:
         print(f"course hub: {error}", file=sys.stderr)
         return 2

@@ -27,29 +27,44 @@ are those the learner got.)
 Every write goes to a hidden temporary file in DEST first and is then renamed into place, so
 a crash never leaves half a notebook. A damaged or missing manifest loses nothing: every
 notebook already there counts as the learner's own work and is never overwritten.
-Run as root (before the server switches to the learner), the files it writes are given to
-the owner of the folder the course folder sits in, so the learner can edit them.
+A class hub never runs the copy as root in a learner's home: `copy_as_owner` runs this file
+in a child process that is the home's owner (uid, gid and groups, checked before it touches
+anything: `--dropped-to`), so a learner who swaps ~/course for a link while it runs can only
+make it write where they could write themselves. The child is `python -I` on this file: it
+imports nothing of the course (nothing from the environment or the learner's home either),
+so it starts in milliseconds. Every file of the learner's it reads is capped
+(MAX_FILE_BYTES, read after an fstat and with a bounded read): a bigger notebook is theirs,
+left alone. Run as root by hand, the files it writes are given to the owner of the folder
+the course folder sits in, so the learner can edit them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
+import pwd
 import re
 import secrets
+import selectors
 import stat
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from course.runtime.results import checkout_version
 
 MANIFEST_NAME = ".course-manifest.json"
 MANIFEST_FORMAT = 2
 TEMP_PREFIX = ".course-copy-"  # hidden, and never ends in .ipynb: a crash leaves no notebook
 NEW_FILE_MODE = 0o666  # narrowed by the learner's umask, like any file they create
+# the most of a learner's file ever read: the course's notebooks are well under 1 MiB, a
+# learner's with many pictures a few MiB; a 3 GiB sparse one must not cost the machine 3 GiB
+MAX_FILE_BYTES = 32 * 2**20
+COPY_SECONDS = 60  # the child copying as the learner; the server starts anyway after it
+REPORT_BYTES = 2**16  # the most of the child's output the hub reads (it runs as the learner)
 
 
 @dataclass
@@ -120,6 +135,9 @@ def cells_hash(data: bytes) -> str:
 
 def course_version(root: Path) -> str:
     """`git describe --always --tags` of the checkout; without git, a hash of its notebooks."""
+    # imported here: the child run as a learner (python -I on this file) imports no course
+    from course.runtime.results import checkout_version
+
     return checkout_version(root) or "content-" + notebooks_hash(Path(root) / "notebooks")[:12]
 
 
@@ -186,14 +204,22 @@ def empty_manifest(source: Path, version: str) -> dict:
 # --- files -----------------------------------------------------------------------------------
 
 
-def read_own_file(path: Path) -> bytes:
-    """The bytes of a regular file; a link is refused, so a run as root reads only real files."""
+def read_own_file(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; a link is refused, so a run as
+    root reads only real files, and a bigger file (a sparse one costs its owner nothing) is
+    refused before it is read, and never read past `limit` if it grows meanwhile."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path.name} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path.name} is bigger than {limit} bytes")
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(f"{path.name} is bigger than {limit} bytes")
+        return data
     finally:
         os.close(fd)
 
@@ -376,6 +402,137 @@ def restore(dest: Path, name: str, source: Path | None = None) -> Path:
     return target
 
 
+# --- run as the learner ----------------------------------------------------------------------
+
+
+def home_owner(home: Path) -> tuple[int, int, list[int]]:
+    """Whom the copy into `home` runs as: the owner of the home (or of its nearest existing
+    folder), with their primary group and groups. A learner cannot change who owns their
+    home (only root can), so this is the learner in a class's account and the hub's own
+    user in shared mode."""
+    folder = Path(home).absolute()
+    while not os.path.lexists(folder):
+        folder = folder.parent
+    info = os.lstat(folder)
+    try:
+        account = pwd.getpwuid(info.st_uid)
+    except KeyError:  # a uid without an account: its own group only
+        return info.st_uid, info.st_gid, [info.st_gid]
+    return account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid)
+
+
+def drop_to(uid: int, gid: int, groups: list[int]) -> dict:
+    """Popen's arguments that make its child `uid` (setgroups, setgid, setuid: real,
+    effective and saved) before it runs; {} when this process is `uid` already."""
+    if os.geteuid() == uid:
+        return {}
+    return {"user": uid, "group": gid, "extra_groups": groups}
+
+
+def copy_as_owner(
+    source: Path, dest: Path, version: str, python: str = sys.executable
+) -> SyncReport | str:
+    """`sync_notebooks(source, dest, version)` run in a child process that is the owner of
+    dest's home (`home_owner`), never this process: its report, or why there is none. The
+    child runs as the learner, who may kill it, stop it or (ptrace) make it print without
+    end: it gets COPY_SECONDS and REPORT_BYTES, and its report is checked."""
+    uid, gid, groups = home_owner(Path(dest).parent)
+    argv = [python, "-I", str(Path(__file__).resolve()), "--source", str(source)]
+    argv += ["--dest", str(dest), "--version", version, "--json"]
+    argv += ["--dropped-to", str(uid)] if uid != os.geteuid() else []
+    try:
+        child = subprocess.Popen(
+            argv,
+            cwd="/",
+            env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not in the hub's terminal: its Ctrl-C is the hub's
+            **drop_to(uid, gid, groups),
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"notebooks not copied: the copy could not start as uid {uid}: {error}"
+    with child:
+        output, finished = read_bounded(child.stdout, REPORT_BYTES, COPY_SECONDS)
+        try:  # a child that closed its output and is stopped would be waited for forever
+            code = child.wait(timeout=5 if finished else 0)
+        except subprocess.TimeoutExpired:
+            finished = False
+            child.kill()
+    text = output.decode(errors="replace").strip()
+    if not finished:
+        return (
+            f"notebooks not copied: the copy gave no report within {COPY_SECONDS} s "
+            f"and {REPORT_BYTES} bytes"
+        )
+    return report_from_json(text) if code == 0 else f"notebooks not copied: {text[-500:]}"
+
+
+def read_bounded(stream, limit: int, seconds: float) -> tuple[bytes, bool]:
+    """What a child printed until it closed its output: at most `limit` bytes within
+    `seconds`, and whether it did close it by then (a blocking read would wait for as long
+    as the child, or a process it handed its output to, keeps it open)."""
+    fd, out, deadline = stream.fileno(), bytearray(), time.monotonic() + seconds
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while len(out) <= limit:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return bytes(out), False
+            chunk = os.read(fd, limit + 1 - len(out))
+            if not chunk:
+                return bytes(out), True
+            out += chunk
+    return bytes(out[:limit]), False
+
+
+def report_json(report: SyncReport) -> str:
+    return json.dumps(dataclasses.asdict(report))
+
+
+def report_from_json(text: str) -> SyncReport | str:
+    """The child's report (the last line it printed), or what it said instead: it ran as the
+    learner, so only a report of the right shape is taken."""
+    try:
+        data = json.loads(text.splitlines()[-1])
+    except (ValueError, IndexError):
+        data = None
+    kinds = {
+        f.name: bool if f.name == "manifest_rebuilt" else list
+        for f in dataclasses.fields(SyncReport)
+    }
+    if (
+        isinstance(data, dict)
+        and set(data) == set(kinds)
+        and all(isinstance(data[k], kind) for k, kind in kinds.items())
+        and all(isinstance(n, str) for k, kind in kinds.items() if kind is list for n in data[k])
+    ):
+        return SyncReport(**data)
+    return f"notebooks not copied: no report from the copy: {text[-500:]!r}"
+
+
+def not_dropped(uid: int) -> str:
+    """Why this process is not safely the account `uid` ('' if it is): it must be `uid` for
+    real, effective and saved ids, in none of root's groups, hold no capability and be
+    unable to become root again. Checked by the child before it touches any file."""
+    if uid == 0 or os.getresuid() != (uid, uid, uid):
+        return f"runs as uids {os.getresuid()}, not {uid}"
+    if 0 in os.getresgid() or 0 in os.getgroups():
+        return "still in root's group"
+    for regain in (os.setuid, os.setgid):
+        try:
+            regain(0)
+        except PermissionError:
+            continue
+        return f"could become root again ({regain.__name__})"
+    status = Path("/proc/self/status")
+    caps = [line for line in status.read_text().splitlines() if line.startswith("CapEff:")]
+    if caps and int(caps[0].split()[1], 16):
+        return "still holds capabilities"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.tools.learner_copy",
@@ -389,13 +546,25 @@ def main(argv: list[str] | None = None) -> int:
         help="course version (default: git describe of the checkout that holds --source)",
     )
     parser.add_argument("--restore", metavar="NAME", help="bring back a deleted notebook")
+    parser.add_argument("--json", action="store_true", help="the report as one line of JSON")
+    parser.add_argument(
+        "--dropped-to",
+        metavar="UID",
+        type=int,
+        help="refuse to touch anything unless this process is UID for good (the hub's child)",
+    )
     args = parser.parse_args(argv)
+    problem = "" if args.dropped_to is None else not_dropped(args.dropped_to)
+    if problem:
+        print(f"not copied: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.restore:
             print(f"restored {restore(args.dest, args.restore, args.source)}")
             return 0
         version = args.version or course_version(args.source.resolve().parent)
-        print(sync_notebooks(args.source, args.dest, version))
+        report = sync_notebooks(args.source, args.dest, version)
+        print(report_json(report) if args.json else report)
     except OSError as error:
         print(f"could not update {args.dest}: {error}", file=sys.stderr)
         return 1
