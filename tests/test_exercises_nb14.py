@@ -1,5 +1,8 @@
 """Notebook 14's exercises accept the right answers and reject near misses."""
 
+import pytest
+
+from course import ROOT
 from course.exercises.check import check
 
 
@@ -20,3 +23,50 @@ def test_near_misses_fail_with_a_reason():
     assert not check("14.lane_owner", (93 // 32, 29), quiet=True).ok  # lane within the warp
     assert not check("14.lane_owner", (2, 77), quiet=True).ok  # the lane printed above it
     assert not check("14.stage_bytes", 32768, quiet=True).ok  # tile_n = 128's answer
+
+
+def _teardown(*lines):
+    """The end of an epilogue as the 14.epilogue_role check reads it (PTX instructions)."""
+    return type("Compiled", (), {"instructions": list(lines)})()
+
+
+LOAD = "tcgen05.ld.sync.aligned.32x32b.x32.b32 {%r150, %r151}, [%r251];"
+WAIT = "tcgen05.wait::ld.sync.aligned;"
+MEET = "bar.sync 1, 128;"
+DRAIN = "cp.async.bulk.wait_group.read 0;"
+FREE = "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r23, %r241;"
+
+
+def test_a_free_needs_a_barrier_after_every_warps_last_read_not_right_before_it():
+    """The PTX ISA: tcgen05.wait::ld waits for the thread's own tcgen05.ld only, so warp 0's
+    dealloc must follow a synchronisation after the other warps' last reads; what stands right
+    before the dealloc (a branch, the stores' drain) is no rule."""
+    from course.exercises.nb14_epilogue_kernel import all_warps_done_before_free as rule
+
+    branch = ("setp.ne.s32 %p56, %r3, 0;", "@%p56 bra $L__BB0_51;")
+    assert rule(_teardown(LOAD, WAIT, MEET, *branch, DRAIN, FREE)).status == "pass"  # tutorial
+    assert rule(_teardown(LOAD, WAIT, MEET, *branch, FREE, DRAIN)).status == "pass"
+    late = rule(_teardown(LOAD, WAIT, MEET, LOAD, WAIT, *branch, DRAIN, FREE))
+    assert late.status == "fail" and "still be reading" in late.hint
+    freed_first = rule(_teardown(FREE, LOAD, WAIT, MEET))
+    assert freed_first.status == "fail" and "after tcgen05.dealloc freed it" in freed_first.hint
+
+
+CUTLASS = ROOT.parent / "shared" / "cutlass"  # NVIDIA's examples, unmodified (its README)
+
+
+@pytest.mark.compile
+@pytest.mark.skipif(not CUTLASS.is_dir(), reason=f"no CUTLASS examples at {CUTLASS}")
+def test_nvidia_s_tutorial_teardown_is_not_refused():
+    """fp16_gemm_4 hands the accumulator back, drains its stores and frees TMEM with no
+    barrier of its own, in a kernel compiled twice over (two cluster shapes): neither the
+    exercise's rule at the free nor the drain rule may refuse it."""
+    from course.cute import ptx_protocol as pp
+    from course.exercises.nb14_epilogue_kernel import all_warps_done_before_free as rule
+    from course.tools import upstream_mix as um
+
+    _, art = um.tutorial_artifacts(CUTLASS, "fp16_gemm_4")
+    kernels = um.ptx_kernels(art.ptx)
+    ptx = kernels[um.gemm_kernel(kernels, r"tcgen05\.mma")]
+    assert rule(_teardown(*pp.instructions(ptx))).status == "pass"
+    assert "tma_stores_drained" not in {v.rule for v in pp.check(ptx)}

@@ -108,3 +108,45 @@ def _compiled_without(monkeypatch, call: str, key: str) -> str:
 def test_a_kernel_missing_a_fence_fails_the_protocol(monkeypatch, call, rule):
     found = pp.check(_compiled_without(monkeypatch, call, call))
     assert rule in {v.rule for v in found}, found
+
+
+@pytest.mark.parametrize(
+    "operand,base,offset",
+    [
+        ("[%r15]", "%r15", 0),
+        ("[%r15+128]", "%r15", 128),  # the form LLVM folds a constant TMEM column into
+        ("[%rd3+-8]", "%rd3", -8),  # LLVM's negative offset
+        ("[%rd3-8]", "%rd3", -8),
+        ("[%r14+0x40]", "%r14", 64),
+        ("[%r1 + 4]", "%r1", 4),
+        ("[smem_buffer]", "smem_buffer", 0),
+        ("[smem_buffer+16]", "smem_buffer", 16),
+        ("[0x100]", None, 256),
+        ("[%rd1, {%r2, %r3}]", "%rd1", 0),  # a tensor map and its coordinates
+    ],
+)
+def test_every_address_form_of_the_ptx_isa_is_read(operand, base, offset):
+    """[var], [reg], [reg+immOff], [var+immOff], [immAddr]: one reader for every check."""
+    assert pp.addresses(f"tcgen05.cp.cta_group::1.32x128b.warpx4 {operand}, %rd28;") == [
+        pp.Address(base, offset)
+    ]
+
+
+def _moved(ptx: str, pattern: str, after: str) -> str:
+    """The PTX with the last instruction matching `pattern` moved to just after the last
+    one matching `after`."""
+    lines = ptx.splitlines()
+    line = lines.pop([i for i, text in enumerate(lines) if re.search(pattern, text)][-1])
+    lines.insert([i for i, text in enumerate(lines) if re.search(after, text)][-1] + 1, line)
+    return "\n".join(lines)
+
+
+@pytest.mark.compile
+def test_the_stores_may_drain_after_tmem_is_freed_but_not_after_the_exit():
+    """As NVIDIA's block-scaled GEMM ends (free, then drain): a bulk store reads shared
+    memory, never TMEM, so the PTX ISA orders its drain with the CTA's exit only."""
+    ptx = _ptx("tcgen05_gemm")
+    drain = r"cp\.async\.bulk\.wait_group\.read\s+0;"
+    assert pp.check(_moved(ptx, drain, r"tcgen05\.dealloc")) == []
+    late = {v.rule for v in pp.check(_moved(ptx, drain, r"^\s*ret;"))}
+    assert "tma_stores_drained" in late

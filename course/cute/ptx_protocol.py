@@ -18,7 +18,13 @@ order:
                            store that reads it, fence.proxy.async (generic -> async proxy)
   tma_stores_drained       each bulk-store group committed is waited for with
                            cp.async.bulk.wait_group.read, and all of them (wait_group.read 0)
-                           before TMEM is freed and the kernel exits
+                           before the kernel exits: a bulk store reads the CTA's shared
+                           memory until its group's wait_group.read says it "completed reading
+                           from [its] source locations", and shared memory lives only as long
+                           as its CTA. A bulk store reads shared memory, never TMEM, so where
+                           the drain stands with respect to tcgen05.dealloc is no rule (NVIDIA's
+                           tutorial GEMMs drain, then free; its block-scaled GEMM frees, then
+                           drains)
   pair_dealloc_synced      a cta_group::2 kernel frees TMEM only after a handshake with its
                            peer CTA (a cluster barrier, or an arrive on the peer's mbarrier and
                            a wait on its own): the peer may still be reading the shared TMEM
@@ -71,6 +77,48 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Address:
+    """One address operand of a PTX instruction, `[base+offset]`: the register or variable it
+    starts from (None for an absolute address, `[immAddr]`) and the constant added to it."""
+
+    base: str | None
+    offset: int = 0
+
+    def __str__(self) -> str:
+        if self.base is None:
+            return f"[{self.offset}]"
+        return f"[{self.base}{f'{self.offset:+d}' if self.offset else ''}]"
+
+
+# the address forms of the PTX ISA ("Addresses as Operands"): [var], [reg], [reg+immOff],
+# [var+immOff], [immAddr]; the offset signed (LLVM writes a negative one as `+-8`), decimal or
+# hexadecimal, with an optional U suffix
+_IMM = r"[-+]?\s*(?:0[xX][0-9a-fA-F]+|\d+)U?"
+_ADDRESS = re.compile(
+    rf"^(?:(?P<base>%?[A-Za-z_$][\w$]*)\s*)?(?P<offset>(?(base)[-+]\s*)?{_IMM})?$"
+)
+
+
+def address(operand: str) -> Address | None:
+    """`operand` (the text between the brackets) as an Address; a tensor operand
+    `[tensorMap, {coordinates}]` is its first element. None where it is no address."""
+    m = _ADDRESS.match(operand.split(",")[0].strip())
+    if m is None or not (m.group("base") or m.group("offset")):
+        return None
+    signed = re.sub(r"[\sU]", "", m.group("offset") or "0")  # e.g. "+-8", "-0x10", "128"
+    sign = -1 if signed.count("-") % 2 else 1
+    return Address(m.group("base"), sign * int(signed.lstrip("+-"), 0))
+
+
+def addresses(line: str) -> list[Address]:
+    """Every address operand of one PTX instruction, in operand order: the one reading of
+    `[...]` for every check that follows an address (so `[%r15+128]` is read as `%r15` plus
+    128, never missed for not being a bare register)."""
+    found = (address(inner) for inner in re.findall(r"\[([^\[\]]*)\]", line))
+    return [a for a in found if a is not None]
 
 
 def instructions(ptx: str) -> list[str]:
@@ -248,12 +296,13 @@ def tma_stores_drained(code: list[str]) -> list[Violation]:
     drains = [
         i for i in _where(code, r"cp\.async\.bulk\.wait_group(\.read)?\s+0;") if i > commits[-1]
     ]
-    end = (_where(code, r"tcgen05\.dealloc") or _where(code, r"^ret;") or [len(code)])[-1]
+    end = (_where(code, r"^(ret|exit);") or [len(code)])[-1]
     if not any(d < end for d in drains):
         found.append(
             Violation(
                 "tma_stores_drained",
-                "no cp.async.bulk.wait_group.read 0 after the last store and before TMEM is freed",
+                "no cp.async.bulk.wait_group.read 0 after the last store and before the kernel "
+                "exits",
             )
         )
     return found
@@ -287,14 +336,14 @@ def pair_dealloc_synced(code: list[str]) -> list[Violation]:
 def clc_response_waited(code: list[str]) -> list[Violation]:
     found = []
     for i in _where(code, r"clusterlaunchcontrol\.try_cancel"):
-        barrier = re.findall(r"\[([^\]]+)\]", code[i])[-1]
+        barrier = addresses(code[i])[-1]
         query = next(
             (j for j in _where(code, r"clusterlaunchcontrol\.query_cancel") if j > i), None
         )
         if query is None:
             continue
         waited = any(
-            re.search(r"mbarrier\.try_wait", line) and f"[{barrier}]" in line
+            re.search(r"mbarrier\.try_wait", line) and barrier in addresses(line)
             for line in code[i + 1 : query]
         )
         if not waited:
@@ -302,7 +351,7 @@ def clc_response_waited(code: list[str]) -> list[Violation]:
                 Violation(
                     "clc_response_waited",
                     f"query_cancel at instruction {query} reads the response "
-                    f"before waiting on its mbarrier [{barrier}]",
+                    f"before waiting on its mbarrier {barrier}",
                 )
             )
     return found

@@ -489,16 +489,8 @@ def _tv_index(layout) -> np.ndarray:
 
 
 def _whole_warp(what: str, site) -> "machine.Warp":
-    w = machine.warp()
-    if w.width != 32 or not w.full():
-        raise Hazard(
-            hazards.DIVERGENT,
-            f"{what} is a warp-wide instruction: all 32 lanes must "
-            f"execute it, but here only "
-            f"{hazards.threads_text(w.active_tids().tolist())} do",
-            site,
-        )
-    return w
+    """A warp-wide instruction (.sync.aligned): all 32 lanes execute it together."""
+    return machine.collective(f"{what} (warp-wide, .sync.aligned)", site, "all 32 lanes", True)
 
 
 def _ldmatrix(atom: CopyAtom, src: Tensor, dst: Tensor, pred, site) -> None:

@@ -69,7 +69,13 @@ def site(depth: int = 1) -> Site:
     own, past the frames of translated library code it called (a hazard inside
     PipelineTmaAsync.consumer_wait names the kernel's line that called consumer_wait); a
     library line only when no frame of the kernel's own is on the stack."""
-    frame, library = sys._getframe(depth), None
+    return site_in(sys._getframe(depth))
+
+
+def site_in(frame) -> Site:
+    """`site` from a given frame outwards (a signal handler's: the line a loop was running
+    when the time ran out)."""
+    library = None
     while frame is not None:
         if isinstance(frame.f_globals, KernelGlobals):
             if not _translated_library(frame):
@@ -106,13 +112,40 @@ UNINITIALISED = "uninitialised registers"
 MISALIGNED = "misaligned access"
 CRASH = "the kernel raised an error"
 HANG = "no progress"
+COLLECTIVE = "collective in divergent code"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What a hazard is, in parts a checker can act on: a hint is chosen from these fields,
+    never from the words of the hazard's sentence (which stay free to be reworded)."""
+
+    what: str  # what happened, e.g. "index below the start", "index past the end"
+    subject: str  # the tensor, stage, barrier or register it happened to
+    expected: object = None  # what a correct kernel has there, e.g. the valid range (lo, hi)
+    observed: object = None  # what this kernel had, e.g. the index it used
+
+
+# Cause.what of an out-of-bounds access: below element 0, or past the last element
+BELOW_START = "index below the start"
+PAST_END = "index past the end"
+# Cause.what of a COLLECTIVE hazard (subject: the instruction; expected: the threads it
+# needs, observed: those that reached it)
+PART_OF_THE_LANES = "reached by part of the lanes it needs"
+# Cause.what of a DEADLOCK or HANG (subject: the CTAs; observed: who waits on what)
+BLOCKED = "every live warp waits on something nothing in flight can bring"
+LIVELOCK = "a loop that never advances"
 
 
 class Hazard(Exception):
-    """Something the GPU would get wrong or race on, with who, what and where."""
+    """Something the GPU would get wrong or race on, with who, what and where; `cause`, where
+    the raiser knows it, the same in structured form."""
 
-    def __init__(self, kind: str, detail: str, site: Site | None = None):
+    def __init__(
+        self, kind: str, detail: str, site: Site | None = None, cause: Cause | None = None
+    ):
         self.kind, self.detail, self.site = kind, detail, site or UNKNOWN
+        self.cause = cause
         where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
         super().__init__(f"{kind}: {detail}{where}")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,8 +39,23 @@ from course.execute.hazards import Hazard, Site, threads_text
 WARP = 32
 SMEM_CAPACITY = 232448  # bytes a CTA may use on sm_90 (227 KB)
 MAX_STEPS = 2_000_000  # barriers and shared-memory accesses of one launch
+# rounds in a row in which only pollers could go on, none saw its condition hold and nothing
+# was in flight: their spin loops wait on what no one will bring (a deadlock)
+IDLE_POLL_ROUNDS = 1000
 
 _CURRENT = None
+_PROGRESS = [time.monotonic()]  # when the running launch last made progress
+
+
+def note_progress() -> None:
+    """Something moved on: a warp woke from a wait that held or finished, a barrier opened,
+    a cluster started. course.execute.runner's time limit counts from the last of these, so
+    a slow kernel that moves on is never stopped, and a loop that never advances is."""
+    _PROGRESS[0] = time.monotonic()
+
+
+def since_progress() -> float:
+    return time.monotonic() - _PROGRESS[0]
 
 
 def current_warp() -> "Warp | None":
@@ -79,6 +95,14 @@ class Wait:
     until: Callable[[], bool] | None = None
     what: object = ""  # a str, or a function giving one (the state when it is read)
     named: tuple | None = None
+    holds: Callable[[], bool] | None = None  # a poll's own condition (POLL; None: unknown)
+
+    def describe(self) -> str:
+        return self.what() if callable(self.what) else (self.what or f"at {self.kind}")
+
+    def idle_poll(self) -> bool:
+        """A poll whose condition still does not hold: waking it changes nothing."""
+        return self.kind == POLL and self.holds is not None and not self.holds()
 
 
 @dataclass
@@ -114,6 +138,7 @@ class Warp:
         self.clock = 0  # mbarrier arrivals so far (course.execute.happens_before)
         self.knows: dict = {}  # other warps' clocks this warp is ordered after
         self.touched: dict = {}  # shared memory -> this warp's clock stamp per byte
+        self.elected: Site | None = None  # the line of the elect_one the warp is inside
 
     def __repr__(self) -> str:
         return f"Warp({self.index})"
@@ -288,6 +313,7 @@ class Cluster:
         self.inflight: deque = deque()  # async operations with a .land() method, oldest first
         self.arrivals: dict[int, int] = {}  # cluster barrier generation -> warps arrived
         self.rng = self.ctas[0].rng
+        self.idle_rounds = 0  # rounds in a row in which only idle pollers could go on
 
     @property
     def warps(self) -> list[Warp]:
@@ -296,6 +322,7 @@ class Cluster:
     def run(self, fn, args: tuple) -> None:
         global _CURRENT
         self.scheduler = greenlet.getcurrent()
+        note_progress()
         for cta in self.ctas:
             cta.scheduler = self.scheduler
         for w in self.warps:
@@ -358,6 +385,7 @@ class Cluster:
             fn(*args)
         finally:
             w.state = "done"
+            note_progress()
 
     def _resolve(self) -> list[Warp] | None:
         """No warp is ready: wake those whose condition now holds (an mbarrier phase, the
@@ -374,10 +402,24 @@ class Cluster:
             if woken:
                 if self.inflight and all(w.wait.kind == POLL for w in woken):
                     self.inflight.popleft().land()  # only pollers can go on: time passes
+                self._count_idle(woken, live)
                 return woken
             if self.inflight:
                 self.inflight.popleft().land()
                 continue
+            raise _deadlock(live, [w for w in self.warps if w.state == "done"])
+
+    def _count_idle(self, woken: list[Warp], live: list[Warp]) -> None:
+        """Only pollers can go on, none sees its condition hold, and nothing is in flight:
+        an idle round. IDLE_POLL_ROUNDS of them in a row (the pollers' loops did nothing
+        that woke anyone) is a deadlock, named now rather than by the time limit."""
+        if self.inflight or not all(w.wait.idle_poll() for w in woken):
+            self.idle_rounds = 0
+            if not all(w.wait.kind == POLL for w in woken):
+                note_progress()
+            return
+        self.idle_rounds += 1
+        if self.idle_rounds >= IDLE_POLL_ROUNDS:
             raise _deadlock(live, [w for w in self.warps if w.state == "done"])
 
     def cluster_arrive(self, w: Warp) -> None:
@@ -403,21 +445,60 @@ def _split(warps: list[Warp]) -> str:
 
 def _deadlock(live: list[Warp], done: list[Warp]) -> Hazard:
     """No warp can go on and nothing is in flight: who waits for what, and who finished."""
-    groups: dict = {}
-    for w in live:
-        what = w.wait.what() if callable(w.wait.what) else (w.wait.what or f"at {w.wait.kind}")
-        key = (w.cta.block, what, w.wait.site)
-        groups.setdefault(key, []).append(w)
-    parts = [
-        f"{_tids(ws)} of CTA {block} wait {what} ({site.describe()})"
-        for (block, what, site), ws in groups.items()
-    ]
+    parts, waits = _who_waits(live)
     tail = f"; {_tids(done)} finished" if done else ""
     return Hazard(
         hazards.DEADLOCK,
         "no thread can go on: " + "; ".join(parts) + tail + " (nothing is in flight that could "
         "complete what they wait for)",
         live[0].wait.site,
+        hazards.Cause(hazards.BLOCKED, _ctas(live), observed=tuple(waits)),
+    )
+
+
+def _who_waits(blocked: list[Warp]) -> tuple[list[str], tuple]:
+    """What each blocked warp waits on: sentences (warps grouped by CTA, wait and line) and
+    the same as data, (CTA block, warp index, what, line) per warp."""
+    groups: dict = {}
+    waits = []
+    for w in blocked:
+        what = w.wait.describe()
+        waits.append((w.cta.block, w.index, what, w.wait.site))
+        groups.setdefault((w.cta.block, what, w.wait.site), []).append(w)
+    parts = [
+        f"{_tids(ws)} of CTA {block} wait {what} ({site.describe()})"
+        for (block, what, site), ws in groups.items()
+    ]
+    return parts, tuple(waits)
+
+
+def _ctas(warps: list[Warp]) -> str:
+    return "CTAs " + ", ".join(str(b) for b in sorted({w.cta.block for w in warps}))
+
+
+def livelock(frame, seconds: float) -> Hazard:
+    """The time ran out with a warp still running (a loop that never advances: a CLC loop
+    that never moves to its next tile, a spin on a value nobody writes): the loop's line
+    (the kernel line `frame` was running), the running warp and what the others wait on."""
+    site = hazards.site_in(frame)
+    w = _CURRENT
+    if w is None:
+        return Hazard(
+            hazards.HANG,
+            f"still running after {seconds:g} s without progress on the CPU executor, in "
+            f"host code: a loop that does not end?",
+            site,
+            hazards.Cause(hazards.LIVELOCK, "the host code"),
+        )
+    others = [x for x in w.cta.cluster.warps if x is not w and x.state == "blocked"]
+    parts, waits = _who_waits(others)
+    return Hazard(
+        hazards.HANG,
+        f"warp {w.index} of CTA {w.cta.block} still runs the loop at {site.describe()} after "
+        f"{seconds:g} s without progress on the CPU executor: a loop that never advances"
+        + "".join(f"; {p}" for p in parts),
+        site,
+        hazards.Cause(hazards.LIVELOCK, f"warp {w.index} of CTA {w.cta.block}", observed=waits),
     )
 
 
@@ -428,11 +509,12 @@ def block_until(until: Callable[[], bool], what: str, site: Site) -> None:
         warp().block(Wait(site, UNTIL, until, what))
 
 
-def poll(what, site: Site) -> None:
-    """A poll that found its condition false (mbarrier.test_wait in a spin loop): the warp
-    lets the others run, and resumes when none is ready (an async copy may land first)."""
+def poll(what, site: Site, holds: Callable[[], bool] | None = None) -> None:
+    """A poll that found its condition `holds` false (mbarrier.test_wait in a spin loop): the
+    warp lets the others run, and resumes when none is ready (an async copy may land first);
+    pollers that keep finding it false with nothing else going on are a deadlock."""
     w = warp()
-    w.block(Wait(site, POLL, lambda: True, what))
+    w.block(Wait(site, POLL, lambda: True, what, holds=holds))
 
 
 def _crash(w: Warp, exc: Exception) -> Hazard:
@@ -496,6 +578,44 @@ def _dim3(v) -> tuple[int, int, int]:
     v = list(v) if isinstance(v, (list, tuple)) else [v]
     v = [int(x) for x in v] + [1] * (3 - len(v))
     return v[0], v[1], v[2]
+
+
+# an instruction CuTe DSL lowers with its own elect.sync (membermask 0xffffffff) around it
+SELF_ELECTED = (
+    "{} (CuTe DSL issues it through its own elect.sync: the whole warp calls it, never "
+    "inside elect_one)"
+)
+
+
+def collective(operation: str, site: Site, needs: str = "the whole warp", lanes32=False) -> Warp:
+    """The current warp at an instruction its lanes issue together: a .sync.aligned one
+    (ldmatrix, mma.sync, wgmma, tcgen05.ld, tcgen05.alloc), elect.sync itself, or one CuTe
+    DSL wraps in its own elect.sync (a TMA copy, tcgen05.mma, tcgen05.cp: its docs say
+    never to put them inside elect_one). Reached by part of the warp -- inside elect_one,
+    behind a branch on the lane -- it waits on the GPU for lanes that never come (the
+    H200 hangs): a COLLECTIVE hazard with who came, who was expected and where.
+    `lanes32`: the instruction also needs all 32 lanes to exist (a whole warp's fragments)."""
+    w = warp()
+    if w.full() and (w.width == WARP or not lanes32):
+        return w
+    came = tuple(int(t) for t in w.active_tids())
+    first = int(w.tids[0])
+    expected = tuple(range(first, first + WARP)) if lanes32 else tuple(int(t) for t in w.tids)
+    cause = hazards.Cause(hazards.PART_OF_THE_LANES, operation, expected, came)
+    missing = [t for t in expected if t not in set(came)]
+    how = (
+        f"inside the elect_one at {w.elected.describe()}"
+        if w.elected is not None
+        else "behind a branch the lanes of the warp take differently"
+    )
+    raise Hazard(
+        hazards.COLLECTIVE,
+        f"{operation} needs {needs}, but warp {w.index} of CTA {w.cta.block} reaches it "
+        f"with {threads_text(came)} only, {threads_text(missing)} not ({how}): on a "
+        f"GPU it waits for lanes that never come (a hang) or its result is undefined",
+        site,
+        cause,
+    )
 
 
 def barrier(site: Site) -> None:

@@ -246,7 +246,9 @@ def completed(ptr, parity, cta=None) -> bool:
     if machine.current_warp() is not None:
         model = slot.model
         machine.poll(
-            lambda: f"polls mbarrier {slot.name} for parity {parity} ({model.describe()})", site
+            lambda: f"polls mbarrier {slot.name} for parity {parity} ({model.describe()})",
+            site,
+            lambda: model.try_wait(parity),
         )
     return False
 

@@ -76,6 +76,12 @@ class Memory:
                 f"{who} {verb} element {first} of {self.name}, outside its {size} "
                 f"{dtype} elements{past}",
                 site or hazards.site(4),
+                hazards.Cause(
+                    hazards.PAST_END if first >= size else hazards.BELOW_START,
+                    self.name,
+                    (0, size - 1),
+                    first,
+                ),
             )
 
     def load(self, dtype: DType, tids, elems: np.ndarray, site: Site | None = None):

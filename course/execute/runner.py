@@ -59,12 +59,18 @@ _ACTIVE: list[Result] = []
 UNNAMED = "a global tensor"
 
 
-TIME_LIMIT_S = 120.0
+# the wall-clock fallback: a run that goes this long without progress (course.execute.machine
+# .progress) is a loop that never advances; a deadlock is named at once, without it
+TIME_LIMIT_S = 15.0
 
 
 class _TimeUp(BaseException):
     """The run's time is up (a BaseException: kernel code catching Exception keeps going
-    otherwise)."""
+    otherwise); `hang`: the Hazard naming the loop and who waits on what."""
+
+    def __init__(self, hang: Hazard):
+        super().__init__(str(hang))
+        self.hang = hang
 
 
 @contextlib.contextmanager
@@ -83,7 +89,11 @@ def _time_limit(seconds: float):
         return
 
     def stop(signum, frame):
-        raise _TimeUp
+        left = seconds - machine.since_progress()
+        if left > 0:  # it moved on since: count from then
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
+        raise _TimeUp(machine.livelock(frame, seconds))
 
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, stop)
@@ -107,15 +117,12 @@ def run(
     kernel_args = translator.value(args)
     result = Result(seed, count_banks=count_banks)
     _ACTIVE.append(result)
+    machine.note_progress()
     try:
         with _time_limit(time_limit_s):
             kernel_fn(*kernel_args)
-    except _TimeUp:
-        raise Hazard(
-            hazards.HANG,
-            f"still running after {time_limit_s:g} s on the CPU "
-            f"executor: a loop that does not end?",
-        ) from None
+    except _TimeUp as up:
+        raise up.hang from None
     except (Hazard, Unmodelled):
         raise
     except CuteError as exc:

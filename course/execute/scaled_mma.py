@@ -181,7 +181,7 @@ def sf_copy(atom, src, dst, site) -> None:
     from course.execute import machine, tcgen05
     from course.execute.hazards import Hazard
 
-    w = machine.warp()
+    w = machine.collective(machine.SELF_ELECTED.format("tcgen05.cp (cute.copy)"), site)
     per_call = block_scale.PARTITION * 16 * block_scale.PARTITIONS  # source bytes x 4 copies
     calls = src.size // per_call
     if src.element_type.width != 8 or calls * per_call != src.size or dst.size != src.size:

@@ -22,20 +22,24 @@ def _warp():
     return machine.warp()
 
 
+ELECT = "elect.sync (cute.arch.elect_one)"
+
+
 @contextlib.contextmanager
 def elect_one():
-    """`with cute.arch.elect_one():` -- the body runs on the warp's first active lane."""
-    w = _warp()
-    saved = w.mask
-    active = np.ones(w.width, bool) if saved is None else saved
+    """`with cute.arch.elect_one():` -- the body runs on the warp's first lane. elect.sync
+    takes every lane of the warp (CuTe DSL's membermask is 0xffffffff): reached by part of
+    it (a nested elect_one, a branch on the lane) it is a COLLECTIVE hazard."""
+    site = hazards.site(3)  # past contextlib's frame
+    w = machine.collective(ELECT, site)
+    saved, elected = w.mask, w.elected
     first = np.zeros(w.width, bool)
-    if active.any():
-        first[int(np.argmax(active))] = True
-    w.mask = first
+    first[0] = True
+    w.mask, w.elected = first, site
     try:
         yield
     finally:
-        w.mask = saved
+        w.mask, w.elected = saved, elected
 
 
 # ---------------------------------------------------------------- mbarriers

@@ -182,7 +182,7 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) ->
         c.iterator.memory is d.iterator.memory and c.iterator.byte_offset == d.iterator.byte_offset
     ):
         raise Unmodelled("a tcgen05 gemm whose C is not its D (the accumulator is in place)")
-    w = machine.warp()
+    w = machine.collective(machine.SELF_ELECTED.format("tcgen05.mma (cute.gemm)"), site)
     group = mma.cta_group
     ctas = [w.cta] if group == 1 else _pair(w.cta, site)
     ea, (rows, k) = _ab_matrix(a, "A", site)
@@ -361,14 +361,7 @@ def make_tmem_copy(atom, tmem_tensor: Tensor) -> atoms.TiledCopy:
 
 def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> None:
     """cute.copy(tmem_copy, tmem source, registers): warp-wide tcgen05.ld."""
-    w = machine.warp()
-    if w.width != 32 or not w.full():
-        raise Hazard(
-            hazards.DIVERGENT,
-            f"tcgen05.ld is warp-wide: all 32 lanes must execute it, here only "
-            f"{threads_text(w.active_tids().tolist())} do",
-            site,
-        )
+    w = machine.collective("tcgen05.ld (warp-wide, .sync.aligned)", site, "all 32 lanes", True)
     if not isinstance(src.iterator, Pointer) or not isinstance(src.iterator.memory, tmem.Tmem):
         raise Hazard(tmem.TMEM, "tcgen05.ld reads TMEM: its source is not a TMEM tensor", site)
     src_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))

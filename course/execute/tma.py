@@ -276,6 +276,8 @@ def copy(atom: TmaAtom, src, dst, tma_bar_ptr=None, mcast_mask=None, **kwargs) -
     w = machine.warp()
     if not len(w.active_tids()):
         return
+    what = "a TMA load (cute.copy)" if atom.is_load else "a TMA store (cute.copy)"
+    machine.collective(machine.SELF_ELECTED.format(what), site)
     if atom.is_load:
         _load(atom, src, dst, tma_bar_ptr, mcast_mask, site, w)
     else:

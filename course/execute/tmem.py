@@ -233,15 +233,8 @@ def address_of(ptr) -> int:
 
 
 def _whole_warp(what: str, site: Site) -> "machine.Warp":
-    w = machine.warp()
-    if not w.full():
-        raise Hazard(
-            hazards.DIVERGENT,
-            f"{what} is a warp-wide instruction (.sync.aligned): all 32 lanes must execute "
-            f"it, but here only {hazards.threads_text(w.active_tids().tolist())} do",
-            site,
-        )
-    return w
+    """A warp-wide TMEM instruction (.sync.aligned): all 32 lanes execute it together."""
+    return machine.collective(f"{what} (warp-wide, .sync.aligned)", site, "all 32 lanes")
 
 
 def alloc_tmem(num_columns, smem_ptr_to_write_address, is_two_cta=False, **_) -> None:

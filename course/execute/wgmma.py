@@ -290,16 +290,11 @@ def _warpgroup_warps(w, site: Site) -> list:
 
 
 def _whole_warp(what: str, site: Site):
-    w = machine.warp()
-    if not w.full():
-        raise Hazard(
-            hazards.DIVERGENT,
-            f"{what} is warpgroup-wide (.sync.aligned): all 128 threads of the warpgroup "
-            f"execute it, but here only {threads_text(w.active_tids().tolist())} of warp "
-            f"{w.index} do",
-            site,
-        )
-    return w
+    """A warpgroup-wide instruction (.sync.aligned): each of its 4 warps with all its lanes
+    (the warps meet at the wgmma itself)."""
+    return machine.collective(
+        f"{what} (warpgroup-wide, .sync.aligned)", site, "all 128 threads of the warpgroup"
+    )
 
 
 # ---------------------------------------------------------------- fence, commit, wait

@@ -3,7 +3,7 @@
 Each notebook ends with a few exercises. A learner writes an answer and calls
 `check("00.tiles", answer)`; the verdict is printed as one friendly line and never as a
 traceback, whatever the answer is (a wrong type, an exception inside the learner's own
-kernel...). A verdict is one of four, and claims only what was checked:
+kernel...). A verdict is one of five, and claims only what was checked:
 
   right          every check passed, and for a kernel that includes a run of it whose
                  every output was compared with a reference
@@ -11,10 +11,14 @@ kernel...). A verdict is one of four, and claims only what was checked:
   not proven     every check this machine can make passed, but the kernel did not run
                  here: the message says what only a run shows ("not proven here")
   not answered   the skeleton as shipped, or `...`
+  machine fault  the check could not run here through no fault of the answer (a package
+                 missing, a driver that does not start, no GPU memory): "the checker
+                 could not run here: <what>, <fix>" (course.exercises.machine_faults),
+                 never "your answer raised"
 
 Exercises are registered with `@exercise(...)` in `course.exercises.<notebook>`; a
 checker returns (ok, message) with ok True / False / None (not answered), or (status,
-message) with one of the four words, or raises `Wrong("why")`.
+message) with one of the five words, or raises `Wrong("why")`.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from course.exercises.machine_faults import HEADLINE, diagnose
 from course.exercises.progress import record as record_progress
-from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, VERDICTS, WRONG
+from course.exercises.verdicts import MACHINE_FAULT, RIGHT, UNANSWERED, UNPROVEN, VERDICTS, WRONG
 
 Checker = Callable[[Any], "tuple[bool, str] | bool | None"]
 
@@ -52,6 +57,7 @@ _MARK = {
     WRONG: "❌ wrong",
     UNPROVEN: "🔶 not proven here",
     UNANSWERED: "✏️  not answered yet",
+    MACHINE_FAULT: f"⚠️  {HEADLINE}",
 }
 
 
@@ -83,11 +89,12 @@ class Verdict:
 
     @property
     def ok(self) -> bool | None:
-        """True only for right, False for wrong, None otherwise (not proven, not answered)."""
+        """True only for right, False for wrong, None otherwise (not proven, not answered, a
+        machine fault)."""
         return {RIGHT: True, WRONG: False}.get(self.status)
 
     def __str__(self) -> str:
-        mark, message = _MARK[self.status], self.message
+        mark, message = _MARK[self.status], self.message.removeprefix(f"{HEADLINE}: ")
         if self.status == UNANSWERED and message.startswith(NOT_SOLVED):  # still a skeleton
             mark, message = "✏️  not solved yet", message[len(NOT_SOLVED) :]
         return f"[{self.id}] {mark}: {message}"
@@ -135,19 +142,28 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
             )
         except Wrong as why:
             verdict = Verdict(id, WRONG, f"{why} (hint: {ex.hint})")
-        except Exception as exc:  # the learner's code failed: explain, don't explode
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            verdict = Verdict(
-                id,
-                WRONG,
-                f"your answer raised {type(exc).__name__}: {exc} "
-                f"(at {where.name}, line {where.lineno})",
-            )
+        except Exception as exc:  # explain, don't explode
+            verdict = raised(id, exc)
     record_progress(verdict)  # for the teacher's class table (python -m course progress)
     if not quiet:
         print(verdict)
         verdict = Verdict(verdict.id, verdict.status, verdict.message, printed=True)
     return verdict
+
+
+def raised(id: str, exc: Exception) -> Verdict:
+    """The verdict on a check that raised: the machine's fault where the traceback says so
+    (a package missing from the course's Python, no driver, no GPU memory), else the
+    learner's code failed."""
+    fault = diagnose(exc)
+    if fault is not None:
+        return Verdict(id, MACHINE_FAULT, fault.message())
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return Verdict(
+        id,
+        WRONG,
+        f"your answer raised {type(exc).__name__}: {exc} (at {where.name}, line {where.lineno})",
+    )
 
 
 def prompt(id: str) -> str:

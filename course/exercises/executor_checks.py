@@ -29,11 +29,9 @@ from typing import Callable
 
 from course.execute import hazards, mbarriers, runner, wgmma
 from course.execute.hazards import Hazard, Unmodelled
+from course.exercises.kernel_check import EXECUTOR_CHECK, EXECUTOR_LABEL
 
-CHECK = "ran on the course's CPU executor"
-LABEL = (
-    "ran on the course's CPU executor, not on a GPU: values and hazards checked, speed not measured"
-)
+CHECK, LABEL = EXECUTOR_CHECK, EXECUTOR_LABEL  # kernel_check's: a GPU's verdict needs no executor
 EXERCISES = (
     "01.saxpy",
     "02.padded_tiles",
@@ -110,6 +108,10 @@ HAZARD_HINTS = {
     hazards.MISALIGNED: "vector width: a 128-bit access needs 16 contiguous, aligned bytes",
     hazards.CRASH: "read the error: it names the thread and the line",
     hazards.HANG: "a loop that does not end",
+    hazards.COLLECTIVE: "an instruction the whole warp issues together, reached by part of it: "
+    "elect_one is for one lane's own work (an mbarrier arrive, tcgen05.commit); a TMA copy, "
+    "cute.gemm on tcgen05 and tcgen05.cp elect their own lane, so the whole warp calls them, "
+    "never inside elect_one or a branch on the lane",
     wgmma.ACC_IN_FLIGHT: "acc in flight: the accumulator was used while wgmmas still write it: "
     "cute.nvgpu.warpgroup.wait_group retires them first (and only committed groups are waited "
     "for: commit_group)",
@@ -323,11 +325,32 @@ def _renamed(f):
     return dataclasses.replace(f, check=f"{CHECK}: {f.check}", ran=True)
 
 
+def _cause_hint(exc: Hazard) -> str:
+    """The hint chosen from the hazard's structured cause (hazards.Cause), where the executor
+    gave one and it says more than the hazard's kind: an index below a tensor's start is no
+    edge a predicate guards, but index arithmetic one step back."""
+    cause = exc.cause
+    if cause is not None and cause.what == hazards.BELOW_START:
+        return (
+            f"element {cause.observed} of {cause.subject} lies before its first element, not "
+            f"past its edge, so no predicate at the edge is missing: an index computed one "
+            f"step back (the previous k-tile's kt - 1 while kt is 0, a row or column minus "
+            f"1) -- index {cause.subject} with the element's own coordinates and the "
+            f"k-tile's own kt"
+        )
+    return ""
+
+
 def _hazard_finding(exc: Hazard):
     from course.exercises.kernel_check import failed
 
     where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
-    hint = _blackwell_hint(exc) or _tma_store_hint(exc) or HAZARD_HINTS.get(exc.kind, "")
+    hint = (
+        _cause_hint(exc)
+        or _blackwell_hint(exc)
+        or _tma_store_hint(exc)
+        or HAZARD_HINTS.get(exc.kind, "")
+    )
     if exc.kind == hazards.STAGE_OVERWRITE and (
         "wgmma" in exc.detail or "cute.gemm(" in exc.detail
     ):

@@ -25,15 +25,18 @@ from pathlib import Path
 from typing import Callable
 
 from course.exercises.kernel_check import (
+    CANNOT_RUN,
     FAIL,
     PASS,
     Finding,
     KernelExercise,
+    could_not_run,
     expect,
     failed,
     lookup,
 )
 from course.exercises.learner_code import LearnerCode, source_in_file
+from course.exercises.machine_faults import diagnose
 
 GUARD = 256  # elements after the output that no kernel may write
 HANG_HINT = (
@@ -41,6 +44,7 @@ HANG_HINT = (
     "something no thread does"
 )
 SANITIZER_TIMEOUT_S = 240
+MACHINE_EXIT = 3  # main()'s exit code when the machine could not run the checks
 
 
 # ---------------------------------------------------------------- run in a child process
@@ -72,16 +76,24 @@ def in_child(ex: KernelExercise, code: LearnerCode) -> list[Finding]:
                 "the kernel crashed: an out-of-bounds address is the usual cause",
             )
         ]
-    return [Finding(*row, ran=True) for row in rows]  # the learner's kernel ran
+    return [Finding(*row, ran=row[1] != CANNOT_RUN) for row in rows]  # the learner's kernel ran
 
 
 def _child_checks(id: str, name: str, source: str, quick: bool) -> list[tuple]:
-    """Run in the child: rebuild the learner's function from source, run its checks."""
+    """Run in the child: rebuild the learner's function from source, run its checks. A fault
+    of this machine (a package missing here, no driver, no GPU memory) comes back as a
+    finding "could not run", judged here where the exception's traceback is."""
     from course.runtime import watchdog
 
-    ex = lookup(id)
-    fn = LearnerCode(name, source).load()
-    findings = ex.gpu_checks(fn, quick=quick, launching=watchdog.launching)
+    try:
+        ex = lookup(id)
+        fn = LearnerCode(name, source).load()
+        findings = ex.gpu_checks(fn, quick=quick, launching=watchdog.launching)
+    except Exception as exc:
+        fault = diagnose(exc)
+        if fault is None:
+            raise
+        findings = [could_not_run("ran on the GPU", fault)]
     return [(f.check, f.status, f.detail, f.hint) for f in findings]
 
 
@@ -181,6 +193,14 @@ def sanitizer_finding(
     errors = sum(counts)
     if counts and errors == 0 and returncode == 0:
         return Finding(what, PASS, "0 errors")
+    if errors == 0 and returncode == MACHINE_EXIT:  # main() said: not the kernel's fault
+        fault = next((ln.strip() for ln in log.splitlines() if ln.strip().startswith("⚠")), "")
+        return Finding(
+            what,
+            CANNOT_RUN,
+            f"the run under {tool} could not start on this machine ({fault.lstrip('⚠ ')})",
+            "see the fix printed by `python -m course.exercises.gpu_run` for this exercise",
+        )
     hint = {
         "racecheck": "two threads touch the same shared-memory bytes with no barrier between "
         "them: a missing sync (or a stage reused too early)",
@@ -457,7 +477,9 @@ def main(argv: list[str]) -> int:
     rows = _child_checks(id, name, source, "--quick" in argv)
     for row in rows:
         print(Finding(*row).line())
-    return 1 if any(row[1] == FAIL for row in rows) else 0
+    if any(row[1] == FAIL for row in rows):
+        return 1
+    return MACHINE_EXIT if any(row[1] == CANNOT_RUN for row in rows) else 0
 
 
 if __name__ == "__main__":

@@ -23,10 +23,13 @@ carries the hint that names the likely mistake. A finding with `ran=True` comes 
 the learner's code and comparing its every output with a reference (on the GPU, or a CPU
 computation as complete); the verdict is *right* only with such a finding, *not proven here*
 when everything this machine could check passed but nothing ran, *wrong* when a check
-failed (course.exercises.verdicts). The mistakes are the known wrong variants of each
-exercise (kept beside its reference solution in `course.exercises.solutions`); tests prove
-each reference passes and each wrong variant fails with its hint. A function that still
-holds the skeleton's bare `...` is "not solved yet": nothing is compiled and nothing raises.
+failed (course.exercises.verdicts), and *machine fault* when a check could not run here
+through no fault of the learner's code (a finding "could not run": a package missing, a
+driver that does not start, no GPU memory; course.exercises.machine_faults). The mistakes
+are the known wrong variants of each exercise (kept beside its reference solution in
+`course.exercises.solutions`); tests prove each reference passes and each wrong variant
+fails with its hint. A function that still holds the skeleton's bare `...` is "not solved
+yet": nothing is compiled and nothing raises.
 """
 
 from __future__ import annotations
@@ -39,10 +42,16 @@ from typing import Any, Callable, Sequence
 
 from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
 from course.exercises.learner_code import FIRST_LINE, LearnerCode, NotALearnerFunction
-from course.exercises.verdicts import RIGHT, UNANSWERED, UNPROVEN, WRONG
+from course.exercises.machine_faults import HEADLINE, MachineFault, diagnose
+from course.exercises.verdicts import MACHINE_FAULT, RIGHT, UNANSWERED, UNPROVEN, WRONG
 
-PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
-_MARK = {PASS: "✔", FAIL: "✘", NOT_RUN: "–"}
+PASS, FAIL, NOT_RUN, CANNOT_RUN = "pass", "fail", "not run", "could not run"
+_MARK = {PASS: "✔", FAIL: "✘", NOT_RUN: "–", CANNOT_RUN: "⚠"}
+# how course.exercises.executor_checks names the findings of its runs (kept here: a verdict
+# on a GPU run must not need the executor, nor its packages)
+EXECUTOR_CHECK = "ran on the course's CPU executor"
+GPU_RUN = "run on the GPU against torch"
+EXECUTOR_LABEL = f"{EXECUTOR_CHECK}, not on a GPU: values and hazards checked, speed not measured"
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,8 @@ class Finding:
             text += f": {self.detail}"
         if self.status == FAIL and self.hint:
             text += f"\n      hint: {self.hint}"
+        if self.status == CANNOT_RUN and self.hint:
+            text += f"\n      fix: {self.hint}"
         return text
 
 
@@ -75,6 +86,12 @@ def not_checked(check: str, detail: str) -> Finding:
 
 def failed(check: str, detail: str, hint: str = "") -> Finding:
     return Finding(check, FAIL, detail, hint)
+
+
+def could_not_run(check: str, fault: MachineFault) -> Finding:
+    """A check the machine could not make, through no fault of the learner's code: what
+    happened (detail) and how to mend it (hint)."""
+    return Finding(check, CANNOT_RUN, fault.what, fault.fix)
 
 
 def expect(check: str, ok: bool, detail: str, hint: str = "") -> Finding:
@@ -162,15 +179,22 @@ class Report:
 
     @property
     def status(self) -> str:
-        """right only with a passed run; wrong on any failure; else not proven here."""
+        """right only with a passed run; wrong on any failure; a machine fault where a check
+        could not run here; else not proven here."""
         if self.unwritten or self.as_shipped:
             return UNANSWERED
         if any(f.status == FAIL for f in self.findings):
             return WRONG
+        if self.machine_fault() is not None:
+            return MACHINE_FAULT
         return RIGHT if any(f.ran and f.status == PASS for f in self.findings) else UNPROVEN
 
     def first_failure(self) -> Finding | None:
         return next((f for f in self.findings if f.status == FAIL), None)
+
+    def machine_fault(self) -> Finding | None:
+        """The first check that could not run here, through no fault of the learner's code."""
+        return next((f for f in self.findings if f.status == CANNOT_RUN), None)
 
     def first_hint(self) -> str:
         return next((f.hint for f in self.findings if f.status == FAIL and f.hint), "")
@@ -216,13 +240,14 @@ def summary(ex: KernelExercise, report: Report) -> str:
     if report.status == WRONG:
         first = report.first_failure()
         return f"observed: {first.check}: {first.detail}\nhint: {first.hint or ex.hint}"
+    if report.status == MACHINE_FAULT:
+        fault = report.machine_fault()
+        return f"{HEADLINE}: {fault.detail}, {fault.hint} (while: {fault.check})"
     if report.status == RIGHT:
-        from course.exercises.executor_checks import CHECK, LABEL
-
         where = next(f.check for f in report.findings if f.ran and f.status == PASS)
         return (
             "every check passed, including a run of your code against torch ("
-            + (LABEL if where.startswith(CHECK) else where)
+            + (EXECUTOR_LABEL if where.startswith(EXECUTOR_CHECK) else where)
             + ")."
         )
     why = next(
@@ -257,7 +282,9 @@ def run_checks(
             findings.extend(_as_findings(_guarded(cpu_check.__name__, cpu_check, compiled)))
     as_shipped = ex.shipped is not None and code.same_statements(ex.shipped)
     if not as_shipped:  # the shipped code is not run: its mistakes may hang the GPU
-        if compiled is None:
+        if compiled is None and findings and findings[-1].status == CANNOT_RUN:
+            blocked = "the checker could not compile it here"
+        elif compiled is None:
             blocked = "it did not compile"
         elif any(f.status == FAIL for f in findings):
             blocked = (
@@ -278,6 +305,10 @@ def _compile(ex: KernelExercise, code: LearnerCode, findings: list[Finding]) -> 
         start = time.perf_counter()
         art = compile_artifacts(("exercise", ex.id, code.digest), ex.arch, *ex.build(fn, ex.arch))
     except Exception as exc:  # the learner's code did not trace or compile: explain it
+        fault = diagnose(exc)
+        if fault is not None:  # or the machine could not: say so, not "your code"
+            findings.append(could_not_run(what, fault))
+            return None
         text = error_text(exc, code)
         hint = next(
             (
@@ -348,19 +379,31 @@ def _live_findings(
     executor: bool | None = None,
 ) -> list[Finding]:
     """The run of the kernel, where this machine has one; `blocked` says why not to run it."""
-    from course.runtime.hardware import machine
-
-    what = "run on the GPU against torch"
     if ex.gpu_checks is None:
         return [
             not_checked(
-                what,
+                GPU_RUN,
                 f"not run: this exercise's kernel needs {ex.needs}, and the "
                 f"checker compiles it and reads its PTX but has no run of it",
             )
         ]
     if blocked:
-        return [not_checked(what, f"not run: {blocked}")]
+        return [not_checked(GPU_RUN, f"not run: {blocked}")]
+    return _machine_guarded("running your kernel", _run, ex, code, sanitize, gpu, executor)
+
+
+def _run(
+    ex: KernelExercise,
+    code: LearnerCode,
+    sanitize: bool | None,
+    gpu: bool | None,
+    executor: bool | None,
+) -> list[Finding]:
+    """The run itself: on this machine's GPU (and under compute-sanitizer), else on the CPU
+    executor, else a finding saying it was compiled, not run."""
+    from course.runtime.hardware import machine
+
+    what = GPU_RUN
     runner = runner_for(ex, gpu, executor)
     if runner != "gpu":
         m = machine()
@@ -382,16 +425,33 @@ def _live_findings(
 
     findings = gpu_run.in_child(ex, code)
     tools = ex.sanitize if sanitize is None else (("memcheck", "racecheck") if sanitize else ())
-    if tools and all(f.status != FAIL for f in findings):
+    if tools and all(f.status not in (FAIL, CANNOT_RUN) for f in findings):
         findings += gpu_run.under_sanitizer(ex, code, tools)
     return findings
 
 
 def _guarded(name: str, fn: Callable, *args) -> Finding | Sequence[Finding]:
+    check = name.strip("_").replace("_", " ")
     try:
         return fn(*args)
     except Exception as exc:
-        return failed(name.strip("_").replace("_", " "), f"could not check: {_first_lines(exc)}")
+        fault = diagnose(exc)
+        if fault is not None:
+            return could_not_run(check, fault)
+        return failed(check, f"could not check: {_first_lines(exc)}")
+
+
+def _machine_guarded(check: str, fn: Callable, *args) -> list[Finding]:
+    """fn(*args)'s findings; a fault of the machine while making them (the executor's
+    packages missing, no GPU memory) is a finding "could not run", any other error the
+    learner's."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        fault = diagnose(exc)
+        if fault is None:
+            raise
+        return [could_not_run(check, fault)]
 
 
 def _as_findings(result) -> list[Finding]:

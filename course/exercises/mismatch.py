@@ -17,10 +17,50 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Tiles:
+    """Which of a kernel's output tiles hold wrong outputs, full tiles and partial ones (at the
+    ragged edge) counted apart: what "only the edge is wrong" is decided from, so it is never
+    said of a shape with no full tile."""
+
+    tile: tuple
+    shape: tuple
+    full: int  # tiles wholly inside the output
+    partial: int  # tiles cut by the output's end
+    wrong_full: int
+    wrong_partial: int
+
+    @property
+    def edge_only(self) -> bool:
+        """Wrong outputs in partial tiles only, with full tiles there to be right."""
+        return self.full > 0 and self.wrong_full == 0 and self.wrong_partial > 0
+
+    def describe(self) -> str:
+        """The tiles holding wrong outputs, as true of this shape: a shape smaller than one
+        tile has only partial tiles, and says so."""
+        if self.full == 0:
+            short = ", ".join(
+                f"{s} {what} < {t}"
+                for s, t, what in zip(self.shape, self.tile, ("rows", "columns", "elements"))
+                if s < t
+            )
+            return (
+                f"in {self.wrong_partial} of {self.partial} {self.tile} tiles, every one of "
+                f"them partial ({short}: no full tile)"
+            )
+        return (
+            f"in {self.wrong_full} of {self.full} full {self.tile} tiles and "
+            f"{self.wrong_partial} of {self.partial} partial ones"
+        )
+
+
+@dataclass(frozen=True)
 class Observation:
     pattern: str  # "unwritten", "edge", "scaled", "transposed", "zero", "repeats", a candidate's
     #               name, or "values" (wrong, no simpler pattern)
     sentence: str
+    wrong: int = 0  # outputs wrong (or never written), of `total`
+    total: int = 0
+    tiles: Tiles | None = None  # where `tile` was given: which tiles hold them
 
 
 def _close(a, b, tol: float) -> bool:
@@ -42,6 +82,16 @@ def _where(mask) -> str:
     rows = (int(idx[:, 0].min()), int(idx[:, 0].max()))
     cols = (int(idx[:, 1].min()), int(idx[:, 1].max()))
     return f"rows {rows[0]}..{rows[1]}, columns {cols[0]}..{cols[1]}"
+
+
+def _percent(k: int, n: int) -> str:
+    """k of n as a share a reader can weigh: never 0% or 100% unless it is."""
+    pct = 100 * k / n
+    if k in (0, n):
+        return f"{pct:.0f}%"
+    if pct < 0.1 or pct > 99.9:
+        return f"{pct:.2f}%"
+    return f"{pct:.1f}%" if pct < 10 or pct > 90 else f"{pct:.0f}%"
 
 
 def _first(mask, out, ref) -> str:
@@ -74,13 +124,15 @@ def observe(
             "unwritten",
             f"{k} of {n} outputs were never written ({_where(unwritten)}"
             f"{'' if k == n else '; the others were'})",
+            k,
+            n,
         )
     for name, cand in candidates:
         if _close(o, cand, tol):
             return Observation(name, f"every output equals {name}")
     bad = (o - r).abs() > tol * r.abs().clamp_min(1.0)
     k = int(bad.sum())
-    share = f"{k} of {n} outputs wrong"
+    share = f"{k} of {n} outputs ({_percent(k, n)}) wrong"
     if period and o.dim() == 1 and n > period:
         idx = torch.arange(n, device=o.device) % period
         if _close(o, r[idx], tol):
@@ -102,14 +154,32 @@ def observe(
             return Observation("scaled", f"every output is {c:.4g} times the right value")
     if o.dim() == 2 and o.shape[0] == o.shape[1] and _close(o, r.t(), tol):
         return Observation("transposed", "the output is the reference transposed")
-    if tile and o.dim() == len(tile):
-        full = [s - s % t for s, t in zip(o.shape, tile)]
-        inside = bad[tuple(slice(0, f) for f in full)]
-        if not inside.any() and any(f < s for f, s in zip(full, o.shape)):
-            return Observation(
-                "edge",
-                f"{share}, all in the last partial tile "
-                f"({_where(bad)}; the full {tile} tiles are right): "
-                f"{_first(bad, o, r)}",
-            )
-    return Observation("values", f"{share} ({_where(bad)}); {_first(bad, o, r)}")
+    tiles = _tiles(bad, tile) if tile and o.dim() == len(tile) else None
+    if tiles is not None and tiles.edge_only:
+        right = "tile is" if tiles.full == 1 else "tiles are"
+        return Observation(
+            "edge",
+            f"{share}, all in the last partial tiles ({_where(bad)}; the {tiles.full} full "
+            f"{tile} {right} right): {_first(bad, o, r)}",
+            k,
+            n,
+            tiles,
+        )
+    where = _where(bad) + (f"; {tiles.describe()}" if tiles is not None else "")
+    return Observation("values", f"{share} ({where}); {_first(bad, o, r)}", k, n, tiles)
+
+
+def _tiles(bad, tile: tuple) -> Tiles:
+    """Count the output tiles of shape `tile` over the mask `bad`: full and partial, and of
+    each how many hold a wrong output."""
+    import itertools
+
+    shape = tuple(bad.shape)
+    counts = {True: [0, 0], False: [0, 0]}  # full? -> [tiles, wrong tiles]
+    starts = [range(0, s, t) for s, t in zip(shape, tile)]
+    for corner in itertools.product(*starts):
+        part = bad[tuple(slice(c, c + t) for c, t in zip(corner, tile))]
+        whole = all(c + t <= s for c, t, s in zip(corner, tile, shape))
+        counts[whole][0] += 1
+        counts[whole][1] += int(bool(part.any()))
+    return Tiles(tile, shape, counts[True][0], counts[False][0], counts[True][1], counts[False][1])

@@ -10,6 +10,7 @@ preceding preset, "cluster" (every consumer thread copies 16-byte pieces).
 
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
+from dataclasses import dataclass
 
 from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
@@ -202,33 +203,82 @@ def one_warp_issues_the_store(c):
     )
 
 
-def waits_before_reuse(c):
-    code, stages = c.instructions, exercise_config().epi_stages
-    chunks = chunk_stores(code)
+@dataclass(frozen=True)
+class ReuseWait:
+    """What the PTX has between one chunk's TMA store and the next stmatrix (where a buffer is
+    written again): the structured cause that waits_before_reuse's sentence and hint are
+    chosen from -- no commit_group, no wait_group.read after it, or one that lets more stores
+    still read shared memory than there are other buffers."""
 
-    def waited(ch):
-        commit = _where(code, r"^cp\.async\.bulk\.commit_group", ch["store"], ch["next_write"])
-        if not commit:
-            return False
+    store: int  # the TMA store's instruction index
+    commit: int | None  # the first cp.async.bulk.commit_group after it, if any
+    counts: tuple  # the N of each wait_group.read N after that commit (after the store if none)
+    most: int  # epi_stages - 1: how many stores may still read when a buffer comes round
+
+    @property
+    def waited(self) -> bool:
+        return self.commit is not None and any(n <= self.most for n in self.counts)
+
+    def observed(self) -> str:
+        at = f"after the TMA store at instruction {self.store}"
+        waits = ", ".join(f"wait_group.read {n}" for n in self.counts)
+        if self.commit is None:
+            return f"{at}: no commit_group before the next stmatrix" + (
+                f" ({waits} waits for committed groups only)" if waits else ""
+            )
+        if not self.counts:
+            return f"{at}: commit_group, and no wait_group.read before the next stmatrix"
+        return (
+            f"{at}: commit_group, then {waits}: {min(self.counts)} stores may still read "
+            f"shared memory when a buffer is written again, at most {self.most} may"
+        )
+
+    def hint(self) -> str:
+        reused = "a staging buffer is reused while TMA may still read it: "
+        keep = (
+            f"stores.producer_acquire() (wait_group.read {self.most}: at most {self.most} "
+            f"stores still reading)"
+        )
+        if self.commit is None:
+            return (
+                f"{reused}after the store, stores.producer_commit() "
+                f"(cp.async.bulk.commit_group), then {keep}"
+            )
+        if not self.counts:
+            return f"{reused}the store is committed but never waited for; after it, {keep}"
+        return (
+            f"{reused}wait_group.read {min(self.counts)} waits too little -- with epi_stages = "
+            f"{self.most + 1} buffers, the one written next was read by the store "
+            f"{self.most + 1} chunks back, so at most {self.most} stores may still be "
+            f"reading; {keep}"
+        )
+
+
+def reuse_waits(code, stages: int) -> list[ReuseWait]:
+    """One ReuseWait per chunk's TMA store, read off the PTX."""
+    found = []
+    for ch in chunk_stores(code):
+        commits = _where(code, r"^cp\.async\.bulk\.commit_group", ch["store"], ch["next_write"])
+        start = commits[0] if commits else ch["store"]
         waits = [
             re.search(r"wait_group\.read\s+(\d+)", code[i])
-            for i in _where(code, r"^cp\.async\.bulk\.wait_group", commit[0], ch["next_write"])
+            for i in _where(code, r"^cp\.async\.bulk\.wait_group", start, ch["next_write"])
         ]
-        return any(w and int(w.group(1)) <= stages - 1 for w in waits)
+        counts = tuple(int(w.group(1)) for w in waits if w)
+        found.append(ReuseWait(ch["store"], commits[0] if commits else None, counts, stages - 1))
+    return found
 
-    missing = _first_bad(chunks, lambda ch: not waited(ch))
+
+def waits_before_reuse(c):
+    stages = exercise_config().epi_stages
+    seen = reuse_waits(c.instructions, stages)
+    missing = next((w for w in seen if not w.waited), None)
     return expect(
         f"each store committed, and waited for (wait_group.read <= {stages - 1}) "
         "before a buffer is written again",
-        bool(chunks) and missing is None,
-        "every chunk"
-        if missing is None
-        else f"after the TMA store at instruction {missing['store']}: no commit_group and "
-        f"wait_group.read before the next stmatrix",
-        f"a staging buffer is reused while TMA may still read it: after the store, "
-        f"stores.producer_commit() (cp.async.bulk.commit_group), then "
-        f"stores.producer_acquire() (wait_group.read {stages - 1}: at most "
-        f"{stages - 1} stores still reading)",
+        bool(seen) and missing is None,
+        "every chunk" if missing is None else missing.observed(),
+        ReuseWait(0, None, (), stages - 1).hint() if missing is None else missing.hint(),
     )
 
 

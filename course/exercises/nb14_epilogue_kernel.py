@@ -6,6 +6,12 @@ convert, stage, TMA store), release the accumulator, drain the TMA stores, meet 
 epilogue warps, and free TMEM. No Blackwell GPU is needed to check it: the kernel compiles
 for sm_100a here, and the synchronisation read back from its PTX (course.cute.ptx_protocol)
 must keep every rule; on a GPU of compute capability 10.x it also runs against torch.
+
+The static checks refuse only what the PTX ISA forbids: TMEM read after it is freed, a free
+not ordered after another warp's last tcgen05.ld, stores not drained when the CTA exits. The
+order of the teardown is otherwise the learner's: NVIDIA's Blackwell tutorial GEMMs drain
+the stores and free with no barrier of their own (epilogue_tile's last barrier already
+follows every warp's last read), its block-scaled GEMM meets, frees, then drains.
 """
 
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
@@ -27,8 +33,10 @@ SHAPES = ((256, 256, 128), (300, 264, 200), (129, 136, 72))
 QUICK_SHAPES = ((129, 136, 72),)
 PROTOCOL_HINTS = {
     "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)",
-    "tma_stores_drained": "the TMA stores are not drained before TMEM is freed and the kernel "
-    "ends: c_pipeline.producer_tail() waits for every store to finish",
+    "tma_stores_drained": "the TMA stores are not drained before the kernel ends: a bulk store "
+    "reads the CTA's shared memory until cp.async.bulk.wait_group.read says it is done, and "
+    "shared memory ends with the CTA: c_pipeline.producer_tail() waits for every store "
+    "(before or after tmem.free: the stores never read TMEM)",
     "tmem_load_waited": "tcgen05.ld's registers used without tcgen05.wait::ld",
     "staging_visible_to_tma": "the staging buffer is stored without fence.proxy.async before "
     "the TMA store reads it",
@@ -108,30 +116,76 @@ def waits_for_the_accumulator(c):
     )
 
 
+# what orders one warp's finished tcgen05.ld before another warp's instruction: a thread
+# synchronisation both take part in (a CTA or named barrier, an mbarrier the freer waits on,
+# a cluster barrier)
+_SYNC = re.compile(
+    r"^(bar|barrier)(\.cta)?\.(sync|red)\b|mbarrier\.(try_wait|test_wait)|barrier\.cluster\.wait"
+)
+_TMEM_READ = re.compile(r"(^|\s)tcgen05\.(ld|wait::ld)\b")
+_FREE = re.compile(r"(^|\s)tcgen05\.dealloc\b")
+MEET_HINT = (
+    "warp 0 frees TMEM while warps 1-3 may still be reading it: the PTX ISA's "
+    "tcgen05.wait::ld waits only for the executing thread's own tcgen05.ld, so another warp's "
+    "tcgen05.dealloc is ordered after them only by a synchronisation of the warps after their "
+    "last read: epi_barrier.arrive_and_wait() (or a barrier every reader passed) before "
+    "tmem.free"
+)
+FREED_FIRST_HINT = (
+    "TMEM is read after tcgen05.dealloc freed it: the PTX ISA lets tcgen05.ld read only TMEM "
+    "that is allocated; free it last, tmem.free(tmem_ptr) after the accumulator is drained"
+)
+
+
+# where the path through one dealloc ends: the kernel's exit, or an unconditional branch to a
+# block of the kernel (the inline assembly's own wait loops branch to labels of their own)
+_PATH_END = re.compile(r"^(ret|exit);|^bra(\.uni)?\s+\$L__")
+
+
+def _read_after_free(code: list[str], free: int) -> bool:
+    """Is TMEM read on the path that falls through from the dealloc at `free` (up to the
+    exit or an unconditional branch)? A kernel compiled for two cluster shapes holds its
+    body twice, so a tcgen05.ld later in the text may belong to the other copy."""
+    for line in code[free + 1 :]:
+        if _PATH_END.search(line):
+            return False
+        if _TMEM_READ.search(line):
+            return True
+    return False
+
+
+def _meeting_before(code: list[str], free: int) -> str | None:
+    """The synchronisation between the last tcgen05.ld / wait::ld before the dealloc at
+    `free` and the dealloc, if there is one."""
+    last = max((i for i in range(free) if _TMEM_READ.search(code[i])), default=-1)
+    met = [line for line in code[last + 1 : free] if _SYNC.search(line)]
+    return met[-1].split()[0] if met else None
+
+
 def all_warps_done_before_free(c):
+    """The PTX ISA's rule at tcgen05.dealloc, read in program order: TMEM is not read after
+    it, and -- as "tcgen05.wait::ld causes the executing thread to block until all prior
+    tcgen05.ld operations issued by the executing thread have completed", its own loads only
+    -- the other warps' reads are ordered before it by a synchronisation between the last
+    tcgen05.ld / wait::ld and the dealloc (the four epilogue warps read TMEM, warp 0 frees it).
+    Which instruction stands right before the dealloc is no rule: the barrier inside
+    epilogue_tile after each sub-tile's tcgen05.wait::ld is such a synchronisation, and
+    NVIDIA's teardowns (drain the stores, then free; or meet, free, then drain) keep it."""
+    what = "the epilogue warps are done with TMEM before it is freed"
     code = c.instructions
-    frees = [i for i, line in enumerate(code) if line.startswith("tcgen05.dealloc")]
+    frees = [i for i, line in enumerate(code) if _FREE.search(line)]
     if not frees:
-        return expect(
-            "the epilogue warps meet before TMEM is freed",
-            False,
-            "no tcgen05.dealloc",
-            PROTOCOL_HINTS["tmem_freed"],
-        )
-    before = [
-        line
-        for line in code[: frees[0]]
-        if not re.match(r"(mov|setp|not|@|bra|cvt|add|and|or)\b", line)
-    ][-2:]
-    met = any(re.match(r"bar(rier)?\.sync", line) for line in before)
+        return expect(what, False, "no tcgen05.dealloc", PROTOCOL_HINTS["tmem_freed"])
+    if any(_read_after_free(code, free) for free in frees):
+        return expect(what, False, "a tcgen05.ld comes after tcgen05.dealloc", FREED_FIRST_HINT)
+    met = [_meeting_before(code, free) for free in frees]
     return expect(
-        "the epilogue warps meet before TMEM is freed",
-        met,
-        "a named barrier right before tcgen05.dealloc"
-        if met
-        else f"tcgen05.dealloc right after {before[-1][:40] if before else '?'}",
-        "warp 0 frees TMEM while warps 1-3 may still be reading it: "
-        "epi_barrier.arrive_and_wait() before tmem.free",
+        what,
+        None not in met,
+        f"{met[-1]} after the last tcgen05.wait::ld, before tcgen05.dealloc"
+        if None not in met
+        else "no barrier between the last tcgen05.ld / wait::ld and tcgen05.dealloc",
+        MEET_HINT,
     )
 
 
@@ -147,8 +201,9 @@ kernel_exercise(
     "(self.epilogue_setup), wait for the accumulator, drain it to C "
     "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
     "warps, and free TMEM.",
-    hint="consumer_wait before reading TMEM; producer_tail before freeing; "
-    "epi_barrier.arrive_and_wait() so no warp still reads TMEM when warp 0 frees it.",
+    hint="consumer_wait before reading TMEM; producer_tail before the kernel ends; "
+    "no warp may still read TMEM when warp 0 frees it (a barrier after every warp's last "
+    "tcgen05.ld, such as epilogue_tile's own last one or epi_barrier.arrive_and_wait()).",
     arch="sm_100a",
     needs="sm_100a",
     build=_build,

@@ -11,6 +11,7 @@ answer the PTX must wait, decode, fence and release in that order.
 
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
+from dataclasses import dataclass
 
 from course.exercises.kernel_check import (
     Finding,
@@ -89,22 +90,79 @@ def releases_each_answer(c):
     )
 
 
-def fences_before_release(c) -> Finding:
+@dataclass(frozen=True)
+class FencePlace:
+    """One place the answer is decoded, as the PTX has it: where the barrier op after the read
+    is (the release), and the fence.proxy.async instructions between the read and the release
+    and after the release (before the next decode): the structured cause that
+    fences_before_release's sentence and hint are chosen from."""
+
+    read: int  # the last instruction of the decode
+    release: int | None  # the next mbarrier op after it
+    before: tuple  # fence.proxy.async between the read and the release
+    after: tuple  # fence.proxy.async after the release, before the next barrier op
+
+    @property
+    def fenced(self) -> bool:
+        return self.release is not None and bool(self.before)
+
+
+def fence_places(c) -> list[FencePlace]:
+    """A FencePlace for every place an answer is decoded."""
     code, places = _reads(c)
-    fenced = []
-    for _, last in places:
+    found = []
+    for n, (_, last) in enumerate(places):
         arrive = _next(code, last, r"mbarrier\.")
-        fenced.append(
-            arrive is not None
-            and any("fence.proxy.async" in line for line in code[last + 1 : arrive])
+        end = places[n + 1][0] if n + 1 < len(places) else len(code)
+        if arrive is not None:  # after the release: up to the next barrier op, no further
+            end = min(end, _next(code, arrive + 1, r"mbarrier\.") or end)
+        fences = [k for k in range(last + 1, end) if "fence.proxy.async" in code[k]]
+        cut = arrive if arrive is not None else end
+        found.append(
+            FencePlace(
+                last,
+                arrive,
+                tuple(k for k in fences if k < cut),
+                tuple(k for k in fences if k > cut),
+            )
         )
+    return found
+
+
+def _fence_observed(places: list[FencePlace]) -> str:
+    fenced = sum(p.fenced for p in places)
+    late = [p for p in places if not p.fenced and p.after]
+    said = f"{fenced} of {len(places)} places fence before the release"
+    if late:
+        p = late[0]
+        said += (
+            f"; at {len(late)} the fence comes after it (fence.proxy.async at instruction "
+            f"{p.after[0]}, after the release's mbarrier op at instruction {p.release})"
+        )
+    return said
+
+
+FENCE_HINT = (
+    "the answer was read through the generic proxy and is rewritten by the async "
+    "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
+    "space='cta') before consumer_release"
+)
+FENCE_LATE_HINT = (
+    "the fence is there but after consumer_release: once the buffer is released the leader's "
+    "next try_cancel may rewrite it, and a fence after that point orders nothing before it; "
+    "move cute.arch.fence_proxy('async.shared', space='cta') between the decode and "
+    "clc_pipeline.consumer_release(read_state)"
+)
+
+
+def fences_before_release(c) -> Finding:
+    places = fence_places(c)
+    late = any(not p.fenced and p.after for p in places)
     return expect(
         "the read is fenced before the buffer is freed",
-        bool(places) and all(fenced),
-        f"{sum(fenced)} of {len(places)} places fence",
-        "the answer was read through the generic proxy and is rewritten by the async "
-        "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
-        "space='cta') before consumer_release",
+        bool(places) and all(p.fenced for p in places),
+        _fence_observed(places),
+        FENCE_LATE_HINT if late else FENCE_HINT,
     )
 
 

@@ -14,6 +14,7 @@ GPU of compute capability 10.x, or here on the course's CPU executor.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
+from course.cute.ptx_protocol import Address, addresses
 from course.exercises.kernel_check import (
     Finding,
     expect,
@@ -78,7 +79,7 @@ SAME_SFS_HINT = (
     "sfb.mma[(None, None, kk)].iterator inside the kk loop, before that MMA"
 )
 _MMA = re.compile(r"tcgen05\.mma\.\S*block_scale")
-_CP = re.compile(r"tcgen05\.cp\.\S*\s+\[(%r\d+)\]")
+_CP = re.compile(r"tcgen05\.cp\.")
 _DEF = re.compile(r"^(?:add|sub|mov)\.\S+ (%r\d+), (%r\d+|-?\d+)(?:, (-?\d+))?;$")
 
 
@@ -101,10 +102,13 @@ def _k_loop(code: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _tmem_address(code: list[str], reg: str) -> tuple[str, int] | None:
-    """A TMEM address register as (base register, constant offset): followed back through
-    its one definition by add/sub/mov of constants; None where it is computed otherwise."""
-    offset = 0
+def _tmem_address(code: list[str], operand: Address) -> tuple[str, int] | None:
+    """A TMEM address operand as (base register, constant offset): its register followed
+    back through its one definition by add/sub/mov of constants, the operand's own offset
+    (`[%r14+128]`) added; None where it is computed otherwise."""
+    if operand.base is None or not operand.base.startswith("%"):
+        return None
+    reg, offset = operand.base, operand.offset
     for _ in range(16):
         defs = [m for line in code if (m := _DEF.match(line)) and m.group(1) == reg]
         if len(defs) != 1:
@@ -130,9 +134,17 @@ def _column(offset: int) -> tuple[int, int]:
     return offset & 0xFFFF, offset >> 30
 
 
-def _sf_operands(line: str) -> tuple[str, str] | None:
-    found = re.findall(r"\[(%r\d+)\]", line)
+def _sf_operands(line: str) -> tuple[Address, Address] | None:
+    """A block-scaled tcgen05.mma's SFA and SFB addresses: its last two address operands
+    (after [d]), in whatever form PTX writes them."""
+    found = addresses(line)
     return (found[-2], found[-1]) if len(found) >= 3 else None
+
+
+def _cp_destination(line: str) -> Address | None:
+    """The TMEM address a tcgen05.cp writes (its first operand); None for other lines."""
+    found = addresses(line) if _CP.search(line) else []
+    return found[0] if found else None
 
 
 def _code(ptx: str) -> list[str]:
@@ -166,7 +178,7 @@ def mmas_read_copied_sfs(c) -> list[Finding]:
         return [failed(what_copy, why, MISSING_HINT)]
     start, end = loop
     body = code[start:end]
-    cps = [(i, _CP.search(line).group(1)) for i, line in enumerate(body) if _CP.search(line)]
+    cps = [(i, dst) for i, line in enumerate(body) if (dst := _cp_destination(line))]
     mmas = [i for i, line in enumerate(body) if _MMA.search(line)]
     if not cps:
         return [
@@ -178,15 +190,15 @@ def mmas_read_copied_sfs(c) -> list[Finding]:
             )
         ]
     written = []  # (index in the body, base, first column)
-    for i, reg in cps:
-        addr = _tmem_address(code, reg)
+    for i, dst in cps:
+        addr = _tmem_address(code, dst)
         if addr is not None:
             written.append((i, addr[0], _column(addr[1])[0]))
     findings = []
     problem = None
     for n, i in enumerate(mmas):
-        for operand, reg in zip(("SFA", "SFB"), _sf_operands(body[i]) or ()):
-            addr = _tmem_address(code, reg)
+        for operand, sf in zip(("SFA", "SFB"), _sf_operands(body[i]) or ()):
+            addr = _tmem_address(code, sf)
             if addr is None:
                 continue  # an address computed otherwise: nothing said of it
             col = _column(addr[1])[0]
@@ -247,8 +259,8 @@ def each_mma_its_own_sfs(c) -> Finding:
     seen = {"SFA": [], "SFB": []}
     for line in body:
         if _MMA.search(line):
-            for operand, reg in zip(("SFA", "SFB"), _sf_operands(line) or ()):
-                addr = _tmem_address(code, reg)
+            for operand, sf in zip(("SFA", "SFB"), _sf_operands(line) or ()):
+                addr = _tmem_address(code, sf)
                 seen[operand].append(None if addr is None else (addr[0], _column(addr[1])))
     repeated = [
         name

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course import ROOT
-from course.exercises.verdicts import WRONG
+from course.exercises.verdicts import MACHINE_FAULT, WRONG
 from course.runtime.results import checkout_version
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ def progress_entry(verdict: Verdict) -> dict:
 def mistake_key(verdict: Verdict) -> str:
     """For a wrong answer, the hint that names the mistake, so equal mistakes group together:
     a kernel verdict's `hint:` line (its first line says what was observed, which differs
-    from run to run), else the message's first line."""
-    if verdict.status != WRONG:
+    from run to run), else the message's first line. For a machine fault, what the machine
+    lacked (the message's first line), so the teacher sees which machines need mending."""
+    if verdict.status not in (WRONG, MACHINE_FAULT):
         return ""
     lines = [line.strip() for line in verdict.message.strip().splitlines()]
     hint = next((line[len("hint: ") :] for line in lines if line.startswith("hint: ")), None)

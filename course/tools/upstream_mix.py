@@ -276,14 +276,20 @@ def stand_in(module, parameter: str):
     )
 
 
-def tutorial_kernel(checkout: Path, name: str) -> dict:
-    """One upstream tutorial GEMM compiled for sm_100a, described."""
+def tutorial_artifacts(checkout: Path, name: str):
+    """One upstream tutorial GEMM compiled for sm_100a: (its module, what the compiler
+    produced), so that the course's static rules can be held against NVIDIA's own code."""
     from kernels.artifacts import compile_artifacts
 
     module = load_tutorial(checkout, name)
     fn = module.host_function
     args = [stand_in(module, p) for p in inspect.signature(fn).parameters]
-    art = compile_artifacts(("upstream", str(checkout), name), ARCH, fn, *args)
+    return module, compile_artifacts(("upstream", str(checkout), name), ARCH, fn, *args)
+
+
+def tutorial_kernel(checkout: Path, name: str) -> dict:
+    """One upstream tutorial GEMM compiled for sm_100a, described."""
+    module, art = tutorial_artifacts(checkout, name)
     config = {
         k: getattr(module, k)
         for k in (

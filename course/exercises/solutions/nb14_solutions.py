@@ -48,30 +48,44 @@ def epilogue_role(
 
 
 ACC_WAIT = "    acc_pipeline.consumer_wait(acc_state)\n"
+RELEASE = "    with cute.arch.elect_one():\n        acc_pipeline.consumer_release(acc_state)\n"
+TAIL = "    c_pipeline.producer_tail()\n"
+MEET = "    epi_barrier.arrive_and_wait()\n"
+FREE = "    tmem.free(tmem_ptr)\n"
+
+# ---------------------------------------------------------------- known mistakes
+
 epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
-epilogue_role__no_tail = edited(
-    epilogue_role, "epilogue_role__no_tail", ("    c_pipeline.producer_tail()\n", "")
-)
-epilogue_role__free_without_barrier = edited(
+epilogue_role__no_tail = edited(epilogue_role, "epilogue_role__no_tail", (TAIL, ""))
+epilogue_role__never_freed = edited(epilogue_role, "epilogue_role__never_freed", (FREE, ""))
+# TMEM freed before the accumulator is read: every warp's tcgen05.ld reads freed columns
+epilogue_role__freed_before_the_drain = edited(
     epilogue_role,
-    "epilogue_role__free_without_barrier",
-    ("    epi_barrier.arrive_and_wait()\n", ""),
-)
-epilogue_role__never_freed = edited(
-    epilogue_role, "epilogue_role__never_freed", ("    tmem.free(tmem_ptr)\n", "")
+    "epilogue_role__freed_before_the_drain",
+    (ACC_WAIT, ACC_WAIT + FREE),
+    (MEET + FREE, MEET),
 )
 
+# ---------------------------------------------------------------- correct, written otherwise
 
-# correct, written otherwise: the TMA stores drained before the accumulator is handed back
+# the TMA stores drained before the accumulator is handed back
 epilogue_role_drain_first = edited(
-    epilogue_role,
-    "epilogue_role_drain_first",
-    (
-        "    with cute.arch.elect_one():\n        acc_pipeline.consumer_release(acc_state)\n"
-        "    c_pipeline.producer_tail()\n",
-        "    c_pipeline.producer_tail()\n    with cute.arch.elect_one():\n"
-        "        acc_pipeline.consumer_release(acc_state)\n",
-    ),
+    epilogue_role, "epilogue_role_drain_first", (RELEASE + TAIL, TAIL + RELEASE)
+)
+# as NVIDIA's Blackwell tutorial GEMMs end: hand back, drain, free, with no barrier of its own
+# (epilogue_tile's last barrier already follows every warp's last tcgen05.ld and wait::ld);
+# the course taught this as a mistake until the PTX ISA was read again: it has no such rule
+epilogue_role_as_the_tutorial = edited(
+    epilogue_role, "epilogue_role_as_the_tutorial", (TAIL + MEET + FREE, TAIL + FREE)
+)
+# as NVIDIA's block-scaled GEMM ends: meet, free, then drain: the stores read shared memory,
+# never TMEM, so they may still be in flight when TMEM is freed
+epilogue_role_free_then_drain = edited(
+    epilogue_role, "epilogue_role_free_then_drain", (TAIL + MEET + FREE, MEET + FREE + TAIL)
+)
+# the warps meet first; warp 0 drains its stores, then frees
+epilogue_role_meet_then_drain = edited(
+    epilogue_role, "epilogue_role_meet_then_drain", (TAIL + MEET + FREE, MEET + TAIL + FREE)
 )
 
 
@@ -80,8 +94,15 @@ WRONG = {
     "14.epilogue_role": {
         epilogue_role__no_wait: ("read before the MMAs finished", "cpu"),
         epilogue_role__no_tail: ("not drained", "cpu"),
-        epilogue_role__free_without_barrier: ("still be reading", "cpu"),
+        epilogue_role__freed_before_the_drain: ("after tcgen05.dealloc freed it", "cpu"),
         epilogue_role__never_freed: ("never freed", "cpu"),
     }
 }
-ALTERNATIVES = {"14.epilogue_role": [epilogue_role_drain_first]}
+ALTERNATIVES = {
+    "14.epilogue_role": [
+        epilogue_role_drain_first,
+        epilogue_role_as_the_tutorial,
+        epilogue_role_free_then_drain,
+        epilogue_role_meet_then_drain,
+    ]
+}

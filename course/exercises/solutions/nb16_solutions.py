@@ -73,6 +73,33 @@ def mma_k_loop_by_operand(self, tiled_mma, accumulator, tCrA, tCrB, sfa, sfb, ri
     return state
 
 
+@cute.jit
+def mma_k_loop_nvidia_style(self, tiled_mma, accumulator, tCrA, tCrB, sfa, sfb, ring, state,
+                            k_tiles):  # fmt: skip
+    # as NVIDIA's block-scaled GEMM example writes its k-loop: the next stage's full barrier
+    # peeked at (consumer_try_wait) while this k-tile's MMAs are issued, the wait given what
+    # the peek saw, and the k-blocks in a cutlass.range unrolled in full
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+    ready = ring.consumer_try_wait(state)
+    for k_block in cutlass.range(k_tiles, unroll=1):
+        ring.consumer_wait(state, ready)
+        stage = (None, None, None, None, state.index)
+        cute.copy(sfa.s2t, sfa.smem[stage], sfa.tmem)
+        cute.copy(sfb.s2t, sfb.smem[stage], sfb.tmem)
+        for kk in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+            tiled_mma.set(tcgen05.Field.SFA, sfa.mma[(None, None, kk)].iterator)
+            tiled_mma.set(tcgen05.Field.SFB, sfb.mma[(None, None, kk)].iterator)
+            operands = (None, None, kk, state.index)
+            cute.gemm(tiled_mma, accumulator, tCrA[operands], tCrB[operands], accumulator)
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        ring.consumer_release(state)
+        state.advance()
+        ready = cutlass.Boolean(True)
+        if k_block + 1 < k_tiles:
+            ready = ring.consumer_try_wait(state)
+    return state
+
+
 # ---------------------------------------------------------------- known mistakes
 
 mma_k_loop__no_sf_copies = edited(mma_k_loop, "mma_k_loop__no_sf_copies", (COPY_SFA + COPY_SFB, ""))
@@ -122,6 +149,7 @@ ALTERNATIVES = {
         mma_k_loop_sfb_copied_first,
         mma_k_loop_sfb_field_first,
         mma_k_loop_by_operand,
+        mma_k_loop_nvidia_style,
     ]
 }
 WRONG = {
