@@ -212,6 +212,7 @@ def test_a_loop_that_never_advances_is_named_within_15_s_with_its_line():
     assert time.monotonic() - started < 15
     h = found.value
     assert h.kind == hazards.HANG and h.cause.what == hazards.LIVELOCK, h
-    assert h.site.function == "spin_kernel", h.site
+    # the loop's own line (its frame may be the kernel's or the translated loop body's)
+    assert h.site.function in ("spin_kernel", "<lambda>"), h.site
     assert h.site.text() in ("while i < 1:", "gOut[tid] = cutlass.Float32(i)"), h.site
     assert "warp" in h.detail

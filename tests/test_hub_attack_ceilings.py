@@ -19,6 +19,7 @@ the rule lets through and the rule answers "operation not permitted".
 """
 
 import asyncio
+import concurrent.futures
 import errno
 import os
 import pwd
@@ -42,6 +43,14 @@ from course.tools import gpu_share, hub, limits  # noqa: E402
 
 CG = limits.CGROUP_ROOT
 ROOT_ONLY = "" if os.geteuid() == 0 else "control groups and learners' accounts need root"
+
+
+def stopped(spawner) -> None:
+    """The spawner's stop, run to its end on an event loop of its own in another thread
+    (a test before this one in the same process may have left a loop running in this one,
+    and asyncio.run refuses to start beside it)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, spawner.stop(now=True)).result(timeout=120)
 
 
 def _missing(controller: str) -> str:
@@ -149,7 +158,7 @@ def test_a_fork_bomb_stops_at_the_learners_process_ceiling(tmp_path, monkeypatch
     spawner = fake_spawner(tmp_path, f"pid{uuid.uuid4().hex[:6]}")
     proc = start_fake_server(spawner, f"exec {sys.executable} -c '{FORK_1000}'")
     out, err = proc.communicate(timeout=120)
-    asyncio.run(spawner.stop(now=True))
+    stopped(spawner)
     forked = int(out.split()[0])
     print(f"forks before the ceiling of 100 stopped them: {forked}")
     assert forked < 100, (forked, err)  # bash, python and its children share the 100
@@ -179,7 +188,7 @@ def test_files_parked_in_tmp_and_shm_are_gone_with_the_server(
         while not Path(f"/tmp/parked-link-{tag}").is_symlink() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert all(p.exists() for p in parked)
-        asyncio.run(spawner.stop(now=True))
+        stopped(spawner)
         left = [str(p) for p in (*parked, parked[2].parents[1]) if p.exists()]
         assert not left and not Path(f"/tmp/parked-link-{tag}").is_symlink(), left
         assert decoy.read_text() == "root's"  # the link was removed, not followed
@@ -200,7 +209,7 @@ def test_a_daemonised_process_dies_with_the_learners_server(tmp_path):
     start_fake_server(spawner, DAEMON.format(pid_file=pid_file, rest="sleep 1000"))
     daemon = wait_for_pid_file(pid_file)
     try:
-        asyncio.run(spawner.stop(now=True))
+        stopped(spawner)
         time.sleep(0.5)
         assert not alive(daemon), "the learner's daemon outlived their server's stop"
     finally:
@@ -266,7 +275,7 @@ def test_a_home_past_the_disk_ceiling_does_not_start(tmp_path, monkeypatch):
         sparse.truncate(3 * 2**30)
     proc = start_fake_server(spawner, "head -c 16777216 /dev/zero > big.bin; echo $?")
     out, err = proc.communicate(timeout=60)
-    asyncio.run(spawner.stop(now=True))
+    stopped(spawner)
     size = (home / "big.bin").stat().st_size
     print(f"one file of the learner's stopped at {size} bytes (ceiling 8 MiB): {err.strip()}")
     assert size <= 8 * 2**20, "a file grew past the disk ceiling"
@@ -310,7 +319,7 @@ def test_a_learner_cannot_open_another_learners_gpu(tmp_path, monkeypatch):
         spawner, f'exec {sys.executable} -c "{probe}" {nodes}/nvidia0 {nodes}/nvidia1'
     )
     out, err = proc.communicate(timeout=60)
-    asyncio.run(spawner.stop(now=True))
+    stopped(spawner)
     own, other = out.split()
     real_gpu = (nodes / "nvidia0").exists() and Path("/proc/driver/nvidia").exists()
     assert own in ({"opened"} if real_gpu else {"ENXIO", "ENODEV", "opened"}), (own, err)
