@@ -50,8 +50,14 @@ def test_a_learner_logs_in_and_runs_notebook_00(tmp_path, playwright_session):
             nb.run_all()
             verdict = nb.cell('check("00.tiles"').locator(".jp-OutputArea").inner_text()
             assert "[00.tiles]" in verdict and "not answered yet" in verdict
+            # the learner's server sends a Content-Security-Policy (course.tools.hub): the
+            # widgets still draw live under it, ipywidgets and anywidget's blob: modules
+            nb.widget("tile_roofline(")
             saved = saved_by_lab(nb, tmp_path / "homes" / "carol" / "course" / NOTEBOOK)
             assert saved != (ROOT / "notebooks" / NOTEBOOK).read_bytes()  # a real save
+            layouts = NotebookPage(page, LearnersLab(base, "carol"), "course/02_layouts.ipynb")
+            layouts.run_all()
+            assert len(layouts.widget('LayoutExplorer("(8,8):(1,8)"').grid()) == 64
         except Exception:
             screenshot(page, "FAILED-hub-login")
             raise
