@@ -7,13 +7,17 @@ order:
 
   tmem_freed               every tcgen05.alloc has its tcgen05.dealloc (same cta_group), and
                            the allocation permit is given up
-  barriers_ready           every mbarrier.init comes before fence.mbarrier_init, and both
-                           before the first use of a barrier, with a barrier between: a CTA
-                           barrier (bar.sync) so no other warp uses one early, or in a
-                           cluster kernel a cluster barrier (barrier.cluster.wait), so the
-                           peer CTA never signals a barrier that is not initialised yet
-  tmem_load_waited         after a tcgen05.ld, tcgen05.wait::ld before its registers are
-                           stored anywhere
+  barriers_ready           every mbarrier.init is followed by fence.mbarrier_init before the
+                           next use of a barrier, and each fence by a synchronisation of the
+                           threads (bar.sync, or barrier.cluster.wait) before the next use; in a
+                           cluster kernel the first use of all follows a cluster barrier, so the
+                           peer CTA never signals a barrier that is not initialised yet (later
+                           groups, such as NVIDIA's TMEM-allocator barrier, are published along
+                           the pipelines that cluster barrier published)
+  tmem_load_waited         a NOTE, never a refusal: a tcgen05.ld whose registers are read with
+                           no tcgen05.wait::ld before them (the PTX ISA observes a load's
+                           completion through wait::ld but does not make the registers
+                           undefined before it; NVIDIA's tutorial GEMMs issue no wait::ld)
   staging_visible_to_tma   between the shared-memory stores of a staging buffer and the TMA
                            store that reads it, fence.proxy.async (generic -> async proxy)
   tma_stores_drained       each bulk-store group committed is waited for with
@@ -33,7 +37,13 @@ order:
 
 Program order is the order of the PTX text; a rule holds when it holds along that order (the
 kernels are straight-line per warp role apart from their loops, whose bodies keep the same
-order). `check(ptx)` returns the violations; an empty list is a pass.
+order). `check(ptx)` returns every finding, refusals and notes (`Violation.note`);
+`refusals(ptx)` only what refuses a kernel: an empty list is a pass.
+
+One policy for every rule: a rule may refuse a kernel only for what the PTX ISA forbids
+(its docstring quotes the text), and no rule may refuse the PTX of NVIDIA's own CuTe DSL
+examples that do the same thing (tests/test_rules_vs_nvidia.py holds every rule against
+NVIDIA's Blackwell tutorial GEMMs). What the ISA describes but does not forbid is a note.
 """
 
 from __future__ import annotations
@@ -72,11 +82,15 @@ def applies(rule: str, ptx: str) -> bool:
 
 @dataclass(frozen=True)
 class Violation:
+    """One rule's finding. `note`: what the PTX ISA describes but does not forbid, said to the
+    learner and never a reason to refuse a kernel."""
+
     rule: str
     detail: str
+    note: bool = False
 
     def __str__(self) -> str:
-        return f"{self.rule}: {self.detail}"
+        return f"{self.rule}{' (note)' if self.note else ''}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,11 @@ def check(ptx: str) -> list[Violation]:
     ]  # each rule: the function of its name
 
 
+def refusals(ptx: str) -> list[Violation]:
+    """The findings that refuse this kernel: every rule's violations but its notes."""
+    return [v for v in check(ptx) if not v.note]
+
+
 COUNTED = {
     "mbarrier.init": r"mbarrier\.init",
     "mbarrier.try_wait": r"mbarrier\.try_wait",
@@ -160,8 +179,10 @@ def report(ptx: str) -> str:
     lines += [f"  {name:26s} {len(_where(code, rx)):3d}" for name, rx in COUNTED.items()]
     lines.append("rules:")
     for rule in RULES:
-        broken = [v.detail for v in found if v.rule == rule]
-        lines.append(f"  {'✘' if broken else '✔'} {rule}" + (f": {broken[0]}" if broken else ""))
+        broken = [v.detail for v in found if v.rule == rule and not v.note]
+        noted = [v.detail for v in found if v.rule == rule and v.note]
+        mark, said = ("✘", broken) if broken else ("•", noted) if noted else ("✔", [])
+        lines.append(f"  {mark} {rule}" + (f": {said[0]}" if said else ""))
     return "\n".join(lines)
 
 
@@ -206,48 +227,112 @@ def tmem_freed(code: list[str]) -> list[Violation]:
 
 
 _USES = r"mbarrier\.(try_wait|arrive|test_wait)|mbarrier::complete_tx|tcgen05\.commit"
+# what makes one thread's fenced mbarrier.init visible to the others before they use the
+# barrier: a CTA or named barrier, or a cluster barrier (its wait is .acquire by default)
+_THREAD_SYNC = r"\bbar(rier)?(\.cta)?\.sync|barrier\.cluster\.wait"
+BARRIERS_READY_ISA = (
+    'the PTX ISA (membar/fence): "When .op_restrict is .mbarrier_init, the synchronizing '
+    "effect of the fence only applies to the prior mbarrier.init operations executed by the "
+    'same thread on mbarrier objects in .shared::cta state space", its example "mbarrier.init '
+    '[bar]; fence.mbarrier_init.release.cluster; barrier.cluster.arrive.relaxed;"; and '
+    '(mbarrier.init) "mbarrier.init.shared::cta.b64 [shMem], 12; bar.sync 0; // ... other '
+    'mbarrier operations on shMem"'
+)
+
+
+def _init_groups(code: list[str]) -> list[tuple[int, int | None]]:
+    """The kernel's barrier initialisations as (first mbarrier.init, the fence.mbarrier_init
+    after it or None): each CuTe DSL pipeline (and NVIDIA's TMEM allocator) initialises its
+    own barriers and fences them itself, so a kernel holds several groups, and a kernel
+    compiled for two cluster shapes holds all of them twice."""
+    groups, start = [], None
+    for i, line in enumerate(code):
+        if start is None and re.search(r"mbarrier\.init", line):
+            start = i
+        elif start is not None and re.search(r"fence\.mbarrier_init", line):
+            groups.append((start, i))
+            start = None
+    return groups + ([(start, None)] if start is not None else [])
 
 
 def barriers_ready(code: list[str]) -> list[Violation]:
-    inits = _where(code, r"mbarrier\.init")
-    if not inits:
+    """Every barrier is initialised, fenced and published before it is used.
+
+    The ISA's text (BARRIERS_READY_ISA): fence.mbarrier_init orders only the executing
+    thread's prior mbarrier.init, and its examples publish the barriers with a thread
+    synchronisation after it, a CTA barrier or a cluster barrier. So for each group of
+    inits: a fence before the next use of any barrier, and a synchronisation between the
+    fence and that use. A cluster kernel's first use of all follows a cluster barrier (the
+    peer CTA signals these barriers); a group initialised later (NVIDIA's TMEM-allocator
+    barrier in fp16_gemm_1: fence, bar.sync, no cluster barrier of its own) is ordered
+    before the peer's use along barriers that cluster barrier already published, which no
+    reading of the PTX text can refuse. Each group is read on its own, so a kernel compiled
+    twice over (fp16_gemm_4: two cluster shapes) is read right."""
+    groups = _init_groups(code)
+    if not groups:
         return []
-    fences = _where(code, r"fence\.mbarrier_init")
     uses = _where(code, _USES)
-    first_use = uses[0] if uses else len(code)
-    if not fences or fences[-1] < inits[-1]:
-        return [Violation("barriers_ready", "no fence.mbarrier_init after the last mbarrier.init")]
-    fence = next(f for f in fences if f > inits[-1])
-    if fence > first_use:
-        return [
-            Violation(
-                "barriers_ready",
-                f"a barrier is used ({code[first_use][:50]}) before fence.mbarrier_init",
-            )
-        ]
+    for start, fence in groups:
+        use = next((u for u in uses if u > start), None)
+        if fence is None or (use is not None and use < fence):
+            what = f"({code[use][:50]})" if use is not None else "at all"
+            return [
+                Violation(
+                    "barriers_ready",
+                    f"the mbarrier.init at instruction {start} is not followed by "
+                    f"fence.mbarrier_init before a barrier is used {what}",
+                )
+            ]
+        use = next((u for u in uses if u > fence), None)
+        if use is not None and not _between(code, fence, use, _THREAD_SYNC):
+            return [
+                Violation(
+                    "barriers_ready",
+                    f"no CTA or cluster barrier between the fence.mbarrier_init at "
+                    f"instruction {fence} and the next use of a barrier: another warp may "
+                    "use a barrier before it is initialised",
+                )
+            ]
     clustered = any("cta_group::2" in line or "multicast::cluster" in line for line in code)
-    if clustered and not _between(code, fence, first_use, r"barrier\.cluster\.wait"):
+    first = uses[0] if uses else len(code)
+    published = any(
+        _between(code, fence, first, r"barrier\.cluster\.wait")
+        for _, fence in groups
+        if fence is not None and fence < first
+    )
+    if clustered and not published:
         return [
             Violation(
                 "barriers_ready",
-                "no cluster barrier between fence.mbarrier_init "
-                "and the first use: the peer CTA may signal a "
-                "barrier before it is initialised",
-            )
-        ]
-    if not clustered and not _between(code, fence, first_use, r"\bbar(rier)?\.sync"):
-        return [
-            Violation(
-                "barriers_ready",
-                "no CTA barrier between fence.mbarrier_init and "
-                "the first use: another warp may use a barrier "
-                "before it is initialised",
+                "no cluster barrier between fence.mbarrier_init and the first use: the peer "
+                "CTA may signal a barrier before it is initialised",
             )
         ]
     return []
 
 
+TMEM_LOAD_ISA = (
+    'the PTX ISA: "The instruction tcgen05.ld is performed asynchronously"; "Completion of the '
+    "following instruction's asynchronous operations is observed through tcgen05.wait based "
+    'waiting mechanism: tcgen05.ld, tcgen05.st"; "Instruction tcgen05.wait::ld causes the '
+    "executing thread to block until all prior tcgen05.ld operations issued by the executing "
+    'thread have completed"'
+)
+
+
 def tmem_load_waited(code: list[str]) -> list[Violation]:
+    """A note, never a refusal: a tcgen05.ld whose registers are stored or converted with no
+    tcgen05.wait::ld between.
+
+    Re-derived from the ISA (TMEM_LOAD_ISA): tcgen05.ld is asynchronous and its completion
+    is observed through tcgen05.wait::ld, which the ISA's canonical patterns issue before the
+    TMEM is handed on. The ISA does not say that reading the destination registers before
+    the wait is undefined -- it says so of wgmma.mma_async ("Accessing the accumulator
+    register ... without first performing a wgmma.wait_group ... is undefined behavior") and
+    not of tcgen05.ld. NVIDIA's Blackwell tutorial GEMMs (CuTe DSL 4.8.1) issue no
+    tcgen05.wait::ld at all. So this is said, as what the course's kernels do differently
+    (they wait: cute.arch.fence_view_async_tmem_load), and refuses no kernel: a learner who
+    writes it NVIDIA's way hears the same note, never "wrong"."""
     found = []
     for i in _where(code, r"tcgen05\.ld\."):
         use = next(
@@ -257,7 +342,12 @@ def tmem_load_waited(code: list[str]) -> list[Violation]:
             found.append(
                 Violation(
                     "tmem_load_waited",
-                    f"tcgen05.ld at instruction {i} is used without tcgen05.wait::ld",
+                    f"the registers of the tcgen05.ld at instruction {i} are read with no "
+                    "tcgen05.wait::ld before them, as NVIDIA's tutorial GEMMs do; the course's "
+                    "kernels wait (cute.arch.fence_view_async_tmem_load), as the PTX ISA's "
+                    f"patterns do, since {TMEM_LOAD_ISA} (it does not call the registers "
+                    "undefined before the wait)",
+                    note=True,
                 )
             )
     return found

@@ -118,8 +118,27 @@ def moves_16_bytes_per_access(c):
     )
 
 
-def warp_request(fn):
-    """Warp 0's first access as CuTe DSL partitions it: (byte address per lane, bytes)."""
+_LOAD_64 = r"ld\.global\S*\.(?:v2\.\w32|b64)\b"
+
+
+def ptx_access_bytes(c) -> int:
+    """The widest global load the PTX issues, in bytes (4 if none is a vector).
+
+    The width of a lane's access is the instruction's, not the copy atom's: with
+    NVIDIA's elementwise_add spelling, a copy atom of one element
+    (`make_copy_atom(CopyUniversalOp(), Float32)`) over 4 contiguous floats per thread,
+    the compiler merges the 4 into one ld.global.v4, so each lane moves 16 bytes."""
+    if c.count(_LOAD_128):
+        return 16
+    return 8 if c.count(_LOAD_64) else 4
+
+
+def warp_request(fn, ptx_bytes: int = 4):
+    """Warp 0's first access as CuTe DSL partitions it: (byte address per lane, bytes).
+
+    A lane moves the copy atom's bytes, or more where the compiler merged its contiguous
+    values into the PTX's wider loads (`ptx_bytes`); never more than its run of
+    contiguous values starting at its first one, which is all a vector load can merge."""
     import cutlass.cute as cute
 
     from course.cute.trace import on_cpu
@@ -128,13 +147,18 @@ def warp_request(fn):
     tv, atom_values = on_cpu(
         lambda: (fn(THREADS).layout_tv_tiled, cute.size(fn(THREADS).layout_src_tv, mode=[1]))
     )
-    return analyze([4 * tv(lane, 0) for lane in range(WARP)], 4 * atom_values)
+    first = [tv(lane, 0) for lane in range(WARP)]
+    run = 1
+    while run < tv[1].size and tv(0, run) == first[0] + run:
+        run += 1
+    width = max(4 * atom_values, min(ptx_bytes, 4 * run))
+    return analyze([4 * a for a in first], width)
 
 
 def coalesced_warps(c):
     from course.models.coalescing import LINE_BYTES, WARP
 
-    acc = warp_request(c.fn)
+    acc = warp_request(c.fn, ptx_access_bytes(c))
     fewest = -(-WARP * acc.width // LINE_BYTES)
     ok = acc.efficiency == 1.0 and len(acc.lines) == fewest
     return expect(

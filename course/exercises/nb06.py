@@ -202,17 +202,31 @@ def accumulator_cleared(c):
     )
 
 
+def _stored(after: str, register: str, space: str) -> bool:
+    return bool(re.search(rf"st\.{space}[^;]*" + re.escape(register) + r"\b", after))
+
+
 def stores_the_accumulator(c):
+    """Every mma result register reaches C: stored to global memory, or staged through
+    shared memory the way NVIDIA's tensorop_gemm epilogue does it (st.shared, then the
+    tile read back with ld.shared and stored with st.global). Whether the values land in
+    the right places is the run's to show."""
     found = _mma(c)
     after = c.ptx[c.ptx.find(found[0]) + len(found[0]) :] if found else ""
-    stored = found and all(
-        re.search(r"st\.global[^;]*" + re.escape(r) + r"\b", after) for r in found[1][0]
+    staged_out = bool(re.search(r"ld\.shared", after) and re.search(r"st\.global", after))
+    direct = bool(found) and all(_stored(after, r, "global") for r in found[1][0])
+    staged = bool(found) and all(
+        _stored(after, r, "global") or (staged_out and _stored(after, r, "shared"))
+        for r in found[1][0]
     )
     return expect(
         "the accumulator is stored to C",
-        bool(stored),
+        staged,
         "every mma result register reaches a st.global"
-        if stored
+        if direct
+        else "every mma result register reaches C through shared memory (st.shared, then "
+        "ld.shared and st.global)"
+        if staged
         else "some mma results are never stored",
         "store the accumulator: cute.autovec_copy(tCrC, tCgC) after cute.gemm",
     )

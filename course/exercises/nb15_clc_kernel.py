@@ -42,10 +42,21 @@ def _build(fn, arch):
     return gemm_with(fn).build(arch, torch.bfloat16, torch.bfloat16, step.Config(), "k", "k")
 
 
+def _handle_source(code: list[str], start: int) -> str | None:
+    """The registers the 128-bit response handle of the query at `start` is built from
+    (`mov.b128 %clc_handle, {%rd6, %rd7}` just before it), or None."""
+    m = re.match(r"mov\.b128\s+\S+,\s*(\{[^}]*\})", code[start - 1]) if start else None
+    return m.group(1) if m else None
+
+
 def _reads(c) -> tuple[list[str], list[tuple[int, int]]]:
-    """The PTX instructions, and (first, last) index of each place an answer is decoded."""
+    """The PTX instructions, and (first, last) index of each place an answer is decoded.
+    query_cancel decodes a response already loaded into registers: NVIDIA's scheduler asks
+    is_canceled, fences, releases the buffer, then asks get_first_ctaid of the same
+    registers, which reads no shared memory, so a query of the registers the place before
+    decoded is that place's, not a new read."""
     code = c.instructions
-    places, i = [], 0
+    places, sources, i = [], [], 0
     while i < len(code):
         if "query_cancel" in code[i]:
             j = i
@@ -53,7 +64,10 @@ def _reads(c) -> tuple[list[str], list[tuple[int, int]]]:
                 "query_cancel" in code[j + 1] or code[j + 1].startswith("mov.b128")
             ):
                 j += 1
-            places.append((i, j))
+            source = _handle_source(code, i)
+            if source is None or not sources or sources[-1] != source:
+                places.append((i, j))
+                sources.append(source)
             i = j + 1
         else:
             i += 1

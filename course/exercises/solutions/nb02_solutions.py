@@ -39,6 +39,13 @@ def padded_tiles_layout_tiler():
     return cute.zipped_divide(tile, (cute.make_layout(2), cute.make_layout(4)))
 
 
+def padded_tiles_ordered_layout():
+    """NVIDIA's spelling: a row-major buffer of 4 rows of 9 floats as an ordered layout,
+    its first 8 columns by composition with a shape (mode by mode), then zipped_divide."""
+    rows = cute.make_ordered_layout((4, 9), order=(1, 0))  # (4,9):(9,1)
+    return cute.zipped_divide(cute.composition(rows, (4, 8)), tiler=(2, 4))
+
+
 REFERENCE = {"02.padded_tiles": padded_tiles}
 WRONG = {
     "02.padded_tiles": {
@@ -48,4 +55,10 @@ WRONG = {
         padded_tiles__logical_divide: ("logical_divide", "cpu"),
     }
 }
-ALTERNATIVES = {"02.padded_tiles": [padded_tiles_by_composition, padded_tiles_layout_tiler]}
+ALTERNATIVES = {
+    "02.padded_tiles": [
+        padded_tiles_by_composition,
+        padded_tiles_layout_tiler,
+        padded_tiles_ordered_layout,
+    ]
+}

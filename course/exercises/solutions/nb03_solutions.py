@@ -43,6 +43,31 @@ def gemm_partitions_selected_tilers(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
     return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
 
 
+def gemm_partitions_every_tile_then_slice(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
+    """NVIDIA's persistent-GEMM spelling (Hopper dense_gemm_persistent): every tile of each
+    operand by local_tile with the operand's tiler cut out by cute.slice_, then the CTA's
+    tile picked out of the rest modes."""
+    gA_mk = cute.local_tile(mA, cute.slice_(tiler, (None, 0, None)), (None, None))
+    gB_nk = cute.local_tile(mB, cute.slice_(tiler, (0, None, None)), (None, None))
+    gC_mn = cute.local_tile(mC, cute.slice_(tiler, (None, None, 0)), (None, None))
+    gA = gA_mk[None, None, bm, None]  # (BM, BK, k)
+    gB = gB_nk[None, None, bn, None]  # (BN, BK, k)
+    gC = gC_mn[None, None, bm, bn]  # (BM, BN)
+    thr_mma = tiled_mma.get_slice(tid)
+    return thr_mma.partition_A(gA), thr_mma.partition_B(gB), thr_mma.partition_C(gC)
+
+
+def gemm_partitions_flat_divide(tiled_mma, tid, mA, mB, mC, tiler, bm, bn):
+    """What local_tile is made of: flat_divide by the operand's 2-D tile, then the CTA's
+    tile by its coordinates in the rest modes."""
+    bM, bN, bK = tiler
+    gA = cute.flat_divide(mA, (bM, bK))[None, None, bm, None]  # (BM, BK, k)
+    gB = cute.flat_divide(mB, (bN, bK))[None, None, bn, None]  # (BN, BK, k)
+    gC = cute.flat_divide(mC, (bM, bN))[None, None, bm, bn]  # (BM, BN)
+    thr = tiled_mma.get_slice(tid)
+    return thr.partition_A(gA), thr.partition_B(gB), thr.partition_C(gC)
+
+
 REFERENCE = {"03.partition": gemm_partitions}
 WRONG = {
     "03.partition": {
@@ -51,4 +76,10 @@ WRONG = {
         gemm_partitions__b_with_partition_a: ("wrong partition mode", "cpu"),
     }
 }
-ALTERNATIVES = {"03.partition": [gemm_partitions_selected_tilers]}
+ALTERNATIVES = {
+    "03.partition": [
+        gemm_partitions_selected_tilers,
+        gemm_partitions_every_tile_then_slice,
+        gemm_partitions_flat_divide,
+    ]
+}

@@ -31,6 +31,20 @@ def transpose_tile_layout_column_major_swizzled():
     return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, tile)
 
 
+def transpose_tile_layout_tiled_atom():
+    """NVIDIA's tensorop_gemm spelling: a swizzled atom of 8 rows (an ordered row-major
+    layout composed with the swizzle), tiled to the tile's shape with cute.tile_to_shape;
+    the swizzle acts on the whole offset, so the rows of the atom's copies take part."""
+    rows = cute.make_ordered_layout((8, 32), order=(1, 0))
+    atom = cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, rows)
+    return cute.tile_to_shape(atom, (32, 32), (0, 1))
+
+
+def transpose_tile_layout_padded_column_major():
+    """Padding the other way: columns of 33 floats; a row's 32 floats are 33 apart."""
+    return cute.make_layout((32, 32), stride=(1, 33))
+
+
 REFERENCE = {"05.transpose_swizzle": transpose_tile_layout}
 WRONG = {
     "05.transpose_swizzle": {
@@ -43,5 +57,7 @@ ALTERNATIVES = {
     "05.transpose_swizzle": [
         transpose_tile_layout_padded,
         transpose_tile_layout_column_major_swizzled,
+        transpose_tile_layout_tiled_atom,
+        transpose_tile_layout_padded_column_major,
     ]
 }

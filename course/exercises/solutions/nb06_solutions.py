@@ -1,5 +1,6 @@
 """Notebook 06's kernel exercise: one TiledMMA tile of C = A . B^T with mma.sync."""
 
+import cutlass
 import cutlass.cute as cute
 
 from course.exercises.learner_code import edited
@@ -69,6 +70,66 @@ def mma_tile_kernel_tensor_ssa(
     tCgC.store(tCrC.load())
 
 
+@cute.kernel
+def mma_tile_kernel_tiled_copies(
+    tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor
+):
+    """NVIDIA's tensorop_gemm spelling: the operands come in through TiledCopies made
+    for the MMA (make_tiled_copy_A/B) into the fragments retiled for them, the accumulator
+    is cleared before the loads, and leaves through a fragment of C's element type."""
+    tidx, _, _ = cute.arch.thread_idx()
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCgC = thr_mma.partition_C(mC)
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(mA))
+    tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(mB))
+    tCrC = tiled_mma.make_fragment_C(tCgC)
+    tCrC.fill(0.0)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mA.element_type)
+    thr_copy_A = cute.make_tiled_copy_A(atom, tiled_mma).get_slice(tidx)
+    thr_copy_B = cute.make_tiled_copy_B(atom, tiled_mma).get_slice(tidx)
+    cute.copy(atom, thr_copy_A.partition_S(mA), thr_copy_A.retile(tCrA))
+    cute.copy(atom, thr_copy_B.partition_S(mB), thr_copy_B.retile(tCrB))
+    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
+    tCrD = cute.make_fragment_like(tCrC, mC.element_type)
+    tCrD.store(tCrC.load().to(mC.element_type))
+    cute.autovec_copy(tCrD, tCgC)
+
+
+@cute.kernel
+def mma_tile_kernel_smem_epilogue(
+    tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor
+):
+    """tensorop_gemm's epilogue: the accumulator goes to a shared-memory tile of C first,
+    then, after a barrier, a TiledCopy of row-major threads takes it to global memory."""
+    tidx, _, _ = cute.arch.thread_idx()
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCgA, tCgB = thr_mma.partition_A(mA), thr_mma.partition_B(mB)
+    tCrA, tCrB = tiled_mma.make_fragment_A(tCgA), tiled_mma.make_fragment_B(tCgB)
+    tCrC = tiled_mma.make_fragment_C(thr_mma.partition_C(mC))
+    tCrC.fill(0.0)
+    cute.autovec_copy(tCgA, tCrA)
+    cute.autovec_copy(tCgB, tCrB)
+    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
+    sC = cutlass.memory.smem.SmemAllocator().allocate_tensor(mC.element_type, mC.layout, 16)
+    cute.autovec_copy(tCrC, thr_mma.partition_C(sC))
+    cute.arch.barrier()
+    n = cute.size(mC, mode=[1])
+    threads = cute.make_ordered_layout((cute.size(tiled_mma) // n, n), order=(1, 0))
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mC.element_type)
+    thr_copy = cute.make_tiled_copy_tv(atom, threads, cute.make_layout((1, 1))).get_slice(tidx)
+    tDsC, tDgC = thr_copy.partition_S(sC), thr_copy.partition_D(mC)
+    tDrC = cute.make_fragment_like(tDsC)
+    cute.autovec_copy(tDsC, tDrC)
+    cute.copy(atom, tDrC, tDgC)
+
+
+mma_tile_kernel_smem_epilogue__never_copied_out = edited(
+    mma_tile_kernel_smem_epilogue,
+    "mma_tile_kernel_smem_epilogue__never_copied_out",
+    ("    cute.copy(atom, tDrC, tDgC)\n", ""),
+)
+
+
 REFERENCE = {"06.mma_tile": mma_tile_kernel}
 WRONG = {
     "06.mma_tile": {
@@ -76,6 +137,13 @@ WRONG = {
         mma_tile_kernel__no_clear: ("accumulator not cleared", "cpu"),
         mma_tile_kernel__slice_zero: ("get_slice(tid)", "cpu"),
         mma_tile_kernel__b_transposed: ("swapped strides", "gpu"),
+        mma_tile_kernel_smem_epilogue__never_copied_out: ("store the accumulator", "cpu"),
     }
 }
-ALTERNATIVES = {"06.mma_tile": [mma_tile_kernel_tensor_ssa]}
+ALTERNATIVES = {
+    "06.mma_tile": [
+        mma_tile_kernel_tensor_ssa,
+        mma_tile_kernel_tiled_copies,
+        mma_tile_kernel_smem_epilogue,
+    ]
+}
