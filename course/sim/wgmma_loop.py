@@ -375,8 +375,22 @@ class ModelRing:
     def __init__(self, warp: Warp):
         self._warp = warp
 
-    def consumer_wait(self, state, *args):
-        self._warp.step(("wait", "full", int(state.index), int(state.phase)))
+    def consumer_wait(self, state, try_wait_token=None):
+        if not try_wait_token:  # PipelineTmaAsync waits unless a peek saw the phase complete
+            self._warp.step(("wait", "full", int(state.index), int(state.phase)))
+
+    def consumer_try_wait(self, state):
+        """NVIDIA's peek: True if the stage's phase has completed (its bytes landed, as a
+        wait would have seen), handed to consumer_wait so that it need not wait."""
+        stage, phase, w = int(state.index), int(state.phase), self._warp.index
+
+        def peek(cta):
+            ready = cta.full[stage].try_wait(phase)
+            if ready:
+                cta.warps[w].waited[stage] = cta.content[stage]
+            return ready
+
+        return self._warp.step(("act", peek))
 
     def consumer_release(self, state):
         stage, w = int(state.index), self._warp.index

@@ -100,6 +100,79 @@ mainloop_stages_from_t = edited(
 )
 
 
+@cute.jit
+def mainloop_register_pipeline(
+    self, tiled_mma, f, copy_a, tAgA, tAsA, pA, copy_b, tBgB, tBsB, pB, k_tiles, next_k
+):
+    """Ordered the way NVIDIA's Ampere tensorop_gemm orders its main loop: k-tile 0 waited
+    for and its k-block 0 read before the loop; inside, the last k-block of a k-tile moves the
+    shared-memory view to the next stage and waits + syncs there, so k-block 0 of the next
+    k-tile is read while this k-tile's last MMA runs; the cp.async of the next k-tile goes out
+    at k-block 0, into the stage the previous k-tile was read from."""
+    stages = self.cfg.stages
+    k_blocks = cute.size(f.tCrA, mode=[2])
+    pipe_read = cutlass.Int32(0)
+    pipe_write = cutlass.Int32(stages - 1)
+    tXsA_p = f.tXsA[None, None, None, pipe_read]
+    tXsB_p = f.tXsB[None, None, None, pipe_read]
+    if k_blocks > 1:
+        cute.arch.cp_async_wait_group(stages - 2)
+        cute.arch.sync_threads()
+        cute.copy(f.s2r_a, tXsA_p[None, None, 0], f.tXrA[None, None, 0])
+        cute.copy(f.s2r_b, tXsB_p[None, None, 0], f.tXrB[None, None, 0])
+    for _ in range(k_tiles):
+        for kb in cutlass.range(k_blocks, unroll_full=True):
+            if kb == k_blocks - 1:  # the next k-tile's stage: landed, and read by nobody else
+                tXsA_p = f.tXsA[None, None, None, pipe_read]
+                tXsB_p = f.tXsB[None, None, None, pipe_read]
+                cute.arch.cp_async_wait_group(stages - 2)
+                cute.arch.sync_threads()
+            kb_next = (kb + 1) % k_blocks
+            cute.copy(f.s2r_a, tXsA_p[None, None, kb_next], f.tXrA[None, None, kb_next])
+            cute.copy(f.s2r_b, tXsB_p[None, None, kb_next], f.tXrB[None, None, kb_next])
+            if kb == 0:
+                if next_k < k_tiles:
+                    cute.copy(
+                        copy_a,
+                        tAgA[None, None, None, next_k],
+                        tAsA[None, None, None, pipe_write],
+                        pred=pA,
+                    )
+                    cute.copy(
+                        copy_b,
+                        tBgB[None, None, None, next_k],
+                        tBsB[None, None, None, pipe_write],
+                        pred=pB,
+                    )
+                next_k = next_k + 1
+                cute.arch.cp_async_commit_group()
+                pipe_write = pipe_read
+                pipe_read = pipe_read + 1
+                if pipe_read == stages:
+                    pipe_read = 0
+            cute.gemm(tiled_mma, f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)
+
+
+# another legal order: the next k-tile's cp.async issued after this k-tile's MMAs (the stage
+# it writes was read by k-tile t-1, which the sync at the top has seen every thread finish)
+COPY_NEXT = """        if next_k < k_tiles:
+            cute.copy(
+                copy_a, tAgA[None, None, None, next_k], tAsA[None, None, None, write], pred=pA
+            )
+            cute.copy(
+                copy_b, tBgB[None, None, None, next_k], tBsB[None, None, None, write], pred=pB
+            )
+        cute.arch.cp_async_commit_group()  # one group per iteration, even an empty one
+        next_k = next_k + 1
+"""
+mainloop_copy_after_mma = edited(
+    mainloop,
+    "mainloop_copy_after_mma",
+    (COPY_NEXT, ""),
+    ("        read = (read + 1) % stages\n", COPY_NEXT + "        read = (read + 1) % stages\n"),
+)
+
+
 REFERENCE = {"07.mainloop": mainloop}
 WRONG = {
     "07.mainloop": {
@@ -109,4 +182,11 @@ WRONG = {
         mainloop__one_k_tile_short: ("k-tile", "gpu"),
     }
 }
-ALTERNATIVES = {"07.mainloop": [mainloop_plain, mainloop_stages_from_t]}
+ALTERNATIVES = {
+    "07.mainloop": [
+        mainloop_plain,
+        mainloop_stages_from_t,
+        mainloop_register_pipeline,
+        mainloop_copy_after_mma,
+    ]
+}

@@ -84,6 +84,22 @@ def arm_and_load_lane_zero(
     cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
+@cute.jit
+def arm_and_load_copy_then_arm(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
+    """The copy issued first, the barrier armed after it. Legal: the phase cannot complete
+    before its one arrival, and the PTX ISA lets tx-count go below zero (bytes that landed
+    before they were announced) until arrive.expect_tx brings it back."""
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
+
+
 REFERENCE = {"08.arm_and_load": arm_and_load}
 WRONG = {
     "08.arm_and_load": {
@@ -92,4 +108,10 @@ WRONG = {
         arm_and_load__every_lane_arms: ("one lane arms", "cpu"),
     }
 }
-ALTERNATIVES = {"08.arm_and_load": [arm_and_load_expect_then_arrive, arm_and_load_lane_zero]}
+ALTERNATIVES = {
+    "08.arm_and_load": [
+        arm_and_load_expect_then_arrive,
+        arm_and_load_lane_zero,
+        arm_and_load_copy_then_arm,
+    ]
+}

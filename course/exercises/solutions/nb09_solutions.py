@@ -5,6 +5,9 @@ reference with one edit each, made from its source (so each is real code the che
 compiles and runs, and differs from the reference in one place).
 """
 
+import cutlass
+import cutlass.cute as cute
+
 from course.exercises.learner_code import edited
 from course.exercises.nb09_ring_kernel import broken_ring
 
@@ -75,6 +78,69 @@ ring_lane_zero_releases = one_edit(
 )
 
 
+@cute.jit
+def ring_phase_bits(self, k_tiles, warp, full, empty, loads, tiled_mma, f, report):
+    """The ring kept the way NVIDIA's pipeline.PipelineState keeps it: a stage index and a
+    phase bit that flips each time the index wraps (the producer's starting at 1, so fresh
+    barriers pass), waits spelled cute.arch.mbarrier_wait, loops cutlass.range(..., unroll=1)."""
+    stages = self.cfg.stages
+    if warp == 0:
+        with cute.arch.elect_one():
+            for s in cutlass.range_constexpr(stages):
+                cute.arch.mbarrier_init(full + s, 1)
+                cute.arch.mbarrier_init(empty + s, self.cfg.warps)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+
+    put, put_phase, loaded = cutlass.Int32(0), cutlass.Int32(1), cutlass.Int32(0)
+    if warp == 0:
+        for _ in cutlass.range(cutlass.min(stages, k_tiles), unroll=1):
+            cute.arch.mbarrier_wait(empty + put, put_phase)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + put, self.tx_bytes)
+            self.copy_k_tile(loads, loaded, put, full + put)
+            loaded = loaded + 1
+            put = put + 1
+            if put == stages:
+                put = 0
+                put_phase = put_phase ^ 1
+
+    get, get_phase = cutlass.Int32(0), cutlass.Int32(0)
+    for _ in cutlass.range(k_tiles, unroll=1):
+        cute.arch.mbarrier_wait(full + get, get_phase)
+        self.mma_k_tile(tiled_mma, f, get)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(empty + get)
+        get = get + 1
+        if get == stages:
+            get = 0
+            get_phase = get_phase ^ 1
+        if warp == 0:
+            if loaded < k_tiles:  # the stage just released, once every warp has released it
+                cute.arch.mbarrier_wait(empty + put, put_phase)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(full + put, self.tx_bytes)
+                self.copy_k_tile(loads, loaded, put, full + put)
+                loaded = loaded + 1
+                put = put + 1
+                if put == stages:
+                    put = 0
+                    put_phase = put_phase ^ 1
+
+
+# another legal order: the refill's TMA issued before full[s] is armed for it (tx-count may go
+# below zero; the phase still waits for the one arrival)
+ring_copy_then_arm = one_edit(
+    "ring_copy_then_arm",
+    "                with cute.arch.elect_one():\n"
+    "                    cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)\n"
+    "                self.copy_k_tile(loads, j, s, full + s)\n",
+    "                self.copy_k_tile(loads, j, s, full + s)\n"
+    "                with cute.arch.elect_one():\n"
+    "                    cute.arch.mbarrier_arrive_and_expect_tx(full + s, self.tx_bytes)\n",
+)
+
+
 REFERENCE = {"09.ring": ring}
 WRONG = {
     "09.ring": {
@@ -87,4 +153,11 @@ WRONG = {
         ring__counts_threads: ("arrival count", "cpu"),
     }
 }
-ALTERNATIVES = {"09.ring": [ring_parity_as_one_minus, ring_lane_zero_releases]}
+ALTERNATIVES = {
+    "09.ring": [
+        ring_parity_as_one_minus,
+        ring_lane_zero_releases,
+        ring_phase_bits,
+        ring_copy_then_arm,
+    ]
+}

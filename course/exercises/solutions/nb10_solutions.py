@@ -148,12 +148,49 @@ def mainloop_released_a_k_tile_later(
         cute.nvgpu.warpgroup.wait_group(1)
 
 
+@cute.jit
+def mainloop_peeked_try_wait(
+    self, tiled_mma, acc, tCrA, tCrB, ring, read, release, produce, k_tiles, warp, loads
+):
+    """Spelled the way NVIDIA's Hopper dense_gemm spells its consumer: the next stage peeked
+    with consumer_try_wait and its token handed to consumer_wait; ACCUMULATE off for the
+    first wgmma (the kernel's zeros are not read), on after it; k-blocks in
+    cutlass.range(..., unroll_full=True), k-tiles in cutlass.range(..., unroll=1);
+    wait_group(k_pipe_mmas) with one k-tile left in flight."""
+    k_pipe_mmas = 1
+    k_blocks = cute.size(tCrA, mode=[2])
+    peek = cutlass.Boolean(1)
+    if read.count < k_tiles:
+        peek = ring.consumer_try_wait(read)
+    tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
+    cute.nvgpu.warpgroup.fence()
+    for t in cutlass.range(k_tiles, unroll=1):
+        ring.consumer_wait(read, peek)
+        for kb in cutlass.range(k_blocks, unroll_full=True):
+            stage = (None, None, kb, read.index)
+            cute.gemm(tiled_mma, acc, tCrA[stage], tCrB[stage], acc)
+            tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+        cute.nvgpu.warpgroup.commit_group()
+        read.advance()
+        peek = cutlass.Boolean(1)
+        if read.count < k_tiles:
+            peek = ring.consumer_try_wait(read)
+        if t >= k_pipe_mmas:
+            cute.nvgpu.warpgroup.wait_group(k_pipe_mmas)
+            ring.consumer_release(release)
+            release.advance()
+            if warp == 0 and produce.count < k_tiles:
+                self.load_k_tile(ring, produce, *loads)
+                produce.advance()
+
+
 REFERENCE = {"10.wgmma_mainloop": mainloop}
 ALTERNATIVES = {
     "10.wgmma_mainloop": [
         mainloop_fenced_once,
         mainloop_first_k_tile_peeled,
         mainloop_released_a_k_tile_later,
+        mainloop_peeked_try_wait,
     ]
 }
 WRONG = {

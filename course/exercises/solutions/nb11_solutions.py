@@ -80,6 +80,22 @@ def store_chunk_acquire_first(self, chunk, buf, at, epi, stores):
         stores.producer_commit()
 
 
+@cute.jit
+def store_chunk_named_barrier_calls(self, chunk, buf, at, epi, stores):
+    """Spelled the way NVIDIA's Hopper dense_gemm spells its epilogue: the fence by keyword,
+    the syncs as cute.arch.barrier on the consumers' named barrier (what pipeline.sync and
+    NamedBarrier.arrive_and_wait issue), tensors sliced with tuple coordinates."""
+    sync = epi.chunk_sync
+    cute.copy(epi.r2s, chunk, epi.tRS_sC[(None, None, None, buf)])
+    cute.arch.fence_proxy("async.shared", space="cta")
+    cute.arch.barrier(barrier_id=sync.barrier_id, number_of_threads=sync.num_threads)
+    if epi.warp == epi.store_warp:
+        cute.copy(epi.tma_c, epi.bSG_sC[(None, buf)], epi.bSG_gC[(None, at)])
+        stores.producer_commit()
+        stores.producer_acquire()
+    cute.arch.barrier(barrier_id=sync.barrier_id, number_of_threads=sync.num_threads)
+
+
 REFERENCE = {"11.tma_store": store_chunk}
 WRONG = {
     "11.tma_store": {
@@ -91,4 +107,10 @@ WRONG = {
         store_chunk__stored_at_its_buffer: ("chunk's own place", "gpu"),
     }
 }
-ALTERNATIVES = {"11.tma_store": [store_chunk_fence_view, store_chunk_acquire_first]}
+ALTERNATIVES = {
+    "11.tma_store": [
+        store_chunk_fence_view,
+        store_chunk_acquire_first,
+        store_chunk_named_barrier_calls,
+    ]
+}

@@ -115,12 +115,29 @@ def after_k_tile_own_coordinates(self, acc, tmp, kt, k_tiles, at):
         tmp[i] = 0.0
 
 
+@cute.jit
+def after_k_tile_unrolled_elem_less(self, acc, tmp, kt, k_tiles, at):
+    """The calls around the promotion spelled as NVIDIA's Hopper examples spell theirs: the
+    element loop as cutlass.range(..., unroll_full=True), the edge as cute.elem_less of the
+    coordinate against C's shape (elements past it read no scale and are never stored), tmp
+    cleared through TensorSSA."""
+    cute.nvgpu.warpgroup.wait_group(0)
+    mSA, mSB = at.extra
+    tCcC = self.coordinates(at)
+    for i in cutlass.range(cute.size(acc), unroll_full=True):
+        if cute.elem_less(tCcC[i], at.shape):
+            row, col = tCcC[i]
+            acc[i] = acc[i] + tmp[i] * (mSA[row, kt] * mSB[col // 128, kt])
+    tmp.store(cute.zeros_like(tmp.load()))
+
+
 REFERENCE = {"12.promotion": after_k_tile}
 ALTERNATIVES = {
     "12.promotion": [
         after_k_tile_whole_fragment,
         after_k_tile_b_scale_hoisted,
         after_k_tile_own_coordinates,
+        after_k_tile_unrolled_elem_less,
     ]
 }
 WRONG = {

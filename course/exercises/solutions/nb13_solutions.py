@@ -107,11 +107,26 @@ def finish_accumulator_bias_then_residual(self, acc, at):
                 acc[i] += residual[r, c].to(Float32)
 
 
+@cute.jit
+def finish_accumulator_elem_less(self, acc, at):
+    """The edge predicate spelled the way NVIDIA's examples spell it, cute.elem_less of the
+    coordinate against C's shape, over cutlass.range(..., unroll_full=True); the sum as one
+    expression with the residual converted by Float32(...)."""
+    bias, residual = at.extra
+    cC = cute.make_identity_tensor(at.shape)
+    tCcC = at.thr_mma.partition_C(cute.local_tile(cC, self.tile, (at.tile_row, at.tile_col)))
+    for i in cutlass.range(cute.size(acc), unroll_full=True):
+        if cute.elem_less(tCcC[i], at.shape):
+            row, col = tCcC[i]
+            acc[i] += bias[col] + Float32(residual[row, col])
+
+
 REFERENCE = {"13.residual_epilogue": finish_accumulator}
 ALTERNATIVES = {
     "13.residual_epilogue": [
         finish_accumulator_clamped,
         finish_accumulator_bias_then_residual,
+        finish_accumulator_elem_less,
     ]
 }
 WRONG = {
