@@ -212,7 +212,10 @@ def test_a_loop_that_never_advances_is_named_within_15_s_with_its_line():
     assert time.monotonic() - started < 15
     h = found.value
     assert h.kind == hazards.HANG and h.cause.what == hazards.LIVELOCK, h
-    # the loop's own line (its frame may be the kernel's or the translated loop body's)
+    # a line of the spinning kernel: the time runs out on whichever of its lines the loop
+    # is at (its header, its body, or the kernel's own frame as the translated loop
+    # re-enters it), never on the executor's or the test's
+    assert h.site.filename.endswith("execute_kernels.py"), h.site
     assert h.site.function in ("spin_kernel", "<lambda>"), h.site
-    assert h.site.text() in ("while i < 1:", "gOut[tid] = cutlass.Float32(i)"), h.site
+    assert h.site.first_line <= h.site.lineno <= h.site.first_line + 5, h.site
     assert "warp" in h.detail
