@@ -169,6 +169,9 @@ class CourseSpawner(LocalProcessSpawner):
         except Exception as error:  # the notebooks must never keep a server from starting
             report = f"notebooks not copied: {error!r}"
         self.log.info("course notebooks for %s: %s", self.user.name, report)
+        # what outlived the last server, and the disk ceiling: a walk of the home and a
+        # child process, off the event loop every learner's page waits on
+        await asyncio.to_thread(self.before_start)
         return await super().start()
 
     async def stop(self, now=False):
@@ -186,24 +189,36 @@ class CourseSpawner(LocalProcessSpawner):
         )
         self.log.info("%s stopped: %d more processes killed; %s", self.user.name, killed, scratch)
 
-    def make_preexec_fn(self, name):
-        """Called as the server starts. First, in the hub: what outlived the learner's last
-        server (processes whose server died, scratch files) is removed, and a home past the
-        disk ceiling is refused (CannotStart, with what to do). Then the preexec_fn: the
-        child joins its group with its ceilings (memory, CPU, processes, other GPUs denied,
-        largest file: course.tools.limits) as root, and only then becomes the learner."""
-        account = self.account_name()
+    _before_start_done = False
+
+    def before_start(self):
+        """In the hub, before the server starts: what outlived the learner's last server
+        (processes whose server died, scratch files) is removed, and a home past the disk
+        ceiling is refused (CannotStart, with what to do). start() runs it in a thread;
+        make_preexec_fn runs it only where start() did not (a spawner driven by hand)."""
         limits.kill_group(self.user.name)
-        self.log.info(
-            "before %s starts: %s", name, learner_cleanup.clean_scratch(account, self.cmd[0])
-        )
-        disk = limits.parse_bytes(learner_cleanup.disk_ceiling())
+        scratch = learner_cleanup.clean_scratch(self.account_name(), self.cmd[0])
+        self.log.info("before %s starts: %s", self.user.name, scratch)
         try:
-            learner_cleanup.check_home(str(self.course_home()), disk)
+            learner_cleanup.check_home(str(self.course_home()), self.disk_ceiling())
         except learner_cleanup.TooMuch as too_much:
             raise CannotStart(str(too_much)) from None
         if self.config.get("JupyterHub", {}).get("cleanup_servers", True):
             limits.stop_at_exit(self.user.name)  # the hub's exit stops this group too
+        self._before_start_done = True
+
+    @staticmethod
+    def disk_ceiling() -> int:
+        return limits.parse_bytes(learner_cleanup.disk_ceiling())
+
+    def make_preexec_fn(self, name):
+        """The preexec_fn: the child joins its group with its ceilings (memory, CPU,
+        processes, other GPUs denied, largest file: course.tools.limits) as root, and only
+        then becomes the learner (after before_start, which start() ran in a thread)."""
+        if not self._before_start_done:
+            self.before_start()
+        self._before_start_done = False  # the next start cleans up again
+        account = self.account_name()
         share = gpu_share.GpuShare(Path(self.gpu_state), gpu_share.visible_gpus())
         deny = gpu_share.devices_to_deny(share.gpu_for(self.user.name), gpu_share.device_minors())
         return limits.preexec_with_limits(
@@ -213,7 +228,7 @@ class CourseSpawner(LocalProcessSpawner):
             then=super().make_preexec_fn(account),
             pids=limits.pids_ceiling(),
             deny=deny,
-            largest_file=disk,
+            largest_file=self.disk_ceiling(),
         )
 
 
