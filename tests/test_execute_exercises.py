@@ -41,7 +41,10 @@ ROWS = _recorded_rows()
 
 # exercises an H100 runs whose cases have no H100 verdict recorded yet, and the command that
 # records them there; each leaves this table once its record is committed
-AWAITING_H100_RECORD: dict[str, str] = {}  # exercise id -> the command that records it
+AWAITING_H100_RECORD: dict[str, str] = {  # exercise id -> the command that records it
+    "08.arm_and_load": "python -m course.exercises verify --record "
+    "--only arm_and_load__copy_inside_elect 08.arm_and_load",
+}
 
 
 CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variants
@@ -94,20 +97,22 @@ def test_the_executor_verdict_equals_the_h100_verdict(case):
 
 
 def test_a_clc_read_in_flight_and_a_second_clc_query_get_different_hints():
-    """The hint keys tell launch_control's two CLC hazards apart: a read of the answer before
-    it landed (memory's IN_FLIGHT words) and a second query while the last is in flight."""
+    """The hints tell launch_control's two CLC hazards apart by their causes: a read of the
+    answer before it landed and a second query while the last is in flight."""
     from course.exercises.executor_checks import _blackwell_hint
     from course.execute import hazards
 
-    query = "CLC query (clusterlaunchcontrol.try_cancel)"
+    query = hazards.UNIT_CLC_QUERY
     read = hazards.Hazard(
         hazards.IN_FLIGHT,
         f"thread 0 (warp 0, lane 0) reads sClc[0] while its own {query} to it (issued at "
         f"kernel line 3) is still in flight: no mbarrier wait has seen its response land",
+        cause=hazards.Cause(hazards.READ_IN_FLIGHT, "sClc[0]", unit=query),
     )
     again = hazards.Hazard(
         hazards.WRITE_IN_FLIGHT,
         "a CLC query into sClc[0] of CTA (0, 0, 0) while the last one is still in flight",
+        cause=hazards.Cause(hazards.WRITTEN_IN_FLIGHT, "sClc[0]", unit=query),
     )
     assert "decoded before it has arrived" in _blackwell_hint(read)
     assert "producer_acquire" in _blackwell_hint(again)

@@ -48,16 +48,16 @@ def _promotion(name: str, *edits):
     return edited(s12.after_k_tile, f"after_k_tile__{name}", *edits)
 
 
-def test_a_promotion_wrong_everywhere_on_a_65_row_problem_is_not_an_edge():
-    """12.promotion's quick shape is 65 x 264: a promotion that adds the scales instead of
-    multiplying them is wrong in every tile, and said so."""
+def test_a_promotion_wrong_everywhere_is_not_an_edge():
+    """12.promotion's quick shape (129 x 136: one full and three partial 128 x 128 tiles): a
+    promotion that adds the scales instead of multiplying them is wrong in every tile, full
+    and partial, and said so (no "last partial tile"; the M = 65 sentence is tested above)."""
     fn = _promotion("scales_added", ("tmp[i] * (sa * sb)", "tmp[i] * (sa + sb)"))
     verdict = check("12.promotion", fn, quiet=True, gpu=False)
     assert verdict.status == WRONG, verdict.message
     seen = _observed(verdict.message)
     assert "last partial tile" not in seen and "tiles are right" not in seen, seen
-    assert "every one of them partial (65 rows < 128: no full tile)" in seen, seen
-    assert "(99.5%) wrong" in seen, seen
+    assert "in 1 of 1 full (128, 128) tiles and 3 of 3 partial ones" in seen, seen
 
 
 def test_scales_of_the_previous_k_tile_are_an_index_before_the_start_not_the_edge():

@@ -5,8 +5,9 @@ design, not the code that runs. This module reads the PTX that CuTe DSL produced
 (no GPU needed) and checks the rules the kernel's synchronisation must keep, in program
 order:
 
-  tmem_freed               every tcgen05.alloc has its tcgen05.dealloc (same cta_group), and
-                           the allocation permit is given up
+  tmem_freed               every tcgen05.alloc has its tcgen05.dealloc (same cta_group); the
+                           allocation permit kept to the end is a NOTE (the PTX ISA does not
+                           ask for tcgen05.relinquish_alloc_permit)
   barriers_ready           every mbarrier.init is followed by fence.mbarrier_init before the
                            next use of a barrier, and each fence by a synchronisation of the
                            threads (bar.sync, or barrier.cluster.wait) before the next use; in a
@@ -88,6 +89,7 @@ class Violation:
     rule: str
     detail: str
     note: bool = False
+    what: str = ""  # which of the rule's requirements, where it has several (e.g. CTA_GROUPS)
 
     def __str__(self) -> str:
         return f"{self.rule}{' (note)' if self.note else ''}: {self.detail}"
@@ -199,30 +201,68 @@ def _between(code: list[str], start: int, end: int, pattern: str) -> bool:
 # ---------------------------------------------------------------- the rules
 
 
+# the PTX ISA's text each rule below rests on (its section in parentheses), quoted in the
+# rule's hint (course.exercises.nb14_epilogue_kernel.PROTOCOL_HINTS)
+TMEM_FREED_ISA = (
+    'the PTX ISA (tcgen05.alloc, tcgen05.dealloc, tcgen05.relinquish_alloc_permit): "All of '
+    "the Tensor Memory that was allocated using tcgen05.alloc instruction in a kernel, must be "
+    'explicitly deallocated using tcgen05.dealloc before the kernel exits"; "The operand taddr '
+    'must point to a previous Tensor Memory allocation"; "All tcgen05 instructions within a '
+    'kernel must specify the same value for the .cta_group qualifier"'
+)
+RELINQUISH_ISA = (
+    "the PTX ISA (tcgen05.relinquish_alloc_permit) asks no CTA to give up its permit; it says "
+    'only that "it is illegal for a CTA to perform tcgen05.alloc after any of its constituent '
+    'threads execute tcgen05.relinquish_alloc_permit"'
+)
+# Violation.what of tmem_freed's requirements
+NOT_ALL_FREED, CTA_GROUPS, FREED_FIRST, PERMIT_KEPT = (
+    "not all freed",
+    "cta_group differs",
+    "dealloc before alloc",
+    "permit kept",
+)
+
+
 def tmem_freed(code: list[str]) -> list[Violation]:
+    """All TMEM allocated is freed before the kernel exits, by a dealloc after the alloc, with
+    one cta_group throughout (TMEM_FREED_ISA). The allocation permit kept to the end is a note:
+    the ISA does not ask for tcgen05.relinquish_alloc_permit (RELINQUISH_ISA)."""
     allocs = _where(code, r"tcgen05\.alloc\.")
     deallocs = _where(code, r"tcgen05\.dealloc\.")
     found = []
     if len(allocs) != len(deallocs):
         found.append(
             Violation(
-                "tmem_freed", f"{len(allocs)} tcgen05.alloc but {len(deallocs)} tcgen05.dealloc"
+                "tmem_freed",
+                f"{len(allocs)} tcgen05.alloc but {len(deallocs)} tcgen05.dealloc",
+                what=NOT_ALL_FREED,
             )
         )
     groups = {re.search(r"cta_group::(\d)", code[i]).group(1) for i in allocs + deallocs}
     if len(groups) > 1:
         found.append(
-            Violation("tmem_freed", f"alloc and dealloc disagree on cta_group: {sorted(groups)}")
+            Violation(
+                "tmem_freed",
+                f"alloc and dealloc disagree on cta_group: {sorted(groups)}",
+                what=CTA_GROUPS,
+            )
         )
     if allocs and not _where(code, r"tcgen05\.relinquish_alloc_permit"):
         found.append(
             Violation(
                 "tmem_freed",
-                "the allocation permit is never given up (tcgen05.relinquish_alloc_permit)",
+                "the allocation permit is never given up (tcgen05.relinquish_alloc_permit), "
+                "which the course's kernels and NVIDIA's do once their TMEM is allocated; a "
+                f"note, not a refusal: {RELINQUISH_ISA}",
+                note=True,
+                what=PERMIT_KEPT,
             )
         )
     if allocs and deallocs and deallocs[-1] < allocs[0]:
-        found.append(Violation("tmem_freed", "tcgen05.dealloc comes before tcgen05.alloc"))
+        found.append(
+            Violation("tmem_freed", "tcgen05.dealloc comes before tcgen05.alloc", what=FREED_FIRST)
+        )
     return found
 
 
@@ -353,7 +393,17 @@ def tmem_load_waited(code: list[str]) -> list[Violation]:
     return found
 
 
+STAGING_ISA = (
+    'the PTX ISA (Async Proxy, of cp.async.bulk): "The cp{.reduce}.async.bulk operations are '
+    "performed in the asynchronous proxy (or async proxy). Accessing the same memory location "
+    "across multiple proxies needs a cross-proxy fence. For the async proxy, fence.proxy.async "
+    'should be used to synchronize memory between generic proxy and the async proxy."'
+)
+
+
 def staging_visible_to_tma(code: list[str]) -> list[Violation]:
+    """The shared memory a TMA store reads, written by st.shared (the generic proxy), is
+    fenced with fence.proxy.async before the store (the async proxy) reads it (STAGING_ISA)."""
     found = []
     for i in _where(code, r"cp\.async\.bulk\.tensor\.\S*global\.shared"):
         last_store = next(
@@ -398,7 +448,18 @@ def tma_stores_drained(code: list[str]) -> list[Violation]:
     return found
 
 
+PAIR_DEALLOC_ISA = (
+    'the PTX ISA (tcgen05.alloc, tcgen05.dealloc): "When .cta_group::2 is specified, one warp '
+    'from each of the peer CTAs must collectively perform the allocation and de-allocation"; '
+    '"When .cta_group::2 is specified, the issuing warp must make sure that peer CTA is '
+    'launched and is still active"'
+)
+
+
 def pair_dealloc_synced(code: list[str]) -> list[Violation]:
+    """A cta_group::2 dealloc only after a handshake with the peer CTA since this CTA's last
+    TMEM access: the dealloc is the pair's collective, and only a synchronisation with the
+    peer makes sure it is still active (PAIR_DEALLOC_ISA)."""
     found = []
     for d in _where(code, r"tcgen05\.dealloc\.cta_group::2"):
         # from the moment this CTA is done with TMEM: its last TMEM access, and the CTA
@@ -423,7 +484,38 @@ def pair_dealloc_synced(code: list[str]) -> list[Violation]:
     return found
 
 
+CLC_WAIT_ISA = (
+    'the PTX ISA (clusterlaunchcontrol.try_cancel): "It asynchronously writes an opaque '
+    'response to shared memory"; "The executing thread can then use mbarrier instructions to '
+    "wait for completion of the asynchronous operation. No other synchronization mechanisms "
+    "described in Memory Consistency Model can be used to guarantee the completion of the "
+    'asynchronous copy operations."'
+)
+
+
+# the ISA's text of rules read off the PTX by the exercises' own checks
+# (course.exercises.nb11_tma_store_kernel.waits_before_reuse, nb15_clc_kernel's fences)
+BULK_WAIT_READ_ISA = (
+    'the PTX ISA (cp.async.bulk.wait_group): "cp.async.bulk.wait_group instruction will cause '
+    "the executing thread to wait until only N or fewer of the most recent bulk async-groups "
+    'are pending"; "The optional .read modifier indicates that the waiting has to be done until '
+    "all the bulk async operations in the specified bulk async-group have completed: ... the "
+    'reading from their source locations"; and (Async Proxy) "Async-group OR mbarrier-based '
+    "completion mechanism must be used to wait for the completion of the "
+    'cp{.reduce}.async.bulk instructions"'
+)
+CLC_FENCE_ISA = (
+    'the PTX ISA (clusterlaunchcontrol.try_cancel): "the response is asynchronously written '
+    "using weak async-proxy writes to the corresponding local shared memory addr of each CTA "
+    'in the requesting cluster"; and (Async Proxy) "Accessing the same memory location across '
+    "multiple proxies needs a cross-proxy fence. For the async proxy, fence.proxy.async should "
+    'be used to synchronize memory between generic proxy and the async proxy."'
+)
+
+
 def clc_response_waited(code: list[str]) -> list[Violation]:
+    """The response of a try_cancel is read only after a wait on the mbarrier it completes:
+    nothing else says it has been written (CLC_WAIT_ISA)."""
     found = []
     for i in _where(code, r"clusterlaunchcontrol\.try_cancel"):
         barrier = addresses(code[i])[-1]

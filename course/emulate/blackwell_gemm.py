@@ -29,7 +29,9 @@ whether the epilogue of one tile ran while the MMA of the next was issued.
 What this proves and what it does not: that the decomposition (tiles, halves, K-loop,
 ring, slots, CLC hand-out, clipping) covers C exactly once and computes A.B^T with fp32
 accumulation and bf16/fp16 rounding. It does not time anything, and it models the
-hardware's rules as documented, not the silicon.
+hardware's rules as documented, not the silicon. The values (C) are the executor's too:
+course.execute.blackwell_runs runs the kernels' own code to the same bits; what only this
+module gives is the counts and the order above, and a run with a broken CLC queue.
 """
 
 from __future__ import annotations

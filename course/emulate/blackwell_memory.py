@@ -8,6 +8,10 @@ so an emulated kernel that breaks either rule fails loudly.
 TMA boxes: a load of a box that hangs over the edge of the tensor delivers zeros for the
 outside part (that is how the kernels handle ragged M, N, K), and still counts the full
 box's bytes; a store writes only the inside part.
+
+The executor enforces the same TMEM rules on a running kernel's CTA (course.execute.tmem) and
+the same boxes (course.execute.tma); `Tmem` here stands apart from any kernel, one SM's TMEM
+that several CTAs' requests share, for notebook 14's allocation picture and exercise.
 """
 
 from __future__ import annotations

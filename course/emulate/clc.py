@@ -9,6 +9,8 @@ the answer is "not cancelled" and the asking cluster finishes.
 
 `DuplicateTile` and `SkipTile` are deliberately broken launch queues (a tile handed out
 twice, a tile lost) for showing that the emulator's checks catch a wrong schedule.
+The executor's model of the same queue is course.execute.launch_control; only the broken
+queues are this module's own (the executor models the hardware as specified).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ scheduler reports as `EmulatedDeadlock`, naming who waits on what.
 The mbarriers and pipeline states are the course's one model of them
 (course.models.mbarrier: `MBarrier`, `PipelineState`); an operation the hardware leaves
 undefined (an over-arrival, a tx underflow) raises its `MBarrierError`. Only the named
-barrier, which is not an mbarrier, is modelled here.
+barrier, which is not an mbarrier, is modelled here. The executor schedules the kernels'
+own warps the same way (course.execute.machine, named barriers in course.execute.sm90); this
+scheduler drives only the emulators' generators.
 """
 
 from __future__ import annotations

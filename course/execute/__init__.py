@@ -22,7 +22,7 @@ course.execute.translate), and runs every kernel it launches there and then:
   multicast and stores in flight until they land or their bulk group is waited for
   (course.execute.tma), a cluster's CTAs run together, proxy fences and named barriers
   (course.execute.sm90), and NVIDIA's own cutlass.pipeline run translated on them
-  (course.execute.pipeline; all registered by course.execute.hopper);
+  (course.execute.pipeline; all named in course.execute.hopper's table);
 * every static layout, TV partition, fragment and retile answered by CuTe DSL itself in a
   CPU trace (course.execute.oracle).
 

@@ -17,10 +17,13 @@ import math as _math
 
 import numpy as np
 
-from course.execute import atoms, hazards, machine, oracle
+from course.execute import atoms, blackwell, dispatch, hazards, hopper, launches, machine, oracle
+from course.execute import scaled_mma, smem_struct, standins, wgmma
+# the stand-in module lives below every architecture module (course.execute.standins);
+# importable from here, as before
+from course.execute.standins import AddressSpace, Namespace  # noqa: F401
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle, as_layout, product
-from course.execute.memory import GMEM, RMEM, SMEM
 from course.execute.numeric import TYPES, DType, of_value
 from course.execute.oracle import Recipe
 from course.execute.hazards import Unmodelled
@@ -32,40 +35,6 @@ from course.execute.tensor import (
     make_tensor as _make_tensor,
     register_tensor,
 )
-
-
-class Namespace:
-    """A module stand-in: its modelled names, and Unmodelled for the rest."""
-
-    def __init__(self, path: str, **names):
-        self.__dict__["_path"] = path
-        self.__dict__.update(names)
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        raise Unmodelled(f"{self._path}.{name}")
-
-    def __repr__(self) -> str:
-        return f"<the CPU executor's {self._path}>"
-
-
-def _ops_namespace(path: str, *modelled: str, enums: dict | None = None) -> Namespace:
-    """Ops (copy/MMA operations) are recipes: made here, given meaning by course.execute.atoms."""
-    names = {name: _recipe_maker(f"{path}.{name}") for name in modelled}
-    for name, members in (enums or {}).items():
-        names[name] = Namespace(
-            f"{path}.{name}", **{m: Recipe(f"{path}.{name}.{m}") for m in members}
-        )
-    return Namespace(path, **names)
-
-
-def _recipe_maker(path: str):
-    def make(*args, **kwargs):
-        return Recipe(path, args, kwargs)
-
-    make.__name__ = path.rsplit(".", 1)[-1]
-    return make
 
 
 # ---------------------------------------------------------------- cute: layouts
@@ -155,7 +124,17 @@ ALGEBRA = (
     "make_layout_image_mask",
     "get_nonswizzle_portion",
     "get_swizzle_portion",
+    "size_in_bytes",
+    "product_each",
 )
+
+
+def repeat_like(x, target):
+    """`x` at every leaf of `target`'s tuple nesting, as CuTe DSL's own (pure Python)
+    repeat_like: anything that is not a tuple (an int, a scalar, a value) is a leaf."""
+    if not isinstance(target, tuple):
+        return x
+    return tuple(repeat_like(x, part) for part in target)
 
 
 zipped_divide = _algebra("zipped_divide")
@@ -214,14 +193,18 @@ def shape(x, mode=None):
 
 
 def crd2idx(coord, layout):
+    """cute.crd2idx: the layout at coord; a shape (tuple or int) is its compact layout."""
     lay = layout.layout if isinstance(layout, Tensor) else layout
+    if isinstance(lay, (tuple, list, int, np.integer)):
+        lay = make_layout(lay)
     return lay(coord)
 
 
 def idx2crd(idx, shape_):
+    """cute.idx2crd for an int, per-lane or tuple index (course.execute.static_layout)."""
     from course.execute.static_layout import idx2crd as i2c
 
-    return i2c(int(idx), _static(shape_))
+    return i2c(idx, _static(shape_))
 
 
 def elem_less(a, b):
@@ -303,8 +286,15 @@ def make_fragment_like(src, dtype=None):
 def make_rmem_tensor_like(src, dtype=None) -> Tensor:
     if isinstance(src, TensorSSA):
         return register_tensor(make_layout(src.shape), dtype or src.dtype)
+    if isinstance(src, Layout) or (isinstance(src, Tensor) and src.is_coordinates):
+        # a layout (or a coordinate tensor's shape): CuTe's make_layout_like of it, with
+        # the dtype the caller must give
+        if dtype is None:
+            raise ValueError("dtype must be provided when src is a layout or coordinate tensor")
+        like = src if isinstance(src, Layout) else make_layout(src.shape)
+        return register_tensor(oracle.call("make_layout_like", like), dtype)
     if not isinstance(src, Tensor) or not isinstance(src.iterator, Pointer):
-        raise Unmodelled("make_fragment_like of a coordinate tensor")
+        raise Unmodelled(f"make_rmem_tensor_like of {type(src).__name__}")
     extra = (dtype,) if dtype is not None else ()
     layout, made = oracle.fragment(
         None,
@@ -321,9 +311,11 @@ def local_tile(tensor: Tensor, tiler, coord, proj=None) -> Tensor:
     """zipped_divide by the (projected) tiler, then the tile at the (projected) coordinate:
     CuTe's definition; the divide is asked of CuTe, the slice is the executor's."""
     if proj is not None:
+        # CuTe dices the first len(proj) modes and keeps any beyond them (a batch mode's
+        # coordinate after an (M, N, K) projection: dense_gemm's (m, n, None, l))
         keep = [p is not None for p in proj]
-        tiler = tuple(t for t, k in zip(tiler, keep) if k)
-        coord = tuple(c for c, k in zip(coord, keep) if k)
+        tiler = tuple(t for t, k in zip(tiler, keep) if k) + tuple(tiler[len(proj) :])
+        coord = tuple(c for c, k in zip(coord, keep) if k) + tuple(coord[len(proj) :])
     divided = zipped_divide(tensor, tiler)
     tile_modes = divided.shape[0]
     tile_crd = tuple(None for _ in tile_modes) if isinstance(tile_modes, tuple) else None
@@ -423,9 +415,7 @@ def _ssa_math(fn):
     return apply
 
 
-math = Namespace(
-    "cute.math",
-    **{
+MATH = {
         name: _ssa_math(fn)
         for name, fn in {
             "exp": np.exp,
@@ -441,21 +431,13 @@ math = Namespace(
             "absf": np.abs,
             "erf": lambda v: np.vectorize(_math.erf)(v),
         }.items()
-    },
-)
+    }
 
 
 # ---------------------------------------------------------------- cute: atoms
 
 
-def make_copy_atom(op, dtype, num_bits_per_copy=None, **kwargs) -> atoms.CopyAtom:
-    if not isinstance(op, Recipe):
-        raise Unmodelled(f"make_copy_atom of {type(op).__name__}")
-    kw = dict(kwargs)
-    if num_bits_per_copy is not None:
-        kw["num_bits_per_copy"] = int(num_bits_per_copy)
-    recipe = Recipe("cute.make_copy_atom", (op, dtype), kw)
-    return atoms.CopyAtom(recipe, op, dtype, num_bits_per_copy)
+make_copy_atom = atoms.make_copy_atom
 
 
 def _tiled_copy_maker(name: str):
@@ -552,8 +534,7 @@ def cp_async_wait_all():
     atoms.wait_group(0)
 
 
-arch = Namespace(
-    "cute.arch",
+ARCH = dict(
     thread_idx=thread_idx,
     block_idx=block_idx,
     block_dim=block_dim,
@@ -572,35 +553,28 @@ arch = Namespace(
 
 # ---------------------------------------------------------------- cute.nvgpu
 
-cpasync = _ops_namespace(
+CPASYNC = standins.ops_names(
     "cute.nvgpu.cpasync",
     "CopyG2SOp",
     enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE")},
 )
-warp = _ops_namespace(
+WARP_OPS = standins.ops_names(
     "cute.nvgpu.warp",
     "LdMatrix8x8x16bOp",
     "LdMatrix16x16x8bOp",
+    "LdMatrix8x16x8bOp",
     "StMatrix8x8x16bOp",
     "StMatrix16x8x8bOp",
     "MmaF16BF16Op",
     "MmaF8Op",
+    "MmaFP8Op",
 )
-nvgpu = _ops_namespace(
+NVGPU = standins.ops_names(
     "cute.nvgpu",
     "CopyUniversalOp",
     "MmaUniversalOp",
     enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE")},
 )
-nvgpu.__dict__.update(cpasync=cpasync, warp=warp)
-
-
-class AddressSpace(enum.Enum):
-    generic = "generic"
-    gmem = GMEM
-    smem = SMEM
-    rmem = RMEM
-    tmem = "tmem"
 
 
 # ---------------------------------------------------------------- decorators and launch
@@ -617,6 +591,10 @@ class KernelFunction:
     def __call__(self, *args, **kwargs):
         return KernelCall(self.fn, args, kwargs)
 
+    def set_name_prefix(self, prefix: str) -> None:
+        """CuTe DSL names the compiled kernel with it; the executor only keeps it."""
+        self.name_prefix = prefix
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
@@ -632,14 +610,58 @@ class KernelCall:
     def launch(
         self, grid=(1, 1, 1), block=(1, 1, 1), smem=None, stream=None, cluster=None, **kwargs
     ):
-        unknown = {k for k, v in kwargs.items() if v is not None} - {"min_blocks_per_mp"}
+        # smem_merge_branch_allocs: a compiler hint (the branches' shared memory shared)
+        # use_pdl: a dependent launch may start early, where griddepcontrol.wait holds it
+        # until this stream's earlier grid is done; the executor runs launches one after
+        # the other, one legal schedule (griddepcontrol_pdl)
+        hints = {"min_blocks_per_mp", "smem_merge_branch_allocs", "fallback_cluster", "use_pdl"}
+        unknown = {k for k, v in kwargs.items() if v is not None} - hints
         if unknown:
             raise Unmodelled(f"launch with {', '.join(sorted(unknown))}")
-        from course.execute import runner
+        cluster = _preferred_cluster(grid, cluster or (1, 1, 1), kwargs.get("fallback_cluster"))
+        launches.launch(lambda *a: self.fn(*self.args, **self.kwargs), grid, block, cluster)
 
-        runner.launch(
-            lambda *a: self.fn(*self.args, **self.kwargs), grid, block, cluster or (1, 1, 1)
+
+def griddepcontrol_wait(**_) -> None:
+    """griddepcontrol.wait: the prerequisite grids have completed and their memory is
+    visible. The executor runs a launch only after the one before it ended, so it holds at
+    once (a dependent grid started early -- PDL's overlap -- is not modelled)."""
+
+
+def griddepcontrol_launch_dependents(**_) -> None:
+    """griddepcontrol.launch_dependents: dependents may be scheduled early; a hint."""
+
+
+ARCH.update(
+    griddepcontrol_wait=griddepcontrol_wait,
+    griddepcontrol_launch_dependents=griddepcontrol_launch_dependents,
+)
+
+
+def _preferred_cluster(grid, preferred, fallback):
+    """launch(cluster=preferred, fallback_cluster=fallback) (sm_100's preferred clusters):
+    the GPU launches a cluster of the preferred shape wherever one fits and of the fallback
+    shape elsewhere; launching every cluster at the preferred shape is one legal outcome,
+    and the one the executor runs. CUDA's rules for the two shapes are checked."""
+    if fallback is None:
+        return preferred
+    preferred, fallback = (tuple(int(x) for x in c) for c in (preferred, fallback))
+    grid = tuple(int(x) for x in grid)
+    rules = {
+        "the fallback cluster's depth (z) equals the preferred's": preferred[2] == fallback[2],
+        "the fallback cluster divides the preferred": all(
+            p % f == 0 for p, f in zip(preferred, fallback)
+        ),
+        "the preferred cluster divides the grid": all(g % p == 0 for g, p in zip(grid, preferred)),
+    }
+    broken = [rule for rule, ok in rules.items() if not ok]
+    if broken:
+        raise hazards.Hazard(
+            hazards.CRASH,
+            f"a launch with cluster={preferred}, fallback_cluster={fallback} and grid={grid}: "
+            + "; ".join(f"CUDA requires that {rule}" for rule in broken),
         )
+    return preferred
 
 
 def jit(fn=None, **_):
@@ -694,6 +716,9 @@ class SmemAllocator:
         ptr = Pointer(smem, start, element_type, swizzle, align=int(byte_alignment))
         return Tensor(ptr, lay)
 
+    # SmemAllocator.allocate(struct): course.execute.smem_struct's
+    allocate = smem_struct.allocate
+
     def allocate_array(self, element_type, num_elems=1, byte_alignment=1):
         """A pointer to num_elems elements, as CuTe DSL's allocate_array returns."""
         tensor = self.allocate_tensor(element_type, make_layout(int(num_elems)), byte_alignment)
@@ -717,6 +742,7 @@ def _cute_names() -> dict:
         crd2idx=crd2idx,
         idx2crd=idx2crd,
         elem_less=elem_less,
+        repeat_like=repeat_like,
         assume=assume,
         make_tensor=make_tensor,
         make_identity_tensor=make_identity_tensor,
@@ -737,17 +763,15 @@ def _cute_names() -> dict:
         full_like=full_like,
         zeros_like=zeros_like,
         ones_like=ones_like,
-        math=math,
+
         make_copy_atom=make_copy_atom,
         make_mma_atom=make_mma_atom,
         make_tiled_mma=make_tiled_mma,
-        copy=atoms.copy,
+        copy=dispatch.copy,
         autovec_copy=atoms.autovec_copy,
         basic_copy=basic_copy,
         basic_copy_if=basic_copy_if,
-        gemm=atoms.gemm,
-        arch=arch,
-        nvgpu=nvgpu,
+        gemm=dispatch.gemm,
         AddressSpace=AddressSpace,
         jit=jit,
         kernel=kernel,
@@ -788,9 +812,6 @@ def _cute_names() -> dict:
     return names
 
 
-cute = Namespace("cute", **_cute_names())
-
-
 def _range(*args, **_unroll):
     return builtins.range(*(int(a) for a in args))
 
@@ -803,70 +824,77 @@ class _Constexpr:
     """cutlass.Constexpr: only ever an annotation."""
 
 
-smem_module = Namespace("cutlass.memory.smem", SmemAllocator=SmemAllocator)
-memory = Namespace("cutlass.memory", smem=smem_module, SmemAllocator=SmemAllocator)
-cutlass = Namespace(
-    "cutlass",
-    cute=cute,
-    memory=memory,
-    Constexpr=_Constexpr,
-    const_expr=_const_expr,
-    range_constexpr=_range,
-    range=_range,
-    min=_lane_min,
-    max=_lane_max,
-    dynamic_expr=_const_expr,
-    dsl_user_op=lambda f: f,
-    Numeric=DType,
-    Integer=DType,
-    Float=DType,
-    **TYPES,
-)
-driver = Namespace("cuda.bindings.driver", CUstream=lambda *a, **k: None)
-cuda = Namespace("cuda", bindings=Namespace("cuda.bindings", driver=driver))
-
-# real module name -> its stand-in (course.execute.translate binds these)
-MODULES = {
-    "cutlass": cutlass,
-    "cutlass.cute": cute,
-    "cutlass.cute.arch": arch,
-    "cutlass.cute.nvgpu": nvgpu,
-    "cutlass.cute.nvgpu.cpasync": cpasync,
-    "cutlass.cute.nvgpu.warp": warp,
-    "cutlass.cute.math": math,
-    "cutlass.memory": memory,
-    "cutlass.memory.smem": smem_module,
-    "cuda": cuda,
-    "cuda.bindings": cuda.bindings,
-    "cuda.bindings.driver": driver,
-}
-
-
 def _load_dsmem(ptr, dtype):
     """kernels.dsmem.load: one value from another CTA's shared memory (a mapa'd pointer:
     the same memory model as the CTA's own)."""
     return cute.make_tensor(ptr, cute.make_layout(1))[0]
 
 
-# the course's own wrappers of what the executor cannot translate (an LLVM load, an MLIR
-# enum)
-MODULES["kernels.dsmem"] = Namespace(
-    "kernels.dsmem",
-    load=_load_dsmem,
-    arrive=lambda mbar, rank: arch.mbarrier_arrive(mbar, rank),
-)
+class _StreamFlags(enum.IntEnum):
+    """The driver's CUstream_flags (cuda.h's values): host code names one in a jit
+    function's default `stream=cuda.CUstream(cuda.CUstream_flags.CU_STREAM_DEFAULT)`."""
 
-# Hopper's mbarriers, TMA, clusters and cutlass.pipeline (course.execute.hopper)
-from course.execute import hopper as _hopper  # noqa: E402
+    CU_STREAM_DEFAULT = 0
+    CU_STREAM_NON_BLOCKING = 1
 
-_hopper.register(globals())
 
-# WGMMA, cute.nvgpu.warpgroup and cutlass.utils.hopper_helpers (course.execute.wgmma)
-from course.execute import wgmma as _wgmma  # noqa: E402
+# the SIMT core's names, by the real module's name (parents before their modules)
+CORE = {
+    "cutlass": dict(
+        Constexpr=_Constexpr,
+        const_expr=_const_expr,
+        range_constexpr=_range,
+        range=_range,
+        min=_lane_min,
+        max=_lane_max,
+        dynamic_expr=_const_expr,
+        dsl_user_op=lambda f: f,
+        Numeric=DType,
+        Integer=DType,
+        Float=DType,
+        **TYPES,
+    ),
+    "cutlass.cute": _cute_names(),
+    "cutlass.cute.arch": ARCH,
+    "cutlass.cute.nvgpu": NVGPU,
+    "cutlass.cute.nvgpu.cpasync": CPASYNC,
+    "cutlass.cute.nvgpu.warp": WARP_OPS,
+    "cutlass.cute.math": MATH,
+    "cutlass.memory": {"SmemAllocator": SmemAllocator},
+    "cutlass.memory.smem": {"SmemAllocator": SmemAllocator},
+    "cuda": {},
+    "cuda.bindings": {},
+    "cuda.bindings.driver": {"CUstream": lambda *a, **k: None, "CUstream_flags": _StreamFlags},
+    # the course's own wrappers of what the executor cannot translate (an LLVM load, an
+    # MLIR enum)
+    "kernels.dsmem": {
+        "load": _load_dsmem,
+        "arrive": lambda mbar, rank: arch.mbarrier_arrive(mbar, rank),
+    },
+}
 
-_wgmma.register(MODULES, cute, cutlass, nvgpu)
+# every modelled name, once: the SIMT core's, then each architecture module's table
+# (course.execute.standins.build refuses a name two tables give without saying so)
+TABLES = [
+    ("course.execute.api", CORE),
+    ("course.execute.hopper", hopper.NAMES),
+    ("course.execute.wgmma", wgmma.NAMES),
+    ("course.execute.blackwell", blackwell.NAMES),
+    ("course.execute.scaled_mma", scaled_mma.NAMES),
+]
+# real module name -> its stand-in (course.execute.translate binds these); OWNERS:
+# (module, name) -> the table that gave it
+MODULES, OWNERS = standins.build(TABLES, hopper.LOCATION_FREE)
+standins.MODULES.update(MODULES)
 
-# Blackwell's tcgen05, TMEM and host-side helpers (course.execute.blackwell)
-from course.execute import blackwell as _blackwell  # noqa: E402
-
-_blackwell.register(globals())
+cutlass = MODULES["cutlass"]
+cute = MODULES["cutlass.cute"]
+arch = MODULES["cutlass.cute.arch"]
+nvgpu = MODULES["cutlass.cute.nvgpu"]
+cpasync = MODULES["cutlass.cute.nvgpu.cpasync"]
+warp = MODULES["cutlass.cute.nvgpu.warp"]
+math = MODULES["cutlass.cute.math"]
+memory = MODULES["cutlass.memory"]
+smem_module = MODULES["cutlass.memory.smem"]
+cuda = MODULES["cuda"]
+driver = MODULES["cuda.bindings.driver"]

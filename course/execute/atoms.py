@@ -37,14 +37,16 @@ COPY_KINDS = {
     "CopyG2SOp": "cp.async",
     "LdMatrix8x8x16bOp": "ldmatrix",
     "LdMatrix16x16x8bOp": "ldmatrix",
+    "LdMatrix8x16x8bOp": "ldmatrix",
     "StMatrix8x8x16bOp": "stmatrix",
     "StMatrix16x8x8bOp": "stmatrix",
 }
-MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync"}
+MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync", "MmaFP8Op": "mma.sync"}
 
 
-class CopyAtom:
+class CopyAtom(hazards.Standin):
     """cute.make_copy_atom(op, dtype, num_bits_per_copy=...)."""
+    REAL = ("cutlass.cute.atom:CopyAtom", "cutlass.cute.atom:TiledCopy", "cutlass.cute.atom:ThrCopy")
 
     def __init__(self, recipe: Recipe, op: Recipe, dtype: DType, bits: int | None):
         self.recipe, self.op, self.dtype, self.bits = recipe, op, dtype, bits
@@ -128,15 +130,18 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
     starts = oracle.thread_starts(op.recipe, which, tile, op.size)
     ids = thr_idx.v if isinstance(thr_idx, Lanes) else np.array([thr_idx])
     if ids.min() < 0 or ids.max() >= len(starts):
-        bad = int(ids.max() if ids.max() >= len(starts) else ids.min())
-        raise Hazard(
-            hazards.CRASH,
-            f"get_slice({bad}) of a tiled op of {len(starts)} threads",
-            hazards.site(3),
-        )
+        # a thread index outside the op (dense_gemm_persistent's DMA warpgroup slices the
+        # MMA at index -128 and never uses it): CuTe computes its partition all the same,
+        # by the TV layout's arithmetic; an access through it is checked where it happens
+        start_of = dict(enumerate(starts))
+        for i in set(ids.tolist()) - start_of.keys():
+            start_of[i] = oracle.thread_start(op.recipe, which, tile, int(i))
+        starts_of_ids = np.array([start_of[i] for i in ids.tolist()], dtype=np.int64)
+    else:
+        starts_of_ids = np.asarray(starts, dtype=np.int64)[ids]
     from course.execute.static_layout import idx2crd
 
-    start = Lanes(np.asarray(starts, dtype=np.int64)[ids])
+    start = Lanes(starts_of_ids)
     crd = idx2crd(start, tile)
     crd = crd if isinstance(crd, tuple) else (crd,)
     rank = lay.rank
@@ -182,8 +187,9 @@ def _is_registers(t: Tensor) -> bool:
 # ---------------------------------------------------------------- MMAs
 
 
-class TiledMma:
+class TiledMma(hazards.Standin):
     """cute.make_tiled_mma(op, atom_layout_mnk, permutation_mnk) (or an MMA atom)."""
+    REAL = ("cutlass.cute.atom:MmaAtom", "cutlass.cute.atom:TiledMma", "cutlass.cute.atom:ThrMma")
 
     def __init__(self, recipe: Recipe, op: Recipe):
         self.recipe, self.op = recipe, op
@@ -395,13 +401,18 @@ def copy(atom, src: Tensor, dst: Tensor, pred: Tensor | None = None, **kwargs) -
     D = _rows_of(_elements(dst), rows)
     cmask = _call_mask(pred, calls, rows, site)
     _check_vectors(src, S, per, bits, cmask, site)
-    _check_vectors(dst, D, per, bits, cmask, site)
     emask = np.repeat(cmask, per, axis=1)
     width = bits // 8 if per > 1 else 0
-    values = _gather(src, S, emask, rows, tids, site, width)
+    values = _gather(src, S, emask, rows, tids, site, width)  # 0 where not read
     if atom.kind == "cp.async":
-        _cp_async(src, dst, D, emask, values, rows, tids, bits, site)
+        # CuTe DSL predicates a cp.async by its src-size operand (`selp` of the size or 0):
+        # a false predicate reads no global memory and zero-fills the destination (PTX
+        # ISA, cp.async: the bytes past src-size are zeros), so every destination is written
+        everywhere = np.ones_like(cmask)
+        _check_vectors(dst, D, per, bits, everywhere, site)
+        _cp_async(src, dst, D, np.ones_like(emask), values, rows, tids, bits, site)
         return
+    _check_vectors(dst, D, per, bits, cmask, site)
     _scatter(dst, D, emask, values, rows, tids, site, width)
 
 
@@ -593,8 +604,8 @@ def gemm(mma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
         "the accumulator was never cleared (fill it with 0 first)",
         site,
     )
-    _check_initialised(a, "multiplies A registers", "A was never loaded", site)
-    _check_initialised(b, "multiplies B registers", "B was never loaded", site)
+    _check_initialised(a, "multiplies A registers", "A was never loaded", site, "A")
+    _check_initialised(b, "multiplies B registers", "B was never loaded", site, "B")
     if mma.kind == "fma":
         if (va, vb, vc) != (1, 1, 1):
             raise Hazard(
@@ -627,7 +638,8 @@ def _ssa(t: Tensor, arr4: np.ndarray):
     return TensorSSA(flat, t.shape, t.element_type)
 
 
-def _check_initialised(t: Tensor, doing: str, meaning: str, site) -> None:
+def _check_initialised(t: Tensor, doing: str, meaning: str, site, operand: str = "C") -> None:
+    """Registers of `operand` (A, B, or the accumulator C) an MMA reads that nothing wrote."""
     if not _is_registers(t):
         return
     from course.execute.tensor import _lanes_now, _rows_of
@@ -641,6 +653,7 @@ def _check_initialised(t: Tensor, doing: str, meaning: str, site) -> None:
             hazards.UNINITIALISED,
             f"cute.gemm by {who} {doing} no instruction wrote ({unset} register values): {meaning}",
             site,
+            hazards.Cause(hazards.NEVER_WRITTEN, operand, observed=unset),
         )
 
 
@@ -677,3 +690,15 @@ def _mma_sync(mma: TiledMma, d, a, b, c, shapes, site) -> None:
     dense_d = acc.transpose(0, 1, 3, 2).reshape(m, n, atom_m * atom_n)
     per_lane = dense_d[:, :, tvc]  # (m, n, 32, vc)
     d.store_values(_ssa(d, per_lane.transpose(2, 3, 0, 1)))
+
+
+def make_copy_atom(op, dtype, num_bits_per_copy=None, **kwargs) -> CopyAtom:
+    """cute.make_copy_atom: an op and its element type (here, below the stand-ins, so that
+    the helpers that pick a copy atom can make one)."""
+    if not isinstance(op, Recipe):
+        raise Unmodelled(f"make_copy_atom of {type(op).__name__}")
+    kw = dict(kwargs)
+    if num_bits_per_copy is not None:
+        kw["num_bits_per_copy"] = int(num_bits_per_copy)
+    recipe = Recipe("cute.make_copy_atom", (op, dtype), kw)
+    return CopyAtom(recipe, op, dtype, num_bits_per_copy)

@@ -1,5 +1,5 @@
-"""Blackwell's pieces registered into the executor's stand-ins (course.execute.api calls
-`register(globals())` once, after Hopper's): `cute.nvgpu.tcgen05` (course.execute.tcgen05),
+"""Blackwell's pieces in the executor's stand-ins (its `NAMES` table, built into them by
+course.execute.api after Hopper's and WGMMA's): `cute.nvgpu.tcgen05` (course.execute.tcgen05),
 TMEM and `cutlass.memory.TmemAllocator` (course.execute.tmem), the TMA atoms of an MMA's
 operands (`make_tiled_tma_atom_A/B`, as course.execute.tma's `TmaInfo`), and the host-side
 recipes of `cutlass.utils.blackwell_helpers` and `cutlass.tensor_utils.LayoutEnum`, asked of
@@ -13,7 +13,9 @@ from __future__ import annotations
 from course.execute import atoms, launch_control, oracle, scaled_mma, smem_struct, tcgen05
 from course.execute import tma, tmem
 from course.execute.hazards import Unmodelled
+from course.execute.layout_enum import LayoutEnum
 from course.execute.oracle import Recipe
+from course.execute.standins import Alias, OperandMajorMode, Wraps, ops_names
 from course.execute.tensor import Tensor
 
 # modelled: the 16-bit MMA (exact products, fp32 accumulation), the block-scaled MXF8F6F4 MMA
@@ -95,35 +97,6 @@ def _tiled_mma_of(make):
     return make_tiled_mma
 
 
-def _gemm_dispatch(simt_gemm):
-    def gemm(mma, d, a, b, c, **kwargs):
-        if isinstance(mma, tcgen05.TiledMma):
-            return tcgen05.gemm(mma, d, a, b, c, **kwargs)
-        return simt_gemm(mma, d, a, b, c, **kwargs)
-
-    return gemm
-
-
-def _copy_dispatch(other_copy):
-    def copy(atom, src, dst, *args, **kwargs):
-        if getattr(atom, "kind", "") == "tcgen05.ld":
-            if args or kwargs:
-                raise Unmodelled("a tcgen05.ld copy with a predicate or options")
-            from course.execute import hazards
-
-            return tcgen05.tmem_load(atom, src, dst, hazards.site(2))
-        if getattr(atom, "kind", "") == "tcgen05.cp":
-            if args or kwargs:
-                raise Unmodelled("a tcgen05.cp copy with a predicate or options")
-            from course.execute import hazards
-
-            return scaled_mma.sf_copy(atom, src, dst, hazards.site(2))
-        return other_copy(atom, src, dst, *args, **kwargs)
-
-    copy.__name__ = "copy"
-    return copy
-
-
 def _tma_view_aware(fn, rewrap: bool):
     """cute.size / rank / group_modes on a TMA partition (tma.TmaView): on its tensor, mode 0
     (the box) left as it is -- the epilogue groups its sub-tiles into one mode."""
@@ -138,17 +111,6 @@ def _tma_view_aware(fn, rewrap: bool):
 
     call.__name__ = fn.__name__
     return call
-
-
-def get_flat_coord(self, index, **_):
-    """Layout.get_flat_coord: a linear index's coordinate, flattened (the CTA-pair kernels
-    find their (V, M, N, K) place in the cluster with it)."""
-    from course.execute.pipeline import get_hier_coord
-
-    def flat(c):
-        return sum((flat(e) for e in c), ()) if isinstance(c, tuple) else (c,)
-
-    return flat(get_hier_coord(self, index))
 
 
 def _clc_aware(fence, kinds=None):
@@ -167,79 +129,98 @@ def _clc_aware(fence, kinds=None):
     return call
 
 
-def register(g: dict) -> None:
-    from course.execute.api import Namespace
+def prefetch(atom, src, **_) -> None:
+    """cute.prefetch(tma_atom, gmem_tile): a TMA prefetch (cp.async.bulk.prefetch.tensor)
+    into L2, a hint that moves no data the kernel can see: nothing to model beyond the
+    atom's kind (CuTe DSL takes only TMA atoms)."""
+    if not isinstance(atom, tma.TmaAtom):
+        raise Unmodelled(f"cute.prefetch with a {type(atom).__name__} (CuTe DSL: TMA atoms only)")
 
-    make_ops = g["_ops_namespace"]
-    ns = make_ops("cute.nvgpu.tcgen05", *TCGEN05_OPS, enums=TCGEN05_ENUMS)
-    ns.__dict__.update(
-        make_tmem_copy=tcgen05.make_tmem_copy,
-        commit=tcgen05.commit,
-        wait=tcgen05.wait_ld,
-        is_tmem_load=lambda atom: getattr(atom, "kind", "") == "tcgen05.ld",
-    )
-    nvgpu = g["nvgpu"]
-    major = make_ops("cute.nvgpu", enums={"OperandMajorMode": ("K", "MN")})
-    nvgpu.__dict__.update(
-        OperandMajorMode=major.OperandMajorMode,
-        make_tiled_tma_atom_A=_operand_tma(2),
-        make_tiled_tma_atom_B=_operand_tma(1),
-    )
-    g["cpasync"].__dict__.update(TmaInfo=tma.TmaInfo)
-    g["arch"].__dict__.update(
-        alloc_tmem=tmem.alloc_tmem,
-        dealloc_tmem=tmem.dealloc_tmem,
-        retrieve_tmem_ptr=tmem.retrieve_tmem_ptr,
-        relinquish_tmem_alloc_permit=tmem.relinquish_tmem_alloc_permit,
-        fence_view_async_tmem_load=tcgen05.wait_ld,
-        fence_view_async_tmem_store=tcgen05.wait_st,
-        issue_clc_query=launch_control.issue_clc_query,
-        clc_response=launch_control.clc_response,
-    )
-    arch = g["arch"]
-    arch.__dict__.update(
-        fence_proxy=_clc_aware(arch.fence_proxy, ("async", "async.shared")),
-        fence_view_async_shared=_clc_aware(arch.fence_view_async_shared),
-    )
-    g["memory"].__dict__.update(TmemAllocator=tmem.TmemAllocator)
-    g["Layout"].get_flat_coord = get_flat_coord
-    from course.execute import pipeline  # the sm100 pipelines call cutlass.if_generate
 
-    g["cutlass"].__dict__.setdefault("if_generate", pipeline.if_generate)
-    cute = g["cute"]
-    if not hasattr(g["SmemAllocator"], "allocate"):
-        g["SmemAllocator"].allocate = smem_struct.allocate
-    cute.__dict__.update(
-        struct=smem_struct.struct,
-        size=_tma_view_aware(cute.size, False),
-        rank=_tma_view_aware(cute.rank, False),
-        group_modes=_tma_view_aware(cute.group_modes, True),
-        make_tiled_mma=_tiled_mma_of(cute.make_tiled_mma),
-        gemm=_gemm_dispatch(cute.gemm),
-        copy=_copy_dispatch(cute.copy),
-    )
-    from course.execute.wgmma import _merge  # the one way stand-ins of a module combine
+def _reexported(helpers: dict) -> dict:
+    """`cutlass.utils.<name>`: the Blackwell helpers CuTe DSL's cutlass.utils re-exports
+    (those that are the same object there as in blackwell_helpers), as their stand-ins."""
+    import cutlass.utils as real_utils
+    import cutlass.utils.blackwell_helpers as real_helpers
 
-    modules, cutlass = g["MODULES"], g["cutlass"]
-    _merge(modules, nvgpu, "cutlass.cute.nvgpu.tcgen05", "tcgen05", ns)
-    helpers = Namespace(
-        HELPERS,
-        make_smem_layout_a=_helper("make_smem_layout_a"),
-        make_smem_layout_b=_helper("make_smem_layout_b"),
-        make_smem_layout_epi=_helper("make_smem_layout_epi"),
-        compute_epilogue_tile_shape=_helper("compute_epilogue_tile_shape"),
-        get_smem_store_op=get_smem_store_op,
-    )
-    utils = _merge(modules, cutlass, "cutlass.utils", "utils", Namespace("cutlass.utils"))
-    _merge(modules, utils, HELPERS, "blackwell_helpers", helpers)
-    scaled_mma.register(g)
-    layout_enum = make_ops(
-        "cutlass.tensor_utils", enums={"LayoutEnum": ("ROW_MAJOR", "COL_MAJOR")}
-    ).LayoutEnum
-    tensor_utils = Namespace("cutlass.tensor_utils", LayoutEnum=layout_enum)
-    tensor_utils = _merge(modules, cutlass, "cutlass.tensor_utils", "tensor_utils", tensor_utils)
-    # the real LayoutEnum is re-exported by cutlass.utils and its helper modules: the
-    # translator may find it under any of them
-    for name in ("cutlass.utils", HELPERS, "cutlass.utils.hopper_helpers"):
-        if name in modules:
-            modules[name].__dict__.setdefault("LayoutEnum", tensor_utils.LayoutEnum)
+    import warnings
+
+    names = {}
+    for name in helpers:
+        real = getattr(real_helpers, name, None)
+        if name.startswith("_") or real is None:
+            continue
+        with warnings.catch_warnings():  # asking is no use of a deprecated name
+            warnings.simplefilter("ignore", DeprecationWarning)
+            same = getattr(real_utils, name, None) is real
+        if same:
+            names[name] = Alias(HELPERS, name)
+    return names
+
+
+def _names() -> dict:
+    """What Blackwell adds to the stand-ins: `cute.nvgpu.tcgen05`, TMEM's `cute.arch`
+    instructions and `cutlass.memory.TmemAllocator`, CLC, the operand TMA atoms,
+    `cutlass.utils.blackwell_helpers` (and its re-exports in cutlass.utils), `cute.struct`,
+    and the names CuTe DSL 4.8.1 still accepts as deprecated aliases where NVIDIA's examples
+    use them: `tcgen05.OperandMajorMode` (now `cute.nvgpu.OperandMajorMode`; the MMA op
+    takes either) and `cutlass.utils.SmemAllocator` / `TmemAllocator` (now in
+    `cutlass.memory`)."""
+    tcgen05_ns = {
+        **ops_names("cute.nvgpu.tcgen05", *TCGEN05_OPS, enums=TCGEN05_ENUMS),
+        "make_tmem_copy": tcgen05.make_tmem_copy,
+        "commit": tcgen05.commit,
+        "wait": tcgen05.wait_ld,
+        "is_tmem_load": lambda atom: getattr(atom, "kind", "") == "tcgen05.ld",
+        "OperandMajorMode": OperandMajorMode,
+    }
+    helpers = {
+        "make_smem_layout_a": _helper("make_smem_layout_a"),
+        "make_smem_layout_b": _helper("make_smem_layout_b"),
+        "make_smem_layout_epi": _helper("make_smem_layout_epi"),
+        "compute_epilogue_tile_shape": _helper("compute_epilogue_tile_shape"),
+        "get_smem_store_op": get_smem_store_op,
+        # the real LayoutEnum is re-exported by cutlass.utils and its helper modules: the
+        # translator may find it under any of them
+        "LayoutEnum": LayoutEnum,
+    }
+    return {
+        "cutlass.cute.nvgpu": {
+            "make_tiled_tma_atom_A": _operand_tma(2),
+            "make_tiled_tma_atom_B": _operand_tma(1),
+        },
+        "cutlass.cute.nvgpu.cpasync": {"TmaInfo": tma.TmaInfo},
+        "cutlass.cute.arch": {
+            "alloc_tmem": tmem.alloc_tmem,
+            "dealloc_tmem": tmem.dealloc_tmem,
+            "retrieve_tmem_ptr": tmem.retrieve_tmem_ptr,
+            "relinquish_tmem_alloc_permit": tmem.relinquish_tmem_alloc_permit,
+            "fence_view_async_tmem_load": tcgen05.wait_ld,
+            "fence_view_async_tmem_store": tcgen05.wait_st,
+            "issue_clc_query": launch_control.issue_clc_query,
+            "clc_response": launch_control.clc_response,
+            "fence_proxy": Wraps(lambda fence: _clc_aware(fence, ("async", "async.shared"))),
+            "fence_view_async_shared": Wraps(_clc_aware),
+        },
+        "cutlass.memory": {"TmemAllocator": tmem.TmemAllocator},
+        "cutlass.cute": {
+            "struct": smem_struct.struct,
+            "size": Wraps(lambda fn: _tma_view_aware(fn, False)),
+            "rank": Wraps(lambda fn: _tma_view_aware(fn, False)),
+            "group_modes": Wraps(lambda fn: _tma_view_aware(fn, True)),
+            "make_tiled_mma": Wraps(_tiled_mma_of),
+            "prefetch": prefetch,
+        },
+        "cutlass.cute.nvgpu.tcgen05": tcgen05_ns,
+        HELPERS: helpers,
+        "cutlass.utils": {
+            "SmemAllocator": Alias("cutlass.memory", "SmemAllocator"),
+            "TmemAllocator": Alias("cutlass.memory", "TmemAllocator"),
+            "LayoutEnum": LayoutEnum,
+            **_reexported(helpers),
+        },
+        "cutlass.utils.hopper_helpers": {"LayoutEnum": LayoutEnum},
+    }
+
+
+NAMES = _names()

@@ -17,13 +17,25 @@ from __future__ import annotations
 import numpy as np
 
 
-def stamp(w, mem, unit_addresses, width: int) -> None:
-    """Warp w touched these shared-memory units (first bytes, `width` bytes each)."""
+def stamp(w, mem, unit_addresses, width: int, unit: str = "") -> None:
+    """Warp w touched these shared-memory units (first bytes, `width` bytes each); `unit`:
+    through which asynchronous unit, if not its own threads (a hazards.UNIT_ name: the
+    wgmma whose reads its wait_group retired), for `toucher_unit`."""
     stamps = w.touched.get(mem)
     if stamps is None:
         stamps = w.touched[mem] = np.zeros(mem.data.size, np.int32)
     first = np.asarray(unit_addresses, dtype=np.int64).reshape(-1)
     stamps[(first[:, None] + np.arange(max(int(width), 1))).reshape(-1)] = w.clock + 1
+    if unit:
+        w.__dict__.setdefault("touch_units", {})[w.clock + 1] = unit
+
+
+def toucher_unit(x, mem, byte: int) -> str:
+    """The asynchronous unit whose touch of `byte` is warp x's last (see `stamp`), or ""."""
+    stamps = x.touched.get(mem)
+    if stamps is None:
+        return ""
+    return x.__dict__.get("touch_units", {}).get(int(stamps[byte]), "")
 
 
 def merge(into: dict, knowledge: dict) -> None:

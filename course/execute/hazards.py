@@ -1,5 +1,7 @@
 """What the executor says: a hazard it found, a call it does not model, and where in the
-kernel's source each happened.
+kernel's source each happened; and the words it says them in: every kind of hazard or note
+and every word of a structured cause, defined here once with its meaning (KINDS, CAUSES,
+UNITS), whichever module raises it.
 
 Kernel code runs with globals of a `KernelGlobals` class (course.execute.translate makes
 them), so the line of the kernel that made an operation is the innermost frame with such
@@ -25,6 +27,51 @@ class Unmodelled(Exception):
     def __init__(self, what: str):
         self.what = what
         super().__init__(f"the CPU executor does not model `{what}`; this check needs a GPU")
+
+
+class UnmodelledAttribute(Unmodelled, AttributeError):
+    """An attribute CuTe DSL's own class has and the executor's stand-in lacks (an
+    AttributeError too, so `hasattr` and `getattr(x, name, default)` still work)."""
+
+
+class Standin:
+    """A mixin for the executor's stand-ins of CuTe DSL classes (`REAL`: "module:Class" of
+    the classes it stands in for). An attribute the stand-in lacks but CuTe DSL's class has
+    is `UnmodelledAttribute` (this needs a GPU, not the kernel's bug); one CuTe DSL's class
+    lacks too is the kernel's own AttributeError, as it would be on the GPU."""
+
+    __slots__ = ()
+    REAL: tuple = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or not any(hasattr(c, name) for c in _real_classes(type(self))):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise UnmodelledAttribute(f"{_short_name(type(self))}.{name}")
+
+
+_REAL_CACHE: dict = {}
+
+
+def _real_classes(cls) -> tuple:
+    """CuTe DSL's classes a stand-in class names in REAL (its bases' too), imported once."""
+    if cls not in _REAL_CACHE:
+        import importlib
+
+        found = []
+        for klass in cls.__mro__:
+            for spec in vars(klass).get("REAL", ()):
+                module, _, name = spec.partition(":")
+                try:
+                    found.append(getattr(importlib.import_module(module), name))
+                except (ImportError, AttributeError):
+                    continue
+        _REAL_CACHE[cls] = tuple(found)
+    return _REAL_CACHE[cls]
+
+
+def _short_name(cls) -> str:
+    real = _real_classes(cls)
+    return real[0].__name__.lstrip("_") if real else cls.__name__
 
 
 @dataclass(frozen=True)
@@ -100,19 +147,224 @@ def site_of_traceback(tb) -> Site:
     return found if found is not UNKNOWN else library
 
 
-# the kinds of hazard, in the words a verdict uses
-IN_FLIGHT = "read while a copy is in flight"
-WRITE_IN_FLIGHT = "write while a copy is in flight"
-RACE = "race"
-STAGE_OVERWRITE = "overwrite while being read"
-OUT_OF_BOUNDS = "out of bounds"
-DEADLOCK = "deadlock"
-DIVERGENT = "divergent barrier"
-UNINITIALISED = "uninitialised registers"
-MISALIGNED = "misaligned access"
-CRASH = "the kernel raised an error"
-HANG = "no progress"
-COLLECTIVE = "collective in divergent code"
+# ---------------------------------------------------------------- the executor's vocabulary
+# Every word a Hazard.kind, a Note.kind, a Cause.what or a Cause.unit holds is defined here,
+# once, with what it means: KINDS, CAUSES and UNITS are the tables (words -> meaning). A new
+# hazard is one entry here and its raise. Checkers (course.exercises' hints) compare these
+# constants, never a sentence's words. A module that raised a kind of its own keeps the old
+# name as an alias (tmem.TMEM is hazards.TMEM); tests/test_hazard_kinds.py checks that every
+# kind raised in course/execute is one of KINDS.
+
+KINDS: dict[str, str] = {}  # Hazard.kind and Note.kind
+CAUSES: dict[str, str] = {}  # Cause.what
+UNITS: dict[str, str] = {}  # Cause.unit
+
+
+def _word(table: dict, words: str, meaning: str) -> str:
+    """Enter `words` in `table` with its meaning, each once (two kinds with the same words
+    could not be told apart), and give the words back for the constant."""
+    assert words not in table, f"{words!r} defined twice"
+    table[words] = meaning
+    return words
+
+
+def _kind(words: str, meaning: str) -> str:
+    return _word(KINDS, words, meaning)
+
+
+def _cause(words: str, meaning: str) -> str:
+    return _word(CAUSES, words, meaning)
+
+
+def _unit(words: str, meaning: str) -> str:
+    return _word(UNITS, words, meaning)
+
+
+# the kinds of hazard (and of note), in the words a verdict uses
+IN_FLIGHT = _kind(
+    "read while a copy is in flight",
+    "bytes read before the asynchronous copy into them landed",
+)
+WRITE_IN_FLIGHT = _kind(
+    "write while a copy is in flight",
+    "bytes written while an earlier asynchronous copy (or CLC response) into them lands",
+)
+RACE = _kind("race", "two warps touch the same bytes, one writing, with nothing ordering them")
+STAGE_OVERWRITE = _kind(
+    "overwrite while being read",
+    "bytes written over while an asynchronous reader (wgmma, TMA store, tcgen05.mma) reads",
+)
+OUT_OF_BOUNDS = _kind("out of bounds", "an element index outside the tensor")
+DEADLOCK = _kind(
+    "deadlock",
+    "every live warp waits on a barrier or mbarrier nothing in flight can complete",
+)
+DIVERGENT = _kind(
+    "divergent barrier",
+    "a barrier or warpgroup-wide instruction reached by part of the threads it needs",
+)
+UNINITIALISED = _kind(
+    "uninitialised registers",
+    "an instruction read registers no instruction wrote",
+)
+MISALIGNED = _kind("misaligned access", "an address not aligned as its instruction requires")
+CRASH = _kind(
+    "the kernel raised an error",
+    "the kernel raised, or did what the GPU refuses (operands that do not fit, a bad launch)",
+)
+HANG = _kind("no progress", "the time limit ran out in a loop that never advances")
+COLLECTIVE = _kind(
+    "collective in divergent code",
+    "a warp-collective instruction (elect.sync, a warp-wide copy) reached by part of its lanes",
+)
+PROXY_FENCE = _kind(
+    "missing fence.proxy.async",
+    "shared memory threads wrote, read or rewritten by the async proxy (TMA, wgmma, CLC) "
+    "with no fence.proxy.async between",
+)
+MBARRIER = _kind(
+    "mbarrier misuse",
+    "an mbarrier used against the PTX ISA: misaligned, uninitialised, more arrivals or "
+    "bytes than it expects, a parity other than 0 or 1",
+)
+TMEM = _kind(
+    "tensor memory misuse",
+    "TMEM read before or while an MMA writes it, outside the warp's lanes, unallocated, "
+    "freed, or left allocated",
+)
+COMMIT_NOT_WAITED = _kind(
+    "tcgen05.commit never waited on",
+    "a CTA exits before a wait saw a tcgen05.commit's arrival: a hazard for another CTA's "
+    "commit, a note for its own",
+)
+NOT_DRAINED = _kind(
+    "TMA store not drained",
+    "a CTA exits while a TMA store it never waited for may still read its shared memory",
+)
+LOAD_NOT_WAITED = _kind(
+    "TMA load not waited for",
+    "a CTA exits while a TMA load no mbarrier wait saw land may still write its shared memory",
+)
+ACC_IN_FLIGHT = _kind(
+    "accumulator used while a wgmma writes it",
+    "accumulator registers touched before wgmma.wait_group retired the wgmma writing them",
+)
+A_IN_FLIGHT = _kind(
+    "A registers written while a wgmma reads them",
+    "a wgmma's register A operand overwritten before wgmma.wait_group retired the wgmma",
+)
+NO_FENCE = _kind(
+    "wgmma without warpgroup.fence",
+    "a wgmma over registers written since the last warpgroup.fence (wgmma.fence)",
+)
+UNSPECIFIED_USED = _kind(
+    "use of an unspecified value",
+    "a branch, index, address or int() decided by an integer division by zero, whose "
+    "result the PTX ISA leaves unspecified",
+)
+WAIT_LD = _kind(
+    "wait::ld",
+    "a note: tcgen05.ld's registers read before tcgen05.wait::ld (the ISA observes the "
+    "load's completion through the wait, but does not call the registers undefined)",
+)
+
+# Cause.what: what happened, for each kind (subject, expected, observed as each entry says)
+BELOW_START = _cause("index below the start", "OUT_OF_BOUNDS below element 0 (expected: the range)")
+PAST_END = _cause("index past the end", "OUT_OF_BOUNDS past the last element (expected: the range)")
+PART_OF_THE_LANES = _cause(
+    "reached by part of the lanes it needs",
+    "COLLECTIVE; subject: the instruction, expected: the threads it needs, observed: those there",
+)
+BLOCKED = _cause(
+    "every live warp waits on something nothing in flight can bring",
+    "DEADLOCK; subject: the CTAs, observed: who waits on what, expected: the mbarriers waited on",
+)
+LIVELOCK = _cause(
+    "a loop that never advances",
+    "HANG; subject: the CTAs, observed: who waits on what",
+)
+# ... of a write over shared memory an asynchronous reader (unit) still reads (STAGE_OVERWRITE;
+# subject: the bytes, as SharedMemory.describe names them; expected: the reader's warp,
+# observed: the writer's), or of a use of registers a wgmma still writes: how the reader stands
+UNCOMMITTED = _cause("its group was never committed", "the reader's group was never committed")
+NEWEST_GROUP = _cause(
+    "its group is the warp's newest: the k-tile just issued",
+    "the reader is in the newest group its warp committed",
+)
+NEVER_WAITED = _cause("its warp has waited for no group yet", "no wait_group has run in its warp")
+NOT_RETIRED = _cause("no wait has retired it yet", "a wait ran, but kept the reader's group")
+STORED_AGAIN = _cause(
+    "a store of bytes an earlier store read, unwritten since",
+    "a TMA store of bytes an earlier TMA store read, no thread having written them since",
+)
+RETIRED_UNORDERED = _cause(
+    "retired by another warp's wait that nothing orders before the write",
+    "the reader was retired, but by a wait of another warp the writer never synchronised with",
+)
+RELEASED_EARLY = _cause(
+    "refilled with no release ordered after its last read",
+    "a TMA load into a stage whose last reader (expected: its warp; unit: the wgmma its "
+    "wait_group retired, or '' for its threads) did not release it after reading",
+)
+READ_IN_FLIGHT = _cause(
+    "read while a copy into it is in flight",
+    "IN_FLIGHT; unit: the copy's, or the reader's where an asynchronous unit reads",
+)
+WRITTEN_IN_FLIGHT = _cause(
+    "written while an earlier copy into it is in flight",
+    "WRITE_IN_FLIGHT; unit: the copy's",
+)
+UNFENCED = _cause(
+    "generic-proxy access with no fence.proxy.async before the async proxy's",
+    "PROXY_FENCE; unit: who reads or rewrites through the async proxy",
+)
+TWO_STORES = _cause(
+    "two unordered stores of the same elements",
+    "RACE of two TMA stores; subject: the tensor, expected and observed: the two warps",
+)
+NEVER_WRITTEN = _cause(
+    "registers no instruction wrote",
+    "UNINITIALISED; subject: the MMA operand, 'A', 'B' or 'C' (the accumulator)",
+)
+UNWRITTEN = _cause(
+    "TMEM no tcgen05.mma has written",
+    "TMEM read before any MMA wrote it; subject: the columns, unit: the reader",
+)
+SF_NOT_COPIED = _cause(
+    "SF columns no tcgen05.cp wrote before the MMA",
+    "TMEM; a block-scaled MMA read scale-factor columns tcgen05.cp had not filled",
+)
+USE_AFTER_FREE = _cause("TMEM used after tcgen05.dealloc", "TMEM; the columns were freed")
+NOT_ALLOCATED = _cause("TMEM not allocated", "TMEM; no tcgen05.alloc gave these columns")
+FREED_WHILE_READ = _cause(
+    "TMEM freed while another warp may still read it",
+    "TMEM; expected: the reader's warp",
+)
+NEVER_FREED = _cause(
+    "TMEM still allocated when the CTA exits",
+    "TMEM; no tcgen05.dealloc before the CTA's exit",
+)
+PEER_NOT_DONE = _cause(
+    "cta_group::2 TMEM freed before the peer CTA reached its dealloc",
+    "TMEM; a CTA pair's columns freed while the peer may still use them",
+)
+DIVISION_BY_ZERO = _cause(
+    "the result of an integer division by zero",
+    "UNSPECIFIED_USED; subject: the division's source text, observed: its line",
+)
+
+# Cause.unit: the instructions and asynchronous units a cause can name
+UNIT_WGMMA = _unit("wgmma", "Hopper's warpgroup MMA, reading shared memory and registers")
+UNIT_TMA_STORE = _unit("TMA store", "a bulk tensor copy from shared to global memory")
+UNIT_TMA_LOAD = _unit("TMA load", "a bulk tensor copy from global to shared memory")
+UNIT_CP_ASYNC = _unit("cp.async", "Ampere's per-thread asynchronous copy into shared memory")
+UNIT_MMA = _unit("tcgen05.mma", "Blackwell's MMA, reading shared memory and TMEM")
+UNIT_SF_COPY = _unit("tcgen05.cp", "the copy of scale factors from shared memory into TMEM")
+UNIT_TMEM_LOAD = _unit("tcgen05.ld", "a warp's load of TMEM into registers")
+UNIT_CLC_QUERY = _unit(
+    "CLC query (clusterlaunchcontrol.try_cancel)",
+    "Cluster Launch Control's query, writing its response to shared memory",
+)
 
 
 @dataclass(frozen=True)
@@ -120,21 +372,11 @@ class Cause:
     """What a hazard is, in parts a checker can act on: a hint is chosen from these fields,
     never from the words of the hazard's sentence (which stay free to be reworded)."""
 
-    what: str  # what happened, e.g. "index below the start", "index past the end"
+    what: str  # what happened: one of CAUSES (BELOW_START, PAST_END, ...)
     subject: str  # the tensor, stage, barrier or register it happened to
     expected: object = None  # what a correct kernel has there, e.g. the valid range (lo, hi)
     observed: object = None  # what this kernel had, e.g. the index it used
-
-
-# Cause.what of an out-of-bounds access: below element 0, or past the last element
-BELOW_START = "index below the start"
-PAST_END = "index past the end"
-# Cause.what of a COLLECTIVE hazard (subject: the instruction; expected: the threads it
-# needs, observed: those that reached it)
-PART_OF_THE_LANES = "reached by part of the lanes it needs"
-# Cause.what of a DEADLOCK or HANG (subject: the CTAs; observed: who waits on what)
-BLOCKED = "every live warp waits on something nothing in flight can bring"
-LIVELOCK = "a loop that never advances"
+    unit: str = ""  # the instruction or asynchronous unit involved: one of UNITS, or ""
 
 
 class Hazard(Exception):
@@ -148,6 +390,21 @@ class Hazard(Exception):
         self.cause = cause
         where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
         super().__init__(f"{kind}: {detail}{where}")
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something a run did that is no hazard -- the PTX ISA leaves the result defined -- but
+    that the course's kernels do differently (e.g. tcgen05.ld's registers read before
+    tcgen05.wait::ld): recorded on the launch (runner.Result.notes), never raised."""
+
+    kind: str
+    detail: str
+    site: Site = UNKNOWN
+
+    def __str__(self) -> str:
+        where = f"; at {self.site.describe()}" if self.site is not UNKNOWN else ""
+        return f"{self.kind} (a note): {self.detail}{where}"
 
 
 def threads_text(tids, warp_size: int = 32) -> str:

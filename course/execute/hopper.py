@@ -1,32 +1,18 @@
-"""Hopper's pieces registered into the executor's stand-ins (course.execute.api calls
-`register(globals())` once): `cute.arch`'s mbarriers, clusters, fences and bulk groups
-(course.execute.sm90), TMA (course.execute.tma) with `cute.copy` dispatching a TMA atom
-to it, and `cutlass.pipeline` (course.execute.pipeline).
+"""Hopper's pieces in the executor's stand-ins (its `NAMES` table, built into the stand-ins
+by course.execute.api): `cute.arch`'s mbarriers, clusters, fences and bulk groups
+(course.execute.sm90), TMA (course.execute.tma; `cute.copy` of a TMA atom is dispatched to
+it by course.execute.dispatch), and `cutlass.pipeline` (course.execute.pipeline).
 
 Kept apart from api so that api stays the SIMT core and each Hopper piece one module.
 """
 
 from __future__ import annotations
 
-import functools
-import types
-
-from course.execute import oracle, pipeline, sm90, tma
+from course.execute import oracle, pipeline, sm90, tile_schedulers, tma
 from course.execute.hazards import Unmodelled
+from course.execute.standins import Alias, Replaces, recipe_maker
 
 TMA_OPS = tma.LOADS + tma.STORES
-
-
-def _copy_dispatch(simt_copy):
-    """cute.copy: a TMA atom's copy is the TMA unit's (course.execute.tma), the rest SIMT."""
-
-    def copy(atom, src, dst, *args, **kwargs):
-        if isinstance(atom, tma.TmaAtom):
-            return tma.copy(atom, src, dst, *args, **kwargs)
-        return simt_copy(atom, src, dst, *args, **kwargs)
-
-    copy.__name__ = "copy"
-    return copy
 
 
 def slice_(x, crd):
@@ -51,47 +37,43 @@ def _copy_tensormap(*_, **__):
     )
 
 
-def register(g: dict) -> None:
-    g["arch"].__dict__.update(
-        sm90.ARCH,
-        cp_async_bulk_commit_group=tma.bulk_commit_group,
-        cp_async_bulk_wait_group=tma.bulk_wait_group,
-    )
-    cpasync = g["cpasync"]
-    for name in TMA_OPS:
-        cpasync.__dict__[name] = g["_recipe_maker"](f"cute.nvgpu.cpasync.{name}")
-    cpasync.__dict__.update(
-        make_tiled_tma_atom=tma.make_tiled_tma_atom,
-        tma_partition=tma.tma_partition,
-        prefetch_descriptor=_no_op,
-        create_tma_multicast_mask=create_tma_multicast_mask,
-        copy_tensormap=_copy_tensormap,
-    )
-    cute = g["cute"]
-    cute.__dict__.update(
-        copy=_copy_dispatch(cute.copy), slice_=slice_, is_static=pipeline.is_static
-    )
+# what Hopper adds to the stand-ins (course.execute.standins.build, called by api)
+NAMES = {
+    "cutlass.cute.arch": {
+        **sm90.ARCH,
+        # named barriers (an id and a thread count) in place of the core's barrier 0
+        "barrier": Replaces(sm90.ARCH["barrier"]),
+        "cp_async_bulk_commit_group": tma.bulk_commit_group,
+        "cp_async_bulk_wait_group": tma.bulk_wait_group,
+    },
+    "cutlass.cute.nvgpu.cpasync": {
+        **{name: recipe_maker(f"cute.nvgpu.cpasync.{name}") for name in TMA_OPS},
+        "make_tiled_tma_atom": tma.make_tiled_tma_atom,
+        "tma_partition": tma.tma_partition,
+        "prefetch_descriptor": _no_op,
+        "create_tma_multicast_mask": create_tma_multicast_mask,
+        "copy_tensormap": _copy_tensormap,
+    },
+    "cutlass.cute": {
+        "slice_": slice_,
+        "is_static": pipeline.is_static,
+        "fast_divmod_create_divisor": tile_schedulers.fast_divmod_create_divisor,
+        "FastDivmodDivisor": tile_schedulers.FastDivmodDivisor,
+    },
     # NVIDIA's cutlass.pipeline runs translated (course.execute.translate); what it imports
-    # from the DSL's internals:
-    dsl = g["Namespace"]("cutlass.cutlass_dsl", **pipeline.DSL)
-    g["MODULES"]["cutlass.cutlass_dsl"] = dsl
-    g["cutlass"].__dict__.update(if_generate=pipeline.if_generate)
-    g["MODULES"]["cutlass.cute.core"] = g["Namespace"](
-        "cutlass.cute.core", is_static=pipeline.is_static
-    )
-    pipeline.patch_types()
-    for ns in (g["arch"], cute, cpasync):
-        for key, value in list(vars(ns).items()):
-            if isinstance(value, types.FunctionType):
-                ns.__dict__[key] = _without_location(value)
+    # from the DSL's internals, and what NVIDIA's tile schedulers
+    # (course.execute.tile_schedulers) import from there
+    "cutlass.cutlass_dsl": {
+        **pipeline.DSL,
+        "Integer": Alias("cutlass", "Integer"),
+        "min": Alias("cutlass", "min"),
+        "max": Alias("cutlass", "max"),
+        "const_expr": Alias("cutlass", "const_expr"),
+    },
+    "cutlass": {"if_generate": pipeline.if_generate},
+    "cutlass.cute.core": {"is_static": pipeline.is_static},
+}
 
-
-def _without_location(fn):
-    """The DSL's functions take `loc=`/`ip=` (MLIR locations): NVIDIA's library code passes
-    them; the stand-ins have no use for them."""
-
-    @functools.wraps(fn)
-    def call(*args, loc=None, ip=None, **kwargs):
-        return fn(*args, **kwargs)
-
-    return call
+# the modules whose functions take (and drop) MLIR's loc=/ip=, as NVIDIA's library code
+# passes them
+LOCATION_FREE = ("cutlass.cute.arch", "cutlass.cute", "cutlass.cute.nvgpu.cpasync")

@@ -79,6 +79,12 @@ def _check_reads_fenced(cta, byte: int, site: Site) -> None:
             f"try_cancel (issued at {site.describe()}) rewrites it through the async proxy "
             f"with no fence.proxy.async between",
             site,
+            hazards.Cause(
+                hazards.UNFENCED,
+                cta.smem.describe(byte),
+                observed=tuple(sorted(readers)),
+                unit=hazards.UNIT_CLC_QUERY,
+            ),
         )
 
 
@@ -134,6 +140,9 @@ def issue_clc_query(mbar_ptr, clc_response_ptr, multicast: bool = True, **_) -> 
                 f"a CLC query into {smem.describe(byte)} of CTA {cta.block} while the last "
                 f"one is still in flight",
                 site,
+                hazards.Cause(
+                    hazards.WRITTEN_IN_FLIGHT, smem.describe(byte), unit=hazards.UNIT_CLC_QUERY
+                ),
             )
         smem.inflight[b] = query.id
         smem.copies[query.id] = AsyncCopy(
@@ -143,7 +152,7 @@ def issue_clc_query(mbar_ptr, clc_response_ptr, multicast: bool = True, **_) -> 
             Int32,
             np.zeros((1, 4)),
             site,
-            what="CLC query (clusterlaunchcontrol.try_cancel)",
+            what=hazards.UNIT_CLC_QUERY,
             retired_by="no mbarrier wait has seen its response land",
         )
         query.targets.append((cta, byte, slot))

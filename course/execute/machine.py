@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 from greenlet import GreenletExit, greenlet
 
-from course.execute import happens_before, hazards
+from course.execute import current, happens_before, hazards
 from course.execute.lanes import Divergent, lanes
 from course.execute.memory import SharedMemory
 from course.execute.hazards import Hazard, Site, threads_text
@@ -43,7 +43,6 @@ MAX_STEPS = 2_000_000  # barriers and shared-memory accesses of one launch
 # was in flight: their spin loops wait on what no one will bring (a deadlock)
 IDLE_POLL_ROUNDS = 1000
 
-_CURRENT = None
 _PROGRESS = [time.monotonic()]  # when the running launch last made progress
 
 
@@ -54,18 +53,23 @@ def note_progress() -> None:
     _PROGRESS[0] = time.monotonic()
 
 
+def note(kind: str, detail: str, site) -> None:
+    """A hazards.Note on the running launch (each kind and line once): what the kernel did
+    that is no hazard, said beside the run's result, never raised."""
+    from course.execute.hazards import Note
+
+    notes = warp().cta.launch.notes
+    if not any(n.kind == kind and n.site == site for n in notes):
+        notes.append(Note(kind, detail, site))
+
+
 def since_progress() -> float:
     return time.monotonic() - _PROGRESS[0]
 
 
-def current_warp() -> "Warp | None":
-    return _CURRENT
-
-
-def warp() -> "Warp":
-    if _CURRENT is None:
-        raise hazards.Unmodelled("a thread-only call (thread_idx, sync_threads, ...) in host code")
-    return _CURRENT
+# the running warp (course.execute.current: below memory, which asks it too)
+current_warp = current.current_warp
+warp = current.warp
 
 
 @dataclass
@@ -96,6 +100,7 @@ class Wait:
     what: object = ""  # a str, or a function giving one (the state when it is read)
     named: tuple | None = None
     holds: Callable[[], bool] | None = None  # a poll's own condition (POLL; None: unknown)
+    on: str = ""  # the mbarrier waited on, by its shared-memory name (a deadlock's cause)
 
     def describe(self) -> str:
         return self.what() if callable(self.what) else (self.what or f"at {self.kind}")
@@ -320,7 +325,6 @@ class Cluster:
         return [w for cta in self.ctas for w in cta.warps]
 
     def run(self, fn, args: tuple) -> None:
-        global _CURRENT
         self.scheduler = greenlet.getcurrent()
         note_progress()
         for cta in self.ctas:
@@ -335,7 +339,7 @@ class Cluster:
                     if w.state == "done":
                         continue
                     w.state = "running"
-                    _CURRENT = w
+                    current.set_warp(w)
                     try:
                         w.glet.switch()
                     except (Hazard, hazards.Unmodelled):
@@ -349,7 +353,7 @@ class Cluster:
                     except Exception as exc:  # the kernel's own error: which warp, where
                         raise _crash(w, exc) from exc
                     finally:
-                        _CURRENT = None
+                        current.set_warp(None)
                     if w.state == "ready":  # switched away at an access: back of the queue
                         ready.append(w)
                     if self.inflight and self.launch.options.seed and self.rng.random() < 0.1:
@@ -373,12 +377,9 @@ class Cluster:
         """Every warp finished: each CTA exits, and what it leaves behind is a hazard (a TMA
         store whose bulk group no wait_group retired, a tcgen05.commit's arrival never
         waited on, TMEM still allocated)."""
-        from course.execute import tcgen05, tma, tmem
-
         for cta in self.ctas:
-            tma.finish(cta)
-            tcgen05.at_exit(cta)
-            tmem.at_exit(cta)
+            for check in self.launch.at_exit:
+                check(cta)
 
     def _body(self, w: Warp, fn, args):
         try:
@@ -452,7 +453,12 @@ def _deadlock(live: list[Warp], done: list[Warp]) -> Hazard:
         "no thread can go on: " + "; ".join(parts) + tail + " (nothing is in flight that could "
         "complete what they wait for)",
         live[0].wait.site,
-        hazards.Cause(hazards.BLOCKED, _ctas(live), observed=tuple(waits)),
+        hazards.Cause(
+            hazards.BLOCKED,
+            _ctas(live),
+            expected=tuple(sorted({w.wait.on for w in live if w.wait.on})),
+            observed=tuple(waits),
+        ),
     )
 
 
@@ -481,7 +487,7 @@ def livelock(frame, seconds: float) -> Hazard:
     that never moves to its next tile, a spin on a value nobody writes): the loop's line
     (the kernel line `frame` was running), the running warp and what the others wait on."""
     site = hazards.site_in(frame)
-    w = _CURRENT
+    w = current.current_warp()
     if w is None:
         return Hazard(
             hazards.HANG,
@@ -502,19 +508,20 @@ def livelock(frame, seconds: float) -> Hazard:
     )
 
 
-def block_until(until: Callable[[], bool], what: str, site: Site) -> None:
+def block_until(until: Callable[[], bool], what: str, site: Site, on: str = "") -> None:
     """Block the current warp until `until()` holds (checked when no warp is ready, and again
-    when the warp resumes: warps woken before it may have changed what it waits for)."""
+    when the warp resumes: warps woken before it may have changed what it waits for); `on`:
+    the mbarrier it waits on, if it is one."""
     while not until():
-        warp().block(Wait(site, UNTIL, until, what))
+        warp().block(Wait(site, UNTIL, until, what, on=on))
 
 
-def poll(what, site: Site, holds: Callable[[], bool] | None = None) -> None:
+def poll(what, site: Site, holds: Callable[[], bool] | None = None, on: str = "") -> None:
     """A poll that found its condition `holds` false (mbarrier.test_wait in a spin loop): the
     warp lets the others run, and resumes when none is ready (an async copy may land first);
     pollers that keep finding it false with nothing else going on are a deadlock."""
     w = warp()
-    w.block(Wait(site, POLL, lambda: True, what, holds=holds))
+    w.block(Wait(site, POLL, lambda: True, what, holds=holds, on=on))
 
 
 def _crash(w: Warp, exc: Exception) -> Hazard:
@@ -533,8 +540,12 @@ def _crash(w: Warp, exc: Exception) -> Hazard:
 class Launch:
     """One kernel launch: grid, block, the kernel function and its arguments."""
 
-    def __init__(self, fn, args: tuple, grid, block, options: Options, cluster=(1, 1, 1)):
+    def __init__(self, fn, args: tuple, grid, block, options: Options, cluster=(1, 1, 1),
+                 at_exit: tuple = ()):  # fmt: skip
+        """at_exit: what each CTA's exit checks, each called with the CTA (the units' own
+        checks, given by the launcher: course.execute.launches.AT_EXIT)."""
         self.fn, self.args = fn, args
+        self.at_exit = tuple(at_exit)
         self.grid = _dim3(grid)
         self.block = _dim3(block)
         self.cluster = _dim3(cluster)
@@ -551,12 +562,13 @@ class Launch:
         self.steps = 0
         self.smems: list[SharedMemory] = []
         self.cancelled: list = []  # clusters CLC cancelled (course.execute.launch_control)
+        self.notes: list = []  # hazards.Note: what the run did that is no hazard (note())
         threads = self.block[0] * self.block[1] * self.block[2]
         if not 1 <= threads <= 1024:
             raise Hazard(hazards.CRASH, f"a block of {threads} threads: the GPU takes 1 to 1024")
 
     def run(self) -> None:
-        if _CURRENT is not None:
+        if current.current_warp() is not None:
             raise hazards.Unmodelled("launching a kernel from inside a kernel")
         (gx, gy, gz), (cx, cy, cz) = self.grid, self.cluster
         # clusters not started yet: Cluster Launch Control may cancel them

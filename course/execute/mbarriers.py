@@ -35,7 +35,7 @@ from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.lanes import Lanes, uniform
 from course.models.mbarrier import MBarrier, MBarrierError
 
-MBARRIER = "mbarrier misuse"
+MBARRIER = hazards.MBARRIER  # its kind (hazards.KINDS says what it means)
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Slot:
     pending: dict = field(default_factory=dict)  # what the current phase's arrivers knew
     released: dict = field(default_factory=dict)  # completed phase -> what it hands waiters
     seen: int = -1  # the last phase a wait saw complete (course.execute.tcgen05.at_exit)
+    fence_clock: int | None = None  # the init warp's clock at its fence.mbarrier_init
 
     @property
     def name(self) -> str:
@@ -115,9 +116,11 @@ def init_fence() -> None:
     """fence.mbarrier_init: the inits this warp made become visible to the cluster (once a
     barrier orders them)."""
     w = machine.warp()
+    w.clock += 1  # what follows the fence: a warp that learns this clock saw the inits
     for slot in _table(w.cta).values():
-        if slot.init_warp is w:
+        if slot.init_warp is w and not slot.fenced:
             slot.fenced = True
+            slot.fence_clock = w.clock
 
 
 def barrier_at(ptr, cta=None, site: Site | None = None) -> Slot:
@@ -141,6 +144,13 @@ def barrier_at(ptr, cta=None, site: Site | None = None) -> Slot:
             gen, cluster = slot.init_cluster_gen + 1, target.cluster
             synced = w.cluster_gen >= gen and cluster.arrivals.get(gen, 0) == len(cluster.warps)
             barrier = "cluster barrier"
+        # or any synchronisation that hands on what the init warp did after its fence (an
+        # mbarrier phase it arrived on, a commit it issued, a barrier both passed): the
+        # fence's release reaches the user along it (course.execute.happens_before), as
+        # NVIDIA's TMEM allocator's dealloc barrier is published along the pipelines
+        synced = synced or (
+            slot.fence_clock is not None and w.knows.get(slot.init_warp, 0) >= slot.fence_clock
+        )
         if not (slot.fenced and synced):
             missing = "mbarrier_init_fence" if not slot.fenced else barrier
             raise Hazard(
@@ -249,6 +259,7 @@ def completed(ptr, parity, cta=None) -> bool:
             lambda: f"polls mbarrier {slot.name} for parity {parity} ({model.describe()})",
             site,
             lambda: model.try_wait(parity),
+            on=slot.name,
         )
     return False
 
@@ -266,6 +277,7 @@ def wait(ptr, parity) -> None:
         lambda: model.try_wait(parity),
         lambda: f"on mbarrier {slot.name} for parity {parity} ({model.describe()})",
         site,
+        on=slot.name,
     )
     # block_until returns right after the check that held (no other warp ran between): the
     # waiter is ordered after the arrivals of the phase that check saw complete

@@ -25,6 +25,7 @@ accesses by different threads in the same epoch have no barrier between them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -122,9 +123,9 @@ class Nibbles:
 
 
 def _who(tids, pos) -> str:
-    from course.execute import machine
+    from course.execute import current
 
-    w = machine.current_warp()
+    w = current.current_warp()
     cta = f" of CTA {w.cta.block}" if w is not None else ""
     if tids is None:
         return "the host"
@@ -205,7 +206,7 @@ class AsyncCopy:
     values: np.ndarray  # (R, n)
     site: Site
     landed: bool = False
-    what: str = "cp.async"  # the kind of copy, as a verdict names it
+    what: str = hazards.UNIT_CP_ASYNC  # the kind of copy (a hazards.UNIT_ name)
     retired_by: str = "no cp.async wait_group has retired it"
 
 
@@ -235,6 +236,7 @@ class SharedMemory(Memory):
         self.inflight = np.full(n, -1, np.int32)
         self.held = np.zeros(n, np.int32)  # asynchronous readers in flight (wgmma) per byte
         self.holds: dict[int, tuple] = {}  # their tokens: (bytes, who reads them)
+        self.hold_causes: dict = {}  # token -> its reader's hazards.Cause (see `hold`)
         self.retired_by = np.full(n, -1, np.int32)  # the hold a warp's wait retired last
         self.retirements: dict[int, tuple] = {}  # its token: (warp, clock, reader, site)
         self._next_hold = 0
@@ -315,6 +317,7 @@ class SharedMemory(Memory):
                 f"{own} {copy.what} to it (issued at {copy.site.describe()}) is still in "
                 f"flight: {copy.retired_by}",
                 site,
+                hazards.Cause(hazards.READ_IN_FLIGHT, self.describe(int(b[k])), unit=copy.what),
             )
         wt = self.w_tid[b]
         race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
@@ -340,16 +343,38 @@ class SharedMemory(Memory):
         return dtype.decode(self.typed(dtype)[elems])
 
     # --- asynchronous readers in flight (a wgmma reads its operands until it is retired)
-    def hold(self, b: np.ndarray, reader) -> int:
+    def hold(self, b: np.ndarray, reader, cause=None) -> int:
         """Bytes `b` (unique) are read by an asynchronous unit until `unhold(token)`;
         `reader` names it ("the wgmma warp 4 issued at ..."), or is a function that does
-        (read when a write finds it, so it can say how things stand then). Every write
-        checks them."""
+        (read when a write finds it, so it can say how things stand then). `cause`: the
+        same in structured form, a hazards.Cause (or a function giving one) whose `what`
+        says how the reader stands, `unit` what it is and `expected` its warp; a write
+        that finds the bytes held completes it with the bytes (subject) and the writer's
+        warp (observed). Every write checks them."""
         token = self._next_hold
         self._next_hold += 1
         self.held[b] += 1
         self.holds[token] = (b, reader)
+        if cause is not None:
+            self.hold_causes[token] = cause
         return token
+
+    def _reader_cause(self, token: int, what: str | None, byte: int):
+        """The structured cause of a write over bytes hold `token` reads (see `hold`): the
+        reader's own, its `what` replaced by `what` where the writer knows better."""
+        from course.execute import current
+
+        cause = self.hold_causes.get(token)
+        cause = cause() if callable(cause) else cause
+        if cause is None:
+            return None
+        w = current.current_warp()
+        return dataclasses.replace(
+            cause,
+            what=what or cause.what,
+            subject=self.describe(byte),
+            observed=w.index if w is not None else None,
+        )
 
     def unhold(self, token: int, by=None, site: Site | None = None) -> None:
         """The reader of hold `token` is done. `by`: the warp whose wait says so (a TMA
@@ -362,6 +387,8 @@ class SharedMemory(Memory):
             by.clock += 1
             self.retired_by[b] = token
             self.retirements[token] = (by, by.clock, reader, site)
+        else:
+            self.hold_causes.pop(token, None)
 
     def check_retired_known(self, b: np.ndarray, t: np.ndarray, writer, site: Site) -> None:
         """A thread's write of bytes `b` (threads `t`) whose reader a wait of another warp
@@ -378,6 +405,7 @@ class SharedMemory(Memory):
                 continue
             k = int(np.argmax((tokens == token) & (t // 32 == late[0].index)))
             reader = reader() if callable(reader) else reader
+            cause = self._reader_cause(token, hazards.RETIRED_UNORDERED, int(b[k]))
             raise Hazard(
                 hazards.STAGE_OVERWRITE,
                 f"{writer(k)} {self.describe(int(b[k]))}, which {reader} read: warp "
@@ -385,6 +413,7 @@ class SharedMemory(Memory):
                 f" retired that read, but no barrier since orders this thread after that "
                 f"wait: only the waiting warp knows the buffer is free",
                 site,
+                cause,
             )
 
     def check_readers_in_flight(self, b: np.ndarray, writer, site: Site) -> None:
@@ -396,13 +425,14 @@ class SharedMemory(Memory):
             return
         k = int(np.argmax(busy))
         byte = int(b[k])
-        reader = next(r for bs, r in self.holds.values() if byte in bs)
+        token, reader = next((tk, r) for tk, (bs, r) in self.holds.items() if byte in bs)
         reader = reader() if callable(reader) else reader
         raise Hazard(
             hazards.STAGE_OVERWRITE,
             f"{writer(k)} {self.describe(byte)} while {reader} still reads it: the stage "
             f"is overwritten before a wait_group retired the reads (released too early?)",
             site,
+            self._reader_cause(token, None, byte),
         )
 
     def _check_write(self, tids, b: np.ndarray, t: np.ndarray, site: Site, how: str) -> None:
@@ -419,6 +449,7 @@ class SharedMemory(Memory):
                 f"the {copy.what} of {threads_text(copy.tids.tolist())} (issued at "
                 f"{copy.site.describe()}) is still writing it",
                 site,
+                hazards.Cause(hazards.WRITTEN_IN_FLIGHT, self.describe(int(b[k])), unit=copy.what),
             )
         rt = self.r_tid[b]
         war = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)

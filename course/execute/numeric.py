@@ -91,6 +91,50 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "float"
 
+    # the class properties CuTe DSL's numeric types have (cutlass.base_dsl.typing), which
+    # kernels read at trace time: `row_max.fill(-cutlass.Float32.inf)`, `Int32.max`
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "uint", "bool")  # Boolean too, as in CuTe DSL
+
+    @property
+    def signed(self) -> bool:
+        return self._int_only(self.kind != "uint", "signed")
+
+    @property
+    def zero(self):
+        return 0.0 if self.is_float else 0
+
+    @property
+    def inf(self) -> float:
+        return self._float_only(float("inf"), "inf")
+
+    @property
+    def nan(self) -> float:
+        return self._float_only(float("nan"), "nan")
+
+    @property
+    def min(self) -> int:
+        return -(1 << (self._bits - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        return (1 << (self._bits - 1)) - 1 if self.signed else (1 << self._bits) - 1
+
+    @property
+    def _bits(self) -> int:
+        return 1 if self.kind == "bool" else self.width  # CuTe DSL's Boolean is 1 bit wide
+
+    def _float_only(self, value, name):
+        if not self.is_float:  # CuTe DSL's integer types have no inf/nan either
+            raise AttributeError(f"type object '{self.name}' has no attribute '{name}'")
+        return value
+
+    def _int_only(self, value, name):
+        if not self.is_integer:  # nor its float types a min/max
+            raise AttributeError(f"type object '{self.name}' has no attribute '{name}'")
+        return value
+
     def __instancecheck__(self, x) -> bool:
         """isinstance(x, cutlass.Int32) in library code: a per-lane value or a scalar of this
         type (a Python int is not one, as in CuTe DSL)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from course.execute import static_layout
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle
 from course.execute.numeric import TYPES, DType
 from course.execute.hazards import Unmodelled
@@ -259,6 +260,19 @@ def method(recipe: Recipe, name: str, *args):
     )
 
 
+def thread_start(recipe: Recipe, name: str, tile: tuple, thread: int) -> int:
+    """thread_starts' answer for one thread index, also one outside the op's threads (CuTe
+    computes a partition for any index by its TV layout's arithmetic)."""
+
+    def job():
+        import cutlass.cute as cute
+
+        t = cute.make_tensor(0, cute.make_layout(tile))
+        return _int(getattr(recipe.real().get_slice(thread), name)(t).iterator)
+
+    return ask(("start", recipe.key, name, tile, thread), job)
+
+
 def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[int]:
     """Where each thread's partition starts in one tile: the colexicographic index, in a
     tile of shape `tile`, of thread t's first value under recipe.get_slice(t).<name>.
@@ -337,6 +351,15 @@ def _pointer_tensor(space: str, dtype: DType, layout):
         return cute.make_rmem_tensor(to_real(layout), real)
     ptr = cute.make_ptr(real, 0, getattr(cute.AddressSpace, space), assumed_align=16)
     return cute.make_tensor(ptr, to_real(layout))
+
+
+def layout_property(layout, name: str):
+    """A static property of a layout (`max_alignment`), as CuTe DSL's own layout gives it."""
+    return ask(("layout property", key_of(layout), name),
+               lambda: from_real(getattr(to_real(layout), name)))
+
+
+static_layout.ASK_CUTE = layout_property
 
 
 def clear() -> None:

@@ -6,17 +6,14 @@ CooperativeGroup, NamedBarrier, the sm100 pipelines... are NVIDIA's classes, the
 and `cutlass` bound to the executor's stand-ins, so every barrier they touch is the
 executor's mbarrier (course.execute.mbarriers) and their arrival counts, tx counts and
 phases are NVIDIA's. This module gives that code the few DSL internals it calls
-(`cutlass.cutlass_dsl`: if_generate, dsl_user_op; Layout.get_hier_coord),
-registered by course.execute.hopper.
+(`cutlass.cutlass_dsl`: if_generate, dsl_user_op), named in course.execute.hopper's table;
+Layout.get_hier_coord and get_flat_coord are course.execute.static_layout's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from course.execute.lanes import Lanes, lanes
+from course.execute.lanes import Lanes
 from course.execute.numeric import TYPES
-from course.execute.static_layout import Layout, idx2crd
 
 
 def if_generate(cond, then_body, else_body=None, input_args=None, return_types=None, **_):
@@ -60,30 +57,6 @@ def is_static(x) -> bool:
     return not isinstance(x, Lanes)
 
 
-def get_hier_coord(self, index):
-    """Layout.get_hier_coord: the coordinate of a linear index (per lane for Lanes)."""
-    if isinstance(index, Lanes):
-        v = np.asarray(index.v)
-        first = idx2crd(int(v.reshape(-1)[0]), self.shape)
-        if (v == v.reshape(-1)[0]).all():
-            return first
-        return _per_lane(v, self.shape)
-    return idx2crd(int(index), self.shape)
-
-
-def _per_lane(v, shape):
-    if isinstance(shape, tuple):
-        out, rest = [], v
-        for mode in shape:
-            from course.execute.static_layout import product
-
-            size = product(mode)
-            out.append(_per_lane(rest % size, mode))
-            rest = rest // size
-        return tuple(out)
-    return lanes(v)
-
-
 DSL = dict(
     if_generate=if_generate,
     dsl_user_op=dsl_user_op,
@@ -92,7 +65,3 @@ DSL = dict(
     Int64=TYPES["Int64"],
 )
 
-
-def patch_types() -> None:
-    """The DSL method NVIDIA's pipelines call on layouts (Pointer.align is the pointer's own)."""
-    Layout.get_hier_coord = get_hier_coord

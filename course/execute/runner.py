@@ -23,20 +23,14 @@ import time
 from dataclasses import dataclass, field
 
 from course.execute import hazards, machine
-from course.execute.memory import GMEM, Memory, SharedMemory, bank_summaries
+# the runs in progress (run() pushes its Result) and a kernel's .launch(...) inside one
+from course.execute.launches import _ACTIVE, Launched, launch, running  # noqa: F401
+from course.execute.memory import GMEM, Memory, bank_summaries
 from course.execute.numeric import of_torch
 from course.execute.oracle import CuteError
 from course.execute.hazards import Hazard, Unmodelled
 from course.execute.tensor import Pointer
 from course.execute.translate import Translator
-
-
-@dataclass
-class Launched:
-    grid: tuple
-    block: tuple
-    smems: list[SharedMemory]
-    cancelled: list = field(default_factory=list)  # clusters CLC cancelled (their index)
 
 
 @dataclass
@@ -47,6 +41,11 @@ class Result:
     launches: list[Launched] = field(default_factory=list)
     count_banks: bool = False
 
+    @property
+    def notes(self) -> list:
+        """Every launch's notes (hazards.Note): what the run did that is no hazard."""
+        return [n for launched in self.launches for n in launched.notes]
+
     def bank_lines(self) -> list:
         out = []
         for launched in self.launches:
@@ -55,7 +54,6 @@ class Result:
         return out
 
 
-_ACTIVE: list[Result] = []
 UNNAMED = "a global tensor"
 
 
@@ -109,18 +107,24 @@ def _time_limit(seconds: float):
 
 
 def run(
-    fn, *args, seed: int = 0, count_banks: bool = False, time_limit_s: float = TIME_LIMIT_S
+    fn,
+    *args,
+    seed: int = 0,
+    count_banks: bool = False,
+    time_limit_s: float = TIME_LIMIT_S,
+    kwargs: dict | None = None,
 ) -> Result:
-    """fn(*args) on the executor; the Result of its launches."""
+    """fn(*args, **kwargs) on the executor; the Result of its launches."""
     translator = Translator()
     kernel_fn = translator.value(fn)
     kernel_args = translator.value(args)
+    kernel_kwargs = translator.value(dict(kwargs or {}))
     result = Result(seed, count_banks=count_banks)
     _ACTIVE.append(result)
     machine.note_progress()
     try:
         with _time_limit(time_limit_s):
-            kernel_fn(*kernel_args)
+            kernel_fn(*kernel_args, **kernel_kwargs)
     except _TimeUp as up:
         raise up.hang from None
     except (Hazard, Unmodelled):
@@ -140,19 +144,6 @@ def run(
     finally:
         _ACTIVE.pop()
     return result
-
-
-def launch(fn, grid, block, cluster=(1, 1, 1)) -> None:
-    """A kernel's .launch(...) inside run(): the grid (in clusters), now."""
-    if not _ACTIVE:
-        raise Unmodelled("a kernel launch outside course.execute.run")
-    result = _ACTIVE[-1]
-    options = machine.Options(result.seed, result.count_banks)
-    grid_launch = machine.Launch(fn, (), grid, block, options, cluster)
-    grid_launch.run()
-    result.launches.append(
-        Launched(grid_launch.grid, grid_launch.block, grid_launch.smems, grid_launch.cancelled)
-    )
 
 
 def pointer(t, name: str = "", align: int = 16) -> Pointer:

@@ -1,6 +1,6 @@
 """Block-scaled MMA on the executor (notebook 16's kernel): the stand-ins for
 `cutlass.utils.blockscaled_layout` (the SF layouts, asked of CuTe traced for sm_100a, as
-course.execute.blackwell's helpers are), registered by course.execute.blackwell.
+course.execute.blackwell's helpers are), in its `NAMES` table.
 
 The hardware's side -- where tcgen05.cp puts SFs and which TMEM byte the MMA reads -- is
 course.execute.block_scale's, written from the PTX ISA.
@@ -12,9 +12,10 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from course.execute import block_scale, oracle, tmem
+from course.execute import block_scale, hazards, oracle, tmem
 from course.execute.hazards import Unmodelled
 from course.execute.oracle import Recipe
+from course.execute.standins import Wraps
 
 LAYOUTS = "cutlass.utils.blockscaled_layout"
 # the block-scaled MMAs and the SF copy to TMEM (tcgen05.cp .32x128b.warpx4)
@@ -225,9 +226,10 @@ def sf_copy(atom, src, dst, site) -> None:
             )
         tmem.of_cta(w.cta).locate(np.unique(isa.reshape(-1) // 4), "tcgen05.cp writes", site)
         byte_ids = np.asarray(lines, np.int64).reshape(-1)  # Float8 elements: one byte each
-        tcgen05._check_landed(w.cta, byte_ids, site, "a tcgen05.cp")
+        tcgen05._check_landed(w.cta, byte_ids, site, "a tcgen05.cp", hazards.UNIT_SF_COPY)
         reader = f"the tcgen05.cp issued at {site.describe()}"
-        hold = smem.hold(np.unique(byte_ids), reader)
+        cause = hazards.Cause(hazards.NOT_RETIRED, "", expected=w.index, unit=hazards.UNIT_SF_COPY)
+        hold = smem.hold(np.unique(byte_ids), reader, cause)
         tcgen05._queue(w).append(SfCopy(w.cta, byte_ids, column, hold, site))
 
 
@@ -296,6 +298,12 @@ def _block_scaled_mma_class():
                         f"its {name} from TMEM columns {int(cols[0])}-{int(cols[-1])} that no "
                         f"tcgen05.cp issued before it wrote",
                         self.site,
+                        hazards.Cause(
+                            hazards.SF_NOT_COPIED,
+                            name,
+                            observed=(int(cols[0]), int(cols[-1])),
+                            unit=hazards.UNIT_MMA,
+                        ),
                     )
             return block_scale.blockscaled_mma(a, b, _tmem_bytes(space), self.sfa, self.sfb,
                                                self.scale, self.sf_type)  # fmt: skip
@@ -306,22 +314,24 @@ def _block_scaled_mma_class():
 BLOCK_SCALED: list = []  # the Mma subclass, made at registration (tcgen05 imports this module)
 
 
-def register(g: dict) -> None:
-    from course.execute.api import Namespace
-
+def _names() -> dict:
+    """What the block-scaled MMA adds to the stand-ins (after course.execute.blackwell's
+    table): tcgen05's SF helpers, `cutlass.utils.blockscaled_layout`, and cute.filter_zeros
+    of a TMA partition."""
     if not BLOCK_SCALED:
         BLOCK_SCALED.append(_block_scaled_mma_class())
-    from course.execute.wgmma import _merge
+    return {
+        "cutlass.cute": {"filter_zeros": Wraps(_filter_zeros_of_tma_views)},
+        "cutlass.cute.nvgpu.tcgen05": {
+            "find_tmem_tensor_col_offset": find_tmem_tensor_col_offset,
+            "make_s2t_copy": make_s2t_copy,
+            "get_s2t_smem_desc_tensor": get_s2t_smem_desc_tensor,
+        },
+        LAYOUTS: {
+            "BlockScaledBasicChunk": BlockScaledBasicChunk,
+            **{name: _helper(name) for name in HELPERS},
+        },
+    }
 
-    g["cute"].__dict__.update(filter_zeros=_filter_zeros_of_tma_views(g["cute"].filter_zeros))
-    g["MODULES"]["cutlass.cute.nvgpu.tcgen05"].__dict__.update(
-        find_tmem_tensor_col_offset=find_tmem_tensor_col_offset,
-        make_s2t_copy=make_s2t_copy,
-        get_s2t_smem_desc_tensor=get_s2t_smem_desc_tensor,
-    )
 
-    layouts = Namespace(LAYOUTS, BlockScaledBasicChunk=BlockScaledBasicChunk,
-                        **{name: _helper(name) for name in HELPERS})  # fmt: skip
-    utils = _merge(g["MODULES"], g["cutlass"], "cutlass.utils", "utils",
-                   Namespace("cutlass.utils"))  # fmt: skip
-    _merge(g["MODULES"], utils, LAYOUTS, "blockscaled_layout", layouts)
+NAMES = _names()

@@ -1,6 +1,6 @@
 """Branches that differ between the lanes of a warp: both sides run, each under a mask.
 
-course.execute.translate rewrites a kernel's `if`, `a if c else b`, `and`, `or`, `not` and
+course.execute.branches rewrites a kernel's `if`, `a if c else b`, `and`, `or`, `not` and
 `while` into calls of this module (bound as `__simt__` in the kernel's globals):
 
     if c: body          ->   k = __simt__.branch(c)
@@ -28,6 +28,7 @@ import numpy as np
 from course.execute import machine
 from course.execute.lanes import Divergent, Lanes
 from course.execute.hazards import Unmodelled
+from course.execute.unspecified import floordiv, mod  # noqa: F401 -- kernel code's `//`, `%`
 
 NAME = "__simt__"  # what kernel code calls this module
 

@@ -12,10 +12,10 @@ import contextlib
 
 import numpy as np
 
-from course.execute import hazards, machine, mbarriers
+from course.execute import atomics, hazards, machine, mbarriers
 from course.execute.hazards import Hazard
 
-PROXY_FENCE = "missing fence.proxy.async"  # a hazard's kind: TMA stores (tma), WGMMA (wgmma)
+PROXY_FENCE = hazards.PROXY_FENCE  # a hazard's kind: TMA stores (tma), WGMMA (wgmma)
 
 
 def _warp():
@@ -70,10 +70,15 @@ def mbarrier_wait(mbar_ptr, phase, **_):
 
 
 def mbarrier_try_wait(mbar_ptr, phase, **_):
-    """try_wait may suspend the thread until the phase completes: the executor suspends it
-    (a deadlock is reported as one), so the answer is always True."""
-    mbarriers.wait(mbar_ptr, phase)
-    return True
+    """mbarrier.try_wait.parity: "a potentially blocking instruction which tests for the
+    completion of the phase ... If the phase is not complete, the executing thread may be
+    suspended ... until the specified phase completes or the suspend time limit expires"
+    (PTX ISA, mbarrier.test_wait/try_wait). The executor takes the limit as expired at
+    once: True when the phase has completed, else False after letting the other warps
+    run. That is the answer a kernel must be ready for: NVIDIA's pipelines peek with
+    consumer_try_wait and wait only if the peek said no, so a kernel that trusts a peek
+    alone reads a stage TMA may still be writing, and is told so."""
+    return mbarriers.completed(mbar_ptr, phase)
 
 
 def mbarrier_test_wait(mbar_ptr, phase, **_):
@@ -81,8 +86,9 @@ def mbarrier_test_wait(mbar_ptr, phase, **_):
 
 
 def mbarrier_conditional_try_wait(cond, mbar_ptr, phase, **_):
+    """try_wait only where `cond` holds (True where it does not: nothing to wait for)."""
     if cond:
-        mbarriers.wait(mbar_ptr, phase)
+        return mbarriers.completed(mbar_ptr, phase)
     return True
 
 
@@ -211,7 +217,19 @@ def _setmaxregister(what):
     return set_
 
 
+def globaltimer(**_):
+    """%globaltimer, a nanosecond timer: the executor models no time, so it counts the
+    launch's scheduling steps, one nanosecond each. It only grows, as the PTX ISA's does;
+    a kernel's own watchdog (a wait that gives up after so many milliseconds) thus never
+    fires on the executor, whose own livelock and deadlock checks name a loop that does
+    not advance (course.execute.runner)."""
+    return _cta().launch.steps
+
+
 ARCH = dict(
+    globaltimer=globaltimer,
+    atomic_add=atomics.atomic_add,
+    atomic_cas=atomics.atomic_cas,
     elect_one=elect_one,
     mbarrier_init=mbarrier_init,
     mbarrier_init_fence=mbarrier_init_fence,

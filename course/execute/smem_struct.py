@@ -20,7 +20,7 @@ import sys
 
 from course.execute import hazards, machine
 from course.execute.hazards import KernelGlobals, Unmodelled
-from course.execute.memory import Allocation
+from course.execute.memory import SMEM, Allocation
 from course.execute.numeric import DType
 from course.execute.static_layout import Layout
 from course.execute.tensor import Pointer, Tensor
@@ -89,6 +89,50 @@ class Struct:
     def nbytes(self) -> int:
         return self.layout()[1]
 
+    # CuTe DSL's struct API: its size and alignment are static
+    def size_in_bytes(self) -> int:
+        return self.nbytes
+
+    def __sizeof__(self) -> int:
+        return self.nbytes
+
+    def __alignof__(self) -> int:
+        return self.align
+
+    def __call__(self, ptr) -> "StructView":
+        """`Struct(ptr)`: the struct's fields over shared memory at a pointer (one that
+        SmemAllocator or another struct's field gave)."""
+        if not isinstance(ptr, Pointer) or ptr.memory.space != SMEM:
+            raise Unmodelled(f"{self.name}(ptr) over a {type(ptr).__name__} not in shared memory")
+        return view(ptr.memory, ptr.byte_offset, self, self.name)
+
+
+def from_real(real, value) -> Struct:
+    """A @cute.struct that CuTe DSL itself decorated (a module-level class, made when the
+    kernel's module was imported) as the executor's Struct: the same fields, their element
+    types translated by `value` (course.execute.translate); the offsets CuTe DSL computed
+    are checked against the executor's, so a layout rule the executor lacks is said, not
+    guessed."""
+    made = Struct(type("_", (), {"__annotations__": {}}))
+    made.name = real._cls.__name__
+    made.fields = [(k, _real_field(v, value)) for k, v in real._annotations.items()]
+    offsets = {name: offset for name, _, offset in made.layout()[0]}
+    if offsets != dict(real._offsets) or made.nbytes != real._size_of:
+        raise Unmodelled(f"the layout of cute.struct {made.name} (CuTe DSL: {real._offsets})")
+    return made
+
+
+def _real_field(spec, value):
+    from cutlass.cute import struct as real_struct
+
+    if isinstance(spec, real_struct._AlignMeta):
+        return Align(_real_field(spec.dtype, value), spec.align)
+    if isinstance(spec, real_struct._MemRangeMeta):
+        return MemRange(value(spec._dtype), spec._size)
+    if isinstance(spec, real_struct):
+        return from_real(spec, value)
+    return _field(value(spec))
+
 
 def _field(spec):
     if isinstance(spec, (MemRange, Align, Struct)):
@@ -142,9 +186,19 @@ class RangeView:
         return self._ptr
 
     def get_tensor(self, layout, swizzle=None, dtype=None) -> Tensor:
-        if swizzle is not None or dtype is not None:
-            raise Unmodelled("a struct field's get_tensor with a swizzle or another type")
-        return Tensor(self._ptr, layout if isinstance(layout, Layout) else Layout(layout))
+        """CuTe DSL's MemRange.get_tensor: the field's pointer recast (to `dtype`, with
+        `swizzle` on its addresses), then a tensor of `layout` over it."""
+        from course.execute.static_layout import ComposedLayout, Swizzle
+
+        if swizzle is not None and isinstance(layout, ComposedLayout):
+            raise TypeError("incompatible layout with swizzle")
+        if swizzle is not None and not isinstance(swizzle, Swizzle):
+            raise Unmodelled(f"get_tensor(..., swizzle={swizzle!r})")
+        p = self._ptr
+        ptr = Pointer(p.memory, p.byte_offset, dtype or p.dtype, swizzle or p.swizzle, p._align)
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            layout = Layout(layout)
+        return Tensor(ptr, layout)
 
 
 class StructView:
@@ -178,4 +232,10 @@ def allocate(allocator, spec, byte_alignment: int = 1, **_):
         return view(machine.warp().cta.smem, start, spec, match.group(1) if match else spec.name)
     if isinstance(spec, DType):
         return allocator.allocate_array(spec, 1, max(int(byte_alignment), spec.itemsize))
+    if isinstance(spec, int) and not isinstance(spec, bool):  # raw bytes: an Int8 pointer
+        from course.execute.numeric import by_name
+
+        if spec < 0 or int(byte_alignment) < 1:
+            raise ValueError("SmemAllocator.allocate: a size >= 0 and a byte_alignment >= 1")
+        return allocator.allocate_array(by_name("Int8"), spec, int(byte_alignment))
     raise Unmodelled(f"SmemAllocator.allocate({spec!r})")

@@ -9,7 +9,10 @@ itself, in a CPU trace (course.execute.oracle), and comes back as these objects.
 
 Coordinates follow CuTe: an int where a mode is a tuple is a colexicographic index into
 that mode; an index past the end runs on in the last mode (so a tile that hangs over the
-edge of a tensor addresses memory past it, as on the GPU).
+edge of a tensor addresses memory past it, as on the GPU). An offset maps back to its
+coordinate per leaf, (offset / stride) % shape (get_hier_coord, get_flat_coord). Integers
+divide as C's do, as CuTe's: a negative index gets CuTe's coordinate. All of it is compared
+with CuTe DSL's own answers in tests/test_execute_layout_algebra.py.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute.lanes import Lanes
-from course.models.layout import LayoutError, compact_col_major, congruent, idx2crd, product
+from course.execute.hazards import Standin, Unmodelled
+from course.execute.lanes import Lanes, lanes
+from course.execute.unspecified import Unspecified
+from course.models.layout import LayoutError, compact_col_major, congruent, product
 from course.models.layout import _fmt as fmt  # CuTe's way of writing a shape: (4,(2,8))
 from course.models.layout import flatten as leaves
 
@@ -28,10 +33,17 @@ def _check_congruent(shape, stride) -> None:
         raise LayoutError(f"shape {shape} and stride {stride} differ in structure")
 
 
-class Layout:
+# CuTe DSL's answer to a static property of a layout, (layout, name) -> value: set by
+# course.execute.oracle when it loads (oracle imports this module, so this one cannot
+# import it back)
+ASK_CUTE = None
+
+
+class Layout(Standin):
     """shape:stride, both nested tuples of ints (or ints). Layouts are interned: equal
     layouts are one object, so what is computed from one (offsets, slices) is computed
     once for every thread that uses it."""
+    REAL = ("cutlass.cute.core:_Layout",)
 
     __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices", "__weakref__")
     _interned: dict = {}
@@ -84,9 +96,11 @@ class Layout:
 
     @property
     def cosize(self) -> int:
+        """The span of offsets, max - min + 1, as CuTe DSL gives it (a negative stride
+        counts by its size: (4,8):(-8,1) spans 32)."""
         shapes, strides = self.flat
         return (
-            int(sum((s - 1) * d for s, d in zip(shapes.tolist(), strides.tolist()))) + 1
+            int(sum((s - 1) * abs(d) for s, d in zip(shapes.tolist(), strides.tolist()))) + 1
             if self.size
             else 0
         )
@@ -102,6 +116,20 @@ class Layout:
                 raise LayoutError(f"mode {i} of a rank-1 layout {self}")
             return self
         return Layout(self.shape[i], self.stride[i])
+
+    def __getitem__(self, i: int) -> "Layout":
+        """`layout[i]`: CuTe DSL's top-level get of mode i."""
+        return self.mode(i)
+
+    @property
+    def max_alignment(self) -> int:
+        """CuTe DSL's `Layout.max_alignment` (what its layout type proves about contiguity),
+        asked of CuTe for these static values. The executor's layouts are all static: where
+        host code marked a mode dynamic, the GPU's compiled type may prove less, and the
+        kernel picks narrower copies of the same values."""
+        if ASK_CUTE is None:
+            raise Unmodelled("Layout.max_alignment without course.execute.oracle loaded")
+        return ASK_CUTE(self, "max_alignment")
 
     @property
     def flat(self) -> tuple[np.ndarray, np.ndarray]:
@@ -135,13 +163,7 @@ class Layout:
         return _crd_offset(crd, self.shape, self.stride)
 
     def offset_of_index(self, i: int) -> int:
-        shapes, strides = self.flat
-        off = 0
-        for k in range(len(shapes) - 1):
-            s = int(shapes[k])
-            off += (i % s) * int(strides[k])
-            i //= s
-        return off + i * int(strides[-1]) if len(shapes) else 0
+        return int(self.offsets_of(np.int64(i)))
 
     @property
     def offsets(self) -> np.ndarray:
@@ -156,16 +178,30 @@ class Layout:
         return self._offsets
 
     def offsets_of(self, indices: np.ndarray) -> np.ndarray:
-        """Offsets of many colexicographic indices at once."""
+        """Offsets of many colexicographic indices at once (past the end: on in the last
+        mode; negative: C's division, as CuTe's crd2idx)."""
         shapes, strides = self.flat
         idx = np.asarray(indices, dtype=np.int64)
         off = np.zeros_like(idx)
         for k in range(len(shapes) - 1):
-            off += (idx % shapes[k]) * strides[k]
-            idx = idx // shapes[k]
+            off += _cmod(idx, shapes[k]) * strides[k]
+            idx = _cdiv(idx, shapes[k])
         if len(shapes):
             off += idx * strides[-1]
         return off
+
+    def get_hier_coord(self, index, **_):
+        """The coordinate of offset `index` (per lane for Lanes): static_layout.hier_coord.
+        NVIDIA's pipelines and epilogues call it (loc=/ip= ignored)."""
+        if isinstance(index, Unspecified):  # an unspecified index: an unspecified coordinate
+            return index.like(self.shape)
+        return hier_coord(index, self.shape, self.stride)
+
+    def get_flat_coord(self, index, **_):
+        """get_hier_coord with each top-level mode one index: static_layout.flat_coord."""
+        if isinstance(index, Unspecified):
+            return tuple(index for _ in self.shape) if isinstance(self.shape, tuple) else index
+        return flat_coord(index, self.shape, self.stride)
 
     # --- slicing
     def slice(self, crd) -> tuple[int, "Layout"]:
@@ -197,6 +233,102 @@ def _ints(t):
         return int(t)
     except (TypeError, ValueError):
         raise LayoutError(f"{t!r} is not a static integer") from None
+
+
+# --- index <-> coordinate, as CuTe DSL computes them. CuTe's integers divide as C's do
+# (toward zero: -7 / 4 == -1, -7 % 4 == -3), not as Python's // and % (which floor), so a
+# negative index or one past the end gets CuTe's coordinate, not a Python-made one.
+
+
+def _as_ints(x):
+    """x as int64 numpy values (a Lanes' vector, an array or an int), and how to give a
+    result back in x's kind: a Python int for an int, per-lane values for Lanes."""
+    if isinstance(x, Lanes):
+        return np.asarray(x.v, dtype=np.int64), lanes
+    if isinstance(x, np.ndarray):
+        return x.astype(np.int64), lambda v: v
+    return np.int64(int(x)), int
+
+
+def _cdiv(a, b):
+    """C's a / b on int64 numpy values (b a nonzero static int)."""
+    q = np.abs(a) // abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _cmod(a, b):
+    """C's a % b: the sign of a."""
+    return a - b * _cdiv(a, b)
+
+
+def _colex(idx, shape):
+    """The colexicographic coordinate of idx in shape, the last mode taking the rest."""
+    if not isinstance(shape, tuple):
+        return idx
+    out = []
+    for i, s in enumerate(shape):
+        if i == len(shape) - 1:
+            out.append(_colex(idx, s))
+        else:
+            n = product(s)
+            out.append(_colex(_cmod(idx, n), s))
+            idx = _cdiv(idx, n)
+    return tuple(out)
+
+
+def _map_leaves(fn, t):
+    return tuple(_map_leaves(fn, e) for e in t) if isinstance(t, tuple) else fn(t)
+
+
+def idx2crd(idx, shape):
+    """cute.idx2crd(idx, shape): colexicographic, the last mode unbounded (an index past the
+    end runs on in it), C division for negative indices. idx: an int, Lanes (every leaf of
+    the coordinate per lane), or a tuple of indices, one per mode of shape."""
+    if isinstance(idx, tuple):
+        if not isinstance(shape, tuple) or len(idx) != len(shape):
+            raise LayoutError(f"index {fmt(idx)} does not match shape {fmt(shape)}")
+        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
+    v, back = _as_ints(idx)
+    if not isinstance(shape, tuple):
+        return idx if isinstance(idx, Lanes) else back(v)
+    wrap = Lanes if isinstance(idx, Lanes) else back  # a coordinate stays per lane
+    return _map_leaves(wrap, _colex(v, shape))
+
+
+def hier_coord(index, shape, stride):
+    """Layout.get_hier_coord(index): the coordinate whose offset is `index`, per leaf
+    (index / stride) % shape, 0 where the stride is 0: CuTe's (C++ idx2crd(idx, shape,
+    stride)). It inverts the layout on its image; for any other index it is still this
+    formula's answer, as CuTe gives it (no error: CuTe raises none either)."""
+    v, back = _as_ints(index)
+
+    def leaf(s, d):
+        return back(np.zeros_like(v) if d == 0 else _cmod(_cdiv(v, d), s))
+
+    def walk(s, d):
+        return tuple(walk(a, b) for a, b in zip(s, d)) if isinstance(s, tuple) else leaf(s, d)
+
+    return walk(shape, stride)
+
+
+def flat_coord(index, shape, stride):
+    """Layout.get_flat_coord(index): get_hier_coord's coordinate with each top-level mode
+    as one colexicographic index into that mode (C++ crd2crd(crd, shape, repeat<rank>(1)))."""
+    if not isinstance(shape, tuple):
+        return hier_coord(index, shape, stride)
+    v, back = _as_ints(index)
+    out = []
+    for s, d in zip(shape, stride):
+        crd = hier_coord(v, s, d)
+        out.append(back(_crd_offset_np(crd, s, compact_col_major(s))))
+    return tuple(out)
+
+
+def _crd_offset_np(crd, shape, stride):
+    """The offset of a congruent coordinate whose leaves are numpy values."""
+    if isinstance(shape, tuple):
+        return sum(_crd_offset_np(c, s, d) for c, s, d in zip(crd, shape, stride))
+    return crd * stride
 
 
 def _crd_offset(crd, shape, stride):
@@ -232,8 +364,9 @@ def _slice(crd, shape, stride, kept_shape, kept_stride) -> int:
     return _crd_offset(crd, shape, stride)
 
 
-class Swizzle:
+class Swizzle(Standin):
     """Swizzle<B,M,S>: XOR the B bits above bit M+S... into the B bits at M (CuTe's)."""
+    REAL = ("cutlass.cute.core:Swizzle",)
 
     __slots__ = ("bits", "base", "shift")
 
@@ -276,8 +409,9 @@ class Swizzle:
         return self.shift
 
 
-class ComposedLayout:
+class ComposedLayout(Standin):
     """inner o offset o outer: coordinate c -> inner(offset + outer(c)) (CuTe's naming)."""
+    REAL = ("cutlass.cute.core:_ComposedLayout",)
 
     __slots__ = ("inner", "offset", "outer")
 

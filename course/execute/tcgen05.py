@@ -16,20 +16,22 @@
   only TMEM lanes 32*(w%4) .. +31. The registers it fills are not the warp's until
   `wait_ld` (tcgen05.wait::ld, cute.arch.fence_view_async_tmem_load).
 
-Hazards (kind WAIT_LD and tmem.TMEM): a register of a tcgen05.ld read before wait::ld;
-TMEM read while an MMA that writes it has not completed (no commit landed and waited for);
-shared memory an issued MMA reads overwritten before the MMA ran (a stage released or
-refilled too early); TMEM outside the warp's lanes.
+Hazards (kind tmem.TMEM): TMEM read while an MMA that writes it has not completed (no
+commit landed and waited for); shared memory an issued MMA reads overwritten before the
+MMA ran (a stage released or refilled too early); TMEM outside the warp's lanes. A note
+(kind WAIT_LD, on the run's result, never raised): a register of a tcgen05.ld read before
+wait::ld.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle
-from course.execute import scaled_mma, tmem
+from course.execute import tmem
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import Memory, SMEM
@@ -37,7 +39,7 @@ from course.execute.numeric import DType, element_byte_span
 from course.execute.oracle import Recipe
 from course.execute.tensor import Pointer, Tensor
 
-WAIT_LD = "wait::ld"
+WAIT_LD = hazards.WAIT_LD  # its kind (hazards.KINDS says what it means)
 PATH = "cute.nvgpu.tcgen05"
 
 
@@ -56,12 +58,31 @@ class _Unplaced(Memory):
 
 
 class TiledMma(atoms.TiledMma):
-    """cute.make_tiled_mma(tcgen05.MmaF16BF16Op(...)): the runtime field ACCUMULATE too."""
+    """cute.make_tiled_mma(tcgen05.MmaF16BF16Op(...)): the runtime field ACCUMULATE too.
+
+    A TiledMma is a by-value kernel parameter: each thread's copy starts from the value the
+    host gave it at the launch, and a kernel's `tiled_mma.set(ACCUMULATE, True)` changes
+    its own warp's copy only (one object shared by every CTA would hand CTA 1 the True CTA
+    0 set)."""
 
     def __init__(self, recipe: Recipe, op: Recipe):
         super().__init__(recipe, op)
         self.kind = "tcgen05"
-        self.accumulate = False
+        self._launch_accumulate = False  # the host's value, each warp's at its start
+        self._accumulate = weakref.WeakKeyDictionary()  # warp -> its copy's value
+
+    @property
+    def accumulate(self) -> bool:
+        w = machine.current_warp()
+        return self._accumulate.get(w, self._launch_accumulate) if w else self._launch_accumulate
+
+    @accumulate.setter
+    def accumulate(self, value: bool) -> None:
+        w = machine.current_warp()
+        if w is None:
+            self._launch_accumulate = bool(value)
+        else:
+            self._accumulate[w] = bool(value)
 
     @property
     def cta_group(self) -> int:
@@ -156,6 +177,7 @@ class Mma:
                     "tcgen05.mma accumulates into",
                     self.site,
                     "the first MMA of a tile must overwrite (ACCUMULATE False)",
+                    hazards.UNIT_MMA,
                 )
                 part = (held + part).astype(np.float32)
             space.write(self.d, part, "tcgen05.mma writes", self.site)
@@ -169,13 +191,56 @@ class Mma:
                 pending.remove(self)
 
 
+def _mma_reads(w) -> hazards.Cause:
+    """A tcgen05.mma reading its operands until it runs (its tcgen05.commit lands), as a
+    write over them names it (course.execute.memory.SharedMemory.hold)."""
+    return hazards.Cause(hazards.NOT_RETIRED, "", expected=w.index, unit=hazards.UNIT_MMA)
+
+
 def _queue(w) -> list:
     return w.__dict__.setdefault("tcgen05_issued", [])
 
 
-def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) -> None:
-    """cute.gemm(tiled_mma, D, A, B, C) with a tcgen05 atom: one MMA, queued on the warp."""
+def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, scaled=None,
+         **kwargs) -> None:  # fmt: skip
+    """cute.gemm(tiled_mma, D, A, B, C) with a tcgen05 atom: CuTe's dispatch [5],
+    (V, M, K) x (V, N, K) => (V, M, N), is one MMA per (m, n, k), k innermost. ACCUMULATE
+    is read for the first k of each (m, n); the later k of the same call add to what the
+    first wrote (NVIDIA's tutorials set ACCUMULATE = k_tile != 0 and issue a k-tile's four
+    k-blocks in one call); the field is left as the kernel set it. `scaled(issued, mma,
+    site)`: for a block-scaled op, the same MMA with its SFs read from TMEM when it runs
+    (course.execute.scaled_mma; course.execute.dispatch passes it)."""
     site = hazards.site(2)
+    if not all(isinstance(t, Tensor) and _rank(t) == 3 for t in (d, a, b)):
+        return _gemm_atom(mma, d, a, b, c, site, scaled, **kwargs)
+    (_, m_count, k_count), (_, n_count, kb_count) = a.shape, b.shape
+    if kb_count != k_count or tuple(d.shape[1:]) != (m_count, n_count):
+        raise Hazard(
+            hazards.CRASH, f"cute.gemm of A {a.shape}, B {b.shape} into D {d.shape}", site
+        )
+    first = mma.accumulate
+    try:
+        for m in range(_count(m_count)):
+            for n in range(_count(n_count)):
+                for k in range(_count(k_count)):
+                    mma.accumulate = first if k == 0 else True
+                    _gemm_atom(mma, d[None, m, n], a[None, m, k], b[None, n, k],
+                               c[None, m, n], site, scaled, **kwargs)  # fmt: skip
+    finally:
+        mma.accumulate = first
+
+
+def _rank(t: Tensor) -> int:
+    return len(t.shape) if isinstance(t.shape, tuple) else 1
+
+
+def _count(mode) -> int:
+    return int(np.prod(mode)) if isinstance(mode, tuple) else int(mode)
+
+
+def _gemm_atom(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, site: Site,
+               scaled=None, **kwargs) -> None:  # fmt: skip
+    """One tcgen05.mma atom, queued on the warp."""
     if kwargs:
         raise Unmodelled(f"cute.gemm with {', '.join(kwargs)}")
     if c is not d and not (
@@ -196,7 +261,7 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) ->
         )
     issued = Mma(ctas, ea, eb, addresses, a.element_type, mma.accumulate, [], site,
                  w.active_tids()[:1])  # fmt: skip
-    if a.element_type.width < 8 and mma.op.name not in scaled_mma.MMAS:
+    if a.element_type.width < 8 and scaled is None:
         raise Unmodelled(
             f"{mma.op.name} of {a.element_type} (4-bit A/B only in the "
             "block-scaled kind::mxf4 and kind::mxf4nvf4, packed two a byte)"
@@ -204,14 +269,14 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, **kwargs) ->
     if a.element_type.width < 8:
         for what, elems in (("A", ea), ("B", eb)):
             _check_packed_k_major(elems, what, site)
-    if mma.op.name in scaled_mma.MMAS:  # the same MMA, its SFs read from TMEM when it runs
-        issued = scaled_mma.scaled(issued, mma, site)
+    if scaled is not None:  # the same MMA, its SFs read from TMEM when it runs
+        issued = scaled(issued, mma, site)
     reader = f"the tcgen05.mma {threads_text(issued.tids.tolist())} issued at {site.describe()}"
     for cta in ctas:
         for elems in (ea, eb):
             b = np.unique(element_byte_span(issued.dtype, elems))
             _check_landed(cta, b, site)
-            issued.holds.append((cta.smem, cta.smem.hold(b, reader)))
+            issued.holds.append((cta.smem, cta.smem.hold(b, reader, _mma_reads(w))))
     for cta in ctas:
         tmem.of_cta(cta).locate(addresses, "tcgen05.mma writes", site)
         tmem.of_cta(cta).__dict__.setdefault("pending", []).append(issued)
@@ -235,7 +300,9 @@ def _check_packed_k_major(elems: np.ndarray, what: str, site: Site) -> None:
         )
 
 
-def _check_landed(cta, b: np.ndarray, site: Site, reader: str = "a tcgen05.mma") -> None:
+def _check_landed(
+    cta, b: np.ndarray, site: Site, reader: str = "a tcgen05.mma", unit: str = hazards.UNIT_MMA
+) -> None:
     """The operands must be in shared memory when the MMA (or tcgen05.cp) is issued: a copy
     still in flight to them (the stage's full barrier not waited for) is a hazard."""
     smem = cta.smem
@@ -249,6 +316,7 @@ def _check_landed(cta, b: np.ndarray, site: Site, reader: str = "a tcgen05.mma")
             f"{copy.what} issued at {copy.site.describe()} is still writing it: wait on the "
             f"stage's full barrier first",
             site,
+            hazards.Cause(hazards.READ_IN_FLIGHT, smem.describe(byte), unit=unit),
         )
 
 
@@ -271,6 +339,7 @@ class Commit:
     issuers: int = 1  # lanes that issued it: without elect_one, each arrives
     knows: dict = field(default_factory=dict)  # the issuing warp's knowledge (and clock)
     landed: bool = False
+    issuer: object = None  # the CTA whose warp issued it
 
     def land(self) -> None:
         if self.landed:
@@ -284,26 +353,48 @@ class Commit:
             for _ in range(self.issuers):
                 happens_before.merge(slot.pending, self.knows)  # waiters learn the MMAs ran
                 mbarriers.arrive_once(self.mbar, cta=rank, site=self.site)
-            slot.cta.__dict__.setdefault("commits", []).append((slot, phase, self.site))
+            remote = self.issuer is not None and slot.cta is not self.issuer
+            slot.cta.__dict__.setdefault("commits", []).append((slot, phase, (self.site, remote)))
 
 
-COMMIT_NOT_WAITED = "tcgen05.commit never waited on"
+COMMIT_NOT_WAITED = hazards.COMMIT_NOT_WAITED  # its kind (hazards.KINDS says what it means)
 
 
 def at_exit(cta) -> None:
     """At a CTA's exit (course.execute.machine.Cluster): every phase a tcgen05.commit arrived
-    on was seen complete by some wait (course.execute.mbarriers.wait records it), else the
-    commit's arrival may land on the barrier of a CTA that has exited (a producer that skips
-    producer_tail(): the last stages' releases by the MMA warp, never waited on)."""
-    for slot, phase, site in mbarriers.never_waited(cta, "commits"):
-        raise Hazard(
-            COMMIT_NOT_WAITED,
+    on was seen complete by some wait (course.execute.mbarriers.wait records it).
+
+    A commit of another CTA of the cluster (a multicast release, a CTA pair's leader) whose
+    arrival nobody waited for may reach this CTA's shared memory after it exited: the CUDA
+    Programming Guide's rule for distributed shared memory is that every access to a block's
+    shared memory completes before that block exits (a cluster barrier, or the ring's
+    producer_tail(), sees to it). That is a hazard. A commit arriving on its own CTA's
+    barrier is not covered by that rule, and the PTX ISA says nothing of a CTA exiting
+    before its own commit's arrival: NVIDIA's tutorial fp16_gemm_0 ends so. That is a note:
+    the course's kernels still end with producer_tail(), which a cluster needs."""
+    for slot, phase, (site, remote) in mbarriers.never_waited(cta, "commits"):
+        detail = (
             f"CTA {cta.block} exits while the arrival of the tcgen05.commit at "
-            f"{site.describe()} on {slot.name} (phase {phase}) was never waited on: "
-            f"the MMAs it tracks may still run and its arrival reach the barrier after "
-            f"the CTA is gone (the ring's producer_tail() waits for the last releases)",
-            site,
+            f"{site.describe()} on {slot.name} (phase {phase}) was never waited on"
         )
+        if remote:
+            raise Hazard(
+                COMMIT_NOT_WAITED,
+                detail + ": the commit is another CTA's, and its arrival may reach this "
+                "CTA's shared memory after it exited (the ring's producer_tail() waits for "
+                "the last releases)",
+                site,
+                )
+        notes = cta.launch.notes
+        if not any(n.kind == COMMIT_NOT_WAITED and n.site == site for n in notes):
+            notes.append(
+                hazards.Note(
+                    COMMIT_NOT_WAITED,
+                    detail + ": its own CTA's barrier, so no other CTA is affected; in a "
+                    "cluster, producer_tail() makes the last releases land before exit",
+                    site,
+                )
+            )
 
 
 def commit(mbar_ptr, mask=None, cta_group=None, **_) -> None:
@@ -324,7 +415,7 @@ def commit(mbar_ptr, mask=None, cta_group=None, **_) -> None:
     happens_before.arrived(w, knows)  # the commit is ordered after this warp's work so far
     for m in mmas:
         m.known_at = (w, w.clock)
-    op = Commit(mmas, mbar_ptr, ranks, site, len(w.active_tids()), knows)
+    op = Commit(mmas, mbar_ptr, ranks, site, len(w.active_tids()), knows, issuer=w.cta)
     w.cta.cluster.inflight.append(op)
 
 
@@ -395,6 +486,7 @@ def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> No
         f"warp {w.index}'s tcgen05.ld reads",
         site,
         "the accumulator is not ready; wait on the mbarrier the MMA's tcgen05.commit arrives on",
+        hazards.UNIT_TMEM_LOAD,
     )
     space.note_read(w, addresses, site)
     tiles = np.zeros((calls, src_tv.size), dtype=np.float32)
@@ -443,23 +535,33 @@ def _check_commit_seen(w, space: tmem.Tmem, addresses: np.ndarray, site: Site) -
 
 
 def _hold_until_wait(w, dst: Tensor, site: Site) -> None:
-    """The registers a tcgen05.ld fills are read at the warp's peril until wait::ld."""
+    """Registers a tcgen05.ld fills, read before tcgen05.wait::ld: a note (machine.note),
+    not a hazard. The PTX ISA says "The instruction tcgen05.ld is performed asynchronously"
+    and that its completion is "observed through tcgen05.wait based waiting mechanism", but
+    -- unlike wgmma.mma_async's accumulator -- it does not call the registers undefined
+    before the wait; CuTe DSL 4.8.1 emits no wait::ld for NVIDIA's tutorial GEMMs, whose
+    reads the hardware orders itself. The course's kernels wait, as the ISA's patterns do
+    (course.cute.ptx_protocol.tmem_load_waited says the same of the PTX)."""
     regs = dst.iterator.memory
     held = w.__dict__.setdefault("tmem_loads", [])
     if regs in held:
         return
     held.append(regs)
 
-    def guarded(dtype, rows, elems, site_=None):
-        raise Hazard(
+    def noted(dtype, rows, elems, site_=None):
+        machine.note(
             WAIT_LD,
-            f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} use registers that the "
-            f"tcgen05.ld at {site.describe()} fills, before tcgen05.wait::ld "
-            f"(cute.arch.fence_view_async_tmem_load): they may not hold the values yet",
+            f"{threads_text(w.tids.tolist())} of CTA {w.cta.block} read the registers the "
+            f"tcgen05.ld at {site.describe()} filled with no tcgen05.wait::ld before "
+            f"(cute.arch.fence_view_async_tmem_load): the PTX ISA observes a tcgen05.ld's "
+            f"completion through wait::ld, and the course's kernels wait, but it does not call "
+            f"the registers undefined before it",
             site_ or hazards.site(4),
         )
+        regs.__dict__.pop("load", None)
+        return regs.load(dtype, rows, elems, site_)
 
-    regs.load = guarded
+    regs.load = noted
 
 
 def wait_ld(*_, **__) -> None:

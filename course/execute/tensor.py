@@ -26,7 +26,9 @@ from course.execute.memory import RMEM, SMEM, Memory, Registers
 from course.execute.numeric import Boolean, DType, Int32, is_sub_byte
 from course.execute.hazards import Unmodelled
 
-BASE = {1: 1, 2: 1 << 16, 3: 1 << 10, 4: 1 << 7, 5: 1 << 12, 6: 1 << 10}
+# mode i of a rank-r coordinate is worth BASE[r]**i: as wide as int64 (numpy's per-lane
+# arithmetic) allows, each mode a signed digit below BASE[r] // 2
+BASE = {1: 1, 2: 1 << 16, 3: 1 << 16, 4: 1 << 15, 5: 1 << 12, 6: 1 << 10}
 
 
 # ---------------------------------------------------------------- who accesses
@@ -106,8 +108,9 @@ def access_write(
 # ---------------------------------------------------------------- iterators
 
 
-class Pointer:
+class Pointer(hazards.Standin):
     """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
+    REAL = ("cutlass.cute.core:_Pointer",)
 
     __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "_align")
 
@@ -147,7 +150,7 @@ class Pointer:
 
     @property
     def memspace(self):
-        from course.execute.api import AddressSpace
+        from course.execute.standins import AddressSpace
 
         return getattr(AddressSpace, self.memory.space)
 
@@ -269,8 +272,9 @@ def _as_crd(crd):
 # ---------------------------------------------------------------- tensors
 
 
-class Tensor:
+class Tensor(hazards.Standin):
     """iterator o layout."""
+    REAL = ("cutlass.cute.tensor:_Tensor",)
 
     __slots__ = ("iterator", "layout", "_elems")
 
@@ -290,6 +294,14 @@ class Tensor:
         return lay.stride
 
     @property
+    def leading_dim(self):
+        """The mode of stride 1 (CuTe DSL's own `leading_dim` of shape and stride: an int,
+        a tuple for a nested mode, None), which `LayoutEnum.from_tensor` reads."""
+        from course.execute import oracle
+
+        return oracle.call("leading_dim", self.shape, self.stride)
+
+    @property
     def element_type(self):
         if isinstance(self.iterator, Pointer):
             return self.iterator.dtype
@@ -306,6 +318,11 @@ class Tensor:
     @property
     def is_coordinates(self) -> bool:
         return isinstance(self.iterator, Coordinates)
+
+    @property
+    def type(self) -> "TensorType":
+        """What CuTe DSL's `Tensor.type` (the MLIR type) says, for host code that prints it."""
+        return TensorType(self)
 
     @property
     def size(self) -> int:
@@ -427,6 +444,28 @@ class Tensor:
         self.store_values(value)
 
 
+class TensorType:
+    """A tensor's type as CuTe DSL prints it (`!cute.memref<f32, gmem, "(4,8):(8,1)">`):
+    element type, memory and layout, or a coordinate tensor's origin and shape. NVIDIA's
+    examples print it at trace time; nothing computes with it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, tensor: Tensor):
+        it = tensor.iterator
+        if isinstance(it, Pointer):
+            self.text = f'!cute.memref<{it.dtype}, {it.memory.space}, "{tensor.layout}">'
+        elif isinstance(it, Coordinates):
+            self.text = f'!cute.coord_tensor<"{it}", "{fmt(tensor.shape)}">'
+        else:
+            self.text = f'!cute.tensor<"{it}", "{tensor.layout}">'
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
 def _scalar_value(value):
     if isinstance(value, TensorSSA):
         if value.values.shape[-1] != 1:
@@ -478,8 +517,9 @@ def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
 # ---------------------------------------------------------------- TensorSSA
 
 
-class TensorSSA:
+class TensorSSA(hazards.Standin):
     """Values loaded from a tensor (`t.load()`): numpy, (W, n) or (n,), colexicographic."""
+    REAL = ("cutlass.cute.tensor:TensorSSA",)
 
     __slots__ = ("values", "shape", "dtype")
 

@@ -336,6 +336,13 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
                 f"with no mbarrier arrive it waited for since (nor a barrier): the stage is "
                 f"overwritten while still in use (released too early?)",
                 site,
+                hazards.Cause(
+                    hazards.RELEASED_EARLY,
+                    target.describe(byte),
+                    expected=x.index,
+                    observed=w.index,
+                    unit=happens_before.toucher_unit(x, target, byte),
+                ),
             )
         target.inflight[b] = copy_id
         target.copies[copy_id] = AsyncCopy(
@@ -345,7 +352,7 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
             dtype,
             values[None, :],
             site,
-            what="TMA load",
+            what=hazards.UNIT_TMA_LOAD,
             retired_by="no mbarrier wait has seen its bytes land",
         )
         dests.append((target, elems, slot))
@@ -407,6 +414,11 @@ def _store(atom, src, dst, site, w) -> None:
             f"a TMA store reads {smem.describe(int(b[int(np.argmax(flying >= 0))]))} while a "
             f"copy into it is still in flight",
             site,
+            hazards.Cause(
+                hazards.READ_IN_FLIGHT,
+                smem.describe(int(b[int(np.argmax(flying >= 0))])),
+                unit=hazards.UNIT_TMA_STORE,
+            ),
         )
     stale = smem.unfenced[b]
     if stale.any():
@@ -419,6 +431,13 @@ def _store(atom, src, dst, site, w) -> None:
             f"{smem._site(int(smem.w_site[b[k]]))} with no fence.proxy.async "
             f"(cute.arch.fence_proxy('async.shared')) since: the TMA unit may not see it",
             site,
+            hazards.Cause(
+                hazards.UNFENCED,
+                smem.describe(int(b[k])),
+                expected=w.index,
+                observed=writer // 32,
+                unit=hazards.UNIT_TMA_STORE,
+            ),
         )
     race = (smem.w_epoch[b] == smem.cta.epoch) & (smem.w_tid[b] >= 0)
     issuer = int(w.active_tids()[0])
@@ -440,8 +459,36 @@ def _store(atom, src, dst, site, w) -> None:
             dtype, None, np.asarray(gelems)[inside][None, :], values[inside][None, :], site
         )
     reader = f"the TMA store of {threads_text([issuer])} issued at {site.describe()}"
-    token = smem.hold(np.unique(b), reader)
-    w.bulk_pending.append(Store(smem, token, site, atom.gmem.iterator.memory, written))
+    store = Store(smem, -1, site, atom.gmem.iterator.memory, written)
+    again = _stored_again(smem, np.unique(b))
+    store.token = smem.hold(np.unique(b), reader, lambda: _store_cause(w, store, again))
+    w.bulk_pending.append(store)
+
+
+def _stored_again(smem, b: np.ndarray) -> bool:
+    """Do all of bytes `b` hold what an earlier TMA store already read, no thread having
+    written them since (the same barrier epoch of their last write)? A store of a buffer
+    the chunk was not written to: an earlier chunk's data again."""
+    seen = smem.__dict__.setdefault("tma_stored_epoch", np.full(smem.w_epoch.shape, -1, np.int32))
+    epochs = smem.w_epoch[b]
+    again = bool(len(b)) and bool(((seen[b] == epochs) & (epochs >= 0)).all())
+    seen[b] = epochs
+    return again
+
+
+def _store_cause(w, store: Store, again: bool) -> hazards.Cause:
+    """How a TMA store that still reads its bytes stands (a write over them completes the
+    cause: course.execute.memory.SharedMemory.hold): a store of bytes already stored, or
+    not committed, not waited for at all, or not retired by the waits so far."""
+    if again:
+        what = hazards.STORED_AGAIN
+    elif any(x is store for x in w.bulk_pending):
+        what = hazards.UNCOMMITTED
+    elif not w.__dict__.get("bulk_waits", 0):
+        what = hazards.NEVER_WAITED
+    else:
+        what = hazards.NOT_RETIRED
+    return hazards.Cause(what, "", expected=w.index, unit=hazards.UNIT_TMA_STORE)
 
 
 def _check_no_twin(w, gmem, written: np.ndarray, site: Site) -> None:
@@ -460,6 +507,13 @@ def _check_no_twin(w, gmem, written: np.ndarray, site: Site) -> None:
                     f"still in flight: two unordered stores of one chunk (every warp issues "
                     f"it, where one warp should)",
                     site,
+                    hazards.Cause(
+                        hazards.TWO_STORES,
+                        gmem.name,
+                        expected=x.index,
+                        observed=w.index,
+                        unit=hazards.UNIT_TMA_STORE,
+                    ),
                 )
 
 
@@ -475,13 +529,14 @@ def bulk_wait_group(n, read=None) -> None:
     w = machine.warp()
     n = int(n)
     site = hazards.site(3)
+    w.bulk_waits = w.__dict__.get("bulk_waits", 0) + 1
     while len(w.bulk_groups) > n:
         for store in w.bulk_groups.popleft():
             store.smem.unhold(store.token, by=w, site=site)
 
 
-NOT_DRAINED = "TMA store not drained"
-LOAD_NOT_WAITED = "TMA load not waited for"
+NOT_DRAINED = hazards.NOT_DRAINED  # its kind (hazards.KINDS says what it means)
+LOAD_NOT_WAITED = hazards.LOAD_NOT_WAITED  # its kind (hazards.KINDS says what it means)
 
 
 def finish(cta) -> None:

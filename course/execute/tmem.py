@@ -32,7 +32,7 @@ from course.execute.tensor import Pointer
 
 LANES, COLUMNS = 128, 512
 LANE_SHIFT = 16  # a TMEM address: lane << 16 | column
-TMEM = "tensor memory misuse"
+TMEM = hazards.TMEM  # its kind (hazards.KINDS says what it means)
 SPACE = "tmem"
 
 
@@ -69,18 +69,37 @@ class Tmem(Memory):
             owned |= (col >= start) & (col < start + n)
         if not owned.all():
             c = int(col.reshape(-1)[int(np.argmax(~owned.reshape(-1)))])
-            raise Hazard(TMEM, f"{doing} column {c} of {self.name}: {self._why_not(c)}", site)
+            freed = self._freed_at(c)
+            raise Hazard(
+                TMEM,
+                f"{doing} column {c} of {self.name}: {self._why_not(c)}",
+                site,
+                hazards.Cause(
+                    hazards.USE_AFTER_FREE if freed is not None else hazards.NOT_ALLOCATED,
+                    self.name,
+                    observed=c,
+                ),
+            )
         return lane, col
 
-    def _why_not(self, col: int) -> str:
+    def _freed_at(self, col: int) -> Site | None:
+        """Where column `col` was freed, if it was (else it was never allocated)."""
         for start, (n, where) in self.freed.items():
             if start <= col < start + n:
-                return f"use after free (tcgen05.dealloc at {where.describe()})"
+                return where
+        return None
+
+    def _why_not(self, col: int) -> str:
+        freed = self._freed_at(col)
+        if freed is not None:
+            return f"use after free (tcgen05.dealloc at {freed.describe()})"
         return "not allocated (tcgen05.alloc first)"
 
-    def read(self, addresses: np.ndarray, doing: str, site: Site, unwritten: str) -> np.ndarray:
+    def read(
+        self, addresses: np.ndarray, doing: str, site: Site, unwritten: str, unit: str = ""
+    ) -> np.ndarray:
         """The cells' values; a cell nothing wrote since its allocation is a hazard that
-        `unwritten` explains."""
+        `unwritten` explains (`unit`: the instruction that reads, a hazards.UNIT_ name)."""
         lane, col = self.locate(addresses, doing, site)
         fresh = ~self.written[lane, col]
         if fresh.any():
@@ -89,6 +108,9 @@ class Tmem(Memory):
                 f"{doing} {_first_cell(lane, col, fresh)} of {self.name}, "
                 f"which no tcgen05.mma has written: {unwritten}",
                 site,
+                hazards.Cause(
+                    hazards.UNWRITTEN, self.name, observed=_first_cell(lane, col, fresh), unit=unit
+                ),
             )
         return self.cells[lane, col]
 
@@ -180,6 +202,12 @@ class Tmem(Memory):
                     f"mbarrier arrive it waited for) orders that warp's tcgen05.ld at "
                     f"{where.describe()} before the free",
                     site,
+                    hazards.Cause(
+                        hazards.FREED_WHILE_READ,
+                        f"TMEM columns {start}-{start + columns - 1}",
+                        expected=x.index,
+                        observed=w.index,
+                    ),
                 )
 
     def check_freed(self) -> None:
@@ -192,6 +220,7 @@ class Tmem(Memory):
                 f"allocated (tcgen05.alloc at {where.describe()}): tcgen05.dealloc before "
                 f"exiting, or the next CTA on this SM waits for ever",
                 where,
+                hazards.Cause(hazards.NEVER_FREED, f"CTA {self.cta.block}", observed=n),
             )
 
 
@@ -294,6 +323,7 @@ def dealloc_tmem(tmem_ptr, num_columns, is_two_cta=False, **_) -> None:
                 f"{other.cta.block} has not reached its own dealloc: the peer may still read "
                 f"the pair's TMEM (the dealloc mbarrier handshake is missing)",
                 site,
+                hazards.Cause(hazards.PEER_NOT_DONE, f"CTA {other.cta.block}"),
             )
     mine.check_readers_done(w, address, int(num_columns), site)
     mine.dealloc(address, int(num_columns), site)
@@ -305,9 +335,9 @@ def dealloc_tmem(tmem_ptr, num_columns, is_two_cta=False, **_) -> None:
 def _arch():
     """The executor's cute.arch: the allocator calls TMEM's instructions through it, as
     NVIDIA's calls cute.arch (so a test can make one of them a no-op)."""
-    from course.execute import api
+    from course.execute import standins
 
-    return api.arch
+    return standins.MODULES["cutlass.cute.arch"]
 
 
 class TmemAllocator:

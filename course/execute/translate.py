@@ -16,8 +16,9 @@
 * a module of the course becomes a proxy that translates what is taken from it;
 * containers are translated element by element; anything else is itself.
 
-A function's source is rewritten once (course.execute.translate.rewrite) so that a branch
-the lanes of a warp take differently runs both ways under masks (course.execute.simt):
+A function's source is rewritten once (course.execute.branches.rewrite, kept importable
+here as `translate.rewrite`) so that a branch the lanes of a warp take differently runs
+both ways under masks (course.execute.simt):
 `if`, `a if c else b`, `and`, `or`, `not`, `while`. Line numbers stay the source's own, so
 a hazard names the learner's line (course.execute.hazards). Code whose source cannot be
 read keeps its code object and runs unrewritten.
@@ -25,17 +26,15 @@ read keeps its code object and runs unrewritten.
 
 from __future__ import annotations
 
-import ast
 import builtins
-import copy
 import functools
 import inspect
 import os
 import sysconfig
-import textwrap
 import types
 
-from course.execute import api, simt
+from course.execute import api, simt, tile_schedulers
+from course.execute.branches import FACTORY, rewrite
 from course.execute.hazards import KernelGlobals, Unmodelled
 
 _LIBRARY_DIRS = tuple(
@@ -51,7 +50,7 @@ _LIBRARY_DIRS = tuple(
 
 # installed CuTe DSL code translated like the course's own (its `cute`/`cutlass` names bound
 # to the stand-ins): NVIDIA's pipelines, so they run on the executor's mbarrier model
-TRANSLATED_LIBRARIES = ("cutlass.pipeline",)
+TRANSLATED_LIBRARIES = ("cutlass.pipeline", *tile_schedulers.LIBRARIES)
 
 
 def _translated_library(name: str) -> bool:
@@ -80,6 +79,22 @@ def _is_library_module(module: types.ModuleType) -> bool:
 
 
 TRANSLATED = "__on_the_cpu_executor__"
+
+# the keywords CuTe DSL's preprocessor takes on a `for ... in range(...)` of jit code (how
+# to unroll or pipeline the loop: nothing that changes what it computes)
+_LOOP_KEYWORDS = frozenset(
+    ("unroll", "unroll_full", "prefetch_stages", "pipelining", "vectorize", "at_least_once")
+)
+
+
+def _kernel_range(*args, **loop_options):
+    """Python's range inside translated code, taking CuTe DSL's loop keywords as its
+    preprocessor does (`for k in range(n, unroll_full=True)`); any other keyword is
+    Python's TypeError."""
+    unknown = set(loop_options) - _LOOP_KEYWORDS
+    if unknown:
+        raise TypeError(f"range() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    return builtins.range(*args)
 
 
 class _Unknown:
@@ -113,6 +128,7 @@ class Translator:
         self._globals: dict[int, KernelGlobals] = {}
         self.builtins = dict(vars(builtins))
         self.builtins["__import__"] = self._import
+        self.builtins["range"] = _kernel_range
         self._real_names = None
 
     # --- the entry point
@@ -141,6 +157,8 @@ class Translator:
             isinstance(obj, type) or callable(obj)
         ):
             return self._class(obj) if isinstance(obj, type) else self.function(obj)
+        if _translated_library(type(obj).__module__ or "") and not isinstance(obj, BaseException):
+            return self._library_instance(obj)
         if _is_cutlass(obj):
             return self._cutlass_object(obj)
         if isinstance(obj, types.MethodType):
@@ -224,6 +242,25 @@ class Translator:
         setattr(new, TRANSLATED, True)
         return new
 
+    def _library_instance(self, obj):
+        """An object of a translated library's class made on the host before the run (a
+        kernel class's `pipeline.NamedBarrier(...)` made in its __init__): the same fields,
+        translated, in an object of the translated class (enums are kept as they are)."""
+        import enum
+
+        cls = self.value(type(obj))
+        if cls is type(obj) or isinstance(obj, enum.Enum):
+            return obj
+        new = object.__new__(cls)
+        fields = dict(getattr(obj, "__dict__", {}))
+        for klass in type(obj).__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                if hasattr(obj, slot):
+                    fields.setdefault(slot, getattr(obj, slot))
+        for key, value in fields.items():
+            object.__setattr__(new, key, self.value(value))
+        return new
+
     def globals_of(self, real: dict) -> KernelGlobals:
         g = self._globals.get(id(real))
         if g is None:
@@ -239,6 +276,8 @@ class Translator:
     def _module(self, module: types.ModuleType):
         name = module.__name__
         if name in api.MODULES:
+            if _reexports_library(module):
+                return _WithLibrary(api.MODULES[name], module, self)
             return api.MODULES[name]
         if _translated_library(name):
             return ModuleProxy(module, self)
@@ -253,6 +292,10 @@ class Translator:
 
         if isinstance(obj, cutlass.Numeric):  # a value made on the host: its number
             return obj.value
+        if isinstance(obj, cutlass.cute.struct):  # a module-level @cute.struct
+            from course.execute import smem_struct
+
+            return smem_struct.from_real(obj, self.value)
         names = self._real_to_standin()
         found = names.get(id(obj))
         if found is not None:
@@ -279,6 +322,43 @@ class Translator:
                     )
             self._real_names = names
         return self._real_names
+
+
+_REEXPORTS: dict = {}
+
+
+def _reexports_library(module: types.ModuleType) -> bool:
+    """True when a module the executor stands in for re-exports names of a translated
+    library (`cutlass.utils.StaticPersistentTileScheduler`)."""
+    name = module.__name__
+    if name not in _REEXPORTS:
+        _REEXPORTS[name] = any(
+            _translated_library(getattr(v, "__module__", None) or "")
+            for v in list(vars(module).values())
+            if isinstance(v, type) or callable(v)
+        ) and not _translated_library(name)
+    return _REEXPORTS[name]
+
+
+class _WithLibrary:
+    """A stand-in module whose real module also re-exports translated library code: the
+    stand-in's names first, then the library's, translated (anything else: the stand-in's
+    Unmodelled)."""
+
+    def __init__(self, standin, real: types.ModuleType, translator: "Translator"):
+        self._standin, self._real, self._tr = standin, real, translator
+
+    def __getattr__(self, name):
+        try:
+            return getattr(self._standin, name)
+        except Unmodelled:
+            value = getattr(self._real, name, None)
+            if value is None or not _translated_library(getattr(value, "__module__", "") or ""):
+                raise
+            return self._tr.value(value)
+
+    def __repr__(self) -> str:
+        return repr(self._standin)
 
 
 def _standin_attr(standin, attr: str, module_name: str):
@@ -404,350 +484,3 @@ class InstanceProxy:
 
     def __repr__(self) -> str:
         return f"<{type(self._obj).__name__} on the CPU executor>"
-
-
-# ---------------------------------------------------------------- rewriting branches
-
-FACTORY = "__simt_factory__"
-
-
-def rewrite(code: types.CodeType, raw) -> types.CodeType | None:
-    """The code of a module that defines FACTORY(*free variables) -> `raw` with its branches
-    rewritten for masked execution; None where its source cannot be read."""
-    cached = _REWRITTEN.get(code)
-    if cached is not None or code in _REWRITTEN:
-        return cached
-    made = None
-    try:
-        lines, first = inspect.getsourcelines(raw)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        # lines as in the file, before any rewriting: the rewrites may place one statement
-        # in two branches (uniform and masked), which increment_lineno would then move twice
-        ast.increment_lineno(tree, first - 1)
-        fn = tree.body[0]
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == raw.__name__:
-            made = _compile_rewritten(fn, code)
-    except (OSError, TypeError, SyntaxError, IndexError):
-        made = None
-    _REWRITTEN[code] = made
-    return made
-
-
-_REWRITTEN: dict = {}
-
-
-def _compile_rewritten(fn: ast.FunctionDef, code: types.CodeType):
-    fn.decorator_list = []
-    for arg in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
-        arg.annotation = None
-    for arg in (fn.args.vararg, fn.args.kwarg):
-        if arg is not None:
-            arg.annotation = None
-    fn.returns = None
-    fn = _Branches().visit(fn)
-    factory = ast.FunctionDef(
-        name=FACTORY,
-        args=ast.arguments(
-            posonlyargs=[],
-            args=[ast.arg(arg=v) for v in code.co_freevars],
-            kwonlyargs=[],
-            kw_defaults=[],
-            defaults=[],
-        ),
-        body=[fn, ast.Return(ast.Name(fn.name, ast.Load()))],
-        decorator_list=[],
-        returns=None,
-    )
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.copy_location(factory, fn)
-    ast.fix_missing_locations(module)
-    return compile(module, code.co_filename, "exec")
-
-
-_NESTED_SCOPES = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.ClassDef,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-)
-
-
-def _assigned(stmts: list) -> set[str]:
-    """Names these statements bind in the enclosing function's scope."""
-    found: set[str] = set()
-
-    def walk(node):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            found.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-            return
-        elif isinstance(node, _NESTED_SCOPES):
-            return
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.NamedExpr):
-            found.add(node.target.id)
-        for child in ast.iter_child_nodes(node):
-            walk(child)
-
-    for stmt in stmts:
-        walk(stmt)
-    return {n for n in found if not n.startswith("__simt_")}
-
-
-class _NoExits(ast.NodeTransformer):
-    """In a branch the lanes take differently: return/break/continue are not modelled."""
-
-    def __init__(self):
-        self.loops = 0
-
-    def _exit(self, what: str):
-        return ast.Expr(_simt_call("divergent_exit", ast.Constant(what)))
-
-    def visit_Return(self, node):
-        return self._exit("return")
-
-    def visit_Break(self, node):
-        return node if self.loops else self._exit("break")
-
-    def visit_Continue(self, node):
-        return node if self.loops else self._exit("continue")
-
-    def _loop(self, node):
-        self.loops += 1
-        self.generic_visit(node)
-        self.loops -= 1
-        return node
-
-    visit_For = visit_While = visit_AsyncFor = _loop
-
-    def visit_FunctionDef(self, node):
-        return node
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-
-
-def _simt_call(fn: str, *args):
-    return ast.Call(
-        func=ast.Attribute(value=ast.Name(simt.NAME, ast.Load()), attr=fn, ctx=ast.Load()),
-        args=list(args),
-        keywords=[],
-    )
-
-
-def _thunk(expr):
-    return ast.Lambda(
-        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=expr,
-    )
-
-
-def _locals():
-    return ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[])
-
-
-class _Branches(ast.NodeTransformer):
-    """Branches on values that may differ between lanes -> course.execute.simt calls."""
-
-    def __init__(self):
-        self.count = 0
-
-    def _fresh(self, stem: str) -> str:
-        self.count += 1
-        return f"__simt_{stem}{self.count}"
-
-    def visit_If(self, node: ast.If):
-        self.generic_visit(node)
-        k = self._fresh("k")
-        names = sorted(_assigned(node.body) | _assigned(node.orelse))
-        body_div = [_NoExits().visit(s) for s in copy.deepcopy(node.body)]
-        else_div = [_NoExits().visit(s) for s in copy.deepcopy(node.orelse)] or [ast.Pass()]
-        divergent: list = []
-        if names:
-            saved, then = self._fresh("s"), self._fresh("t")
-            listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
-
-            def snapshot(target):
-                return ast.Assign(
-                    [ast.Name(target, ast.Store())], _simt_call("save", _locals(), listed)
-                )
-
-            targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
-            divergent.append(snapshot(saved))
-        divergent.append(
-            ast.With([ast.withitem(_simt_call("masked", ast.Name(k, ast.Load())))], body_div)
-        )
-        if names:
-            divergent.append(snapshot(then))
-            divergent.append(ast.Assign([copy.deepcopy(targets)], ast.Name(saved, ast.Load())))
-        divergent.append(
-            ast.With(
-                [ast.withitem(_simt_call("masked", _simt_call("negate", ast.Name(k, ast.Load()))))],
-                else_div,
-            )
-        )
-        if names:
-            divergent.append(
-                ast.Assign(
-                    [copy.deepcopy(targets)],
-                    _simt_call(
-                        "merge",
-                        ast.Name(k, ast.Load()),
-                        ast.Name(then, ast.Load()),
-                        _simt_call("save", _locals(), listed),
-                    ),
-                )
-            )
-
-        def is_(value):
-            return ast.Compare(ast.Name(k, ast.Load()), [ast.Is()], [ast.Constant(value)])
-
-        uniform = ast.If(
-            is_(True), node.body, [ast.If(is_(False), node.orelse or [ast.Pass()], divergent)]
-        )
-        return [ast.Assign([ast.Name(k, ast.Store())], _simt_call("branch", node.test)), uniform]
-
-    def visit_IfExp(self, node: ast.IfExp):
-        self.generic_visit(node)
-        return _simt_call("ifexp", node.test, _thunk(node.body), _thunk(node.orelse))
-
-    def visit_BoolOp(self, node: ast.BoolOp):
-        self.generic_visit(node)
-        fn = "and_" if isinstance(node.op, ast.And) else "or_"
-        return _simt_call(fn, *[_thunk(v) for v in node.values])
-
-    def visit_UnaryOp(self, node: ast.UnaryOp):
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            return _simt_call("not_", node.operand)
-        return node
-
-    def visit_While(self, node: ast.While):
-        """while c: body  ->  L = Loop(); while L.go(lambda: c): body, masked to the lanes
-        still in the loop once they disagree."""
-        self.generic_visit(node)
-        if node.orelse:  # a while-else: only where every lane agrees
-            node.test = _simt_call("loop_test", node.test)
-            return node
-        loop = self._fresh("L")
-        return [
-            ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
-            ast.While(
-                ast.Call(
-                    ast.Attribute(ast.Name(loop, ast.Load()), "go", ast.Load()),
-                    [_thunk(node.test)],
-                    [],
-                ),
-                self._trip(loop, node.body, []),
-                [],
-            ),
-        ]
-
-    def visit_For(self, node: ast.For):
-        """for i in range(a, b, c): when a bound differs between lanes (a grid-stride loop),
-        the loop runs as a masked while over a per-lane counter; otherwise as written."""
-        self.generic_visit(node)
-        it = node.iter
-        is_range = (
-            isinstance(it, ast.Call)
-            and not it.keywords
-            and 1 <= len(it.args) <= 3
-            and (
-                (isinstance(it.func, ast.Name) and it.func.id == "range")
-                or (isinstance(it.func, ast.Attribute) and it.func.attr == "range")
-            )
-        )
-        if not is_range or node.orelse:
-            return node
-        counter, loop = self._fresh("r"), self._fresh("L")
-
-        def attr(name, attribute):
-            return ast.Attribute(ast.Name(name, ast.Load()), attribute, ast.Load())
-
-        take = ast.Assign([copy.deepcopy(node.target)], ast.Call(attr(counter, "take"), [], []))
-        as_written = ast.For(
-            node.target, ast.Call(attr(counter, "python_range"), [], []), node.body, []
-        )
-        masked_loop = [
-            ast.Assign([ast.Name(loop, ast.Store())], _simt_call("Loop")),
-            ast.While(
-                ast.Call(attr(loop, "go"), [_thunk(ast.Call(attr(counter, "more"), [], []))], []),
-                self._trip(loop, node.body, [take]),
-                [],
-            ),
-        ]
-        return [
-            ast.Assign([ast.Name(counter, ast.Store())], _simt_call("Counter", *it.args)),
-            ast.If(attr(counter, "uniform"), [as_written], masked_loop),
-        ]
-
-    def _trip(self, loop: str, body: list, first: list) -> list:
-        """One trip of a loop whose lanes may disagree: as written while they agree, else
-        masked to the lanes still in it, each local merged lane by lane."""
-        names = sorted(_assigned(first + body))
-        div = first + [_NoExits().visit(s) for s in copy.deepcopy(body)]
-        uniform = first and [copy.deepcopy(first[0])] + body or body
-        if not names:
-            divergent = [
-                ast.With(
-                    [
-                        ast.withitem(
-                            ast.Call(
-                                ast.Attribute(ast.Name(loop, ast.Load()), "body", ast.Load()),
-                                [],
-                                [],
-                            )
-                        )
-                    ],
-                    div,
-                )
-            ]
-        else:
-            before, after = self._fresh("s"), self._fresh("t")
-            listed = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
-            targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
-            divergent = [
-                ast.Assign([ast.Name(before, ast.Store())], _simt_call("save", _locals(), listed)),
-                ast.With(
-                    [
-                        ast.withitem(
-                            ast.Call(
-                                ast.Attribute(ast.Name(loop, ast.Load()), "body", ast.Load()),
-                                [],
-                                [],
-                            )
-                        )
-                    ],
-                    div,
-                ),
-                ast.Assign([ast.Name(after, ast.Store())], _simt_call("save", _locals(), listed)),
-                ast.Assign(
-                    [targets],
-                    ast.Call(
-                        ast.Attribute(ast.Name(loop, ast.Load()), "merge", ast.Load()),
-                        [ast.Name(after, ast.Load()), ast.Name(before, ast.Load())],
-                        [],
-                    ),
-                ),
-            ]
-        return [
-            ast.If(
-                ast.Attribute(ast.Name(loop, ast.Load()), "uniform", ast.Load()), uniform, divergent
-            )
-        ]
-
-    def visit_Compare(self, node: ast.Compare):
-        self.generic_visit(node)
-        if len(node.ops) == 1:
-            return node
-        operands = [node.left] + node.comparators
-        pairs = [
-            ast.Compare(copy.deepcopy(operands[i]), [op], [copy.deepcopy(operands[i + 1])])
-            for i, op in enumerate(node.ops)
-        ]
-        return _simt_call("and_", *[_thunk(p) for p in pairs])

@@ -75,12 +75,14 @@ from course.execute.memory import RMEM, SMEM, Registers, register_clock
 from course.execute.oracle import Recipe
 from course.execute.sm90 import PROXY_FENCE
 from course.execute.tensor import Pointer, Tensor, register_tensor
+from course.execute.layout_enum import LayoutEnum
+from course.execute.standins import Alias, OperandMajorMode, Wraps, enum_namespace, recipe_maker
 
 WARPGROUP_WARPS = 4
 MODELLED_AB = ("BFloat16", "Float16", "Float8E4M3FN", "Float8E5M2")
-ACC_IN_FLIGHT = "accumulator used while a wgmma writes it"
-A_IN_FLIGHT = "A registers written while a wgmma reads them"
-NO_FENCE = "wgmma without warpgroup.fence"
+ACC_IN_FLIGHT = hazards.ACC_IN_FLIGHT  # its kind (hazards.KINDS says what it means)
+A_IN_FLIGHT = hazards.A_IN_FLIGHT  # its kind (hazards.KINDS says what it means)
+NO_FENCE = hazards.NO_FENCE  # its kind (hazards.KINDS says what it means)
 
 
 # ---------------------------------------------------------------- static answers from CuTe
@@ -122,14 +124,12 @@ def make_trivial_tiled_mma(*args, **kwargs) -> "WgmmaTiledMma":
 def get_smem_store_op(layout_d, elem_ty_d, elem_ty_acc, **_):
     """stmatrix for a 16-bit C, else a universal copy: the helper's own choice, its
     `is_m_major_c()` asked of CuTe."""
-    from course.execute import api
-
     if elem_ty_d.width == 16:
         m_major = bool(oracle.method(layout_d, "is_m_major_c"))
         op = Recipe("cute.nvgpu.warp.StMatrix8x8x16bOp", (m_major, 4))
     else:
         op = Recipe("cute.nvgpu.CopyUniversalOp")
-    return api.make_copy_atom(op, elem_ty_d)
+    return atoms.make_copy_atom(op, elem_ty_d)
 
 
 # ---------------------------------------------------------------- the tiled MMA and operands
@@ -244,15 +244,35 @@ class WarpWgmma:
     committed: list = field(default_factory=list)  # lists of Issued, oldest first
     waits: int = 0  # wait_group calls so far
 
+    def state(self, op: Issued) -> str:
+        """Why `op` is not retired yet: a hazards.Cause.what (UNCOMMITTED, NEWEST_GROUP,
+        NEVER_WAITED, NOT_RETIRED)."""
+        if any(x is op for x in self.open):
+            return hazards.UNCOMMITTED
+        if self.committed and any(x is op for x in self.committed[-1]):
+            return hazards.NEWEST_GROUP
+        if not self.waits:
+            return hazards.NEVER_WAITED
+        return hazards.NOT_RETIRED
+
     def status(self, op: Issued) -> str:
         """Why `op` is not retired yet, as a verdict says it."""
-        if any(x is op for x in self.open):
-            return "its group was never closed: no commit_group after it"
-        if self.committed and any(x is op for x in self.committed[-1]):
-            return "its group is the warp's newest: the k-tile just issued"
-        if not self.waits:
-            return "its warp has called no wait_group yet"
-        return "no wait_group has retired its group yet"
+        return STATUS_WORDS[self.state(op)]
+
+    def cause(self, w, op: Issued) -> hazards.Cause:
+        """The same as a hazards.Cause (a write over its operands completes it: see
+        course.execute.memory.SharedMemory.hold)."""
+        return hazards.Cause(
+            self.state(op), op.site.describe(), expected=w.index, unit=hazards.UNIT_WGMMA
+        )
+
+
+STATUS_WORDS = {
+    hazards.UNCOMMITTED: "its group was never closed: no commit_group after it",
+    hazards.NEWEST_GROUP: "its group is the warp's newest: the k-tile just issued",
+    hazards.NEVER_WAITED: "its warp has called no wait_group yet",
+    hazards.NOT_RETIRED: "no wait_group has retired its group yet",
+}
 
 
 @dataclass
@@ -331,7 +351,7 @@ def _retire(w, op: Issued) -> None:
     order of things (course.execute.happens_before: a TMA load issued over those bytes must
     be ordered after this warp's next mbarrier arrive, not an earlier one)."""
     w.cta.smem.unhold(op.token)
-    happens_before.stamp(w, w.cta.smem, op.bytes, 1)
+    happens_before.stamp(w, w.cta.smem, op.bytes, 1, hazards.UNIT_WGMMA)
     for regs in {id(r): r for r in (op.regs, op.a_regs) if r is not None}.values():
         left = [x for x in _pending(regs) if x is not op]
         regs.wgmmas = left
@@ -369,6 +389,12 @@ def _watch(regs: Registers, writing: bool) -> None:
         f"{op.site.describe()} may still {does} them ({status}): warpgroup.wait_group "
         f"retires a committed group",
         hazards.site(3),
+        hazards.Cause(
+            _state(w).state(op) if w is not None else hazards.NOT_RETIRED,
+            regs.name,
+            expected=w.index if w is not None else None,
+            unit=hazards.UNIT_WGMMA,
+        ),
     )
 
 
@@ -502,7 +528,7 @@ def _execute(mma: WgmmaTiledMma, members: list, meeting: Meeting) -> None:
     held = np.unique(np.concatenate([a_bytes, b_bytes]))
     for m, (d, a, _, _, _) in zip(members, calls):
         op = Issued(_registers(d), -1, site, _registers(a) if rs else None, held)
-        op.token = smem.hold(held, _reader(m, op))
+        op.token = smem.hold(held, _reader(m, op), lambda m=m, op=op: _state(m).cause(m, op))
         _state(m).open.append(op)
         for regs in {id(r): r for r in (op.regs, op.a_regs) if r is not None}.values():
             _in_flight(op, regs)
@@ -597,59 +623,72 @@ def _check_cleared(w, c: Tensor, rows, site: Site) -> None:
             f"({unset} register values): clear the accumulator (acc.fill(0.0)) or set "
             f"ACCUMULATE to False for the first k-block",
             site,
+            hazards.Cause(hazards.NEVER_WRITTEN, "C", observed=unset, unit=hazards.UNIT_WGMMA),
         )
 
 
 # ---------------------------------------------------------------- binding into the api
 
 
-def _enum(path: str, *members: str):
-    from course.execute.api import Namespace
-
-    return Namespace(path, **{m: Recipe(f"{path}.{m}") for m in members})
+_enum = enum_namespace
 
 
-def register(modules: dict, cute, cutlass, nvgpu) -> None:
-    """Bind `cute.nvgpu.warpgroup`, `cute.nvgpu.OperandMajorMode`, `cutlass.utils.
-    hopper_helpers` and `cutlass.tensor_utils` into course.execute.api's stand-ins (merged
-    into a stand-in another module made already)."""
-    from course.execute.api import Namespace, _recipe_maker
-
+def _names() -> dict:
+    """What WGMMA adds to the stand-ins: `cute.nvgpu.warpgroup`, `cute.nvgpu.OperandMajorMode`,
+    `cutlass.utils.hopper_helpers` (and the names CuTe DSL 4.8.1 re-exports it under:
+    `hopper_helpers.sm90_get_smem_store_op`, `cutlass.utils.sm90_<name>`) and
+    `cutlass.tensor_utils`; cute's MMA makers give a WgmmaTiledMma for a warpgroup op."""
     wg = "cute.nvgpu.warpgroup"
-    warpgroup = Namespace(
-        wg,
-        MmaF16BF16Op=_recipe_maker(f"{wg}.MmaF16BF16Op"),
-        MmaF8Op=_recipe_maker(f"{wg}.MmaF8Op"),
-        OperandSource=_enum(f"{wg}.OperandSource", "SMEM", "RMEM"),
-        Field=_enum(f"{wg}.Field", "ACCUMULATE"),
-        SmemLayoutAtomKind=_enum(
+    source = _enum(f"{wg}.OperandSource", "SMEM", "RMEM")
+    warpgroup = {
+        "MmaF16BF16Op": recipe_maker(f"{wg}.MmaF16BF16Op"),
+        "MmaF8Op": recipe_maker(f"{wg}.MmaF8Op"),
+        "OperandSource": source,
+        "Field": _enum(f"{wg}.Field", "ACCUMULATE"),
+        "SmemLayoutAtomKind": _enum(
             f"{wg}.SmemLayoutAtomKind",
             *(f"{mode}_{sw}" for mode in ("MN", "K") for sw in ("INTER", "SW32", "SW64", "SW128")),
         ),
-        make_smem_layout_atom=_static(f"{wg}.make_smem_layout_atom"),
-        fence=fence,
-        commit_group=commit_group,
-        wait_group=wait_group,
-    )
-    helpers = Namespace(
-        HELPERS,
-        make_trivial_tiled_mma=make_trivial_tiled_mma,
-        get_smem_layout_atom=_lazy(f"{HELPERS}.get_smem_layout_atom"),
-        get_smem_store_op=get_smem_store_op,
-        make_smem_layout_epi=_static(f"{HELPERS}.make_smem_layout_epi"),
-        make_smem_layout_a=_static(f"{HELPERS}.make_smem_layout_a"),
-        make_smem_layout_b=_static(f"{HELPERS}.make_smem_layout_b"),
-        OperandSource=warpgroup.OperandSource,
-    )
-    layout_enum = _enum("cutlass.tensor_utils.LayoutEnum", "ROW_MAJOR", "COL_MAJOR")
-    _merge(modules, nvgpu, "cutlass.cute.nvgpu.warpgroup", "warpgroup", warpgroup)
-    for maker in ("make_mma_atom", "make_tiled_mma"):
-        cute.__dict__[maker] = _wgmma_aware(cute.__dict__[maker])
-    nvgpu.__dict__.setdefault("OperandMajorMode", _enum("cute.nvgpu.OperandMajorMode", "K", "MN"))
-    utils = _merge(modules, cutlass, "cutlass.utils", "utils", Namespace("cutlass.utils"))
-    _merge(modules, utils, HELPERS, "hopper_helpers", helpers)
-    tensor_utils = Namespace("cutlass.tensor_utils", LayoutEnum=layout_enum)
-    _merge(modules, cutlass, "cutlass.tensor_utils", "tensor_utils", tensor_utils)
+        "make_smem_layout_atom": _static(f"{wg}.make_smem_layout_atom"),
+        "fence": fence,
+        "commit_group": commit_group,
+        "wait_group": wait_group,
+        "OperandMajorMode": OperandMajorMode,
+    }
+    helpers = {
+        "make_trivial_tiled_mma": make_trivial_tiled_mma,
+        "get_smem_layout_atom": _lazy(f"{HELPERS}.get_smem_layout_atom"),
+        "get_smem_store_op": get_smem_store_op,
+        "make_smem_layout_epi": _static(f"{HELPERS}.make_smem_layout_epi"),
+        "make_smem_layout_a": _static(f"{HELPERS}.make_smem_layout_a"),
+        "make_smem_layout_b": _static(f"{HELPERS}.make_smem_layout_b"),
+        "compute_tile_shape_or_override": _static(f"{HELPERS}.compute_tile_shape_or_override"),
+        "OperandSource": source,
+        "sm90_get_smem_store_op": get_smem_store_op,
+    }
+    utils = {
+        f"sm90_{name}": Alias(HELPERS, name)
+        for name in (
+            "get_smem_layout_atom",
+            "make_smem_layout_a",
+            "make_smem_layout_b",
+            "make_smem_layout_epi",
+            "make_trivial_tiled_mma",
+        )
+    }
+    for name in ("sm90_get_smem_store_op", "compute_tile_shape_or_override"):
+        utils[name] = Alias(HELPERS, name)
+    return {
+        "cutlass.cute.nvgpu": {"OperandMajorMode": OperandMajorMode},
+        "cutlass.cute.nvgpu.warpgroup": warpgroup,
+        "cutlass.cute": {
+            "make_mma_atom": Wraps(_wgmma_aware),
+            "make_tiled_mma": Wraps(_wgmma_aware),
+        },
+        HELPERS: helpers,
+        "cutlass.utils": utils,
+        "cutlass.tensor_utils": {"LayoutEnum": LayoutEnum},
+    }
 
 
 def _wgmma_aware(make):
@@ -665,18 +704,7 @@ def _wgmma_aware(make):
     return made
 
 
-def _merge(modules: dict, parent, module_name: str, attr: str, namespace):
-    """namespace as parent.<attr> and as the stand-in of `module_name`; where one exists
-    already, its names are kept and these added."""
-    existing = modules.get(module_name) or parent.__dict__.get(attr)
-    if existing is not None:
-        for k, v in namespace.__dict__.items():
-            if not k.startswith("_"):
-                existing.__dict__.setdefault(k, v)
-        namespace = existing
-    modules[module_name] = namespace
-    parent.__dict__[attr] = namespace
-    return namespace
+NAMES = _names()
 
 
-__all__ = ["WgmmaTiledMma", "Descriptors", "fence", "commit_group", "wait_group", "register"]
+__all__ = ["WgmmaTiledMma", "Descriptors", "fence", "commit_group", "wait_group", "NAMES"]

@@ -23,11 +23,10 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import re
 import types
 from typing import Callable
 
-from course.execute import hazards, mbarriers, runner, wgmma
+from course.execute import hazards, mbarriers, runner, tcgen05, tma, wgmma
 from course.execute.hazards import Hazard, Unmodelled
 from course.exercises.kernel_check import EXECUTOR_CHECK, EXECUTOR_LABEL
 
@@ -132,143 +131,56 @@ MBARRIER_DEADLOCK_HINT = (
     "elected lane per warp, not every thread), does the producer arm full with expect_tx, and "
     "does each wait use its role's parity (the producer's first trip starts at 1)?"
 )
-# a wgmma not retired when its stage was refilled or its accumulator used: why, by what the
-# executor saw (course.execute.wgmma's status words), in the words of notebook 10's hints
-WGMMA_HINTS = (
-    (
-        "no commit_group",
-        "commit missing: cute.nvgpu.warpgroup.commit_group() after a k-tile's wgmmas makes "
-        "them one group; wait_group counts committed groups only",
-    ),
-    (
-        "the k-tile just issued",
-        "wrong stage: the stage handed back is still being read by the wgmmas just issued; "
-        "release the oldest stage (ring.consumer_release(release), then release.advance()), "
-        "one k-tile behind `read`",
-    ),
-    (
-        "no wait_group yet",
-        "no wait_group: nothing says k-tile t-1's wgmmas are done reading its stage; "
-        "cute.nvgpu.warpgroup.wait_group(1) before ring.consumer_release(release)",
-    ),
-    (
-        "",
-        "released too early: a stage still being read by the wgmmas of its k-tile is handed "
-        "back (and refilled); cute.nvgpu.warpgroup.wait_group(1) first, then "
-        "ring.consumer_release(release)",
-    ),
+# Every hint below is chosen from what the executor observed, in structured form: a hazard's
+# kind where the kind alone says it (tcgen05.COMMIT_NOT_WAITED, tma.NOT_DRAINED, ...), else its
+# cause (course.execute.hazards.Cause: what happened, to which bytes, tensor or barrier, by
+# which unit and warp), never the words of its sentence, which stay free to be reworded.
+
+# a wgmma not retired when its stage was refilled or its accumulator used, by how it stands
+# (Cause.what, course.execute.wgmma.WarpWgmma.state), in the words of notebook 10's hints
+WGMMA_HINTS = {
+    hazards.UNCOMMITTED: "commit missing: cute.nvgpu.warpgroup.commit_group() after a k-tile's "
+    "wgmmas makes them one group; wait_group counts committed groups only",
+    hazards.NEWEST_GROUP: "wrong stage: the stage handed back is still being read by the wgmmas "
+    "just issued; release the oldest stage (ring.consumer_release(release), then "
+    "release.advance()), one k-tile behind `read`",
+    hazards.NEVER_WAITED: "no wait_group: nothing says k-tile t-1's wgmmas are done reading its "
+    "stage; cute.nvgpu.warpgroup.wait_group(1) before ring.consumer_release(release)",
+    hazards.NOT_RETIRED: "released too early: a stage still being read by the wgmmas of its "
+    "k-tile is handed back (and refilled); cute.nvgpu.warpgroup.wait_group(1) first, then "
+    "ring.consumer_release(release)",
+}
+# a TMA load into a stage its wgmmas' reads were retired from only after the release: the same
+WGMMA_HINTS[hazards.RELEASED_EARLY] = WGMMA_HINTS[hazards.NOT_RETIRED]
+
+# a TMA store's hazards (course.execute.tma, memory), by Cause.what, in the words of notebook
+# 11's hints (its staging buffers, its store warp)
+_REUSED = "a staging buffer is reused while TMA may still read it: "
+_KEEP = (
+    "wait until at most epi_stages - 1 stores still read shared memory "
+    "(stores.producer_acquire()) before the buffer comes round again"
 )
-
-
-# Blackwell's hazards (course.execute.tmem, tcgen05, clc): the hint by what the executor saw,
-# in the words of notebooks 14-15's hints
-BLACKWELL_HINTS = (
-    (
-        "which no tcgen05.mma has written",
-        "the accumulator is read before the MMAs finished: acc_pipeline.consumer_wait("
-        "acc_state) before draining it",
-    ),
-    ("still allocated", "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)"),
-    (
-        "tcgen05.dealloc) while warp",
-        "warp 0 frees TMEM while warps 1-3 may still be reading it: "
-        "epi_barrier.arrive_and_wait() before tmem.free",
-    ),
-    (
-        "use after free (tcgen05.dealloc",
-        "TMEM is freed while a warp still reads it: every epilogue warp meets "
-        "(epi_barrier.arrive_and_wait()) before tmem.free",
-    ),
-    (
-        "tcgen05.commit at",
-        "the last stages' releases are never waited on: the producer ends with "
-        "ring.producer_tail(state), so no tcgen05.commit arrives after the CTA exits",
-    ),
-    (
-        "TMA stores are not drained",
-        "the TMA stores are not drained before the kernel ends: the store pipeline's "
-        "producer_tail() (c_pipeline.producer_tail()) waits for every store to finish",
-    ),
-    ("before tcgen05.wait::ld", "tcgen05.ld's registers used without tcgen05.wait::ld"),
-    (
-        # a block-scaled MMA reading SF bytes of TMEM nothing wrote (course.execute.scaled_mma)
-        "no tcgen05.cp",
-        "the MMA read SF columns of TMEM no tcgen05.cp wrote before it: copy the stage's SFs "
-        "into TMEM before the k-tile's first cute.gemm, cute.copy(sfa.s2t, sfa.smem[stage], "
-        "sfa.tmem) and the same for sfb",
-    ),
-    (
-        # a tcgen05.cp of a stage whose TMA load is still in flight (course.execute.memory)
-        "tcgen05.cp reads",
-        "the SFs are copied from a stage TMA may still be writing: ring.consumer_wait(state) "
-        "before the stage's tcgen05.cp, and from that stage (state.index)",
-    ),
-    (
-        "handshake",
-        "a CTA pair frees TMEM only after both CTAs are done with it: tmem.free does the "
-        "dealloc mbarrier handshake with the peer",
-    ),
-    (
-        # a read of the response while its query is in flight (course.execute.memory's words
-        # for an AsyncCopy named "CLC query (...)": "... while its own CLC query (...) to it")
-        "CLC query (clusterlaunchcontrol.try_cancel) to it",
-        "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) first",
-    ),
-    (
-        # a second query into the response buffer before the last one landed
-        # (course.execute.launch_control's WRITE_IN_FLIGHT)
-        "while the last one is still in flight",
-        "a new CLC query is issued into the answer buffer while the last one is still in "
-        "flight: clc_pipeline.producer_acquire(request_state) before each try_cancel",
-    ),
-    (
-        "CLC answer",
-        "the answer was read through the generic proxy and is rewritten by the async proxy "
-        "(the next try_cancel): cute.arch.fence_proxy('async.shared', space='cta') before "
-        "consumer_release",
-    ),
-    (
-        "wait on mbarrier bars.clc",
-        "the CLC answer buffer is never freed: the leader's next request waits for every "
-        "reader forever (clc_pipeline.consumer_release(read_state))",
-    ),
-)
-
-
-def _blackwell_hint(exc: Hazard) -> str:
-    return next((hint for words, hint in BLACKWELL_HINTS if words in exc.detail), "")
-
-
-# a TMA store's hazards (course.execute.tma): the hint by what the executor saw, in the words
-# of notebook 11's hints (its staging buffers, its store warp)
-TMA_STORE_HINTS = (
-    (
-        "no fence.proxy.async",
-        "shared memory written by threads is read by TMA through the async proxy: every thread "
-        "fences its own writes -- cute.arch.fence_proxy('async.shared', space='cta') right "
-        "after its stmatrix, before the barrier (a fence in the storing warp alone covers "
-        "only that warp's writes)",
-    ),
-    (
-        "no barrier since orders",
-        "only the storing warp waits for its bulk groups: the other warps may overwrite a "
-        "buffer TMA still reads. A barrier after that wait (epi.chunk_sync.arrive_and_wait()) "
-        "before any thread writes a buffer again",
-    ),
-    (
-        "before a wait_group retired",
-        "a staging buffer is reused while TMA may still read it: after the store, commit it "
-        "(stores.producer_commit()) and wait until at most epi_stages - 1 stores still read "
-        "shared memory (stores.producer_acquire()) before the buffer comes round again",
-    ),
-    (
-        "two unordered stores",
-        "every consumer thread issues its own copy of the same TMA store: issue it, commit "
-        "and wait only under `if epi.warp == epi.store_warp:`",
-    ),
-)
-
-
+TMA_STORE_HINTS = {
+    hazards.UNFENCED: "shared memory written by threads is read by TMA through the async proxy: "
+    "every thread fences its own writes -- cute.arch.fence_proxy('async.shared', space='cta') "
+    "right after its stmatrix, before the barrier (a fence in the storing warp alone covers "
+    "only that warp's writes)",
+    hazards.RETIRED_UNORDERED: "only the storing warp waits for its bulk groups: the other warps "
+    "may overwrite a buffer TMA still reads. A barrier after that wait "
+    "(epi.chunk_sync.arrive_and_wait()) before any thread writes a buffer again",
+    hazards.UNCOMMITTED: _REUSED + "the store still reading it was never committed: after the "
+    "store, commit it (stores.producer_commit()) and " + _KEEP,
+    hazards.NEVER_WAITED: _REUSED + "the store was committed but nothing waited for it: after "
+    "the commit, " + _KEEP,
+    hazards.NOT_RETIRED: _REUSED + "the waits so far let that store still be reading: after the "
+    "store, commit it (stores.producer_commit()) and " + _KEEP,
+    hazards.STORED_AGAIN: "the TMA store still reading this buffer stored bytes an earlier store "
+    "had already stored, with no thread writing them since: it stores an earlier chunk's data "
+    "again while the chunk just written sits in another buffer -- store the buffer the chunk "
+    "was just written to, epi.bSG_sC[None, buf] (commit and wait are not what is wrong)",
+    hazards.TWO_STORES: "every consumer thread issues its own copy of the same TMA store: issue "
+    "it, commit and wait only under `if epi.warp == epi.store_warp:`",
+}
 # a buffer written by one warp while the TMA store another warp issued still reads it: a
 # missing wait or a missing barrier after it (which, depends on where the warps stand)
 TMA_STORE_REUSED_BY_ANOTHER_WARP = (
@@ -277,15 +189,145 @@ TMA_STORE_REUSED_BY_ANOTHER_WARP = (
     "only then may the other warps write it -- without a barrier after that wait "
     "(epi.chunk_sync.arrive_and_wait()) they overwrite a buffer TMA still reads"
 )
+_STORE_NOT_DONE = (hazards.UNCOMMITTED, hazards.NEVER_WAITED, hazards.NOT_RETIRED)
+
+# Blackwell's hazards (course.execute.tmem, tcgen05, scaled_mma, launch_control), by
+# (Cause.unit, Cause.what) -- unit "" for any unit -- in the words of notebooks 14-16's hints
+BLACKWELL_HINTS = {
+    (hazards.UNIT_TMEM_LOAD, hazards.UNWRITTEN): "the accumulator is read before the MMAs "
+    "finished: acc_pipeline.consumer_wait(acc_state) before draining it",
+    (hazards.UNIT_MMA, hazards.UNWRITTEN): "the first MMA of a tile adds to TMEM no MMA has "
+    "written: tiled_mma.set(tcgen05.Field.ACCUMULATE, False) before the tile's first "
+    "cute.gemm, True after it",
+    ("", hazards.NEVER_FREED): "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 "
+    "deallocates)",
+    ("", hazards.FREED_WHILE_READ): "warp 0 frees TMEM while warps 1-3 may still be reading it: "
+    "epi_barrier.arrive_and_wait() before tmem.free",
+    ("", hazards.USE_AFTER_FREE): "TMEM is read after tcgen05.dealloc freed it: free it last, "
+    "once every epilogue warp's tcgen05.ld is done and the warps have met "
+    "(epi_barrier.arrive_and_wait()) -- then tmem.free",
+    ("", hazards.NOT_ALLOCATED): "TMEM outside what tcgen05.alloc gave: read and write only the "
+    "columns from the allocator's address (tmem.retrieve_ptr), after tmem.allocate",
+    ("", hazards.PEER_NOT_DONE): "a CTA pair frees TMEM only after both CTAs are done with it: "
+    "tmem.free does the dealloc mbarrier handshake with the peer",
+    ("", hazards.SF_NOT_COPIED): "the MMA read SF columns of TMEM no tcgen05.cp wrote before "
+    "it: copy the stage's SFs into TMEM before the k-tile's first cute.gemm, "
+    "cute.copy(sfa.s2t, sfa.smem[stage], sfa.tmem) and the same for sfb",
+    (hazards.UNIT_MMA, hazards.READ_IN_FLIGHT): "the MMAs read a stage TMA may still be "
+    "writing: ring.consumer_wait(state) before the k-tile's first cute.gemm",
+    (hazards.UNIT_SF_COPY, hazards.READ_IN_FLIGHT): "the SFs are copied from a stage TMA may "
+    "still be writing: ring.consumer_wait(state) before the stage's tcgen05.cp, and from that "
+    "stage (state.index)",
+    (hazards.UNIT_MMA, hazards.NOT_RETIRED): "a stage is overwritten while a tcgen05.mma issued "
+    "on it still reads it: release a stage (ring.consumer_release(state)) only after the "
+    "k-tile's last cute.gemm, whose tcgen05.commit arrives when the MMAs are done with it",
+    (hazards.UNIT_SF_COPY, hazards.NOT_RETIRED): "a stage is overwritten while the tcgen05.cp "
+    "of its SFs still reads it: release a stage (ring.consumer_release(state)) only after the "
+    "k-tile's copies and MMAs are issued",
+    (hazards.UNIT_CLC_QUERY, hazards.READ_IN_FLIGHT): "the answer is decoded before it has "
+    "arrived: clc_pipeline.consumer_wait(read_state) first",
+    (hazards.UNIT_CLC_QUERY, hazards.WRITTEN_IN_FLIGHT): "a new CLC query is issued into the "
+    "answer buffer while the last one is still in flight: "
+    "clc_pipeline.producer_acquire(request_state) before each try_cancel",
+    (hazards.UNIT_CLC_QUERY, hazards.UNFENCED): "the answer was read through the generic proxy "
+    "and is rewritten by the async proxy (the next try_cancel): "
+    "cute.arch.fence_proxy('async.shared', space='cta') before consumer_release",
+}
+# the hazards whose kind alone names what happened
+KIND_HINTS = {
+    tcgen05.COMMIT_NOT_WAITED: "the last stages' releases are never waited on: the producer ends "
+    "with ring.producer_tail(state), so no tcgen05.commit arrives after the CTA exits",
+    tma.NOT_DRAINED: "the TMA stores are not drained before the kernel ends: the store "
+    "pipeline's producer_tail() (c_pipeline.producer_tail()) waits for every store to finish",
+    tcgen05.WAIT_LD: "tcgen05.ld's registers used without tcgen05.wait::ld",
+}
+# the mbarriers of the CLC pipeline as the course's kernel names their shared memory
+# (kernels.cta_pair_clc_gemm: barrier_storage=bars.clc), and a deadlock waiting on them
+CLC_BARRIERS = "bars.clc"
+CLC_DEADLOCK_HINT = (
+    "the CLC answer buffer is never freed: the leader's next request waits for every reader "
+    "forever (clc_pipeline.consumer_release(read_state))"
+)
+
+
+def _below_start_hint(cause: hazards.Cause) -> str:
+    """An index below a tensor's start is no edge a predicate guards, but index arithmetic
+    one step back."""
+    return (
+        f"element {cause.observed} of {cause.subject} lies before its first element, not "
+        f"past its edge, so no predicate at the edge is missing: an index computed one "
+        f"step back (the previous k-tile's kt - 1 while kt is 0, a row or column minus "
+        f"1) -- index {cause.subject} with the element's own coordinates and the "
+        f"k-tile's own kt"
+    )
+
+
+def _cause_hint(exc: Hazard) -> str:
+    """The hint of an access outside a tensor or of an MMA operand never written, from the
+    hazard's cause."""
+    cause = exc.cause
+    if cause is None:
+        return ""
+    if cause.what == hazards.BELOW_START:
+        return _below_start_hint(cause)
+    if cause.what == hazards.NEVER_WRITTEN and cause.subject in ("A", "B"):
+        return OPERAND_NOT_LOADED
+    return ""
+
+
+def _wgmma_hint(exc: Hazard) -> str:
+    """A wgmma still reading its stage (STAGE_OVERWRITE) or writing its accumulator: by how it
+    stands (only a group never committed says more than the accumulator's own hint)."""
+    cause = exc.cause
+    if cause is None or cause.unit != hazards.UNIT_WGMMA:
+        return ""
+    if exc.kind == hazards.STAGE_OVERWRITE:
+        return WGMMA_HINTS.get(cause.what, "")
+    if exc.kind == wgmma.ACC_IN_FLIGHT and cause.what == hazards.UNCOMMITTED:
+        return WGMMA_HINTS[hazards.UNCOMMITTED]
+    return ""
 
 
 def _tma_store_hint(exc: Hazard) -> str:
-    if "TMA store" not in exc.detail:
+    cause = exc.cause
+    if cause is None or cause.unit != hazards.UNIT_TMA_STORE:
         return ""
-    warps = re.findall(r"\(warp (\d+), lane", exc.detail)
-    if "before a wait_group retired" in exc.detail and len(set(warps[:2])) == 2:
+    other_warp = cause.expected is not None and cause.observed not in (None, cause.expected)
+    if cause.what in _STORE_NOT_DONE and other_warp:
         return TMA_STORE_REUSED_BY_ANOTHER_WARP
-    return next((hint for words, hint in TMA_STORE_HINTS if words in exc.detail), "")
+    return TMA_STORE_HINTS.get(cause.what, "")
+
+
+def _blackwell_hint(exc: Hazard) -> str:
+    cause = exc.cause
+    if cause is None:
+        return ""
+    return BLACKWELL_HINTS.get((cause.unit, cause.what)) or BLACKWELL_HINTS.get(
+        ("", cause.what), ""
+    )
+
+
+def _deadlock_hint(exc: Hazard) -> str:
+    """A deadlock with warps waiting on mbarriers (Cause.expected: their names): the CLC
+    pipeline's, whose readers never freed the answer, or a phase that never completes."""
+    cause = exc.cause
+    if exc.kind != hazards.DEADLOCK or cause is None or not cause.expected:
+        return ""
+    if any(name.split("[")[0] == CLC_BARRIERS for name in cause.expected):
+        return CLC_DEADLOCK_HINT
+    return MBARRIER_DEADLOCK_HINT
+
+
+def hazard_hint(exc: Hazard) -> str:
+    """The hint for a hazard: from its kind where that says it all, else from its cause, else
+    the kind's general hint."""
+    if exc.kind in KIND_HINTS:
+        return KIND_HINTS[exc.kind]
+    for pick in (_cause_hint, _wgmma_hint, _tma_store_hint, _blackwell_hint, _deadlock_hint):
+        hint = pick(exc)
+        if hint:
+            return hint
+    return HAZARD_HINTS.get(exc.kind, "")
 
 
 def executor_check(exercise_id: str) -> Callable:
@@ -325,43 +367,15 @@ def _renamed(f):
     return dataclasses.replace(f, check=f"{CHECK}: {f.check}", ran=True)
 
 
-def _cause_hint(exc: Hazard) -> str:
-    """The hint chosen from the hazard's structured cause (hazards.Cause), where the executor
-    gave one and it says more than the hazard's kind: an index below a tensor's start is no
-    edge a predicate guards, but index arithmetic one step back."""
-    cause = exc.cause
-    if cause is not None and cause.what == hazards.BELOW_START:
-        return (
-            f"element {cause.observed} of {cause.subject} lies before its first element, not "
-            f"past its edge, so no predicate at the edge is missing: an index computed one "
-            f"step back (the previous k-tile's kt - 1 while kt is 0, a row or column minus "
-            f"1) -- index {cause.subject} with the element's own coordinates and the "
-            f"k-tile's own kt"
-        )
-    return ""
-
-
 def _hazard_finding(exc: Hazard):
     from course.exercises.kernel_check import failed
 
     where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
-    hint = (
-        _cause_hint(exc)
-        or _blackwell_hint(exc)
-        or _tma_store_hint(exc)
-        or HAZARD_HINTS.get(exc.kind, "")
+    hint = hazard_hint(exc)
+    # hazard=True: course.exercises.hazard_pass takes these (and only these) beside a GPU run
+    return dataclasses.replace(
+        failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint), ran=True, hazard=True
     )
-    if exc.kind == hazards.STAGE_OVERWRITE and (
-        "wgmma" in exc.detail or "cute.gemm(" in exc.detail
-    ):
-        hint = next(h for words, h in WGMMA_HINTS if words in exc.detail)
-    if exc.kind == wgmma.ACC_IN_FLIGHT and "no commit_group" in exc.detail:
-        hint = WGMMA_HINTS[0][1]
-    if exc.kind == hazards.DEADLOCK and "on mbarrier" in exc.detail and not _blackwell_hint(exc):
-        hint = MBARRIER_DEADLOCK_HINT
-    if exc.kind == hazards.UNINITIALISED and "accumulator" not in exc.detail:
-        hint = OPERAND_NOT_LOADED
-    return dataclasses.replace(failed(f"{CHECK}: {exc.kind}", exc.detail + where, hint), ran=True)
 
 
 # ---------------------------------------------------------------- the GPU boundary, on the CPU

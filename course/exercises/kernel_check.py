@@ -63,6 +63,7 @@ class Finding:
     detail: str = ""
     hint: str = ""
     ran: bool = False  # the learner's code ran and its outputs were compared with a reference
+    hazard: bool = False  # a hazard the CPU executor found (course.execute.hazards)
 
     def line(self) -> str:
         text = f"  {_MARK[self.status]} {self.check}"
@@ -423,10 +424,21 @@ def _run(
         return [not_checked(what, f"not run: {why}; the kernel was compiled, not executed")]
     from course.exercises import gpu_run
 
+    from course.exercises import hazard_pass
+
+    # the executor's hazards first: the same verdict as on a CPU, and a hang named, not run
+    found = hazard_pass.executor_hazards(ex, code) if executor is not False else None
+    if found is not None and hazard_pass.hangs(found):
+        return hazard_pass.as_findings(found, None) + [
+            not_checked(what, "not run: the executor found a hazard that hangs a GPU")
+        ]
     findings = gpu_run.in_child(ex, code)
+    right = all(f.status not in (FAIL, CANNOT_RUN) for f in findings)
     tools = ex.sanitize if sanitize is None else (("memcheck", "racecheck") if sanitize else ())
-    if tools and all(f.status not in (FAIL, CANNOT_RUN) for f in findings):
+    if tools and right:
         findings += gpu_run.under_sanitizer(ex, code, tools)
+    if found is not None:  # what the GPU hid today is still wrong
+        findings += hazard_pass.as_findings(found, right)
     return findings
 
 

@@ -60,7 +60,7 @@ def _order(answer):
 # ---------------------------------------------------------------- kernel exercise: the main loop
 
 SHAPES = ((128, 128, 64), (1000, 1016, 520), (129, 264, 72), (512, 768, 1024))
-QUICK_SHAPES = ((128, 256, 384), (129, 264, 200))  # few CTAs and k-tiles: racecheck is quick;
+QUICK_SHAPES = ((128, 256, 448), (129, 264, 200))  # few CTAs and k-tiles: racecheck is quick;
 # the ragged one has k-tiles left for the loop itself to copy at the M edge (its predicates)
 TIMED_SIZE = 4096
 # of the course's own main loop, same Config. On an H100 a plain loop (wait, sync, issue,

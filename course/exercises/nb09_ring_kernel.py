@@ -26,7 +26,7 @@ from course.exercises.kernel_check import (
 )
 
 SHAPES = ((128, 256, 320), (200, 296, 72), (257, 136, 1000), (640, 768, 4096))  # ragged tiles
-QUICK_SHAPES = ((200, 296, 200),)
+QUICK_SHAPES = ((200, 296, 520),)  # 9 k-tiles: each stage refilled, stage 0 twice
 DEBUG_TIMEOUT_MS = 500  # a wait that long gives up and reports where it stuck
 
 HINTS = {  # the words course.sim.ring_code uses for a mistake -> what to change

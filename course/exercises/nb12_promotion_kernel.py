@@ -23,7 +23,7 @@ ID = "12.promotion"
 PRESET = "block"  # kernels.fp8_gemm.PRESETS: block scales, 128 x 128 tiles
 # (M, N, K): ragged in M and N (a partial tile), K of 3 k-tiles, the last one 64 wide; K a
 # multiple of 16 (TMA needs 16-byte rows: 16 float8 values)
-QUICK_SHAPES = ((65, 264, 320),)
+QUICK_SHAPES = ((129, 136, 784),)  # a full and a partial tile in M and N; 7 k-tiles
 SHAPES = ((65, 264, 320), (129, 264, 384), (1000, 1016, 528), (256, 384, 1024))
 BLOCK = 128  # kernels.fp8_gemm.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 blocks of B
 

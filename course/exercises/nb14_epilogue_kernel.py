@@ -17,6 +17,7 @@ follows every warp's last read), its block-scaled GEMM meets, frees, then drains
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
+from course.cute import ptx_protocol as pp
 from course.cute.ptx_protocol import BARRIERS_READY_ISA
 from course.exercises.kernel_check import (
     Finding,
@@ -30,10 +31,13 @@ from course.exercises.kernel_check import (
 
 # N and K multiples of 8: TMA needs 16-byte rows (gemm_host refuses N = 130, which these
 # shapes had until the CPU executor first ran this check)
-SHAPES = ((256, 256, 128), (300, 264, 200), (129, 136, 72))
-QUICK_SHAPES = ((129, 136, 72),)
+SHAPES = ((256, 256, 128), (300, 264, 200), (129, 136, 72), (129, 136, 520))
+QUICK_SHAPES = ((129, 136, 520),)
+# a static rule's hint, by the rule (course.cute.ptx_protocol), each with the PTX ISA's text
+# it rests on; a rule with several requirements also by which one (Violation.what)
 PROTOCOL_HINTS = {
-    "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates)",
+    "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates); "
+    + pp.TMEM_FREED_ISA,
     "tma_stores_drained": "the TMA stores are not drained before the kernel ends: a bulk store "
     "reads the CTA's shared memory until cp.async.bulk.wait_group.read says it is done, and "
     "shared memory ends with the CTA: c_pipeline.producer_tail() waits for every store "
@@ -42,11 +46,31 @@ PROTOCOL_HINTS = {
     "ISA observes a load's completion through tcgen05.wait::ld but does not call the registers "
     "undefined before it)",
     "staging_visible_to_tma": "the staging buffer is stored without fence.proxy.async before "
-    "the TMA store reads it",
+    "the TMA store reads it: cute.arch.fence_proxy('async.shared', space='cta') after the "
+    "writes, before the barrier and the store; " + pp.STAGING_ISA,
+    "pair_dealloc_synced": "a CTA pair frees TMEM only after both CTAs are done with it: "
+    "tmem.free does the dealloc mbarrier handshake with the peer (or a cluster barrier before "
+    "the dealloc); " + pp.PAIR_DEALLOC_ISA,
+    "clc_response_waited": "the answer is decoded before it has arrived: "
+    "clc_pipeline.consumer_wait(read_state) first; " + pp.CLC_WAIT_ISA,
     "barriers_ready": "a barrier is used before it is initialised, fenced and published: "
     "after mbarrier.init, fence.mbarrier_init and a CTA (or, in a cluster, a cluster) barrier "
     "before any thread uses it; " + BARRIERS_READY_ISA,
 }
+TMEM_FREED_HINTS = {
+    pp.CTA_GROUPS: "tcgen05.alloc and tcgen05.dealloc with different cta_group: free TMEM with "
+    "the allocator that allocated it (the same is_two_cta); " + pp.TMEM_FREED_ISA,
+    pp.FREED_FIRST: "TMEM is freed before it is allocated: tmem.allocate first, "
+    "tmem.free(tmem_ptr) last; " + pp.TMEM_FREED_ISA,
+}
+
+
+def protocol_hint(v) -> str:
+    """The hint of a refusing ptx_protocol.Violation: by its rule, and by which of the rule's
+    requirements it broke."""
+    if v.rule == "tmem_freed" and v.what in TMEM_FREED_HINTS:
+        return TMEM_FREED_HINTS[v.what]
+    return PROTOCOL_HINTS.get(v.rule, v.detail)
 
 
 def epilogue_class(epilogue_role, **methods):
@@ -93,10 +117,13 @@ def keeps_the_protocol(c) -> list[Finding]:
     from course.cute import ptx_protocol
 
     found = ptx_protocol.check(c.ptx)
-    broken = {v.rule: v.detail for v in found if not v.note}
+    broken = {}
+    for v in found:
+        if not v.note:
+            broken.setdefault(v.rule, v)  # the first refusal of each rule
     noted = {v.rule: v.detail for v in found if v.note}  # said, never a refusal
     return [
-        failed(f"protocol: {rule}", broken[rule], PROTOCOL_HINTS.get(rule, broken[rule]))
+        failed(f"protocol: {rule}", broken[rule].detail, protocol_hint(broken[rule]))
         if rule in broken
         else passed(f"protocol: {rule}", noted.get(rule, ""))
         for rule in ptx_protocol.RULES

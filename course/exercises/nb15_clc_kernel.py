@@ -13,6 +13,7 @@ answer the PTX must wait, decode, fence and release in that order.
 import re
 from dataclasses import dataclass
 
+from course.cute import ptx_protocol
 from course.exercises.kernel_check import (
     Finding,
     expect,
@@ -21,8 +22,8 @@ from course.exercises.kernel_check import (
     variant_name,
 )
 
-SHAPES = ((512, 512, 128), (600, 392, 200))
-QUICK_SHAPES = ((600, 392, 200),)
+SHAPES = ((512, 512, 128), (600, 392, 200), (600, 392, 520))  # the last: the ring wraps
+QUICK_SHAPES = ((600, 392, 520),)
 
 
 def gemm_with(read_next_tile):
@@ -80,14 +81,13 @@ def _next(code, start, pattern):
 
 
 def waits_before_decoding(c):
-    from course.cute import ptx_protocol
-
     broken = [v for v in ptx_protocol.check(c.ptx) if v.rule == "clc_response_waited"]
     return expect(
         "each answer is read after its barrier completes",
         not broken,
         broken[0].detail if broken else "a wait on the CLC barrier before query_cancel",
-        "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) first",
+        "the answer is decoded before it has arrived: clc_pipeline.consumer_wait(read_state) "
+        "first; " + ptx_protocol.CLC_WAIT_ISA,
     )
 
 
@@ -159,13 +159,13 @@ def _fence_observed(places: list[FencePlace]) -> str:
 FENCE_HINT = (
     "the answer was read through the generic proxy and is rewritten by the async "
     "proxy (the next try_cancel): cute.arch.fence_proxy('async.shared', "
-    "space='cta') before consumer_release"
+    "space='cta') before consumer_release; " + ptx_protocol.CLC_FENCE_ISA
 )
 FENCE_LATE_HINT = (
     "the fence is there but after consumer_release: once the buffer is released the leader's "
     "next try_cancel may rewrite it, and a fence after that point orders nothing before it; "
     "move cute.arch.fence_proxy('async.shared', space='cta') between the decode and "
-    "clc_pipeline.consumer_release(read_state)"
+    "clc_pipeline.consumer_release(read_state); " + ptx_protocol.CLC_FENCE_ISA
 )
 
 

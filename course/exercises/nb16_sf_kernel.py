@@ -29,11 +29,13 @@ from course.exercises.nb14_epilogue_kernel import keeps_the_protocol
 ID = "16.sf_copy_and_mma"
 KIND = "mxfp8"  # the kind the exercise compiles and runs: the CPU executor runs its e4m3
 TILE_M = 128
-# (M, N, K): K a multiple of 128 (one k-tile = 128 e4m3) of at most 4 k-tiles (the ring's
-# stages), so that a k-loop copying another stage's SFs reads SFs of a k-tile it can name;
-# ragged M and N (C in fp32: N a multiple of 4)
-SHAPES = ((256, 256, 512), (200, 136, 256), (129, 132, 384))
-QUICK_SHAPES = ((200, 136, 256),)  # 2 k-tiles, both M and N ragged
+# (M, N, K): K a multiple of 128 (one k-tile = 128 e4m3); ragged M and N (C in fp32: N a
+# multiple of 4). All but the last of at most 4 k-tiles (the ring's stages), so that a
+# k-loop copying another stage's SFs reads SFs of a k-tile it can name; the last of 9, so
+# that the ring wraps and every stage is refilled (a stage released before its MMAs have
+# read it is overwritten under them only then)
+SHAPES = ((256, 256, 512), (200, 136, 256), (129, 132, 384), (200, 136, 1152))
+QUICK_SHAPES = ((200, 136, 256), (200, 136, 1152))  # 2 and 9 k-tiles, M and N ragged
 
 SKELETON_CELL = '''\
 @cute.jit
@@ -367,6 +369,22 @@ def reference(x):
     return _product(x, lambda c: c)
 
 
+SF_BLOCKS_PER_K_TILE = 4  # one k-tile = 128 e4m3 = 4 blocks of 32, one SF each
+
+
+def _last_k_tile_only(x):
+    """C of the last k-tile alone: what an accumulator overwritten at every k-tile (ACCUMULATE
+    set False at each k-tile's first MMA) holds at the end."""
+    a, b, sa, sb = _blocks(x)
+    blocks = a.shape[1] // 32
+    last = (blocks - 1) // SF_BLOCKS_PER_K_TILE * SF_BLOCKS_PER_K_TILE
+    out = 0
+    for c in range(last, blocks):
+        ks = slice(32 * c, 32 * c + 32)
+        out = out + (a[:, ks] * sa[:, c : c + 1]) @ (b[:, ks] * sb[:, c : c + 1]).T
+    return out
+
+
 def _swapped(x, tile_n: int):
     """C when A's rows read SFB's TMEM and B's rows SFA's: row i of a CTA tile gets the SF of
     B's row (tile_col * tile_n + i % 128), column j of A's row (tile_row * 128 + j % tile_n);
@@ -402,6 +420,10 @@ HINTS = {
     "first SF of the k-tile": SAME_SFS_HINT,
     "swapped": "A's rows were scaled by B's SFs and B's by A's: Field.SFA takes sfa.mma's "
     "iterator and Field.SFB sfb.mma's",
+    "last k-tile only": "C holds the last k-tile's product alone, its SFs right: the "
+    "accumulator is overwritten at every k-tile -- tiled_mma.set(tcgen05.Field.ACCUMULATE, "
+    "False) once, before the k-loop (the tile's first MMA overwrites), and True after each MMA; "
+    "never False again inside the k-loop",
 }
 VALUES_HINT = (
     "rows' values off by their SF: MMA kk of a k-tile must read that k-tile's SFs (copied from "
@@ -427,6 +449,11 @@ def candidates(x, tile_n: int = 128):
             "the product with A's rows scaled by SFB and B's rows by SFA (SFA and SFB swapped)",
             _swapped(x, tile_n),
             HINTS["swapped"],
+        ),
+        (
+            "the last k-tile's product alone (the accumulator overwritten at every k-tile)",
+            _last_k_tile_only(x),
+            HINTS["last k-tile only"],
         ),
     )
     return formulas

@@ -17,6 +17,18 @@ on `self` are the kernel class's own methods, run the same way. The CTA's state,
 what a run found, are course.sim.ring_cta's.
 
     verdict(TmaGemm.ring, TmaGemm, stages=2, k_tiles=5)   ->  Verdict("ok", ...)
+
+Beside the CPU executor. course.execute runs the same code too -- the whole TmaGemm, when
+course.exercises.executor_checks runs exercise 09.ring -- and finds the same mistakes in it:
+a deadlock (execute.machine), a stage read before it landed or overwritten while read
+(execute.memory and execute.tma: hazards.IN_FLIGHT, STAGE_OVERWRITE), a barrier used before
+its initialisation was fenced (execute.mbarriers: hazards.MBARRIER), and its output against
+torch besides. What this model is for that the executor is not: it runs the ring method
+alone, a k-tile's copies and MMAs one step each and no data, so it sweeps ring depths 1-4,
+lengths of 1-9 k-tiles and three interleavings of each in seconds, where the executor runs
+the whole kernel at one configuration and the exercise's quick shapes; and a verdict names
+the exercise's mistake (`Verdict.mistake`, a key of nb09_ring_kernel.HINTS). It needs CuTe
+DSL installed, as the executor does (the ring's kernel class is kernels.tma_gemm's).
 """
 
 from __future__ import annotations

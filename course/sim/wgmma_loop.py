@@ -24,6 +24,19 @@ for which parity), k-blocks multiplied twice or never, or the tensor cores seria
 group left in flight when the next k-tile is issued).
 
     run(mainloop, Config(), k_tiles=5, seed=0)   ->  Verdict("ok", ...)
+
+Beside the CPU executor. course.execute runs the same method inside the whole WgmmaGemm
+(course.exercises.executor_checks, exercise 10.wgmma_mainloop) and computes the same
+correctness: the PipelineTmaAsync ring (execute.pipeline over execute.mbarriers), WGMMA's
+groups, fences and in-flight registers (execute.wgmma: hazards.ACC_IN_FLIGHT, NO_FENCE,
+STAGE_OVERWRITE), deadlocks (execute.machine), and k-blocks multiplied twice or never as a
+wrong output against torch. What this model shows that the executor does not: the
+"serialised" verdict, a loop that leaves no wgmma group in flight while it issues the next
+k-tile (correct, but the tensor cores wait: a question of time, which the executor does not
+model and never judges); a sweep of ring depths 2-4, lengths 1-9 and three interleavings in
+seconds, the method alone, where the executor runs one configuration of the whole kernel;
+and verdicts named by the exercise's mistakes (keys of nb10_mainloop_kernel.HINTS). It needs
+CuTe DSL installed, as the executor does (kernels.wgmma_gemm's Config).
 """
 
 from __future__ import annotations

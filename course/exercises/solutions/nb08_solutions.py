@@ -100,12 +100,29 @@ def arm_and_load_copy_then_arm(
         cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
 
 
+@cute.jit
+def arm_and_load__copy_inside_elect(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
+    """The copy moved inside elect_one with the arming: CuTe DSL issues a TMA copy from one
+    lane it elects itself (elect.sync), and an elect.sync reached by one lane waits for the
+    other 31 forever. An H100 hangs."""
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes)
+        cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
 REFERENCE = {"08.arm_and_load": arm_and_load}
 WRONG = {
     "08.arm_and_load": {
         arm_and_load__no_expect_tx: ("missing expect_tx", "cpu"),
         arm_and_load__half_the_bytes: ("exactly the bytes", "cpu"),
         arm_and_load__every_lane_arms: ("one lane arms", "cpu"),
+        arm_and_load__copy_inside_elect: ("whole warp", "gpu"),
     }
 }
 ALTERNATIVES = {

@@ -57,6 +57,14 @@ store_chunk__stored_at_its_buffer = edited(
     ("epi.bSG_gC[None, at]", "epi.bSG_gC[None, buf]"),
 )
 
+# the store always reads staging buffer 0, whatever buffer the chunk was written to: its
+# commit and wait are right, its source is not (C gets chunk 0's data again and again)
+store_chunk__stores_buffer_0_always = edited(
+    store_chunk,
+    "store_chunk__stores_buffer_0_always",
+    ("epi.bSG_sC[None, buf]", "epi.bSG_sC[None, 0]"),
+)
+
 
 # correct, written otherwise: the fence by CuTe DSL's other name for it, and the store warp
 # waiting for a free buffer before the chunk is written (as NVIDIA's epilogues order it)
@@ -105,6 +113,7 @@ WRONG = {
         store_chunk__no_wait: ("reused while TMA may still read", "cpu"),
         store_chunk__no_second_barrier: ("overwrite a buffer", "cpu"),
         store_chunk__stored_at_its_buffer: ("chunk's own place", "gpu"),
+        store_chunk__stores_buffer_0_always: ("epi.bSG_sC[None, buf]", "gpu"),
     }
 }
 ALTERNATIVES = {

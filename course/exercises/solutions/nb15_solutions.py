@@ -1,5 +1,6 @@
 """Notebook 15's kernel exercise: read one answer of Cluster Launch Control."""
 
+import cutlass
 import cutlass.cute as cute
 
 from course.exercises.learner_code import edited
@@ -46,6 +47,35 @@ def read_next_tile_whole_answer(self, scheduler, read_state):
     return (answer[0] // self.tile.ctas, answer[1], answer[3] != 0), read_state
 
 
+@cute.jit
+def read_next_tile_as_nvidia_scheduler(self, scheduler, read_state):
+    """As NVIDIA's ClcDynamicPersistentTileScheduler reads an answer
+    (cutlass.utils.dynamic_persistent_tile_scheduler: work_tile_info_from_clc_response):
+    the four fields by their names there, the fence right after the decode, and the valid
+    bit made the Boolean this kernel's loop carries."""
+    clc_pipeline, clc_response = scheduler
+    clc_pipeline.consumer_wait(read_state)
+    m_idx, n_idx, l_idx, vld = cute.arch.clc_response(clc_response)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    clc_pipeline.consumer_release(read_state)
+    read_state.advance()
+    return (m_idx // self.tile.ctas, n_idx, cutlass.Boolean(vld)), read_state
+
+
+@cute.jit
+def read_next_tile_tile_worked_out_first(self, scheduler, read_state):
+    """The next tile worked out from the answer before the buffer is handed back: the
+    fence still follows the last read of the answer and precedes the release."""
+    clc_pipeline, clc_response = scheduler
+    clc_pipeline.consumer_wait(read_state)
+    answer = cute.arch.clc_response(clc_response)
+    tile = (answer[0] // self.tile.ctas, answer[1], answer[3] != 0)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    clc_pipeline.consumer_release(read_state)
+    read_state.advance()
+    return tile, read_state
+
+
 REFERENCE = {"15.read_next_tile": read_next_tile}
 WRONG = {
     "15.read_next_tile": {
@@ -54,4 +84,10 @@ WRONG = {
         read_next_tile__no_fence: ("async proxy", "cpu"),
     }
 }
-ALTERNATIVES = {"15.read_next_tile": [read_next_tile_whole_answer]}
+ALTERNATIVES = {
+    "15.read_next_tile": [
+        read_next_tile_whole_answer,
+        read_next_tile_as_nvidia_scheduler,
+        read_next_tile_tile_worked_out_first,
+    ]
+}

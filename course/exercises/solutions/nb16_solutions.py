@@ -143,6 +143,34 @@ mma_k_loop__copies_before_the_wait = edited(
 )
 
 
+# ACCUMULATE set False at every k-tile's start, not once before the k-loop: each k-tile's
+# first MMA overwrites the accumulator, so C is the last k-tile's product (not the SFs' fault)
+mma_k_loop__accumulate_reset_every_k_tile = edited(
+    mma_k_loop,
+    "mma_k_loop__accumulate_reset_every_k_tile",
+    (
+        "    tiled_mma.set(tcgen05.Field.ACCUMULATE, False)\n"
+        "    for k_block in cutlass.range(k_tiles, unroll=1):\n",
+        "    for k_block in cutlass.range(k_tiles, unroll=1):\n"
+        "        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)\n",
+    ),
+)
+
+# the stage handed back by a plain mbarrier arrive right after its MMAs are issued, instead of
+# consumer_release's tcgen05.commit (which arrives once the MMAs have read the stage): TMA may
+# refill the stage under MMAs that have not run yet. Only a ring that wraps shows it: with no
+# more k-tiles than stages no stage is ever refilled, and the values come out right
+mma_k_loop__released_before_the_mmas_are_done = edited(
+    mma_k_loop,
+    "mma_k_loop__released_before_the_mmas_are_done",
+    (
+        RELEASE,
+        "        with cute.arch.elect_one():\n"
+        "            cute.arch.mbarrier_arrive(ring.sync_object_empty.get_barrier(state.index))\n",
+    ),
+)
+
+
 REFERENCE = {"16.sf_copy_and_mma": mma_k_loop}
 ALTERNATIVES = {
     "16.sf_copy_and_mma": [
@@ -160,5 +188,7 @@ WRONG = {
         mma_k_loop__copies_after_the_mmas: ("before the k-tile's tcgen05.cp", "cpu"),
         mma_k_loop__sfa_sfb_swapped: ("Field.SFA takes", "gpu"),
         mma_k_loop__copies_before_the_wait: ("TMA may still be writing", "cpu"),
+        mma_k_loop__accumulate_reset_every_k_tile: ("overwritten at every k-tile", "gpu"),
+        mma_k_loop__released_before_the_mmas_are_done: ("tcgen05.mma issued on it", "gpu"),
     }
 }

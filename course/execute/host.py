@@ -1,0 +1,215 @@
+"""CuTe DSL's host side on the executor: host code written for a GPU runs its kernels here.
+
+NVIDIA's examples (and a learner's script) launch a kernel three ways: `cute.compile(fn,
+*args)` and a call of what it returns, a direct call of the `@cute.jit` function, and host
+tensors made by `from_dlpack(torch_tensor)` (or a torch tensor passed as it is). Inside
+`interpreting()` all three run on the executor (course.execute.runner.run) instead of
+being compiled for a GPU, the way `TRITON_INTERPRET=1` runs Triton: `cute.compile` gives a
+`Compiled` whose call is a run, a jit function's call is a run, and a host tensor is the
+executor's tensor over the torch CPU tensor's own storage (the kernel writes into it).
+
+Each run's `runner.Result` is appended to `interpreting()`'s list, so a caller (a test,
+`python -m course.execute script.py`) can say what each launch did. A hazard raises
+`hazards.Hazard` from the call, as it would stop a kernel on the GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from course.execute.hazards import Unmodelled
+
+# the keyword arguments of a jit call that steer CuTe DSL's compiler, not the function
+_COMPILER_KEYWORDS = ("no_cache", "options", "compile_only")
+
+
+def torch_of(host):
+    """The torch CPU tensor behind a host tensor: a torch tensor itself, or the one a
+    `from_dlpack` tensor was made from (through its DLPack capsule, read once and kept)."""
+    import torch
+
+    if isinstance(host, torch.Tensor):
+        tensor = host
+    else:
+        tensor = host.__dict__.get("_course_torch")
+        if tensor is None:
+            tensor = torch.utils.dlpack.from_dlpack(host._dlpack_data)
+            host.__dict__["_course_torch"] = tensor
+    if tensor.device.type != "cpu":
+        raise ValueError(
+            f"the CPU executor runs on CPU tensors, got one on {tensor.device}: "
+            "make the tensors on the CPU (or run under `python -m course.execute`, which does)"
+        )
+    return tensor
+
+
+def is_host_tensor(obj) -> bool:
+    """A tensor host code hands a kernel: a torch tensor or a `from_dlpack` tensor."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return True
+    runtime = _runtime()
+    return runtime is not None and isinstance(obj, runtime._Tensor)
+
+
+def executor_tensor(host):
+    """The executor's tensor for a host tensor: its element type (a `from_dlpack` tensor's
+    own, which host code may have set), shape and strides, over the torch storage."""
+    from course.execute import api
+    from course.execute.numeric import by_name, of_torch
+    from course.execute.runner import pointer
+    from course.execute.tensor import Pointer
+
+    tensor = torch_of(host)
+    dtype = of_torch(tensor.dtype)
+    align = 16
+    element_type = getattr(host, "element_type", None) if not _is_torch(host) else None
+    if element_type is not None:
+        name = getattr(element_type, "__name__", str(element_type))
+        try:
+            dtype = by_name(name)
+        except KeyError:
+            raise Unmodelled(f"host tensors of element type {name}") from None
+        align = int(getattr(host, "_assumed_align", None) or align)
+    ptr = pointer(tensor, align=align)
+    if dtype is not ptr.dtype:  # storage of one torch type read as another (float8 as uint8)
+        ptr = Pointer(ptr.memory, ptr.byte_offset, dtype, align=align)
+    layout = api.make_layout(tuple(tensor.shape), tuple(tensor.stride()))
+    return api.make_tensor(ptr, layout)
+
+
+def _is_torch(obj) -> bool:
+    import torch
+
+    return isinstance(obj, torch.Tensor)
+
+
+def host_values(value):
+    """Host tensors among a call's arguments (at any depth of tuples and lists) as the
+    executor's tensors; everything else as it is (course.execute.translate does the rest)."""
+    if is_host_tensor(value):
+        return executor_tensor(value)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(host_values(v) for v in value)
+    if isinstance(value, list):
+        return [host_values(v) for v in value]
+    return value
+
+
+def _runtime():
+    try:
+        import cutlass.cute.runtime as runtime
+    except ImportError:  # no CuTe DSL here: no from_dlpack tensors either
+        return None
+    return runtime
+
+
+class Compiled:
+    """What `cute.compile(fn, *args)` gives inside `interpreting()`: each call runs `fn` on
+    the executor with that call's arguments."""
+
+    def __init__(self, fn, session: "Session", args: tuple = (), kwargs: dict | None = None):
+        self.fn = fn
+        self._session = session
+        self.__name__ = getattr(fn, "__name__", "compiled")
+        self._compile_args = args
+        self._compile_kwargs = {
+            k: v for k, v in (kwargs or {}).items() if k not in _COMPILER_KEYWORDS
+        }
+
+    def __call__(self, *args, **kwargs):
+        args, kwargs = self._with_constexprs(args, kwargs)
+        return self._session.run(self.fn, args, kwargs)
+
+    def _with_constexprs(self, args: tuple, kwargs: dict) -> tuple:
+        """CuTe DSL's compiled function is called without its `Constexpr` parameters (and
+        a method's `self`): they keep the values given to `cute.compile`. Which parameters
+        those are is CuTe DSL's own rule (`is_arg_annotation_constexpr`)."""
+        import inspect
+
+        from cutlass.base_dsl.runtime.jit_arg_adapters import is_arg_annotation_constexpr
+
+        try:  # postponed annotations evaluated, as CuTe DSL reads the signature
+            signature = inspect.signature(self.fn, eval_str=True)
+        except (TypeError, ValueError, NameError):
+            return args, kwargs
+        params = list(signature.parameters.values())
+        fixed = {
+            p.name
+            for i, p in enumerate(params)
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and is_arg_annotation_constexpr(p.annotation, p.name, i, None)
+        }
+        if not fixed:
+            return args, kwargs
+        compiled = signature.bind_partial(*self._compile_args, **self._compile_kwargs)
+        runtime = signature.replace(parameters=[p for p in params if p.name not in fixed])
+        given = runtime.bind_partial(*args, **kwargs).arguments
+        merged = {}  # in the signature's order; what neither gave takes its default
+        for p in params:
+            source = compiled.arguments if p.name in fixed else given
+            if p.name in source:
+                merged[p.name] = source[p.name]
+        full = inspect.BoundArguments(signature, merged)
+        return full.args, full.kwargs
+
+    def __repr__(self) -> str:
+        return f"<{self.__name__} compiled for the CPU executor>"
+
+
+class Session:
+    """The runs of one `interpreting()` block: their results, in order."""
+
+    def __init__(self, seed: int = 0, count_banks: bool = False, on_run=None):
+        self.seed = seed
+        self.count_banks = count_banks
+        self.results: list = []
+        self.on_run = on_run  # called with (fn, runner.Result) after each run
+
+    def run(self, fn, args, kwargs):
+        from course.execute import runner
+
+        kwargs = {k: v for k, v in kwargs.items() if k not in _COMPILER_KEYWORDS}
+        result = runner.run(
+            fn,
+            *host_values(tuple(args)),
+            seed=self.seed,
+            count_banks=self.count_banks,
+            kwargs={k: host_values(v) for k, v in kwargs.items()},
+        )
+        self.results.append(result)
+        if self.on_run is not None:
+            self.on_run(fn, result)
+
+
+@contextlib.contextmanager
+def interpreting(seed: int = 0, count_banks: bool = False, on_run=None):
+    """Inside: `cute.compile(...)` and calls of `@cute.jit` functions run on the executor.
+    Yields the Session (its `results`: one runner.Result per call; `on_run(fn, result)`
+    after each)."""
+    from cutlass.base_dsl import compiler, dsl
+
+    from course.execute import runner
+
+    session = Session(seed, count_banks, on_run)
+    saved = (compiler.CompileCallable.__call__, dsl.BaseDSL._func)
+
+    # inside a run, CuTe DSL is the executor's oracle of static layout algebra
+    # (course.execute.oracle compiles and calls small jit functions): the real thing
+    def compile_call(self, fn, *args, **kwargs):
+        if runner.running():
+            return saved[0](self, fn, *args, **kwargs)
+        return Compiled(fn, session, args, kwargs)
+
+    def jit_call(self, func_body, *args, **kwargs):
+        if runner.running():
+            return saved[1](self, func_body, *args, **kwargs)
+        return session.run(func_body, args, kwargs)
+
+    compiler.CompileCallable.__call__ = compile_call
+    dsl.BaseDSL._func = jit_call
+    try:
+        yield session
+    finally:
+        compiler.CompileCallable.__call__, dsl.BaseDSL._func = saved
