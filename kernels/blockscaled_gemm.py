@@ -144,7 +144,8 @@ def sf_tensor(sf_ptr: cute.Pointer, rows, k, vec: int) -> cute.Tensor:
 
 def make_sf_tma(sfa, sfb, tiled_mma, tile: TileShape, vec: int, stages: int):
     """Staged smem layouts of SFA and SFB and the TMA atoms that fill them. An SF block is
-    copied as 16-bit elements (internal_type Int16): TMA has no 8-bit float type to name."""
+    copied as 16-bit elements (internal_type Int16, two SFs each), as NVIDIA's block-scaled
+    examples do: a choice of the copy (8-bit A and B travel by TMA as 8-bit integers)."""
     # region sf-smem
     sfa_smem = blockscaled.make_smem_layout_sfa(tiled_mma, tile.mma_tiler, vec, stages)
     sfb_smem = blockscaled.make_smem_layout_sfb(tiled_mma, tile.mma_tiler, vec, stages)

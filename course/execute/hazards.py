@@ -271,6 +271,15 @@ WAIT_LD = _kind(
 # Cause.what: what happened, for each kind (subject, expected, observed as each entry says)
 BELOW_START = _cause("index below the start", "OUT_OF_BOUNDS below element 0 (expected: the range)")
 PAST_END = _cause("index past the end", "OUT_OF_BOUNDS past the last element (expected: the range)")
+SLICE_PAST_MODE = _cause(
+    "a shared-memory tensor sliced past the extent of one of its modes",
+    "OUT_OF_BOUNDS; subject: the tensor, expected: (mode, its extent), observed: the coordinate",
+)
+SWAPPED_COORDINATES = _cause(
+    "a coordinate outside its tensor's shape, inside it once reversed",
+    "OUT_OF_BOUNDS of a 2-D read; subject: the tensor, expected: its shape, observed: the "
+    "coordinate",
+)
 PART_OF_THE_LANES = _cause(
     "reached by part of the lanes it needs",
     "COLLECTIVE; subject: the instruction, expected: the threads it needs, observed: those there",
@@ -310,9 +319,19 @@ READ_IN_FLIGHT = _cause(
     "read while a copy into it is in flight",
     "IN_FLIGHT; unit: the copy's, or the reader's where an asynchronous unit reads",
 )
+COPIED_SINCE_BARRIER = _cause(
+    "read while a copy issued since the last barrier is in flight",
+    "IN_FLIGHT of a cp.async the reader's CTA issued after its last sync_threads: whatever "
+    "the waits before that barrier retired, this copy goes into the bytes being read",
+)
 WRITTEN_IN_FLIGHT = _cause(
     "written while an earlier copy into it is in flight",
     "WRITE_IN_FLIGHT; unit: the copy's",
+)
+READ_AFTER_FENCE = _cause(
+    "generic-proxy read made after the reader's fence.proxy.async, unfenced when rewritten",
+    "PROXY_FENCE of a CLC answer its readers fenced before reading it (the fence and the "
+    "release that follows it came first); unit: the async writer",
 )
 UNFENCED = _cause(
     "generic-proxy access with no fence.proxy.async before the async proxy's",

@@ -54,6 +54,7 @@ class Query:
         for cta, byte, slot in self.targets:
             smem = cta.smem
             _check_reads_fenced(cta, byte, self.site)
+            _fenced_since(cta)[byte] = set()
             b = np.arange(byte, byte + RESPONSE_BYTES)
             smem.check_readers_in_flight(b, lambda k: "a CLC response lands in", self.site)
             smem.typed(Int32)[byte // 4 : byte // 4 + 4] = answer
@@ -69,18 +70,39 @@ def _readers(cta) -> dict:
     return cta.smem.__dict__.setdefault("clc_unfenced_reads", {})
 
 
+def _fenced_since(cta) -> dict:
+    """Response byte -> the threads that ran fence.proxy.async since its answer landed: a
+    read by one of them came after its fence (and after the release such a fence precedes)."""
+    return cta.smem.__dict__.setdefault("clc_fenced_since_landing", {})
+
+
+def _read_after_fence(cta) -> dict:
+    """Response byte -> the threads whose unfenced read of it came after their fence."""
+    return cta.smem.__dict__.setdefault("clc_read_after_fence", {})
+
+
 def _check_reads_fenced(cta, byte: int, site: Site) -> None:
     readers = _readers(cta).pop(byte, set())
+    # every unfenced reader fenced between the landing and its read: the fence (and the
+    # release beside it) came first; a fence of some readers only may be another fence's
+    late = readers if readers <= _read_after_fence(cta).pop(byte, set()) else set()
     if readers:
+        said = (
+            f"; they had fenced before reading it ({hazards.threads_text(sorted(late))} ran "
+            f"fence.proxy.async, then read the answer): the read comes after the fence and "
+            f"the release, when the buffer is no longer theirs"
+            if late
+            else " with no fence.proxy.async between"
+        )
         raise Hazard(
             PROXY_FENCE,
             f"the CLC answer in {cta.smem.describe(byte)} of CTA {cta.block} was read by "
             f"{hazards.threads_text(sorted(readers))} through the generic proxy, and the next "
-            f"try_cancel (issued at {site.describe()}) rewrites it through the async proxy "
-            f"with no fence.proxy.async between",
+            f"try_cancel (issued at {site.describe()}) rewrites it through the async proxy"
+            f"{said}",
             site,
             hazards.Cause(
-                hazards.UNFENCED,
+                hazards.READ_AFTER_FENCE if late else hazards.UNFENCED,
                 cta.smem.describe(byte),
                 observed=tuple(sorted(readers)),
                 unit=hazards.UNIT_CLC_QUERY,
@@ -94,6 +116,8 @@ def fenced(w) -> None:
     mine = set(int(t) for t in w.active_tids())
     for readers in _readers(w.cta).values():
         readers -= mine
+    for fenced_ones in _fenced_since(w.cta).values():
+        fenced_ones |= mine
 
 
 def _cancel(cluster) -> np.ndarray:
@@ -169,6 +193,10 @@ def clc_response(result_addr, **_):
     values = Tensor(ptr, Layout(4)).load().values
     w = machine.warp()
     byte = uniform(result_addr.byte_offset, "a CLC response address")
-    _readers(w.cta).setdefault(byte, set()).update(int(t) for t in w.active_tids())
+    mine = set(int(t) for t in w.active_tids())
+    _readers(w.cta).setdefault(byte, set()).update(mine)
+    early = mine & _fenced_since(w.cta).get(byte, set())
+    if early:
+        _read_after_fence(w.cta).setdefault(byte, set()).update(early)
     row = values[0] if values.ndim == 2 else values
     return tuple(Int32.of_decoded(v) for v in row)

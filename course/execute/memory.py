@@ -208,6 +208,16 @@ class AsyncCopy:
     landed: bool = False
     what: str = hazards.UNIT_CP_ASYNC  # the kind of copy (a hazards.UNIT_ name)
     retired_by: str = "no cp.async wait_group has retired it"
+    epoch: int = -1  # the CTA's barrier epoch when it was issued (cp.async), else -1
+
+
+def _in_flight_cause(copy: AsyncCopy, epoch: int) -> str:
+    """Why bytes a copy still writes are read: a cp.async issued since the CTA's last barrier
+    went into bytes this epoch reads (a copy into the stage being read), or an earlier copy
+    no wait retired (a missing wait)."""
+    if copy.what == hazards.UNIT_CP_ASYNC and copy.epoch == epoch:
+        return hazards.COPIED_SINCE_BARRIER
+    return hazards.READ_IN_FLIGHT
 
 
 @dataclass
@@ -317,7 +327,9 @@ class SharedMemory(Memory):
                 f"{own} {copy.what} to it (issued at {copy.site.describe()}) is still in "
                 f"flight: {copy.retired_by}",
                 site,
-                hazards.Cause(hazards.READ_IN_FLIGHT, self.describe(int(b[k])), unit=copy.what),
+                hazards.Cause(
+                    _in_flight_cause(copy, epoch), self.describe(int(b[k])), unit=copy.what
+                ),
             )
         wt = self.w_tid[b]
         race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
@@ -506,7 +518,13 @@ class SharedMemory(Memory):
         b, t = self._bytes(dtype, tids, elems)
         self._check_write(tids, b, t, site, "starts a cp.async into")
         copy = AsyncCopy(
-            self._next_copy, np.asarray(tids).reshape(-1), elems, dtype, np.asarray(values), site
+            self._next_copy,
+            np.asarray(tids).reshape(-1),
+            elems,
+            dtype,
+            np.asarray(values),
+            site,
+            epoch=self.cta.epoch,
         )
         self._next_copy += 1
         self.copies[copy.id] = copy

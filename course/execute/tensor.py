@@ -272,6 +272,61 @@ def _as_crd(crd):
 # ---------------------------------------------------------------- tensors
 
 
+def _check_mode_extents(ptr, layout, crd) -> None:
+    """A shared-memory tensor sliced at a coordinate past one of its top-level modes (a
+    stage index >= the ring's stages) reads another allocation's bytes or past the end on a
+    GPU, whatever the bytes happen to be here: refused, naming the mode."""
+    shape = getattr(layout, "shape", None)
+    if not isinstance(ptr, Pointer) or ptr.memory.space != SMEM:
+        return
+    if type(ptr.byte_offset) is not int:
+        return
+    if not (isinstance(crd, tuple) and isinstance(shape, tuple) and len(crd) == len(shape)):
+        return
+    for mode, (c, extent) in enumerate(zip(crd, shape)):
+        if c is None or type(extent) is not int or isinstance(c, tuple):
+            continue
+        values = np.asarray(getattr(c, "v", c)).reshape(-1)
+        bad = (values >= extent) | (values < 0)
+        if bad.any():
+            at = int(values[np.argmax(bad)])
+            name = ptr.memory.describe(ptr.byte_offset).split("[")[0].split(" (")[0]
+            raise hazards.Hazard(
+                hazards.OUT_OF_BOUNDS,
+                f"{name} sliced at {at} in its mode {mode}, which has {extent} entries "
+                f"(0..{extent - 1})",
+                hazards.site(3),
+                hazards.Cause(hazards.SLICE_PAST_MODE, name, (mode, extent), at),
+            )
+
+
+def _swapped(exc: hazards.Hazard, layout, crd) -> hazards.Hazard | None:
+    """An out-of-bounds read of a 2-D tensor at a coordinate outside its shape whose reverse
+    lies inside (residual[col, row] for residual[row, col]), said as such; else None. Only
+    the lanes outside the shape are looked at: masked-off lanes may hold any coordinate."""
+    shape = getattr(layout, "shape", None)
+    if exc.kind != hazards.OUT_OF_BOUNDS or exc.cause is None or not isinstance(crd, tuple):
+        return None
+    if len(crd) != 2 or not (isinstance(shape, tuple) and len(shape) == 2):
+        return None
+    if not all(type(e) is int for e in shape) or any(c is None for c in crd):
+        return None
+    i, j = np.broadcast_arrays(*(np.asarray(getattr(c, "v", c)).reshape(-1) for c in crd))
+    flipped = ((i >= shape[0]) | (j >= shape[1])) & (j < shape[0]) & (i < shape[1])
+    if not flipped.any():
+        return None
+    k = int(np.argmax(flipped))
+    at = (int(i[k]), int(j[k]))
+    name = exc.cause.subject
+    return hazards.Hazard(
+        exc.kind,
+        f"{exc.detail}: {name} has shape {shape} and was read at {at}, outside it, while "
+        f"{at[::-1]} is inside (the coordinates swapped?)",
+        exc.site,
+        hazards.Cause(hazards.SWAPPED_COORDINATES, name, shape, at),
+    )
+
+
 class Tensor(hazards.Standin):
     """iterator o layout."""
     REAL = ("cutlass.cute.tensor:_Tensor",)
@@ -345,10 +400,14 @@ class Tensor(hazards.Standin):
             return it.decode_one(off)
         if not isinstance(it, Pointer):
             return it + off
-        return self._read_one(it.element(off))
+        try:
+            return self._read_one(it.element(off))
+        except hazards.Hazard as exc:
+            raise _swapped(exc, self.layout, crd) or exc
 
     def slice(self, crd) -> "Tensor":
         lay = self.layout
+        _check_mode_extents(self.iterator, self.domain_layout, crd)
         if isinstance(lay, ComposedLayout):
             off, sub = lay.outer.slice(crd)
             return Tensor(self.iterator, ComposedLayout(lay.inner, lay.offset + off, sub))

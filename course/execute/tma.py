@@ -139,9 +139,13 @@ def _flat(shape) -> tuple:
 
 
 @dataclass
-class TmaView:
+class TmaView(hazards.Standin):
     """A tensor (shared tile, or TMA coordinates) whose mode 0 is a TMA box, and which of
-    the box's elements (colexicographic) this CTA copies."""
+    the box's elements (colexicographic) this CTA copies. It stands in for the tensor CuTe
+    DSL's tma_partition returns, so an attribute of CuTe's tensor it does not model is the
+    executor's gap, not the kernel's bug."""
+
+    REAL = ("cutlass.cute.tensor:_Tensor",)
 
     tensor: Tensor
     select: np.ndarray  # indices into mode 0's elements
@@ -160,6 +164,45 @@ class TmaView:
     @property
     def element_type(self):
         return self.tensor.element_type
+
+    @property
+    def layout(self) -> Layout:
+        """CuTe's layout of the partition, shaped as `shape`: mode 0 the elements this CTA
+        copies in shared-memory address order, as CuTe's tma_partition orders the TMA's
+        vector (a dense 64x64 box: ((4096,1)):((1,0))), then the tensor's other modes. Its
+        size is what the copy moves (what `cute.size_in_bytes` of it counts). Modelled for
+        a shared-memory partition whose elements are evenly spaced; the offset of the first
+        is in `iterator`, as CuTe's."""
+        stride, _ = self._mode0_spacing()
+        lay = self.tensor.layout
+        rest = lay.stride[1:] if isinstance(lay.stride, tuple) else ()
+        return Layout(self.shape, ((stride,),) + tuple(rest))
+
+    @property
+    def iterator(self):
+        """Where the partition starts: the tensor's iterator moved to the first element
+        this CTA copies (in address order)."""
+        if isinstance(self.tensor.iterator, Coordinates):
+            if list(self.select) != list(range(self.box)):
+                raise Unmodelled("the iterator of a multicast TMA partition of the TMA tensor")
+            return self.tensor.iterator
+        _, first = self._mode0_spacing()
+        return self.tensor.iterator + first if first else self.tensor.iterator
+
+    def _mode0_spacing(self) -> tuple:
+        """(stride, first offset) of the selected box elements in address order; refused
+        where CuTe's layout would differ from anything an int stride says: the TMA tensor's
+        coordinates (CuTe's basis strides), a swizzled layout, unevenly spaced elements."""
+        lay = self.tensor.layout
+        if isinstance(self.tensor.iterator, Coordinates):
+            raise Unmodelled("the layout of a TMA partition of the TMA tensor (basis strides)")
+        if isinstance(lay, ComposedLayout):
+            raise Unmodelled("the layout of a TMA partition of a tensor with a swizzled layout")
+        mode0 = np.sort(np.asarray(lay.offsets)[: self.box][self.select])
+        steps = np.unique(np.diff(mode0))
+        if len(steps) > 1:
+            raise Unmodelled("the layout of a TMA partition whose elements are unevenly spaced")
+        return (int(steps[0]) if len(steps) else 0), int(mode0[0])
 
     def offsets(self) -> np.ndarray:
         """The layout offsets (through a swizzled layout's swizzle) of the selected

@@ -229,6 +229,10 @@ BLACKWELL_HINTS = {
     (hazards.UNIT_CLC_QUERY, hazards.WRITTEN_IN_FLIGHT): "a new CLC query is issued into the "
     "answer buffer while the last one is still in flight: "
     "clc_pipeline.producer_acquire(request_state) before each try_cancel",
+    (hazards.UNIT_CLC_QUERY, hazards.READ_AFTER_FENCE): "the answer was decoded after the "
+    "fence and the release: once consumer_release hands the buffer back, the next try_cancel "
+    "may rewrite it before or while it is read. Decode it first, then "
+    "cute.arch.fence_proxy('async.shared', space='cta'), then consumer_release",
     (hazards.UNIT_CLC_QUERY, hazards.UNFENCED): "the answer was read through the generic proxy "
     "and is rewritten by the async proxy (the next try_cancel): "
     "cute.arch.fence_proxy('async.shared', space='cta') before consumer_release",
@@ -247,6 +251,15 @@ CLC_BARRIERS = "bars.clc"
 CLC_DEADLOCK_HINT = (
     "the CLC answer buffer is never freed: the leader's next request waits for every reader "
     "forever (clc_pipeline.consumer_release(read_state))"
+)
+
+
+# a cp.async issued after the last wait and barrier, into the bytes read before the next one
+COPIED_INTO_READ_STAGE = (
+    "copy into the stage being read: the wait and the barrier are there, but the cp.async "
+    "issued after them goes into the stage this iteration reads. Copy the next k-tile into "
+    "`write`, the stage read last iteration (free once every thread has passed the barrier), "
+    "never into `read`"
 )
 
 
@@ -272,6 +285,23 @@ def _cause_hint(exc: Hazard) -> str:
         return _below_start_hint(cause)
     if cause.what == hazards.NEVER_WRITTEN and cause.subject in ("A", "B"):
         return OPERAND_NOT_LOADED
+    if cause.what == hazards.COPIED_SINCE_BARRIER:
+        return COPIED_INTO_READ_STAGE
+    if cause.what == hazards.SLICE_PAST_MODE:
+        mode, extent = cause.expected
+        return (
+            f"an index past a mode: {cause.subject}'s mode {mode} has {extent} entries and it "
+            f"was sliced at {cause.observed}; a staged tensor's last mode is the ring's "
+            f"stages: a k-tile lives in stage t % stages (the ring's state.index), never at "
+            f"the k-tile's own number"
+        )
+    if cause.what == hazards.SWAPPED_COORDINATES:
+        return (  # one read cannot tell the two apart: the learner's guard can
+            f"{cause.subject} has shape {cause.expected} and was read at {cause.observed}, "
+            f"outside it: a predicate at the edge is missing (row < m, col < n), or, since "
+            f"{cause.observed[::-1]} is inside, the coordinates are swapped -- where the "
+            f"read is guarded, index it in its shape's order, {cause.subject}[row, col]"
+        )
     return ""
 
 

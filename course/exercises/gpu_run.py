@@ -278,6 +278,15 @@ def guarded_output(shape: tuple[int, ...], dtype, device="cuda"):
     return buffer[:numel].view(shape), buffer
 
 
+# an output whose tile (i, j) holds the reference's tile (j, i) (mismatch.observe's
+# "tiles swapped"): the same words whatever the exercise, since they say what was seen
+TILES_SWAPPED_HINT = (
+    "tiles swapped: the tile of output rows i and columns j was stored at tile (j, i); index "
+    "the output's tiles row coordinate first, (tile_row, tile_col), the order the tile's "
+    "MMAs used for A's rows and B's columns"
+)
+
+
 def judge_output(
     check: str,
     out,
@@ -330,6 +339,7 @@ def judge_output(
     hints.update({name: hint for name, _, hint in candidates})
     if edge_hint:
         hints.setdefault("edge", edge_hint)
+    hints.setdefault("tiles swapped", TILES_SWAPPED_HINT)
     hint = hints.get(seen.pattern) or hints.get("values", "") or edge_hint
     detail = seen.sentence + (
         "" if seen.pattern == "unwritten" else f" (relative error {err:.1e} > {tol:.0e})"
@@ -338,11 +348,12 @@ def judge_output(
 
 
 def gemm_findings(
-    gemm, shapes, launching, dtype=None, config=None, wrong_hint="", edge_hint=""
+    gemm, shapes, launching, dtype=None, config=None, wrong_hint="", edge_hint="", tile=None
 ) -> list[Finding]:
     """A GEMM step (a kernels.gemm_host.GemmHost) against torch on each (m, n, k): compiled
     first, then launching() (the watchdog's clock starts), then K-major operands, C poisoned
-    and guarded. `wrong_hint` may be a function of (a, b, out) that names the mistake."""
+    and guarded. `wrong_hint` may be a function of (a, b, out) that names the mistake; `tile`
+    is C's tile per CTA where `config` has no tile_m and tile_n to say it."""
     import torch
 
     dtype = dtype or torch.bfloat16
@@ -365,7 +376,7 @@ def gemm_findings(
                 if callable(wrong_hint)
                 else wrong_hint,
                 edge_hint=edge_hint,
-                tile=_tile(config),
+                tile=tile or _tile(config),
                 candidates=lambda a=a, b=b: _k_tiles_missed(a, b, config),
             )
         )

@@ -155,6 +155,19 @@ def observe(
     if o.dim() == 2 and o.shape[0] == o.shape[1] and _close(o, r.t(), tol):
         return Observation("transposed", "the output is the reference transposed")
     tiles = _tiles(bad, tile) if tile and o.dim() == len(tile) else None
+    swapped = _swapped_tiles(bad, o, r, tile, tol) if tiles is not None and o.dim() == 2 else []
+    if swapped:
+        pairs = ", ".join(f"tile {q}'s at {p}" for p, q in swapped[:3])
+        more = f" and {len(swapped) - 3} more" if len(swapped) > 3 else ""
+        return Observation(
+            "tiles swapped",
+            f"{share}, all in tiles off the diagonal ({_where(bad)}): the outputs of tile "
+            f"(i, j) were found at tile (j, i) ({pairs}{more}; {tile} tiles, counted from "
+            f"(0, 0)), as if each tile's row and column coordinates were swapped",
+            k,
+            n,
+            tiles,
+        )
     if tiles is not None and tiles.edge_only:
         right = "tile is" if tiles.full == 1 else "tiles are"
         return Observation(
@@ -183,3 +196,23 @@ def _tiles(bad, tile: tuple) -> Tiles:
         counts[whole][0] += 1
         counts[whole][1] += int(bool(part.any()))
     return Tiles(tile, shape, counts[True][0], counts[False][0], counts[True][1], counts[False][1])
+
+
+def _swapped_tiles(bad, o, r, tile: tuple, tol: float) -> list:
+    """[(at, of)] when every wrong output lies in a tile `at` = (j, i) off the diagonal that
+    holds what the reference has in tile `of` = (i, j), compared where both tiles lie inside
+    the output (a ragged edge cuts them differently); [] when any wrong tile does not."""
+    tm, tn = tile
+    found = []
+    for p in sorted({(int(i) // tm, int(j) // tn) for i, j in bad.nonzero().tolist()}):
+        q = (p[1], p[0])
+        rows = min(o.shape[0] - p[0] * tm, r.shape[0] - q[0] * tm, tm)
+        cols = min(o.shape[1] - p[1] * tn, r.shape[1] - q[1] * tn, tn)
+        if p == q or rows <= 0 or cols <= 0:
+            return []
+        got = o[p[0] * tm : p[0] * tm + rows, p[1] * tn : p[1] * tn + cols]
+        want = r[q[0] * tm : q[0] * tm + rows, q[1] * tn : q[1] * tn + cols]
+        if not _close(got, want, tol):
+            return []
+        found.append((p, q))
+    return found

@@ -274,6 +274,16 @@ def _offset_mistakes() -> list:
     ]
 
 
+def unwrapped(shape):
+    """A shape with every 1-tuple replaced by its element: a mode (4) takes the same
+    coordinates, and gives the same offsets, as a mode 4 (a tiler's mode written as a
+    rank-1 layout, make_layout((4,)), yields one)."""
+    if pl.is_tuple(shape):
+        parts = tuple(unwrapped(e) for e in shape)
+        return parts[0] if len(parts) == 1 else parts
+    return shape
+
+
 def tile_shape_matches(c):
     lay, want = traced_layout(c.fn), padded_tiles_reference()
     hint = _shape_mistakes().get(
@@ -281,12 +291,16 @@ def tile_shape_matches(c):
         f"the shape should be ((2,4),(2,2)): a 2x4 tile, "
         f"then 2x2 of them; you built {pl._fmt(lay.shape)}",
     )
-    return expect(
-        "shape ((tile), (which tile))",
-        lay.shape == want.shape,
-        f"{lay}" if lay.shape == want.shape else f"{lay}, expected shape {pl._fmt(want.shape)}",
-        hint,
-    )
+    same = unwrapped(lay.shape) == unwrapped(want.shape)
+    detail = f"{lay}, expected shape {pl._fmt(want.shape)}"
+    if same:
+        detail = f"{lay}" + (
+            ""
+            if lay.shape == want.shape
+            else f" (the modes of {pl._fmt(want.shape)}, a 1-tuple where it has a number: "
+            "the same coordinates)"
+        )
+    return expect("shape ((tile), (which tile))", same, detail, hint)
 
 
 def every_offset_matches(c):

@@ -173,6 +173,17 @@ def each_element_its_own_word(c):
     )
 
 
+# a make_swizzle(B, M, S) with |S| < B: CuTe's swizzle type refuses bits read that overlap
+# the bits written, and CuTe DSL hands back the identity S<0,4,3> in its place, silently
+SWIZZLE_COLLAPSED = (
+    "swizzle collapsed: CuTe DSL turned your make_swizzle into S<0,4,3>, the identity (0 "
+    "bits). A Swizzle<B,M,S> must shift by at least its bits (|S| >= B): the B bits it reads "
+    "(from M + S up) may not overlap the B bits it XORs them into (from M up); one that breaks "
+    "this becomes the identity. For 32-float rows: make_swizzle(5, 0, 5), the 5 row bits "
+    "into the 5 bank bits"
+)
+
+
 def conflict_free_both_ways(c):
     from course.exercises.kernel_check import expect
 
@@ -183,7 +194,10 @@ def conflict_free_both_ways(c):
         f"{tile}: writes by rows {writes.conflicts} extra wavefront(s), reads by columns "
         f"{reads.conflicts} extra wavefront(s) (worst {worst}-way)"
     )
-    if worst >= 32:
+    if tile.swizzle is not None and tile.swizzle.bits == 0:
+        detail += f"; the swizzle CuTe DSL built is {tile.swizzle.cute_str}, which moves no bit"
+        hint = SWIZZLE_COLLAPSED
+    elif worst >= 32:
         hint = (
             "bank conflicts: a 32-way conflict, every lane of a column read in one bank: "
             "XOR the row into the bank bits with a swizzle (or pad each row)"

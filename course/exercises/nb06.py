@@ -7,11 +7,12 @@ the tensors over the three pointers) and passes the kernel in as a Constexpr.
 """
 
 # no `from __future__ import annotations`: CuTe DSL evaluates the launcher's annotations
+import ast
 import functools
 import re
 
 from course.exercises.check import exercise, number, pair
-from course.exercises.kernel_check import expect, kernel_exercise
+from course.exercises.kernel_check import expect, kernel_exercise, not_checked
 
 
 @exercise(
@@ -129,6 +130,44 @@ def _unset(before: str, registers: list[str]) -> list[str]:
     return [r for r in registers if not re.search(re.escape(r) + r"\b", before)]
 
 
+# What CuTe DSL 4.8.1 compiles cute.gemm(tiled_mma, D, A, B, C) with D another fragment
+# than C to (sm_80, mma.sync): the MMA's result goes into C's registers and D keeps what it
+# held, although cute.gemm's docstring says D <- A * B + C. Storing D then stores nothing
+# the MMA computed, and the compiler removes the MMA and the loads with it.
+SEPARATE_D_FAULT = (
+    "CuTe DSL's fault, not your code's: in CuTe DSL 4.8.1, cute.gemm(tiled_mma, D, A, B, C) "
+    "with D a different fragment from C writes the result into C and leaves D as it was "
+    "(its docstring says D <- A * B + C); the PTX has no mma.sync because the D you store "
+    "is never written, so the compiler removed the MMA. Pass the one accumulator as both "
+    "D and C: cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)"
+)
+
+
+def gemm_with_separate_d(source: str) -> bool:
+    """Does the code call cute.gemm(mma, D, A, B, C) with D and C written differently?"""
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "gemm"
+            and len(node.args) == 5
+            and ast.dump(node.args[1]) != ast.dump(node.args[4])
+        ):
+            return True
+    return False
+
+
+def _kernel_emptied(c) -> bool:
+    """No mma.sync and no global store left: the compiler removed the kernel's work,
+    so what else the PTX lacks (thread_idx, loads) says nothing of the code."""
+    return c.count(r"mma\.sync") == 0 and c.count(r"st\.global") == 0
+
+
+def _emptied_finding(check: str):
+    return not_checked(check, "the compiler removed the kernel's work (no mma.sync, no "
+                       "global store): see the first check")  # fmt: skip
+
+
 def one_mma_per_warp(c):
     count = c.count(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32")
     stores = c.count(r"st\.global")
@@ -136,7 +175,9 @@ def one_mma_per_warp(c):
         "call cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC) once, on the fragments "
         "made by tiled_mma.make_fragment_A/B/C"
     )
-    if count == 0 and stores == 0:  # the compiler drops an MMA whose result goes nowhere
+    if count == 0 and stores == 0 and gemm_with_separate_d(c.code.source):
+        hint = SEPARATE_D_FAULT
+    elif count == 0 and stores == 0:  # the compiler drops an MMA whose result goes nowhere
         hint = (
             "the kernel stores nothing, so the compiler removed the MMA too: copy the "
             "accumulator tCrC back to its partition of C after cute.gemm"
@@ -151,6 +192,8 @@ def one_mma_per_warp(c):
 
 
 def slices_by_thread(c):
+    if _kernel_emptied(c):
+        return _emptied_finding("each thread takes its own slice of the TiledMMA")
     reads = c.count(r"%tid\.x")
     return expect(
         "each thread takes its own slice of the TiledMMA",
@@ -162,6 +205,8 @@ def slices_by_thread(c):
 
 
 def loads_a_and_b(c):
+    if _kernel_emptied(c):
+        return _emptied_finding("A and B fragments loaded before the mma")
     found = _mma(c)
     if found is None:
         return expect(
@@ -184,6 +229,8 @@ def loads_a_and_b(c):
 
 
 def accumulator_cleared(c):
+    if _kernel_emptied(c):
+        return _emptied_finding("the accumulator starts at zero")
     found = _mma(c)
     if found is None:
         return expect(
@@ -211,6 +258,8 @@ def stores_the_accumulator(c):
     shared memory the way NVIDIA's tensorop_gemm epilogue does it (st.shared, then the
     tile read back with ld.shared and stored with st.global). Whether the values land in
     the right places is the run's to show."""
+    if _kernel_emptied(c) and gemm_with_separate_d(c.code.source):
+        return _emptied_finding("the accumulator is stored to C")  # D is stored: CuTe's fault
     found = _mma(c)
     after = c.ptx[c.ptx.find(found[0]) + len(found[0]) :] if found else ""
     staged_out = bool(re.search(r"ld\.shared", after) and re.search(r"st\.global", after))

@@ -44,6 +44,9 @@ HINTS = {  # the words course.sim.ring_code uses for a mistake -> what to change
     "released too early": "released too early: arrive on empty[s] only after "
     "self.mma_k_tile(...) has read the stage; the arrival lets warp 0 "
     "load the next k-tile over it",
+    "wrong stage released": "wrong stage released: after self.mma_k_tile(..., s) has read "
+    "stage s, arrive on empty + s, the stage just read; another stage's release frees "
+    "a stage still waited for and never frees this one",
     "every lane arrives": "every lane arrives: put the arrive inside `with "
     "cute.arch.elect_one():` (the barrier counts one arrival per warp)",
     "arrival count": "arrival count: full[s] expects 1 arrival (the producer's expect_tx; TMA "

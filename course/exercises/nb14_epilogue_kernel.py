@@ -227,8 +227,12 @@ def all_warps_done_before_free(c):
 
 def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     from course.exercises.gpu_run import gemm_findings
+    from kernels import tcgen05_gemm as step
 
-    return gemm_findings(gemm_with(fn), QUICK_SHAPES if quick else SHAPES, launching)
+    # C's tile per CTA (step.Tcgen05Gemm's TileShape: 128 rows per CTA, tile_n columns), so a
+    # wrong output can be told by its tiles (mismatch.observe)
+    tile = (128 * step.Tcgen05Gemm.ctas, step.Config().tile_n)
+    return gemm_findings(gemm_with(fn), QUICK_SHAPES if quick else SHAPES, launching, tile=tile)
 
 
 kernel_exercise(

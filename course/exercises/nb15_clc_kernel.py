@@ -91,8 +91,51 @@ def waits_before_decoding(c):
     )
 
 
-def releases_each_answer(c):
+def _previous(code, end, pattern):
+    rx = re.compile(pattern)
+    return next((k for k in range(end - 1, -1, -1) if rx.search(code[k])), None)
+
+
+def released_before_decode(c) -> list[tuple[int, int]]:
+    """(release, decode): each place whose nearest barrier op before the decode is a release
+    (a plain mbarrier.arrive, not the wait that lets the answer be read): the buffer was handed
+    back, and the decode reads it after the leader's next try_cancel may rewrite it."""
     code, places = _reads(c)
+    found = []
+    for first, _ in places:
+        k = _previous(code, first, r"mbarrier\.")
+        if k is not None and "mbarrier.arrive" in code[k] and "expect_tx" not in code[k]:
+            found.append((k, first))
+    return found
+
+
+def _early_observed(early: list, places: int) -> str:
+    release, decode = early[0]
+    return (
+        f"{len(early)} of {places} places release the buffer before decoding the answer "
+        f"(mbarrier.arrive at instruction {release}, then query_cancel at instruction {decode})"
+    )
+
+
+READ_AFTER_RELEASE_HINT = (
+    "the answer is read after the buffer was freed: once consumer_release has handed it "
+    "back, the leader's next try_cancel (the async proxy) may overwrite it, so the decode "
+    "can read the next answer. Decode first (cute.arch.clc_response), then "
+    "cute.arch.fence_proxy('async.shared', space='cta'), then "
+    "clc_pipeline.consumer_release(read_state); " + ptx_protocol.CLC_FENCE_ISA
+)
+
+
+def releases_each_answer(c):
+    early = released_before_decode(c)
+    code, places = _reads(c)
+    if early:
+        return expect(
+            "every reader frees the answer buffer after reading it",
+            False,
+            _early_observed(early, len(places)),
+            READ_AFTER_RELEASE_HINT,
+        )
     following = [_next(code, last, r"mbarrier\.") for _, last in places]  # the next barrier op
     released = [k is not None and "mbarrier.arrive" in code[k] for k in following]
     return expect(
@@ -170,7 +213,15 @@ FENCE_LATE_HINT = (
 
 
 def fences_before_release(c) -> Finding:
+    early = released_before_decode(c)
     places = fence_places(c)
+    if early:  # a fence orders only what was read before it: here nothing was
+        return expect(
+            "the read is fenced before the buffer is freed",
+            False,
+            _early_observed(early, len(places)) + ": no fence orders a read made after the release",
+            READ_AFTER_RELEASE_HINT,
+        )
     late = any(not p.fenced and p.after for p in places)
     return expect(
         "the read is fenced before the buffer is freed",

@@ -10,7 +10,7 @@ a notebook cell is a call.
   blocked_agreement   the course's blocked-layout formula against CuTe's layout, cell by cell
   kinds_table         the kernel's formats (kernels.blockscaled_gemm.KINDS) and their MMAs
   check_executed      the kernel's own code on the CPU executor against float64
-  check_live          on compute capability 10.x: the kernel against float64 and torch._scaled_mm
+  check_live          on compute capability 10.x: the kernel against float64 (no cuBLAS call)
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from course.sim.ring_cta import (
     finished,
     issue,
     land,
+    note_release,
     start_read,
 )
 from course.sim.warp_threads import (
@@ -134,6 +135,8 @@ class _Arch:
         bars = self._cta.barriers
         barrier = bars.get(bar.index, f"warp {self._warp.index} arrives on")
         what = "arrive.expect_tx" if nbytes else "arrive"
+        if not nbytes:
+            note_release(self._cta, self._warp.index, bar.index)
         try:
             for lane in range(lanes):
                 bars.armed[bar.index] += nbytes

@@ -82,6 +82,7 @@ class Cta:
     waited: list = None  # per warp: the barriers waited on since its last read
     loaded: list = field(default_factory=list)
     in_flight: list = field(default_factory=list)
+    misreleases: list = field(default_factory=list)  # (warp, stage released, stage last read)
 
     def __post_init__(self):
         self.barriers = Barriers(self.stages)
@@ -186,7 +187,31 @@ def _overwrite_mistake(cta: Cta, stage: int, j: int) -> str:
     k-tile (then some released it before reading it), or did the producer not wait?"""
     empty = cta.barriers.bars[cta.stages + stage]
     trip = j // cta.stages
+    if cta.misreleases:
+        return "wrong stage released"
     return "released too early" if empty is not None and empty.phase >= trip else "wrong parity"
+
+
+def note_release(cta: Cta, warp: int, bar: int) -> None:
+    """A warp's plain arrival on empty[stage]: remember it when the stage is neither the one
+    the warp last read nor one whose full barrier it has waited on since (that one is a
+    release before the read, "released too early"): a release of another stage frees a
+    stage its reader still needs and never frees the one it read."""
+    stage = bar - cta.stages
+    if stage < 0 or cta.reads[warp] == 0:
+        return
+    read = (cta.reads[warp] - 1) % cta.stages
+    if stage != read and stage not in cta.waited[warp]:
+        cta.misreleases.append((warp, stage, read))
+
+
+def misrelease_detail(cta: Cta) -> str:
+    """What the first release of another stage was, for a verdict's detail."""
+    warp, stage, read = cta.misreleases[0]
+    return (
+        f"warp {warp} arrived on empty[{stage}] after reading stage {read}, "
+        f"so empty[{read}] waits for its release"
+    )
 
 
 def end_read(cta: Cta, warp: int, stage: int):
@@ -228,11 +253,10 @@ def deadlock(cta: Cta, live: list) -> Verdict:
             f"{who} on {bar.name} for parity {parity} "
             f"({_role(cta, i, ids[0])}, which needs parity {want}), but {bar.describe()}"
         )
-    return Verdict(
-        "deadlock",
-        "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else ""),
-        _deadlock_mistake(cta, live),
-    )
+    said = "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else "")
+    if cta.misreleases:
+        said += "; " + misrelease_detail(cta)
+    return Verdict("deadlock", said, _deadlock_mistake(cta, live))
 
 
 def _role(cta: Cta, i: int, warp: int) -> str:
@@ -263,6 +287,8 @@ def _deadlock_mistake(cta: Cta, live: list) -> str:
     for _, i, parity, warp in waits:
         if parity != _expected_parity(cta, i, warp):
             return "wrong parity"
+    if cta.misreleases:
+        return "wrong stage released"
     _, i, _, _ = waits[0]
     bar = cta.barriers.bars[i]
     if bar.pending == 0 and bar.tx > 0:

@@ -167,22 +167,26 @@ class Cta:
 
     # one warp -------------------------------------------------------------------------
     def mma(self, w: int, a, b):
-        st = self.warps[w]
         if not (isinstance(a, OperandSlice) and isinstance(b, OperandSlice)):
             raise Found(
                 "misuse",
                 f"warp {w}: cute.gemm was given {a!r} and {b!r}, not one "
-                f"k-block of tCrA and of tCrB",
+                f"k-block (or the whole k-tile) of tCrA and of tCrB",
                 "operands",
             )
         if (a.k_block, a.stage) != (b.k_block, b.stage):
             raise Found(
                 "misuse",
-                f"warp {w} multiplied A's k-block {a.k_block} of stage "
-                f"{a.stage} with B's k-block {b.k_block} of stage {b.stage}",
+                f"warp {w} multiplied A's {a.blocks_text()} of stage "
+                f"{a.stage} with B's {b.blocks_text()} of stage {b.stage}",
                 "operands",
             )
-        stage = a.stage
+        for k_block in a.k_blocks(self.k_blocks):  # a whole k-tile: one wgmma per k-block
+            self._one_wgmma(w, a.stage, k_block)
+
+    def _one_wgmma(self, w: int, stage: int, k_block: int):
+        """One wgmma of warp `w` reading k-block `k_block` of `stage` into its open group."""
+        st = self.warps[w]
         if not st.fenced:
             raise Found(
                 "race",
@@ -206,8 +210,8 @@ class Cta:
             st.first_idle = held  # issued with no earlier group left in flight
         if not st.open.reads:  # the first wgmma of a new group
             st.issues += 1
-        st.open.reads.append((held, stage, a.k_block))
-        st.products.append((held, a.k_block))
+        st.open.reads.append((held, stage, k_block))
+        st.products.append((held, k_block))
 
     def commit(self, w: int):
         st = self.warps[w]
@@ -326,11 +330,20 @@ class Cta:
 
 @dataclass(frozen=True)
 class OperandSlice:
-    """`tCrA[None, None, kb, stage]`: the wgmma descriptors of one k-block of one stage."""
+    """`tCrA[None, None, kb, stage]`: the wgmma descriptors of one k-block of one stage;
+    `tCrA[None, None, None, stage]` (k_block None): of the whole k-tile, which one
+    cute.gemm multiplies k-block by k-block (CuTe loops over the K mode itself)."""
 
     operand: str
-    k_block: int
+    k_block: int | None
     stage: int
+
+    def k_blocks(self, count: int) -> range:
+        """The k-blocks a cute.gemm over this slice issues a wgmma for, in order."""
+        return range(count) if self.k_block is None else range(self.k_block, self.k_block + 1)
+
+    def blocks_text(self) -> str:
+        return "whole k-tile" if self.k_block is None else f"k-block {self.k_block}"
 
 
 class Operand:
@@ -343,10 +356,12 @@ class Operand:
     def __getitem__(self, index):
         if not (isinstance(index, tuple) and len(index) == 4 and index[:2] == (None, None)):
             raise Unmodelled(
-                f"{self.name}[{index!r}] (the model knows {self.name}[None, None, k_block, stage])"
+                f"{self.name}[{index!r}] (the model knows {self.name}[None, None, k_block, stage]"
+                f" and {self.name}[None, None, None, stage])"
             )
-        kb, stage = int(index[2]), int(index[3])
-        if not (0 <= kb < self.k_blocks and 0 <= stage < self.stages):
+        kb = None if index[2] is None else int(index[2])  # None: the whole k-tile
+        stage = int(index[3])
+        if not ((kb is None or 0 <= kb < self.k_blocks) and 0 <= stage < self.stages):
             raise Found(
                 "misuse",
                 f"{self.name}[None, None, {kb}, {stage}] is outside its "

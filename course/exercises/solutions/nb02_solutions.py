@@ -46,6 +46,15 @@ def padded_tiles_ordered_layout():
     return cute.zipped_divide(cute.composition(rows, (4, 8)), tiler=(2, 4))
 
 
+def padded_tiles_rank_one_tiler():
+    """The tiler's column mode written as a rank-1 layout, make_layout((4,), stride=(1,)):
+    the tile mode comes out as (2,(4)) where the reference has (2,4), a 1-tuple taking the
+    same coordinates, and every offset is the reference's."""
+    tile = cute.make_layout((4, 8), stride=(9, 1))
+    columns = cute.make_layout((4,), stride=(1,))
+    return cute.zipped_divide(tile, tiler=(cute.make_layout(2, stride=1), columns))
+
+
 REFERENCE = {"02.padded_tiles": padded_tiles}
 WRONG = {
     "02.padded_tiles": {
@@ -60,5 +69,6 @@ ALTERNATIVES = {
         padded_tiles_by_composition,
         padded_tiles_layout_tiler,
         padded_tiles_ordered_layout,
+        padded_tiles_rank_one_tiler,
     ]
 }

@@ -17,6 +17,12 @@ def transpose_tile_layout__three_row_bits():
     return cute.make_composed_layout(cute.make_swizzle(3, 0, 5), 0, tile)
 
 
+def transpose_tile_layout__swizzle_shift_four():
+    """A shift below the swizzle's bits (S < B): CuTe DSL makes it the identity S<0,4,3>."""
+    tile = cute.make_layout((32, 32), stride=(32, 1))
+    return cute.make_composed_layout(cute.make_swizzle(5, 0, 4), 0, tile)
+
+
 def transpose_tile_layout__overlapping_rows():
     return cute.make_layout((32, 32), stride=(31, 1))  # "padding" below 32: rows overlap
 
@@ -51,6 +57,7 @@ WRONG = {
         transpose_tile_layout__no_swizzle: ("32-way", "cpu"),
         transpose_tile_layout__three_row_bits: ("4-way", "cpu"),
         transpose_tile_layout__overlapping_rows: ("overlap", "cpu"),
+        transpose_tile_layout__swizzle_shift_four: ("swizzle collapsed", "cpu"),
     }
 }
 ALTERNATIVES = {

@@ -130,6 +130,28 @@ mma_tile_kernel_smem_epilogue__never_copied_out = edited(
 )
 
 
+@cute.kernel
+def mma_tile_kernel__separate_d(
+    tiled_mma: cute.TiledMma, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor
+):
+    """D = A * B + C into a fragment D apart from the zeroed C, then D stored: right by
+    cute.gemm's docstring, but CuTe DSL 4.8.1 writes the MMA's result into C and leaves D
+    unwritten, so the compiler removes the MMA and the store (no mma.sync in the PTX). The
+    hint says it is CuTe DSL's fault, and to pass the one accumulator as D and C."""
+    tid, _, _ = cute.arch.thread_idx()
+    thr = tiled_mma.get_slice(tid)
+    tCgC = thr.partition_C(mC)
+    tCrZ = tiled_mma.make_fragment_C(tCgC)
+    tCrD = tiled_mma.make_fragment_C(tCgC)
+    tCrZ.fill(0.0)
+    tCrA = tiled_mma.make_fragment_A(thr.partition_A(mA))
+    tCrB = tiled_mma.make_fragment_B(thr.partition_B(mB))
+    tCrA.store(thr.partition_A(mA).load())
+    tCrB.store(thr.partition_B(mB).load())
+    cute.gemm(tiled_mma, tCrD, tCrA, tCrB, tCrZ)
+    cute.autovec_copy(tCrD, tCgC)
+
+
 REFERENCE = {"06.mma_tile": mma_tile_kernel}
 WRONG = {
     "06.mma_tile": {
@@ -138,6 +160,7 @@ WRONG = {
         mma_tile_kernel__slice_zero: ("get_slice(tid)", "cpu"),
         mma_tile_kernel__b_transposed: ("swapped strides", "gpu"),
         mma_tile_kernel_smem_epilogue__never_copied_out: ("store the accumulator", "cpu"),
+        mma_tile_kernel__separate_d: ("CuTe DSL's fault", "cpu"),
     }
 }
 ALTERNATIVES = {

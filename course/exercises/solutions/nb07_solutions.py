@@ -79,6 +79,14 @@ mainloop__one_k_tile_short = plain_loop_with(
     ("for t in range(k_tiles):", "for t in range(k_tiles - 1):  # the last is never multiplied"),
 )
 
+# the next k-tile copied into the stage this iteration reads (the wait and sync are right)
+mainloop__copy_into_read_stage = edited(
+    mainloop,
+    "mainloop__copy_into_read_stage",
+    ("tAsA[None, None, None, write]", "tAsA[None, None, None, read]"),
+    ("tBsB[None, None, None, write]", "tBsB[None, None, None, read]"),
+)
+
 
 # correct, written otherwise: each k-block read from shared memory right before its MMA (no
 # ldmatrix prefetch), and the stages computed from t instead of stepped
@@ -180,6 +188,7 @@ WRONG = {
         mainloop__no_sync: ("missing sync", "cpu"),
         mainloop__next_stage: ("stage", "gpu"),
         mainloop__one_k_tile_short: ("k-tile", "gpu"),
+        mainloop__copy_into_read_stage: ("being read", "gpu"),
     }
 }
 ALTERNATIVES = {

@@ -116,6 +116,22 @@ def arm_and_load__copy_inside_elect(
         cute.copy(tma, src, dst, tma_bar_ptr=bar)
 
 
+@cute.jit
+def arm_and_load_bytes_from_dst(
+    tma: cute.CopyAtom,
+    src: cute.Tensor,
+    dst: cute.Tensor,
+    bar: cute.Pointer,
+    tx_bytes: cutlass.Constexpr,
+):
+    """The byte count worked out from the destination partition itself (its element type
+    and layout) instead of the tx_bytes the kernel passes in."""
+    nbytes = cute.size_in_bytes(dst.element_type, dst.layout)
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
+    cute.copy(tma, src, dst, tma_bar_ptr=bar)
+
+
 REFERENCE = {"08.arm_and_load": arm_and_load}
 WRONG = {
     "08.arm_and_load": {
@@ -130,5 +146,6 @@ ALTERNATIVES = {
         arm_and_load_expect_then_arrive,
         arm_and_load_lane_zero,
         arm_and_load_copy_then_arm,
+        arm_and_load_bytes_from_dst,
     ]
 }

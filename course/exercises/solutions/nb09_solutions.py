@@ -67,6 +67,13 @@ ring__counts_threads = one_edit(
     "ring__counts_threads", "(empty + s, self.cfg.warps)", "(empty + s, self.cfg.threads)"
 )
 
+# the release goes to the next stage's empty barrier: the stage just read is never freed
+ring__releases_next_stage = one_edit(
+    "ring__releases_next_stage",
+    MMA + RELEASE,
+    MMA + RELEASE.replace("empty + s", "empty + (t + 1) % stages"),
+)
+
 # correct, written otherwise: the producer's parity as 1 - bit, and the release from lane 0
 ring_parity_as_one_minus = one_edit(
     "ring_parity_as_one_minus", "((j // stages) % 2) ^ 1", "1 - (j // stages) % 2"
@@ -128,6 +135,22 @@ def ring_phase_bits(self, k_tiles, warp, full, empty, loads, tiled_mma, f, repor
                     put_phase = put_phase ^ 1
 
 
+# only the thread that initialised the barriers fences them (CUTLASS's fence_barrier_init)
+ring_fence_by_initialiser = one_edit(
+    "ring_fence_by_initialiser",
+    "                cute.arch.mbarrier_init(empty + s, self.cfg.warps)  # one release per warp\n"
+    "        cute.arch.mbarrier_init_fence()  # the barriers, visible to TMA\n",
+    "                cute.arch.mbarrier_init(empty + s, self.cfg.warps)  # one release per warp\n"
+    "            cute.arch.mbarrier_init_fence()\n",
+)
+# the parities with bit operations
+ring_parity_bit_ops = edited(
+    ring,
+    "ring_parity_bit_ops",
+    ("((j // stages) % 2) ^ 1, j, report)", "1 ^ ((j // stages) & 1), j, report)"),
+    ("(t // stages) % 2, t", "(t // stages) & 1, t"),
+)
+
 # another legal order: the refill's TMA issued before full[s] is armed for it (tx-count may go
 # below zero; the phase still waits for the one arrival)
 ring_copy_then_arm = one_edit(
@@ -151,6 +174,7 @@ WRONG = {
         ring__early_release: ("released too early", "cpu"),
         ring__every_lane_releases: ("every lane arrives", "cpu"),
         ring__counts_threads: ("arrival count", "cpu"),
+        ring__releases_next_stage: ("wrong stage released", "cpu"),
     }
 }
 ALTERNATIVES = {
@@ -159,5 +183,7 @@ ALTERNATIVES = {
         ring_lane_zero_releases,
         ring_phase_bits,
         ring_copy_then_arm,
+        ring_fence_by_initialiser,
+        ring_parity_bit_ops,
     ]
 }

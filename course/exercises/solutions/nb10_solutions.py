@@ -184,6 +184,29 @@ def mainloop_peeked_try_wait(
                 produce.advance()
 
 
+# one cute.gemm over the whole k-tile, tCrA[None, None, None, stage]: CuTe issues the wgmma of
+# every k-block itself, in order, into the same group (as NVIDIA's dense_gemm writes its
+# k-block loop's body as one call where the MMA atom allows)
+K_BLOCK_LOOP = """        for kb in cutlass.range_constexpr(k_blocks):
+            cute.gemm(
+                tiled_mma,
+                acc,
+                tCrA[None, None, kb, read.index],
+                tCrB[None, None, kb, read.index],
+                acc,
+            )
+"""
+mainloop_whole_k_tile_gemm = edited(
+    mainloop,
+    "mainloop_whole_k_tile_gemm",
+    (
+        K_BLOCK_LOOP,
+        "        cute.gemm(tiled_mma, acc, tCrA[None, None, None, read.index], "
+        "tCrB[None, None, None, read.index], acc)\n",
+    ),
+)
+
+
 REFERENCE = {"10.wgmma_mainloop": mainloop}
 ALTERNATIVES = {
     "10.wgmma_mainloop": [
@@ -191,6 +214,7 @@ ALTERNATIVES = {
         mainloop_first_k_tile_peeled,
         mainloop_released_a_k_tile_later,
         mainloop_peeked_try_wait,
+        mainloop_whole_k_tile_gemm,
     ]
 }
 WRONG = {

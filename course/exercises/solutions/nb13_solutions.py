@@ -30,6 +30,12 @@ def finish_accumulator(self, acc, at):
 
 SUM = "            acc[i] = acc[i] + bias[col] + residual[row, col].to(Float32)\n"
 
+# the residual read at (col, row): out of its bounds where n > m, and wrong values elsewhere
+finish_accumulator__residual_transposed = edited(
+    finish_accumulator,
+    "finish_accumulator__residual_transposed",
+    ("residual[row, col]", "residual[col, row]"),
+)
 finish_accumulator__no_edge_guard = edited(
     finish_accumulator,
     "finish_accumulator__no_edge_guard",
@@ -132,6 +138,7 @@ ALTERNATIVES = {
 WRONG = {
     "13.residual_epilogue": {
         finish_accumulator__no_edge_guard: ("outside", "gpu"),
+        finish_accumulator__residual_transposed: ("swapped", "gpu"),
         finish_accumulator__bias_only: ("residual is missing", "gpu"),
         finish_accumulator__residual_only: ("bias is missing", "gpu"),
         finish_accumulator__bias_by_row: ("indexed by the row", "gpu"),

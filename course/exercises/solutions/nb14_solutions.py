@@ -58,6 +58,12 @@ FREE = "    tmem.free(tmem_ptr)\n"
 epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
 epilogue_role__no_tail = edited(epilogue_role, "epilogue_role__no_tail", (TAIL, ""))
 epilogue_role__never_freed = edited(epilogue_role, "epilogue_role__never_freed", (FREE, ""))
+# the tile's coordinates swapped where C's tile is chosen: tile (i, j) stored at (j, i)
+epilogue_role__tile_swapped = edited(
+    epilogue_role,
+    "epilogue_role__tile_swapped",
+    ("0, 0, tile_row, tile_col)]", "0, 0, tile_col, tile_row)]"),
+)
 # TMEM freed before the accumulator is read: every warp's tcgen05.ld reads freed columns
 epilogue_role__freed_before_the_drain = edited(
     epilogue_role,
@@ -96,6 +102,7 @@ WRONG = {
         epilogue_role__no_tail: ("not drained", "cpu"),
         epilogue_role__freed_before_the_drain: ("after tcgen05.dealloc freed it", "cpu"),
         epilogue_role__never_freed: ("never freed", "cpu"),
+        epilogue_role__tile_swapped: ("tiles swapped", "gpu"),
     }
 }
 ALTERNATIVES = {

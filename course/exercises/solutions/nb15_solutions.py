@@ -33,6 +33,16 @@ read_next_tile__no_fence = edited(
     "read_next_tile__no_fence",
     ('    cute.arch.fence_proxy("async.shared", space="cta")\n', ""),
 )
+# the buffer fenced and handed back before the answer is decoded from it
+FENCE_RELEASE = (
+    '    cute.arch.fence_proxy("async.shared", space="cta")\n'
+    "    clc_pipeline.consumer_release(read_state)\n"
+)
+read_next_tile__released_before_decode = edited(
+    read_next_tile,
+    "read_next_tile__released_before_decode",
+    (WAIT + DECODE + FENCE_RELEASE, WAIT + FENCE_RELEASE + DECODE),
+)
 
 
 @cute.jit
@@ -82,6 +92,7 @@ WRONG = {
         read_next_tile__decoded_before_the_wait: ("before it has arrived", "cpu"),
         read_next_tile__never_released: ("never freed", "cpu"),
         read_next_tile__no_fence: ("async proxy", "cpu"),
+        read_next_tile__released_before_decode: ("read after the buffer was freed", "cpu"),
     }
 }
 ALTERNATIVES = {

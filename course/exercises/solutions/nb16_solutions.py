@@ -35,6 +35,13 @@ WAIT = "        ring.consumer_wait(state)\n"
 STAGE = "        stage = (None, None, None, None, state.index)\n"
 RELEASE = "        ring.consumer_release(state)\n"
 
+# the k-tile's number used as its stage: right only while the ring has not wrapped
+mma_k_loop__k_tile_as_stage = edited(
+    mma_k_loop,
+    "mma_k_loop__k_tile_as_stage",
+    (STAGE, "        stage = (None, None, None, None, k_block)\n"),
+)
+
 # ---------------------------------------------------------------- correct, written otherwise
 
 # SFB's copy issued before SFA's: both still precede the MMAs
@@ -184,6 +191,7 @@ WRONG = {
     "16.sf_copy_and_mma": {
         mma_k_loop__no_sf_copies: ("no tcgen05.cp wrote", "cpu"),
         mma_k_loop__stage_0_always: ("state.index", "gpu"),
+        mma_k_loop__k_tile_as_stage: ("past a mode", "gpu"),
         mma_k_loop__every_mma_at_kk_0: ("same SFs", "cpu"),
         mma_k_loop__copies_after_the_mmas: ("before the k-tile's tcgen05.cp", "cpu"),
         mma_k_loop__sfa_sfb_swapped: ("Field.SFA takes", "gpu"),
