@@ -196,8 +196,10 @@ def _check(fn, queries, wants, what, shape, stride, bad):
     together = fn(_per_lane(queries))
     for k, (q, want) in enumerate(zip(queries, wants)):
         if _lane(together, k) != want:
-            bad.append(f"{what} per lane: {shape}:{stride} at {q}: lane {k} "
-                       f"{_lane(together, k)}, CuTe {want}")
+            bad.append(
+                f"{what} per lane: {shape}:{stride} at {q}: lane {k} "
+                f"{_lane(together, k)}, CuTe {want}"
+            )
 
 
 def _report(bad):
@@ -261,9 +263,7 @@ def test_the_random_layouts_cover_what_they_claim(cases):
     image (a test that checked only compact layouts would pass the old bug)."""
     strides = [d for _, stride, _ in cases for d in _leaves(stride)]
     nested = sum(any(isinstance(m, tuple) for m in s) for s, _, _ in cases if isinstance(s, tuple))
-    outside = sum(
-        i not in set(_image(s, d).tolist()) for s, d, q in cases for i in q["index"]
-    )
+    outside = sum(i not in set(_image(s, d).tolist()) for s, d, q in cases for i in q["index"])
     assert 0 in strides and min(strides) < 0 and nested >= 40 and outside >= 300
     assert {1, 2, 3} <= {len(s) if isinstance(s, tuple) else 1 for s, _, _ in cases}
 

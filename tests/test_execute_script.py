@@ -15,7 +15,10 @@ ELEMENTWISE = "cute/ampere/kernel/elementwise/elementwise_add.py"
 def _run(script, *args, timeout=300):
     return subprocess.run(
         [sys.executable, "-m", "course.execute", "--arch", "sm_80", str(script), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
     )
 
 
@@ -49,11 +52,7 @@ def test_a_planted_out_of_bounds_store_stops_the_script(tmp_path):
 def _script_calling(tmp_path, name):
     script = tmp_path / "calls.py"
     script.write_text(
-        "import cutlass.cute as cute\n"
-        "@cute.jit\n"
-        "def host():\n"
-        f"    cute.{name}()\n"
-        "host()\n"
+        f"import cutlass.cute as cute\n@cute.jit\ndef host():\n    cute.{name}()\nhost()\n"
     )
     return script
 

@@ -32,9 +32,12 @@ def test_a_hazard_the_gpu_hid_is_wrong(a_gpu_that_computes_right, monkeypatch):
     """The executor finds a race the GPU's run did not show: the verdict is wrong, and the
     finding says the values were right and the ISA does not promise them."""
     race = kernel_check.Finding(
-        f"{executor_checks.CHECK}: race", kernel_check.FAIL,
+        f"{executor_checks.CHECK}: race",
+        kernel_check.FAIL,
         "thread 3 reads sA[5] that thread 37 wrote with no barrier between",
-        "a barrier between the write and the read", ran=True, hazard=True,
+        "a barrier between the write and the read",
+        ran=True,
+        hazard=True,
     )
     value_check = kernel_check.Finding(
         f"{executor_checks.CHECK}: outputs", kernel_check.FAIL, "differs", "", ran=True

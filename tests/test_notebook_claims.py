@@ -67,8 +67,10 @@ def _gemm_row(kernel: str, preset: str, problem: str, dtype: str) -> dict:
     def has(r):
         config = r.data.get("config") or {}
         rows = r.data.get("results", ())
-        return r.data.get("kernel") == kernel and config.get("preset") == preset and any(
-            x["problem"] == wanted for x in rows
+        return (
+            r.data.get("kernel") == kernel
+            and config.get("preset") == preset
+            and any(x["problem"] == wanted for x in rows)
         )
 
     rec = results.latest("gemm", match=has)
@@ -95,7 +97,9 @@ def test_notebook_12_fp8_readings_match_their_rows():
     row = _gemm_row("fp8", "row", "4096x4096x4096", E4M3)
     assert report.row_standing(row) == "level with cuBLAS"
     control = row["control_pct"]
-    assert f"reads {report.pct_of_cublas(row):.1f}% (median round {row['rounds_pct'][0]:.1f}%)" in text
+    assert (
+        f"reads {report.pct_of_cublas(row):.1f}% (median round {row['rounds_pct'][0]:.1f}%)" in text
+    )
     assert f"from {control[1]:.1f}% to {control[2]:.1f}%" in text
     # c28: block over tensor preset, each from its own run
     sizes = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x7168x16384")
@@ -105,7 +109,9 @@ def test_notebook_12_fp8_readings_match_their_rows():
         / _gemm_row("fp8", "tensor", s, E4M3)["kernel_tflops"]
         for s in sizes
     ]
-    assert f"{min(ratios):.0f}% to {max(ratios):.0f}% of the course's own tensor-scaled kernel" in text
+    assert (
+        f"{min(ratios):.0f}% to {max(ratios):.0f}% of the course's own tensor-scaled kernel" in text
+    )
 
 
 def test_notebook_13_numbers_agree_with_the_record():
@@ -127,7 +133,11 @@ def test_notebook_13_numbers_agree_with_the_record():
     assert f"ran from {control[1]:.2f}% to {control[2]:.2f}%" in text
     # c9-c10: the fitted offset the text explains
     waves = part("waves")
-    fit = [r for r in waves["rows"] if waves_model.of_problem(waves["m"], r["n"], waves["sms"]).waves > 1]
+    fit = [
+        r
+        for r in waves["rows"]
+        if waves_model.of_problem(waves["m"], r["n"], waves["sms"]).waves > 1
+    ]
     start, per = waves_model.fit_per_wave(
         [r["n"] for r in fit], [r["kernel_ms"] for r in fit], waves["m"], waves["sms"]
     )
@@ -141,7 +151,10 @@ def test_notebook_13_numbers_agree_with_the_record():
     assert f"give {few['ms']['course SOL'] / few['ms']['split_k2']:.2f})" in text
     tail, solo = edge["pct_of_cublas"]["split_tail"][0], edge["pct_of_cublas"]["course SOL"][0]
     assert f"{100 * (1 - solo / tail):.1f}% less time" in text
-    assert f"median times give {100 * (1 - edge['ms']['split_tail'] / edge['ms']['course SOL']):.1f}%" in text
+    assert (
+        f"median times give {100 * (1 - edge['ms']['split_tail'] / edge['ms']['course SOL']):.1f}%"
+        in text
+    )
     # c22, c40: the same shape in two runs, both quoted
     swept = next(r for r in waves["rows"] if r["n"] == 4224)["pct_of_cublas"][0]
     assert f"SOL kernel at {swept:.1f}% for the same shape" in text
@@ -149,6 +162,9 @@ def test_notebook_13_numbers_agree_with_the_record():
     # c25: graphed 4096^3, the median round and the ratio of the printed times
     big = next(s for s in part("launch")["sizes"] if s["size"] == 4096)
     graph, eager = big["graph"], big["eager"]
-    assert graph["kernel_us"] > 1.05 * eager["kernel_us"] and graph["cublas_us"] > 1.05 * eager["cublas_us"]
+    assert (
+        graph["kernel_us"] > 1.05 * eager["kernel_us"]
+        and graph["cublas_us"] > 1.05 * eager["cublas_us"]
+    )
     assert f"{graph['pct_of_cublas'][0]:.1f}%; the two median times" in text
     assert f"give {100 * graph['cublas_us'] / graph['kernel_us']:.1f}%" in text

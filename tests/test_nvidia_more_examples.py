@@ -26,7 +26,10 @@ APPLY = "cute/ampere/kernel/elementwise/elementwise_apply.py"
 def _run(arch, relative, *args, timeout=300):
     return subprocess.run(
         [sys.executable, "-m", "course.execute", "--arch", arch, str(FULL / relative), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
     )
 
 
@@ -42,8 +45,9 @@ def _run(arch, relative, *args, timeout=300):
 def test_ampere_sgemm(mnk, majors):
     """The SIMT GEMM checks itself against torch (assert_close) and prints PASS; a ragged K
     needs the predicated cp.async's zero fill of its first k-tile."""
-    done = _run("sm_80", SGEMM, "--mnk", mnk, *majors, "--warmup_iterations", "0",
-                "--iterations", "1")
+    done = _run(
+        "sm_80", SGEMM, "--mnk", mnk, *majors, "--warmup_iterations", "0", "--iterations", "1"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Results verified successfully!" in done.stdout and "PASS" in done.stdout
     assert "no hazard" in done.stderr
@@ -53,8 +57,20 @@ def test_ampere_sgemm(mnk, majors):
 @pytest.mark.parametrize("op", ["add", "mul", "sub"])
 def test_ampere_elementwise_apply_on_whole_tiles(op):
     """elementwise_apply on shapes that are whole tiles (64 x 256 for Float32)."""
-    done = _run("sm_80", APPLY, "--M", "64", "--N", "512", "--op", op,
-                "--warmup_iterations", "0", "--iterations", "1")
+    done = _run(
+        "sm_80",
+        APPLY,
+        "--M",
+        "64",
+        "--N",
+        "512",
+        "--op",
+        op,
+        "--warmup_iterations",
+        "0",
+        "--iterations",
+        "1",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout
     assert "grid (2, 1, 1), block (256, 1, 1)" in done.stderr
@@ -65,8 +81,9 @@ def test_ampere_elementwise_apply_reads_past_a_ragged_tensor():
     """The example builds its bounds predicate (frgPred) but loads and stores without it: on
     a ragged shape it reads past the tensor, as it would on a GPU. The executor names it
     (exit status 1) with the load's line; not a false hazard."""
-    done = _run("sm_80", APPLY, "--M", "37", "--N", "100", "--warmup_iterations", "0",
-                "--iterations", "1")
+    done = _run(
+        "sm_80", APPLY, "--M", "37", "--N", "100", "--warmup_iterations", "0", "--iterations", "1"
+    )
     assert done.returncode == 1, done.stderr[-3000:]
     assert "hazard: out of bounds" in done.stderr
     assert "thrInput.load()" in done.stderr

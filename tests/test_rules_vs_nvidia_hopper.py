@@ -30,9 +30,7 @@ def _ptx(relative: str, cluster) -> str:
     _, mC = operand(1, 256, 256, seed=3)
     stream = cuda.CUstream(0)
     if relative == PERSISTENT:
-        gemm = module.HopperWgmmaGemmPersistentKernel(
-            cutlass.Float32, (128, 128), cluster, 1, True
-        )
+        gemm = module.HopperWgmmaGemmPersistentKernel(cutlass.Float32, (128, 128), cluster, 1, True)
         args = (mA, mB, mC, 2, stream)
     else:
         gemm = module.HopperWgmmaGemmKernel(cutlass.Float32, (128, 128), cluster)

@@ -31,8 +31,11 @@ def main(argv=None) -> int:
         prog="python -m course.execute",
         description="Run a CuTe DSL script's kernels on the course's CPU executor.",
     )
-    parser.add_argument("--arch", default=os.environ.get("CUTE_DSL_ARCH", "sm_100a"),
-                        help="the GPU the script is told it has (sm_80, sm_90a, sm_100a)")
+    parser.add_argument(
+        "--arch",
+        default=os.environ.get("CUTE_DSL_ARCH", "sm_100a"),
+        help="the GPU the script is told it has (sm_80, sm_90a, sm_100a)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the executor's warp-order seed")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)

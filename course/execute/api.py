@@ -19,6 +19,7 @@ import numpy as np
 
 from course.execute import atoms, blackwell, dispatch, hazards, hopper, launches, machine, oracle
 from course.execute import scaled_mma, smem_struct, standins, wgmma
+
 # the stand-in module lives below every architecture module (course.execute.standins);
 # importable from here, as before
 from course.execute.standins import AddressSpace, Namespace  # noqa: F401
@@ -416,22 +417,22 @@ def _ssa_math(fn):
 
 
 MATH = {
-        name: _ssa_math(fn)
-        for name, fn in {
-            "exp": np.exp,
-            "exp2": np.exp2,
-            "log": np.log,
-            "log2": np.log2,
-            "log10": np.log10,
-            "sqrt": np.sqrt,
-            "rsqrt": lambda v: 1 / np.sqrt(v),
-            "sin": np.sin,
-            "cos": np.cos,
-            "tanh": np.tanh,
-            "absf": np.abs,
-            "erf": lambda v: np.vectorize(_math.erf)(v),
-        }.items()
-    }
+    name: _ssa_math(fn)
+    for name, fn in {
+        "exp": np.exp,
+        "exp2": np.exp2,
+        "log": np.log,
+        "log2": np.log2,
+        "log10": np.log10,
+        "sqrt": np.sqrt,
+        "rsqrt": lambda v: 1 / np.sqrt(v),
+        "sin": np.sin,
+        "cos": np.cos,
+        "tanh": np.tanh,
+        "absf": np.abs,
+        "erf": lambda v: np.vectorize(_math.erf)(v),
+    }.items()
+}
 
 
 # ---------------------------------------------------------------- cute: atoms
@@ -763,7 +764,6 @@ def _cute_names() -> dict:
         full_like=full_like,
         zeros_like=zeros_like,
         ones_like=ones_like,
-
         make_copy_atom=make_copy_atom,
         make_mma_atom=make_mma_atom,
         make_tiled_mma=make_tiled_mma,

@@ -46,7 +46,12 @@ MMA_KINDS = {"MmaUniversalOp": "fma", "MmaF16BF16Op": "mma.sync", "MmaFP8Op": "m
 
 class CopyAtom(hazards.Standin):
     """cute.make_copy_atom(op, dtype, num_bits_per_copy=...)."""
-    REAL = ("cutlass.cute.atom:CopyAtom", "cutlass.cute.atom:TiledCopy", "cutlass.cute.atom:ThrCopy")
+
+    REAL = (
+        "cutlass.cute.atom:CopyAtom",
+        "cutlass.cute.atom:TiledCopy",
+        "cutlass.cute.atom:ThrCopy",
+    )
 
     def __init__(self, recipe: Recipe, op: Recipe, dtype: DType, bits: int | None):
         self.recipe, self.op, self.dtype, self.bits = recipe, op, dtype, bits
@@ -189,6 +194,7 @@ def _is_registers(t: Tensor) -> bool:
 
 class TiledMma(hazards.Standin):
     """cute.make_tiled_mma(op, atom_layout_mnk, permutation_mnk) (or an MMA atom)."""
+
     REAL = ("cutlass.cute.atom:MmaAtom", "cutlass.cute.atom:TiledMma", "cutlass.cute.atom:ThrMma")
 
     def __init__(self, recipe: Recipe, op: Recipe):

@@ -253,4 +253,3 @@ def _cutlass_helpers(stream, capability):
             )
         )
         yield
-

@@ -355,8 +355,9 @@ def _pointer_tensor(space: str, dtype: DType, layout):
 
 def layout_property(layout, name: str):
     """A static property of a layout (`max_alignment`), as CuTe DSL's own layout gives it."""
-    return ask(("layout property", key_of(layout), name),
-               lambda: from_real(getattr(to_real(layout), name)))
+    return ask(
+        ("layout property", key_of(layout), name), lambda: from_real(getattr(to_real(layout), name))
+    )
 
 
 static_layout.ASK_CUTE = layout_property

@@ -64,4 +64,3 @@ DSL = dict(
     Int32=TYPES["Int32"],
     Int64=TYPES["Int64"],
 )
-

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 
 from course.execute import hazards, machine
+
 # the runs in progress (run() pushes its Result) and a kernel's .launch(...) inside one
 from course.execute.launches import _ACTIVE, Launched, launch, running  # noqa: F401
 from course.execute.memory import GMEM, Memory, bank_summaries

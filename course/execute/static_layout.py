@@ -43,6 +43,7 @@ class Layout(Standin):
     """shape:stride, both nested tuples of ints (or ints). Layouts are interned: equal
     layouts are one object, so what is computed from one (offsets, slices) is computed
     once for every thread that uses it."""
+
     REAL = ("cutlass.cute.core:_Layout",)
 
     __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices", "__weakref__")
@@ -366,6 +367,7 @@ def _slice(crd, shape, stride, kept_shape, kept_stride) -> int:
 
 class Swizzle(Standin):
     """Swizzle<B,M,S>: XOR the B bits above bit M+S... into the B bits at M (CuTe's)."""
+
     REAL = ("cutlass.cute.core:Swizzle",)
 
     __slots__ = ("bits", "base", "shift")
@@ -411,6 +413,7 @@ class Swizzle(Standin):
 
 class ComposedLayout(Standin):
     """inner o offset o outer: coordinate c -> inner(offset + outer(c)) (CuTe's naming)."""
+
     REAL = ("cutlass.cute.core:_ComposedLayout",)
 
     __slots__ = ("inner", "offset", "outer")

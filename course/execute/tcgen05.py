@@ -215,9 +215,7 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, scaled=None,
         return _gemm_atom(mma, d, a, b, c, site, scaled, **kwargs)
     (_, m_count, k_count), (_, n_count, kb_count) = a.shape, b.shape
     if kb_count != k_count or tuple(d.shape[1:]) != (m_count, n_count):
-        raise Hazard(
-            hazards.CRASH, f"cute.gemm of A {a.shape}, B {b.shape} into D {d.shape}", site
-        )
+        raise Hazard(hazards.CRASH, f"cute.gemm of A {a.shape}, B {b.shape} into D {d.shape}", site)
     first = mma.accumulate
     try:
         for m in range(_count(m_count)):
@@ -384,7 +382,7 @@ def at_exit(cta) -> None:
                 "CTA's shared memory after it exited (the ring's producer_tail() waits for "
                 "the last releases)",
                 site,
-                )
+            )
         notes = cta.launch.notes
         if not any(n.kind == COMMIT_NOT_WAITED and n.site == site for n in notes):
             notes.append(

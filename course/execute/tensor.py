@@ -110,6 +110,7 @@ def access_write(
 
 class Pointer(hazards.Standin):
     """An element pointer: memory, byte offset, element type (and a shared-memory swizzle)."""
+
     REAL = ("cutlass.cute.core:_Pointer",)
 
     __slots__ = ("memory", "byte_offset", "dtype", "swizzle", "_align")
@@ -329,6 +330,7 @@ def _swapped(exc: hazards.Hazard, layout, crd) -> hazards.Hazard | None:
 
 class Tensor(hazards.Standin):
     """iterator o layout."""
+
     REAL = ("cutlass.cute.tensor:_Tensor",)
 
     __slots__ = ("iterator", "layout", "_elems")
@@ -578,6 +580,7 @@ def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
 
 class TensorSSA(hazards.Standin):
     """Values loaded from a tensor (`t.load()`): numpy, (W, n) or (n,), colexicographic."""
+
     REAL = ("cutlass.cute.tensor:TensorSSA",)
 
     __slots__ = ("values", "shape", "dtype")
