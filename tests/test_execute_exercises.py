@@ -41,10 +41,7 @@ ROWS = _recorded_rows()
 
 # exercises an H100 runs whose cases have no H100 verdict recorded yet, and the command that
 # records them there; each leaves this table once its record is committed
-AWAITING_H100_RECORD: dict[str, str] = {  # exercise id -> the command that records it
-    "08.arm_and_load": "python -m course.exercises verify --record "
-    "--only arm_and_load__copy_inside_elect 08.arm_and_load",
-}
+AWAITING_H100_RECORD: dict[str, str] = {}  # exercise id -> the command that records it
 
 
 CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variants
