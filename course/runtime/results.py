@@ -159,7 +159,8 @@ def record(name: str, data: dict, command: str | None = None, root: Path | None 
     path.parent.mkdir(parents=True, exist_ok=True)
     existing = json.loads(path.read_text()) if path.exists() else {"records": []}
     existing["records"].append({"provenance": rec.provenance, "data": data})
-    path.write_text(json.dumps(existing, indent=1, sort_keys=True) + "\n")
+    # compact: the records are read by code, and indented JSON doubled the repository's weight
+    path.write_text(json.dumps(existing, sort_keys=True, separators=(",", ":")) + "\n")
     return rec
 
 
