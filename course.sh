@@ -167,7 +167,7 @@ case "$cmd" in
       [[ "$arg" != -* && -e "${arg%%::*}" ]] && { where=(); break; }
     done
     "$PY" -m pytest ${where[@]+"${where[@]}"} --nbval-lax --nbval-cell-timeout=1200 \
-      --timeout=1800 -p no:cacheprovider "${spread[@]}" "$@"
+      --timeout=1800 --durations=30 -p no:cacheprovider "${spread[@]}" "$@"
     rc=$?
     set -e
     if [[ $rc -eq 5 ]]; then

@@ -174,7 +174,7 @@ LESSONS: tuple[Lesson, ...] = (
         15,
         "cta_pair_clc_gemm",
         "The CTA-pair CLC GEMM",
-        "cta_group::2, multicast, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
+        "cta_group::2, the pair's barrier handshake, 4 stages, 6 warp roles, TMEM ping-pong, CLC",
         "sm_100a",
         (Mode.EXECUTED, Mode.COMPILE_ONLY, Mode.SIMULATED),
     ),

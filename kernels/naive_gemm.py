@@ -116,8 +116,10 @@ def cta_tiles(mA, mB, mC, config: Config, bm, bn):
     local_tile = divide by the (BM,BN,BK) tiler, projected onto each tensor's modes
     (A has M and K, B has N and K, C has M and N), then keep tile (bm, bn) and all of K.
     """
+    # region tile_a
     coord = (bm, bn, None)
     gA = cute.local_tile(mA, tiler=config.cta_tiler, coord=coord, proj=(1, None, 1))
+    # endregion tile_a
     gB = cute.local_tile(mB, tiler=config.cta_tiler, coord=coord, proj=(None, 1, 1))
     gC = cute.local_tile(mC, tiler=config.cta_tiler, coord=coord, proj=(1, 1, None))
     return gA, gB, gC

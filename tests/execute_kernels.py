@@ -105,9 +105,9 @@ def partial_barrier(out_ptr: cute.Pointer, stream: cuda.CUstream, at_barrier: cu
 
 @cute.kernel
 def voted_kernel(gOut: cute.Tensor):
-    """Uses an instruction the executor does not model (a warp vote)."""
+    """Uses an instruction the executor does not model (a bit reversal, brev)."""
     tid, _, _ = cute.arch.thread_idx()
-    if cute.arch.vote_ballot_sync(tid < 4) != 0:
+    if cute.arch.brev(cutlass.Uint32(tid)) != 0:
         gOut[tid] = cutlass.Float32(1.0)
 
 

@@ -230,17 +230,13 @@ def _epilogue_variant(fn, seed: int = 0, **helpers):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_tma_stores_not_drained_when_the_cta_exits_are_named(seed):
-    from course.exercises import executor_checks
+def test_tma_stores_in_flight_when_the_cta_exits_are_no_hazard(seed):
+    """The PTX ISA leaves them defined (tests/test_execute_blackwell_fixes.py: the note):
+    in every interleaving the GEMM is right and nothing stops it."""
     from course.exercises.solutions import nb14_solutions as solutions
-    from course.execute import tma
 
-    run = _epilogue_variant(solutions.epilogue_role__no_tail, seed)
-    assert run.hazard is not None and run.hazard.kind == tma.NOT_DRAINED, run.summary()
-    text = str(run.hazard)
-    assert "exits while the TMA store of thread 0 (warp 0" in text
-    assert "cute.copy(tma_c.atom" in text and "not drained" in text
-    assert "not drained" in executor_checks._hazard_finding(run.hazard).hint
+    run = _epilogue_variant(solutions.epilogue_role_no_tail, seed)
+    assert run.ok and run.hazard is None, run.summary()
 
 
 @pytest.mark.parametrize(
@@ -317,7 +313,9 @@ def test_tmem_free_must_follow_every_readers_load():
     from course.execute.hazards import UNKNOWN, Hazard
 
     space = tmem.Tmem(type("Cta", (), {"block": (0, 0, 0)})())
-    freer, reader = (type("W", (), {"clock": 0, "knows": {}, "index": i})() for i in (0, 1))
+    freer, reader = (
+        type("W", (), {"clock": 0, "barriers": 0, "knows": {}, "index": i})() for i in (0, 1)
+    )
     freer.knows, reader.knows = {}, {}
     space.alloc(128, UNKNOWN)
     space.note_read(reader, tmem_addresses(lane=40, column=7), UNKNOWN)

@@ -155,7 +155,7 @@ def test_a_call_it_does_not_model_says_so_and_makes_up_no_value():
     out = torch.full((planted.THREADS,), float("nan"))
     with pytest.raises(Unmodelled) as found:
         run(planted.voted, pointer(out), None)
-    assert "does not model `cute.arch.vote_ballot_sync`; this check needs a GPU" in str(found.value)
+    assert "does not model `cute.arch.brev`; this check needs a GPU" in str(found.value)
     assert torch.isnan(out).all()
 
 

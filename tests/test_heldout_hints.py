@@ -105,9 +105,21 @@ def test_the_executor_refuses_a_shared_tensor_sliced_past_its_stages():
 def test_a_cp_async_issued_since_the_barrier_is_a_copy_into_the_stage_read():
     from course.execute.memory import AsyncCopy, _in_flight_cause
 
-    copy = AsyncCopy(0, None, None, None, None, hazards.UNKNOWN, epoch=3)
-    assert _in_flight_cause(copy, 3) == hazards.COPIED_SINCE_BARRIER
-    assert _in_flight_cause(copy, 4) == hazards.READ_IN_FLIGHT  # an earlier one: a wait missing
+    from course.execute import happens_before
+
+    class Warp:  # what the model reads of a warp
+        def __init__(self):
+            self.clock, self.barriers, self.knows = 2, 3, {}
+
+    issuer, reader = Warp(), Warp()
+    stamp = happens_before.now(issuer)
+    copy = AsyncCopy(0, None, None, None, None, hazards.UNKNOWN, warp=issuer, stamp=stamp)
+    copy.barriers = issuer.barriers
+    assert _in_flight_cause(copy, reader) == hazards.COPIED_SINCE_BARRIER
+    assert _in_flight_cause(copy, issuer) == hazards.COPIED_SINCE_BARRIER  # same warp, no barrier
+    happens_before.join([issuer, reader])  # a barrier since: an earlier copy, a wait missing
+    assert _in_flight_cause(copy, reader) == hazards.READ_IN_FLIGHT
+    assert _in_flight_cause(copy, issuer) == hazards.READ_IN_FLIGHT
     hint = executor_checks.hazard_hint(
         _hazard(hazards.COPIED_SINCE_BARRIER, "sA[0, 0, 0]", unit=hazards.UNIT_CP_ASYNC)
     )

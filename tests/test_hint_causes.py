@@ -52,7 +52,7 @@ def test_a_promotion_wrong_everywhere_is_not_an_edge():
     """12.promotion's quick shape (129 x 136: one full and three partial 128 x 128 tiles): a
     promotion that adds the scales instead of multiplying them is wrong in every tile, full
     and partial, and said so (no "last partial tile"; the M = 65 sentence is tested above)."""
-    fn = _promotion("scales_added", ("tmp[i] * (sa * sb)", "tmp[i] * (sa + sb)"))
+    fn = _promotion("scales_added", ("scales.append(sa * sb)", "scales.append(sa + sb)"))
     verdict = check("12.promotion", fn, quiet=True, gpu=False)
     assert verdict.status == WRONG, verdict.message
     seen = _observed(verdict.message)

@@ -104,12 +104,6 @@ def test_epilogue_reads_agree_with_cute(capsys):
     assert "thread  77 (warp 2) reads lane  77" in out and "lane 77 is warp 2's" in out
 
 
-def test_the_emulator_passes_the_kernel_on_ragged_shapes(capsys):
-    verdicts = tcgen05_lesson.check_emulated([(129, 136, 72)])
-    assert len(verdicts) == 1 and verdicts[0].ok
-    assert "129x136x72 bf16, 4 tiles: PASS" in capsys.readouterr().out
-
-
 def test_ragged_report_counts_the_k_blocks(capsys):
     run = tcgen05_lesson.ragged_report(130, 140, 100, seed=3)
     out = capsys.readouterr().out

@@ -52,7 +52,7 @@ def test_gemm_roofline_places_the_model_and_cublas():
     # GPU X has no datasheet entry: the measured roofs only
     assert labels == [
         "measured (cuBLAS / copy): 700 TFLOP/s, 3,000 GB/s",
-        "naive GEMM 4096^3 (1x1 tiles)",
+        "1x1 tiles: one thread per cell of C, no reuse",
         "128x128 tiles, no L2 reuse",
         "4096^3, each operand read once",
         "cuBLAS 8192^3 (measured)",

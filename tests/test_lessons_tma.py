@@ -16,8 +16,10 @@ from kernels import tma
 def test_copy_instructions_counts_cp_async_per_thread(capsys):
     cfg = types.SimpleNamespace(tile_m=64, tile_n=32, tile_k=32, threads=128)
     counts = tma_lesson.copy_instructions(cfg)
-    assert counts == {"bytes": 96 * 32 * 2, "cp.async": 384, "tma": 2}
-    assert "384 instructions, 3 per thread" in capsys.readouterr().out
+    assert counts == {"bytes": 96 * 32 * 2, "cp.async": 384, "warp instructions": 12, "tma": 2}
+    out = capsys.readouterr().out
+    assert "384 copies, 3 per thread" in out and "12 warp instructions (4 warps x 3)" in out
+    assert "6x fewer" in out  # 12 warp instructions against TMA's 2
 
 
 def test_check_rules_reports_what_the_model_finds(capsys):

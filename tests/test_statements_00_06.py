@@ -21,10 +21,20 @@ def _prose(number: str) -> str:
 def test_00_cublas_reads_above_the_measured_roof_at_4096_and_only_below_at_8192(capsys):
     from course.lessons import ceilings_lesson
 
+    ceil = ceilings_lesson.machine_ceilings()  # the recorded H100's (no GPU in CI)
     roof = results.latest("ceilings", gpu="H100").data["matmul"]["tflops"]
-    rates = ceilings_lesson.cublas_in_recorded_runs()
-    assert rates[4096][1] > roof > rates[8192][1]
-    assert "at 4096³ cuBLAS has read well above this roof, at 8192³ only below it" in _prose("00")
+    rates = ceilings_lesson.cublas_in_recorded_runs(ceil=ceil)
+    lo, hi, runs, above = rates[4096]
+    # "a few percent above this roof in most runs and below it in the rest"
+    assert runs / 2 < above < runs and lo < roof < hi <= 1.06 * roof
+    assert rates[2048][3] == 0 and rates[8192][3] == 0 and roof > rates[8192][1]
+    assert (
+        "at 4096³ cuBLAS has read a few percent above this roof in most runs and below it in "
+        "the rest, at 2048³ and 8192³ only below it" in _prose("00")
+    )
+    out = capsys.readouterr().out
+    assert f"above the {roof:.1f} roof in {above} of them, by at most" in out
+    assert "recorded on NVIDIA H100 80GB HBM3, 2026-" in out
 
 
 def test_01_loop_branches_are_as_the_text_counts_them():

@@ -21,15 +21,15 @@ order:
                            undefined before it; NVIDIA's tutorial GEMMs issue no wait::ld)
   staging_visible_to_tma   between the shared-memory stores of a staging buffer and the TMA
                            store that reads it, fence.proxy.async (generic -> async proxy)
-  tma_stores_drained       each bulk-store group committed is waited for with
-                           cp.async.bulk.wait_group.read, and all of them (wait_group.read 0)
-                           before the kernel exits: a bulk store reads the CTA's shared
-                           memory until its group's wait_group.read says it "completed reading
-                           from [its] source locations", and shared memory lives only as long
-                           as its CTA. A bulk store reads shared memory, never TMEM, so where
-                           the drain stands with respect to tcgen05.dealloc is no rule (NVIDIA's
-                           tutorial GEMMs drain, then free; its block-scaled GEMM frees, then
-                           drains)
+  tma_stores_drained       a NOTE, never a refusal: a bulk-store group committed and never
+                           waited for (cp.async.bulk.wait_group.read), or none waited for
+                           after the last store before the kernel exits. The PTX ISA makes an
+                           async copy undefined only through its operands (TMA_STORE_EXIT_ISA)
+                           and forbids an exit only before a *peer's* shared-memory operation
+                           completes; a bulk store reads its own CTA's. NVIDIA's TMA tutorials
+                           end right after their store; the course's kernels drain
+                           (PipelineTmaStore.producer_tail()). A buffer rewritten while a store
+                           still reads it is the CPU executor's to name (STAGE_OVERWRITE)
   pair_dealloc_synced      a cta_group::2 kernel frees TMEM only after a handshake with its
                            peer CTA (a cluster barrier, or an arrive on the peer's mbarrier and
                            a wait on its own): the peer may still be reading the shared TMEM
@@ -420,7 +420,19 @@ def staging_visible_to_tma(code: list[str]) -> list[Violation]:
     return found
 
 
+TMA_STORE_EXIT_ISA = (
+    'the PTX ISA (Completion Mechanisms for Asynchronous Copy Operations): "Once an '
+    "asynchronous copy operation is initiated, modifying the source memory location or tensor "
+    "descriptor or reading from the destination memory location before the asynchronous "
+    'operation completes, exhibits undefined behavior"; and of a peer CTA only: "the peer CTA '
+    "hasn't exited before completing the shared memory operation\""
+)
+
+
 def tma_stores_drained(code: list[str]) -> list[Violation]:
+    """A note, never a refusal: bulk stores still in flight when the kernel exits
+    (TMA_STORE_EXIT_ISA: the ISA does not make that undefined for the CTA's own shared
+    memory). The course's kernels drain them, as NVIDIA's GEMMs do (producer_tail)."""
     commits = _where(code, r"cp\.async\.bulk\.commit_group")
     if not commits:
         return []
@@ -430,7 +442,9 @@ def tma_stores_drained(code: list[str]) -> list[Violation]:
             found.append(
                 Violation(
                     "tma_stores_drained",
-                    f"the bulk group committed at instruction {c} is never waited for",
+                    f"the bulk group committed at instruction {c} is never waited for "
+                    f"(a note: {TMA_STORE_EXIT_ISA})",
+                    note=True,
                 )
             )
     drains = [
@@ -442,7 +456,9 @@ def tma_stores_drained(code: list[str]) -> list[Violation]:
             Violation(
                 "tma_stores_drained",
                 "no cp.async.bulk.wait_group.read 0 after the last store and before the kernel "
-                "exits",
+                "exits (a note; the course's kernels drain, producer_tail(): "
+                f"{TMA_STORE_EXIT_ISA})",
+                note=True,
             )
         )
     return found

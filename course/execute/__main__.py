@@ -24,6 +24,8 @@ def _report(fn, result) -> None:
             "ran on the CPU executor, no hazard",
             file=sys.stderr,
         )
+        for note in launched.notes:  # what the ISA leaves defined but the course avoids
+            print(f"[course.execute] note: {note}", file=sys.stderr)
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,7 @@ import math as _math
 import numpy as np
 
 from course.execute import atoms, blackwell, dispatch, hazards, hopper, launches, machine, oracle
-from course.execute import scaled_mma, smem_struct, standins, wgmma
+from course.execute import scaled_mma, smem_struct, standins, warp_ops, wgmma
 
 # the stand-in module lives below every architecture module (course.execute.standins);
 # importable from here, as before
@@ -574,7 +574,21 @@ NVGPU = standins.ops_names(
     "cute.nvgpu",
     "CopyUniversalOp",
     "MmaUniversalOp",
-    enums={"LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE")},
+    # a weak ld/st.global between registers and global memory (its cache hints change no
+    # value; a memory_order other than WEAK is not modelled: MemoryOrder is not a name here)
+    "CopyG2ROp",
+    "CopyR2GOp",
+    enums={
+        "LoadCacheMode": ("ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE"),
+        "CacheEvictionPriority": (
+            "EVICT_NORMAL",
+            "EVICT_FIRST",
+            "EVICT_LAST",
+            "EVICT_UNCHANGED",
+            "NO_ALLOCATE",
+        ),
+        "StoreCacheMode": ("WRITE_BACK", "GLOBAL", "STREAMING", "WRITE_THROUGH", "NONE"),
+    },
 )
 
 
@@ -679,6 +693,23 @@ def kernel(fn=None, **_):
 
 def _compile(*args, **kwargs):
     raise Unmodelled("cute.compile (the executor runs the @cute.jit function itself)")
+
+
+def get_smem_capacity_in_bytes(compute_capability=None) -> int:
+    """cutlass.memory.get_smem_capacity_in_bytes (and its deprecated cutlass.utils name):
+    CuTe DSL's own table, for the GPU the run is told it has (CUTE_DSL_ARCH) where the
+    kernel names none -- a host-side number, the same as on that GPU."""
+    import os
+    import warnings
+
+    import cutlass.memory as real
+
+    if compute_capability is None:
+        digits = "".join(c for c in os.environ.get("CUTE_DSL_ARCH", "sm_90a")[3:] if c.isdigit())
+        compute_capability = f"sm_{digits}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return int(real.get_smem_capacity_in_bytes(compute_capability))
 
 
 class SmemAllocator:
@@ -860,8 +891,12 @@ CORE = {
     "cutlass.cute.nvgpu.cpasync": CPASYNC,
     "cutlass.cute.nvgpu.warp": WARP_OPS,
     "cutlass.cute.math": MATH,
-    "cutlass.memory": {"SmemAllocator": SmemAllocator},
+    "cutlass.memory": {
+        "SmemAllocator": SmemAllocator,
+        "get_smem_capacity_in_bytes": get_smem_capacity_in_bytes,
+    },
     "cutlass.memory.smem": {"SmemAllocator": SmemAllocator},
+    "cutlass.utils": {"get_smem_capacity_in_bytes": get_smem_capacity_in_bytes},
     "cuda": {},
     "cuda.bindings": {},
     "cuda.bindings.driver": {"CUstream": lambda *a, **k: None, "CUstream_flags": _StreamFlags},
@@ -877,6 +912,7 @@ CORE = {
 # (course.execute.standins.build refuses a name two tables give without saying so)
 TABLES = [
     ("course.execute.api", CORE),
+    ("course.execute.warp_ops", warp_ops.NAMES),
     ("course.execute.hopper", hopper.NAMES),
     ("course.execute.wgmma", wgmma.NAMES),
     ("course.execute.blackwell", blackwell.NAMES),

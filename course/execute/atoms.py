@@ -34,6 +34,8 @@ from course.execute.tensor import Pointer, Tensor, _note, register_tensor
 
 COPY_KINDS = {
     "CopyUniversalOp": "universal",
+    "CopyG2ROp": "universal",  # ld.global into registers, as a universal copy does it
+    "CopyR2GOp": "universal",  # st.global from registers
     "CopyG2SOp": "cp.async",
     "LdMatrix8x8x16bOp": "ldmatrix",
     "LdMatrix16x16x8bOp": "ldmatrix",

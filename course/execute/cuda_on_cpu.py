@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import math
 
-from course.execute.hazards import Unmodelled
+import numpy as np
+
+from course.execute.hazards import Hazard, Unmodelled
 
 
 def _cpu_device(value):
@@ -122,6 +124,73 @@ def _benchmark(callable_, *args, workspace_generator=None, **kwargs):
     return math.nan
 
 
+def _benchmark_for_autotune(callable_, *args, **kwargs):
+    """cutlass.testing's timing of one configuration for `tune` and `autotune_jit`: the
+    workload once on the executor, and 0 us. The executor does not model time, so every
+    configuration that runs ties and the tuner keeps the first (params_dict's order); each
+    one the tuner tries is still run and checked. Its warmup, iterations, cold-L2 memset
+    and stream check are the GPU's business and are dropped."""
+    for name in ("warmup_iterations", "iterations", "use_cold_l2", "print_verbose"):
+        kwargs.pop(name, None)
+    kwargs.pop("current_stream", None)
+    try:
+        callable_(*args, **kwargs)
+    except (Hazard, Unmodelled) as error:
+        _SWALLOWED.append(error)  # tune skips a configuration that raised: keep it
+        raise
+    return 0.0
+
+
+def _convert(src, dst) -> None:
+    """cute.testing.convert (how cutlass.torch fills a float8 tensor from float32 values:
+    a kernel on the GPU) on the CPU: each of src's values into dst's element type, rounded
+    to nearest even as the executor converts (course.execute.numeric), element by element
+    at the same coordinates. Types narrower than a byte are not modelled here."""
+    import torch
+
+    from course.execute.host import torch_of
+    from course.execute.numeric import by_name
+
+    name = getattr(dst.element_type, "__name__", str(dst.element_type))
+    try:
+        dtype = by_name(name)
+    except KeyError:
+        raise Unmodelled(f"cute.testing.convert into {name}") from None
+    if dtype.width < 8 or dtype.width % 8:
+        raise Unmodelled(f"cute.testing.convert into {name} (narrower than a byte)")
+    source, target = torch_of(src), torch_of(dst)
+    if tuple(source.shape) != tuple(target.shape):
+        raise ValueError(f"convert of a {tuple(source.shape)} tensor into {tuple(target.shape)}")
+    stored = dtype.encode(source.to(torch.float32).numpy())
+    target.copy_(torch.from_numpy(np.ascontiguousarray(stored)).view(target.dtype))
+
+
+# what the executor raised inside testing.tune's `except Exception: continue`
+_SWALLOWED: list = []
+
+
+def _tune(real):
+    """testing.tune, raising the first hazard or unmodelled name any configuration's run
+    met (tune itself would skip that configuration and report only "No best kernel
+    found", or pick another: a bug the executor found would be hidden)."""
+
+    def tune(*args, **kwargs):
+        del _SWALLOWED[:]
+        try:
+            best = real(*args, **kwargs)
+        except Exception:
+            if _SWALLOWED:
+                raise _SWALLOWED[0] from None
+            raise
+        if _SWALLOWED:
+            raise _SWALLOWED[0]
+        return best
+
+    tune.__name__ = tune.__qualname__ = "tune"
+    tune.__wrapped__ = real
+    return tune
+
+
 def _seed_the_cpu(seed) -> None:
     """torch.cuda.manual_seed(_all): "cuda" tensors are made by the CPU's generator, so
     seed that one. Not torch.manual_seed: it calls torch.cuda.manual_seed_all itself."""
@@ -163,6 +232,7 @@ def cuda_on_cpu(capability: tuple = (10, 0)):
                 current_device=lambda: 0,
                 get_device_capability=lambda *_: tuple(capability),
                 get_device_name=lambda *_: "the course's CPU executor",
+                get_device_properties=_device_properties(capability),
                 synchronize=lambda *_, **__: None,
                 current_stream=lambda *_, **__: stream,
                 default_stream=lambda *_, **__: stream,
@@ -176,11 +246,35 @@ def cuda_on_cpu(capability: tuple = (10, 0)):
             )
         )
         stack.enter_context(_cutlass_helpers(stream, capability))
+        # the block-scaled cases of torch._scaled_mm, which torch's CPU build lacks
+        from course.execute.scaled_mm_on_cpu import scaled_mm
+
+        stack.enter_context(_patched(torch, _scaled_mm=scaled_mm(torch._scaled_mm)))
         yield
 
 
 # the SM count of the GPU each capability is taken to be (A100, H100 SXM, B200)
 _SMS = {(8, 0): 108, (9, 0): 132, (10, 0): 148}
+
+
+def _device_properties(capability: tuple):
+    """torch.cuda.get_device_properties for the executor's GPU: its capability (major,
+    minor), name and SM count; any other property is Unmodelled."""
+
+    class Properties:
+        def __init__(self):
+            self.major, self.minor = tuple(capability)
+            self.name = "the course's CPU executor"
+            if tuple(capability) in _SMS:
+                self.multi_processor_count = _SMS[tuple(capability)]
+
+        def __getattr__(self, name):
+            raise Unmodelled(f"torch.cuda.get_device_properties(...).{name}")
+
+    def get_device_properties(device=None):
+        return Properties()
+
+    return get_device_properties
 
 
 def _hardware_info(capability: tuple):
@@ -233,6 +327,22 @@ def _cutlass_helpers(stream, capability):
             from cutlass.cute import testing
 
             stack.enter_context(_patched(testing, benchmark=_benchmark))
+        except ImportError:
+            pass
+        try:  # cute.testing's names are deprecated shims over cutlass.testing's
+            import cutlass.testing as cutlass_testing
+            from cutlass.cute import testing as cute_testing
+
+            tune = _tune(cutlass_testing.tune)
+            stack.enter_context(
+                _patched(
+                    cutlass_testing,
+                    benchmark=_benchmark,
+                    tune=tune,
+                    _benchmark_for_autotune=_benchmark_for_autotune,
+                )
+            )
+            stack.enter_context(_patched(cute_testing, tune=tune, convert=_convert))
         except ImportError:
             pass
         try:

@@ -85,11 +85,66 @@ def _is_torch(obj) -> bool:
     return isinstance(obj, torch.Tensor)
 
 
+# the torch CPU tensors whose address host code read (tensor.data_ptr()) inside
+# interpreting(): what a `make_ptr(dtype, address, ...)` of the host code can point into
+_ADDRESSED: list = []
+
+
+def _recording_data_ptr(real):
+    def data_ptr(self):
+        address = real(self)
+        if self.device.type == "cpu" and not any(t is self for t in _ADDRESSED):
+            _ADDRESSED.append(self)
+        return address
+
+    return data_ptr
+
+
+def is_host_pointer(obj) -> bool:
+    """A pointer host code made with `cutlass.cute.runtime.make_ptr` (an integer address)."""
+    runtime = _runtime()
+    return runtime is not None and isinstance(obj, runtime._Pointer)
+
+
+def executor_pointer(host):
+    """The executor's pointer for `make_ptr(dtype, tensor.data_ptr() + offset, gmem)`: into
+    the storage of the torch CPU tensor whose address host code read, at that byte offset,
+    so the kernel's reads and writes stay inside (and are checked against) that storage."""
+    import torch
+
+    from course.execute.numeric import by_name
+    from course.execute.runner import pointer
+    from course.execute.tensor import Pointer
+
+    space = str(getattr(host, "_addr_space", ""))
+    if not space.endswith(("gmem", "generic")):  # generic: a device tensor's address is global
+        raise Unmodelled(f"a host pointer (make_ptr) in {space}")
+    address = int(host._pointer)
+    for tensor in reversed(_ADDRESSED):
+        storage = tensor.untyped_storage()
+        start = storage.data_ptr()
+        if start <= address < start + storage.nbytes():
+            whole = torch.empty(0, dtype=torch.uint8).set_(storage)
+            base = pointer(whole, align=int(host._assumed_align or 16))
+            name = getattr(host._dtype, "__name__", str(host._dtype))
+            try:
+                dtype = by_name(name)
+            except KeyError:
+                raise Unmodelled(f"host pointers of element type {name}") from None
+            return Pointer(base.memory, address - start, dtype, align=base._align)
+    raise Unmodelled(
+        "a host pointer (make_ptr) to memory no torch CPU tensor's data_ptr() gave inside the run"
+    )
+
+
 def host_values(value):
-    """Host tensors among a call's arguments (at any depth of tuples and lists) as the
-    executor's tensors; everything else as it is (course.execute.translate does the rest)."""
+    """Host tensors (and make_ptr pointers) among a call's arguments (at any depth of
+    tuples and lists) as the executor's; everything else as it is (course.execute.translate
+    does the rest)."""
     if is_host_tensor(value):
         return executor_tensor(value)
+    if is_host_pointer(value):
+        return executor_pointer(value)
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(host_values(v) for v in value)
     if isinstance(value, list):
@@ -122,10 +177,10 @@ class Compiled:
         args, kwargs = self._with_constexprs(args, kwargs)
         return self._session.run(self.fn, args, kwargs)
 
-    def _with_constexprs(self, args: tuple, kwargs: dict) -> tuple:
-        """CuTe DSL's compiled function is called without its `Constexpr` parameters (and
-        a method's `self`): they keep the values given to `cute.compile`. Which parameters
-        those are is CuTe DSL's own rule (`is_arg_annotation_constexpr`)."""
+    def _constexprs(self):
+        """(the function's signature, its `Constexpr` parameters in order as (index, name)),
+        or (None, []) where the signature cannot be read. Which parameters those are is
+        CuTe DSL's own rule (`is_arg_annotation_constexpr`)."""
         import inspect
 
         from cutlass.base_dsl.runtime.jit_arg_adapters import is_arg_annotation_constexpr
@@ -133,16 +188,31 @@ class Compiled:
         try:  # postponed annotations evaluated, as CuTe DSL reads the signature
             signature = inspect.signature(self.fn, eval_str=True)
         except (TypeError, ValueError, NameError):
-            return args, kwargs
-        params = list(signature.parameters.values())
-        fixed = {
-            p.name
-            for i, p in enumerate(params)
+            return None, []
+        fixed = [
+            (i, p.name)
+            for i, p in enumerate(signature.parameters.values())
             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
             and is_arg_annotation_constexpr(p.annotation, p.name, i, None)
-        }
+        ]
+        return signature, fixed
+
+    @property
+    def execution_args(self) -> "_ExecutionArgs":
+        """What CuTe DSL's compiled function tells of its arguments: the Constexpr ones
+        pruned from its signature (testing.autotune_jit drops them before each call)."""
+        return _ExecutionArgs(self._constexprs()[1])
+
+    def _with_constexprs(self, args: tuple, kwargs: dict) -> tuple:
+        """CuTe DSL's compiled function is called without its `Constexpr` parameters (and
+        a method's `self`): they keep the values given to `cute.compile`."""
+        import inspect
+
+        signature, pruned = self._constexprs()
+        fixed = {name for _, name in pruned}
         if not fixed:
             return args, kwargs
+        params = list(signature.parameters.values())
         compiled = signature.bind_partial(*self._compile_args, **self._compile_kwargs)
         runtime = signature.replace(parameters=[p for p in params if p.name not in fixed])
         given = runtime.bind_partial(*args, **kwargs).arguments
@@ -156,6 +226,16 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<{self.__name__} compiled for the CPU executor>"
+
+
+class _ExecutionArgs:
+    """CuTe DSL's ExecutionArgs, as far as host code asks of it."""
+
+    def __init__(self, pruned: list):
+        self._pruned = pruned
+
+    def get_constexpr_args(self) -> list:
+        return [{"argument_index": i, "argument_name": name} for i, name in self._pruned]
 
 
 class Session:
@@ -207,9 +287,15 @@ def interpreting(seed: int = 0, count_banks: bool = False, on_run=None):
             return saved[1](self, func_body, *args, **kwargs)
         return session.run(func_body, args, kwargs)
 
+    import torch
+
+    real_data_ptr = torch.Tensor.data_ptr
     compiler.CompileCallable.__call__ = compile_call
     dsl.BaseDSL._func = jit_call
+    torch.Tensor.data_ptr = _recording_data_ptr(real_data_ptr)
     try:
         yield session
     finally:
         compiler.CompileCallable.__call__, dsl.BaseDSL._func = saved
+        torch.Tensor.data_ptr = real_data_ptr
+        _ADDRESSED.clear()

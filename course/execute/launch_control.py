@@ -28,7 +28,7 @@ import numpy as np
 from course.execute import hazards, machine, mbarriers
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site
-from course.execute.memory import NOBODY, AsyncCopy
+from course.execute.memory import AsyncCopy
 from course.execute.numeric import Int32
 from course.execute.tma import PROXY_FENCE
 
@@ -60,7 +60,7 @@ class Query:
             smem.typed(Int32)[byte // 4 : byte // 4 + 4] = answer
             smem.copies.pop(self.id, None)
             smem.inflight[b[smem.inflight[b] == self.id]] = -1
-            smem.w_tid[b], smem.w_epoch[b] = NOBODY, smem.cta.epoch
+            smem.landed(b)
             mbarriers.complete_tx(slot, RESPONSE_BYTES, self.site)
 
 

@@ -140,7 +140,8 @@ class Warp:
         self.cluster_gen = 0  # cluster barriers this warp has arrived at
         self.bulk_pending: list = []  # TMA stores not committed yet
         self.bulk_groups: deque = deque()  # committed bulk groups, oldest first
-        self.clock = 0  # mbarrier arrivals so far (course.execute.happens_before)
+        self.clock = 0  # synchronisation events so far (course.execute.happens_before)
+        self.barriers = 0  # barriers passed: what orders this warp's lanes with each other
         self.knows: dict = {}  # other warps' clocks this warp is ordered after
         self.touched: dict = {}  # shared memory -> this warp's clock stamp per byte
         self.elected: Site | None = None  # the line of the elect_one the warp is inside
@@ -186,14 +187,13 @@ class Warp:
 
 
 class Cta:
-    """One CTA's warps, shared memory and barrier epoch."""
+    """One CTA's warps and shared memory."""
 
     def __init__(self, launch: "Launch", block: tuple[int, int, int]):
         self.launch, self.block = launch, block
         self.dim = launch.block
         self.rng = random.Random(hash((launch.options.seed, block)) & 0xFFFFFFFF)
         self.preempt = launch.options.preempt_chance
-        self.epoch = 0
         self._smem: SharedMemory | None = None
         threads = self.dim[0] * self.dim[1] * self.dim[2]
         self.threads = threads
@@ -250,7 +250,6 @@ class Cta:
             sites = {w.wait.site for w in live}
             if len(sites) > 1:
                 raise Hazard(hazards.DIVERGENT, _split(live), live[0].wait.site)
-            self.epoch += 1
             happens_before.join(live)
             return self._order(live)
         done = [w for w in self.warps if w.state == "done"]
@@ -281,13 +280,11 @@ class Cta:
             gen.waiters.append(w)
         if gen.arrived >= gen.count:
             del self.named[bid]
-            # the threads in it are ordered now: a new epoch (the race watch has one epoch
-            # per CTA, so it also takes threads outside a partial barrier as ordered --
-            # a race it may miss, never one it makes up; the Blackwell epilogue's 4 warps
-            # hand shared memory to the TMA store across such a barrier)
-            self.epoch += 1
+            # the warps that waited are ordered after every arriver; threads outside the
+            # barrier are not (the Blackwell epilogue's 4 warps hand shared memory to the
+            # TMA store across such a barrier)
             for x in gen.waiters:
-                happens_before.merge(x.knows, gen.knows)
+                happens_before.released(x, gen.knows)
             self.named_released.extend(gen.waiters)
 
     def named_resolve(self) -> list[Warp]:
@@ -427,9 +424,7 @@ class Cluster:
         w.cluster_gen += 1
         self.arrivals[w.cluster_gen] = self.arrivals.get(w.cluster_gen, 0) + 1
         if self.arrivals[w.cluster_gen] == len(self.warps):
-            for cta in self.ctas:  # every thread of the cluster passed it: a full barrier
-                cta.epoch += 1
-            happens_before.join(self.warps)
+            happens_before.join(self.warps)  # every thread of the cluster passed it
 
 
 def _tids(warps: list[Warp]) -> str:

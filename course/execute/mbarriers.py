@@ -46,7 +46,6 @@ class Slot:
     cta: "machine.Cta"
     byte: int
     init_warp: "machine.Warp"
-    init_epoch: int
     init_site: Site
     fenced: bool = False
     init_cluster_gen: int = 0  # cluster barriers the init warp had arrived at before the init
@@ -107,9 +106,7 @@ def init(ptr, count) -> None:
             f"must (cute.arch.elect_one)",
             hazards.site(3),
         )
-    _table(cta)[byte] = Slot(
-        model, cta, byte, w, cta.epoch, hazards.site(3), init_cluster_gen=w.cluster_gen
-    )
+    _table(cta)[byte] = Slot(model, cta, byte, w, hazards.site(3), init_cluster_gen=w.cluster_gen)
 
 
 def init_fence() -> None:
@@ -138,14 +135,13 @@ def barrier_at(ptr, cta=None, site: Site | None = None) -> Slot:
         )
     w = machine.current_warp()
     if w is not None and w is not slot.init_warp:
-        synced = target.epoch > slot.init_epoch
-        barrier = "sync_threads (or cluster barrier)"
+        synced, barrier = False, "sync_threads (or cluster barrier)"
         if w.cta is not target:  # a peer CTA: only a cluster barrier after the init orders it
             gen, cluster = slot.init_cluster_gen + 1, target.cluster
             synced = w.cluster_gen >= gen and cluster.arrivals.get(gen, 0) == len(cluster.warps)
             barrier = "cluster barrier"
-        # or any synchronisation that hands on what the init warp did after its fence (an
-        # mbarrier phase it arrived on, a commit it issued, a barrier both passed): the
+        # any synchronisation that hands on what the init warp did after its fence (a
+        # barrier both passed, an mbarrier phase it arrived on, a commit it issued): the
         # fence's release reaches the user along it (course.execute.happens_before), as
         # NVIDIA's TMEM allocator's dealloc barrier is published along the pipelines
         synced = synced or (

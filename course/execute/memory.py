@@ -10,7 +10,7 @@ the element indices that lane touches (`tids` shape (R,), `elems` shape (R, n)).
   and remember which elements were written, so an MMA that adds to a never-cleared
   accumulator is named.
 * `SharedMemory`: one CTA's shared memory, with what racecheck watches: for every byte the
-  last writer (thread, barrier epoch, line), the last reader, and the cp.async still in
+  last writer (thread, warp, stamp, line), the last reader, and the cp.async still in
   flight to it. A read of bytes a copy is still writing, a read of bytes another thread
   wrote since the last barrier, a write over bytes another thread read or wrote since the
   last barrier: each stops the run with the threads, the tensor (and stage) and the lines.
@@ -19,8 +19,10 @@ the element indices that lane touches (`tids` shape (R,), `elems` shape (R, n)).
   `check_readers_in_flight` first, so a stage released before the wait is named. Bank
   conflicts of every warp-wide access are counted on request (course.models.bank_model).
 
-The threads of a CTA pass barriers together, so one epoch counter per CTA orders them: two
-accesses by different threads in the same epoch have no barrier between them.
+What orders two threads' accesses is course.execute.happens_before, the executor's one model
+of it: barriers, named barriers and mbarrier phases order warps; a barrier orders the lanes of
+one warp. Each byte remembers its last writer (thread, warp, the warp's stamp, line) and its
+last reader; each warp's own stamps and lanes say what else it touched.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course.execute import hazards
+from course.execute import current, hazards, happens_before
 from course.execute.numeric import DType, element_byte_span, is_sub_byte
 from course.execute.hazards import Hazard, Site, threads_text
 
@@ -208,14 +210,21 @@ class AsyncCopy:
     landed: bool = False
     what: str = hazards.UNIT_CP_ASYNC  # the kind of copy (a hazards.UNIT_ name)
     retired_by: str = "no cp.async wait_group has retired it"
-    epoch: int = -1  # the CTA's barrier epoch when it was issued (cp.async), else -1
+    warp: object = None  # the issuing warp (cp.async), its stamp and barriers then
+    stamp: int = 0
+    barriers: int = 0
 
 
-def _in_flight_cause(copy: AsyncCopy, epoch: int) -> str:
-    """Why bytes a copy still writes are read: a cp.async issued since the CTA's last barrier
-    went into bytes this epoch reads (a copy into the stage being read), or an earlier copy
-    no wait retired (a missing wait)."""
-    if copy.what == hazards.UNIT_CP_ASYNC and copy.epoch == epoch:
+def _in_flight_cause(copy: AsyncCopy, reader) -> str:
+    """Why bytes a copy still writes are read by warp `reader`: a cp.async issued with no
+    barrier between it and this read went into bytes being read (a copy into the stage
+    being read), or an earlier copy no wait retired (a missing wait)."""
+    if (
+        copy.what == hazards.UNIT_CP_ASYNC
+        and copy.warp is not None
+        and reader is not None
+        and not happens_before.ordered(reader, copy.warp, copy.stamp, copy.barriers)
+    ):
         return hazards.COPIED_SINCE_BARRIER
     return hazards.READ_IN_FLIGHT
 
@@ -237,12 +246,17 @@ class SharedMemory(Memory):
         super().__init__(SMEM, data, "shared memory")
         self.cta = cta
         n = data.size
-        self.w_tid = np.full(n, NOBODY, np.int32)
-        self.w_epoch = np.full(n, -1, np.int32)
+        self.w_tid = np.full(n, NOBODY, np.int32)  # the last writer's thread (in its CTA)
+        self.w_warp = np.full(n, NOBODY, np.int32)  # its warp (an index into `warps`)
+        self.w_stamp = np.zeros(n, np.int32)  # its warp's stamp (course.execute.happens_before)
         self.w_site = np.full(n, -1, np.int32)
-        self.r_tid = np.full(n, NOBODY, np.int32)
-        self.r_epoch = np.full(n, -1, np.int32)
+        self.w_serial = np.full(n, -1, np.int32)  # which write instruction, counted
+        self.r_tid = np.full(n, NOBODY, np.int32)  # the last reader (MANY: several), for words
+        self.r_warp = np.full(n, NOBODY, np.int32)
         self.r_site = np.full(n, -1, np.int32)
+        self.warps: list = []  # the warps that accessed it, any CTA of the cluster
+        self._warp_ids: dict = {}
+        self._next_serial = 0
         self.inflight = np.full(n, -1, np.int32)
         self.held = np.zeros(n, np.int32)  # asynchronous readers in flight (wgmma) per byte
         self.holds: dict[int, tuple] = {}  # their tokens: (bytes, who reads them)
@@ -307,10 +321,37 @@ class SharedMemory(Memory):
     def store(self, dtype, tids, elems, values, site=None):
         self.write(tids, dtype, elems, values, site or hazards.UNKNOWN)
 
+    def warp_id(self, w) -> int:
+        """w's index into `warps` (the warps that accessed this memory)."""
+        wid = self._warp_ids.get(w)
+        if wid is None:
+            wid = self._warp_ids[w] = len(self.warps)
+            self.warps.append(w)
+        return wid
+
+    def unordered_writes(self, w, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Which of bytes `b` (accessed by threads `t` of warp w) another thread wrote last
+        with nothing ordering that write before warp w now (course.execute.happens_before):
+        another warp it knows nothing of since, or another lane of w with no barrier since."""
+        late = np.zeros(len(b), bool)
+        if w is None:
+            return late
+        writers = self.w_warp[b]
+        mine = self.warp_id(w)
+        for wid in np.unique(writers[writers >= 0]).tolist():
+            if wid == mine:
+                continue
+            pick = writers == wid
+            late |= pick & (self.w_stamp[b] > w.knows.get(self.warps[wid], 0))
+        ours = writers == mine
+        if ours.any():
+            late |= ours & happens_before.other_lanes(w, self, b, t % 32, written=True)
+        return late
+
     def read(self, tids, dtype: DType, elems: np.ndarray, site: Site) -> np.ndarray:
         self.check(dtype, tids, elems, False)
         b, t = self._bytes(dtype, tids, elems)
-        epoch = self.cta.epoch
+        w = current.current_warp()
         flying = self.inflight[b]
         if (flying >= 0).any():
             k = int(np.argmax(flying >= 0))
@@ -327,30 +368,28 @@ class SharedMemory(Memory):
                 f"{own} {copy.what} to it (issued at {copy.site.describe()}) is still in "
                 f"flight: {copy.retired_by}",
                 site,
-                hazards.Cause(
-                    _in_flight_cause(copy, epoch), self.describe(int(b[k])), unit=copy.what
-                ),
+                hazards.Cause(_in_flight_cause(copy, w), self.describe(int(b[k])), unit=copy.what),
             )
-        wt = self.w_tid[b]
-        race = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
+        race = self.unordered_writes(w, b, t)
         if race.any():
             k = int(np.argmax(race))
             raise Hazard(
                 hazards.RACE,
                 f"{threads_text([int(t[k])])} reads {self.describe(int(b[k]))}, which "
-                f"{threads_text([int(wt[k])])} wrote at "
+                f"{threads_text([int(self.w_tid[b[k]])])} wrote at "
                 f"{self._site(int(self.w_site[b[k]]))} with no barrier between "
                 f"(missing sync_threads)",
                 site,
             )
         sid = self.site_id(site)
-        rt = self.r_tid[b]
-        other = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
-        self.r_tid[b] = np.where(other, MANY, t)
-        clash = self.r_tid[b] != np.where(other, MANY, t)  # two lanes of this instruction
-        if clash.any():
+        if w is not None:
+            self.r_tid[b] = t
+            clash = self.r_tid[b] != t  # two lanes of this instruction read the same byte
             self.r_tid[b[clash]] = MANY
-        self.r_epoch[b] = epoch
+            self.r_warp[b] = self.warp_id(w)
+            happens_before.lanes_touched(w, self, b, t % 32, writing=False)
+        else:
+            self.r_tid[b] = NOBODY
         self.r_site[b] = sid
         return dtype.decode(self.typed(dtype)[elems])
 
@@ -448,7 +487,6 @@ class SharedMemory(Memory):
         )
 
     def _check_write(self, tids, b: np.ndarray, t: np.ndarray, site: Site, how: str) -> None:
-        epoch = self.cta.epoch
         self.check_readers_in_flight(b, lambda k: f"{threads_text([int(t[k])])} {how}", site)
         self.check_retired_known(b, t, lambda k: f"{threads_text([int(t[k])])} {how}", site)
         flying = self.inflight[b]
@@ -463,11 +501,25 @@ class SharedMemory(Memory):
                 site,
                 hazards.Cause(hazards.WRITTEN_IN_FLIGHT, self.describe(int(b[k])), unit=copy.what),
             )
-        rt = self.r_tid[b]
-        war = (self.r_epoch[b] == epoch) & (rt != t) & (rt != NOBODY)
+        w = current.current_warp()
+        if w is None:
+            return
+        waw = self.unordered_writes(w, b, t)
+        # a read no barrier orders before this write: another lane of this warp's, or a
+        # touch by another warp this one knows nothing of since (a read, unless the last
+        # write was that warp's and it is the one unordered)
+        war = happens_before.other_lanes(w, self, b, t % 32, written=False)
+        other = happens_before.unordered(w, None, self, b)
+        if other is not None and not war.any():
+            x, byte = other
+            if not (waw.any() and self.r_warp[byte] != self.warp_id(x)):
+                war = b == byte
         if war.any():
             k = int(np.argmax(war))
-            reader = "several threads" if rt[k] == MANY else threads_text([int(rt[k])])
+            rt = int(self.r_tid[b[k]])
+            reader = "several threads" if rt == MANY else threads_text([rt])
+            if rt == NOBODY or (rt == t[k] and self.r_warp[b[k]] == self.warp_id(w)):
+                reader = "another thread"
             raise Hazard(
                 hazards.STAGE_OVERWRITE,
                 f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
@@ -476,20 +528,24 @@ class SharedMemory(Memory):
                 f"is overwritten",
                 site,
             )
-        wt = self.w_tid[b]
-        waw = (self.w_epoch[b] == epoch) & (wt != t) & (wt != NOBODY)
         if waw.any():
             k = int(np.argmax(waw))
             raise Hazard(
                 hazards.RACE,
                 f"{threads_text([int(t[k])])} {how} {self.describe(int(b[k]))}, which "
-                f"{threads_text([int(wt[k])])} also wrote at "
+                f"{threads_text([int(self.w_tid[b[k]])])} also wrote at "
                 f"{self._site(int(self.w_site[b[k]]))} with no barrier between",
                 site,
             )
 
-    def _mark_written(self, b, t, site: Site, how: str) -> None:
-        self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
+    def _mark_written(self, b, t, site: Site, how: str, w=None) -> None:
+        """Bytes b written now by threads t (of warp w, the running one if None)."""
+        w = w or current.current_warp()
+        self.w_tid[b] = t
+        self.w_warp[b] = NOBODY if w is None else self.warp_id(w)
+        self.w_stamp[b] = 0 if w is None else happens_before.now(w)
+        self.w_serial[b] = self._next_serial
+        self._next_serial += 1
         self.unfenced[b] = True
         self.w_site[b] = self.site_id(site)
         clash = self.w_tid[b] != t
@@ -502,6 +558,17 @@ class SharedMemory(Memory):
                 f"{self.describe(int(b[k]))} in the same instruction",
                 site,
             )
+        if w is not None:
+            happens_before.lanes_touched(w, self, b, t % 32, writing=True)
+
+    def landed(self, b: np.ndarray) -> None:
+        """An asynchronous unit (a TMA load, a CLC response, a tcgen05 staging) wrote bytes
+        b: no thread is their writer, so no thread's later read of them races one."""
+        self.w_tid[b] = NOBODY
+        self.w_warp[b] = NOBODY
+        self.w_serial[b] = self._next_serial
+        self._next_serial += 1
+        happens_before.forget_lane_writes(self, b)
 
     def write(self, tids, dtype: DType, elems: np.ndarray, values, site: Site) -> None:
         self.check(dtype, tids, elems, True)
@@ -517,6 +584,7 @@ class SharedMemory(Memory):
         self.check(dtype, tids, elems, True)
         b, t = self._bytes(dtype, tids, elems)
         self._check_write(tids, b, t, site, "starts a cp.async into")
+        w = current.current_warp()
         copy = AsyncCopy(
             self._next_copy,
             np.asarray(tids).reshape(-1),
@@ -524,7 +592,9 @@ class SharedMemory(Memory):
             dtype,
             np.asarray(values),
             site,
-            epoch=self.cta.epoch,
+            warp=w,
+            stamp=0 if w is None else happens_before.now(w),
+            barriers=0 if w is None else w.barriers,
         )
         self._next_copy += 1
         self.copies[copy.id] = copy
@@ -542,8 +612,15 @@ class SharedMemory(Memory):
         b, t = self._bytes(copy.dtype, copy.tids, copy.elems)
         mine = self.inflight[b] == copy.id
         self.inflight[b[mine]] = -1
-        self.w_tid[b], self.w_epoch[b] = t, self.cta.epoch
+        self.w_tid[b] = t
+        w = copy.warp
+        self.w_warp[b] = NOBODY if w is None else self.warp_id(w)
+        self.w_stamp[b] = 0 if w is None else happens_before.now(w)
+        self.w_serial[b] = self._next_serial
+        self._next_serial += 1
         self.w_site[b] = self.site_id(copy.site)
+        if w is not None:
+            happens_before.lanes_touched(w, self, b, t % 32, writing=True)
         del self.copies[copy.id]
 
     # --- banks

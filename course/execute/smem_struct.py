@@ -37,7 +37,8 @@ class MemRange:
 
     @property
     def nbytes(self) -> int:
-        return self.dtype.itemsize * self.count
+        # sub-byte types packed (n fp4 values: n / 2 bytes), as CuTe DSL sizes the range
+        return -(-self.dtype.width * self.count // 8)
 
     @property
     def align(self) -> int:

@@ -211,8 +211,12 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, scaled=None,
     site)`: for a block-scaled op, the same MMA with its SFs read from TMEM when it runs
     (course.execute.scaled_mma; course.execute.dispatch passes it)."""
     site = hazards.site(2)
+    (a, sfa), (b, sfb) = _with_aux(a, "A"), _with_aux(b, "B")
+    if (sfa is None) != (sfb is None) or (sfa is not None and scaled is None):
+        raise Unmodelled(f"cute.gemm of {mma.op.name} with auxiliary operands {sfa!r}, {sfb!r}")
     if not all(isinstance(t, Tensor) and _rank(t) == 3 for t in (d, a, b)):
-        return _gemm_atom(mma, d, a, b, c, site, scaled, **kwargs)
+        with _scale_factors(mma, sfa, sfb, (), ()):
+            return _gemm_atom(mma, d, a, b, c, site, scaled, **kwargs)
     (_, m_count, k_count), (_, n_count, kb_count) = a.shape, b.shape
     if kb_count != k_count or tuple(d.shape[1:]) != (m_count, n_count):
         raise Hazard(hazards.CRASH, f"cute.gemm of A {a.shape}, B {b.shape} into D {d.shape}", site)
@@ -222,10 +226,45 @@ def gemm(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, scaled=None,
             for n in range(_count(n_count)):
                 for k in range(_count(k_count)):
                     mma.accumulate = first if k == 0 else True
-                    _gemm_atom(mma, d[None, m, n], a[None, m, k], b[None, n, k],
-                               c[None, m, n], site, scaled, **kwargs)  # fmt: skip
+                    with _scale_factors(mma, sfa, sfb, (None, m, k), (None, n, k)):
+                        _gemm_atom(mma, d[None, m, n], a[None, m, k], b[None, n, k],
+                                   c[None, m, n], site, scaled, **kwargs)  # fmt: skip
     finally:
         mma.accumulate = first
+
+
+def _with_aux(x, which: str):
+    """cute.gemm's variadic operand: a tensor, or [tensor, auxiliary] -- for a block-scaled
+    MMA, A with SFA and B with SFB (CuTe DSL 4.8.1's cute.gemm); (tensor, aux or None)."""
+    if not isinstance(x, (list, tuple)):
+        return x, None
+    if len(x) in (1, 2):
+        return x[0], (x[1] if len(x) == 2 else None)
+    raise Unmodelled(f"cute.gemm with {len(x)} {which} operands (sparse metadata)")
+
+
+class _scale_factors:
+    """The SFs of one MMA atom passed as cute.gemm's auxiliary operands: the TMEM address
+    of each SF tensor's slice for the atom's (m, k) and (n, k), as `tiled_mma.set(Field.SFA,
+    tCtSFA[None, None, k].iterator)` names them -- in force while the atom is issued."""
+
+    def __init__(self, mma, sfa, sfb, at_a, at_b):
+        self.mma, self.given = mma, sfa is not None
+        if self.given:
+            a, b = (sfa[at_a], sfb[at_b]) if at_a else (sfa, sfb)
+            self.sfs = {"SFA": a.iterator, "SFB": b.iterator}
+
+    def __enter__(self):
+        if self.given:
+            self.saved = self.mma.__dict__.get("scale_factors")
+            self.mma.__dict__["scale_factors"] = self.sfs
+
+    def __exit__(self, *exc):
+        if self.given:
+            if self.saved is None:
+                self.mma.__dict__.pop("scale_factors", None)
+            else:
+                self.mma.__dict__["scale_factors"] = self.saved
 
 
 def _rank(t: Tensor) -> int:

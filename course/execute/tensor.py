@@ -17,9 +17,11 @@ with a static layout, as CuTe defines them -- for all lanes of a warp at once.
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
-from course.execute import hazards
+from course.execute import hazards, oracle
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
 from course.execute.memory import RMEM, SMEM, Memory, Registers
@@ -684,5 +686,92 @@ class TensorSSA(hazards.Standin):
             return lanes(col) if col.ndim else self.dtype.of_decoded(col)
         raise Unmodelled("slicing a TensorSSA")
 
-    def reduce(self, *args, **kwargs):
-        raise Unmodelled("TensorSSA.reduce")
+    def reduce(self, op, init_val, reduction_profile):
+        """TensorSSA.reduce: the modes the profile marks (any value but None) folded with
+        `op` (a ReductionOp) from `init_val`, each lane its own; a profile of depth 0 (an
+        int) folds every value into one scalar. MAX/MIN propagate NaN, as MLIR's
+        maximumf/minimumf (what CuTe DSL lowers them to) do."""
+        return reduce_values(self, op, init_val, reduction_profile)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+class ReductionOp(enum.Enum):
+    """cute.ReductionOp (CuTe DSL's MLIR enum, the same four members)."""
+
+    ADD = 0
+    MUL = 1
+    MIN = 2
+    MAX = 3
+
+
+_FOLDS = {
+    ReductionOp.ADD: np.add,
+    ReductionOp.MUL: np.multiply,
+    ReductionOp.MIN: np.minimum,  # NaN-propagating, as minimumf
+    ReductionOp.MAX: np.maximum,
+}
+
+
+def _profile_leaves(profile, shape) -> list:
+    """[(extent, folded)] per mode of the profile, the shape's subtree under a profile leaf
+    taken whole (CuTe's weak congruence: a leaf of the profile may cover a tuple)."""
+    if profile is None or not isinstance(profile, tuple):
+        extent = int(np.prod(_flat(shape), dtype=np.int64))
+        return [(extent, profile is not None)]
+    if not isinstance(shape, tuple) or len(shape) != len(profile):
+        raise ValueError(
+            "Expected reduction_profile be weakly congruent to the shape of the tensor, "
+            f"but got {profile} and {shape}"
+        )
+    return [leaf for p, s in zip(profile, shape) for leaf in _profile_leaves(p, s)]
+
+
+def _flat(shape) -> list:
+    if isinstance(shape, tuple):
+        return [x for s in shape for x in _flat(s)]
+    return [int(shape)]
+
+
+def reduce_values(ssa: TensorSSA, op, init_val, profile):
+    if profile is None:
+        return ssa
+    if op not in _FOLDS:
+        raise NotImplementedError(f"{op} is not supported, expected one of {tuple(_FOLDS)}")
+    dtype = ssa.dtype
+    compute = np.float32 if dtype.name == "BFloat16" else dtype.compute
+    init = np.asarray(dtype(init_val), dtype=compute)
+    fold = _FOLDS[op]
+    values = np.asarray(ssa.values, dtype=compute)
+    per_lane = values.ndim == 2
+    if not isinstance(profile, tuple):  # depth 0: every value into one
+        out = fold(init, fold.reduce(values, axis=-1))
+        return _scalar_of(out, dtype)
+    leaves = _profile_leaves(profile, ssa.shape)
+    extents = [e for e, _ in leaves]
+    axes = tuple(i for i, (_, folded) in enumerate(leaves) if folded)
+    # colexicographic: the first mode fastest (Fortran order), the lanes last
+    if per_lane:
+        grid = values.T.reshape(extents + [values.shape[0]], order="F")
+    else:
+        grid = values.reshape(extents, order="F")
+    out = fold(init, fold.reduce(grid, axis=axes)) if axes else grid
+    kept = oracle.call("slice_", ssa.shape, profile)
+    if kept == () or not isinstance(kept, (tuple, int)):
+        raise Unmodelled(f"TensorSSA.reduce with profile {profile} folding every mode")
+    if per_lane:
+        out = out.reshape(-1, values.shape[0], order="F").T
+    else:
+        out = out.reshape(-1, order="F")
+    if dtype.name == "BFloat16":
+        out = dtype.decode(dtype.encode(out))
+    return TensorSSA(out, kept, dtype)
+
+
+def _scalar_of(out, dtype: DType):
+    if dtype.name == "BFloat16":
+        out = dtype.decode(dtype.encode(out))
+    if np.ndim(out):
+        return lanes(out.astype(dtype.compute if dtype.name != "BFloat16" else np.float32))
+    return dtype.of_decoded(out)

@@ -281,14 +281,12 @@ def alloc_tmem(num_columns, smem_ptr_to_write_address, is_two_cta=False, **_) ->
 def _store_address(ptr, address: int) -> None:
     """tcgen05.alloc writes the address to shared memory itself (not a thread's store: no
     thread is its writer for the race watch, as for a TMA landing)."""
-    from course.execute.memory import NOBODY
-
     smem, byte = ptr.memory, uniform(ptr.byte_offset, "a TMEM address")
     if byte % 4:
         raise Hazard(TMEM, f"tcgen05.alloc writes its address to byte {byte}: not 4-aligned")
     smem.typed(Int32)[byte // 4] = address
     b = np.arange(byte, byte + 4)
-    smem.w_tid[b], smem.w_epoch[b] = NOBODY, smem.cta.epoch
+    smem.landed(b)
 
 
 def retrieve_tmem_ptr(element_type, alignment=16, ptr_to_buffer_holding_addr=None, **_):

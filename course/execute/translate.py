@@ -27,13 +27,15 @@ read keeps its code object and runs unrewritten.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import os
+import sys
 import sysconfig
 import types
 
-from course.execute import api, simt, tile_schedulers
+from course.execute import api, blackwell, simt, tile_schedulers
 from course.execute.branches import FACTORY, rewrite
 from course.execute.hazards import KernelGlobals, Unmodelled
 
@@ -50,7 +52,7 @@ _LIBRARY_DIRS = tuple(
 
 # installed CuTe DSL code translated like the course's own (its `cute`/`cutlass` names bound
 # to the stand-ins): NVIDIA's pipelines, so they run on the executor's mbarrier model
-TRANSLATED_LIBRARIES = ("cutlass.pipeline", *tile_schedulers.LIBRARIES)
+TRANSLATED_LIBRARIES = ("cutlass.pipeline", *tile_schedulers.LIBRARIES, *blackwell.LIBRARIES)
 
 
 def _translated_library(name: str) -> bool:
@@ -95,6 +97,15 @@ def _kernel_range(*args, **loop_options):
     if unknown:
         raise TypeError(f"range() got an unexpected keyword argument '{sorted(unknown)[0]}'")
     return builtins.range(*args)
+
+
+@contextlib.contextmanager
+def _probe():
+    yield
+
+
+# the code of every function contextlib.contextmanager returns (its `helper`)
+_CONTEXT_MANAGER_CODE = _probe.__code__
 
 
 class _Unknown:
@@ -180,12 +191,16 @@ class Translator:
             return obj if all(new[k] is obj[k] for k in obj) else new
         if isinstance(obj, type):
             return obj
-        if _has_dsl_methods(type(obj)):
+        if _has_dsl_methods(type(obj)) or _holds_dsl_values(obj):
             return InstanceProxy(obj, self)
         return obj
 
     # --- functions
     def function(self, fn):
+        if getattr(fn, "__code__", None) is _CONTEXT_MANAGER_CODE:
+            # @contextlib.contextmanager over kernel code: the generator translated, the
+            # decorator kept (unwrapped, a `with` over it would get a bare generator)
+            return contextlib.contextmanager(self.function(fn.__wrapped__))
         kind = getattr(fn, "_decorator_kind", None)
         raw = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn
         if not isinstance(raw, types.FunctionType) or is_library_code(raw):
@@ -300,20 +315,22 @@ class Translator:
         found = names.get(id(obj))
         if found is not None:
             return found()
+        import enum
+
+        if isinstance(obj, enum.Enum):
+            # a member of a CuTe DSL enum made on the host (a kernel class's __init__ keeps
+            # tcgen05.CtaGroup.ONE): the member of that name of a stand-in of its enum
+            member = _standin_member(obj)
+            if member is not None:
+                return member
         return _Unknown(getattr(obj, "__qualname__", type(obj).__name__))
 
     def _real_to_standin(self) -> dict:
         """id(real CuTe DSL object) -> a getter of its stand-in, for every public name of
         the modules the executor stands in for."""
         if self._real_names is None:
-            import importlib
-
             names = {}
-            for module_name, standin in api.MODULES.items():
-                try:
-                    real = importlib.import_module(module_name)
-                except ImportError:
-                    continue
+            for module_name, standin, real in _real_modules():
                 for attr, value in vars(real).items():
                     if attr.startswith("_") or isinstance(value, types.ModuleType):
                         continue
@@ -353,12 +370,41 @@ class _WithLibrary:
             return getattr(self._standin, name)
         except Unmodelled:
             value = getattr(self._real, name, None)
-            if value is None or not _translated_library(getattr(value, "__module__", "") or ""):
+            home = value.__name__ if isinstance(value, types.ModuleType) else None
+            if value is None or not _translated_library(
+                home or getattr(value, "__module__", "") or ""
+            ):
                 raise
-            return self._tr.value(value)
+            return self._tr.value(value)  # a translated library's function, class or module
 
     def __repr__(self) -> str:
         return repr(self._standin)
+
+
+def _standin_member(member):
+    """The stand-in of a real CuTe DSL enum member: the member of that name in the first
+    stand-in module that models the enum (CuTe DSL re-exports an enum in several modules:
+    tcgen05.CtaGroup is cpasync.CtaGroup too), or None where none does."""
+    for _, standin, real in _real_modules():
+        for attr, value in vars(real).items():
+            if value is type(member) and not attr.startswith("_"):
+                found = standin.__dict__.get(attr)
+                found = getattr(found, "__dict__", {}).get(member.name) if found else None
+                if found is not None:
+                    return found
+    return None
+
+
+def _real_modules():
+    """(module name, its stand-in, the real module) for every module the executor stands in
+    for that is installed here."""
+    import importlib
+
+    for module_name, standin in api.MODULES.items():
+        try:
+            yield module_name, standin, importlib.import_module(module_name)
+        except ImportError:
+            continue
 
 
 def _standin_attr(standin, attr: str, module_name: str):
@@ -386,6 +432,19 @@ def _has_dsl_methods(cls) -> bool:
             if hasattr(value, "_decorator_kind"):
                 return True
     return False
+
+
+def _holds_dsl_values(obj) -> bool:
+    """An object of the script's own class (not a library's) with a CuTe DSL value among
+    its fields (a config holding `cutlass.BFloat16`): kernel code reading the field must get
+    the stand-in, so it is seen through an InstanceProxy."""
+    fields = getattr(obj, "__dict__", None)
+    if not isinstance(fields, dict) or isinstance(obj, type):
+        return False
+    module = sys.modules.get(type(obj).__module__ or "")
+    if module is None or _is_library_module(module):
+        return False
+    return any(_is_cutlass(v) for v in fields.values())
 
 
 def _same_or(old, new):
@@ -441,6 +500,16 @@ class ModuleProxy(types.ModuleType):
 _MISSING = object()
 
 
+def _plain(value) -> bool:
+    """None, a bool, number or string, or a tuple or list of them (nested): a host value
+    that means the same to CuTe DSL's objects as to the executor's."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return False
+
+
 class InstanceProxy:
     """An object with @cute.jit/@cute.kernel methods, seen from kernel code: its methods
     are translated and bound to the proxy, its attributes translated."""
@@ -477,6 +546,11 @@ class InstanceProxy:
 
     def __setattr__(self, name, value):
         self._cache[name] = value
+        if _plain(value):
+            # CuTe DSL runs a host function's Python on the object itself: what it sets
+            # there (a stage count, a tile shape) the script's host code may read after
+            # the call, so plain values reach the real object too
+            setattr(self._obj, name, value)
 
     def __call__(self, *args, **kwargs):
         """A kernel object called as its host function (cute.compile(obj, ...) calls it)."""

@@ -49,6 +49,7 @@ class Exercise:
 
 
 REGISTRY: dict[str, Exercise] = {}
+SOLVED: set[str] = set()  # the exercises judged right in this process (see `solved`)
 NOT_SOLVED = "not solved yet: "  # how a kernel exercise's checker says "still the skeleton"
 
 _STATUS = {True: RIGHT, False: WRONG, None: UNANSWERED}
@@ -144,6 +145,8 @@ def check(id: str, answer: Any = ..., quiet: bool = False, **options) -> Verdict
             verdict = Verdict(id, WRONG, f"{why} (hint: {ex.hint})")
         except Exception as exc:  # explain, don't explode
             verdict = raised(id, exc)
+    if verdict.status == RIGHT:
+        SOLVED.add(id)
     record_progress(verdict)  # for the teacher's class table (python -m course progress)
     if not quiet:
         print(verdict)
@@ -164,6 +167,12 @@ def raised(id: str, exc: Exception) -> Verdict:
         WRONG,
         f"your answer raised {type(exc).__name__}: {exc} (at {where.name}, line {where.lineno})",
     )
+
+
+def solved(id: str) -> bool:
+    """Was exercise `id` judged right in this process? A notebook shows the kernel's own
+    version of an exercise only then, so no stored output puts the answer on the page."""
+    return id in SOLVED
 
 
 def prompt(id: str) -> str:
@@ -195,3 +204,15 @@ def number(answer: Any, expected: float, rel: float = 0.0, unit: str = "") -> tu
         return True, f"{value:g}{' ' + unit if unit else ''} is right."
     direction = "high" if value > expected else "low"
     return False, f"{value:g} is too {direction}."
+
+
+def number_or_known_slip(
+    answer: Any, expected: float, slips: dict, unit: str = ""
+) -> tuple[bool, str]:
+    """`number`, and a wrong answer that is a known slip (a key of `slips`: a whole number)
+    told what it is instead of only "too high" or "too low"."""
+    ok, message = number(answer, expected, unit=unit)
+    if not ok:
+        value = float(answer)
+        message = slips.get(int(value), message) if value.is_integer() else message
+    return ok, message

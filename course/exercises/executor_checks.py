@@ -241,8 +241,9 @@ BLACKWELL_HINTS = {
 KIND_HINTS = {
     tcgen05.COMMIT_NOT_WAITED: "the last stages' releases are never waited on: the producer ends "
     "with ring.producer_tail(state), so no tcgen05.commit arrives after the CTA exits",
-    tma.NOT_DRAINED: "the TMA stores are not drained before the kernel ends: the store "
-    "pipeline's producer_tail() (c_pipeline.producer_tail()) waits for every store to finish",
+    tma.NOT_DRAINED: "the TMA stores are still in flight when the kernel ends (a note: the PTX "
+    "ISA leaves that defined for the CTA's own shared memory); the course's kernels drain with "
+    "the store pipeline's producer_tail() (c_pipeline.producer_tail())",
     tcgen05.WAIT_LD: "tcgen05.ld's registers used without tcgen05.wait::ld",
 }
 # the mbarriers of the CLC pipeline as the course's kernel names their shared memory

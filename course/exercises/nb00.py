@@ -100,24 +100,51 @@ def smallest_compute_bound_tile(g: Gemm = Gemm(4096, 4096, 4096), ridge: float =
     return t
 
 
+BOUND = Gemm(4096, 4096, 4096)
+# What a CTA could hold at most: an H100 SM's 256 KiB of registers (65,536 32-bit ones)
+ON_CHIP_BYTES = 65_536 * 4
+
+
+def _unbuildable(side: int) -> str:
+    """Why a side x side tile cannot be built: its fp32 accumulators alone, against an SM."""
+    acc = side * side * 4
+    return (
+        f"a {side}x{side} tile is the model's answer, not a tile anyone can build: its fp32 "
+        f"accumulators alone are {acc / 2**20:g} MiB, against an H100 SM's "
+        f"{ON_CHIP_BYTES // 1024} KiB of registers (and 228 KiB of shared memory)"
+    )
+
+
 @exercise(
     "00.bound",
     f"Without any reuse through L2 (every CTA reads its own bands of A and B, "
     f"as in section 1's table), what is the smallest square tile, a power of two, that "
     f"makes a 4096^3 bf16 GEMM compute-bound on a GPU whose ridge point is {RIDGE} FLOP/B? "
-    f"Answer its side (e.g. 64 for 64x64).",
-    "course.models.gemm_model.Gemm(4096, 4096, 4096).intensity(t, t) for t = 256, 512, "
-    "...: the first at or above the ridge point.",
+    f"Answer its side (e.g. 64 for 64x64). The model's answer is asked for, whether or not "
+    f"a CTA could hold such a tile.",
+    "a tile of side t brings in two bands of t x K elements for its t x t cells of C: work "
+    "out how its intensity grows with t (section 1's table shows the trend up to 256), then "
+    "double t until it reaches the ridge point.",
     f"{smallest_compute_bound_tile()}: 512x512 tiles reach only "
-    f"{Gemm(4096, 4096, 4096).intensity(512, 512):.0f} FLOP/B. No SM holds a tile that big, "
-    "which is why reuse through L2 and clusters matters (notebook 11).",
+    f"{BOUND.intensity(512, 512):.1f} FLOP/B, 2% short of {RIDGE} (a ridge point measured "
+    "2% lower would make 512 enough); and {_unbuildable(smallest_compute_bound_tile())}. "
+    "So without reuse through L2 no tile a CTA can hold is compute-bound, which is why reuse "
+    "through L2 and clusters matters (notebook 11).",
 )
 def _bound(answer):
     truth = smallest_compute_bound_tile()
     if answer == truth // 2:
-        g = Gemm(4096, 4096, 4096)
         return False, (
-            f"{answer}x{answer} tiles reach {g.intensity(answer, answer):.1f} FLOP/B, "
+            f"{answer}x{answer} tiles reach {BOUND.intensity(answer, answer):.1f} FLOP/B, "
             f"just under {RIDGE}"
         )
-    return number(answer, truth)
+    ok, message = number(answer, truth)
+    if ok:
+        half = BOUND.intensity(truth // 2, truth // 2)
+        message += (
+            f" Two things to notice: the answer turns on {half:.1f} FLOP/B against {RIDGE} (a "
+            f"ridge point measured {100 * (1 - half / RIDGE):.0f}% lower would make "
+            f"{truth // 2} enough), and {_unbuildable(truth)}. Without reuse through L2, no "
+            "tile a CTA can hold is compute-bound."
+        )
+    return ok, message

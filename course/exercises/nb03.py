@@ -39,9 +39,9 @@ def _pair(answer) -> tuple[int, int]:
     "In the naive GEMM (its default configuration), which thread of block (0,0) holds "
     "C[65, 3], and in which of its 64 accumulators (value index)? Answer "
     "(thread, value).",
-    "rows and columns come in runs of 4 per thread, repeated every 64; thread = "
-    "16 * (atom row) + (atom column); value = i + 4*gm + 8*j + 32*gn for row "
-    "i + 4*(atom row) + 64*gm and column j + 4*(atom column) + 64*gn.",
+    "split the row and the column into their place inside a run of 4, the atom row or "
+    "column whose run holds them, and the repeat of the 64-wide TiledMMA (section 5); the "
+    "thread follows from the atom layout, the value from tCrC's register order (section 6).",
     "(0, 29): row 65 = 1 + 4*0 + 64*1 (i=1, atom row 0, gm=1); column 3 = "
     "3 + 4*0 + 64*0 (j=3, atom column 0, gn=0); thread 16*0 + 0 = 0, value "
     "1 + 4*1 + 8*3 + 0 = 29. Likewise C[70, 100] is (25, 38).",
@@ -111,9 +111,13 @@ def copy_sectors(thread_layout, tile=(32, 32), row_major: bool = True) -> tuple[
     "A 32x32 fp32 tile is stored ROW-major, (32,32):(32,1). A TiledCopy with one float per "
     "thread per step (val layout (1,1)) and 32 threads: pick the thread layout "
     "(shape:stride, 32 threads, (rows, cols) of threads) so that one warp-wide load "
-    "touches as few 32-byte sectors as possible (coalesced: 4 sectors = 128 bytes).",
-    "consecutive thread ids must walk along the contiguous mode, which for row-major "
-    "data is mode 1 (the columns).",
+    "touches as few 32-byte sectors as possible (coalesced: 4 sectors = 128 bytes). A sector "
+    "is the unit the memory system moves: 32 aligned bytes, moved whole even if only 4 of "
+    "them are wanted (notebook 04, section 2, counts them). Every thread layout that reaches "
+    "the fewest sectors passes, and there is more than one; the stride of a mode of size 1 "
+    "is never used, so any value there passes.",
+    "which mode of a row-major tile is contiguous in memory? Threads with consecutive "
+    "numbers should step along it.",
     "(1,32) -- or (4,8):(8,1): thread t reads row t // 8, column t % 8, whole 32-byte "
     "sectors. The column-major default (32,1) touches 32 sectors, 8x the traffic.",
 )
@@ -354,8 +358,8 @@ a_cells_match = _operand_check(
     0,
     "A",
     "tCgA",
-    "wrong projection: A is (M, K), so its tile is picked by bm and every k: "
-    "proj=(1, None, 1) keeps the M and K modes of the tiler",
+    "wrong projection: A is (M, K), so its tile is picked by bm and every k: its "
+    "projection must keep the tiler's M and K modes and drop N",
     "wrong partition mode: A's share comes from partition_A (the thread's rows of M); "
     "partition_B cuts by the thread's columns of N",
 )
@@ -363,8 +367,8 @@ b_cells_match = _operand_check(
     1,
     "B",
     "tCgB",
-    "wrong projection: B is (N, K), so its tile is picked by bn and every k: "
-    "proj=(None, 1, 1) keeps the N and K modes of the tiler",
+    "wrong projection: B is (N, K), so its tile is picked by bn and every k: its "
+    "projection must keep the tiler's N and K modes and drop M",
     "wrong partition mode: B's share comes from partition_B (the thread's columns of N); "
     "partition_A cuts by the thread's rows of M",
 )
@@ -415,11 +419,11 @@ def gpu_gemm(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="03.partition",
     prompt="Write gemm_partitions(tiled_mma, tid, mA, mB, mC, tiler, bm, bn): the CTA's tiles "
-    "of A, B and C with cute.local_tile, then thread tid's share of each with the "
-    "TiledMMA's slice; return (tCgA, tCgB, tCgC).",
-    hint="A has the M and K modes of the tiler, B the N and K modes, C the M and N modes: "
-    "proj keeps a mode with 1 and drops it with None; each operand is cut by its own "
-    "partition_A / partition_B / partition_C.",
+    "of A, B and C, then thread tid's share of each by the TiledMMA's scheme; return "
+    "(tCgA, tCgB, tCgC).",
+    hint="which two of the tiler's (BM, BN, BK) modes does each tensor have? Its projection "
+    "keeps those and drops the third; and the thread's slice of the TiledMMA has one "
+    "partition for each operand (section 5).",
     arch="sm_90a",
     needs="gpu",
     build=_build_gemm,

@@ -179,8 +179,8 @@ SWIZZLE_COLLAPSED = (
     "swizzle collapsed: CuTe DSL turned your make_swizzle into S<0,4,3>, the identity (0 "
     "bits). A Swizzle<B,M,S> must shift by at least its bits (|S| >= B): the B bits it reads "
     "(from M + S up) may not overlap the B bits it XORs them into (from M up); one that breaks "
-    "this becomes the identity. For 32-float rows: make_swizzle(5, 0, 5), the 5 row bits "
-    "into the 5 bank bits"
+    "this becomes the identity. Count the bits a float's row takes in its offset and how far "
+    "above the bank bits they start: those are the swizzle's B and S"
 )
 
 
@@ -209,8 +209,9 @@ def conflict_free_both_ways(c):
         )
     else:
         hint = (
-            f"swizzle bits: a {worst}-way conflict remains: the swizzle must XOR all 5 bits "
-            "of the row into the 5 bank bits, Swizzle<5,0,5> for a 32-float row"
+            f"swizzle bits: a {worst}-way conflict remains: a column's 32 floats reach only "
+            f"{32 // worst} banks, so the swizzle moves too few of the row's bits into the "
+            "bank bits; how many bits does it take to tell 32 rows apart?"
         )
     return expect(
         "no bank conflicts writing rows or reading columns",
@@ -297,9 +298,10 @@ def _register_transpose_swizzle():
         prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 32x32 "
         "float tile, (row, col) -> offset, with which a warp writes a tile row and "
         "reads a tile column without bank conflicts.",
-        hint="which bits of a word's offset hold its row, and which its bank? Start from the "
-        "row-major tile (32,32):(32,1), where a column read hits one bank 32 times, and "
-        "compose it with a swizzle that XORs the one into the other (section 4).",
+        hint="a column read sends 32 lanes to 32 different rows of the tile: in your layout, "
+        "which bits of a float's offset say its row, and which say its bank? A layout is "
+        "conflict-free when the rows of a column end up in different banks and the floats "
+        "of a row still do too.",
         arch="sm_90a",
         needs="gpu",
         build=_transpose_build,

@@ -10,15 +10,42 @@ from course.exercises.check import exercise, number, pair
 from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
 
+SMEM_CONFIG = dict(tile_m=256, tile_n=128, tile_k=32, stages=5)  # the page prints the default's
+
+
+def _ring_bytes(tile_m, tile_n, tile_k, stages, element_bytes=2):
+    return (tile_m + tile_n) * tile_k * element_bytes * stages
+
+
 @exercise(
     "07.smem",
-    "How many bytes of shared memory does the ring of Config(tile_m=128, "
-    "tile_n=256, tile_k=64, stages=3) take for bf16 operands?",
-    "each stage holds a tile_m x tile_k tile of A and a tile_n x tile_k tile of B.",
-    "(128 + 256) * 64 * 2 bytes * 3 stages = 147,456 bytes.",
+    "How many bytes of shared memory does the ring of Config(tile_m=256, "
+    "tile_n=128, tile_k=32, stages=5) take for bf16 operands?",
+    "what does one stage of the ring hold, of A and of B, and how many bytes is one bf16 value?",
+    "(256 + 128) * 32 * 2 bytes * 5 stages = 122,880 bytes.",
 )
 def _smem(answer):
-    return number(answer, (128 + 256) * 64 * 2 * 3, unit="bytes")
+    truth = _ring_bytes(**SMEM_CONFIG)
+    slips = {
+        _ring_bytes(128, 256, 64, 3): "that is the default Config's ring (the cell at the top "
+        "prints it); this one has other tiles and stages",
+        _ring_bytes(**SMEM_CONFIG, element_bytes=1): "that counts one byte per value; bf16 "
+        "takes two",
+        _ring_bytes(**dict(SMEM_CONFIG, stages=1)): "that is one stage; the ring has five",
+        SMEM_CONFIG["tile_m"] * SMEM_CONFIG["tile_k"] * 2 * SMEM_CONFIG["stages"]: "that is "
+        "A alone; each stage holds a k-tile of B too",
+        SMEM_CONFIG["tile_n"] * SMEM_CONFIG["tile_k"] * 2 * SMEM_CONFIG["stages"]: "that is "
+        "B alone; each stage holds a k-tile of A too",
+        SMEM_CONFIG["tile_m"] * SMEM_CONFIG["tile_n"] * 2 * SMEM_CONFIG["stages"]: "that is a "
+        "tile of C per stage; the ring holds k-tiles of A and B, tile_k wide",
+    }
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        value = None
+    if value is not None and value != truth and value in slips:
+        return False, slips[value]
+    return number(answer, truth, unit="bytes")
 
 
 @exercise(
@@ -113,9 +140,9 @@ def issues_cp_async_copies(c):
         copies >= cfg.stages * per_k_tile,
         f"{copies} cp.async.cg.shared.global (the prologue alone has "
         f"{(cfg.stages - 1) * per_k_tile})",
-        "the main loop never loads k-tile next_k: issue cute.copy(copy_a, tAgA[None, "
-        "None, None, next_k], tAsA[None, None, None, write], pred=pA) (and B) each "
-        "iteration",
+        "the main loop never loads k-tile next_k: every iteration must copy the next "
+        "k-tile of A and of B into the stage that is free, with the copies' row predicates "
+        "(the prologue's excerpt shows how a k-tile and a stage are indexed)",
     )
 
 
@@ -126,8 +153,8 @@ def commits_each_k_tile(c):
         "each k-tile's copies are committed as a group",
         commits >= stages,
         f"{commits} cp.async.commit_group (the prologue has {stages - 1})",
-        "commit the copies of each k-tile as one group (cute.arch."
-        "cp_async_commit_group()) every iteration: wait_group counts groups",
+        "commit the copies of each iteration as one group, even when there was nothing "
+        "left to copy: wait_group counts groups, not copies",
     )
 
 
@@ -138,10 +165,10 @@ def keeps_copies_in_flight(c):
     detail = f"cp.async.wait_group {', '.join(map(str, waits))}" if waits else "no wait_group"
     if stages - 2 not in waits and waits and max(waits) < stages - 2:
         hint = (
-            f"no overlap: cp_async_wait_group(0) waits for every copy in flight, the ones "
-            f"just issued included, so the loads no longer overlap the math (correct, "
-            f"but the pipeline is gone): wait with cp_async_wait_group(stages - 2 = "
-            f"{stages - 2})"
+            "no overlap: cp_async_wait_group(0) waits for every copy in flight, the ones "
+            "just issued included, so the loads no longer overlap the math (correct, "
+            "but the pipeline is gone): how many groups were committed after k-tile t's, "
+            "and may stay in flight while it is read?"
         )
     elif waits and max(waits) > stages - 2:
         hint = (
@@ -150,8 +177,8 @@ def keeps_copies_in_flight(c):
         )
     else:
         hint = (
-            f"wait for k-tile t before reading it: cute.arch.cp_async_wait_group("
-            f"{stages - 2}) then cute.arch.sync_threads()"
+            "wait for k-tile t before reading it, leaving in flight only the groups committed "
+            "after it, and make every thread's copies visible to the CTA before anyone reads"
         )
     return expect(f"k-tile t waited for, {stages - 2} group(s) left in flight", ok, detail, hint)
 
@@ -166,9 +193,9 @@ def multiplies_with_ldmatrix_and_mma(c):
         "ldmatrix + mma.sync over every k-block",
         ldsm > 0 and mma >= per_k_tile,
         f"{ldsm} ldmatrix, {mma} mma.sync.m16n8k16 (one k-tile needs {per_k_tile})",
-        "for each k-block kb of the stage being read: cute.copy(f.s2r_a, f.tXsA[None, "
-        "None, kb, read], f.tXrA[None, None, kb]) (and B), then cute.gemm(tiled_mma, "
-        "f.acc, f.tCrA[None, None, kb], f.tCrB[None, None, kb], f.acc)",
+        "every k-block of the stage being read goes through two steps: ldmatrix into the "
+        "registers the MMA reads (the fragments' shared-to-register copies, section 3), then "
+        "one MMA into the accumulator",
     )
 
 
@@ -229,9 +256,8 @@ def _mistake(a, b, out) -> str:
             "are guarded with next_k < k_tiles"
         )
     return (
-        "wrong stage: the next k-tile's copies must go to the stage freed last iteration "
-        "(write = read + stages - 1, modulo stages), never into one still being read or "
-        "still in flight"
+        "wrong stage: the next k-tile's copies must go to the stage the CTA finished "
+        "reading last iteration, never into one still being read or still in flight"
     )
 
 
@@ -279,8 +305,9 @@ kernel_exercise(
     "until it has landed (leaving stages-2 groups in flight), sync, issue the next "
     "k-tile's cp.async copies into the freed stage and commit them, then ldmatrix and "
     "mma.sync over the k-blocks of the stage being read.",
-    hint="read = t % stages and write = (t + stages - 1) % stages; "
-    "cp_async_wait_group(stages - 2), then sync_threads, before touching either stage.",
+    hint="which stage holds k-tile t, and which one did the CTA finish reading last "
+    "iteration? How many copy groups may still be in flight once k-tile t has landed? A "
+    "thread's wait covers its own copies only: what makes them everyone's?",
     arch="sm_80",
     needs="sm_80+",
     build=_build,

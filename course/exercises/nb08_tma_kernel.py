@@ -137,8 +137,8 @@ def copies_with_tma(c):
         "TMA copies the box, counted on the barrier",
         n > 0,
         f"{n} cp.async.bulk.tensor ... complete_tx::bytes",
-        "hand the box to TMA with cute.copy(tma, src, dst, tma_bar_ptr=bar): the bytes "
-        "are counted on `bar` as they land",
+        "hand the box to TMA: a copy of the TMA atom from src to dst, told which barrier "
+        "counts its bytes as they land (without it the copy is no TMA load on a barrier)",
     )
 
 
@@ -175,8 +175,9 @@ kernel_exercise(
     prompt="Write arm_and_load(tma, src, dst, bar, tx_bytes), run by one whole warp: arm the "
     "mbarrier `bar` with one arrival and the tx_bytes TMA will deliver (from one lane), "
     "then issue the TMA copy of the box src -> dst, its completion counted on `bar`.",
-    hint="with cute.arch.elect_one(): cute.arch.mbarrier_arrive_and_expect_tx(bar, tx_bytes); "
-    "then cute.copy(tma, src, dst, tma_bar_ptr=bar) from the whole warp.",
+    hint="the barrier completes its phase when its arrivals are all in and its expected "
+    "bytes have all landed: which call does both, and how many lanes may make it? The copy is "
+    "CuTe DSL's ordinary copy of the TMA atom, which picks its own lane: who must reach it?",
     arch="sm_90a",
     needs="sm_90+",
     build=_build,

@@ -31,8 +31,9 @@ DEBUG_TIMEOUT_MS = 500  # a wait that long gives up and reports where it stuck
 
 HINTS = {  # the words course.sim.ring_code uses for a mistake -> what to change
     "missing fence": "missing fence: after initialising the barriers, call "
-    "cute.arch.mbarrier_init_fence() (fence.mbarrier_init) before the sync, so "
-    "the TMA unit (the async proxy) sees them initialised",
+    "cute.arch.mbarrier_init_fence() (fence.mbarrier_init, a release fence for the "
+    "inits) before the sync, so that every warp, and the TMA copies that count bytes on "
+    "the barriers, see them initialised",
     "wrong parity": "wrong parity: a consumer waits on full[t % stages] for (t // stages) % 2; "
     "the producer waits on empty[j % stages] for ((j // stages) % 2) ^ 1, so "
     "its first trip passes at once and later ones wait for every release",

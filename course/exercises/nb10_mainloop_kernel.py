@@ -187,13 +187,14 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 
 kernel_exercise(
     id=ID,
-    prompt="Write mainloop, the WGMMA main loop: for every k-tile t wait for its stage "
-    "(ring.consumer_wait(read)), wgmma.fence, one cute.gemm per k-block of the stage, "
-    "commit_group, read.advance(); then, for t > 0, wait_group(1) so that only k-tile "
-    "t's group is still running, hand k-tile t-1's stage back "
-    "(ring.consumer_release(release), release.advance()) and let warp 0 refill it.",
-    hint="fence -> wgmmas -> commit_group -> wait_group(1) -> consumer_release(release): the "
-    "stage of k-tile t-1 is free only once its group has completed.",
+    prompt="Write mainloop, the WGMMA main loop: multiply every k-block of every k-tile "
+    "into acc once its bytes have landed, keep the tensor cores busy between k-tiles, and "
+    "hand each stage back to the producer (which warp 0 then refills) only once no wgmma "
+    "that reads it can still be running.",
+    hint="wgmma runs asynchronously: a stage is free when the group that reads it has "
+    "completed, and waiting for the group you just issued leaves the tensor cores idle. "
+    "Which k-tile's stage is safe to release after each commit, and how many groups may "
+    "still be in flight at that moment?",
     arch="sm_90a",
     needs="sm_90a",
     build=_build,

@@ -394,12 +394,14 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 kernel_exercise(
     id="11.tma_store",
     prompt="Write store_chunk, the TMA-store epilogue step of the Hopper GEMM (preset "
-    "'tma_store'): write the converted chunk into staging buffer `buf` with stmatrix, "
-    "fence the async proxy, meet the other consumer threads, let one warp issue the TMA "
-    "store of the buffer to chunk `at` of C and commit it, wait until at most "
-    "epi_stages - 1 stores still read shared memory, and meet again.",
-    hint="stmatrix -> fence_proxy -> chunk_sync -> (store warp only: TMA store, "
-    "producer_commit, producer_acquire) -> chunk_sync.",
+    "'tma_store'): get this chunk from registers into C through staging buffer `buf` and "
+    "one TMA store, so that the store reads only what every consumer thread has written, "
+    "one warp issues it, and no buffer is written again while an earlier store may still "
+    "read it.",
+    hint="the TMA unit reads shared memory through the async proxy, not the path your "
+    "threads wrote it by, and it must not start before every thread's part is there; a "
+    "buffer comes round again epi_stages chunks later, so ask what must be true of the "
+    "store that last read it before anyone writes it.",
     arch="sm_90a",
     needs="sm_90a",
     build=_build,

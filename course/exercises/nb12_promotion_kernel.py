@@ -91,6 +91,45 @@ def waits_before_promoting(c):
     )
 
 
+SCALES_LATE_HINT = (
+    "the scales are read after wait_group(0): their loads start only once the tensor cores "
+    "have run dry, and their latency adds to every promotion (an earlier promote of the "
+    "course's kernel read them so and ran at 34% to 47% of cuBLAS, section 5). Issue the "
+    "scale loads before the wait, while k-tile kt's wgmmas still run, and use the values "
+    "after it"
+)
+
+
+def _loads_after_each_wait(code: list[str]) -> list[tuple[int, int]]:
+    """(wait, loads) for each wgmma.wait_group 0: the ld.global between it and the next
+    wgmma instruction (the promotion's reads of global memory made after the wait)."""
+    found = []
+    for i, line in enumerate(code):
+        if re.match(WAIT_ALL, line):
+            loads = 0
+            for later in code[i + 1 :]:
+                if later.startswith("wgmma."):
+                    break
+                loads += later.startswith("ld.global")
+            found.append((i, loads))
+    return found
+
+
+def loads_scales_before_the_wait(c):
+    """In the PTX: no global load (a scale) between a wgmma.wait_group 0 and the next wgmma:
+    the promotion's scales were loaded before the wait, their latency hidden under the
+    running wgmmas (notebook 12, section 5: the lesson of `k_tile_scales`)."""
+    late = [(i, n) for i, n in _loads_after_each_wait(c.instructions) if n]
+    return expect(
+        "the PTX: the scales are loaded before the wait, under the running wgmmas",
+        not late,
+        f"{late[0][1]} global loads after the wgmma.wait_group 0 at instruction {late[0][0]}"
+        if late
+        else "no global load between a wait_group 0 and the next wgmma",
+        SCALES_LATE_HINT,
+    )
+
+
 # ---------------------------------------------------------------- a run (GPU or CPU executor)
 
 
@@ -227,14 +266,14 @@ kernel_exercise(
     "kt's wgmmas (issued into the temporary accumulator tmp) have retired, add each element "
     "tmp[i] * a_scale[m, kt] * b_scale[n // 128, kt] into acc[i] -- m and n that element's "
     "row and column of C (self.coordinates(at)), the scales at.extra = (a_scale, b_scale) -- "
-    "and clear tmp for the next k-tile.",
-    hint="wait_group(0) first (the main loop has only waited for k-tile kt-1); the rows and "
-    "columns of a ragged tile's edge lie past a_scale's and b_scale's ends: read an existing "
-    "scale there (those elements are zeros and are never stored).",
+    "and clear tmp for the next k-tile; the scales' loads must not wait for the wgmmas.",
+    hint="two things take time here, the k-tile's wgmmas and the scales' loads from global "
+    "memory: which has to finish before you read tmp, and which can be under way while the "
+    "other runs? And a ragged tile's edge lies past the scales' ends.",
     arch="sm_90a",
     needs="sm_90a",
     build=_build,
-    cpu_checks=(waits_before_promoting,),
+    cpu_checks=(waits_before_promoting, loads_scales_before_the_wait),
     gpu_checks=gpu_checks,
     timeout_s=120,
     run_shows="whether each k-tile's sums are promoted with their own scales (a run against "

@@ -183,10 +183,9 @@ kernel_exercise(
     "retired, each fp32 accumulator element acc[i] of this thread becomes acc[i] + bias[n] + "
     "residual[m, n], (m, n) its own row and column of C, with at.extra = (bias, residual): "
     "bias (N,) in fp32, residual (M, N) in bf16.",
-    hint="the MMA's partition of an identity tensor of C gives each element's (m, n): "
-    "at.thr_mma.partition_C(cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, "
-    "(at.tile_row, at.tile_col))); a ragged tile's rows and columns past C's edge lie past "
-    "the residual's end: do not read it there (those elements are never stored).",
+    hint="each element needs its own row as well as its column: section 5's bias epilogue "
+    "shows how a thread learns which (m, n) of C each of its elements holds. And where does "
+    "the residual end?",
     arch="sm_90a",
     needs="sm_90a",
     build=_build,

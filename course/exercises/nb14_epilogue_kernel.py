@@ -8,7 +8,8 @@ for sm_100a here, and the synchronisation read back from its PTX (course.cute.pt
 must keep every rule; on a GPU of compute capability 10.x it also runs against torch.
 
 The static checks refuse only what the PTX ISA forbids: TMEM read after it is freed, a free
-not ordered after another warp's last tcgen05.ld, stores not drained when the CTA exits. The
+not ordered after another warp's last tcgen05.ld. TMA stores still in flight when the CTA
+exits are a note (the ISA leaves that defined; NVIDIA's TMA tutorials end so). The
 order of the teardown is otherwise the learner's: NVIDIA's Blackwell tutorial GEMMs drain
 the stores and free with no barrier of their own (epilogue_tile's last barrier already
 follows every warp's last read), its block-scaled GEMM meets, frees, then drains.
@@ -38,10 +39,10 @@ QUICK_SHAPES = ((129, 136, 320),)  # 5 k-tiles over 4 stages: the ring wraps onc
 PROTOCOL_HINTS = {
     "tmem_freed": "TMEM is never freed: end with tmem.free(tmem_ptr) (warp 0 deallocates); "
     + pp.TMEM_FREED_ISA,
-    "tma_stores_drained": "the TMA stores are not drained before the kernel ends: a bulk store "
-    "reads the CTA's shared memory until cp.async.bulk.wait_group.read says it is done, and "
-    "shared memory ends with the CTA: c_pipeline.producer_tail() waits for every store "
-    "(before or after tmem.free: the stores never read TMEM)",
+    "tma_stores_drained": "the TMA stores are still in flight when the kernel ends (a note: the "
+    "PTX ISA leaves that defined, since a bulk store reads only this CTA's shared memory; the "
+    "course's kernels drain with c_pipeline.producer_tail(), before or after tmem.free: the "
+    "stores never read TMEM)",
     "tmem_load_waited": "tcgen05.ld's registers used without tcgen05.wait::ld (a note: the PTX "
     "ISA observes a load's completion through tcgen05.wait::ld but does not call the registers "
     "undefined before it)",
@@ -241,9 +242,10 @@ kernel_exercise(
     "(self.epilogue_setup), wait for the accumulator, drain it to C "
     "(self.epilogue_tile), release it, drain the TMA stores, meet the other epilogue "
     "warps, and free TMEM.",
-    hint="consumer_wait before reading TMEM; producer_tail before the kernel ends; "
-    "no warp may still read TMEM when warp 0 frees it (a barrier after every warp's last "
-    "tcgen05.ld, such as epilogue_tile's own last one or epi_barrier.arrive_and_wait()).",
+    hint="three parties share what this role touches: the MMA warp (it writes the "
+    "accumulator asynchronously, and waits to write that slot again), the TMA unit (it reads "
+    "the staging buffers after your threads have moved on) and the other epilogue warps (one "
+    "warp frees TMEM for all four). Each needs something from you before the next step.",
     arch="sm_100a",
     needs="sm_100a",
     build=_build,

@@ -248,8 +248,9 @@ kernel_exercise(
     prompt="Write read_next_tile(self, scheduler, read_state): wait for the CLC answer, decode "
     "it, fence the read, free the buffer, advance, and return ((pair_m, tile_n, valid), "
     "read_state).",
-    hint="clc_pipeline, clc_response = scheduler; consumer_wait; cute.arch.clc_response; "
-    "cute.arch.fence_proxy('async.shared', space='cta'); consumer_release; advance.",
+    hint="the answer's buffer is a one-slot ring (section 6): read it as a consumer reads a "
+    "stage of the K-block ring, and remember who writes it next (the async proxy, while your "
+    "read went through the generic one); the answer names a CTA, the loop wants a pair.",
     arch="sm_100a",
     needs="sm_100a",
     build=_build,

@@ -42,17 +42,17 @@ SKELETON_CELL = '''\
 def mma_k_loop(self, tiled_mma, accumulator, tCrA, tCrB, sfa, sfb, ring, state, k_tiles):
     """Warp 5: every k-tile of the ring into the accumulator, each MMA with its own SFs.
 
-    sfa and sfb (kernels.blockscaled_gemm.SfCopy), one per operand:
-      .s2t   the tiled copy shared -> TMEM (tcgen05.cp): cute.copy(.s2t, source, .tmem)
-      .smem  the staged SFs in shared memory, the stage the last of its 5 modes
-      .tmem  where the copy lands in TMEM: one k-tile's SFs
-      .mma   the same TMEM as the MMAs read it, (MMA, MMA_MN, MMA_K): MMA kk reads mode
-             2 = kk; tiled_mma.set(tcgen05.Field.SFA, <a tensor's iterator>) points the
-             next MMA's SFA there (Field.SFB likewise)
-    tCrA, tCrB: A's and B's MMA fragments, (MMA, MMA_MN, MMA_K, STAGE).
-    Per k-tile: wait for its stage; its SFs into TMEM; each MMA kk pointed at its SFs, then
-    issued (cute.gemm(tiled_mma, accumulator, a, b, accumulator), then ACCUMULATE on);
-    release the stage and advance the state.
+    What you are given:
+      sfa, sfb (kernels.blockscaled_gemm.SfCopy), one per operand:
+        .s2t   a tiled copy from shared memory to TMEM (it becomes tcgen05.cp)
+        .smem  the SFs staged in shared memory: 5 modes, the ring's stage the last
+        .tmem  the TMEM one k-tile's SFs are copied into
+        .mma   the same TMEM as the MMAs read it, (MMA, MMA_MN, MMA_K)
+      tCrA, tCrB: A's and B's MMA fragments, (MMA, MMA_MN, MMA_K, STAGE).
+      A block-scaled MMA reads its SFs from the TMEM address held in two runtime fields of
+      the tiled MMA, tcgen05.Field.SFA and tcgen05.Field.SFB, set like Field.ACCUMULATE.
+    The loop is notebook 14's mma_k_loop plus the SFs: work out where they must be before
+    an MMA reads them, and which of them each MMA of a k-tile reads.
     """
     tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
     for k_block in cutlass.range(k_tiles, unroll=1):
@@ -495,9 +495,9 @@ kernel_exercise(
     "for its stage, copy the stage's SFA and SFB from shared memory into TMEM (tcgen05.cp), "
     "then for each of the k-tile's MMAs point the tiled MMA at that MMA's SFs "
     "(Field.SFA, Field.SFB) and issue it; release the stage.",
-    hint="the copies after ring.consumer_wait and before the k-tile's first cute.gemm, from "
-    "the stage state.index; MMA kk reads sfa.mma[(None, None, kk)] and "
-    "sfb.mma[(None, None, kk)].",
+    hint="an SF must be in TMEM before the MMA that reads it is issued, and its stage must "
+    "have landed before it is copied; the MMAs of one k-tile cover different parts of K, so "
+    "each reads a different part of the SFs in TMEM.",
     arch="sm_100a",
     needs="sm_100a",
     build=_build,

@@ -5,9 +5,11 @@ one, printed with where they came from, and the GEMM's kernels placed under the 
                      also as a fraction of the GPU's datasheet where the course knows it
   copy_ceiling       the copy bandwidth alone (live or recorded)
   gemm_roofline      the measured roofline (and the datasheet's), the tiling model's
-                     predictions and cuBLAS on it
+                     predictions, cuBLAS and notebook 03's recorded naive GEMM on it
+  naive_recorded     notebook 03's naive GEMM as recorded for one problem on one GPU
   tiling_table       DRAM traffic and intensity of a GEMM for a few square tile sizes
-  cublas_in_recorded_runs  cuBLAS's rate per size over the recorded GEMM benchmarks
+  cublas_in_recorded_runs  cuBLAS's rate per size over the recorded GEMM benchmarks, with
+                     the GPU, dates and commands, and how often it read above the roof
 """
 
 from __future__ import annotations
@@ -86,13 +88,34 @@ def copy_ceiling(rounds: int = 4) -> Outcome:
     return out
 
 
+NAIVE_TILE = 128  # notebook 03's naive GEMM: one CTA per 128x128 tile of C (naive_gemm.Config)
+
+
+def naive_recorded(g: Gemm, gpu: str, dtype: str = "bfloat16"):
+    """Notebook 03's naive GEMM on problem `g` as last recorded on `gpu`: (TFLOP/s, the
+    record's citation), or None when no such row was recorded."""
+    from course.runtime import results
+
+    problem = f"{g.m}x{g.n}x{g.k} {dtype}"
+    found = None
+    for rec in results.load("gemm"):
+        if gpu.lower() not in rec.gpu.lower() and rec.gpu.lower() not in gpu.lower():
+            continue
+        for row in rec.data["results"]:
+            if row.get("kernel") == "naive" and row["problem"] == problem:
+                found = (row["kernel_tflops"], rec.citation())
+    return found
+
+
 def gemm_roofline(ceil: Ceilings, g: Gemm, tile: int = 128, measured: int = 8192):
     """The measured roofline of `ceil` (and the datasheet's, dashed, where known) with the
     tiling model's predictions for `g` (1x1 tiles, tile x tile tiles without L2 reuse, each
-    operand read once) and cuBLAS as measured at measured^3."""
+    operand read once), cuBLAS as measured at measured^3 and, where one was recorded on this
+    GPU, notebook 03's naive GEMM on `g` (at its 128x128 CTA tiles' intensity). Prints each
+    point: its intensity, the rate the measured roof allows there, and the rate measured."""
     size = f"{g.m}^3" if g.m == g.n == g.k else f"{g.m}x{g.n}x{g.k}"
     points = [
-        Point(f"naive GEMM {size} (1x1 tiles)", g.intensity(1, 1)),
+        Point("1x1 tiles: one thread per cell of C, no reuse", g.intensity(1, 1)),
         Point(f"{tile}x{tile} tiles, no L2 reuse", g.intensity(tile, tile)),
         Point(f"{size}, each operand read once", g.intensity()),
         Point(
@@ -101,6 +124,21 @@ def gemm_roofline(ceil: Ceilings, g: Gemm, tile: int = 128, measured: int = 8192
             ceil.matmul_tflops,
         ),
     ]
+    naive = naive_recorded(g, ceil.gpu)
+    if naive is not None:
+        points.append(
+            Point(
+                f"notebook 03's naive GEMM {size} (recorded)",
+                g.intensity(NAIVE_TILE, NAIVE_TILE),
+                naive[0],
+            )
+        )
+    for p in points:
+        roof = min(ceil.matmul_tflops, p.intensity * ceil.bandwidth_gbps / 1e3)
+        got = f"measured {p.tflops:6.1f}" if p.tflops is not None else "(a prediction)"
+        print(f"{p.label:48s} {p.intensity:7.1f} FLOP/B  roof {roof:6.1f} TFLOP/s  {got}")
+    if naive is not None:
+        print(f"  (the naive GEMM {naive[1]})")
     return roofline(
         ceil.matmul_tflops,
         ceil.bandwidth_gbps,
@@ -124,15 +162,23 @@ def tiling_table(g: Gemm, tiles=(1, 16, 32, 64, 128, 256)) -> str:
     return "\n".join(lines)
 
 
-def cublas_in_recorded_runs(gpu: str = "H100", dtype: str = "bfloat16") -> dict[int, tuple]:
+def cublas_in_recorded_runs(
+    gpu: str = "H100", dtype: str = "bfloat16", ceil: Ceilings | None = None
+) -> dict[int, tuple]:
     """cuBLAS's rate in every recorded GEMM benchmark on `gpu` (taken with today's harness:
     those with a control), per problem size: the
     measured roof is one such measurement, and cuBLAS reads differently run to run and size to
     size (the clock depends on how long and how hard the GPU has been working). Prints one
-    line per size; returns {size: (lowest, highest, runs)}."""
+    line per size (given the ceilings `ceil` of the same kind of GPU: in how many runs cuBLAS
+    read above its measured roof, and by how much at most), then the GPU, the dates and the
+    commands of those runs; returns {size: (lowest, highest, runs, runs above the roof)}."""
     from course.runtime import results
 
+    same_gpu = ceil is not None and gpu.lower() in ceil.gpu.lower()
+    roof = ceil.matmul_tflops if same_gpu else None
+
     rates: dict[int, list[float]] = {}
+    gpus, dates, commands = set(), set(), set()
     for rec in results.load("gemm"):
         if gpu.lower() not in rec.gpu.lower():
             continue
@@ -140,12 +186,28 @@ def cublas_in_recorded_runs(gpu: str = "H100", dtype: str = "bfloat16") -> dict[
             shape, name = row["problem"].split()
             if name == dtype and len(set(shape.split("x"))) == 1 and row.get("control_pct"):
                 rates.setdefault(int(shape.split("x")[0]), []).append(row["cublas_tflops"])
+                gpus.add(rec.gpu)
+                dates.add(rec.date)
+                commands.add(rec.command.split(" --")[0])
     out = {}
     for size in sorted(rates):
-        lo, hi, n = min(rates[size]), max(rates[size]), len(rates[size])
-        out[size] = (lo, hi, n)
+        got = rates[size]
+        lo, hi, n = min(got), max(got), len(got)
+        above = [r for r in got if roof is not None and r > roof]
+        out[size] = (lo, hi, n, len(above))
+        line = (
+            f"cuBLAS {dtype} {size}^3: {lo:5.0f} to {hi:5.0f} TFLOP/s in {n} recorded "
+            "benchmark runs"
+        )
+        if roof is not None:
+            line += f"; above the {roof:.1f} roof in {len(above)} of them" + (
+                f", by at most {100 * (hi / roof - 1):.1f}%" if above else ""
+            )
+        print(line)
+    if rates:
         print(
-            f"cuBLAS {dtype} {size}^3: {lo:5.0f} to {hi:5.0f} TFLOP/s in {n} recorded benchmark "
-            "runs"
+            f"  (recorded on {', '.join(sorted(gpus))}, {min(dates)} to {max(dates)}, by "
+            f"{' / '.join(f'`{c} ...`' for c in sorted(commands))}; results/gemm.json holds "
+            "each run's full command)"
         )
     return out

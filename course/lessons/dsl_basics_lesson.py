@@ -6,6 +6,7 @@ compiling (any machine) or running (a GPU) a few lines of real device code.
   loop_table          one sum written three ways: unrolled, kept, unrolled by 4 (PTX counts)
   const_expr_table    a branch on a Constexpr is compiled away; on a dynamic value it is kept
   scale_ptx / scale_check   TensorSSA and a register tensor: 4 values per thread, one v4 load
+  scale_cell          notebook 01's live cell for it: scale_check on a GPU, its PTX elsewhere
   compile_once        what a call costs when it re-traces, against a compiled handle
   local_memory_report two ways into local memory: a register tensor indexed at run time, and
                       more live values than the 255 registers a thread can have (a spill)
@@ -226,6 +227,20 @@ def scale_ptx(arch: str = ARCH) -> list[str]:
     """The loads, the math and the stores of `scale` in PTX."""
     art = compile_artifacts(("dsl_basics.scale",), arch, scale, *_scale_args())
     return art.ptx_lines(r"ld\.global|st\.global|fma")
+
+
+def scale_cell():
+    """Notebook 01's live cell for `scale`, the harness behind one call: on a GPU print
+    `scale_check`; elsewhere compile for the target GPU and print its v4 load and store (then
+    what the cell printed when it last ran live, label 01.scale_check). Returns the Outcome."""
+    from course.runtime.live import compile_only, live_or
+
+    def compiled(arch):
+        print(f"compiled for {arch}: " + ", ".join(scale_ptx(arch)[::5]))
+
+    return live_or(
+        "gpu", lambda: print(scale_check()), compile_only(compiled), label="01.scale_check"
+    )
 
 
 def scale_check(n: int = 1 << 20, alpha: float = 0.5) -> str:

@@ -75,10 +75,11 @@ def try_config(
 
 def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list[dict]:
     """One line per recorded configuration (overrides of the default Config) at size^3:
-    TFLOP/s and % of cuBLAS. Returns the rows shown."""
-    shown = []
+    TFLOP/s and % of cuBLAS; then, under them, where each was measured (GPU, date, command).
+    Returns the rows shown."""
+    shown, cited = [], []
     for config in configs:
-        rows, _ = recorded_rows(kernel, config=config)
+        rows, rec = recorded_rows(kernel, config=config)
         for r in rows:
             if r["problem"].startswith(f"{size}x"):
                 print(
@@ -86,4 +87,8 @@ def recorded_configs(kernel: str, configs: list[dict], size: int = 4096) -> list
                     f"{pct_with_control(r)}"
                 )
                 shown.append(r)
+                cited.append(f"  {str(config or 'default')}: {rec.citation()}")
+    if cited:
+        print("where each row was measured:")
+        print("\n".join(cited))
     return shown

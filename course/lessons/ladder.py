@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from course.bench import report
 from course.bench.report import pct_of_cublas
 from course.runtime import results
 from kernels import ladder
@@ -57,25 +58,58 @@ def rungs(dtype: str = "bf16", gpu: str | None = "H100") -> list[Rung]:
     return out
 
 
-def table(sizes=(2048, 4096, 8192), dtype: str = "bf16", gpu: str | None = "H100") -> str:
-    """Markdown: one row per rung and, per size, '% of cuBLAS (TFLOP/s of cuBLAS's TFLOP/s)':
-    the percentage is the ratio of the two numbers in brackets."""
+SHORT_STANDINGS = {
+    report.STANDINGS["above"]: "above",
+    report.STANDINGS["below"]: "below",
+    report.STANDINGS["level"]: "level",
+}
+
+VERDICT_NOTE = (
+    "Each cell: the kernel's TFLOP/s over cuBLAS's (the two numbers in brackets, medians of "
+    "all timed launches), then the verdict of `course.bench.report`: *level*, *below* or "
+    "*above* cuBLAS when that ratio and the median round both lie inside (or both on one side "
+    "of) the range a second cuBLAS, timed in the same rounds as a control, covered; "
+    "*unsteady* when they disagree, with the median round beside it."
+)
+
+
+def verdict(row: dict) -> str:
+    """The short verdict of a ladder cell: 'level', 'below', 'above', 'unsteady (median round
+    94.4%)' or 'no control' (course.bench.report.row_standing, in one word)."""
+    full = report.row_standing(row)
+    if full == report.DISAGREE:
+        return f"unsteady (median round {row['rounds_pct'][0]:.1f}%)"
+    return SHORT_STANDINGS.get(full, full)
+
+
+def table(
+    sizes=(2048, 4096, 8192),
+    dtype: str = "bf16",
+    gpu: str | None = "H100",
+    upto: int | None = None,
+) -> str:
+    """Markdown: one row per rung and, per size, '% of cuBLAS (TFLOP/s of cuBLAS's TFLOP/s),
+    verdict': the percentage is the ratio of the two numbers in brackets, the verdict that
+    ratio and the median round against the run's control (see `verdict`). With `upto`, only
+    the rungs that notebooks up to that number introduce (the ladder so far)."""
     name = {"bf16": "bfloat16", "fp16": "float16"}[dtype]
     head = "| rung | " + " | ".join(f"{s}^3" for s in sizes) + " | recorded |"
     lines = [head, "|---|" + "---|" * (len(sizes) + 1)]
     for r in rungs(dtype, gpu):
+        if upto is not None and r.notebook > int(upto):
+            continue
         cells = []
         for s in sizes:
             row = r.at(s, name)
             cells.append(
                 f"{pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of "
-                f"{row['cublas_tflops']:.0f})"
+                f"{row['cublas_tflops']:.0f}), {verdict(row)}"
                 if row
                 else "-"
             )
         when = f"{r.record.gpu}, {r.record.date}" if r.record else "not recorded yet"
         lines.append(f"| {r.label} | " + " | ".join(cells) + f" | {when} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + VERDICT_NOTE
 
 
 def figure(

@@ -1,6 +1,6 @@
 """Notebook 14's tcgen05 GEMM: where the accumulator lives, the TMEM allocator, the
 instruction descriptor, what the compiler produced for sm_100a, who reads which TMEM lane,
-and the kernel checked (on Blackwell, or by the functional emulator) and timed. What the
+and the kernel checked (on Blackwell, or its own code on the CPU executor) and timed. What the
 compiler produced for sm_100a is in course.lessons.tcgen05_instructions.
 
   accumulator_footprint  an fp32 tile in registers against in tensor memory
@@ -8,7 +8,6 @@ compiler produced for sm_100a is in course.lessons.tcgen05_instructions.
   descriptor_fields      the instruction descriptor's bit fields and its value
   epilogue_agreement     CuTe DSL's epilogue TMEM reads against the course's model
   check_executed         the kernel's own code on the CPU executor, ragged shapes (fallback)
-  check_emulated         the emulator's run of the kernel's design on ragged shapes
   occupancy              what one CTA occupies on an SM (fallback for the benchmark)
   ragged_report          how the emulator covers a ragged problem: tiles, K-blocks, stores
 """
@@ -127,19 +126,6 @@ def check_executed(shapes=EXECUTOR_SHAPES) -> list:
     from course.lessons.gemm_lesson import executor_line
 
     return [executor_line(blackwell_runs.run_gemm("tcgen05_gemm", *shape)) for shape in shapes]
-
-
-def check_emulated(shapes=SHAPES) -> list:
-    """The functional emulator's run of the kernel on each shape (bf16), judged against
-    A.B^T in float64 and for exactly-once stores; one line each."""
-    verdicts = []
-    for m, n, k in shapes:
-        a, b = random_operands(m, n, k, seed=m + n + k)
-        run = emulate_tcgen05_gemm(a, b)
-        verdict = run.check(a, b)
-        verdicts.append(verdict)
-        print(f"{m}x{n}x{k} bf16, {len(run.tiles)} tiles: {verdict}")
-    return verdicts
 
 
 def occupancy(arch: str) -> dict:

@@ -9,6 +9,8 @@ checked and timed (or compiled), and why it is slow, in numbers.
   naive_instructions  its registers, FFMA/LDG/STG counts and the SASS of its K loop (fallback)
   naive_occupancy     the CTAs of it one H100 SM holds, from its compiled register count
   load_reuse          FMAs per load, and how often each element of A and B is fetched
+  live_cell           notebook 03's live cell: check_and_time on a GPU; elsewhere the kernel
+                      on the CPU executor, then naive_instructions (and the recorded run)
 """
 
 from __future__ import annotations
@@ -184,3 +186,23 @@ def load_reuse(
         f"along N"
     )
     return fmas_per_thread / loads_per_thread
+
+
+def live_cell():
+    """Notebook 03's live cell, the harness behind one call: on a GPU `check_and_time`;
+    elsewhere the kernel's own code on the CPU executor at a small size, then
+    `naive_instructions` for the target GPU, then what the cell printed when it last ran
+    live (label 03.naive_check). Returns the Outcome."""
+    from course.execute import ladder_runs
+    from course.runtime.live import compile_only, executed, live_or
+
+    return live_or(
+        "gpu",
+        check_and_time,
+        executed(
+            ladder_runs.run_naive_gemm,
+            "kernels/naive_gemm.py",
+            then=compile_only(naive_instructions),
+        ),
+        label="03.naive_check",
+    )

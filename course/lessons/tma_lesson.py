@@ -29,22 +29,31 @@ REJECTED = [
 
 def copy_instructions(cfg, elem_bytes: int = 2) -> dict[str, int]:
     """Print what one k-tile of an SM80 GEMM configuration `cfg` costs in copy instructions:
-    16-byte cp.async per thread, against TMA's one box of A and one of B."""
+    16-byte cp.async copies, one per thread per instruction (a warp's instruction moves 32 of
+    them), against TMA's one box of A and one of B, issued by one thread."""
     tile_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * elem_bytes
-    cp_async = tile_bytes // 16
+    cp_async = tile_bytes // 16  # 16-byte copies, one per thread and instruction
+    warp_instructions = cp_async // 32  # what the warps issue: 32 copies each
     print(
         f"one k-tile of a {cfg.tile_m}x{cfg.tile_n} CTA tile, K = {cfg.tile_k}: "
         f"{tile_bytes:,} bytes of A and B (bf16)"
     )
     print(
-        f"  cp.async, 16 B each: {cp_async:,} instructions, {cp_async // cfg.threads} "
-        f"per thread, every one with an address the thread computed"
+        f"  cp.async, 16 B per thread: {cp_async:,} copies, {cp_async // cfg.threads} per "
+        f"thread, each to an address its thread computed; issued as {warp_instructions:,} "
+        f"warp instructions ({cfg.threads // 32} warps x {cp_async // cfg.threads})"
     )
     print(
-        "  TMA: 2 instructions (one box of A, one of B) from one thread; the TMA unit does "
-        "the addresses"
+        f"  TMA: 2 instructions (one box of A, one of B) from one thread, "
+        f"{warp_instructions // 2}x fewer than the warps issue; the TMA unit computes the "
+        "addresses"
     )
-    return {"bytes": tile_bytes, "cp.async": cp_async, "tma": 2}
+    return {
+        "bytes": tile_bytes,
+        "cp.async": cp_async,
+        "warp instructions": warp_instructions,
+        "tma": 2,
+    }
 
 
 def encode_for_real(rows: int = 8192, cols: int = 8192) -> bytes:

@@ -6,6 +6,9 @@ the compile cache saves.
   check_and_time  check, then GB/s of the kernel and of torch against the copy ceiling (live)
   compiled        the PTX and SASS of the loads, the add and the store (fallback)
   compile_again   a second request of the same configuration, and the compile log
+  ragged_cell     notebook 01's live cell: check on ragged sizes (GPU), else the executor
+  live_cell       notebook 00's live cell: check_and_time on a GPU; elsewhere the kernel on
+                  the CPU executor, then compiled (and the recorded live run shown)
 """
 
 from __future__ import annotations
@@ -104,3 +107,38 @@ def compile_again() -> float:
     for event in COMPILE_LOG:
         print(f"compiled {event.key[:2]} for {event.arch} in {event.seconds:.2f} s")
     return ms
+
+
+def live_cell(ceiling_gbps: float):
+    """Notebook 00's live cell, the harness behind one call: on a GPU `check_and_time`;
+    elsewhere the kernel's own code on the CPU executor at a small size, then `compiled`
+    for the target GPU, then what the cell printed when it last ran live (label
+    00.vector_add). Returns the Outcome."""
+    from course.execute import ladder_runs
+    from course.runtime.live import executed
+
+    return live_or(
+        "gpu",
+        lambda: check_and_time(ceiling_gbps),
+        executed(ladder_runs.run_vector_add, "kernels/vector_add.py", then=compile_only(compiled)),
+        label="00.vector_add",
+    )
+
+
+def ragged_cell(sizes=(1, 257, 1_000_003), executed_n: int = 257):
+    """Notebook 01's live cell, the harness behind one call: on a GPU `check` on ragged
+    `sizes`; elsewhere the kernel on the CPU executor at n = `executed_n`, then `compiled`
+    (then what the cell printed when it last ran live, label 01.vector_add_check)."""
+    from course.execute import ladder_runs
+    from course.runtime.live import executed
+
+    return live_or(
+        "gpu",
+        lambda: check(sizes=sizes),
+        executed(
+            lambda: ladder_runs.run_vector_add(executed_n),
+            "kernels/vector_add.py",
+            then=compile_only(compiled),
+        ),
+        label="01.vector_add_check",
+    )

@@ -35,9 +35,15 @@ def run(
     seed: int = 0,
     producer_parity: Parity | None = None,
     consumer_parity: Parity | None = None,
+    pre_arrived: bool = False,
 ) -> str:
     """One random interleaving of the kernel's protocol: "ok", "deadlock: ..." or
-    "race: ..." (a stage read before its k-tile landed, or overwritten while read)."""
+    "race: ..." (a stage read before its k-tile landed, or overwritten while read).
+
+    `pre_arrived`: the other convention of hand-written Hopper kernels: every warp first
+    arrives once on every empty barrier, so each stage starts released (phase 0 of its
+    empty barrier completes before any load), and the producer's waits must name the
+    phases that follow."""
     kp, kc = kernel_parities(bug)
     producer_parity = producer_parity or kp
     consumer_parity = consumer_parity or kc
@@ -57,6 +63,10 @@ def run(
         in_flight.append((s, j))
 
     def warp(w):
+        if pre_arrived:
+            for s in range(stages):
+                empty[s].arrive()
+            yield None  # other warps may start before this one's startup arrivals
         if w == 0:
             for j in range(min(stages, k_tiles)):
                 yield from produce(j)

@@ -20,6 +20,7 @@ from course import ROOT
 from course.catalogue import LESSONS
 from course.runtime import live_outputs
 from course.runtime.live import _STYLE, REPLAY_INTRO, Mode
+from course.viz import compact_png
 
 REPORT = ROOT / "build" / "run-report.md"
 REPORT_JSON = REPORT.with_suffix(".json")  # read by `python -m course teachers`
@@ -71,6 +72,7 @@ def execute(path: Path, inplace: bool = False, timeout: int = 1800) -> NotebookR
         # already leaves in its output -- megabytes per notebook. Widgets come alive when
         # the notebook runs; the PNGs are what a static viewer shows.
         nb.metadata.pop("widgets", None)
+        compact_png.compact_notebook(nb)
         nbformat.write(nb, path)
     return run
 

@@ -77,6 +77,27 @@ finish_accumulator__gelu_copied = edited(
 )
 
 
+# bias and residual gathered into a second 128-value fragment first, then added in one
+# expression: compiled for sm_90a with CuTe DSL 4.8.1 it needs a stack frame (the checker's
+# "no spills" fails), where section 5's bias fragment alone did not. Not in WRONG (which
+# tests/test_execute_exercises.py compares case by case with the H100's record, and this
+# case has none yet): tests/test_notebook_claims.py checks it is refused for its spill.
+@cute.jit
+def finish_accumulator__gathered_fragment(self, acc, at):
+    bias, residual = at.extra
+    m, n = at.shape
+    tCcC = at.thr_mma.partition_C(
+        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+    )
+    extra = cute.make_rmem_tensor(acc.shape, self.acc_dtype)
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        row, col = tCcC[i]
+        extra[i] = 0.0
+        if row < m and col < n:
+            extra[i] = bias[col] + residual[row, col].to(Float32)
+    acc.store(acc.load() + extra.load())
+
+
 # correct, written otherwise --------------------------------------------------------------
 
 

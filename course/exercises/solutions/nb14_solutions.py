@@ -56,7 +56,6 @@ FREE = "    tmem.free(tmem_ptr)\n"
 # ---------------------------------------------------------------- known mistakes
 
 epilogue_role__no_wait = edited(epilogue_role, "epilogue_role__no_wait", (ACC_WAIT, ""))
-epilogue_role__no_tail = edited(epilogue_role, "epilogue_role__no_tail", (TAIL, ""))
 epilogue_role__never_freed = edited(epilogue_role, "epilogue_role__never_freed", (FREE, ""))
 # the tile's coordinates swapped where C's tile is chosen: tile (i, j) stored at (j, i)
 epilogue_role__tile_swapped = edited(
@@ -89,6 +88,9 @@ epilogue_role_as_the_tutorial = edited(
 epilogue_role_free_then_drain = edited(
     epilogue_role, "epilogue_role_free_then_drain", (TAIL + MEET + FREE, MEET + FREE + TAIL)
 )
+# as NVIDIA's TMA tutorials end: the stores still in flight when the CTA exits. The PTX ISA
+# leaves that defined (it reads only this CTA's shared memory); the checks say it as a note
+epilogue_role_no_tail = edited(epilogue_role, "epilogue_role_no_tail", (TAIL, ""))
 # the warps meet first; warp 0 drains its stores, then frees
 epilogue_role_meet_then_drain = edited(
     epilogue_role, "epilogue_role_meet_then_drain", (TAIL + MEET + FREE, MEET + TAIL + FREE)
@@ -99,7 +101,6 @@ REFERENCE = {"14.epilogue_role": epilogue_role}
 WRONG = {
     "14.epilogue_role": {
         epilogue_role__no_wait: ("read before the MMAs finished", "cpu"),
-        epilogue_role__no_tail: ("not drained", "cpu"),
         epilogue_role__freed_before_the_drain: ("after tcgen05.dealloc freed it", "cpu"),
         epilogue_role__never_freed: ("never freed", "cpu"),
         epilogue_role__tile_swapped: ("tiles swapped", "gpu"),
@@ -111,5 +112,6 @@ ALTERNATIVES = {
         epilogue_role_as_the_tutorial,
         epilogue_role_free_then_drain,
         epilogue_role_meet_then_drain,
+        epilogue_role_no_tail,
     ]
 }
