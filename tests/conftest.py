@@ -44,3 +44,20 @@ def cpu_reports_shared(monkeypatch):
         return _CPU_REPORTS[key]
 
     monkeypatch.setattr(kernel_check, "run_checks", remembered)
+
+
+@pytest.fixture
+def launch_notes(monkeypatch):
+    """The notes (course.execute.hazards.Note) of every executor launch the test makes:
+    what the run did that is no hazard (a list, filled as the launches finish)."""
+    from course.execute import launches
+
+    notes: list = []
+    real_launch = launches.launch
+
+    def launch(*args, **kwargs):
+        real_launch(*args, **kwargs)
+        notes.extend(launches._ACTIVE[-1].launches[-1].notes)
+
+    monkeypatch.setattr(launches, "launch", launch)
+    return notes

@@ -82,19 +82,10 @@ def _planted(monkeypatch, namespace, name: str, kind: str, kernel="tcgen05_gemm"
     return run.hazard
 
 
-def test_registers_used_before_wait_ld_are_a_note_not_a_hazard(monkeypatch):
+def test_registers_used_before_wait_ld_are_a_note_not_a_hazard(monkeypatch, launch_notes):
     """The PTX ISA observes tcgen05.ld's completion through wait::ld but does not call the
     registers undefined before it (NVIDIA's tutorials never wait): a note on the run."""
-    from course.execute import launches
-
-    notes = []
-    real_launch = launches.launch
-
-    def launch(*args, **kwargs):
-        real_launch(*args, **kwargs)
-        notes.extend(launches._ACTIVE[-1].launches[-1].notes)
-
-    monkeypatch.setattr(launches, "launch", launch)
+    notes = launch_notes
     monkeypatch.setitem(api.arch.__dict__, "fence_view_async_tmem_load", lambda *a, **k: None)
     _ok(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED))
     assert notes and notes[0].kind == tcgen05.WAIT_LD and "wait::ld" in str(notes[0]), notes

@@ -261,24 +261,17 @@ def test_warp_reduction_folds_each_group_of_lanes(group):
 # ---------------------------------------------------------------- TMA stores at exit
 
 
-def test_an_undrained_tma_store_at_exit_is_a_note_not_a_hazard(monkeypatch):
+def test_an_undrained_tma_store_at_exit_is_a_note_not_a_hazard(launch_notes):
     """NVIDIA's TMA tutorials end right after their TMA store, never waiting on its bulk
     group: the executor stopped them (NOT_DRAINED). The PTX ISA makes an async copy
     undefined only by a modified source or an early read of the destination, and forbids
     an exit only before a *peer* CTA's shared-memory operation completes; a bulk store reads
     its own CTA's. So it is a note (the course's kernels still drain), and C is right."""
-    from course.execute import blackwell_runs, launches, tma
+    from course.execute import blackwell_runs, tma
     from course.exercises.nb14_epilogue_kernel import epilogue_class
     from course.exercises.solutions import nb14_solutions as solutions
 
-    notes = []
-    real_launch = launches.launch
-
-    def launch(*args, **kwargs):
-        real_launch(*args, **kwargs)
-        notes.extend(launches._ACTIVE[-1].launches[-1].notes)
-
-    monkeypatch.setattr(launches, "launch", launch)
+    notes = launch_notes
     cls = epilogue_class(solutions.epilogue_role_no_tail)
     run = blackwell_runs.run_gemm("tcgen05_gemm", 129, 136, 72, cls=cls)
     assert run.ok, run.summary()

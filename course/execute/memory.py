@@ -538,16 +538,21 @@ class SharedMemory(Memory):
                 site,
             )
 
-    def _mark_written(self, b, t, site: Site, how: str, w=None) -> None:
-        """Bytes b written now by threads t (of warp w, the running one if None)."""
-        w = w or current.current_warp()
+    def _writer_is(self, b, t, w, site: Site) -> None:
+        """Threads t of warp w (None: the host) wrote bytes b now: their last writer."""
         self.w_tid[b] = t
         self.w_warp[b] = NOBODY if w is None else self.warp_id(w)
         self.w_stamp[b] = 0 if w is None else happens_before.now(w)
         self.w_serial[b] = self._next_serial
         self._next_serial += 1
-        self.unfenced[b] = True
         self.w_site[b] = self.site_id(site)
+        if w is not None:
+            happens_before.lanes_touched(w, self, b, t % 32, writing=True)
+
+    def _mark_written(self, b, t, site: Site, how: str) -> None:
+        """Bytes b written now by threads t of the running warp, through the generic proxy."""
+        self._writer_is(b, t, current.current_warp(), site)
+        self.unfenced[b] = True
         clash = self.w_tid[b] != t
         if clash.any():  # two lanes of one instruction wrote the same bytes
             k = int(np.argmax(clash))
@@ -558,8 +563,6 @@ class SharedMemory(Memory):
                 f"{self.describe(int(b[k]))} in the same instruction",
                 site,
             )
-        if w is not None:
-            happens_before.lanes_touched(w, self, b, t % 32, writing=True)
 
     def landed(self, b: np.ndarray) -> None:
         """An asynchronous unit (a TMA load, a CLC response, a tcgen05 staging) wrote bytes
@@ -612,15 +615,7 @@ class SharedMemory(Memory):
         b, t = self._bytes(copy.dtype, copy.tids, copy.elems)
         mine = self.inflight[b] == copy.id
         self.inflight[b[mine]] = -1
-        self.w_tid[b] = t
-        w = copy.warp
-        self.w_warp[b] = NOBODY if w is None else self.warp_id(w)
-        self.w_stamp[b] = 0 if w is None else happens_before.now(w)
-        self.w_serial[b] = self._next_serial
-        self._next_serial += 1
-        self.w_site[b] = self.site_id(copy.site)
-        if w is not None:
-            happens_before.lanes_touched(w, self, b, t % 32, writing=True)
+        self._writer_is(b, t, copy.warp, copy.site)
         del self.copies[copy.id]
 
     # --- banks

@@ -4,12 +4,12 @@ Host code written for a GPU checks a block-scaled GEMM against `torch._scaled_mm
 scale_a, scale_b, out_dtype=...)`: NVFP4 -- `a` (M, K/2) and `b` (K/2, N) of
 float4_e2m1fn_x2 (two e2m1 values a byte, the first in the low nibble) with float8_e4m3fn
 scales, one per 16 values along K -- or MX -- float8_e4m3fn (or e2m1) operands with
-float8_e8m0fnu scales, one per 32. The scales are in cuBLAS's blocked layout for 1D block
-scaling: tiles of 128 rows x 4 scale columns, row-major over tiles; inside a tile the
-scale of (row r, column c) is at (r % 32) * 16 + ((r // 32) % 4) * 4 + c % 4. torch's CPU
-build has only the float8 tensor-wise and row-wise cases; these are computed as the
-product of the scaled operands (exact for the integer-valued tests NVIDIA writes) rounded
-once to fp32 and then to `out_dtype`. Any other case is torch's own, unchanged.
+float8_e8m0fnu scales, one per 32. The scales are in cuBLAS's blocked layout
+for 1D block scaling (course.models.block_formats.blocked_offset: tiles of 128 rows x 4
+scale columns). torch's CPU build has only the float8 tensor-wise and row-wise cases;
+these are computed as the product of the scaled operands (exact for the integer-valued
+tests NVIDIA writes) rounded once to fp32 and then to `out_dtype`. Any other case is
+torch's own, unchanged.
 """
 
 from __future__ import annotations
@@ -26,13 +26,11 @@ def unblocked_scales(scale, rows: int, columns: int) -> np.ndarray:
     import torch
 
     from course.execute.numeric import by_name
+    from course.models.block_formats import blocked_offset
 
     codes = scale.contiguous().view(-1).cpu().view(torch.uint8).numpy()
-    tiles_c = -(-columns // 4)
-    r = np.arange(rows)[:, None]
-    c = np.arange(columns)[None, :]
-    tile = (r // 128) * tiles_c + c // 4
-    offset = tile * 512 + (r % 32) * 16 + ((r // 32) % 4) * 4 + c % 4
+    r, c = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
+    offset = blocked_offset(r, c, rows, columns)
     if offset.max() >= codes.size:
         raise ValueError(
             f"a blocked scale vector of {codes.size} values for {rows} x {columns} scales"

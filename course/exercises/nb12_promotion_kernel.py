@@ -96,7 +96,8 @@ SCALES_LATE_HINT = (
     "have run dry, and their latency adds to every promotion (an earlier promote of the "
     "course's kernel read them so and ran at 34% to 47% of cuBLAS, section 5). Issue the "
     "scale loads before the wait, while k-tile kt's wgmmas still run, and use the values "
-    "after it"
+    "after it. This is the exercise's speed requirement, read from the PTX: the values are "
+    "right either way, and no GPU run was needed to see it"
 )
 
 
