@@ -34,15 +34,18 @@ def test_make_trivial_tiled_mma_is_cutes_f16_mma_in_both_call_forms():
     assert oracle.attribute(old.recipe, "shape_mnk") == (256, 128, 16)
 
 
-def test_make_trivial_tiled_mma_of_tf32_is_unmodelled():
-    """The tf32 MMA's rounding is implementation defined (PTX ISA: "The internal layout of
-    tf32 format is implementation defined"): the executor says it does not model it."""
+def test_make_trivial_tiled_mma_of_tf32_is_cutes_tf32_mma():
+    """TFloat32 (and Float32) A/B make CuTe DSL's kind::tf32 MMA, K = 8 per instruction.
+    The PTX ISA leaves tf32's internal layout implementation defined; how the executor reads
+    fp32 operands as tf32 is tested in tests/test_execute_blackwell_dense_fixes.py."""
     import cutlass
 
-    with pytest.raises(Unmodelled, match="MmaTF32Op"):
-        blackwell.make_trivial_tiled_mma(
-            cutlass.TFloat32, K_MAJOR, K_MAJOR, F32, TC.CtaGroup.ONE, (128, 128)
+    for ab in (cutlass.TFloat32, F32):
+        mma = blackwell.make_trivial_tiled_mma(
+            ab, K_MAJOR, K_MAJOR, F32, TC.CtaGroup.ONE, (128, 128)
         )
+        assert isinstance(mma, tcgen05.TiledMma) and mma.op.name == tcgen05.TF32_OP
+        assert oracle.attribute(mma.recipe, "shape_mnk") == (128, 128, 8)
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,10 @@ import math as _math
 
 import numpy as np
 
-from course.execute import atoms, blackwell, dispatch, hazards, hopper, launches, machine, oracle
-from course.execute import scaled_mma, smem_struct, standins, warp_ops, wgmma
+from course.execute import atoms, basis, blackwell, dispatch, hazards, hopper, launches, machine
+from course.execute import oracle
+from course.execute import scaled_mma, smem_struct, standins, tma, warp_ops, wgmma
+from course.execute import cp_async_arrive, dsmem_stores, inline_ptx, mlir_dialects, tmem_store
 
 # the stand-in module lives below every architecture module (course.execute.standins);
 # importable from here, as before
@@ -54,6 +56,8 @@ def _static(x):
         return int(x)
     if isinstance(x, (int, np.integer)):
         return int(x)
+    if isinstance(x, basis.Basis):  # a stride E(m) * v: the layout maps to coordinates
+        return x
     if isinstance(x, float) and x.is_integer():
         return int(x)
     raise Unmodelled(f"a layout with {type(x).__name__} {x!r} in its shape or stride")
@@ -334,6 +338,8 @@ def local_partition(tensor: Tensor, tiler, index, proj=1) -> Tensor:
 
 
 def domain_offset(coord, tensor: Tensor) -> Tensor:
+    if isinstance(tensor, tma.TmaView):
+        return tensor.domain_offset(coord)
     return tensor.moved(tensor.domain_layout(coord), tensor.domain_layout)
 
 
@@ -764,6 +770,8 @@ def _cute_names() -> dict:
     names = {name: _algebra(name) for name in ALGEBRA}
     names.update(
         make_layout=make_layout,
+        E=basis.E,
+        ScaledBasis=basis.Basis,
         make_swizzle=make_swizzle,
         make_composed_layout=make_composed_layout,
         size=size,
@@ -885,7 +893,9 @@ CORE = {
         Float=DType,
         **TYPES,
     ),
-    "cutlass.cute": _cute_names(),
+    # CuTe DSL re-exports its math functions and numeric types at the top (`cute.erf` is
+    # `cute.math.erf`, `cute.Float32` is `cutlass.Float32`)
+    "cutlass.cute": {**_cute_names(), **MATH, **TYPES},
     "cutlass.cute.arch": ARCH,
     "cutlass.cute.nvgpu": NVGPU,
     "cutlass.cute.nvgpu.cpasync": CPASYNC,
@@ -913,10 +923,15 @@ CORE = {
 TABLES = [
     ("course.execute.api", CORE),
     ("course.execute.warp_ops", warp_ops.NAMES),
+    ("course.execute.mlir_dialects", mlir_dialects.NAMES),
+    ("course.execute.cp_async_arrive", cp_async_arrive.NAMES),
+    ("course.execute.dsmem_stores", dsmem_stores.NAMES),
+    ("course.execute.inline_ptx", inline_ptx.NAMES),
     ("course.execute.hopper", hopper.NAMES),
     ("course.execute.wgmma", wgmma.NAMES),
     ("course.execute.blackwell", blackwell.NAMES),
     ("course.execute.scaled_mma", scaled_mma.NAMES),
+    ("course.execute.tmem_store", tmem_store.NAMES),
 ]
 # real module name -> its stand-in (course.execute.translate binds these); OWNERS:
 # (module, name) -> the table that gave it

@@ -1,11 +1,12 @@
-"""Atomic read-modify-writes (`cute.arch.atomic_add`, `atomic_cas`) on the executor.
+"""Atomic read-modify-writes (`cute.arch.atomic_add`, `atomic_cas`, `atomic_fmax`) on the
+executor.
 
-The PTX ISA's atom.add / atom.cas: each thread's operation on its address is indivisible,
-and the threads of a warp that target one address are performed one after another in some
-order. The executor performs them in lane order, over the memory's own bytes, and answers
-each lane with the value it found. Atomics are never races: they take no part in the race
-watch. An atomic whose lanes target different addresses is not modelled yet (the course's
-kernels use atomics on one flag: a watchdog's report).
+The PTX ISA's atom.add / atom.cas / atom.max / atom.min: each thread's operation on its
+address is indivisible, and the threads of a warp that target one address are performed one
+after another in some order. The executor performs them in lane order, over the memory's
+own bytes, and answers each lane with the value it found. Atomics are never races: they
+take no part in the race watch. An atomic whose lanes target different addresses is not
+modelled yet (the course's kernels use atomics on one flag: a watchdog's report).
 """
 
 from __future__ import annotations
@@ -54,6 +55,28 @@ def _apply(ptr, step) -> "Lanes | object":
 def atomic_add(ptr, val, *, sem=None, scope=None, **_):
     adds = _per_lane(val, 32)
     return _apply(ptr, lambda old, lane: old + adds[lane])
+
+
+def atomic_fmax(ptr, val, *, sign_bit=None, sem=None, scope=None, **_):
+    """cute.arch.atomic_fmax as CuTe DSL builds it from integer atomics on the float's
+    bits: where val's sign bit is set an unsigned atom.min, else a signed atom.max (each
+    orders floats of that sign as fmax wants, -inf and +inf included). `sign_bit`, when
+    given, picks the branch instead of val's own sign, right or wrong, as on the GPU."""
+    if ptr.dtype.name != "Float32":
+        raise Unmodelled(f"atomic_fmax on a {ptr.dtype} pointer (CuTe DSL's is Float32)")
+    vals = _per_lane(val, 32)
+
+    def step(old, lane):
+        new = np.float32(vals[lane]).view(np.uint32)
+        bits = np.float32(old).view(np.uint32)
+        negative = bool(new >> 31) if sign_bit is None else bool(sign_bit)
+        if negative:
+            kept = min(int(bits), int(new))
+        else:
+            kept = max(int(bits.view(np.int32)), int(new.view(np.int32))) & 0xFFFFFFFF
+        return np.uint32(kept).view(np.float32)
+
+    return _apply(ptr, step)
 
 
 def atomic_cas(ptr, *, cmp, val, sem=None, scope=None, **_):

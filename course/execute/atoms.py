@@ -37,6 +37,7 @@ COPY_KINDS = {
     "CopyG2ROp": "universal",  # ld.global into registers, as a universal copy does it
     "CopyR2GOp": "universal",  # st.global from registers
     "CopyG2SOp": "cp.async",
+    "CopyDsmemStoreOp": "st.async",  # into a peer CTA's shared memory (course.execute.dsmem_stores)
     "LdMatrix8x8x16bOp": "ldmatrix",
     "LdMatrix16x16x8bOp": "ldmatrix",
     "LdMatrix8x16x8bOp": "ldmatrix",
@@ -112,7 +113,7 @@ class TiledCopy(CopyAtom):
     layout_dst_tv_tiled = property(lambda self: self._attr("layout_dst_tv_tiled"))
 
     def get_slice(self, thr_idx) -> "ThrCopy":
-        return ThrCopy(self, _thread_index(thr_idx))
+        return ThrCopy(self, thread_index(thr_idx))
 
     def retile(self, tensor: Tensor) -> Tensor:
         if not _is_registers(tensor):
@@ -121,7 +122,7 @@ class TiledCopy(CopyAtom):
         return tensor.moved(delta, layout)
 
 
-def _thread_index(t):
+def thread_index(t):
     return t if isinstance(t, Lanes) else int(t)
 
 
@@ -141,8 +142,8 @@ def partition_for(op, which: str, tensor: Tensor, thr_idx) -> Tensor:
         # MMA at index -128 and never uses it): CuTe computes its partition all the same,
         # by the TV layout's arithmetic; an access through it is checked where it happens
         start_of = dict(enumerate(starts))
-        for i in set(ids.tolist()) - start_of.keys():
-            start_of[i] = oracle.thread_start(op.recipe, which, tile, int(i))
+        outside = tuple(sorted(set(ids.tolist()) - start_of.keys()))
+        start_of.update(zip(outside, oracle.thread_starts_at(op.recipe, which, tile, outside)))
         starts_of_ids = np.array([start_of[i] for i in ids.tolist()], dtype=np.int64)
     else:
         starts_of_ids = np.asarray(starts, dtype=np.int64)[ids]
@@ -240,7 +241,7 @@ class TiledMma(hazards.Standin):
         return oracle.method(self.recipe, "partition_shape_C", shape)
 
     def get_slice(self, thr_idx) -> "ThrMma":
-        return ThrMma(self, _thread_index(thr_idx))
+        return ThrMma(self, thread_index(thr_idx))
 
     def partition_tile(self, which: str) -> tuple:
         """(M, K), (N, K) or (M, N) of the TiledMMA's tile, for partition_A, _B or _C."""

@@ -11,7 +11,7 @@ Kept apart from api so that api stays the SIMT core and each piece one module.
 from __future__ import annotations
 
 from course.execute import atoms, launch_control, oracle, scaled_mma, smem_struct, tcgen05
-from course.execute import tma, tmem
+from course.execute import tma, tmem, tmem_store
 from course.execute.hazards import Unmodelled
 from course.execute.layout_enum import LayoutEnum
 from course.execute.numeric import DType
@@ -19,11 +19,13 @@ from course.execute.oracle import Recipe
 from course.execute.standins import Alias, OperandMajorMode, Wraps, ops_names
 from course.execute.tensor import Tensor
 
-# modelled: the 16-bit MMA (exact products, fp32 accumulation), the block-scaled MXF8F6F4 MMA
-# and the SF copy tcgen05.cp (course.execute.scaled_mma, as the PTX ISA places the SFs) and
-# the 32x32b TMEM load; the tf32 / plain fp8 / fp4 MMAs and the 16xNb loads are not (their
-# rounding and lane maps would be made up)
-TCGEN05_OPS = ("MmaF16BF16Op", "Ld32x32bOp", *scaled_mma.OPS)
+# modelled: the 16-bit MMA (exact products, fp32 accumulation), the tf32 MMA (its operands
+# read as tf32, the executor's choice of how: course.execute.tcgen05, noted on the launch),
+# the block-scaled MXF8F6F4 MMA and the SF copy tcgen05.cp (course.execute.scaled_mma, as the
+# PTX ISA places the SFs), kind::f8f6f4 of 8-bit A/B (exact products, as the 16-bit MMA's)
+# and the 32x32b TMEM load; f8f6f4's unpacked fp6 / fp4 and the 16xNb loads are not (their
+# layouts and lane maps would be made up)
+TCGEN05_OPS = ("MmaF16BF16Op", tcgen05.TF32_OP, tcgen05.F8F6F4_OP, "Ld32x32bOp", *scaled_mma.OPS)
 TCGEN05_ENUMS = {
     "CtaGroup": ("ONE", "TWO"),
     "OperandSource": ("SMEM", "TMEM"),
@@ -170,6 +172,13 @@ def make_trivial_tiled_mma(*args, **kwargs):
     a_name, b_name = _dtype_name(bound["a_dtype"]), _dtype_name(bound["b_dtype"])
     source = bound["a_source"]
     picked = _TRIVIAL_OPS.get(a_name) if a_name == b_name else None
+    if a_name in _F8F6F4 and b_name in _F8F6F4:  # kind::f8f6f4 (its types: the op's own)
+        op = MODULES["cutlass.cute.nvgpu.tcgen05"].MmaF8F6F4Op(
+            bound["a_dtype"], bound["b_dtype"], bound["acc_dtype"],
+            (*tuple(bound["mma_tiler_mn"]), 32), bound["cta_group"], source,
+            bound["a_leading_mode"], bound["b_leading_mode"],
+        )  # fmt: skip
+        return MODULES["cutlass.cute"].make_tiled_mma(op)
     if picked is None:
         raise Unmodelled(f"make_trivial_tiled_mma of {a_name} x {b_name} (a tcgen05 f8f6f4 MMA)")
     op_name, k = picked
@@ -330,6 +339,13 @@ def _reexported(helpers: dict) -> dict:
     return names
 
 
+def _real_tmem(name: str):
+    """A pure-Python helper of cutlass.cute.arch.tmem (a table look-up), CuTe DSL's own."""
+    import cutlass.cute.arch.tmem as real
+
+    return getattr(real, name)
+
+
 def _names() -> dict:
     """What Blackwell adds to the stand-ins: `cute.nvgpu.tcgen05`, TMEM's `cute.arch`
     instructions and `cutlass.memory.TmemAllocator`, CLC, the operand TMA atoms,
@@ -375,8 +391,11 @@ def _names() -> dict:
             "dealloc_tmem": tmem.dealloc_tmem,
             "retrieve_tmem_ptr": tmem.retrieve_tmem_ptr,
             "relinquish_tmem_alloc_permit": tmem.relinquish_tmem_alloc_permit,
+            # TMEM's capacity and least allocation per architecture: CuTe DSL's own tables
+            "get_max_tmem_alloc_cols": _real_tmem("get_max_tmem_alloc_cols"),
+            "get_min_tmem_alloc_cols": _real_tmem("get_min_tmem_alloc_cols"),
             "fence_view_async_tmem_load": tcgen05.wait_ld,
-            "fence_view_async_tmem_store": tcgen05.wait_st,
+            "fence_view_async_tmem_store": tmem_store.wait_st,
             "issue_clc_query": launch_control.issue_clc_query,
             "clc_response": launch_control.clc_response,
             "fence_proxy": Wraps(lambda fence: _clc_aware(fence, ("async", "async.shared"))),

@@ -2,13 +2,13 @@
 both ways under masks: the rewriting, apart from the binding of names (course.execute.translate).
 
 `rewrite(code, fn)` parses `fn`'s source once and turns `if`, `a if c else b`, `and`, `or`,
-`not`, chained comparisons, `while`, `for` over a lane-varying `range`, and `//`/`%` into
-calls of course.execute.simt (bound as `__simt__` in kernel globals; simt's docstring shows
-the shape of each). It gives back the code of a module defining FACTORY(*free variables),
-which course.execute.translate.Translator.function runs in the kernel's translated globals
-to recreate the function with its closure. Line numbers stay the source's own, so a hazard
-names the learner's line (course.execute.hazards). Where the source cannot be read,
-`rewrite` gives None and the function runs unrewritten.
+`not`, chained comparisons, `while`, `for` over a lane-varying `range`, `//`/`%` and
+`x.ir_value()` into calls of course.execute.simt (bound as `__simt__` in kernel globals;
+simt's docstring shows the shape of each). It gives back the code of a module defining
+FACTORY(*free variables), which course.execute.translate.Translator.function runs in the
+kernel's translated globals to recreate the function with its closure. Line numbers stay
+the source's own, so a hazard names the learner's line (course.execute.hazards). Where the
+source cannot be read, `rewrite` gives None and the function runs unrewritten.
 
 Only the AST lives here: no name is looked up and nothing of CuTe DSL is touched, so a new
 construct to rewrite is a new `visit_` method of `_Branches`, and a new name to bind is
@@ -258,6 +258,29 @@ class _Branches(ast.NodeTransformer):
             return node
         value = _simt_call(fn, ast.Name(node.target.id, ast.Load()), node.value)
         return ast.copy_location(ast.Assign([node.target], value), node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        """An annotation is left as written: the rewritten code is compiled under this
+        module's `from __future__ import annotations`, so a class body's annotations (a
+        cute.struct's fields) are their source text, which course.execute.smem_struct reads
+        in the declaring frame's scope; a rewritten `a if c else b` in them would be a
+        lambda that scope cannot reach (Hopper fmha's `cosize(o_layout) if persistent
+        else 0`). Trace-time expressions: no lane takes a side of them."""
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        node.target = self.visit(node.target)
+        return node
+
+    def visit_Call(self, node: ast.Call):
+        """`x.ir_value(...)` -> simt.ir_value(x, ...): the MLIR value of a DSL value, which a
+        number the executor holds has no method for."""
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "ir_value" and not node.args:
+            call = _simt_call("ir_value", f.value)
+            call.keywords = node.keywords
+            return ast.copy_location(call, node)
+        return node
 
     def visit_UnaryOp(self, node: ast.UnaryOp):
         self.generic_visit(node)

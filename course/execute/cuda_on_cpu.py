@@ -145,10 +145,13 @@ def _convert(src, dst) -> None:
     """cute.testing.convert (how cutlass.torch fills a float8 tensor from float32 values:
     a kernel on the GPU) on the CPU: each of src's values into dst's element type, rounded
     to nearest even as the executor converts (course.execute.numeric), element by element
-    at the same coordinates. Types narrower than a byte are not modelled here."""
+    at the same coordinates. Float4E2M1FN (cutlass.torch's tensors of it: a uint8 tensor
+    of the same shape, two elements a byte) is written as the kernel reads it: element
+    offset i in the low (i even) or high nibble of byte i // 2 (course.execute.memory's
+    Nibbles); values must be e2m1's own (rounding to it is not modelled)."""
     import torch
 
-    from course.execute.host import torch_of
+    from course.execute.host import executor_tensor, torch_of
     from course.execute.numeric import by_name
 
     name = getattr(dst.element_type, "__name__", str(dst.element_type))
@@ -156,11 +159,17 @@ def _convert(src, dst) -> None:
         dtype = by_name(name)
     except KeyError:
         raise Unmodelled(f"cute.testing.convert into {name}") from None
-    if dtype.width < 8 or dtype.width % 8:
-        raise Unmodelled(f"cute.testing.convert into {name} (narrower than a byte)")
+    if dtype.width not in (4, *range(8, 65, 8)):
+        raise Unmodelled(f"cute.testing.convert into {name} (a {dtype.width}-bit type)")
     source, target = torch_of(src), torch_of(dst)
     if tuple(source.shape) != tuple(target.shape):
         raise ValueError(f"convert of a {tuple(source.shape)} tensor into {tuple(target.shape)}")
+    if dtype.width == 4:  # colexicographic, as the executor's tensor lists its elements
+        values = source.to(torch.float32).numpy().flatten(order="F")
+        packed = executor_tensor(dst)
+        elems = np.asarray(packed.elements()).reshape(-1)
+        packed.iterator.memory.typed(dtype)[elems] = dtype.encode(values)
+        return
     stored = dtype.encode(source.to(torch.float32).numpy())
     target.copy_(torch.from_numpy(np.ascontiguousarray(stored)).view(target.dtype))
 

@@ -48,6 +48,27 @@ def toucher_unit(x, mem, byte: int) -> str:
     return x.__dict__.get("touch_units", {}).get(int(stamps[byte]), "")
 
 
+class Completion:
+    """The completion of one asynchronous operation several warps issued together (a wgmma:
+    one MMA of its warpgroup's four warps). Its end touches memory as a warp would, once
+    (`stamp` it as the toucher), and every warp that waits for it learns of it (`observed`),
+    so an access after any of those waits -- or after a barrier that carried one -- is
+    ordered after it, while a warp that neither waited nor heard of a wait is not. It is
+    named (`index`, `cta`) as the warp that issued it first."""
+
+    def __init__(self, warp):
+        self.index, self.cta = warp.index, warp.cta
+        self.touched: dict = {}
+        self.clock = self.barriers = 0
+        self.knows: dict = {}
+        self.stamped = False
+
+
+def observed(w, completion: Completion) -> None:
+    """Warp w waited for `completion`: it is ordered after what the completion touched."""
+    merge(w.knows, {completion: now(completion)})
+
+
 def merge(into: dict, knowledge: dict) -> None:
     for warp, clock in knowledge.items():
         if clock > into.get(warp, 0):

@@ -267,6 +267,11 @@ WAIT_LD = _kind(
     "a note: tcgen05.ld's registers read before tcgen05.wait::ld (the ISA observes the "
     "load's completion through the wait, but does not call the registers undefined)",
 )
+TF32_ROUNDING = _kind(
+    "tf32 rounding",
+    "a note: a tf32 MMA read fp32 operands as tf32 the executor's way (the top 10 mantissa "
+    "bits kept), where the PTX ISA leaves tf32's layout implementation defined",
+)
 
 # Cause.what: what happened, for each kind (subject, expected, observed as each entry says)
 BELOW_START = _cause("index below the start", "OUT_OF_BOUNDS below element 0 (expected: the range)")
@@ -377,6 +382,9 @@ UNIT_WGMMA = _unit("wgmma", "Hopper's warpgroup MMA, reading shared memory and r
 UNIT_TMA_STORE = _unit("TMA store", "a bulk tensor copy from shared to global memory")
 UNIT_TMA_LOAD = _unit("TMA load", "a bulk tensor copy from global to shared memory")
 UNIT_CP_ASYNC = _unit("cp.async", "Ampere's per-thread asynchronous copy into shared memory")
+UNIT_ST_ASYNC = _unit(
+    "st.async", "a thread's asynchronous store into a peer CTA's shared memory (complete-tx)"
+)
 UNIT_MMA = _unit("tcgen05.mma", "Blackwell's MMA, reading shared memory and TMEM")
 UNIT_SF_COPY = _unit("tcgen05.cp", "the copy of scale factors from shared memory into TMEM")
 UNIT_TMEM_LOAD = _unit("tcgen05.ld", "a warp's load of TMEM into registers")

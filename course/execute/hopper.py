@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from course.execute import oracle, pipeline, sm90, tile_schedulers, tma
 from course.execute.hazards import Unmodelled
-from course.execute.standins import Alias, Replaces, recipe_maker
+from course.execute.standins import Alias, Gap, Replaces, recipe_maker
 
 TMA_OPS = tma.LOADS + tma.STORES
 
@@ -37,14 +37,26 @@ def _copy_tensormap(*_, **__):
     )
 
 
+# tensor maps a kernel writes itself (grouped GEMM): their 128 bytes are the driver's format
+_TENSORMAPS = Gap(
+    "device-side tensor maps (cutlass.utils.TensorMapManager, TensorMapUpdateMode: TMA "
+    "descriptors a kernel rewrites in memory and fences, whose 128-byte format is the CUDA "
+    "driver's)"
+)
+
 # what Hopper adds to the stand-ins (course.execute.standins.build, called by api)
 NAMES = {
+    "cutlass.utils": {"TensorMapManager": _TENSORMAPS, "TensorMapUpdateMode": _TENSORMAPS},
     "cutlass.cute.arch": {
         **sm90.ARCH,
         # named barriers (an id and a thread count) in place of the core's barrier 0
         "barrier": Replaces(sm90.ARCH["barrier"]),
         "cp_async_bulk_commit_group": tma.bulk_commit_group,
         "cp_async_bulk_wait_group": tma.bulk_wait_group,
+    },
+    # NVVM ops kernels write inline (Hopper fmha's own mbarrier wait)
+    "cutlass._mlir.dialects.nvvm": {
+        "mbarrier_try_wait_parity_timelimit": sm90.mbarrier_try_wait_parity_timelimit,
     },
     "cutlass.cute.nvgpu.cpasync": {
         **{name: recipe_maker(f"cute.nvgpu.cpasync.{name}") for name in TMA_OPS},

@@ -16,6 +16,7 @@ Each run's `runner.Result` is appended to `interpreting()`'s list, so a caller (
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from course.execute.hazards import Unmodelled
 
@@ -150,6 +151,19 @@ def host_values(value):
     if isinstance(value, list):
         return [host_values(v) for v in value]
     return value
+
+
+def _without_tvm_ffi(init):
+    """`from_dlpack(t, enable_tvm_ffi=True)` inside `interpreting()`: TVM-FFI is the calling
+    convention of a compiled function (how it takes its tensors); the executor calls none
+    and reads a host tensor's storage through DLPack, so the flag is taken as False, and
+    apache-tvm-ffi need not be installed (Hopper cta_norm asks for it)."""
+
+    @functools.wraps(init)
+    def __init__(self, tensor, *args, enable_tvm_ffi=False, **kwargs):
+        init(self, tensor, *args, **kwargs)
+
+    return __init__
 
 
 def _runtime():
@@ -290,12 +304,16 @@ def interpreting(seed: int = 0, count_banks: bool = False, on_run=None):
     import torch
 
     real_data_ptr = torch.Tensor.data_ptr
+    runtime = _runtime()
+    real_tensor_init = runtime._Tensor.__init__
     compiler.CompileCallable.__call__ = compile_call
     dsl.BaseDSL._func = jit_call
     torch.Tensor.data_ptr = _recording_data_ptr(real_data_ptr)
+    runtime._Tensor.__init__ = _without_tvm_ffi(real_tensor_init)
     try:
         yield session
     finally:
         compiler.CompileCallable.__call__, dsl.BaseDSL._func = saved
         torch.Tensor.data_ptr = real_data_ptr
+        runtime._Tensor.__init__ = real_tensor_init
         _ADDRESSED.clear()

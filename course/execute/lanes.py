@@ -61,6 +61,11 @@ class Lanes:
         """Each lane's value converted, as CuTe DSL's `Numeric.to(dtype)` converts it."""
         return dtype(self)
 
+    def ir_value(self, **_):
+        """The MLIR value a CuTe DSL scalar wraps (what inline PTX and dialect ops take):
+        on the executor, the per-lane value itself."""
+        return self
+
     # --- arithmetic
     def _op(self, other, fn):
         o = other.v if isinstance(other, Lanes) else other

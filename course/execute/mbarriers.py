@@ -280,6 +280,31 @@ def wait(ptr, parity) -> None:
     _saw(slot, parity)
 
 
+def wait_within(ptr, parity, steps: int) -> bool:
+    """mbarrier.try_wait.parity with a suspend time limit: the warp is suspended until the
+    phase with this parity completes or `steps` of the launch's scheduling steps (the
+    executor's nanoseconds, as %globaltimer counts them: course.execute.sm90) have passed;
+    True when it completed. Where no warp can go on, the limit never runs out: a deadlock,
+    as the GPU's retry loop would hang."""
+    site = hazards.site(3)
+    slot = barrier_at(ptr, None, site)
+    parity = uniform(parity, "a wait parity")
+    if parity not in (0, 1):
+        raise Hazard(MBARRIER, f"a wait on {slot.name} for parity {parity}: 0 or 1", site)
+    model, launch = slot.model, machine.warp().cta.launch
+    deadline = launch.steps + max(int(uniform(steps, "a time limit")), 0)
+    machine.block_until(
+        lambda: model.try_wait(parity) or launch.steps >= deadline,
+        lambda: f"on mbarrier {slot.name} for parity {parity} ({model.describe()})",
+        site,
+        on=slot.name,
+    )
+    if not model.try_wait(parity):
+        return False
+    _saw(slot, parity)
+    return True
+
+
 def never_waited(cta, key: str) -> list:
     """The arrivals `cta` recorded under `key` ((slot, phase, what) each: TMA loads, tcgen05
     commits) whose phase no wait saw complete: at the CTA's exit they may still land."""

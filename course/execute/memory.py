@@ -124,6 +124,12 @@ class Nibbles:
             self.data[byte] = (self.data[byte] & keep) | ((c[pick] & 0xF) << (4 * half))
 
 
+def _bits(a: np.ndarray) -> np.ndarray:
+    """Stored values as their bits (a float's, so NaNs and signed zeros compare as bits)."""
+    a = np.asarray(a)
+    return a.view(f"u{a.itemsize}") if a.dtype.kind == "f" else a
+
+
 def _who(tids, pos) -> str:
     from course.execute import current
 
@@ -211,6 +217,7 @@ class AsyncCopy:
     what: str = hazards.UNIT_CP_ASYNC  # the kind of copy (a hazards.UNIT_ name)
     retired_by: str = "no cp.async wait_group has retired it"
     warp: object = None  # the issuing warp (cp.async), its stamp and barriers then
+    cta: object = None  # the issuing CTA where it is not this memory's (st.async from a peer)
     stamp: int = 0
     barriers: int = 0
 
@@ -348,7 +355,13 @@ class SharedMemory(Memory):
             late |= ours & happens_before.other_lanes(w, self, b, t % 32, written=True)
         return late
 
-    def read(self, tids, dtype: DType, elems: np.ndarray, site: Site) -> np.ndarray:
+    def read(
+        self, tids, dtype: DType, elems: np.ndarray, site: Site, by_unit: bool = False
+    ) -> np.ndarray:
+        """Threads `tids` of the running warp read elements (checked against writes in
+        flight and writes no barrier orders before). by_unit: an asynchronous unit reads
+        them for the warp (a wgmma's operands): no lane of the warp did, so no lane's later
+        write races with it; the unit's own hold and completion order it (`hold`)."""
         self.check(dtype, tids, elems, False)
         b, t = self._bytes(dtype, tids, elems)
         w = current.current_warp()
@@ -359,8 +372,10 @@ class SharedMemory(Memory):
             issuer = int(copy.tids[0])
             own = (
                 "its own"
-                if issuer == t[k] or t[k] in copy.tids
-                else f"{threads_text(copy.tids.tolist())}'s"
+                if copy.cta is None and (issuer == t[k] or t[k] in copy.tids)
+                else f"{threads_text(copy.tids.tolist())}"
+                + (f" of CTA {copy.cta.block}" if copy.cta is not None else "")
+                + "'s"
             )
             raise Hazard(
                 hazards.IN_FLIGHT,
@@ -387,7 +402,8 @@ class SharedMemory(Memory):
             clash = self.r_tid[b] != t  # two lanes of this instruction read the same byte
             self.r_tid[b[clash]] = MANY
             self.r_warp[b] = self.warp_id(w)
-            happens_before.lanes_touched(w, self, b, t % 32, writing=False)
+            if not by_unit:
+                happens_before.lanes_touched(w, self, b, t % 32, writing=False)
         else:
             self.r_tid[b] = NOBODY
         self.r_site[b] = sid
@@ -549,11 +565,17 @@ class SharedMemory(Memory):
         if w is not None:
             happens_before.lanes_touched(w, self, b, t % 32, writing=True)
 
-    def _mark_written(self, b, t, site: Site, how: str) -> None:
-        """Bytes b written now by threads t of the running warp, through the generic proxy."""
+    def _mark_written(self, b, t, site: Site, how: str, agreed=None) -> None:
+        """Bytes b written now by threads t of the running warp, through the generic proxy.
+        agreed: per byte, whether every lane writing it wrote the same bits (None: unknown)."""
         self._writer_is(b, t, current.current_warp(), site)
         self.unfenced[b] = True
         clash = self.w_tid[b] != t
+        if agreed is not None:
+            # lanes of one store writing one location: one write lands ("which thread
+            # performs the final write is undefined", CUDA C++ Programming Guide), so the
+            # same bits from each are that value (a warp's reduced sum, written by all)
+            clash &= ~agreed
         if clash.any():  # two lanes of one instruction wrote the same bytes
             k = int(np.argmax(clash))
             raise Hazard(
@@ -563,6 +585,15 @@ class SharedMemory(Memory):
                 f"{self.describe(int(b[k]))} in the same instruction",
                 site,
             )
+
+    @staticmethod
+    def _agreed(landed: np.ndarray, written: np.ndarray, nbytes: int):
+        """Per byte of a store: did each lane write the bits that landed there (all the
+        writers of a location agreed)? None where elements and bytes do not pair up."""
+        same = _bits(landed) == _bits(written)
+        if same.size == 0 or nbytes % same.size:
+            return None
+        return np.repeat(same.reshape(-1), nbytes // same.size)
 
     def landed(self, b: np.ndarray) -> None:
         """An asynchronous unit (a TMA load, a CLC response, a tcgen05 staging) wrote bytes
@@ -577,8 +608,10 @@ class SharedMemory(Memory):
         self.check(dtype, tids, elems, True)
         b, t = self._bytes(dtype, tids, elems)
         self._check_write(tids, b, t, site, "writes")
-        self.typed(dtype)[elems] = dtype.encode(np.broadcast_to(values, elems.shape))
-        self._mark_written(b, t, site, "write")
+        encoded = dtype.encode(np.broadcast_to(values, elems.shape))
+        typed = self.typed(dtype)
+        typed[elems] = encoded
+        self._mark_written(b, t, site, "write", self._agreed(typed[elems], encoded, b.size))
 
     # --- cp.async
     def issue(
@@ -607,15 +640,21 @@ class SharedMemory(Memory):
             copy.landed = True
         return copy
 
-    def retire(self, copy: AsyncCopy) -> None:
+    def retire(self, copy: AsyncCopy, stamp: int | None = None) -> None:
         """The issuing warp's wait_group covers this copy: its bytes are there, written by
-        the threads that issued it, now."""
+        the threads that issued it, now -- or, for a completion an mbarrier arrival reports
+        (course.execute.cp_async_arrive), at the issuing warp's `stamp` then. A copy
+        retired already (by such an arrival) stays so."""
+        if copy.id not in self.copies:
+            return
         if not copy.landed:
             self.typed(copy.dtype)[copy.elems] = copy.dtype.encode(copy.values)
         b, t = self._bytes(copy.dtype, copy.tids, copy.elems)
         mine = self.inflight[b] == copy.id
         self.inflight[b[mine]] = -1
         self._writer_is(b, t, copy.warp, copy.site)
+        if stamp is not None:
+            self.w_stamp[b] = stamp
         del self.copies[copy.id]
 
     # --- banks

@@ -55,15 +55,37 @@ def accumulate_k(acc: np.ndarray, a4: np.ndarray, b4: np.ndarray) -> np.ndarray:
     return acc
 
 
+def tf32_toward_zero(values) -> np.ndarray:
+    """fp32 values as a tf32 MMA reads them (tcgen05.mma kind::tf32, mma.sync/wgmma .tf32):
+    sign, 8 exponent bits and the top 10 of the 23 mantissa bits, the low 13 dropped (round
+    toward zero); NaN stays NaN (dropping a NaN's low payload bits could make it inf).
+
+    The PTX ISA calls tf32's internal layout implementation defined and converts fp32 to
+    tf32 only through cvt (rna, rn, rz); an MMA handed fp32 bits reads them as tf32 its own
+    way. Dropping the low bits is what NVIDIA's GPUs are reported to do (PyTorch's
+    numerical-accuracy notes: "only the first 10 bits of the input mantissa are read"), so
+    it is the executor's choice; course.execute.tcgen05 notes it on every launch that uses
+    it. Either way an operand's relative error is below 2^-10."""
+    f = np.ascontiguousarray(values, dtype=np.float32)
+    kept = (f.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isnan(f), f, kept)
+
+
 def _to(self, dtype, **_):
     """`.to(dtype)` on a scalar read from memory, as on CuTe DSL's Numeric values
     (`residual[m, n].to(Float32)`); arithmetic on it gives plain numpy scalars again."""
     return dtype(self)
 
 
-# numpy's float scalars with `.to`: what a load of one element gives kernel code
-_Float32 = type("Float32Scalar", (np.float32,), {"to": _to})
-_Float16 = type("Float16Scalar", (np.float16,), {"to": _to})
+def _ir_value(self, **_):
+    """The MLIR value of a CuTe DSL scalar (what inline PTX takes): the number itself."""
+    return self
+
+
+# numpy's float scalars with `.to` (and `.ir_value`): what a load of one element gives
+# kernel code
+_Float32 = type("Float32Scalar", (np.float32,), {"to": _to, "ir_value": _ir_value})
+_Float16 = type("Float16Scalar", (np.float16,), {"to": _to, "ir_value": _ir_value})
 _SCALARS = {np.float32: _Float32, np.float16: _Float16}
 
 
@@ -90,6 +112,13 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind == "float"
+
+    @property
+    def mlir_type(self) -> str:
+        """The MLIR type CuTe DSL's type lowers to, as kernels hand it to inline PTX
+        (`llvm.inline_asm(Float32.mlir_type, ...)`): on the executor its name, which the
+        inline forms it runs do not need (course.execute.dsmem_stores)."""
+        return self.name
 
     # the class properties CuTe DSL's numeric types have (cutlass.base_dsl.typing), which
     # kernels read at trace time: `row_max.fill(-cutlass.Float32.inf)`, `Int32.max`
@@ -161,7 +190,7 @@ class DType:
             return _wrap_int(int(value), self.width, self.kind == "int")
         if self.name == "BFloat16":
             return np.float32(round_bf16(np.float32(value)))
-        return self.compute.type(value)
+        return self.of_decoded(value)  # with `.to`, as a CuTe DSL value has it
 
     def encode(self, values) -> np.ndarray:
         """Values (any numbers) as this type's stored bits/values."""
@@ -327,6 +356,9 @@ TYPES = {
     for t in (
         DType("Float32", 32, np.float32, np.float32, "float"),
         DType("Float64", 64, np.float64, np.float64, "float"),
+        # tf32 lives in a 32-bit fp32 container (memory, registers): only an MMA reads it as
+        # tf32 (numeric.tf32_toward_zero)
+        DType("TFloat32", 32, np.float32, np.float32, "float"),
         DType("Float16", 16, np.float16, np.float16, "float"),
         DType("BFloat16", 16, np.uint16, np.float32, "float"),
         DType("Int8", 8, np.int8, np.int64, "int"),
@@ -373,6 +405,31 @@ def by_name(name: str) -> DType:
 def of_torch(dtype) -> DType:
     """The executor's type for a torch dtype."""
     return TYPES[TORCH_NAMES[str(dtype).replace("torch.", "")]]
+
+
+def promoted(a: DType, b: DType) -> DType:
+    """The type of a binary op of a and b where either is a float, as CuTe DSL promotes them
+    (base_dsl.typing._promote_float): an int becomes a float of the wider width, two floats
+    give the wider one (16 bits or more), and at one width Float64, Float32 or Float16 wins
+    (BFloat16 with Float16 is Float16). Where CuTe refuses (floats narrower than 16 bits),
+    and for two ints, `a` stays."""
+    if a is b or not (a.is_float or b.is_float):
+        return a
+    wide = {16: "Float16", 32: "Float32", 64: "Float64"}
+    aw, bw = a.width, b.width
+    if a.is_float and not b.is_float:
+        b = TYPES.get(wide.get(max(aw, bw), ""), b)
+    elif b.is_float and not a.is_float:
+        a = TYPES.get(wide.get(max(aw, bw), ""), a)
+    if aw > bw and aw >= 16:
+        return a
+    if bw > aw and bw >= 16:
+        return b
+    if aw == bw:
+        for name in ("Float64", "Float32", "Float16"):
+            if name in (a.name, b.name):
+                return TYPES[name]
+    return a
 
 
 def of_value(value) -> DType:

@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from course.execute import static_layout
+from course.execute.basis import Basis
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle
 from course.execute.numeric import TYPES, DType
-from course.execute.hazards import Unmodelled
+from course.execute.hazards import Unmodelled, UnmodelledAttribute
 
 ARCH = "sm_90a"  # mma.sync, cp.async and ldmatrix all trace for it
 _CACHE: dict = {}
@@ -39,6 +40,26 @@ class Recipe:
     @property
     def name(self) -> str:
         return self.path.rsplit(".", 1)[-1]
+
+    def names(self, suffix: str) -> bool:
+        """Whether an argument of this call is the recipe whose path ends in `suffix`
+        (an op made with tcgen05.CtaGroup.TWO: names("CtaGroup.TWO"))."""
+        given = (*self.args, *self.kwargs.values())
+        return any(isinstance(a, Recipe) and a.path.endswith(suffix) for a in given)
+
+    def __getattr__(self, name: str):
+        """An attribute of the object this recipe makes (`tiled_mma.op.a_dtype`): where CuTe
+        DSL's class has it, the executor's gap (this needs a GPU), never the kernel's
+        AttributeError; a name the real class lacks too is the kernel's own mistake."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            made = resolve(self.path)
+        except AttributeError:
+            made = None
+        if made is not None and hasattr(made, name):
+            raise UnmodelledAttribute(f"{self.path}(...).{name}")
+        raise AttributeError(f"{self.name!r} object has no attribute {name!r}")
 
     def real(self):
         target = resolve(self.path)
@@ -69,7 +90,7 @@ def key_of(x) -> Any:
     """A hashable key for executor values that can reach CuTe."""
     if x is None or isinstance(x, (bool, int, str, float)):
         return x
-    if isinstance(x, (Layout, ComposedLayout, Swizzle, Recipe)):
+    if isinstance(x, (Layout, ComposedLayout, Swizzle, Recipe, Basis)):
         return x.key
     if isinstance(x, DType):
         return ("T", x.name)
@@ -92,7 +113,7 @@ def to_real(x):
     import cutlass.cute as cute
 
     if isinstance(x, Layout):
-        return cute.make_layout(x.shape, stride=x.stride)
+        return cute.make_layout(x.shape, stride=to_real(x.stride) if x.basis else x.stride)
     if isinstance(x, Swizzle):
         return cute.make_swizzle(x.bits, x.base, x.shift)
     if isinstance(x, ComposedLayout):
@@ -133,6 +154,8 @@ def from_real(x):
         return ("tensor", dtype, from_real(x.layout))
     if isinstance(x, (tuple, list)):
         return tuple(from_real(e) for e in x)
+    if _is_basis(x):
+        return _static(x)
     if isinstance(x, type) and x.__name__ in TYPES:
         return TYPES[x.__name__]
     if _is_int(x):
@@ -160,9 +183,18 @@ def _int(x) -> int:
 
 
 def _static(t):
+    """A static IntTuple (or stride) of CuTe's as ints, a ScaledBasis as a Basis."""
     if isinstance(t, tuple):
         return tuple(_static(e) for e in t)
+    if _is_basis(t):
+        return Basis(_int(t.value), t.mode)
     return _int(t)
+
+
+def _is_basis(x) -> bool:
+    import cutlass.cute as cute
+
+    return isinstance(x, cute.ScaledBasis)
 
 
 # ---------------------------------------------------------------- asking
@@ -271,6 +303,20 @@ def thread_start(recipe: Recipe, name: str, tile: tuple, thread: int) -> int:
         return _int(getattr(recipe.real().get_slice(thread), name)(t).iterator)
 
     return ask(("start", recipe.key, name, tile, thread), job)
+
+
+def thread_starts_at(recipe: Recipe, name: str, tile: tuple, ids: tuple) -> list[int]:
+    """thread_start for several thread indices at once, in one trace (a warp's lanes outside
+    the op's threads: one question, not 32)."""
+
+    def job():
+        import cutlass.cute as cute
+
+        obj = recipe.real()
+        t = cute.make_tensor(0, cute.make_layout(tile))
+        return [_int(getattr(obj.get_slice(i), name)(t).iterator) for i in ids]
+
+    return ask(("starts at", recipe.key, name, tile, tuple(ids)), job)
 
 
 def thread_starts(recipe: Recipe, name: str, tile: tuple, threads: int) -> list[int]:

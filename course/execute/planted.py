@@ -8,14 +8,18 @@ for the CPU executor, so both checks can be asked about the same broken kernel.
 A plant makes one call of the kernel a no-op while the `with` block runs: a `cute.arch`
 instruction (made a no-op in CuTe DSL itself, which the compiler traces, and in the
 executor's stand-in, which it runs), or a method of one of NVIDIA's pipeline classes (the
-executor runs their own source, so one change reaches both). Each plant names the rule of
-course.cute.ptx_protocol that must catch it in the PTX and the hazard kind the executor must
-raise, with a word its message must contain.
+executor runs their own source, so one change reaches both). A plant `within` a method of
+CuTe DSL's (`cutlass.memory.TmemAllocator.free`) makes the `cute.arch` call a no-op only
+inside that method, in CuTe DSL's class and in the executor's stand-in of it, which issues
+its instructions through the executor's `cute.arch` as NVIDIA's issues them through CuTe
+DSL's. Each plant names the rule of course.cute.ptx_protocol that must catch it in the PTX
+and the hazard kind the executor must raise, with a word its message must contain.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -28,6 +32,7 @@ class Plant:
     rule: str  # course.cute.ptx_protocol's rule that names it in the PTX
     hazard: str  # "<module>.<CONSTANT>" of course.execute: the executor's hazard kind
     says: str  # a word the executor's message contains
+    within: str = ""  # "cutlass.memory.<Class>.<method>": the call a no-op only inside it
 
 
 PLANTS = {
@@ -66,6 +71,19 @@ PLANTS = {
         "hazards.IN_FLIGHT",
         "CLC",
     ),
+    # only a CTA pair can make it: each CTA's tcgen05.dealloc.cta_group::2 frees the columns
+    # of both, so it must wait until the peer is done with them (TmemAllocator.free arrives
+    # on the peer's dealloc mbarrier, then waits on its own)
+    "pair_dealloc_synced": Plant(
+        "cta_pair_gemm",
+        "cute.arch.mbarrier_wait",
+        "a CTA of the pair frees the pair's TMEM without waiting for its peer (the wait of "
+        "the dealloc handshake left out)",
+        "pair_dealloc_synced",
+        "tmem.TMEM",
+        "handshake",
+        within="cutlass.memory.TmemAllocator.free",
+    ),
 }
 
 
@@ -76,9 +94,12 @@ def _no_op(*args, **kwargs):
 @contextlib.contextmanager
 def planted(name: str):
     """The plant `name` in force for CuTe DSL (compiles) and the executor (runs)."""
-    call = PLANTS[name].call
+    plant = PLANTS[name]
+    call = plant.call
     with contextlib.ExitStack() as undo:
-        if call.startswith("cute.arch."):
+        if plant.within:
+            undo.enter_context(_no_op_within(call.rsplit(".", 1)[1], plant.within))
+        elif call.startswith("cute.arch."):
             import cutlass.cute as cute
 
             from course.execute import api
@@ -99,12 +120,61 @@ def hazard_kind(plant: Plant) -> str:
 
 
 @contextlib.contextmanager
+def _no_op_within(attr: str, method: str):
+    """`cute.arch.<attr>` a no-op for whoever is inside `method` ("module.Class.name"):
+    CuTe DSL's class while the compiler traces it, the executor's stand-in while a warp runs
+    it; the executor's other warps, which run on while that warp waits, call it as ever."""
+    import cutlass.cute as cute
+
+    from course.execute import api, current
+    from course.execute.standins import MODULES
+
+    module, cls, name = method.rsplit(".", 2)
+    inside: set = set()  # the executor's warps in `method` now (None: CuTe DSL tracing it)
+
+    def unless_inside(original):
+        def call(*args, **kwargs):
+            return None if current.current_warp() in inside else original(*args, **kwargs)
+
+        return call
+
+    def entered(original):
+        @functools.wraps(original)
+        def run(*args, **kwargs):
+            me = current.current_warp()
+            inside.add(me)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                inside.discard(me)
+
+        return run
+
+    owners = (getattr(importlib.import_module(module), cls), getattr(MODULES[module], cls))
+    with contextlib.ExitStack() as undo:
+        undo.enter_context(_replaced(cute.arch, attr, unless_inside))
+        undo.enter_context(_replaced_entry(api.arch.__dict__, attr, unless_inside))
+        for owner in owners:
+            undo.enter_context(_replaced(owner, name, entered))
+        yield
+
+
 def _swapped(owner, attr: str):
-    """`owner.attr` a no-op for the block; afterwards as it was (an inherited method is
-    inherited again)."""
+    """`owner.attr` a no-op for the block."""
+    return _replaced(owner, attr, lambda original: _no_op)
+
+
+def _swapped_entry(names: dict, attr: str):
+    return _replaced_entry(names, attr, lambda original: _no_op)
+
+
+@contextlib.contextmanager
+def _replaced(owner, attr: str, make):
+    """`owner.attr` replaced by make(what it was) for the block; afterwards as it was (an
+    inherited method is inherited again)."""
     own = attr in vars(owner)
     saved = vars(owner)[attr] if own else None
-    setattr(owner, attr, _no_op)
+    setattr(owner, attr, make(getattr(owner, attr)))
     try:
         yield
     finally:
@@ -115,9 +185,9 @@ def _swapped(owner, attr: str):
 
 
 @contextlib.contextmanager
-def _swapped_entry(names: dict, attr: str):
+def _replaced_entry(names: dict, attr: str, make):
     saved = names[attr]
-    names[attr] = _no_op
+    names[attr] = make(saved)
     try:
         yield
     finally:

@@ -58,8 +58,9 @@ class Result:
 UNNAMED = "a global tensor"
 
 
-# the wall-clock fallback: a run that goes this long without progress (course.execute.machine
-# .progress) is a loop that never advances; a deadlock is named at once, without it
+# the time-limit fallback: a run that spends this many CPU seconds without progress
+# (course.execute.machine.note_progress) is a loop that never advances; a deadlock is named at
+# once, without it. The alarm is a wall-clock one, re-armed while the CPU time is short of it
 TIME_LIMIT_S = 15.0
 
 

@@ -28,6 +28,7 @@ MMAS = {  # CuTe DSL's block-scaled tcgen05.mma ops: (the ISA's scale vector, th
     "MmaMXF4NVF4Op": (block_scale.NVF4_4X, None),  # kind::mxf4nvf4 .scale_vec::4X, SFs of
 }  # the op's first argument (e4m3: NVFP4; ue8m0)
 SF_TYPES = {"Float8E4M3FN": "ue4m3", "Float8E8M0FNU": "ue8m0"}
+TWO_CTAS = "CtaGroup.TWO"  # a tcgen05 op's argument: .cta_group::2
 HELPERS = ("make_smem_layout_sfa", "make_smem_layout_sfb", "make_tmem_layout_sfa",
            "make_tmem_layout_sfb", "tile_atom_to_shape_SF")  # fmt: skip
 
@@ -73,21 +74,15 @@ class BlockScaledBasicChunk:
 
 def _filter_zeros_of_tma_views(filter_zeros):
     """cute.filter_zeros of a TMA partition (the SFs' views drop the stride-0 K-elements an
-    SF covers): on its tensor, the box shrunk to what is left of mode 0."""
+    SF covers): on its tensor, the box shrunk to what is left of mode 0, this CTA's part of
+    it (a multicast's) the same elements (course.execute.tma.TmaView.filtered)."""
 
     def call(x, *args, **kwargs):
         from course.execute import tma
-        from course.execute.static_layout import product
 
         if not isinstance(x, tma.TmaView):
             return filter_zeros(x, *args, **kwargs)
-        if list(x.select) != list(range(x.box)):
-            from course.execute.hazards import Unmodelled
-
-            raise Unmodelled("filter_zeros of a multicast TMA partition")
-        out = filter_zeros(x.tensor, *args, **kwargs)
-        box = product(out.shape[0])
-        return tma.TmaView(out, np.arange(box), box)
+        return x.filtered(filter_zeros(x.tensor, *args, **kwargs))
 
     call.__name__ = "filter_zeros"
     return call
@@ -183,6 +178,10 @@ def sf_copy(atom, src, dst, site) -> None:
     from course.execute.hazards import Hazard
 
     w = machine.collective(machine.SELF_ELECTED.format("tcgen05.cp (cute.copy)"), site)
+    # .cta_group::2: "copied into the Tensor Memory of both the current and the peer CTAs"
+    # (PTX ISA, tcgen05.cp), each from its own shared memory at the descriptor's address,
+    # as a cta_group::2 MMA reads its operands
+    ctas = tcgen05._pair(w.cta, site) if atom.op.names(TWO_CTAS) else [w.cta]
     per_call = block_scale.PARTITION * 16 * block_scale.PARTITIONS  # source bytes x 4 copies
     calls = src.size // per_call
     if src.element_type.width != 8 or calls * per_call != src.size or dst.size != src.size:
@@ -190,7 +189,6 @@ def sf_copy(atom, src, dst, site) -> None:
     s_elems = np.asarray(src.elements()).reshape(calls, per_call)
     t_bytes = dst.iterator.byte_offset + np.asarray(dst.layout.offsets, np.int64)
     t_bytes = t_bytes.reshape(calls, per_call)
-    smem = w.cta.smem
     for call in range(calls):
         # the source as the ISA reads it: 32 rows of 16 bytes, row j at +16 j (a canonical
         # no-swizzle K-major matrix, core matrices of 8 rows 128 bytes apart)
@@ -224,13 +222,14 @@ def sf_copy(atom, src, dst, site) -> None:
                 f"not where .32x128b.warpx4 writes its 32 x 16 source bytes",
                 site,
             )
-        tmem.of_cta(w.cta).locate(np.unique(isa.reshape(-1) // 4), "tcgen05.cp writes", site)
         byte_ids = np.asarray(lines, np.int64).reshape(-1)  # Float8 elements: one byte each
-        tcgen05._check_landed(w.cta, byte_ids, site, "a tcgen05.cp", hazards.UNIT_SF_COPY)
         reader = f"the tcgen05.cp issued at {site.describe()}"
         cause = hazards.Cause(hazards.NOT_RETIRED, "", expected=w.index, unit=hazards.UNIT_SF_COPY)
-        hold = smem.hold(np.unique(byte_ids), reader, cause)
-        tcgen05._queue(w).append(SfCopy(w.cta, byte_ids, column, hold, site))
+        for cta in ctas:
+            tmem.of_cta(cta).locate(np.unique(isa.reshape(-1) // 4), "tcgen05.cp writes", site)
+            tcgen05._check_landed(cta, byte_ids, site, "a tcgen05.cp", hazards.UNIT_SF_COPY)
+            hold = cta.smem.hold(np.unique(byte_ids), reader, cause)
+            tcgen05._queue(w).append(SfCopy(cta, byte_ids, column, hold, site))
 
 
 def _sf_address(ptr, which: str, site) -> block_scale.SfAddress:
@@ -286,17 +285,27 @@ def _block_scaled_mma_class():
         sf_type: str = ""
 
         def product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            """With cta_group::2 each CTA's datapath makes its own rows of D: its rows of A
+            by the SFA in its own TMEM, all of B by the SFB in its own TMEM (the same
+            addresses in both: one operand each). So both CTAs hold SFB for every column
+            ("sfB don't support share among 2ctas", NVIDIA's nvfp4 tutorial says: it
+            multicasts SFB to both while B is split between them)."""
+            rows = self.d.shape[0]
+            return np.concatenate([self._rows(cta, a[i * rows : (i + 1) * rows], b)
+                                   for i, cta in enumerate(self.ctas)])  # fmt: skip
+
+        def _rows(self, cta, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             from course.execute.hazards import Hazard
 
-            space = tmem.of_cta(self.ctas[0])
+            space = tmem.of_cta(cta)
             for name, at, rows in (("SFA", self.sfa, a.shape[0]), ("SFB", self.sfb, b.shape[0])):
                 cols = at.column + np.arange(-(-rows // block_scale.PARTITION))
                 if not space.written[:, cols].all():
                     raise Hazard(
                         tmem.TMEM,
                         f"the block-scaled tcgen05.mma issued at {self.site.describe()} reads "
-                        f"its {name} from TMEM columns {int(cols[0])}-{int(cols[-1])} that no "
-                        f"tcgen05.cp issued before it wrote",
+                        f"its {name} from TMEM columns {int(cols[0])}-{int(cols[-1])} of CTA "
+                        f"{cta.block} that no tcgen05.cp issued before it wrote",
                         self.site,
                         hazards.Cause(
                             hazards.SF_NOT_COPIED,

@@ -49,6 +49,17 @@ class _Undefined:
 UNDEF = _Undefined()
 
 
+def ir_value(x, **options):
+    """Kernel code's `x.ir_value(loc=, ip=)`: the MLIR value a CuTe DSL value wraps, which
+    inline MLIR takes (Hopper fmha's own mbarrier wait: `Int32(phase).ir_value()`). On the
+    executor a value is its own: a number or bool that `Int32(...)`/`Boolean(...)` made has
+    no such method, so it is itself; any other value answers with its own `ir_value` (or
+    says it has none)."""
+    if isinstance(x, (bool, int, float, np.generic)) and not hasattr(type(x), "ir_value"):
+        return x
+    return x.ir_value(**options)
+
+
 def active():
     """The current warp's active lanes (a bool vector), or None when all are."""
     warp = machine.current_warp()

@@ -81,6 +81,15 @@ def mbarrier_try_wait(mbar_ptr, phase, **_):
     return mbarriers.completed(mbar_ptr, phase)
 
 
+def mbarrier_try_wait_parity_timelimit(addr, phase, time_limit, **_):
+    """NVVM's mbarrier.try_wait.parity with a suspend time limit, which kernels write inline
+    (Hopper fmha retries it until it answers True): "the executing thread may be suspended
+    ... until the specified phase completes or the suspend time limit expires" (PTX ISA).
+    The limit counts the executor's nanoseconds, its scheduling steps (`globaltimer`);
+    `addr` is the barrier's pointer (`Pointer.llvm_ptr`)."""
+    return mbarriers.wait_within(addr, phase, time_limit)
+
+
 def mbarrier_test_wait(mbar_ptr, phase, **_):
     return mbarriers.completed(mbar_ptr, phase)
 
@@ -230,6 +239,7 @@ ARCH = dict(
     globaltimer=globaltimer,
     atomic_add=atomics.atomic_add,
     atomic_cas=atomics.atomic_cas,
+    atomic_fmax=atomics.atomic_fmax,
     elect_one=elect_one,
     mbarrier_init=mbarrier_init,
     mbarrier_init_fence=mbarrier_init_fence,

@@ -146,13 +146,16 @@ def _field(spec):
 def struct(cls) -> Struct:
     """@cute.struct. Under `from __future__ import annotations` the fields are strings
     (`cute.struct.MemRange[cutlass.Int64, self.stages * 2]`): they are read in the scope
-    of the kernel code that declares the class, as CuTe DSL's tracing reads them."""
+    of the kernel code that declares the class, as CuTe DSL's tracing reads them: the class
+    body's own names first (`align = self.n_bytes` above `x: Align[..., align]`), as Python
+    evaluates a class body, then the kernel frame's locals and globals."""
     frame = sys._getframe(1)
     while frame is not None and not isinstance(frame.f_globals, KernelGlobals):
         frame = frame.f_back
     if frame is None:
         return Struct(cls)
-    return Struct(cls, (frame.f_globals, _Names(frame.f_locals, frame.f_globals)))
+    own = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
+    return Struct(cls, (frame.f_globals, _Names({**frame.f_locals, **own}, frame.f_globals)))
 
 
 class _Names(dict):

@@ -26,7 +26,7 @@ from typing import Callable
 
 from course.execute.hazards import Unmodelled
 from course.execute.memory import GMEM, RMEM, SMEM
-from course.execute.oracle import Recipe
+from course.execute.oracle import Recipe, resolve
 
 
 class Namespace:
@@ -73,9 +73,17 @@ def recipe_maker(path: str):
     return make
 
 
+class EnumNamespace(Namespace):
+    """An enum's stand-in; called with a value (`tcgen05.Repetition(32)`), the member the
+    real enum names for it."""
+
+    def __call__(self, value):
+        return getattr(self, resolve(self._path)(value).name)
+
+
 def enum_namespace(path: str, *members: str) -> Namespace:
     """An MLIR enum of CuTe DSL (an op's field, a mode): each member a Recipe."""
-    return Namespace(path, **{m: Recipe(f"{path}.{m}") for m in members})
+    return EnumNamespace(path, **{m: Recipe(f"{path}.{m}") for m in members})
 
 
 def ops_names(path: str, *modelled: str, enums: dict | None = None) -> dict:
@@ -124,6 +132,26 @@ class Alias:
 
     module: str
     name: str
+
+
+class Gap:
+    """A table entry for a CuTe DSL name the executor knows it does not model, saying what
+    it is: any use of it (an attribute, a call) stops the run naming `what`, where a bare
+    Unmodelled would name only the attribute."""
+
+    def __init__(self, what: str):
+        self._what = what
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise Unmodelled(self._what)
+
+    def __call__(self, *args, **kwargs):
+        raise Unmodelled(self._what)
+
+    def __repr__(self) -> str:
+        return f"<not modelled: {self._what}>"
 
 
 class DuplicateName(ValueError):

@@ -7,6 +7,9 @@ coordinate or for every coordinate, slice it (`layout[None, 3]`), read its shape
 algebra that makes new layouts (divides, products, TV partitions, ...) is asked of CuTe DSL
 itself, in a CPU trace (course.execute.oracle), and comes back as these objects.
 
+A stride may be a ScaledBasis (course.execute.basis: `make_identity_layout`, `E(m) * v`):
+such a layout maps a coordinate to a coordinate (a tuple), as CuTe's does.
+
 Coordinates follow CuTe: an int where a mode is a tuple is a colexicographic index into
 that mode; an index past the end runs on in the last mode (so a tile that hangs over the
 edge of a tensor addresses memory past it, as on the GPU). An offset maps back to its
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from course.execute.basis import Basis, has_basis, plain
 from course.execute.hazards import Standin, Unmodelled
 from course.execute.lanes import Lanes, lanes
 from course.execute.unspecified import Unspecified
@@ -46,7 +50,17 @@ class Layout(Standin):
 
     REAL = ("cutlass.cute.core:_Layout",)
 
-    __slots__ = ("shape", "stride", "key", "_size", "_flat", "_offsets", "_slices", "__weakref__")
+    __slots__ = (
+        "shape",
+        "stride",
+        "key",
+        "basis",
+        "_size",
+        "_flat",
+        "_offsets",
+        "_slices",
+        "__weakref__",
+    )
     _interned: dict = {}
 
     def __new__(cls, shape, stride=None):
@@ -65,6 +79,7 @@ class Layout(Standin):
         if self is None:
             self = object.__new__(cls)
             self.shape, self.stride, self.key = shape, stride, key
+            self.basis = has_basis(stride)  # strides of ScaledBasis: it maps to coordinates
             self._size = self._flat = self._offsets = None
             self._slices = {}
             cls._interned[key] = self
@@ -135,6 +150,8 @@ class Layout(Standin):
     @property
     def flat(self) -> tuple[np.ndarray, np.ndarray]:
         if self._flat is None:
+            if self.basis:
+                raise Unmodelled(f"offsets of {self}, a layout of ScaledBasis strides")
             self._flat = (
                 np.array(leaves(self.shape), dtype=np.int64),
                 np.array(leaves(self.stride), dtype=np.int64),
@@ -148,7 +165,10 @@ class Layout(Standin):
 
     def offset_of(self, crd):
         """The offset of one coordinate (an int: a colexicographic index; per-lane values
-        give per-lane offsets)."""
+        give per-lane offsets). A layout of ScaledBasis strides gives a coordinate (a
+        tuple), as CuTe's: course.execute.basis."""
+        if self.basis:
+            return plain(_crd_offset(crd, self.shape, self.stride))
         if isinstance(crd, (int, np.integer)):
             i = int(crd)
             offs = self.offsets
@@ -196,12 +216,16 @@ class Layout(Standin):
         NVIDIA's pipelines and epilogues call it (loc=/ip= ignored)."""
         if isinstance(index, Unspecified):  # an unspecified index: an unspecified coordinate
             return index.like(self.shape)
+        if self.basis:
+            raise Unmodelled(f"get_hier_coord of {self}, a layout of ScaledBasis strides")
         return hier_coord(index, self.shape, self.stride)
 
     def get_flat_coord(self, index, **_):
         """get_hier_coord with each top-level mode one index: static_layout.flat_coord."""
         if isinstance(index, Unspecified):
             return tuple(index for _ in self.shape) if isinstance(self.shape, tuple) else index
+        if self.basis:
+            raise Unmodelled(f"get_flat_coord of {self}, a layout of ScaledBasis strides")
         return flat_coord(index, self.shape, self.stride)
 
     # --- slicing
@@ -226,6 +250,8 @@ class Layout(Standin):
 
 
 def _ints(t):
+    if isinstance(t, Basis):
+        return t
     if isinstance(t, tuple):
         return tuple(_ints(e) for e in t)
     if isinstance(t, list):
@@ -338,7 +364,7 @@ def _crd_offset(crd, shape, stride):
     if isinstance(crd, (int, np.integer, Lanes)):
         crd = crd if isinstance(crd, Lanes) else int(crd)
         if not isinstance(shape, tuple):
-            return crd * stride
+            return stride.times(crd) if isinstance(stride, Basis) else crd * stride
         return _crd_offset(idx2crd(crd, shape), shape, stride)
     if not isinstance(shape, tuple):
         if len(crd) == 1:

@@ -14,7 +14,9 @@
   D to the leader's TMEM, rows 128-255 to the peer's.
 * `tmem_copy` (tcgen05.ld 32x32b via make_tmem_copy + cute.copy): warp-wide; warp w reaches
   only TMEM lanes 32*(w%4) .. +31. The registers it fills are not the warp's until
-  `wait_ld` (tcgen05.wait::ld, cute.arch.fence_view_async_tmem_load).
+  `wait_ld` (tcgen05.wait::ld, cute.arch.fence_view_async_tmem_load). make_tmem_copy of a
+  store op is tcgen05.st, run by course.execute.tmem_store (which a tcgen05.ld asks whether
+  the cells it reads were stored and waited for).
 
 Hazards (kind tmem.TMEM): TMEM read while an MMA that writes it has not completed (no
 commit landed and waited for); shared memory an issued MMA reads overwritten before the
@@ -31,15 +33,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle
-from course.execute import tmem
+from course.execute import tmem, tmem_store
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import Memory, SMEM
-from course.execute.numeric import DType, element_byte_span
+from course.execute.numeric import DType, element_byte_span, tf32_toward_zero
 from course.execute.oracle import Recipe
 from course.execute.tensor import Pointer, Tensor
 
 WAIT_LD = hazards.WAIT_LD  # its kind (hazards.KINDS says what it means)
+TF32_ROUNDING = hazards.TF32_ROUNDING
 PATH = "cute.nvgpu.tcgen05"
 
 
@@ -147,6 +150,7 @@ class Mma:
     tids: np.ndarray
     done: bool = False
     known_at: tuple = ()  # (issuing warp, its clock at the commit): what a reader must know
+    read_as: object = None  # how the MMA's kind reads the decoded operands (kind::tf32)
 
     def operands(self) -> tuple[list, list]:
         a = [cta.smem.typed(self.dtype)[self.a] for cta in self.ctas]
@@ -164,8 +168,10 @@ class Mma:
         for smem, token in self.holds:
             smem.unhold(token)
         raw_a, raw_b = self.operands()
-        a = np.concatenate([self.dtype.decode(x) for x in raw_a]).astype(np.float64)
-        b = np.concatenate([self.dtype.decode(x) for x in raw_b]).astype(np.float64)
+        a, b = (np.concatenate([self.dtype.decode(x) for x in raw]) for raw in (raw_a, raw_b))
+        if self.read_as is not None:
+            a, b = self.read_as(a), self.read_as(b)
+        a, b = a.astype(np.float64), b.astype(np.float64)
         product = self.product(a, b)
         rows = self.d.shape[0]
         for i, cta in enumerate(self.ctas):
@@ -296,8 +302,10 @@ def _gemm_atom(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, site: 
             f"tcgen05.mma of A {rows}x{k}, B {nb}x{kb} per CTA into D {addresses.shape}",
             site,
         )
+    _check_types(mma, a.element_type, b.element_type)
+    reading = _operand_reading(mma, a.element_type, site)
     issued = Mma(ctas, ea, eb, addresses, a.element_type, mma.accumulate, [], site,
-                 w.active_tids()[:1])  # fmt: skip
+                 w.active_tids()[:1], read_as=reading)  # fmt: skip
     if a.element_type.width < 8 and scaled is None:
         raise Unmodelled(
             f"{mma.op.name} of {a.element_type} (4-bit A/B only in the "
@@ -318,6 +326,43 @@ def _gemm_atom(mma: TiledMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor, site: 
         tmem.of_cta(cta).locate(addresses, "tcgen05.mma writes", site)
         tmem.of_cta(cta).__dict__.setdefault("pending", []).append(issued)
     _queue(w).append(issued)
+
+
+TF32_OP = "MmaTF32Op"
+F8F6F4_OP = "MmaF8F6F4Op"
+# where an op's recipe holds its accumulator type (the others' is fp32 by their kind)
+_ACC_ARG = {"MmaF16BF16Op": 1, F8F6F4_OP: 2}
+
+
+def _check_types(mma: TiledMma, a: DType, b: DType) -> None:
+    """What the executor's MMA runs: A and B of one type (it decodes both as A's), into an
+    fp32 accumulator (an f16 one's rounding is not modelled)."""
+    if a.name != b.name:
+        raise Unmodelled(f"a tcgen05.mma of {a} A and {b} B (mixed operand types)")
+    at = _ACC_ARG.get(mma.op.name)
+    acc = mma.op.kwargs.get("acc_dtype", mma.op.args[at] if at is not None else None)
+    name = getattr(acc, "name", getattr(acc, "__name__", "Float32"))
+    if name != "Float32":
+        raise Unmodelled(f"{mma.op.name} with a {name} accumulator (only fp32 is modelled)")
+
+
+def _operand_reading(mma: TiledMma, dtype: DType, site: Site):
+    """How the MMA's kind reads its operands' values: kind::tf32 (MmaTF32Op) reads each
+    32-bit element as tf32 (numeric.tf32_toward_zero, the executor's choice where the PTX
+    ISA leaves tf32's layout implementation defined: said in a note on the launch); the
+    other kinds read their element types exactly."""
+    if mma.op.name != TF32_OP:
+        return None
+    if dtype.width != 32 or not dtype.is_float:
+        raise Hazard(hazards.CRASH, f"tcgen05.mma kind::tf32 of {dtype} operands", site)
+    machine.note(
+        TF32_ROUNDING,
+        "tcgen05.mma kind::tf32 reads each fp32 operand as tf32; the PTX ISA leaves how "
+        "implementation defined, and the executor keeps the top 10 mantissa bits (rounds "
+        "toward zero), its own choice",
+        site,
+    )
+    return tf32_toward_zero
 
 
 def _check_packed_k_major(elems: np.ndarray, what: str, site: Site) -> None:
@@ -479,11 +524,12 @@ class TmemOperand:
 def make_tmem_copy(atom, tmem_tensor: Tensor) -> atoms.TiledCopy:
     if not isinstance(atom, atoms.CopyAtom) or not is_tcgen05(atom.op):
         raise Unmodelled("tcgen05.make_tmem_copy of a non-tcgen05 copy atom")
-    if not atom.op.name.startswith("Ld"):
-        raise Unmodelled(f"tcgen05.make_tmem_copy of {atom.op.name} (only tcgen05.ld)")
+    kind = {"Ld": "tcgen05.ld", "St": "tcgen05.st"}.get(atom.op.name[:2])
+    if kind is None:
+        raise Unmodelled(f"tcgen05.make_tmem_copy of {atom.op.name} (only tcgen05.ld and .st)")
     recipe = Recipe(f"{PATH}.make_tmem_copy", (atom, TmemOperand(tmem_tensor)))
     tiled = atoms.TiledCopy(recipe, atom)
-    tiled.kind = "tcgen05.ld"
+    tiled.kind = kind  # a tcgen05.st: course.execute.tmem_store
     return tiled
 
 
@@ -518,6 +564,7 @@ def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> No
         )
     _check_no_mma_writing(space, addresses, site)
     _check_commit_seen(w, space, addresses, site)
+    tmem_store.check_stored(w, space, addresses, site)
     values = space.read(  # (calls, per_src)
         addresses,
         f"warp {w.index}'s tcgen05.ld reads",
@@ -607,7 +654,3 @@ def wait_ld(*_, **__) -> None:
     for regs in w.__dict__.get("tmem_loads", []):
         regs.__dict__.pop("load", None)
     w.__dict__["tmem_loads"] = []
-
-
-def wait_st(*_, **__) -> None:
-    """tcgen05.wait::st: nothing of tcgen05.st is modelled, so nothing to wait for."""

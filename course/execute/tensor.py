@@ -25,7 +25,7 @@ from course.execute import hazards, oracle
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
 from course.execute.memory import RMEM, SMEM, Memory, Registers
-from course.execute.numeric import Boolean, DType, Int32, is_sub_byte
+from course.execute.numeric import Boolean, DType, Int32, is_sub_byte, of_value, promoted
 from course.execute.hazards import Unmodelled
 
 # mode i of a rank-r coordinate is worth BASE[r]**i: as wide as int64 (numpy's per-lane
@@ -121,6 +121,30 @@ class Pointer(hazards.Standin):
         self.memory, self.byte_offset, self.dtype = memory, byte_offset, dtype
         self.swizzle, self._align = swizzle, align
 
+    def load(self, **_):
+        """`ptr.load()`: the element it points at (each lane's, for a per-lane pointer),
+        read as a one-element tensor is (its memory's checks included)."""
+        return Tensor(self, Layout(1, 0))[0]
+
+    def store(self, value, **_) -> None:
+        """`ptr.store(value)`: the element it points at written."""
+        Tensor(self, Layout(1, 0))[0] = value
+
+    def toint(self, **_):
+        """The pointer's address as an integer, as inline PTX takes it: a shared-memory
+        pointer's shared::cta address, on the executor its byte offset in the CTA's shared
+        memory, per lane (course.execute.dsmem_stores decodes it); others unmodelled."""
+        from course.execute import current
+
+        if self.memory.space != SMEM:
+            raise Unmodelled("Pointer.toint of a pointer not into shared memory (its address)")
+        w = current.current_warp()
+        if w is None or getattr(self.memory, "cta", None) is not w.cta:
+            raise Unmodelled("Pointer.toint of a pointer into another CTA's shared memory")
+        offset = self.byte_offset
+        return Lanes(offset.v.astype(np.int64) if isinstance(offset, Lanes)
+                     else np.full(w.width, int(offset), np.int64))  # fmt: skip
+
     def __add__(self, n):
         if is_sub_byte(self.dtype):
             if isinstance(n, Lanes) or n % 2:
@@ -162,6 +186,13 @@ class Pointer(hazards.Standin):
         return self._align
 
     max_alignment = alignment
+
+    @property
+    def llvm_ptr(self) -> "Pointer":
+        """The LLVM pointer value CuTe DSL hands to NVVM ops written inline (Hopper fmha's
+        own mbarrier wait): on the executor, the pointer itself, which the stand-ins of
+        those ops take (course.execute.sm90)."""
+        return self
 
     def align(self, min_align: int = 1, **_) -> "Pointer":
         """cute.Pointer.align: this pointer moved up to a multiple of min_align bytes."""
@@ -213,25 +244,35 @@ class Pointer(hazards.Standin):
 
 
 class Coordinates:
-    """An identity tensor's iterator: the origin coordinate (entries may be per lane)."""
+    """An identity tensor's iterator: the origin coordinate (entries may be per lane), one
+    packed digit per leaf mode; `nest` (a shape) nests an element's coordinate as it."""
 
-    __slots__ = ("origin",)
+    __slots__ = ("origin", "nest")
 
-    def __init__(self, origin: tuple):
-        self.origin = tuple(origin)
+    def __init__(self, origin: tuple, nest=None):
+        self.origin, self.nest = tuple(origin), nest
 
     @property
     def rank(self) -> int:
         return len(self.origin)
 
     def __add__(self, packed):
-        return Coordinates(tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank))))
+        moved = tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank)))
+        return Coordinates(moved, self.nest)
 
     def __str__(self) -> str:
         return fmt(tuple(o if not isinstance(o, Lanes) else "lanes" for o in self.origin))
 
     def decode_one(self, packed) -> tuple:
-        return tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank)))
+        flat = tuple(o + d for o, d in zip(self.origin, unpack(packed, self.rank)))
+        return flat if self.nest is None else _nested_as(self.nest, iter(flat))
+
+
+def _nested_as(shape, leaves):
+    """`leaves` (an iterator) nested as `shape` is."""
+    if isinstance(shape, tuple):
+        return tuple(_nested_as(s, leaves) for s in shape)
+    return next(leaves)
 
 
 def unpack(packed, rank: int) -> tuple:
@@ -367,6 +408,9 @@ class Tensor(hazards.Standin):
         return Int32
 
     dtype = element_type
+    # CuTe DSL's _Tensor keeps its element type in `_dtype`, and NVIDIA's examples read it
+    # there (Hopper fmha's `make_rmem_tensor_like(a_sum, a_sum._dtype)`)
+    _dtype = element_type
 
     @property
     def memspace(self):
@@ -554,20 +598,37 @@ def identity_tensor(shape) -> Tensor:
     """CuTe's make_identity_tensor for a flat shape (ints): coordinates, packed."""
     dims = shape if isinstance(shape, tuple) else (shape,)
     if any(isinstance(s, tuple) for s in dims):
-        raise Unmodelled("make_identity_tensor of a hierarchical shape")
+        return _nested_identity(dims)
     rank = len(dims)
     if rank not in BASE:
         raise Unmodelled(f"make_identity_tensor of rank {rank}")
-    if rank > 1 and max(int(s) for s in dims) >= BASE[rank] // 2:
-        raise Unmodelled(
-            f"make_identity_tensor{fmt(tuple(dims))}: a mode of {BASE[rank] // 2} or more"
-        )
+    # a mode below the last is one signed digit; the last takes what int64 leaves
+    limits = [BASE[rank] // 2] * (rank - 1) + [(1 << 62) // BASE[rank] ** (rank - 1)]
+    for mode, (s, limit) in enumerate(zip(dims, limits)):
+        if rank > 1 and int(s) >= limit:
+            raise Unmodelled(
+                f"make_identity_tensor{fmt(tuple(dims))}: mode {mode} of {limit} or more"
+            )
     layout = (
         Layout(tuple(int(s) for s in dims), packed_strides(rank))
         if isinstance(shape, tuple)
         else Layout(int(shape), 1)
     )
     return Tensor(Coordinates((0,) * rank), layout)
+
+
+def _nested_identity(shape: tuple) -> Tensor:
+    """make_identity_tensor of a hierarchical shape: CuTe's coordinates are as nested as the
+    shape (its strides are bases E<0,1>, ...); here each leaf mode is one packed digit (the
+    flat case's, with its limits), and an element reads back as the nested coordinate."""
+
+    def leaves(x):
+        return sum((leaves(e) for e in x), ()) if isinstance(x, tuple) else (int(x),)
+
+    flat = identity_tensor(leaves(shape))
+    static = _nested_as(shape, iter(leaves(shape)))
+    strides = _nested_as(shape, iter(flat.layout.stride))
+    return Tensor(Coordinates(flat.iterator.origin, static), Layout(static, strides))
 
 
 def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
@@ -593,6 +654,11 @@ class TensorSSA(hazards.Standin):
 
     element_type = property(lambda self: self.dtype)
 
+    def ir_value(self, **_) -> np.ndarray:
+        """The MLIR value CuTe DSL's TensorSSA wraps: on the executor, its values (what an
+        MLIR dialect op takes, course.execute.mlir_dialects, and TensorSSA(...) takes back)."""
+        return self.values
+
     def __str__(self) -> str:
         return f"TensorSSA<{self.dtype}, {fmt(self.shape)}>"
 
@@ -613,6 +679,19 @@ class TensorSSA(hazards.Standin):
             values = self.values.astype(dtype.compute)
         return TensorSSA(values, self.shape, dtype)
 
+    def _result_type(self, other) -> DType:
+        """The type of `self <op> other`, as CuTe DSL's TensorSSA promotes its operands: a
+        Python float is a Float32, an int an Int32 (as_numeric), so an fp16 tensor minus a
+        Float32 mean is computed, and kept, in Float32 (numeric.promoted)."""
+        if other is None:
+            return self.dtype
+        if isinstance(other, TensorSSA):
+            kind = other.dtype
+        else:
+            sample = other.v.reshape(-1)[0] if isinstance(other, Lanes) else other
+            kind = of_value(sample[()] if isinstance(sample, np.ndarray) else sample)
+        return promoted(self.dtype, kind)
+
     def _other(self, other):
         if isinstance(other, TensorSSA):
             return other.values
@@ -624,7 +703,7 @@ class TensorSSA(hazards.Standin):
         values = fn(self.values) if other is None else fn(self.values, self._other(other))
         values = np.asarray(values)
         if dtype is None:
-            dtype = Boolean if values.dtype == bool else self.dtype
+            dtype = Boolean if values.dtype == bool else self._result_type(other)
         if dtype.is_float and dtype.name != "Float64":
             values = values.astype(np.float32 if dtype.name == "BFloat16" else dtype.compute)
         return TensorSSA(values, self.shape, dtype)

@@ -156,6 +156,15 @@ class TmaView(hazards.Standin):
             raise Unmodelled(f"indexing a TMA partition with {crd!r} (only (None, ...))")
         return TmaView(self.tensor.slice(crd), self.select, self.box)
 
+    def domain_offset(self, coord) -> "TmaView":
+        """cute.domain_offset(coord, partition): the partition's modes after the box are
+        its tensor's, so the offset is its tensor's too, where it leaves the box alone (a
+        mode-0 coordinate of 0, which moves no box element)."""
+        if not isinstance(coord, tuple) or not _is_zero(coord[0]):
+            raise Unmodelled(f"domain_offset{coord!r} of a TMA partition inside its box")
+        t = self.tensor
+        return TmaView(t.moved(t.domain_layout(coord), t.domain_layout), self.select, self.box)
+
     @property
     def shape(self):
         rest = self.tensor.shape[1:] if isinstance(self.tensor.shape, tuple) else ()
@@ -204,6 +213,22 @@ class TmaView(hazards.Standin):
             raise Unmodelled("the layout of a TMA partition whose elements are unevenly spaced")
         return (int(steps[0]) if len(steps) else 0), int(mode0[0])
 
+    def filtered(self, out: Tensor) -> "TmaView":
+        """This view on `out`, its tensor with the stride-0 elements of mode 0 dropped
+        (cute.filter_zeros): the box shrinks to what is left of mode 0, and this CTA keeps
+        the elements at the offsets it had. A multicast part (course.execute.tma's
+        tma_partition: the CTA's share of the box in address order) is whole groups of
+        elements at one offset, as CuTe's is (a share of the TMA's vector, which names each
+        offset once); a part that splits such a group has no meaning after the filter."""
+        box = product(out.shape[0])
+        before, after = _mode0_offsets(self.tensor, self.box), _mode0_offsets(out, box)
+        mine = before[self.select]
+        if len(np.unique(after)) != box:
+            raise Unmodelled("filter_zeros of a TMA partition whose box repeats an offset")
+        if np.isin(before, mine).sum() != len(self.select):
+            raise Unmodelled("filter_zeros of a multicast TMA partition splitting an offset")
+        return TmaView(out, np.flatnonzero(np.isin(after, mine)), box)
+
     def offsets(self) -> np.ndarray:
         """The layout offsets (through a swizzled layout's swizzle) of the selected
         elements of the box; the view must be sliced down to one box."""
@@ -214,6 +239,20 @@ class TmaView(hazards.Standin):
                 f"{self.box} (tXs[None, i])"
             )
         return np.asarray(lay.offsets)[self.select]
+
+
+def _mode0_offsets(tensor: Tensor, box: int) -> np.ndarray:
+    """The offsets of mode 0's elements (colexicographic: they come first), before any
+    swizzle (a bijection: it keeps which offsets are equal)."""
+    lay = tensor.layout
+    outer = lay.outer if isinstance(lay, ComposedLayout) else lay
+    return np.asarray(outer.offsets)[:box]
+
+
+def _is_zero(c) -> bool:
+    if isinstance(c, tuple):
+        return all(_is_zero(e) for e in c)
+    return isinstance(c, (int, np.integer)) and int(c) == 0
 
 
 def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, **_):
@@ -235,9 +274,7 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, **_):
     rank = uniform(cta_coord[0] if isinstance(cta_coord, tuple) else cta_coord, "a CTA coordinate")
     order = np.arange(box)
     if parts > 1:  # multicast: this CTA's part of the box, in shared-memory address order
-        lay = smem_tensor.layout
-        outer = lay.outer if isinstance(lay, ComposedLayout) else lay
-        first = np.asarray(outer.offsets)[:box]  # mode 0 comes first in colex order
+        first = _mode0_offsets(smem_tensor, box)
         chunk = box // parts
         order = np.sort(np.argsort(first, kind="stable")[rank * chunk : (rank + 1) * chunk])
     return TmaView(smem_tensor, order, box), TmaView(gmem_tensor, order, box)
@@ -310,8 +347,11 @@ def _smem_elements(view: TmaView) -> tuple:
     t = view.tensor
     if not isinstance(t.iterator, Pointer) or t.iterator.memory.space != "smem":
         raise Unmodelled("a TMA copy whose shared side is not a shared-memory tensor")
-    elems = t.iterator.elements(view.offsets())
-    return t.iterator.memory, np.asarray(elems).reshape(-1)
+    elems = np.asarray(t.iterator.elements(view.offsets()))
+    if elems.ndim == 2:  # an address per lane: the issuing (elected, first active) lane's
+        w = machine.warp()
+        elems = elems[int(w.lanes_active()[0]) if elems.shape[0] == w.width else 0]
+    return t.iterator.memory, elems.reshape(-1)
 
 
 def copy(atom: TmaAtom, src, dst, tma_bar_ptr=None, mcast_mask=None, **kwargs) -> None:
@@ -368,7 +408,12 @@ def _load(atom, src, dst, bar, mcast_mask, site, w) -> None:
                 f"while an earlier copy into it is still in flight",
                 site,
             )
-        late = happens_before.unordered(w, cta.warps, target, b)
+        completions = [  # a wgmma's reads end at its completion, not at one warp's wait
+            x
+            for x in target.__dict__.get("touchers", [])
+            if isinstance(x, happens_before.Completion) and x.cta is cta
+        ]
+        late = happens_before.unordered(w, list(cta.warps) + completions, target, b)
         if late is not None:
             x, byte = late
             raise Hazard(
@@ -431,8 +476,7 @@ def _barrier_owner(atom: TmaAtom, rank: int) -> int:
     """The CTA whose mbarrier a load into CTA `rank` completes on: its own, or with
     .cta_group::2 (a Blackwell CTA pair's operands) the pair's leader's (barrier aliasing:
     the leader's full barrier counts both CTAs' bytes)."""
-    group = [a for a in atom.op.args if isinstance(a, Recipe) and a.path.endswith("CtaGroup.TWO")]
-    return rank & ~1 if group else rank
+    return rank & ~1 if atom.op.names("CtaGroup.TWO") else rank
 
 
 @dataclass

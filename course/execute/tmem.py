@@ -14,8 +14,9 @@ What the GPU gets wrong and the executor names (kind TMEM):
 * a dealloc of columns that were not allocated, an access to columns never allocated or
   already freed (use after free);
 * a CTA that exits with TMEM still allocated (the next CTA on that SM waits for ever);
-* cta_group::2: a dealloc before the peer CTA has reached its own dealloc (the peer's
-  epilogue may still read the pair's TMEM): the handshake on the dealloc mbarrier.
+* cta_group::2: a dealloc that nothing orders after the peer CTA's arrival at its own
+  dealloc (the peer's epilogue may still read the pair's TMEM): the handshake on the dealloc
+  mbarrier, whether or not the peer happened to get there first in the run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute import hazards, machine, mbarriers, sm90
+from course.execute import happens_before, hazards, machine, mbarriers, sm90
 from course.execute.hazards import Hazard, Site, Unmodelled
 from course.execute.lanes import uniform
 from course.execute.memory import Memory
@@ -47,7 +48,8 @@ class Tmem(Memory):
         self.allocated: dict[int, tuple[int, Site]] = {}  # first column -> (columns, site)
         self.freed: dict[int, tuple[int, Site]] = {}
         self.relinquished: Site | None = None
-        self.reached_free = False  # the allocator warp entered free(): done with TMEM
+        # (the allocator warp, its stamp) once it entered free(): this CTA is done with TMEM
+        self.reached_free: tuple | None = None
         # warp -> {(first, last column): (its clock after that tcgen05.ld, site)}
         self.reads: dict = {}
 
@@ -313,18 +315,32 @@ def dealloc_tmem(tmem_ptr, num_columns, is_two_cta=False, **_) -> None:
     if address >> LANE_SHIFT:
         raise Hazard(TMEM, f"tcgen05.dealloc of address {address:#x}: lane 0 required", site)
     if is_two_cta:
-        other = of_cta(peer(w.cta))
-        if not other.reached_free:
-            raise Hazard(
-                TMEM,
-                f"CTA {w.cta.block} deallocates its cta_group::2 TMEM while the peer CTA "
-                f"{other.cta.block} has not reached its own dealloc: the peer may still read "
-                f"the pair's TMEM (the dealloc mbarrier handshake is missing)",
-                site,
-                hazards.Cause(hazards.PEER_NOT_DONE, f"CTA {other.cta.block}"),
-            )
+        _peer_done_before(w, of_cta(peer(w.cta)), site)
     mine.check_readers_done(w, address, int(num_columns), site)
     mine.dealloc(address, int(num_columns), site)
+
+
+def _peer_done_before(w, other: Tmem, site: Site) -> None:
+    """A cta_group::2 dealloc is the pair's collective, and the peer may still read the pair's
+    TMEM until it is done with it: the peer's allocator warp must have entered free() and that
+    must be ordered before this dealloc (course.execute.happens_before: the handshake's arrive
+    on this CTA's barrier and the wait on it), not merely have come first in this run."""
+    reached = other.reached_free
+    if reached is not None and happens_before.ordered(w, reached[0], reached[1], 0):
+        return
+    state = (
+        "has not reached its own dealloc"
+        if reached is None
+        else "reached its own dealloc, but nothing orders that before this one"
+    )
+    raise Hazard(
+        TMEM,
+        f"CTA {w.cta.block} deallocates its cta_group::2 TMEM while the peer CTA "
+        f"{other.cta.block} {state}: the peer may still read the pair's TMEM (the dealloc "
+        f"mbarrier handshake is missing)",
+        site,
+        hazards.Cause(hazards.PEER_NOT_DONE, f"CTA {other.cta.block}"),
+    )
 
 
 # ---------------------------------------------------------------- cutlass.memory.TmemAllocator
@@ -395,14 +411,16 @@ class TmemAllocator:
             return
         w = machine.warp()
         if self.two_cta:
-            of_cta(w.cta).reached_free = True
+            of_cta(w.cta).reached_free = (w, happens_before.now(w))
             self.handshake(w)
         _arch().dealloc_tmem(tmem_ptr, columns, self.two_cta)
 
     def handshake(self, w) -> None:
-        """Arrive on the peer's dealloc barrier, wait on ours: both CTAs are done with TMEM."""
-        mbarriers.arrive(self.dealloc_mbar, cta=w.cta.rank ^ 1)
-        mbarriers.wait(self.dealloc_mbar, 0)
+        """Arrive on the peer's dealloc barrier, wait on ours: both CTAs are done with TMEM.
+        Through cute.arch, as NVIDIA's free() issues them (so a plant of course.execute.planted
+        reaches both)."""
+        _arch().mbarrier_arrive(self.dealloc_mbar, w.cta.rank ^ 1)
+        _arch().mbarrier_wait(self.dealloc_mbar, 0)
 
 
 def _first_cell(lane: np.ndarray, col: np.ndarray, where: np.ndarray) -> str:

@@ -35,7 +35,7 @@ import sys
 import sysconfig
 import types
 
-from course.execute import api, blackwell, simt, tile_schedulers
+from course.execute import api, blackwell, numeric_params, simt, tile_schedulers
 from course.execute.branches import FACTORY, rewrite
 from course.execute.hazards import KernelGlobals, Unmodelled
 
@@ -190,7 +190,7 @@ class Translator:
             new = {k: self.value(v) for k, v in obj.items()}
             return obj if all(new[k] is obj[k] for k in obj) else new
         if isinstance(obj, type):
-            return obj
+            return self._class(obj) if _script_class(obj) else obj
         if _has_dsl_methods(type(obj)) or _holds_dsl_values(obj):
             return InstanceProxy(obj, self)
         return obj
@@ -230,6 +230,8 @@ class Translator:
         new.__doc__ = raw.__doc__
         new.__dict__.update(getattr(raw, "__dict__", {}))
         setattr(new, TRANSLATED, True)
+        if kind in ("jit", "kernel"):  # CuTe DSL converts scalars to their annotated types
+            new = numeric_params.converting(new, raw)
         return api.KernelFunction(new) if kind == "kernel" else new
 
     def _class(self, cls: type) -> type:
@@ -254,6 +256,8 @@ class Translator:
             namespace[key] = value
         bases = tuple(self.value(b) for b in cls.__bases__)
         new = type(cls)(cls.__name__, bases, namespace)
+        new.__module__, new.__qualname__ = cls.__module__, cls.__qualname__
+        _rebind_class_cells(namespace.values(), cls, new)
         setattr(new, TRANSLATED, True)
         return new
 
@@ -426,6 +430,45 @@ def _is_cutlass(obj) -> bool:
     )
 
 
+def _script_class(cls: type) -> bool:
+    """A class of a script's own module outside the course (an NVIDIA example's helper,
+    `fmha_helpers.FmhaStaticTileScheduler`) that CuTe DSL code in that module uses: kernel
+    code that makes one must run its methods on the stand-ins, so it is translated as a
+    library's class is. Enums, exceptions and tuples hold no kernel code and stay as they
+    are; the course's own classes keep their proxies (InstanceProxy)."""
+    import enum
+
+    if issubclass(cls, (enum.Enum, BaseException, tuple)) or getattr(cls, TRANSLATED, False):
+        return False
+    if "__slots__" in vars(cls):  # its slots' descriptors belong to the class it was built as
+        return False
+    name = cls.__module__ or ""
+    module = sys.modules.get(name)
+    if module is None or name.startswith(("course.", "kernels.")) or _is_library_module(module):
+        return False
+    return any(
+        isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "cutlass"
+        for v in vars(module).values()
+    )
+
+
+def _rebind_class_cells(values, old: type, new: type) -> None:
+    """Point the `__class__` cell of a translated method (what a bare `super()` reads) at
+    the translated class, so super() inside it accepts the translated class's instances."""
+    for value in values:
+        fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+        if isinstance(fn, property):
+            for part in (fn.fget, fn.fset):
+                _rebind_class_cells((part,) if part else (), old, new)
+            continue
+        code = getattr(fn, "__code__", None)
+        if code is None or "__class__" not in code.co_freevars or not fn.__closure__:
+            continue
+        cell = fn.__closure__[code.co_freevars.index("__class__")]
+        if _filled(cell) and cell.cell_contents is old:
+            cell.cell_contents = new
+
+
 def _has_dsl_methods(cls) -> bool:
     for klass in cls.__mro__[:-1]:
         for value in vars(klass).values():
@@ -436,15 +479,20 @@ def _has_dsl_methods(cls) -> bool:
 
 def _holds_dsl_values(obj) -> bool:
     """An object of the script's own class (not a library's) with a CuTe DSL value among
-    its fields (a config holding `cutlass.BFloat16`): kernel code reading the field must get
-    the stand-in, so it is seen through an InstanceProxy."""
+    its fields (a config holding `cutlass.BFloat16`), or a kernel object (one with
+    @cute.jit/@cute.kernel methods: NVIDIA's EFC helper holds its GEMM): kernel code reading
+    the field must get the stand-in -- for a kernel object the one proxy its host function
+    runs on, whose attributes it sets there -- so it is seen through an InstanceProxy."""
     fields = getattr(obj, "__dict__", None)
     if not isinstance(fields, dict) or isinstance(obj, type):
         return False
     module = sys.modules.get(type(obj).__module__ or "")
     if module is None or _is_library_module(module):
         return False
-    return any(_is_cutlass(v) for v in fields.values())
+    return any(
+        _is_cutlass(v) or (not isinstance(v, type) and _has_dsl_methods(type(v)))
+        for v in fields.values()
+    )
 
 
 def _same_or(old, new):

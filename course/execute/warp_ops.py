@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.execute import hazards, machine
-from course.execute.hazards import Unmodelled
+from course.execute.hazards import Hazard, Unmodelled
 from course.execute.lanes import Lanes, lanes
 from course.execute.numeric import Float32, Int32
 from course.execute.tensor import ReductionOp, TensorSSA
@@ -127,6 +127,42 @@ def rcp_approx(a, **_):
 
 _BFLY = _shuffle(BFLY)
 
+# redux.sync's operations: (numpy's reduction, whether it is of floats); max/min of an
+# unsigned type are CuTe DSL's umax/umin
+_REDUX = {"add": (np.sum, False), "and": (np.bitwise_and.reduce, False),
+          "or": (np.bitwise_or.reduce, False), "xor": (np.bitwise_xor.reduce, False),
+          "max": (np.max, False), "min": (np.min, False), "umax": (np.max, False),
+          "umin": (np.min, False), "fmax": (np.fmax.reduce, True),
+          "fmin": (np.fmin.reduce, True)}  # fmt: skip
+
+
+def warp_redux_sync(value, kind, mask_and_clamp=FULL_MASK, *, abs=None, nan=None, **_):  # noqa: A002
+    """cute.arch.warp_redux_sync (redux.sync): every lane of the warp gets `kind` of the
+    lanes' values. .f32 max/min ignore NaN inputs (maxNum) unless `nan` (.NaN: a NaN in,
+    NaN out); `abs` takes each value's magnitude first. Integer kinds reduce in 32 bits."""
+    site = hazards.site(2)
+    if int(mask_and_clamp) & FULL_MASK != FULL_MASK:
+        raise Unmodelled("redux.sync with a member mask other than the whole warp")
+    w = machine.collective(f"redux.sync.{kind}", site)
+    v = _per_lane(value, w.width)
+    is_float = v.dtype.kind == "f"
+    if is_float and kind in ("max", "min"):
+        kind = "f" + kind
+    fn, of_floats = _REDUX[kind]
+    if of_floats != is_float or (abs or nan) and not of_floats:
+        raise Hazard(hazards.CRASH, f"redux.sync.{kind} of {value!r}", site)
+    if of_floats:
+        v = np.abs(v.astype(np.float32)) if abs else v.astype(np.float32)
+        out = np.float32(fn(v))
+        if nan and np.isnan(v).any():
+            out = np.float32("nan")
+        return Float32(out)
+    bits = v.astype(np.int64) & FULL_MASK
+    if kind in ("max", "min"):  # signed
+        bits = np.where(bits >> 31, bits - (1 << 32), bits)
+    out = int(fn(bits)) & FULL_MASK
+    return Int32(out - (1 << 32) if out >> 31 else out)  # the 32 bits, as CuTe DSL's Int32
+
 
 def warp_reduction(val, op, *, threads_in_group: int = 32, **_):
     """cute.arch.warp_reduction: `val` folded with `op` over each group of
@@ -139,9 +175,37 @@ def warp_reduction(val, op, *, threads_in_group: int = 32, **_):
     return val
 
 
+_FMAX = _float_pair(np.fmax)
+
+
+def _is_float(x) -> bool:
+    v = x.v if isinstance(x, Lanes) else np.asarray(x)
+    return v.dtype.kind == "f"
+
+
+def _reduction_max(x, y):
+    """warp_reduction_max's op, as CuTe DSL's: fmax (max.f32, NaN-quiet) for a float,
+    the larger integer otherwise."""
+    if _is_float(x):
+        return _FMAX(x, y)
+    xv, yv = (a.v if isinstance(a, Lanes) else a for a in (x, y))
+    out = np.maximum(xv, yv)
+    return Lanes(out) if isinstance(x, Lanes) or isinstance(y, Lanes) else out
+
+
+def warp_reduction_max(val, *, threads_in_group: int = 32, **_):
+    return warp_reduction(val, _reduction_max, threads_in_group=threads_in_group)
+
+
+def warp_reduction_sum(val, *, threads_in_group: int = 32, **_):
+    return warp_reduction(val, lambda x, y: x + y, threads_in_group=threads_in_group)
+
+
 NAMES = {
     "cutlass.cute.arch": {
         "warp_reduction": warp_reduction,
+        "warp_reduction_max": warp_reduction_max,
+        "warp_reduction_sum": warp_reduction_sum,
         "shuffle_sync": _shuffle(IDX),
         "shuffle_sync_up": _shuffle(UP),
         "shuffle_sync_down": _shuffle(DOWN),
@@ -150,6 +214,7 @@ NAMES = {
         "vote_all_sync": _vote("all"),
         "vote_uni_sync": _vote("uni"),
         "vote_ballot_sync": _vote("ballot"),
+        "warp_redux_sync": warp_redux_sync,
         "fmax": _float_pair(np.fmax),
         "fmin": _float_pair(np.fmin),
         "rcp_approx": rcp_approx,

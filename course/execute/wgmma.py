@@ -183,6 +183,19 @@ class WgmmaTiledMma(atoms.TiledMma):
             raise Unmodelled(f"cute.gemm with {', '.join(kwargs)}")
         issue(self, d, a, b, c, hazards.site(3))
 
+    def get_slice(self, thr_idx) -> "WgmmaThrMma":
+        return WgmmaThrMma(self, atoms.thread_index(thr_idx))
+
+
+class WgmmaThrMma(atoms.ThrMma, WgmmaTiledMma):
+    """A thread's slice of a wgmma TiledMMA (CuTe's ThrMma is a TiledMma too): it partitions
+    for its thread, and makes descriptor fragments and keeps the ACCUMULATE field as its
+    tiled MMA does (`thr_mma.make_fragment_A(thr_mma.partition_A(sA))`)."""
+
+    def __init__(self, tiled: WgmmaTiledMma, thr_idx):
+        super().__init__(tiled, thr_idx)
+        self.accumulate = tiled.accumulate
+
 
 def _names_rmem_source(x) -> bool:
     if isinstance(x, Recipe):
@@ -235,6 +248,8 @@ class Issued:
     site: Site
     a_regs: Registers | None = None  # A's registers (RS wgmma): read until retired
     bytes: np.ndarray | None = None  # the shared-memory bytes it reads until retired
+    siblings: list = field(default_factory=list)  # the same wgmma as its warpgroup's 4 warps see it
+    done: happens_before.Completion | None = None  # its completion, one for the 4 warps
 
 
 @dataclass
@@ -349,9 +364,25 @@ def wait_group(n, **_) -> None:
 def _retire(w, op: Issued) -> None:
     """wait_group saw `op` complete: its reads of shared memory end now, in this warp's
     order of things (course.execute.happens_before: a TMA load issued over those bytes must
-    be ordered after this warp's next mbarrier arrive, not an earlier one)."""
-    w.cta.smem.unhold(op.token)
-    happens_before.stamp(w, w.cta.smem, op.bytes, 1, hazards.UNIT_WGMMA)
+    be ordered after this warp's next mbarrier arrive, not an earlier one).
+
+    A wgmma is one operation of its warpgroup (the PTX ISA's wgmma.mma_async is
+    warpgroup-level; NVIDIA's WGMMA guide: "one MMA is issued collectively by a 128-thread
+    warpgroup"), so the first of its warps to see it complete ends its shared-memory reads
+    for all four (Hopper fmha's epilogue stores over Q once its own warp has waited). Each
+    warp's registers still wait for that warp's own wait_group: the ISA leaves reading them
+    before it undefined. The end of the reads is the completion's (happens_before.Completion):
+    a warp that waited, or one a barrier tells of such a wait, is ordered after them."""
+    smem, done = w.cta.smem, op.done
+    if done is None or not done.stamped:
+        for sibling in op.siblings or [op]:
+            if sibling.token in smem.holds:
+                smem.unhold(sibling.token)
+        if done is not None:
+            done.stamped = True
+        happens_before.stamp(done or w, smem, op.bytes, 1, hazards.UNIT_WGMMA)
+    if done is not None:
+        happens_before.observed(w, done)
     for regs in {id(r): r for r in (op.regs, op.a_regs) if r is not None}.values():
         left = [x for x in _pending(regs) if x is not op]
         regs.wgmmas = left
@@ -526,9 +557,13 @@ def _execute(mma: WgmmaTiledMma, members: list, meeting: Meeting) -> None:
     finally:
         _EXECUTING[0] = False
     held = np.unique(np.concatenate([a_bytes, b_bytes]))
+    ops: list = []
+    done = happens_before.Completion(members[0])
     for m, (d, a, _, _, _) in zip(members, calls):
         op = Issued(_registers(d), -1, site, _registers(a) if rs else None, held)
         op.token = smem.hold(held, _reader(m, op), lambda m=m, op=op: _state(m).cause(m, op))
+        ops.append(op)
+        op.siblings, op.done = ops, done
         _state(m).open.append(op)
         for regs in {id(r): r for r in (op.regs, op.a_regs) if r is not None}.values():
             _in_flight(op, regs)
@@ -588,7 +623,7 @@ def _operand(smem, view: Tensor, tv_row: np.ndarray, dims: tuple, tid0, site: Si
             f"(before the barrier)",
             site,
         )
-    values = smem.read(tid0, dtype, elems[None, :], site)[0].astype(np.float64)
+    values = smem.read(tid0, dtype, elems[None, :], site, by_unit=True)[0].astype(np.float64)
     per = rows * cols
     tiles = values.reshape(k, x, per)  # colexicographic: the atom's values, then x, then k
     dense = np.zeros((x, k, per))

@@ -156,9 +156,10 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
 
 kernel_exercise(
     id="01.saxpy",
-    prompt="Write saxpy_kernel: out[i] = alpha * x[i] + y[i], one element per thread, with "
-    "256-thread blocks and as many blocks as n needs.",
-    hint="the global index is block_idx * block_dim + thread_idx; the last block runs past n.",
+    prompt="Write saxpy_kernel: out = alpha x + y over vectors of n floats, one element per "
+    "thread, with 256-thread blocks and as many blocks as n needs.",
+    hint="section 1's add_kernel finds each thread's element and keeps the spare threads of "
+    "the last block away from memory: saxpy needs the same two steps, and one more operand.",
     arch="sm_90a",
     needs="gpu",
     build=_build,

@@ -142,13 +142,15 @@ def run_executed(m: int = 600, n: int = 392, k: int = 200, seeds=(1, 2)) -> list
     return runs
 
 
-def planted_mistakes(shape=(129, 136, 72)) -> dict:
-    """Each synchronisation mistake of course.execute.planted made in the kernel, run on the
-    executor: the hazard it names (kind and message), or that it passed."""
+def planted_mistakes(names=None, shape=(129, 136, 72)) -> dict:
+    """Each synchronisation mistake of course.execute.planted (or those of `names`) made in
+    the kernel, run on the executor: the hazard it names (kind and message), or that it
+    passed."""
     from course.execute import blackwell_runs, planted
 
     named = {}
-    for name, plant in planted.PLANTS.items():
+    for name in names or planted.PLANTS:
+        plant = planted.PLANTS[name]
         with planted.planted(name):
             run = blackwell_runs.run_gemm(plant.kernel, *shape)
         named[name] = run.hazard
