@@ -10,11 +10,6 @@
   purpose, and the session header and summary say so (deselected, not skipped).
 * A test run is not a learner: exercise checks record no progress
   (COURSE_PROGRESS=off, course.exercises.progress) unless a test asks for it.
-* Under pytest-xdist (`--dist loadgroup`, as course.sh runs it) each file is one group, run
-  in order on one worker (a notebook's cells share one kernel), except the files that judge
-  the same exercise solutions on the CPU (SHARED_REPORTS): they are one group, so the
-  CPU executor runs each solution once for both (tests/conftest.py's cpu_reports_shared);
-  that group, the longest, goes first.
 """
 import os
 
@@ -39,23 +34,8 @@ def browser_suite_on() -> bool:
     return os.environ.get("COURSE_BROWSER", "1") != "0"
 
 
-SHARED_REPORTS = ("tests/test_kernel_exercises.py", "tests/test_execute_exercises.py")
-ROOT_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def _group(item) -> str:
-    path = os.path.relpath(str(item.path), ROOT_DIR)
-    return "shared-exercise-reports" if path in SHARED_REPORTS else path
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     from course.runtime.hardware import machine
-
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-    shared = [i for i in items if _group(i) == "shared-exercise-reports"]
-    items[:] = shared + [i for i in items if _group(i) != "shared-exercise-reports"]
 
     browser = [i for i in items if str(i.path).startswith(BROWSER_DIR + os.sep)]
     for item in browser:

@@ -154,14 +154,13 @@ case "$cmd" in
       "$PY" -m ruff format --check kernels course tests || lint=1
     fi
     # test files spread over pytest-xdist workers, one file per worker at a time (a
-    # notebook's cells run in order on one kernel; conftest.py makes each file a group, and
-    # the two files that share the exercises' CPU reports one): COURSE_TEST_WORKERS, by default one per
+    # notebook's cells run in order on one kernel): COURSE_TEST_WORKERS, by default one per
     # core up to 2 on a CPU run (CI's 2 cores: 31 -> ~20 min) and 1 with COURSE_REQUIRE_GPU
     # (one GPU, shared by nothing)
     cores="$(nproc 2>/dev/null || echo 1)"
     workers="${COURSE_TEST_WORKERS:-$([[ "${COURSE_REQUIRE_GPU:-0}" == 1 ]] && echo 1 || echo $((cores < 2 ? cores : 2)))}"
     spread=()
-    [[ "$workers" -gt 1 ]] && spread=(-n "$workers" --dist loadgroup)
+    [[ "$workers" -gt 1 ]] && spread=(-n "$workers" --dist loadfile)
     # the whole suite, or only the test files / folders named among ARGS (README)
     where=(tests notebooks)
     for arg in "$@"; do

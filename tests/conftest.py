@@ -28,8 +28,9 @@ _CPU_REPORTS: dict = {}
 @pytest.fixture
 def cpu_reports_shared(monkeypatch):
     """kernel_check.run_checks without a GPU run, remembered for the session: the tests that
-    check the same solution (tests/test_kernel_exercises.py, tests/test_execute_exercises.py)
-    share one report of it. Its compile is cached anyway; its run on the CPU executor is not."""
+    check the same solution (tests/test_kernel_exercises.py's CPU verdicts and its comparison
+    with the H100's record) share one report of it. Its compile is cached anyway; its run on
+    the CPU executor is not."""
     from course.exercises import kernel_check
     from course.exercises.learner_code import LearnerCode
 

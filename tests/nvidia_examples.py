@@ -5,6 +5,11 @@ One setting finds them: `CUTLASS_DSL_EXAMPLES`, a path to any CUTLASS checkout's
 (`../shared/cutlass/examples/python/CuTeDSL`, see its README). A test that needs them and
 finds none is skipped with that path named.
 
+NVIDIA's examples beyond that subset come from a full CUTLASS checkout: the setting
+`CUTLASS_DSL_EXAMPLES_FULL` (`FULL`, `needs_full`); `run_script` runs one of them whole
+through `python -m course.execute`, with its own argparse, host code and torch check, and
+`passed` asks that it checked itself and found no hazard.
+
 `load(relative)` imports one example file as a module of its own (its folder first on
 sys.path, as running it there would: the Blackwell tutorial imports its `utils`), without
 running its `__main__` block. The tests then do what the example's own `run` function does,
@@ -16,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +43,35 @@ def needs_examples():
     return pytest.mark.skipif(
         not where.is_dir(), reason=f"no CuTe DSL examples at {where} (set {SETTING})"
     )
+
+
+FULL_SETTING = "CUTLASS_DSL_EXAMPLES_FULL"
+FULL = Path(os.environ.get(FULL_SETTING, "/nonexistent"))
+needs_full = pytest.mark.skipif(
+    not FULL.is_dir(), reason=f"no full CUTLASS checkout's CuTe DSL examples (set {FULL_SETTING})"
+)
+
+
+def run_script(arch: str, script, *args, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m course.execute --arch ARCH SCRIPT ARGS` from the repository root; a
+    relative `script` is one of the full checkout's (under FULL)."""
+    script = Path(script)
+    script = script if script.is_absolute() else FULL / script
+    return subprocess.run(
+        [sys.executable, "-m", "course.execute", "--arch", arch, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def passed(done: subprocess.CompletedProcess, success: str = "PASS") -> None:
+    """The run ended well, the example's own check printed `success`, the executor found
+    no hazard."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert success in done.stdout, done.stdout[-2000:]
+    assert "no hazard" in done.stderr, done.stderr[-2000:]
 
 
 _LOADED: dict = {}

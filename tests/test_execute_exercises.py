@@ -1,8 +1,9 @@
-"""Fidelity, measured: the CPU executor's verdict on every reference and known wrong variant
-of the kernel exercises an H100 runs (01-13) equals the H100's recorded verdict
-(results/kernel_exercises.json; 13's was recorded on an H200, the same sm_90 chip); an
-exercise whose verdicts are not recorded on the H100 yet is listed in AWAITING_H100_RECORD,
-by name, until they are. Exercises 14-16 need a Blackwell GPU, so the H100 record has no run
+"""Fidelity, measured: every reference and known wrong variant of the kernel exercises an
+H100 runs (01-13) has the H100's recorded verdict (tests/h100_records.py: an exercise whose
+verdicts are not recorded yet is listed in AWAITING_H100_RECORD, by name, until they are);
+the CPU executor's verdict on each equals it (that comparison runs in
+tests/test_kernel_exercises.py, beside the CPU verdict tests, so one executor run serves
+both). Exercises 14-16 need a Blackwell GPU, so the H100 record has no run
 of theirs to compare with: tests/test_planted_agreement.py compares the executor with the
 PTX checks there instead.
 
@@ -16,53 +17,18 @@ case the H100 failed.
 import pytest
 
 from course.exercises import kernel_check, solutions
-from course.exercises.executor_checks import CHECK, EXERCISES
-from course.exercises.verdicts import RIGHT, WRONG
-from course.runtime import results
+
+from .h100_records import (
+    AWAITING_H100_RECORD,
+    CASES,
+    CHANGED_SINCE_H100_RECORD,
+    H100_RUNS,
+    ROWS,
+    recorded_after,
+)
 
 
 pytestmark = pytest.mark.usefixtures("cpu_reports_shared")  # one CPU report per solution
-
-
-H100_RUNS = tuple(e for e in EXERCISES if kernel_check.lookup(e).needs != "sm_100a")
-
-
-def _recorded_rows() -> dict:
-    """(exercise, variant) -> the latest H100 row."""
-    rows = {}
-    for record in results.load("kernel_exercises"):  # recorded on a GPU only, oldest first
-        for case in record.data.get("cases", []):
-            if case["exercise"] in H100_RUNS:
-                rows[(case["exercise"], case["variant"])] = case
-    return rows
-
-
-ROWS = _recorded_rows()
-
-# exercises an H100 runs whose cases have no H100 verdict recorded yet, and the command that
-# records them there; each leaves this table once its record is committed
-AWAITING_H100_RECORD: dict[str, str] = {}  # exercise id -> the command that records it
-
-# exercises whose cases were rewritten after their last H100 record: the old rows describe
-# other code, so the comparison waits for a record made after the change (exercise id ->
-# (the change's time, UTC, and the command that records it)); each leaves this table once
-# such a record is committed
-CHANGED_SINCE_H100_RECORD: dict[str, tuple[str, str]] = {}
-
-
-def _recorded_after(exercise: str, when: str) -> bool:
-    from datetime import datetime
-
-    since = datetime.fromisoformat(when)
-    return any(
-        datetime.fromisoformat(r.provenance["date"]) > since
-        and any(c["exercise"] == exercise for c in r.data.get("cases", []))
-        for r in results.load("kernel_exercises")
-    )
-
-
-CASES = solutions.cases(H100_RUNS)  # references, alternatives and wrong variants
-OLD_WORDS = {"pass": RIGHT, "fail": WRONG}  # records made before the verdicts had their words
 
 
 def test_every_case_of_exercises_01_to_13_has_an_h100_record_or_awaits_one():
@@ -79,45 +45,8 @@ def test_every_case_of_exercises_01_to_13_has_an_h100_record_or_awaits_one():
     recorded = sorted({e for e, _ in ROWS} & set(AWAITING_H100_RECORD))
     assert not recorded, f"{recorded} now have an H100 record: take them off AWAITING_H100_RECORD"
     assert set(CHANGED_SINCE_H100_RECORD) <= {e for e, _ in ROWS}  # else: AWAITING_H100_RECORD
-    again = [e for e, (when, _) in CHANGED_SINCE_H100_RECORD.items() if _recorded_after(e, when)]
+    again = [e for e, (when, _) in CHANGED_SINCE_H100_RECORD.items() if recorded_after(e, when)]
     assert not again, f"{again} were recorded after their change: take them off the table"
-
-
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.exercise}-{c.name}" for c in CASES])
-def test_the_executor_verdict_equals_the_h100_verdict(case):
-    if case.exercise in AWAITING_H100_RECORD:
-        pytest.skip(
-            f"{case.exercise} has no H100 verdict to compare with yet: on an H100, "
-            f"{AWAITING_H100_RECORD[case.exercise]}"
-        )
-    if case.exercise in CHANGED_SINCE_H100_RECORD:
-        pytest.skip(
-            f"{case.exercise} changed after its H100 record: on an H100, "
-            f"{CHANGED_SINCE_H100_RECORD[case.exercise][1]}"
-        )
-    row = ROWS[(case.exercise, case.name)]
-    report = kernel_check.run_checks(kernel_check.lookup(case.exercise), case.fn, gpu=False)
-    assert report.status == OLD_WORDS.get(row["verdict"], row["verdict"]), report.text()
-
-    runs = [f for f in report.findings if f.check.startswith(CHECK)]
-    caught_before_a_run = any(
-        f.status == kernel_check.FAIL and not f.check.startswith(CHECK) for f in report.findings
-    )
-    if caught_before_a_run:  # the checks every machine makes found it: no run, here or there
-        return
-    assert runs, "nothing ran on the executor"
-    assert all(f.status != kernel_check.NOT_RUN for f in runs), report.text()
-    h100 = {}
-    for name, status, _ in row["checks"]:
-        h100.setdefault(name, set()).add(status)
-    for f in runs:
-        name = f.check[len(CHECK) + 2 :]
-        if name in h100:  # the same shape, run on both: the same outcome
-            assert f.status in h100[name], (f.line(), h100[name])
-        elif f.status == "fail":  # a hazard: only where the H100 failed the case too
-            assert row["verdict"] in ("fail", WRONG), f.line()
-    if case.where == "gpu":  # a mistake only a run shows: the executor's run shows it
-        assert any(f.status == "fail" for f in runs), report.text()
 
 
 def test_a_clc_read_in_flight_and_a_second_clc_query_get_different_hints():

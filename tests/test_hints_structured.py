@@ -173,7 +173,6 @@ def test_the_tma_store_hazards_of_a_run_carry_their_causes(variant, key):
 @pytest.mark.parametrize(
     "variant,key",
     [
-        ("mainloop__releases_stage_in_use", H.NEWEST_GROUP),
         ("mainloop__no_wait", H.NEVER_WAITED),
         ("mainloop__release_before_wait", H.RELEASED_EARLY),
     ],
@@ -182,6 +181,23 @@ def test_the_wgmma_hazards_of_a_run_carry_their_causes(variant, key):
     from course.exercises.solutions import nb10_solutions as s10
 
     assert _failed("10.wgmma_mainloop", getattr(s10, variant)).hint == ec.WGMMA_HINTS[key]
+
+
+def test_a_release_of_the_stage_just_issued_is_told_so_first():
+    """The stage handed back is the k-tile just issued: the verdict's first hint says the
+    wrong stage went back (the wgmma loop model sees the release); the executor's finding,
+    where another warp of the warpgroup has already seen that wgmma complete and nothing
+    orders its completion before the refill, says the stage was released too early: both
+    are what happened, the first is the mistake."""
+    from course.exercises.check import check
+    from course.exercises.solutions import nb10_solutions as s10
+
+    fn = s10.mainloop__releases_stage_in_use
+    verdict = check("10.wgmma_mainloop", fn, quiet=True, gpu=False)
+    first_hint = next(x for x in verdict.message.splitlines() if x.startswith("hint: "))
+    assert first_hint.startswith("hint: wrong stage"), verdict.message
+    executor_hint = _failed("10.wgmma_mainloop", fn).hint
+    assert executor_hint in (ec.WGMMA_HINTS[H.NEWEST_GROUP], ec.WGMMA_HINTS[H.RELEASED_EARLY])
 
 
 @pytest.mark.parametrize(

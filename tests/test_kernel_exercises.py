@@ -16,7 +16,11 @@ from course import ROOT
 from course.exercises import kernel_check, solutions
 from course.exercises.check import check
 from course.exercises.learner_code import LearnerCode
+from course.exercises.executor_checks import CHECK
 from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
+
+from . import h100_records
+from .h100_records import AWAITING_H100_RECORD, CHANGED_SINCE_H100_RECORD, OLD_WORDS, ROWS
 
 pytestmark = pytest.mark.usefixtures("cpu_reports_shared")  # one CPU report per solution
 
@@ -76,6 +80,48 @@ def test_a_wrong_variant_is_never_called_right_without_a_run(case):
         assert case.word in verdict.message, verdict.message  # named, as `verify` asks
     else:
         assert verdict.status in (WRONG, UNPROVEN), verdict.message
+
+
+# Fidelity, measured (here, beside the CPU verdicts above, so the executor runs each case
+# once for both: tests/conftest.py's cpu_reports_shared): the CPU executor's verdict on every
+# case of the exercises an H100 runs equals the H100's recorded verdict
+# (tests/h100_records.py); each run the executor makes of a shape the H100 also ran gives
+# the same pass or fail, and a hazard is only ever found in a case the H100 failed.
+@pytest.mark.parametrize("case", h100_records.CASES, ids=_ids(h100_records.CASES))
+def test_the_executor_verdict_equals_the_h100_verdict(case):
+    if case.exercise in AWAITING_H100_RECORD:
+        pytest.skip(
+            f"{case.exercise} has no H100 verdict to compare with yet: on an H100, "
+            f"{AWAITING_H100_RECORD[case.exercise]}"
+        )
+    if case.exercise in CHANGED_SINCE_H100_RECORD:
+        pytest.skip(
+            f"{case.exercise} changed after its H100 record: on an H100, "
+            f"{CHANGED_SINCE_H100_RECORD[case.exercise][1]}"
+        )
+    row = ROWS[(case.exercise, case.name)]
+    report = kernel_check.run_checks(kernel_check.lookup(case.exercise), case.fn, gpu=False)
+    assert report.status == OLD_WORDS.get(row["verdict"], row["verdict"]), report.text()
+
+    runs = [f for f in report.findings if f.check.startswith(CHECK)]
+    caught_before_a_run = any(
+        f.status == kernel_check.FAIL and not f.check.startswith(CHECK) for f in report.findings
+    )
+    if caught_before_a_run:  # the checks every machine makes found it: no run, here or there
+        return
+    assert runs, "nothing ran on the executor"
+    assert all(f.status != kernel_check.NOT_RUN for f in runs), report.text()
+    h100 = {}
+    for name, status, _ in row["checks"]:
+        h100.setdefault(name, set()).add(status)
+    for f in runs:
+        name = f.check[len(CHECK) + 2 :]
+        if name in h100:  # the same shape, run on both: the same outcome
+            assert f.status in h100[name], (f.line(), h100[name])
+        elif f.status == "fail":  # a hazard: only where the H100 failed the case too
+            assert row["verdict"] in ("fail", WRONG), f.line()
+    if case.where == "gpu":  # a mistake only a run shows: the executor's run shows it
+        assert any(f.status == "fail" for f in runs), report.text()
 
 
 def _hint_line(message: str) -> str:

@@ -204,11 +204,12 @@ def test_notebook_05_names_tma_wgmma_umma_and_ldmatrix_where_it_first_uses_them(
     assert any("**swizzle modes**, **none, 32B, 64B and 128B**" in cells[i] for i in modes)
 
 
-def test_notebook_07_ladder_cells_carry_the_verdict_of_their_row():
+def test_notebook_11_ladder_cells_carry_the_verdict_of_their_row():
+    """The whole ladder is printed once, in notebook 11 (07, 09 and 10 print their own rows)."""
     from course.lessons import ladder
 
     table = ladder.table()
-    stored = _stored_outputs(_cells("07_tiled_gemm.ipynb"))
+    stored = _stored_outputs(_cells("11_hopper_sol.ipynb"))
     unsteady = 0
     for rung in ladder.rungs():
         for size in (2048, 4096, 8192):
@@ -380,14 +381,19 @@ def test_notebooks_09_10_wgmma_readings_quote_both_runs_of_one_configuration():
     assert all(
         report.row_standing(ladder_row("10 ", s)) == "below cuBLAS" for s in (2048, 4096, 8192)
     )
-    # 09 and 10 show the ladder so far, 11 the whole of it, every cell with its verdict
-    for name, upto in (("09_pipelines.ipynb", 9), ("10_wgmma.ipynb", 10)):
+    # 07, 09 and 10 show their own rows of the ladder, 11 the whole of it, each cell with its
+    # verdict (the table is printed in full once)
+    for name, own in (
+        ("07_tiled_gemm.ipynb", 7),
+        ("09_pipelines.ipynb", 9),
+        ("10_wgmma.ipynb", 10),
+    ):
         stored = _stored_outputs(_cells(name))
         for rung in ladder.rungs():
             row = rung.at(4096)
             cell = f"{report.pct_of_cublas(row):.0f}% ({row['kernel_tflops']:.0f} of"
-            assert (f"| {rung.label} | " in stored) == (rung.notebook <= upto), (name, rung.label)
-            if rung.notebook <= upto:
+            assert (f"| {rung.label} | " in stored) == (rung.notebook == own), (name, rung.label)
+            if rung.notebook == own:
                 assert cell in stored and ladder.verdict(row) in stored
 
 
@@ -569,12 +575,27 @@ def test_every_live_cells_label_names_its_own_notebook():
     """A live cell's label ("NN.name") keys its recorded output: a label carried over from
     the notebook a cell was copied from (14's "13.tcgen05_*", 15's "14.cta_pair", 16's
     "15.blockscaled_check") files its record under the wrong notebook."""
+    import ast
     import re
 
+    # a cell's harness lives in its lesson: the label of each lesson function, by name
+    in_lessons = {}
+    for path in (ROOT / "course" / "lessons").glob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, ast.FunctionDef):
+                found = re.findall(
+                    r'label="(\d\d)\.\w+"', ast.get_source_segment(path.read_text(), fn)
+                )
+                if found:
+                    in_lessons[f"{path.stem}.{fn.name}("] = found
+    in_lessons |= {k.replace("last_percent_lesson.", "lesson."): v for k, v in in_lessons.items()}
     labels = 0
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         for c in _cells(path.name):
-            for label in re.findall(r'label="(\d\d)\.\w+"', "".join(c["source"])):
+            src = "".join(c["source"])
+            found = re.findall(r'label="(\d\d)\.\w+"', src)
+            found += [x for call, xs in in_lessons.items() if call in src for x in xs]
+            for label in found:
                 labels += 1
                 assert label == path.name[:2], (path.name, label)
     assert labels >= 20

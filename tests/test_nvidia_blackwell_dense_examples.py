@@ -7,20 +7,10 @@ They come from a full CUTLASS checkout (CI has only the subset in ../shared/cutl
 CUTLASS_DSL_EXAMPLES_FULL to its examples/python/CuTeDSL. The executor fixes they needed
 are unit-tested without them in tests/test_execute_blackwell_dense_fixes.py."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from course import ROOT
+from .nvidia_examples import FULL, needs_full, passed, run_script
 
-SETTING = "CUTLASS_DSL_EXAMPLES_FULL"
-FULL = Path(os.environ.get(SETTING, "/nonexistent"))
-needs_full = pytest.mark.skipif(
-    not FULL.is_dir(), reason=f"no full CUTLASS checkout's CuTe DSL examples (set {SETTING})"
-)
 DENSE = "cute/blackwell/kernel/dense_gemm/{}.py"
 RMSNORM = "cute/blackwell/kernel/rmsnorm/rmsnorm.py"
 REDUCE = "cute/blackwell/kernel/reduce/reduce.py"
@@ -29,22 +19,6 @@ PAIR = ("--use_2cta_instrs", "--cluster_shape_mn", "2,1", "--mma_tiler_mn", "256
 # two CTAs of a cluster share a tile over halves of K, exchanging partial sums through
 # st.async into each other's shared memory (CopyDsmemStoreOp)
 SPLIT_K = ("--cluster_split_k", "2", "--cluster_shape_mn", "1,1", "--mma_tiler_mn", "128,64")
-
-
-def _run(arch, script, *args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "course.execute", "--arch", arch, str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
-def _passed(done):
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "PASS" in done.stdout and "no hazard" in done.stderr
-    assert "hazard:" not in done.stderr
 
 
 @needs_full
@@ -77,10 +51,10 @@ def test_blackwell_dense_gemms(example, mnkl, extra):
     """Each checks itself against torch (fp32 einsum; alpha-beta: alpha * A.B + beta * C).
     Their default A/B type is TFloat32: the kind::tf32 MMA, whose tf32 reading of fp32 is
     the executor's choice (a note); the examples' integer operands are exact in tf32."""
-    done = _run(
+    done = run_script(
         "sm_100a", FULL / DENSE.format(example), "--mnkl", mnkl, *extra, "--iterations", "1"
     )
-    _passed(done)
+    passed(done)
     if "Float16" not in extra:
         assert "tf32 rounding (a note)" in done.stderr
 
@@ -105,8 +79,8 @@ def test_blackwell_rmsnorm_over_a_cluster(m, n, extra):
     """N > 16K: a cluster of 2 or 4 CTAs per row block, each reducing its share and sending
     it to every CTA of the cluster with reduce.py's inline PTX (mapa.shared::cluster,
     st.async ... complete_tx on the peer's mbarrier), then waiting on its own mbarrier."""
-    done = _run("sm_100a", FULL / RMSNORM, "--M", str(m), "--N", str(n), *extra, *ONCE)
-    _passed(done)
+    done = run_script("sm_100a", FULL / RMSNORM, "--M", str(m), "--N", str(n), *extra, *ONCE)
+    passed(done)
     assert f"grid ({m}, " in done.stderr
 
 
@@ -123,7 +97,7 @@ def test_blackwell_rmsnorm_without_its_wait_for_the_peers_stores(tmp_path):
     (root / "rmsnorm").mkdir()
     (root / "reduce" / "reduce.py").write_text(text.replace(old, "    pass  # planted\n"))
     (root / "rmsnorm" / "rmsnorm.py").write_text((FULL / RMSNORM).read_text())
-    done = _run("sm_100a", root / "rmsnorm" / "rmsnorm.py", "--M", "4", "--N", "32768", *ONCE)
+    done = run_script("sm_100a", root / "rmsnorm" / "rmsnorm.py", "--M", "4", "--N", "32768", *ONCE)
     assert done.returncode == 1, done.stderr[-3000:]
     assert "hazard: read while a copy is in flight" in done.stderr and "st.async" in done.stderr
     lines = text.splitlines()
@@ -144,7 +118,7 @@ def test_blackwell_split_k_without_its_wait_for_the_peers_partials(tmp_path):
     assert text.count(old) == 1
     planted = tmp_path / "dense_gemm_persistent_dynamic_planted.py"
     planted.write_text(text.replace(old, "(  # planted: no wait\n"))
-    done = _run("sm_100a", planted, "--mnkl", "128,64,64,1", *SPLIT_K, "--iterations", "1")
+    done = run_script("sm_100a", planted, "--mnkl", "128,64,64,1", *SPLIT_K, "--iterations", "1")
     assert done.returncode == 1, done.stderr[-3000:]
     assert "hazard: overwrite while being read: an st.async" in done.stderr
     assert "into storage.dsmem_mailbox[0] of CTA (0, 0, 0)" in done.stderr

@@ -7,39 +7,12 @@ CUTLASS_DSL_EXAMPLES_FULL to its examples/python/CuTeDSL. The executor fixes the
 unit-tested without them in tests/test_execute_blackwell_scaled_fixes.py. The CTA-pair
 NVFP4 tutorial (nvfp4_gemm_1) is run in tests/test_nvidia_more_examples.py."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from .nvidia_examples import FULL, needs_full, passed, run_script
 
-import pytest
-
-from course import ROOT
-
-SETTING = "CUTLASS_DSL_EXAMPLES_FULL"
-FULL = Path(os.environ.get(SETTING, "/nonexistent"))
-needs_full = pytest.mark.skipif(
-    not FULL.is_dir(), reason=f"no full CUTLASS checkout's CuTe DSL examples (set {SETTING})"
-)
 BLOCKSCALED = "cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent{}.py"
 AMAX, PREFETCH = BLOCKSCALED.format("_amax"), BLOCKSCALED.format("_prefetch")
 BLOCKWISE = "cute/blackwell/kernel/blockwise_gemm/blockwise_gemm.py"
 ONCE = ("--warmup_iterations", "0", "--iterations", "1")
-
-
-def _run(arch, script, *args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "course.execute", "--arch", arch, str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
-def _passed(done) -> None:
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "PASS" in done.stdout and "no hazard" in done.stderr
 
 
 @needs_full
@@ -48,7 +21,7 @@ def test_blockscaled_gemm_with_amax():
     the last ones partial): the host makes A and B with cute.testing.convert into
     Float4E2M1FN, the epilogue takes |acc| through the MLIR math dialect on the TensorSSA's
     ir_value(), warp_redux_sync and atomic_fmax; the example checks C and the amax."""
-    _passed(_run("sm_100a", FULL / AMAX, "--mnkl", "200,160,192,1", *ONCE))
+    passed(run_script("sm_100a", FULL / AMAX, "--mnkl", "200,160,192,1", *ONCE))
 
 
 @needs_full
@@ -56,13 +29,13 @@ def test_blockscaled_gemm_with_amax_on_a_cta_pair():
     """The same with the 2-CTA MMA (256-row tiles, a 2 x 1 cluster): tcgen05.cp and the
     block-scaled MMA of cta_group::2, SFB multicast to both CTAs of the pair."""
     tiles = ("--mma_tiler_mn", "256,128", "--cluster_shape_mn", "2,1")
-    _passed(_run("sm_100a", FULL / AMAX, "--mnkl", "256,256,256,1", *tiles, *ONCE))
+    passed(run_script("sm_100a", FULL / AMAX, "--mnkl", "256,256,256,1", *tiles, *ONCE))
 
 
 @needs_full
 def test_blockscaled_gemm_with_prefetch():
     """The persistent block-scaled GEMM that prefetches its TMA loads ahead."""
-    _passed(_run("sm_100a", FULL / PREFETCH, "--mnkl", "256,256,256,1", *ONCE))
+    passed(run_script("sm_100a", FULL / PREFETCH, "--mnkl", "256,256,256,1", *ONCE))
 
 
 @needs_full
@@ -72,7 +45,7 @@ def test_blockwise_fp8_gemm():
     the scales through cp.async into a PipelineCpAsync (cp.async.mbarrier.arrive.noinc),
     their coordinates from an identity tensor of a hierarchical shape, and the rescaled
     accumulator stored back into TMEM with tcgen05.st for the epilogue warps."""
-    _passed(_run("sm_100a", FULL / BLOCKWISE, "--mnkl", "200,136,256,1", *ONCE))
+    passed(run_script("sm_100a", FULL / BLOCKWISE, "--mnkl", "200,136,256,1", *ONCE))
 
 
 @needs_full
@@ -89,7 +62,7 @@ def test_blockscaled_gemm_without_its_wait_for_the_stage(tmp_path):
     assert text.count(old) == 1
     planted = tmp_path / "dense_blockscaled_gemm_persistent_amax_planted.py"
     planted.write_text(text.replace(old, "                        pass  # planted\n"))
-    done = _run("sm_100a", planted, "--mnkl", "256,256,256,1", *ONCE)
+    done = run_script("sm_100a", planted, "--mnkl", "256,256,256,1", *ONCE)
     assert done.returncode == 1, done.stderr[-3000:]
     assert "a tcgen05.cp reads" in done.stderr and "still writing it" in done.stderr
     lines = planted.read_text().splitlines()

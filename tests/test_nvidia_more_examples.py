@@ -5,32 +5,12 @@ They come from a full CUTLASS checkout (CI has only the subset in ../shared/cutl
 CUTLASS_DSL_EXAMPLES_FULL to its examples/python/CuTeDSL. The executor fixes they needed
 are unit-tested without them in tests/test_execute_more_examples_fixes.py."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from course import ROOT
+from .nvidia_examples import FULL, needs_full, run_script
 
-SETTING = "CUTLASS_DSL_EXAMPLES_FULL"
-FULL = Path(os.environ.get(SETTING, "/nonexistent"))
-needs_full = pytest.mark.skipif(
-    not FULL.is_dir(), reason=f"no full CUTLASS checkout's CuTe DSL examples (set {SETTING})"
-)
 SGEMM = "cute/ampere/kernel/dense_gemm/sgemm.py"
 APPLY = "cute/ampere/kernel/elementwise/elementwise_apply.py"
-
-
-def _run(arch, relative, *args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "course.execute", "--arch", arch, str(FULL / relative), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
 
 
 @needs_full
@@ -45,7 +25,7 @@ def _run(arch, relative, *args, timeout=300):
 def test_ampere_sgemm(mnk, majors):
     """The SIMT GEMM checks itself against torch (assert_close) and prints PASS; a ragged K
     needs the predicated cp.async's zero fill of its first k-tile."""
-    done = _run(
+    done = run_script(
         "sm_80", SGEMM, "--mnk", mnk, *majors, "--warmup_iterations", "0", "--iterations", "1"
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -57,7 +37,7 @@ def test_ampere_sgemm(mnk, majors):
 @pytest.mark.parametrize("op", ["add", "mul", "sub"])
 def test_ampere_elementwise_apply_on_whole_tiles(op):
     """elementwise_apply on shapes that are whole tiles (64 x 256 for Float32)."""
-    done = _run(
+    done = run_script(
         "sm_80",
         APPLY,
         "--M",
@@ -81,7 +61,7 @@ def test_ampere_elementwise_apply_reads_past_a_ragged_tensor():
     """The example builds its bounds predicate (frgPred) but loads and stores without it: on
     a ragged shape it reads past the tensor, as it would on a GPU. The executor names it
     (exit status 1) with the load's line; not a false hazard."""
-    done = _run(
+    done = run_script(
         "sm_80", APPLY, "--M", "37", "--N", "100", "--warmup_iterations", "0", "--iterations", "1"
     )
     assert done.returncode == 1, done.stderr[-3000:]
@@ -115,7 +95,7 @@ def _flash_args(q, k, *extra):
 def test_ampere_flash_attention_v2(q, k, extra):
     """Flash attention 2 (cp.async, ldmatrix, mma.sync, online softmax with
     TensorSSA.reduce and quad shuffles) checks itself against torch's attention."""
-    done = _run("sm_80", FLASH, *_flash_args(q, k, *extra))
+    done = run_script("sm_80", FLASH, *_flash_args(q, k, *extra))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Results verified successfully!" in done.stdout and "PASS" in done.stdout
     assert "no hazard" in done.stderr
@@ -134,14 +114,7 @@ def test_ampere_flash_attention_v2_without_its_wait_for_v(tmp_path):
     planted_copy.write_text(
         text.replace(old, "        # wait for smem tile V for O\n        pass  # planted\n")
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "course.execute", "--arch", "sm_80", str(planted_copy)]
-        + list(_flash_args(128, 128)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    done = run_script("sm_80", planted_copy, *_flash_args(128, 128))
     assert done.returncode == 1, done.stderr[-3000:]
     assert "hazard: read while a copy is in flight" in done.stderr
     assert "storage.sV" in done.stderr
@@ -156,7 +129,7 @@ def test_ampere_flash_attention_v2_without_its_wait_for_v(tmp_path):
 def test_ampere_elementwise_add_autotune(m, n):
     """testing.tune and testing.autotune_jit try each copy width (every configuration runs
     and is checked; they tie, the first is kept), then the example checks both results."""
-    done = _run("sm_80", AUTOTUNE, "--M", str(m), "--N", str(n), *ONCE)
+    done = run_script("sm_80", AUTOTUNE, "--M", str(m), "--N", str(n), *ONCE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("Results verified successfully!") == 2 and "PASS" in done.stdout
     assert "no hazard" in done.stderr
@@ -176,7 +149,7 @@ def test_ampere_elementwise_add_autotune(m, n):
 def test_hopper_dense_gemm_fp8_2xacc(mnkl, extra):
     """FP8 GEMM with its accumulator promoted every 4 k-blocks; its float8 inputs made by
     cutlass.torch.cute_tensor_like (testing.convert, on the CPU). Ragged M, N and K."""
-    done = _run("sm_90a", FP8_2XACC, "--mnkl", mnkl, *extra, *ONCE)
+    done = run_script("sm_90a", FP8_2XACC, "--mnkl", mnkl, *extra, *ONCE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout
     assert "no hazard" in done.stderr
@@ -212,7 +185,7 @@ MXFP8 += ("--sf_dtype", "Float8E8M0FNU", "--sf_vec_size", "32")
 )
 def test_blackwell_dense_gemm(example, mnkl, extra):
     """NVIDIA's tcgen05 GEMMs, fp16 in and out, checked against torch by the example."""
-    done = _run("sm_100a", example, "--mnkl", mnkl, *F16_ONLY, *extra)
+    done = run_script("sm_100a", example, "--mnkl", mnkl, *F16_ONLY, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr
 
@@ -223,7 +196,7 @@ def test_blackwell_dense_gemm_tf32():
     The PTX ISA leaves how implementation defined; the executor keeps the top 10 mantissa
     bits (course.execute.numeric.tf32_toward_zero) and says so in a note. The example's
     operands are small integers, exact in tf32, so any such rounding meets its tolerance."""
-    done = _run("sm_100a", BW_DENSE, "--mnkl", "256,256,64,1")
+    done = run_script("sm_100a", BW_DENSE, "--mnkl", "256,256,64,1")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr
     assert "tf32 rounding (a note)" in done.stderr
@@ -237,7 +210,7 @@ def test_blackwell_tma_tutorials(version, mn):
     note, not a hazard."""
     m, n = mn
     args = ("--M", str(m), "--N", str(n), "--num_warmup", "0", "--num_iters", "1")
-    done = _run("sm_100a", BW_TMA.format(version), *args)
+    done = run_script("sm_100a", BW_TMA.format(version), *args)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Verification: PASSED" in done.stdout and "no hazard" in done.stderr
     if version == 0:
@@ -248,7 +221,7 @@ def test_blackwell_tma_tutorials(version, mn):
 def test_blackwell_nvfp4_gemm_0():
     """NVFP4 tutorial GEMM: host pointers from make_ptr(t.data_ptr()), its torch check
     torch._scaled_mm on the CPU (course.execute.scaled_mm_on_cpu)."""
-    done = _run("sm_100a", BW_NVFP4.format(0), "--mnkl", "256,256,256,1")
+    done = run_script("sm_100a", BW_NVFP4.format(0), "--mnkl", "256,256,256,1")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr
 
@@ -257,7 +230,7 @@ def test_blackwell_nvfp4_gemm_0():
 def test_blackwell_nvfp4_gemm_1():
     """The CTA-pair NVFP4 tutorial: SFB multicast to both CTAs of the pair (filter_zeros of
     a multicast TMA partition), tcgen05.cp and the block-scaled MMA with cta_group::2."""
-    done = _run("sm_100a", BW_NVFP4.format(1), "--mnkl", "256,256,256,1")
+    done = run_script("sm_100a", BW_NVFP4.format(1), "--mnkl", "256,256,256,1")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr
 
@@ -274,7 +247,7 @@ def test_blackwell_nvfp4_gemm_1():
 def test_blackwell_rmsnorm(m, n, extra):
     """RMSNorm with NVIDIA's reduce.py (warp_reduction, block reduction); one CTA per row
     block (N up to 16K: no cluster)."""
-    done = _run("sm_100a", BW_RMSNORM, "--M", str(m), "--N", str(n), *extra, *ONCE)
+    done = run_script("sm_100a", BW_RMSNORM, "--M", str(m), "--N", str(n), *extra, *ONCE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr
 
@@ -293,6 +266,6 @@ def test_blackwell_dense_blockscaled_gemm_persistent(mnkl, extra):
     """The block-scaled persistent GEMM (cute.gemm with [A, SFA], [B, SFB]), checked by
     the example against torch._scaled_mm (on the CPU)."""
     tiles = ("--mma_tiler_mn", "128,128", "--cluster_shape_mn", "1,1")
-    done = _run("sm_100a", BW_BLOCKSCALED, "--mnkl", mnkl, *tiles, *extra)
+    done = run_script("sm_100a", BW_BLOCKSCALED, "--mnkl", mnkl, *tiles, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PASS" in done.stdout and "no hazard" in done.stderr

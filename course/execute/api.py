@@ -25,6 +25,7 @@ from course.execute import cp_async_arrive, dsmem_stores, inline_ptx, mlir_diale
 # the stand-in module lives below every architecture module (course.execute.standins);
 # importable from here, as before
 from course.execute.standins import AddressSpace, Namespace  # noqa: F401
+from course.execute.dynamic import DynamicInt
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle, as_layout, product
 from course.execute.numeric import TYPES, DType, of_value
@@ -54,6 +55,8 @@ def _static(x):
         return tuple(_static(e) for e in x)
     if isinstance(x, (bool, np.bool_)):
         return int(x)
+    if isinstance(x, DynamicInt):  # an extent the GPU's build holds dynamic: kept so
+        return x
     if isinstance(x, (int, np.integer)):
         return int(x)
     if isinstance(x, basis.Basis):  # a stride E(m) * v: the layout maps to coordinates
@@ -77,7 +80,10 @@ def _algebra(name: str):
     """A layout-algebra function: on a tensor, asked of CuTe on a counting tensor over its
     layout; on layouts and shapes, asked of CuTe directly."""
 
-    def fn(first, *args, **kwargs):
+    def fn(*args, **kwargs):
+        if not args:  # all by keyword (make_ordered_layout(shape=..., order=...))
+            args, kwargs = _first_by_keyword(name, kwargs)
+        first, *args = args
         if isinstance(first, Tensor):
             delta, layout = oracle.on_tensor(name, first.domain_layout, *args, **kwargs)
             return first.moved(delta, layout)
@@ -85,6 +91,20 @@ def _algebra(name: str):
 
     fn.__name__ = name
     return fn
+
+
+def _first_by_keyword(name: str, kwargs: dict) -> tuple[tuple, dict]:
+    """A call of cute.<name> with its first argument given by keyword: that argument
+    moved to the front, by the name CuTe DSL's own function gives its first parameter."""
+    import inspect
+
+    import cutlass.cute as cute
+
+    first = next(iter(inspect.signature(getattr(cute, name)).parameters))
+    if first not in kwargs:
+        raise TypeError(f"{name}() missing 1 required positional argument: {first!r}")
+    rest = dict(kwargs)
+    return (rest.pop(first),), rest
 
 
 ALGEBRA = (
@@ -185,9 +205,9 @@ def rank(x, mode=None) -> int:
 
 
 def depth(x) -> int:
-    from course.execute.static_layout import depth as d
+    from course.models.layout import depth_of
 
-    return d(_shape_of(x))
+    return depth_of(_shape_of(x))
 
 
 def shape(x, mode=None):
@@ -372,6 +392,8 @@ def printf(fmt, *args, **_):
 def print_tensor(t, **_):
     if isinstance(t, Tensor) and isinstance(t.iterator, Pointer):
         builtins.print(f"{t}\n{t.values()}")
+    elif isinstance(t, TensorSSA):  # its values, as CuTe prints them (not its type)
+        builtins.print(f"{t}\n{t.values}")
     else:
         builtins.print(t)
 
@@ -425,17 +447,7 @@ def _ssa_math(fn):
 MATH = {
     name: _ssa_math(fn)
     for name, fn in {
-        "exp": np.exp,
-        "exp2": np.exp2,
-        "log": np.log,
-        "log2": np.log2,
-        "log10": np.log10,
-        "sqrt": np.sqrt,
-        "rsqrt": lambda v: 1 / np.sqrt(v),
-        "sin": np.sin,
-        "cos": np.cos,
-        "tanh": np.tanh,
-        "absf": np.abs,
+        **mlir_dialects.FUNCTIONS,
         "erf": lambda v: np.vectorize(_math.erf)(v),
     }.items()
 }
@@ -877,6 +889,15 @@ class _StreamFlags(enum.IntEnum):
     CU_STREAM_NON_BLOCKING = 1
 
 
+def _target_version(*args, **kwargs) -> bool:
+    """cutlass.target_version: a compile-time question about the CUDA toolkit CuTe DSL was
+    built with (NVIDIA's code picks an instruction by it), answered by the installed DSL
+    itself -- the answer a GPU build with it gets."""
+    import cutlass
+
+    return cutlass.target_version(*args, **kwargs)
+
+
 # the SIMT core's names, by the real module's name (parents before their modules)
 CORE = {
     "cutlass": dict(
@@ -888,6 +909,7 @@ CORE = {
         max=_lane_max,
         dynamic_expr=_const_expr,
         dsl_user_op=lambda f: f,
+        target_version=_target_version,
         Numeric=DType,
         Integer=DType,
         Float=DType,

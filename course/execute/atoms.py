@@ -104,10 +104,13 @@ class TiledCopy(CopyAtom):
     tiler_mn = property(lambda self: self._attr("tiler_mn"))
 
     def partition_tile(self, which: str) -> tuple:
-        """The shape of one tile this copy partitions (its tiler's sizes)."""
+        """The shape of one tile this copy partitions: its tiler's extents. A tiler mode
+        that is a layout spans its cosize, which is more than its size where it picks
+        elements apart (make_cotiled_copy's tiler (8,16,8):(8,128,1) spans 1984): a
+        thread's start is then a coordinate of that span, not of a compact tile."""
         tiler = self.tiler_mn
         tiler = tiler if isinstance(tiler, tuple) else (tiler,)
-        return tuple(t.size if isinstance(t, Layout) else product(t) for t in tiler)
+        return tuple(max(t.size, t.cosize) if isinstance(t, Layout) else product(t) for t in tiler)
 
     layout_src_tv_tiled = property(lambda self: self._attr("layout_src_tv_tiled"))
     layout_dst_tv_tiled = property(lambda self: self._attr("layout_dst_tv_tiled"))
@@ -239,6 +242,17 @@ class TiledMma(hazards.Standin):
 
     def partition_shape_C(self, shape):
         return oracle.method(self.recipe, "partition_shape_C", shape)
+
+    # the TiledMMA's thread-value split of a layout (CuTe DSL's own helpers, private by
+    # name, which NVIDIA's mixed-input GEMM sizes its scale copies with): layout algebra
+    def _thrfrg_A(self, layout):
+        return oracle.method(self.recipe, "_thrfrg_A", layout)
+
+    def _thrfrg_B(self, layout):
+        return oracle.method(self.recipe, "_thrfrg_B", layout)
+
+    def _thrfrg_C(self, layout):
+        return oracle.method(self.recipe, "_thrfrg_C", layout)
 
     def get_slice(self, thr_idx) -> "ThrMma":
         return ThrMma(self, thread_index(thr_idx))

@@ -33,12 +33,17 @@ TCGEN05_ENUMS = {
     "Repetition": tuple(f"x{2**i}" for i in range(8)),
     "Pack": ("NONE", "PACK_16b_IN_32b"),
     "Unpack": ("NONE", "UNPACK_32b_IN_16b"),
+    "SmemLayoutAtomKind": tuple(
+        f"{mode}_{sw}" for mode in ("MN", "K") for sw in ("INTER", "SW32", "SW64", "SW128")
+    )
+    + ("MN_SW128_32B",),
 }
 HELPERS = "cutlass.utils.blackwell_helpers"
 # CuTe DSL modules of pure kernel-side Python over CuTe calls, run translated (as
 # course.execute.translate runs cutlass.pipeline): the Blackwell GEMM epilogues of
-# cutlass.utils.gemm.sm100 (epilogue, epilogue_tma_store and their partition helpers)
-LIBRARIES = ("cutlass.utils.gemm",)
+# cutlass.utils.gemm.sm100 (epilogue, epilogue_tma_store and their partition helpers) and
+# the mixed-input GEMM's transform of A (cutlass.utils.mixed_input_helpers)
+LIBRARIES = ("cutlass.utils.gemm", "cutlass.utils.mixed_input_helpers")
 
 
 def _operand_tma(mode: int):
@@ -357,10 +362,13 @@ def _names() -> dict:
     tcgen05_ns = {
         **ops_names("cute.nvgpu.tcgen05", *TCGEN05_OPS, enums=TCGEN05_ENUMS),
         "make_tmem_copy": tcgen05.make_tmem_copy,
+        "make_smem_layout_atom": oracle.static_function(f"{tcgen05.PATH}.make_smem_layout_atom"),
         "commit": tcgen05.commit,
         "wait": tcgen05.wait_ld,
         "is_tmem_load": lambda atom: getattr(atom, "kind", "") == "tcgen05.ld",
         "OperandMajorMode": OperandMajorMode,
+        # the submodule that defines the ops and enums tcgen05 re-exports (tcgen05.mma.X)
+        "mma": Alias("cutlass.cute.nvgpu", "tcgen05"),
     }
     helpers = {
         "make_smem_layout": _helper("make_smem_layout"),

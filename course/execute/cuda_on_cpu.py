@@ -9,17 +9,19 @@ does the CPU's equivalent:
 
 * a tensor asked for on "cuda" is made on the CPU (a torch function mode rewrites the
   device argument of every torch call);
-* streams are stream 0; synchronising does nothing (every launch has finished when its call
-  returns); a CUDA graph's capture runs its launches there and then, and replaying it does
-  nothing more;
+* streams are stream 0 (cutlass.cuda's default stream too); synchronising does nothing
+  (every launch has finished when its call returns); a CUDA graph's capture runs its
+  launches there and then, and replaying it does nothing more;
+* `cutlass.cuda.initialize_cuda_context()` makes no context (the executor needs none);
 * `torch.cuda.is_available()` is True and the driver reports one device, so a script's "a
   GPU is required" check passes: the executor is the GPU;
 * `testing.benchmark` runs the workload once and returns NaN: the executor does not model
   time, and a made-up number would be a lie;
 * `cutlass.utils.HardwareInfo` answers for the GPU the executor is asked to be (an A100,
-  H100 SXM or B200 by capability): its SM count, and as many active clusters as one CTA
-  per SM gives (what the occupancy query gives a kernel that takes the SM's whole shared
-  memory, as NVIDIA's persistent GEMMs do), so a persistent kernel's grid is the GPU's.
+  H100 SXM, B200, B300 or RTX 5090 by capability): its SM count, and as many active
+  clusters as one CTA per SM gives (what the occupancy query gives a kernel that takes
+  the SM's whole shared memory, as NVIDIA's persistent GEMMs do), so a persistent
+  kernel's grid is the GPU's.
 
 What this does not model raises, as the executor's Unmodelled does: nothing is faked
 beyond the list above.
@@ -262,8 +264,10 @@ def cuda_on_cpu(capability: tuple = (10, 0)):
         yield
 
 
-# the SM count of the GPU each capability is taken to be (A100, H100 SXM, B200)
-_SMS = {(8, 0): 108, (9, 0): 132, (10, 0): 148}
+# the SM count of the GPU each capability is taken to be (A100, H100 SXM, B200, Blackwell
+# Ultra: the 160 SMs of NVIDIA's "Inside Blackwell Ultra", GeForce RTX 5090): it sets only
+# how many CTAs a persistent kernel launches, never what a CTA computes
+_SMS = {(8, 0): 108, (9, 0): 132, (10, 0): 148, (10, 3): 160, (12, 0): 170}
 
 
 def _device_properties(capability: tuple):
@@ -361,6 +365,19 @@ def _cutlass_helpers(stream, capability):
             info = _hardware_info(capability)
             stack.enter_context(_patched(cutlass_utils, HardwareInfo=info))
             stack.enter_context(_patched(hardware_info, HardwareInfo=info))
+        except ImportError:
+            pass
+        try:  # cutlass.cuda: the context and stream calls of a script's host code
+            from cutlass.base_dsl.runtime import cuda as cutlass_cuda
+
+            stack.enter_context(
+                _patched(
+                    cutlass_cuda,
+                    initialize_cuda_context=lambda *_, **__: None,  # the executor needs none
+                    default_stream=lambda *_, **__: driver.CUstream(0),
+                    stream_sync=lambda *_, **__: None,
+                )
+            )
         except ImportError:
             pass
         success = driver.CUresult.CUDA_SUCCESS

@@ -44,7 +44,7 @@ class Standin:
     REAL: tuple = ()
 
     def __getattr__(self, name: str):
-        if name.startswith("_") or not any(hasattr(c, name) for c in _real_classes(type(self))):
+        if name.startswith("__") or not any(hasattr(c, name) for c in _real_classes(type(self))):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         raise UnmodelledAttribute(f"{_short_name(type(self))}.{name}")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 
+from course.execute.dynamic import marked
 from course.execute.hazards import Unmodelled
 
 # the keyword arguments of a jit call that steer CuTe DSL's compiler, not the function
@@ -76,8 +77,20 @@ def executor_tensor(host):
     ptr = pointer(tensor, align=align)
     if dtype is not ptr.dtype:  # storage of one torch type read as another (float8 as uint8)
         ptr = Pointer(ptr.memory, ptr.byte_offset, dtype, align=align)
-    layout = api.make_layout(tuple(tensor.shape), tuple(tensor.stride()))
+    shape = marked(tuple(tensor.shape), _dynamic_shapes(host))
+    layout = api.make_layout(shape, tuple(tensor.stride()))
     return api.make_tensor(ptr, layout)
+
+
+def _dynamic_shapes(host) -> tuple:
+    """Which extents of a `from_dlpack` tensor host code marked dynamic
+    (mark_layout_dynamic, mark_compact_shape_dynamic), as CuTe DSL's runtime records them;
+    none of a torch tensor's. The executor keeps their values and that they are dynamic
+    (course.execute.dynamic): CuTe's algebra treats such extents otherwise."""
+    wrapper = None if _is_torch(host) else host.__dict__.get("_dltensor_wrapper")
+    if wrapper is None:  # never loaded: nothing was marked
+        return ()
+    return tuple(wrapper.get_dynamic_shapes_mask())
 
 
 def _is_torch(obj) -> bool:
@@ -99,6 +112,21 @@ def _recording_data_ptr(real):
         return address
 
     return data_ptr
+
+
+def _recording_iterator(real: property) -> property:
+    """A `from_dlpack` tensor's `.iterator` on the host (a make_ptr-style pointer at its
+    DLPack data address) that remembers the torch CPU tensor behind it, as data_ptr does:
+    host code may hand the kernel the pointer instead of the tensor."""
+
+    def iterator(self):
+        found = real.fget(self)
+        tensor = torch_of(self)
+        if not any(t is tensor for t in _ADDRESSED):
+            _ADDRESSED.append(tensor)
+        return found
+
+    return property(iterator, real.fset, real.fdel, real.__doc__)
 
 
 def is_host_pointer(obj) -> bool:
@@ -306,14 +334,17 @@ def interpreting(seed: int = 0, count_banks: bool = False, on_run=None):
     real_data_ptr = torch.Tensor.data_ptr
     runtime = _runtime()
     real_tensor_init = runtime._Tensor.__init__
+    real_iterator = runtime._Tensor.__dict__["iterator"]
     compiler.CompileCallable.__call__ = compile_call
     dsl.BaseDSL._func = jit_call
     torch.Tensor.data_ptr = _recording_data_ptr(real_data_ptr)
     runtime._Tensor.__init__ = _without_tvm_ffi(real_tensor_init)
+    runtime._Tensor.iterator = _recording_iterator(real_iterator)
     try:
         yield session
     finally:
         compiler.CompileCallable.__call__, dsl.BaseDSL._func = saved
         torch.Tensor.data_ptr = real_data_ptr
         runtime._Tensor.__init__ = real_tensor_init
+        runtime._Tensor.iterator = real_iterator
         _ADDRESSED.clear()

@@ -14,8 +14,9 @@ import numpy as np
 from course.execute.hazards import Unmodelled
 from course.execute.lanes import Lanes
 
-# math dialect ops (elementwise on floats): numpy's function of the same meaning
-_MATH = {
+# math dialect ops (elementwise on floats): numpy's function of the same meaning (also
+# cute.math's, course.execute.api.MATH)
+FUNCTIONS = {
     "absf": np.abs,
     "exp": np.exp,
     "exp2": np.exp2,
@@ -48,4 +49,4 @@ def _op(name: str, fn):
     return op
 
 
-NAMES = {"cutlass._mlir.dialects.math": {name: _op(name, fn) for name, fn in _MATH.items()}}
+NAMES = {"cutlass._mlir.dialects.math": {name: _op(name, fn) for name, fn in FUNCTIONS.items()}}

@@ -87,6 +87,9 @@ def _ir_value(self, **_):
 _Float32 = type("Float32Scalar", (np.float32,), {"to": _to, "ir_value": _ir_value})
 _Float16 = type("Float16Scalar", (np.float16,), {"to": _to, "ir_value": _ir_value})
 _SCALARS = {np.float32: _Float32, np.float16: _Float16}
+# an integer kernel code made as `cutlass.Int32(42)`: a Python int with `.to`, as CuTe
+# DSL's Int32 has it (arithmetic on it gives plain ints)
+_Integer = type("IntegerScalar", (int,), {"__slots__": (), "to": _to, "ir_value": _ir_value})
 
 
 class DType:
@@ -187,7 +190,7 @@ class DType:
         if self.kind == "bool":
             return bool(value)
         if self.kind in ("int", "uint"):
-            return _wrap_int(int(value), self.width, self.kind == "int")
+            return _Integer(_wrap_int(int(value), self.width, self.kind == "int"))
         if self.name == "BFloat16":
             return np.float32(round_bf16(np.float32(value)))
         return self.of_decoded(value)  # with `.to`, as a CuTe DSL value has it
@@ -323,6 +326,37 @@ class Float4(DType):
         return np.uint8(0xF)  # -6: e2m1 has no NaN
 
 
+class Int4(DType):
+    """CuTe DSL's Int4: a signed 4-bit integer, two to a byte in memory as Float4E2M1FN is
+    (`Memory.typed`'s nibbles: element i in byte i // 2, the low nibble for even i, as
+    cutlass.torch's uint8 tensors of Int4 hold them). Stored as its two's-complement
+    4-bit code, int64 to compute with. An integer converted to it keeps its low 4 bits (a
+    truncation, as CuTe DSL's int_to_int); a float truncates toward zero (fptosi), and one
+    outside [-8, 7] after that is not modelled (LLVM's fptosi gives poison there)."""
+
+    def __init__(self):
+        super().__init__("Int4", 4, np.uint8, np.int64, "int")
+
+    def encode(self, values) -> np.ndarray:
+        from course.execute.hazards import Unmodelled
+
+        v = np.asarray(values)
+        if v.dtype.kind == "f":
+            v = np.trunc(v)
+            bad = (v < -8) | (v > 7) | np.isnan(v)
+            if bad.any():
+                raise Unmodelled(f"{v[bad].reshape(-1)[0]} converted to Int4 (out of its range)")
+        return (v.astype(np.int64) & 0xF).astype(np.uint8)
+
+    def decode(self, stored) -> np.ndarray:
+        codes = np.asarray(stored).astype(np.int64) & 0xF
+        return np.where(codes >= 8, codes - 16, codes)
+
+    def decode_one(self, stored):
+        code = int(stored) & 0xF
+        return code - 16 if code >= 8 else code
+
+
 def is_sub_byte(dtype) -> bool:
     return getattr(dtype, "width", 8) < 8
 
@@ -374,6 +408,7 @@ TYPES = {
         Float8("Float8E5M2", "float8_e5m2"),
         Float8("Float8E8M0FNU", "float8_e8m0fnu"),  # 2^(byte - 127): MX scale factors
         Float4(),
+        Int4(),
     )
 }
 Float32, Float16, BFloat16, Int32, Boolean = (

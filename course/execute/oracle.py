@@ -19,6 +19,8 @@ from typing import Any
 
 from course.execute import static_layout
 from course.execute.basis import Basis
+from course.execute.dynamic import DynamicInt
+from course.execute.dynamic_answers import UNKNOWN, ComposedRead, Read, asks_dynamic, merge
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle
 from course.execute.numeric import TYPES, DType
 from course.execute.hazards import Unmodelled, UnmodelledAttribute
@@ -48,9 +50,11 @@ class Recipe:
         return any(isinstance(a, Recipe) and a.path.endswith(suffix) for a in given)
 
     def __getattr__(self, name: str):
-        """An attribute of the object this recipe makes (`tiled_mma.op.a_dtype`): where CuTe
-        DSL's class has it, the executor's gap (this needs a GPU), never the kernel's
-        AttributeError; a name the real class lacks too is the kernel's own mistake."""
+        """An attribute of the object this recipe makes (`tiled_mma.op.a_dtype`): where it is
+        plain data (a type, a number, a layout: course.execute.oracle.from_real's values), the
+        real object's own, made on the CPU; other names CuTe DSL's class has are the
+        executor's gap (this needs a GPU), never the kernel's AttributeError; a name the
+        real class lacks too is the kernel's own mistake."""
         if name.startswith("_"):
             raise AttributeError(name)
         try:
@@ -58,7 +62,15 @@ class Recipe:
         except AttributeError:
             made = None
         if made is not None and hasattr(made, name):
+            # plain data of the real object (an MMA op's a_dtype, its shape_mnk), made and
+            # asked on the CPU; anything else (an MLIR value, a method) is the executor's gap
+            try:
+                return attribute(self, name)
+            except (Unmodelled, CuteError):
+                pass
             raise UnmodelledAttribute(f"{self.path}(...).{name}")
+        if isinstance(made, type) and name in _instance_fields(made):
+            return attribute(self, name)  # a static field (op.shape_mnk), as CuTe gives it
         raise AttributeError(f"{self.name!r} object has no attribute {name!r}")
 
     def real(self):
@@ -69,6 +81,17 @@ class Recipe:
 
     def __repr__(self) -> str:
         return f"{self.path}(...)"
+
+
+def _instance_fields(cls: type) -> set:
+    """The names an instance of CuTe DSL's class `cls` has that the class itself lacks:
+    its dataclass fields and annotated attributes (an MMA op's shape_mnk, a_dtype), set
+    per instance by its constructor."""
+    names: set = set()
+    for klass in cls.__mro__:
+        names.update(getattr(klass, "__dataclass_fields__", {}))
+        names.update(vars(klass).get("__annotations__", {}))
+    return names
 
 
 def resolve(path: str):
@@ -88,6 +111,8 @@ def resolve(path: str):
 
 def key_of(x) -> Any:
     """A hashable key for executor values that can reach CuTe."""
+    if isinstance(x, DynamicInt):  # not the static int it equals: CuTe answers otherwise
+        return ("dyn", int(x))
     if x is None or isinstance(x, (bool, int, str, float)):
         return x
     if isinstance(x, (Layout, ComposedLayout, Swizzle, Recipe, Basis)):
@@ -112,8 +137,10 @@ def to_real(x):
     import cutlass
     import cutlass.cute as cute
 
+    if isinstance(x, DynamicInt):  # asked dynamic: a value CuTe cannot read, as on the GPU
+        return cutlass.Int32(int(x)) if _ASKING_DYNAMIC else int(x)
     if isinstance(x, Layout):
-        return cute.make_layout(x.shape, stride=to_real(x.stride) if x.basis else x.stride)
+        return cute.make_layout(to_real(x.shape), stride=to_real(x.stride) if x.basis else x.stride)
     if isinstance(x, Swizzle):
         return cute.make_swizzle(x.bits, x.base, x.shift)
     if isinstance(x, ComposedLayout):
@@ -141,9 +168,10 @@ def from_real(x):
     if x is None or isinstance(x, (bool, int, str, float)):
         return x
     if isinstance(x, cute.ComposedLayout):
-        return ComposedLayout(from_real(x.inner), _int(x.offset), from_real(x.outer))
+        made = ComposedRead if _ASKING_DYNAMIC else ComposedLayout
+        return made(from_real(x.inner), _int(x.offset), from_real(x.outer))
     if isinstance(x, cute.Layout):
-        return Layout(_static(x.shape), _static(x.stride))
+        return (Read if _ASKING_DYNAMIC else Layout)(_static(x.shape), _static(x.stride))
     if isinstance(x, cute.Swizzle):
         return Swizzle(x.num_bits, x.num_base, x.num_shift)
     if isinstance(x, cute.Tensor):
@@ -160,6 +188,8 @@ def from_real(x):
         return TYPES[x.__name__]
     if _is_int(x):
         return _int(x)
+    if _ASKING_DYNAMIC and isinstance(x, cutlass.Numeric):  # a number the GPU computes
+        return UNKNOWN
     raise Unmodelled(f"CuTe's {type(x).__name__} value on the executor")
 
 
@@ -179,6 +209,8 @@ def _int(x) -> int:
     try:
         return int(x)
     except Exception:  # noqa: BLE001
+        if _ASKING_DYNAMIC:  # a leaf the GPU's build leaves dynamic: the static asking's
+            return UNKNOWN
         raise Unmodelled(f"a dynamic value ({x}) where the executor needs a static one") from None
 
 
@@ -187,7 +219,8 @@ def _static(t):
     if isinstance(t, tuple):
         return tuple(_static(e) for e in t)
     if _is_basis(t):
-        return Basis(_int(t.value), t.mode)
+        value = _int(t.value)
+        return UNKNOWN if value is UNKNOWN else Basis(value, t.mode)
     return _int(t)
 
 
@@ -225,10 +258,32 @@ def ask(key, job):
             if inner is not None:
                 raise inner from None
             value = ("error", _short(exc))
+        if value[0] == "ok" and asks_dynamic(key):
+            value = ("ok", merge(value[1], _asked_dynamic(key, job)))
         _CACHE[key] = value
     if value[0] == "error":
         raise CuteError(value[1])
     return value[1]
+
+
+# while a question is asked the second time, with its dynamic extents dynamic in the trace
+_ASKING_DYNAMIC = False
+
+
+def _asked_dynamic(key, job):
+    """job()'s answer with the DynamicInt extents as dynamic values, as the GPU's build
+    computes it (course.execute.dynamic_answers), or None where CuTe refuses it so (the
+    static answer then stands)."""
+    global _ASKING_DYNAMIC
+    from course.cute.trace import on_cpu
+
+    _ASKING_DYNAMIC = True
+    try:
+        return on_cpu(job, arch=arch_for(key))
+    except Exception:  # noqa: BLE001 -- not askable dynamic: the static answer stands
+        return None
+    finally:
+        _ASKING_DYNAMIC = False
 
 
 def _unmodelled_in(exc: BaseException | None):
@@ -283,6 +338,20 @@ def _counting(result, what: str):
 def attribute(recipe: Recipe, name: str):
     """A static property of a CuTe object (a TiledCopy's layout_tv_tiled, a TiledMMA's size)."""
     return ask(("attr", recipe.key, name), lambda: from_real(getattr(recipe.real(), name)))
+
+
+def static_function(path: str):
+    """A host-side CuTe DSL function of layouts, types and enums (make_smem_layout_atom,
+    make_smem_layout_epi, ...): its answer asked of CuTe, kept."""
+
+    def fn(*args, **kwargs):
+        def job():
+            return from_real(resolve(path)(*to_real(args), **to_real(kwargs)))
+
+        return ask(("static", path, key_of(args), key_of(kwargs)), job)
+
+    fn.__name__ = path.rsplit(".", 1)[-1]
+    return fn
 
 
 def method(recipe: Recipe, name: str, *args):

@@ -7,6 +7,10 @@ coordinate or for every coordinate, slice it (`layout[None, 3]`), read its shape
 algebra that makes new layouts (divides, products, TV partitions, ...) is asked of CuTe DSL
 itself, in a CPU trace (course.execute.oracle), and comes back as these objects.
 
+A shape leaf may be a DynamicInt (course.execute.dynamic): an extent the GPU's build holds
+as a dynamic value, which CuTe's algebra treats differently (it keeps a size-1 mode's
+stride); the layout's key says which leaves are.
+
 A stride may be a ScaledBasis (course.execute.basis: `make_identity_layout`, `E(m) * v`):
 such a layout maps a coordinate to a coordinate (a tuple), as CuTe's does.
 
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from course.execute import dynamic
 from course.execute.basis import Basis, has_basis, plain
+from course.execute.dynamic import DynamicInt, dynamic_leaves
 from course.execute.hazards import Standin, Unmodelled
 from course.execute.lanes import Lanes, lanes
 from course.execute.unspecified import Unspecified
@@ -64,7 +70,8 @@ class Layout(Standin):
     _interned: dict = {}
 
     def __new__(cls, shape, stride=None):
-        raw = (shape, stride)
+        # a dynamic extent equals its static value: the key tells them apart
+        raw = (shape, stride) if not dynamic.SEEN else (shape, stride, dynamic_leaves(shape))
         try:
             hit = cls._interned.get(raw)
         except TypeError:  # lists: normalise first
@@ -74,7 +81,8 @@ class Layout(Standin):
         shape = _ints(shape)
         stride = compact_col_major(shape) if stride is None else _ints(stride)
         _check_congruent(shape, stride)
-        key = ("L", shape, stride)
+        dyn = dynamic_leaves(shape) if dynamic.SEEN else None
+        key = ("L", shape, stride) if dyn is None else ("L", shape, stride, ("dyn", dyn))
         self = cls._interned.get(key)
         if self is None:
             self = object.__new__(cls)
@@ -250,7 +258,7 @@ class Layout(Standin):
 
 
 def _ints(t):
-    if isinstance(t, Basis):
+    if isinstance(t, (Basis, DynamicInt)):
         return t
     if isinstance(t, tuple):
         return tuple(_ints(e) for e in t)

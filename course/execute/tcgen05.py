@@ -538,30 +538,12 @@ def tmem_load(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> No
     w = machine.collective("tcgen05.ld (warp-wide, .sync.aligned)", site, "all 32 lanes", True)
     if not isinstance(src.iterator, Pointer) or not isinstance(src.iterator.memory, tmem.Tmem):
         raise Hazard(tmem.TMEM, "tcgen05.ld reads TMEM: its source is not a TMEM tensor", site)
-    src_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
-    dst_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
+    src_tv, dst_tv, calls = tmem.copy_calls(atom, src.size, dst.size, "tcgen05.ld", True, site)
     per_src, per_dst = src_tv.shape[1], dst_tv.shape[1]
-    calls = src.size // per_src
-    if calls * per_src != src.size or calls * per_dst != dst.size:
-        raise Hazard(
-            hazards.CRASH,
-            f"tcgen05.ld of {src.size} TMEM values into {dst.size} registers with an atom "
-            f"of {per_src} -> {per_dst}",
-            site,
-        )
     elems = np.asarray(src.elements())
     addresses = (elems[0] if elems.ndim == 2 else elems).reshape(calls, per_src)
     space: tmem.Tmem = src.iterator.memory
-    lanes = addresses >> tmem.LANE_SHIFT
-    quarter = 32 * (w.index % 4)
-    outside = (lanes < quarter) | (lanes >= quarter + 32)
-    if outside.any():
-        raise Hazard(
-            tmem.TMEM,
-            f"warp {w.index} reads TMEM lane {int(lanes[outside][0])} with tcgen05.ld: warp w "
-            f"reaches only lanes {quarter}-{quarter + 31} (32 * (w % 4) onwards)",
-            site,
-        )
+    tmem.check_warp_lanes(w, addresses, "reads", "tcgen05.ld", site)
     _check_no_mma_writing(space, addresses, site)
     _check_commit_seen(w, space, addresses, site)
     tmem_store.check_stored(w, space, addresses, site)

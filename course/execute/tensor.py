@@ -22,8 +22,10 @@ import enum
 import numpy as np
 
 from course.execute import hazards, oracle
+from course.execute.dynamic import DynamicInt, extent
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, LayoutError, fmt
+from course.models.layout import compact_col_major
 from course.execute.memory import RMEM, SMEM, Memory, Registers
 from course.execute.numeric import Boolean, DType, Int32, is_sub_byte, of_value, promoted
 from course.execute.hazards import Unmodelled
@@ -327,20 +329,20 @@ def _check_mode_extents(ptr, layout, crd) -> None:
         return
     if not (isinstance(crd, tuple) and isinstance(shape, tuple) and len(crd) == len(shape)):
         return
-    for mode, (c, extent) in enumerate(zip(crd, shape)):
-        if c is None or type(extent) is not int or isinstance(c, tuple):
+    for mode, (c, size) in enumerate(zip(crd, shape)):
+        if c is None or type(size) not in (int, DynamicInt) or isinstance(c, tuple):
             continue
         values = np.asarray(getattr(c, "v", c)).reshape(-1)
-        bad = (values >= extent) | (values < 0)
+        bad = (values >= size) | (values < 0)
         if bad.any():
             at = int(values[np.argmax(bad)])
             name = ptr.memory.describe(ptr.byte_offset).split("[")[0].split(" (")[0]
             raise hazards.Hazard(
                 hazards.OUT_OF_BOUNDS,
-                f"{name} sliced at {at} in its mode {mode}, which has {extent} entries "
-                f"(0..{extent - 1})",
+                f"{name} sliced at {at} in its mode {mode}, which has {size} entries "
+                f"(0..{size - 1})",
                 hazards.site(3),
-                hazards.Cause(hazards.SLICE_PAST_MODE, name, (mode, extent), at),
+                hazards.Cause(hazards.SLICE_PAST_MODE, name, (mode, size), at),
             )
 
 
@@ -353,7 +355,7 @@ def _swapped(exc: hazards.Hazard, layout, crd) -> hazards.Hazard | None:
         return None
     if len(crd) != 2 or not (isinstance(shape, tuple) and len(shape) == 2):
         return None
-    if not all(type(e) is int for e in shape) or any(c is None for c in crd):
+    if not all(type(e) in (int, DynamicInt) for e in shape) or any(c is None for c in crd):
         return None
     i, j = np.broadcast_arrays(*(np.asarray(getattr(c, "v", c)).reshape(-1) for c in crd))
     flipped = ((i >= shape[0]) | (j >= shape[1])) & (j < shape[0]) & (i < shape[1])
@@ -610,9 +612,9 @@ def identity_tensor(shape) -> Tensor:
                 f"make_identity_tensor{fmt(tuple(dims))}: mode {mode} of {limit} or more"
             )
     layout = (
-        Layout(tuple(int(s) for s in dims), packed_strides(rank))
+        Layout(tuple(extent(s) for s in dims), packed_strides(rank))
         if isinstance(shape, tuple)
-        else Layout(int(shape), 1)
+        else Layout(extent(shape), 1)
     )
     return Tensor(Coordinates((0,) * rank), layout)
 
@@ -623,7 +625,7 @@ def _nested_identity(shape: tuple) -> Tensor:
     flat case's, with its limits), and an element reads back as the nested coordinate."""
 
     def leaves(x):
-        return sum((leaves(e) for e in x), ()) if isinstance(x, tuple) else (int(x),)
+        return sum((leaves(e) for e in x), ()) if isinstance(x, tuple) else (extent(x),)
 
     flat = identity_tensor(leaves(shape))
     static = _nested_as(shape, iter(leaves(shape)))
@@ -639,6 +641,32 @@ def register_tensor(layout, dtype: DType, name: str = "registers") -> Tensor:
 
 
 # ---------------------------------------------------------------- TensorSSA
+
+
+def _static_coordinate(crd) -> bool:
+    """A coordinate of Python ints and None (at any depth): one a TensorSSA is sliced by."""
+    if isinstance(crd, tuple):
+        return all(_static_coordinate(c) for c in crd)
+    return crd is None or (isinstance(crd, (int, np.integer)) and not isinstance(crd, bool))
+
+
+def _integer_safe(fn, flip: bool = False):
+    """A `//` or `%` of TensorSSA values; an integer divisor of zero (the PTX ISA's
+    unspecified value, course.execute.unspecified) is not modelled element-wise."""
+
+    def op(a, b):
+        a, b = (b, a) if flip else (a, b)
+        b = np.asarray(b)
+        if b.dtype.kind in "iub" and np.asarray(a).dtype.kind in "iub" and (b == 0).any():
+            raise Unmodelled("an integer division by zero in a TensorSSA")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(a, b)
+
+    return op
+
+
+def _has_none(crd) -> bool:
+    return crd is None or (isinstance(crd, tuple) and any(_has_none(c) for c in crd))
 
 
 class TensorSSA(hazards.Standin):
@@ -699,7 +727,38 @@ class TensorSSA(hazards.Standin):
             return other.v[:, None]
         return other
 
+    def broadcast_to(self, shape, **_) -> "TensorSSA":
+        """The values stretched along the modes of extent 1 to `shape` (of the same rank,
+        flat), as CuTe DSL's TensorSSA.broadcast_to."""
+        target = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        mine = self.shape if isinstance(self.shape, tuple) else (self.shape,)
+        if mine == target:
+            return self
+        flat = all(isinstance(e, int) for e in (*mine, *target)) and len(mine) == len(target)
+        if not flat or any(a not in (1, b) for a, b in zip(mine, target)):
+            raise Unmodelled(f"TensorSSA.broadcast_to from {fmt(mine)} to {fmt(target)}")
+        lead = self.values.shape[:-1]  # (W,) for per-lane values
+        grid = self.values.reshape(*lead, *reversed(mine))  # colexicographic: mode 0 last
+        grown = np.broadcast_to(grid, (*lead, *reversed(target)))
+        return TensorSSA(grown.reshape(*lead, -1).copy(), target, self.dtype)
+
+    def _broadcast_with(self, other):
+        """self and other (a TensorSSA) stretched to their common shape, as CuTe DSL's
+        binary operators broadcast modes of extent 1."""
+        if not isinstance(other, TensorSSA) or other.shape == self.shape:
+            return self, other
+        mine = self.shape if isinstance(self.shape, tuple) else (self.shape,)
+        theirs = other.shape if isinstance(other.shape, tuple) else (other.shape,)
+        if len(mine) != len(theirs) or not all(isinstance(e, int) for e in (*mine, *theirs)):
+            return self, other
+        common = tuple(max(a, b) for a, b in zip(mine, theirs))
+        return self.broadcast_to(common), other.broadcast_to(common)
+
     def _op(self, fn, other=None, dtype=None):
+        if isinstance(other, TensorSSA) and other.shape != self.shape:
+            me, other = self._broadcast_with(other)
+            if me is not self:
+                return me._op(fn, other, dtype)
         values = fn(self.values) if other is None else fn(self.values, self._other(other))
         values = np.asarray(values)
         if dtype is None:
@@ -732,6 +791,20 @@ class TensorSSA(hazards.Standin):
     def __rtruediv__(self, o):
         return self._op(lambda a, b: np.true_divide(b, a), o)
 
+    # `//` and `%` as CuTe DSL lowers them for ints and floats alike: Python's (the floor
+    # of the quotient; a remainder with the divisor's sign)
+    def __floordiv__(self, o):
+        return self._op(_integer_safe(np.floor_divide), o)
+
+    def __rfloordiv__(self, o):
+        return self._op(_integer_safe(np.floor_divide, flip=True), o)
+
+    def __mod__(self, o):
+        return self._op(_integer_safe(np.mod), o)
+
+    def __rmod__(self, o):
+        return self._op(_integer_safe(np.mod, flip=True), o)
+
     def __neg__(self):
         return self._op(np.negative)
 
@@ -750,11 +823,15 @@ class TensorSSA(hazards.Standin):
     def __ge__(self, o):
         return self._op(np.greater_equal, o, Boolean)
 
+    # bitwise on integers, logical on Booleans (the same bits), as CuTe DSL's `&`, `|`, `^`
     def __and__(self, o):
-        return self._op(np.logical_and, o, Boolean)
+        return self._op(np.bitwise_and, o)
 
     def __or__(self, o):
-        return self._op(np.logical_or, o, Boolean)
+        return self._op(np.bitwise_or, o)
+
+    def __xor__(self, o):
+        return self._op(np.bitwise_xor, o)
 
     def __invert__(self):
         return self._op(np.logical_not, dtype=Boolean)
@@ -763,7 +840,16 @@ class TensorSSA(hazards.Standin):
         if isinstance(i, (int, np.integer)):
             col = self.values[..., int(i)]
             return lanes(col) if col.ndim else self.dtype.of_decoded(col)
-        raise Unmodelled("slicing a TensorSSA")
+        if isinstance(i, tuple) and _static_coordinate(i):
+            # CuTe's slice of the values' compact (colexicographic) layout: a coordinate
+            # whole gives one value, one with None modes the TensorSSA of those modes
+            whole = Layout(self.shape, compact_col_major(self.shape))
+            if not _has_none(i):
+                return self[whole.offset_of(i)]
+            offset, kept = whole.slice(i)
+            picked = self.values[..., offset + np.asarray(kept.offsets)]
+            return TensorSSA(picked, kept.shape, self.dtype)
+        raise Unmodelled(f"slicing a TensorSSA by {i!r}")
 
     def reduce(self, op, init_val, reduction_profile):
         """TensorSSA.reduce: the modes the profile marks (any value but None) folded with

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from course.execute import happens_before, hazards, machine, mbarriers
+from course.execute.dynamic import extent
 from course.execute.lanes import uniform
 from course.execute.hazards import Hazard, Site, Unmodelled, threads_text
 from course.execute.memory import AsyncCopy
@@ -129,13 +130,13 @@ def tma_tensor(gmem: Tensor) -> Tensor:
 
 
 def _static_shape(x):
-    return tuple(_static_shape(e) for e in x) if isinstance(x, tuple) else int(x)
+    return tuple(_static_shape(e) for e in x) if isinstance(x, tuple) else extent(x)
 
 
 def _flat(shape) -> tuple:
     if not isinstance(shape, tuple) or any(isinstance(s, tuple) for s in shape):
         raise Unmodelled(f"a TMA tensor of shape {shape} (a flat shape only)")
-    return tuple(int(s) for s in shape)
+    return tuple(extent(s) for s in shape)
 
 
 @dataclass

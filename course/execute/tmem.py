@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute import happens_before, hazards, machine, mbarriers, sm90
+from course.execute import atoms, happens_before, hazards, machine, mbarriers, oracle, sm90
 from course.execute.hazards import Hazard, Site, Unmodelled
 from course.execute.lanes import uniform
 from course.execute.memory import Memory
@@ -427,3 +427,42 @@ def _first_cell(lane: np.ndarray, col: np.ndarray, where: np.ndarray) -> str:
     """'lane L column C' of the first cell where `where` holds, for a hazard's message."""
     k = int(np.argmax(where.reshape(-1)))
     return f"lane {int(lane.reshape(-1)[k])} column {int(col.reshape(-1)[k])}"
+
+
+# ---------------------------------------------------------------- tcgen05.ld / tcgen05.st
+
+
+def copy_calls(atom, tmem_size: int, reg_size: int, instr: str, tmem_is_src: bool, site):
+    """(src_tv, dst_tv, calls) of a warp-wide TMEM copy (tcgen05.ld: TMEM is the source;
+    tcgen05.st: the destination): the atom's thread-value indices of each side and how many
+    of its calls the copy takes. Sizes the atom does not divide are the kernel's crash."""
+    src_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
+    dst_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
+    per_src, per_dst = src_tv.shape[1], dst_tv.shape[1]
+    per_tmem, per_reg = (per_src, per_dst) if tmem_is_src else (per_dst, per_src)
+    calls = tmem_size // per_tmem
+    if calls * per_tmem != tmem_size or calls * per_reg != reg_size:
+        sides = (
+            f"{tmem_size} TMEM values into {reg_size} registers"
+            if tmem_is_src
+            else f"{reg_size} registers into {tmem_size} TMEM values"
+        )
+        raise Hazard(
+            hazards.CRASH, f"{instr} of {sides} with an atom of {per_src} -> {per_dst}", site
+        )
+    return src_tv, dst_tv, calls
+
+
+def check_warp_lanes(w, addresses: np.ndarray, verb: str, instr: str, site) -> None:
+    """A warp reaches only its quarter of TMEM's lanes: 32 * (warp % 4) onwards (the PTX
+    ISA's tcgen05 data-movement shapes)."""
+    lanes = addresses >> LANE_SHIFT
+    quarter = 32 * (w.index % 4)
+    outside = (lanes < quarter) | (lanes >= quarter + 32)
+    if outside.any():
+        raise Hazard(
+            TMEM,
+            f"warp {w.index} {verb} TMEM lane {int(lanes[outside][0])} with {instr}: warp w "
+            f"reaches only lanes {quarter}-{quarter + 31} (32 * (w % 4) onwards)",
+            site,
+        )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.execute import atoms, hazards, machine, oracle, tmem
+from course.execute import atoms, machine, tmem
 from course.execute.hazards import Hazard, Site, Unmodelled
 from course.execute.standins import Alias, recipe_maker
 from course.execute.tensor import Pointer, Tensor
@@ -37,17 +37,8 @@ def tmem_store(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> N
     unpack = atom.op.args[1] if len(atom.op.args) > 1 else atom.op.kwargs.get("unpack")
     if unpack is not None and getattr(unpack, "name", "NONE") != "NONE":
         raise Unmodelled(f"tcgen05.st with {unpack!r} (16-bit unpacking)")
-    src_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_src_tv"))
-    dst_tv = atoms._tv_index(oracle.attribute(atom.atom_recipe, "layout_dst_tv"))
+    src_tv, dst_tv, calls = tmem.copy_calls(atom, dst.size, src.size, "tcgen05.st", False, site)
     per_src, per_dst = src_tv.shape[1], dst_tv.shape[1]
-    calls = dst.size // per_dst
-    if calls * per_dst != dst.size or calls * per_src != src.size:
-        raise Hazard(
-            hazards.CRASH,
-            f"tcgen05.st of {src.size} registers into {dst.size} TMEM values with an atom of "
-            f"{per_src} -> {per_dst}",
-            site,
-        )
     rows = np.arange(32)
     S = _rows_of(np.asarray(src.elements()), rows)
     regs = atoms._gather(src, S, np.ones(S.shape, dtype=bool), rows, w.tids, site)
@@ -56,16 +47,7 @@ def tmem_store(atom: atoms.TiledCopy, src: Tensor, dst: Tensor, site: Site) -> N
     values = tiles[:, dst_tv[0]]  # (calls, per_dst): the warp's TMEM side is one "thread"
     elems = np.asarray(dst.elements())
     addresses = (elems[0] if elems.ndim == 2 else elems).reshape(calls, per_dst)
-    lanes = addresses >> tmem.LANE_SHIFT
-    quarter = 32 * (w.index % 4)
-    outside = (lanes < quarter) | (lanes >= quarter + 32)
-    if outside.any():
-        raise Hazard(
-            tmem.TMEM,
-            f"warp {w.index} writes TMEM lane {int(lanes[outside][0])} with tcgen05.st: warp w "
-            f"reaches only lanes {quarter}-{quarter + 31} (32 * (w % 4) onwards)",
-            site,
-        )
+    tmem.check_warp_lanes(w, addresses, "writes", "tcgen05.st", site)
     space: tmem.Tmem = dst.iterator.memory
     space.write(addresses, values, f"warp {w.index}'s tcgen05.st writes", site)
     _pending(space).setdefault(w, []).append((np.unique(addresses), site))

@@ -35,7 +35,7 @@ import sys
 import sysconfig
 import types
 
-from course.execute import api, blackwell, numeric_params, simt, tile_schedulers
+from course.execute import api, blackwell, numeric_params, simt, tile_schedulers, warp_fields
 from course.execute.branches import FACTORY, rewrite
 from course.execute.hazards import KernelGlobals, Unmodelled
 
@@ -253,7 +253,13 @@ class Translator:
                 value = property(*(self.value(f) if f else None for f in (value.fget, value.fset)))
             elif isinstance(value, types.FunctionType) or hasattr(value, "_decorator_kind"):
                 value = self.value(value)
+            elif isinstance(value, type) and _script_class(value):
+                # a nested class (NVIDIA's EFC.Kernel): kernel code that makes one through
+                # the outer class must get translated methods too
+                value = self.value(value)
             namespace[key] = value
+        if _script_class(cls):
+            namespace.update(_warp_field_methods(cls))
         bases = tuple(self.value(b) for b in cls.__bases__)
         new = type(cls)(cls.__name__, bases, namespace)
         new.__module__, new.__qualname__ = cls.__module__, cls.__qualname__
@@ -341,6 +347,10 @@ class Translator:
                     names.setdefault(
                         id(value), functools.partial(_standin_attr, standin, attr, module_name)
                     )
+                for attr, value in _served_by_getattr(real, standin):
+                    names.setdefault(
+                        id(value), functools.partial(_standin_attr, standin, attr, module_name)
+                    )
             self._real_names = names
         return self._real_names
 
@@ -353,12 +363,25 @@ def _reexports_library(module: types.ModuleType) -> bool:
     library (`cutlass.utils.StaticPersistentTileScheduler`)."""
     name = module.__name__
     if name not in _REEXPORTS:
-        _REEXPORTS[name] = any(
-            _translated_library(getattr(v, "__module__", None) or "")
-            for v in list(vars(module).values())
-            if isinstance(v, type) or callable(v)
-        ) and not _translated_library(name)
+        _REEXPORTS[name] = False  # a submodule naming its parent back sees no re-export
+        values = list(vars(module).values())
+        _REEXPORTS[name] = not _translated_library(name) and (
+            any(
+                _translated_library(getattr(v, "__module__", None) or "")
+                for v in values
+                if isinstance(v, type) or callable(v)
+            )
+            # a stand-in child that does (`cutlass.utils.gemm` reached from `cutlass`)
+            or any(_stood_in_child(module, v) and _reexports_library(v) for v in values)
+        )
     return _REEXPORTS[name]
+
+
+def _stood_in_child(module: types.ModuleType, value) -> bool:
+    """True when value is a submodule of module that the executor stands in for."""
+    return isinstance(value, types.ModuleType) and (
+        value.__name__.startswith(module.__name__ + ".") and value.__name__ in api.MODULES
+    )
 
 
 class _WithLibrary:
@@ -371,7 +394,7 @@ class _WithLibrary:
 
     def __getattr__(self, name):
         try:
-            return getattr(self._standin, name)
+            value = getattr(self._standin, name)
         except Unmodelled:
             value = getattr(self._real, name, None)
             home = value.__name__ if isinstance(value, types.ModuleType) else None
@@ -380,6 +403,11 @@ class _WithLibrary:
             ):
                 raise
             return self._tr.value(value)  # a translated library's function, class or module
+        real = getattr(self._real, name, None)
+        if _stood_in_child(self._real, real):
+            value = self._tr.value(real)  # its stand-in, itself wrapped where it re-exports
+        self.__dict__[name] = value  # stand-ins are fixed: the next look-up skips this
+        return value
 
     def __repr__(self) -> str:
         return repr(self._standin)
@@ -409,6 +437,26 @@ def _real_modules():
             yield module_name, standin, importlib.import_module(module_name)
         except ImportError:
             continue
+
+
+def _served_by_getattr(real, standin):
+    """(name, object) for the names a stand-in models that the real module serves only
+    through its module `__getattr__` (a deprecated alias: tcgen05.OperandMajorMode, a class
+    of its own), so host code that imported the alias at module level gets the stand-in."""
+    import warnings
+
+    if "__getattr__" not in vars(real):
+        return
+    for attr in vars(standin):
+        if attr.startswith("_") or attr in vars(real):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                value = getattr(real, attr)
+            except Exception:  # noqa: BLE001 -- the real module has no such name
+                continue
+        yield attr, value
 
 
 def _standin_attr(standin, attr: str, module_name: str):
@@ -450,6 +498,28 @@ def _script_class(cls: type) -> bool:
         isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "cutlass"
         for v in vars(module).values()
     )
+
+
+def _warp_field_methods(cls: type) -> dict:
+    """`__setattr__`/`__getattr__` for a translated script class, so that what kernel code
+    sets on one of its objects is the setting warp's own (course.execute.warp_fields); none
+    where the class has its own attribute hooks. Reads of fields set on the host stay
+    Python's own look-up: only a field kernel code wrote goes through `__getattr__`."""
+    hooks = ("__getattr__", "__setattr__", "__getattribute__")
+    if any(h in vars(k) for k in cls.__mro__[:-1] for h in hooks):
+        return {}
+
+    def __setattr__(self, name, value):
+        if not warp_fields.set_in_warp(self.__dict__, name, value):
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        value = warp_fields.get_in_warp(self.__dict__, name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return value
+
+    return {"__setattr__": __setattr__, "__getattr__": __getattr__}
 
 
 def _rebind_class_cells(values, old: type, new: type) -> None:
@@ -568,7 +638,12 @@ class InstanceProxy:
         object.__setattr__(self, "_cache", {})
 
     def __getattr__(self, name):
-        cache = object.__getattribute__(self, "_cache")
+        own = self.__dict__
+        if warp_fields.LAYERS in own:  # kernel code set fields here: the warp's own first
+            value = warp_fields.get_in_warp(own, name, _MISSING)
+            if value is not _MISSING:
+                return value
+        cache = own["_cache"]
         if name in cache:
             return cache[name]
         obj, tr = self._obj, self._tr
@@ -593,6 +668,8 @@ class InstanceProxy:
         return value
 
     def __setattr__(self, name, value):
+        if warp_fields.set_in_warp(self.__dict__, name, value):
+            return  # kernel code's field (a thread's partition): the warp's own
         self._cache[name] = value
         if _plain(value):
             # CuTe DSL runs a host function's Python on the object itself: what it sets

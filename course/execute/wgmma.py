@@ -88,19 +88,7 @@ NO_FENCE = hazards.NO_FENCE  # its kind (hazards.KINDS says what it means)
 # ---------------------------------------------------------------- static answers from CuTe
 
 
-def _static(path: str):
-    """A host-side CuTe DSL function of layouts, types and enums (make_smem_layout_atom,
-    make_smem_layout_epi, ...): its answer asked of CuTe, kept."""
-
-    def fn(*args, **kwargs):
-        def job():
-            real = oracle.resolve(path)(*oracle.to_real(args), **oracle.to_real(kwargs))
-            return oracle.from_real(real)
-
-        return oracle.ask(("static", path, oracle.key_of(args), oracle.key_of(kwargs)), job)
-
-    fn.__name__ = path.rsplit(".", 1)[-1]
-    return fn
+_static = oracle.static_function
 
 
 def _lazy(path: str):

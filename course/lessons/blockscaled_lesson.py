@@ -11,6 +11,7 @@ a notebook cell is a call.
   kinds_table         the kernel's formats (kernels.blockscaled_gemm.KINDS) and their MMAs
   check_executed      the kernel's own code on the CPU executor against float64
   check_live          on compute capability 10.x: the kernel against float64 (no cuBLAS call)
+  formats_check       section 7's cell: check_live, else check_executed (a live cell)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 from course.notebook import Markdown, rows_table
 from course.models import block_formats as bf
+from course.runtime.live import Outcome, live_or_executed
 
 
 # --- sections 1-3: the formats ---------------------------------------------------------------
@@ -274,3 +276,17 @@ def check_live(shapes=LIVE_SHAPES, kinds=("mxfp8", "nvfp4", "mxfp4")) -> list[bo
             verdicts.append(ok)
     print(f"{sum(verdicts)}/{len(verdicts)} passed")
     return verdicts
+
+
+def formats_check() -> Outcome:
+    """Section 7's cell. On an sm_100a GPU: every format against the float64 product of the
+    dequantized operands (`check_live`). Elsewhere: the kernel's own code on the CPU
+    executor for mxfp8, nvfp4 and mxfp4 (`check_executed`), then the recorded GPU output
+    (label 16.blockscaled_check)."""
+    return live_or_executed(
+        "sm_100a",
+        check_live,
+        check_executed,
+        "kernels/blockscaled_gemm.py (mxfp8, nvfp4, mxfp4)",
+        label="16.blockscaled_check",
+    )

@@ -13,6 +13,7 @@ and timed on Blackwell, or compiled.
   broken_schedules     the emulator under a CLC that hands a tile out twice, or never
   check_and_time       shape sweep and benchmark against cuBLAS (live, Blackwell)
   compiled_elsewhere   the kernel compiled here, and how to measure it on a B200 (fallback)
+  checked_and_timed    section 10's cell: check_and_time, else compiled_elsewhere (a live cell)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from course.emulate.blackwell_gemm import cta_pair_clc_gemm_shape, emulate_gemm
 from course.emulate.clc import DuplicateTile, SkipTile
 from course.models.ownership import Ownership
 from course.models.tmem_ownership import LANES, pair_tile_pairs, warp_of_lane
+from course.runtime.live import Outcome, compile_only, live_or
 
 CHECK_SHAPES = [(256, 128, 64), (1000, 1016, 520), (4096, 4096, 4096)]
 
@@ -240,3 +242,11 @@ def compiled_elsewhere(arch: str) -> dict:
     print("   pytest -m gpu tests/test_cta_pair_gemms.py")
     print("   python -m course.bench gemm --kernel cta_pair_clc_gemm --record")
     return res
+
+
+def checked_and_timed() -> Outcome:
+    """Section 10's cell. On an sm_100a GPU: both kernels over a shape sweep against torch and
+    timed against cuBLAS (`check_and_time`). Elsewhere compile-only: both compiled for
+    sm_100a and the commands that measure them (`compiled_elsewhere`), then the recorded GPU
+    output (label 15.cta_pair)."""
+    return live_or("sm_100a", check_and_time, compile_only(compiled_elsewhere), label="15.cta_pair")

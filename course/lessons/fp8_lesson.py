@@ -12,6 +12,7 @@ print_presets        the FP8 kernel's presets: scales, promotion, tile
 check_live           every preset on an H100 against torch._scaled_mm and float64 (live)
 check_executed       every preset's own code on the CPU executor, exact inputs (fallback)
 timings_table        every preset against cuBLAS FP8 as recorded on the H100
+presets_check        section 4's cell: check_live, else check_executed (a live cell)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 from course.models import fp8
 from course.notebook import Markdown, rows_table
 from course.runtime import results
+from course.runtime.live import Outcome, live_or_executed
 from course.viz import fp8_pictures
 from kernels import gemm_host
 
@@ -311,3 +313,16 @@ def timings_table(presets=PRESET_ORDER) -> Markdown:
     table = rows_table(rows).text
     notes = "\n".join(f"* {name}: {cite}" for name, cite in cites.items())
     return Markdown(f"{table}\n\nRecorded (each preset's own run):\n\n{notes}")
+
+
+def presets_check() -> Outcome:
+    """Section 4's cell. On an sm_90a GPU: every preset against float64 and cuBLAS
+    (`check_live`). Elsewhere: every preset's own code on the CPU executor at EXECUTOR_SHAPE,
+    on exact inputs (`check_executed`), then the recorded GPU output (label 12.fp8_check)."""
+    return live_or_executed(
+        "sm_90a",
+        check_live,
+        check_executed,
+        "kernels/fp8_gemm.py (every preset)",
+        label="12.fp8_check",
+    )

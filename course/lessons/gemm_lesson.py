@@ -6,16 +6,19 @@ recorded_rows      the same numbers from results/gemm.json (fallback)
 bench_or_recorded  bench_live on a GPU that can, the recorded rows elsewhere (a live cell)
 executor_line      one run of a kernel's own code on the CPU executor, in a line (fallback)
 compile_report     what the compiler produced: resources, instruction counts, lines
+sweep_or_executed  a step's correctness cell: check_sweep live, else its executor run (a live cell)
+sm80_sweep         notebook 07's correctness cell (a live cell)
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Iterable
 
 import torch
 
 from course.runtime import results
-from course.runtime.live import Fallback, Outcome, live_or, recorded
+from course.runtime.live import Fallback, Outcome, live_or, live_or_executed, recorded
 from course.bench.gemm_bench import GemmProblem, benchmark_gemm, check_gemm, prepare, problem_for
 from course.bench.clocks import describe_clock
 from course.bench.report import pct_with_control
@@ -177,3 +180,46 @@ def compile_report(
         text = art.sass()
         print("\nSASS:", {op: text.count(op) for op in sass})
     return counts
+
+
+def sweep_or_executed(
+    needs: str,
+    kernel: str,
+    run_executed: Callable,
+    what: str,
+    label: str,
+    compiled: Callable[[str], object] | None = None,
+    shapes: Iterable = RAGGED,
+) -> Outcome:
+    """The correctness cell of a GEMM step, `kernels.<kernel>`: on a GPU that satisfies
+    `needs`, `check_sweep` of its `run` over `shapes` (bf16 and fp16, fresh inputs, poisoned
+    outputs); elsewhere `run_executed()`, the kernel's own code on the CPU executor (`what`
+    names it in the banner), then `compiled(arch)` for the target arch (compile-only) when
+    given, then what the cell printed when it last ran live (`label`)."""
+
+    def sweep():
+        return check_sweep(importlib.import_module(f"kernels.{kernel}").run, shapes)
+
+    return live_or_executed(needs, sweep, run_executed, what, compiled=compiled, label=label)
+
+
+def sm80_sweep() -> Outcome:
+    """Notebook 07's correctness cell. On an sm_80+ GPU: kernels/sm80_gemm.py over RAGGED
+    against torch. Elsewhere: its own code on the CPU executor at 129 x 264 x 72 (ragged in
+    M, N and K), then its mma.sync compiled for sm_80 (compile-only, nothing launched), then
+    the recorded GPU output (label 07.sm80_sweep)."""
+    from course.execute import ladder_runs
+
+    def mma_sync(arch: str):
+        from kernels import sm80_gemm
+
+        return compile_report(sm80_gemm.artifacts(arch), {"mma.sync": r"mma\.sync"}, show=1)
+
+    return sweep_or_executed(
+        "sm_80+",
+        "sm80_gemm",
+        lambda: ladder_runs.run_sm80_gemm(129, 264, 72),
+        "kernels/sm80_gemm.py (129 x 264 x 72, ragged)",
+        label="07.sm80_sweep",
+        compiled=mma_sync,
+    )

@@ -9,6 +9,7 @@ on the course's goal from the recorded numbers.
   check_executed       presets' own code on the CPU executor, a small ragged shape (fallback)
   bench_presets        every preset against cuBLAS (live), or as recorded on the H100
   goal_verdict         the recorded rows of the final kernel against the % of cuBLAS goal
+  hopper_sweep         section 6's correctness cell (a live cell)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from course.lessons.gemm_lesson import (
     matches_run,
     print_rows,
     recorded_rows,
+    sweep_or_executed,
 )
 from course.runtime.live import Outcome, live_or, recorded
 from course.bench.report import pct_of_cublas, pct_with_control
@@ -169,3 +171,19 @@ def print_profiles(presets, size: int = 4096) -> list[dict]:
     from course.lessons import gemm_profiles
 
     return gemm_profiles.show(presets, size)
+
+
+def hopper_sweep() -> Outcome:
+    """Section 6's correctness cell. On an sm_90a GPU: kernels/hopper_gemm.py (its default,
+    the final kernel) over the ragged shapes against torch. Elsewhere: the presets tma_store
+    and pingpong on the CPU executor, then the final kernel compiled for sm_90a (setmaxnreg,
+    multicast loads, stmatrix, TMA stores: compile-only), then the recorded GPU output
+    (label 11.hopper_sweep)."""
+    return sweep_or_executed(
+        "sm_90a",
+        "hopper_gemm",
+        check_executed,
+        "kernels/hopper_gemm.py (presets tma_store and pingpong)",
+        label="11.hopper_sweep",
+        compiled=hopper_instructions,
+    )

@@ -87,16 +87,21 @@ def table(
     dtype: str = "bf16",
     gpu: str | None = "H100",
     upto: int | None = None,
+    only: int | None = None,
 ) -> str:
     """Markdown: one row per rung and, per size, '% of cuBLAS (TFLOP/s of cuBLAS's TFLOP/s),
     verdict': the percentage is the ratio of the two numbers in brackets, the verdict that
     ratio and the median round against the run's control (see `verdict`). With `upto`, only
-    the rungs that notebooks up to that number introduce (the ladder so far)."""
+    the rungs that notebooks up to that number introduce (the ladder so far); with `only`,
+    only the rungs notebook `only` introduces (its new rows: the whole table is printed once,
+    in notebook 11)."""
     name = {"bf16": "bfloat16", "fp16": "float16"}[dtype]
     head = "| rung | " + " | ".join(f"{s}^3" for s in sizes) + " | recorded |"
     lines = [head, "|---|" + "---|" * (len(sizes) + 1)]
     for r in rungs(dtype, gpu):
         if upto is not None and r.notebook > int(upto):
+            continue
+        if only is not None and r.notebook != int(only):
             continue
         cells = []
         for s in sizes:

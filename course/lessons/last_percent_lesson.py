@@ -13,9 +13,11 @@ against a model.
                    the panels a wave touches (course.models.tile_order)
   hints_table      L2 eviction priorities on the TMA loads: the same counters, and the time
   split_check_*    the split-K presets against torch (live on sm_90a, else on the CPU executor)
+  split_check      section 2's cell: split_check_live, else split_check_executed (a live cell)
   split_table      the split-K presets, the SOL kernel and cuBLAS where cuBLAS splits K (recorded)
   fusion           bias + GELU fused against the unfused pair and cuBLASLt's own fusion
   fusion_figure    the latter drawn
+  fused_check      section 5's cell: fused_check_live, else fused_check_executed (a live cell)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from course.bench import last_percent as bench
 from course.models import tile_order
 from course.models import waves as waves_model
 from course.runtime import results
-from course.runtime.live import Outcome, live_or, recorded
+from course.runtime.live import Outcome, live_or, live_or_executed, recorded
 from course.viz import last_percent_pictures as pictures
 
 RESULTS = "last_percent"
@@ -376,3 +378,29 @@ def sol_table() -> None:
         )
         print(f"{r['problem']:24s} | {cells}")
     return rec.data
+
+
+def split_check() -> Outcome:
+    """Section 2's check of split-K. On an sm_90a GPU: every split-K preset against torch
+    (`split_check_live`). Elsewhere: split_k2 and split_tail's own code on the CPU executor
+    (`split_check_executed`), then the recorded GPU output (label 13.split_check)."""
+    return live_or_executed(
+        "sm_90a",
+        split_check_live,
+        split_check_executed,
+        "kernels/split_k_gemm.py (split_k2, split_tail)",
+        label="13.split_check",
+    )
+
+
+def fused_check() -> Outcome:
+    """Section 5's check of the fused epilogue. On an sm_90a GPU: every preset against torch
+    (`fused_check_live`). Elsewhere: every preset's own code on the CPU executor
+    (`fused_check_executed`), then the recorded GPU output (label 13.fused_check)."""
+    return live_or_executed(
+        "sm_90a",
+        fused_check_live,
+        fused_check_executed,
+        "kernels/fused_gemm.py (every preset)",
+        label="13.fused_check",
+    )

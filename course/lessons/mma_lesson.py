@@ -7,6 +7,9 @@ the GPU writes it), the micro-GEMM checked against torch, and the PTX it compile
   check_micro_gemm one tiled-MMA tile of C = A.B^T against torch (live)
   mma_sync_lines   the mma.sync instructions of the compiled micro-GEMM (fallback)
   warp_map         which warp of a TiledMMA owns each C element
+  stamped_owners   section 3's cell: the stamp on the GPU, else on the CPU executor (a live cell)
+  micro_gemm_check section 5's cell: one warp's tile against torch (a live cell)
+  tiled_micro_gemm_check  section 6's cell: a TiledMMA's tile against torch (a live cell)
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from course.models.ownership import Ownership
+from course.runtime.live import Outcome, compile_only, live_or, live_or_executed
 
 
 def _kernel():
@@ -117,4 +121,47 @@ def warp_map(config) -> Ownership:
         title=f"TiledMMA of {config.warps_m}x{config.warps_n} warps: which "
         "warp owns each C element",
         thread_label="W",
+    )
+
+
+def stamped_owners() -> Outcome:
+    """Section 3's cell. On an sm_80+ GPU: the stamp kernel writes every thread's id into
+    the C elements it owns and the map is compared with CuTe's (`stamp_on_gpu`). Elsewhere:
+    the same kernel's own code on the CPU executor, then the micro-GEMM's mma.sync compiled
+    for sm_80 (compile-only), then the recorded GPU output (label 06.stamp)."""
+    return live_or_executed(
+        "sm_80+",
+        stamp_on_gpu,
+        stamp_on_the_executor,
+        "the stamp kernel of kernels/mma_atom.py",
+        compiled=mma_sync_lines,
+        label="06.stamp",
+    )
+
+
+def micro_gemm_check() -> Outcome:
+    """Section 5's cell. On an sm_80+ GPU: one warp's 16x8x16 tile against torch
+    (`check_micro_gemm`). Elsewhere: the micro-GEMM's own code on the CPU executor, then its
+    mma.sync compiled for sm_80 (compile-only), then the recorded GPU output (06.micro_gemm)."""
+    from course.execute import ladder_runs
+
+    return live_or_executed(
+        "sm_80+",
+        check_micro_gemm,
+        ladder_runs.run_mma_atom,
+        "the micro-GEMM of kernels/mma_atom.py",
+        compiled=mma_sync_lines,
+        label="06.micro_gemm",
+    )
+
+
+def tiled_micro_gemm_check(config, dtype: torch.dtype = torch.float16) -> Outcome:
+    """Section 6's cell. On an sm_80+ GPU: the TiledMMA of `config` (fp16 operands) against
+    torch. Elsewhere compile-only: its mma.sync compiled for sm_80, then the recorded GPU
+    output (label 06.tiled_micro_gemm)."""
+    return live_or(
+        "sm_80+",
+        lambda: check_micro_gemm(config, dtype),
+        compile_only(lambda arch: mma_sync_lines(arch, config, dtype)),
+        label="06.tiled_micro_gemm",
     )

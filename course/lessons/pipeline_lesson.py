@@ -13,6 +13,9 @@ keeps a hung kernel from freezing the notebook, and what the compiler made of th
   compare_rings         the ring by hand and as PipelineTmaAsync: the same instructions
   check_pipeline_ring   the PipelineTmaAsync version against torch (live)
   check_executed        either ring's own code on the CPU executor, small shapes (fallback)
+  tma_gemm_sweep        section 6's cell: the ring by hand, checked (a live cell)
+  pipeline_ring_check   section 6's cell: the ring as PipelineTmaAsync, checked (a live cell)
+  ring_bugs             section 7's cell: each bug caught, on the GPU or the executor (a live cell)
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from __future__ import annotations
 import textwrap
 import time
 
-from course.lessons.gemm_lesson import compile_report, executor_line
+from course.lessons.gemm_lesson import compile_report, executor_line, sweep_or_executed
 from course.lessons.pipeline_checks import check_tma_gemm
 from course.runtime import watchdog
+from course.runtime.live import Outcome, live_or_executed
 from course.sim import pipeline_sim, ring_protocol
 
 # (m, n, k, A/B type) on the CPU executor: numpy plays every thread, so small ones; k = 328 is
@@ -218,3 +222,47 @@ def check_executed(ring: str = "mbarrier", cases=EXECUTOR_CASES) -> list:
         executor_line(ladder_runs.run_tma_gemm(m, n, k, ring=ring, dtype=types[ab]))
         for m, n, k, ab in cases
     ]
+
+
+def tma_gemm_sweep() -> Outcome:
+    """Section 6's first cell. On an sm_90+ GPU: kernels/tma_gemm.py (the ring by hand) over
+    the ragged shapes against torch. Elsewhere: its own code on the CPU executor
+    (EXECUTOR_CASES), then its barriers, loads and MMAs compiled for sm_90a (compile-only),
+    then the recorded GPU output (label 09.tma_gemm_sweep)."""
+    return sweep_or_executed(
+        "sm_90+",
+        "tma_gemm",
+        check_executed,
+        "kernels/tma_gemm.py (the ring by hand)",
+        label="09.tma_gemm_sweep",
+        compiled=ring_instructions,
+    )
+
+
+def pipeline_ring_check() -> Outcome:
+    """Section 6's second cell. On an sm_90+ GPU: the PipelineTmaAsync ring against torch
+    (`check_pipeline_ring`). Elsewhere: that ring's own code (and CuTe DSL's
+    `cutlass.pipeline`) on the CPU executor, then both rings compiled for sm_90a and their
+    instructions counted side by side (compile-only), then the recorded GPU output
+    (label 09.ring_check)."""
+    return live_or_executed(
+        "sm_90+",
+        check_pipeline_ring,
+        lambda: check_executed(ring="pipeline"),
+        'kernels/tma_gemm.py with Config(ring="pipeline")',
+        compiled=compare_rings,
+        label="09.ring_check",
+    )
+
+
+def ring_bugs() -> Outcome:
+    """Section 7's cell. On an sm_90+ GPU: each bug launched under the watchdog and in the
+    debug mode (`bugs_on_gpu`). Elsewhere: each bug injected into the kernel's own code on the
+    CPU executor (`bugs_executed`), then the recorded GPU output (label 09.ring_bugs)."""
+    return live_or_executed(
+        "sm_90+",
+        bugs_on_gpu,
+        bugs_executed,
+        "each bug injected into kernels/tma_gemm.py",
+        label="09.ring_bugs",
+    )

@@ -10,6 +10,8 @@ compiler produced for sm_100a is in course.lessons.tcgen05_instructions.
   check_executed         the kernel's own code on the CPU executor, ragged shapes (fallback)
   occupancy              what one CTA occupies on an SM (fallback for the benchmark)
   ragged_report          how the emulator covers a ragged problem: tiles, K-blocks, stores
+  tcgen05_sweep          section 7's check: live on Blackwell, else executed (a live cell)
+  tcgen05_bench          section 7's timing: live on Blackwell, else the occupancy (a live cell)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from course.emulate.blackwell_memory import (
     tmem_alloc_columns,
 )
 from course.models.tmem_ownership import epilogue_tmem_pairs, warp_of_lane
+from course.runtime.live import Outcome, compile_only, live_or
 
 SHAPES = [(128, 128, 64), (129, 136, 72), (300, 264, 200), (1000, 520, 1032)]
 EXECUTOR_SHAPES = SHAPES[:3]  # numpy runs every thread: the small ones
@@ -162,3 +165,33 @@ def ragged_report(m: int = 300, n: int = 264, k: int = 200, seed: int = 1):
     )
     print(run.check(a, b).exactly_once, "-- every element written exactly once")
     return run
+
+
+def tcgen05_sweep() -> Outcome:
+    """Section 7's check. On an sm_100a GPU: kernels/tcgen05_gemm.py over LIVE_SHAPES against
+    torch. Elsewhere: its own code on the CPU executor at EXECUTOR_SHAPES (`check_executed`),
+    then the recorded GPU output (label 14.tcgen05_sweep)."""
+    from course.lessons.gemm_lesson import sweep_or_executed
+
+    return sweep_or_executed(
+        "sm_100a",
+        "tcgen05_gemm",
+        check_executed,
+        "kernels/tcgen05_gemm.py",
+        label="14.tcgen05_sweep",
+        shapes=LIVE_SHAPES,
+    )
+
+
+def tcgen05_bench() -> Outcome:
+    """Section 7's timing. On an sm_100a GPU: the kernel against cuBLAS at 4096^3 and 8192^3
+    (`gemm_lesson.bench_live`). Elsewhere compile-only: what one CTA occupies, compiled for
+    sm_100a (`occupancy`), then the recorded GPU output (label 14.tcgen05_bench)."""
+    from course.lessons.gemm_lesson import bench_live
+
+    return live_or(
+        "sm_100a",
+        lambda: bench_live("tcgen05_gemm", sizes=(4096, 8192)),
+        compile_only(occupancy),
+        label="14.tcgen05_bench",
+    )

@@ -194,15 +194,13 @@ def live_cell():
     `naive_instructions` for the target GPU, then what the cell printed when it last ran
     live (label 03.naive_check). Returns the Outcome."""
     from course.execute import ladder_runs
-    from course.runtime.live import compile_only, executed, live_or
+    from course.runtime.live import live_or_executed
 
-    return live_or(
+    return live_or_executed(
         "gpu",
         check_and_time,
-        executed(
-            ladder_runs.run_naive_gemm,
-            "kernels/naive_gemm.py",
-            then=compile_only(naive_instructions),
-        ),
+        ladder_runs.run_naive_gemm,
+        "kernels/naive_gemm.py",
+        compiled=naive_instructions,
         label="03.naive_check",
     )

@@ -8,6 +8,8 @@ ones included), dtypes and swizzle modes, and what the compiler made of each ker
   stores_executed     the store kernel's own code on the CPU executor, small shapes (fallback)
   load_instructions   the PTX and SASS of the load kernel (fallback)
   store_instructions  the PTX and SASS of the store kernel (fallback)
+  loads_checked       section 6's cell: the loads live, else executed, then compiled (a live cell)
+  stores_checked      section 7's cell: the stores live, else executed, then compiled (a live cell)
 
 The checks take the kernel module as an argument (default: kernels.tma), so the same
 checks can judge a stand-in on a CPU.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from course.models import tensormap
+from course.runtime.live import Outcome, live_or_executed
 
 
 def _tma():
@@ -164,3 +167,33 @@ def store_instructions(arch: str):
     sass = art.sass()  # nvdisasm once, not once per opcode
     print("SASS:", {op: sass.count(op) for op in ("UTMASTG", "FENCE", "STS")})
     return art
+
+
+def loads_checked() -> Outcome:
+    """Notebook 08's section 6 cell. On an sm_90+ GPU: `check_loads` (exact copies, zeros
+    out of bounds, the swizzle's bytes). Elsewhere: TmaLoad's own code on the CPU executor at
+    small ragged shapes, then the load kernel compiled for sm_90a (compile-only), then the
+    recorded GPU output (label 08.tma_loads)."""
+    return live_or_executed(
+        "sm_90+",
+        check_loads,
+        loads_executed,
+        "kernels/tma.py's TmaLoad (small ragged shapes)",
+        compiled=load_instructions,
+        label="08.tma_loads",
+    )
+
+
+def stores_checked() -> Outcome:
+    """Notebook 08's section 7 cell. On an sm_90+ GPU: `check_stores` (exact copies, nothing written
+    outside the tensor). Elsewhere: TmaStore's own code on the CPU executor at small ragged
+    shapes, then the store kernel compiled for sm_90a (compile-only), then the recorded GPU
+    output (label 08.tma_stores)."""
+    return live_or_executed(
+        "sm_90+",
+        check_stores,
+        stores_executed,
+        "kernels/tma.py's TmaStore (small ragged shapes)",
+        compiled=store_instructions,
+        label="08.tma_stores",
+    )

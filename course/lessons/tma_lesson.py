@@ -10,6 +10,8 @@ version of the same map, and the swizzle TMA applies.
   compare_with_driver    CuTe's descriptor bytes against the driver's (live)
   descriptor_ptx         how the descriptor reaches the kernel, in PTX (fallback)
   print_swizzle_agreement  CuTe's swizzle against the model, per mode
+  encoded_map            section 2's cell: the driver encodes, else its rules (a live cell)
+  descriptor_bytes       section 3's cell: CuTe's bytes against the driver's (a live cell)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from course.models import tensormap
+from course.runtime.live import Outcome, compile_only, live_or, simulated
 
 # argument sets the driver refuses, one rule each (bf16 unless said)
 REJECTED = [
@@ -177,3 +180,28 @@ def print_swizzle_agreement(swizzles=(0, 32, 64, 128), nbytes: int = 2048) -> di
             f"{cute_says == model};  rows 0-7 of {row}-byte rows XOR their chunk with {masks}"
         )
     return agree
+
+
+def encoded_map(args: tensormap.TensorMapArgs) -> Outcome:
+    """Section 2's cell. On an sm_90+ GPU (a driver to call): the driver encodes the map of a
+    real 8192 x 8192 tensor (`encode_for_real`). Elsewhere (simulated): `args` checked against
+    the driver's documented rules in Python, nothing encoded; then the recorded GPU output
+    (label 08.encode)."""
+    return live_or(
+        "sm_90+",
+        encode_for_real,
+        simulated(
+            lambda: check_rules(args),
+            "course.models.tensormap's check of the driver's rules (no driver here to encode with)",
+        ),
+        label="08.encode",
+    )
+
+
+def descriptor_bytes() -> Outcome:
+    """Section 3's cell. On an sm_90+ GPU: CuTe DSL's descriptor bytes read against the
+    driver's (`compare_with_driver`). Elsewhere compile-only: the descriptor-copy kernel
+    compiled for sm_90a (`descriptor_ptx`), then the recorded GPU output (08.descriptor)."""
+    return live_or(
+        "sm_90+", compare_with_driver, compile_only(descriptor_ptx), label="08.descriptor"
+    )

@@ -20,7 +20,7 @@ import torch
 
 from course.bench import compare, poison_
 from course.bench.timing import alternating
-from course.runtime.live import compile_only, live_or
+from course.runtime.live import compile_only, live_or, live_or_executed
 
 SIZES = (1, 255, 257, 1_000_003)
 
@@ -115,12 +115,13 @@ def live_cell(ceiling_gbps: float):
     for the target GPU, then what the cell printed when it last ran live (label
     00.vector_add). Returns the Outcome."""
     from course.execute import ladder_runs
-    from course.runtime.live import executed
 
-    return live_or(
+    return live_or_executed(
         "gpu",
         lambda: check_and_time(ceiling_gbps),
-        executed(ladder_runs.run_vector_add, "kernels/vector_add.py", then=compile_only(compiled)),
+        ladder_runs.run_vector_add,
+        "kernels/vector_add.py",
+        compiled=compiled,
         label="00.vector_add",
     )
 
@@ -130,15 +131,12 @@ def ragged_cell(sizes=(1, 257, 1_000_003), executed_n: int = 257):
     `sizes`; elsewhere the kernel on the CPU executor at n = `executed_n`, then `compiled`
     (then what the cell printed when it last ran live, label 01.vector_add_check)."""
     from course.execute import ladder_runs
-    from course.runtime.live import executed
 
-    return live_or(
+    return live_or_executed(
         "gpu",
         lambda: check(sizes=sizes),
-        executed(
-            lambda: ladder_runs.run_vector_add(executed_n),
-            "kernels/vector_add.py",
-            then=compile_only(compiled),
-        ),
+        lambda: ladder_runs.run_vector_add(executed_n),
+        "kernels/vector_add.py",
+        compiled=compiled,
         label="01.vector_add_check",
     )

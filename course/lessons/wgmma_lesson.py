@@ -4,11 +4,13 @@ notebook states), and what the compiler made of the kernel.
   accumulator_rows    each thread's values and rows, against the store-mapping formula
   wgmma_instructions  the kernel's wgmma, TMA loads and barrier waits in PTX and SASS
   check_executed      the kernel's own code on the CPU executor, small shapes (fallback)
+  wgmma_sweep         section 5's cell: the kernel checked (a live cell)
 """
 
 from __future__ import annotations
 
-from course.lessons.gemm_lesson import compile_report, executor_line
+from course.lessons.gemm_lesson import compile_report, executor_line, sweep_or_executed
+from course.runtime.live import Outcome
 
 # on the CPU executor (numpy plays every thread): small and ragged, k = 328 wraps the ring
 EXECUTOR_SHAPES = [(129, 264, 328), (1, 8, 8)]
@@ -69,3 +71,18 @@ def check_executed(shapes=EXECUTOR_SHAPES) -> list:
     from course.execute import ladder_runs
 
     return [executor_line(ladder_runs.run_wgmma_gemm(*shape)) for shape in shapes]
+
+
+def wgmma_sweep() -> Outcome:
+    """Section 5's cell. On an sm_90a GPU: kernels/wgmma_gemm.py over the ragged shapes
+    against torch. Elsewhere: its own code on the CPU executor (EXECUTOR_SHAPES), then its
+    wgmma, TMA loads and waits compiled for sm_90a (compile-only), then the recorded GPU
+    output (label 10.wgmma_sweep)."""
+    return sweep_or_executed(
+        "sm_90a",
+        "wgmma_gemm",
+        check_executed,
+        "kernels/wgmma_gemm.py",
+        label="10.wgmma_sweep",
+        compiled=wgmma_instructions,
+    )

@@ -19,6 +19,9 @@ Elsewhere the fallback runs and says exactly what it is:
                       a prediction, a compile), its banner saying first that nothing has
                       been recorded yet and which command records it
 
+`live_or_executed(needs, live, run, what, compiled=..., label=...)` is the shape most kernel
+cells take: live, else `executed(run, what)` followed by `compile_only(compiled)`.
+
 Given a `label` ("07.sm80_sweep"), a cell that ran live under `python -m course run --record`
 keeps what it printed, and a fallback elsewhere shows that text after its own output.
 
@@ -237,6 +240,22 @@ def executed(run: Callable[[], Any], what: str, then: Fallback | None = None) ->
         return Outcome(Mode.EXECUTED, value, banner)
 
     return Fallback(Mode.EXECUTED, go)
+
+
+def live_or_executed(
+    needs: str,
+    live: Callable[[], Any],
+    run: Callable[[], Any],
+    what: str,
+    compiled: Callable[[str], Any] | None = None,
+    label: str | None = None,
+) -> Outcome:
+    """The shape most kernel cells take, so a lesson states only its parts: `live()` on a
+    machine that satisfies `needs`; elsewhere `run()` on the CPU executor (`executed(run,
+    what)`), then, given `compiled`, what the compiler made of the kernel for the target arch
+    (`compile_only(compiled)`), then what the cell printed when it last ran live (`label`)."""
+    then = compile_only(compiled) if compiled is not None else None
+    return live_or(needs, live, executed(run, what, then=then), label=label)
 
 
 def simulated(simulate: Callable[[], Any], what: str) -> Fallback:
