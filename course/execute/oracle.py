@@ -61,17 +61,15 @@ class Recipe:
             made = resolve(self.path)
         except AttributeError:
             made = None
-        if made is not None and hasattr(made, name):
-            # plain data of the real object (an MMA op's a_dtype, its shape_mnk), made and
-            # asked on the CPU; anything else (an MLIR value, a method) is the executor's gap
-            try:
-                return attribute(self, name)
-            except (Unmodelled, CuteError):
-                pass
-            raise UnmodelledAttribute(f"{self.path}(...).{name}")
-        if isinstance(made, type) and name in _instance_fields(made):
-            return attribute(self, name)  # a static field (op.shape_mnk), as CuTe gives it
-        raise AttributeError(f"{self.name!r} object has no attribute {name!r}")
+        known = made is not None and (
+            hasattr(made, name) or (isinstance(made, type) and name in _instance_fields(made))
+        )
+        if not known:
+            raise AttributeError(f"{self.name!r} object has no attribute {name!r}")
+        try:  # plain data of the real object (a_dtype, shape_mnk), made and asked on the CPU
+            return attribute(self, name)
+        except (Unmodelled, CuteError):  # an MLIR value, a method: the executor's gap
+            raise UnmodelledAttribute(f"{self.path}(...).{name}") from None
 
     def real(self):
         target = resolve(self.path)
