@@ -34,7 +34,38 @@ export PYTHONUNBUFFERED=1
 # Keep CuTe DSL's compiled-kernel cache across sessions and kernel restarts.
 export CUTE_DSL_CACHE_DIR="${CUTE_DSL_CACHE_DIR:-$HOME/.cache/live-kernel-course/cute-dsl}"
 
+# CuTe DSL (nvidia-cutlass-dsl) has wheels for Linux on x86_64 and aarch64 and for native
+# Windows, none for macOS; course.sh and its .venv (bin/python) are Linux's, so a Windows
+# shell that runs this script (Git Bash, MSYS2, Cygwin) is no way either. Stop before pip
+# fails deep in its resolver, and say what works. COURSE_PLATFORM=OS-MACHINE (e.g.
+# linux-x86_64, darwin-arm64) stands for `uname -s`-`uname -m`: for a Linux-compatible
+# system that uname names otherwise, or a test. Written for macOS's bash 3.2 (no ${x,,}).
+check_platform() {
+  local platform why
+  platform="$(printf %s "${COURSE_PLATFORM:-$(uname -s)-$(uname -m)}" | tr '[:upper:]' '[:lower:]')"
+  case "$platform" in
+    linux-x86_64 | linux-aarch64 | linux-arm64) return 0 ;;
+    darwin-*) why="macOS ($platform): CuTe DSL (nvidia-cutlass-dsl) has no build for macOS" ;;
+    mingw* | msys* | cygwin*)
+      why="a Windows shell ($platform): course.sh and its .venv are made for Linux" ;;
+    *) why="$platform: CuTe DSL (nvidia-cutlass-dsl) has builds only for Linux on x86_64 or aarch64" ;;
+  esac
+  cat >&2 <<EOF
+course.sh: the course cannot be set up on $why. What works:
+a Linux container on this machine (Docker or Podman; CPU tier: compile-only, CPU executor,
+recorded results), from the repository root \`docker compose -f container/compose.yaml up\`,
+then open the http://127.0.0.1:8888/lab?token=... URL it prints; a remote Linux machine such
+as a rented GPU, there \`./course.sh lab --no-browser --port 8888\` and here
+\`ssh -N -L 8888:127.0.0.1:8888 you@gpu-machine\`, then open the URL it printed; the dev
+container in .devcontainer/ (VS Code: "Dev Containers: Reopen in Container", or a GitHub
+Codespace); on Windows, WSL2: \`wsl --install -d Debian\` in PowerShell, then \`./course.sh lab\`
+in a clone of the repository inside WSL. README.md, section "Your machine", says more.
+EOF
+  exit 2
+}
+
 setup() {
+  check_platform
   if [[ -n "${COURSE_PYTHON:-}" ]]; then PY="$COURSE_PYTHON"; return; fi
   local base="${COURSE_BASE_PYTHON:-python3}"
   "$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||

@@ -9,18 +9,14 @@ Notebooks start with `import course` and use:
     course.compiled_here(...)   compile for this GPU, or for the target arch without one
 """
 
-from pathlib import Path
-
-# The repository: notebooks/, results/, figures/ and build/ sit beside course/.
-ROOT = Path(__file__).resolve().parent.parent
-
-from course.runtime.hardware import machine  # noqa: E402
+from course.repository import ROOT
+from course.runtime.hardware import machine
 from course.runtime.live import (
     Mode,
     compile_only,
     compiled_here,
     executed,
-    live_or,  # noqa: E402
+    live_or,
     recorded,
     recorded_or,
     simulated,

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compile_cache import compile_cached
+
 
 @dataclass(frozen=True)
 class Artifacts:
@@ -127,8 +129,6 @@ def cubin_resources(cubin: bytes) -> dict[str, dict]:
 def compile_artifacts(key: tuple, arch: str, jit_fn, *args) -> Artifacts:
     """Compile `jit_fn(*args)` for `arch` (no GPU needed) and keep PTX and cubin."""
     import cutlass.cute as cute
-
-    from .host import compile_cached
 
     def build() -> Artifacts:
         with tempfile.TemporaryDirectory() as tmp:

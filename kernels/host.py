@@ -6,9 +6,9 @@ or `UnsupportedGPU` instead of a hang or garbage.
 
 Compiling: `cute.compile` traces and compiles every time it is called (a tenth of a second
 to tens of seconds), and calling a `@cute.jit` function directly re-traces it on every
-call. Each kernel therefore compiles a configuration once through `compile_cached` and
-launches the handle it keeps; the seconds spent are logged in `COMPILE_LOG`, because
-compile time is a cost the learner pays and the course reports it.
+call. Each kernel therefore compiles a configuration once through `compile_cached`
+(`kernels.compile_cache`, which the artifacts share) and launches the handle it keeps; the
+seconds spent are logged in `COMPILE_LOG`, read from here by notebook 00's lesson.
 
 Hardware limits come from CuTe DSL's own tables for the target or the operands' device
 (`smem_capacity`, `max_active_clusters`), never from literals. Only torch and CuTe DSL
@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
+
+from .artifacts import compile_artifacts
+from .compile_cache import COMPILE_LOG, compile_cached  # noqa: F401 (COMPILE_LOG: see above)
 
 
 class KernelInputError(ValueError):
@@ -239,27 +241,6 @@ def fake_stream():
 # ---------------------------------------------------------------- compile once
 
 
-@dataclass(frozen=True)
-class CompileEvent:
-    key: tuple
-    arch: str
-    seconds: float
-
-
-_CACHE: dict[tuple, Any] = {}
-COMPILE_LOG: list[CompileEvent] = []
-
-
-def compile_cached(key: tuple, arch: str, build: Callable[[], Any]) -> Any:
-    """The compiled object for `key` on `arch`, calling `build()` only the first time."""
-    full_key = (*key, arch)
-    if full_key not in _CACHE:
-        start = time.perf_counter()
-        _CACHE[full_key] = build()
-        COMPILE_LOG.append(CompileEvent(full_key, arch, time.perf_counter() - start))
-    return _CACHE[full_key]
-
-
 def compile_for(arch: str, jit_fn, *args):
     """cute.compile(jit_fn, *args) for `arch`: the handle that launches without re-tracing."""
     import cutlass.cute as cute
@@ -291,8 +272,6 @@ class Compiler:
     def artifacts(self, arch: str | None, *key):
         """PTX, cubin and SASS for `arch` (default: the kernel's compile-only target),
         compiled on this machine without a GPU."""
-        from .artifacts import compile_artifacts
-
         arch = arch or COMPILE_TARGET[self.needs]
         return compile_artifacts((self.name, *key), arch, *self.signature(arch, *key))
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 # kernels/ modules that are no step: the host side every step shares, and the device helpers
 # a step calls like a library (dsmem)
-HOST_MODULES = frozenset({"host", "artifacts", "gemm_host", "selftest", "ladder", "dsmem"})
+HOST_MODULES = frozenset(
+    {"host", "compile_cache", "artifacts", "gemm_host", "selftest", "ladder", "dsmem"}
+)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,20 @@
-"""Notebook 05's transpose: out = in.T through a 32x32 float tile in shared memory.
+"""Notebook 05's transpose: out = in.T through a 64x64 float tile in shared memory.
 
-Each CTA of 32x8 threads takes one 32x32 tile of the row-major (m, n) input. A warp is one
-value of thread_idx.y: its 32 lanes read 32 consecutive floats of one input row (coalesced)
-and store them into tile row r, columns 0..31. After a barrier the same warp writes 32
-consecutive floats of one *output* row (coalesced again), which are tile column c, rows
-0..31. So shared memory is written by rows and read by columns, and with a plain row-major
-tile, (32,32):(32,1), every lane of a column read hits the same bank: a 32-way conflict.
+Each CTA of 32x8 threads takes one 64x64 tile of the row-major (m, n) input. A warp is one
+value of thread_idx.y: its 32 lanes read 32 consecutive floats of one input row (coalesced),
+the row's two halves one after the other, and store them into tile row r, columns h*32 + 0..31.
+After a barrier the same warp writes 32 consecutive floats of one *output* row (coalesced
+again), which are tile column c, rows h*32 + 0..31. So shared memory is written by rows and
+read by columns, and with a plain row-major tile, (64,64):(64,1), every lane of a column read
+hits the same bank: a 32-way conflict.
+
+The tile is 64 floats wide, not 32, so that notebook 05's exercise is not section 4's 32x32
+tile again: a row's offset bits start at bit 6 here, and the swizzle that fixes the tile has
+to read them there.
 
 The tile's layout, (row, col) -> float offset in shared memory, is a parameter: `LAYOUTS`
-holds the plain one, the padded one (32,32):(33,1) and the swizzled one,
-Swizzle<5,0,5> o (32,32):(32,1), which XORs the row into the bank. `transpose` takes any
+holds the plain one, the padded one (64,64):(65,1) and the swizzled one,
+Swizzle<5,0,6> o (64,64):(64,1), which XORs the row into the bank. `transpose` takes any
 function that builds such a layout as a Constexpr. Ragged matrices are predicated at
 their edges.
 """
@@ -26,7 +31,9 @@ from .host import Compiler, KernelInputError, check_tensor, current_stream, fake
 from .host import gmem_pointer, require
 
 NEEDS = "gpu"
-TILE = 32  # the tile is TILE x TILE floats; a warp's 32 lanes span one tile row
+TILE = 64  # the tile is TILE x TILE floats
+LANES = 32  # a warp's lanes span half a tile row (or half a column): HALVES requests each
+HALVES = TILE // LANES
 ROWS_PER_PASS = 8  # thread_idx.y: 8 warps, each taking every 8th tile row
 
 
@@ -41,8 +48,9 @@ def padded_layout():
 
 
 def swizzled_layout():
-    """Swizzle<5,0,5>: the 5 row bits XORed into the 5 bank bits, bank = c ^ r."""
-    return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, plain_layout())
+    """Swizzle<5,0,6>: the row's low 5 bits (offset bits 6-10) XORed into the 5 bank bits,
+    bank = (c ^ r) % 32."""
+    return cute.make_composed_layout(cute.make_swizzle(5, 0, 6), 0, plain_layout())
 
 
 LAYOUTS = {"plain": plain_layout, "padded": padded_layout, "swizzled": swizzled_layout}
@@ -71,15 +79,17 @@ def transpose_kernel(
     tile = smem.allocate_tensor(cutlass.Float32, smem_layout(), byte_alignment=128)
     for k in cutlass.range_constexpr(TILE // ROWS_PER_PASS):
         r = ty + k * ROWS_PER_PASS  # tile row: input row by * TILE + r
-        row, col = by * TILE + r, bx * TILE + tx
-        if row < m and col < n:
-            tile[r, tx] = gIn[row, col]  # lanes along a tile row
+        for h in cutlass.range_constexpr(HALVES):
+            row, col = by * TILE + r, bx * TILE + h * LANES + tx
+            if row < m and col < n:
+                tile[r, h * LANES + tx] = gIn[row, col]  # lanes along a tile row
     cute.arch.sync_threads()
     for k in cutlass.range_constexpr(TILE // ROWS_PER_PASS):
         c = ty + k * ROWS_PER_PASS  # tile column: output row bx * TILE + c
-        row, col = bx * TILE + c, by * TILE + tx
-        if row < n and col < m:
-            gOut[row, col] = tile[tx, c]  # lanes down a tile column
+        for h in cutlass.range_constexpr(HALVES):
+            row, col = bx * TILE + c, by * TILE + h * LANES + tx
+            if row < n and col < m:
+                gOut[row, col] = tile[h * LANES + tx, c]  # lanes down a tile column
 
 
 @cute.jit
@@ -95,7 +105,7 @@ def transpose(
     gOut = cute.make_tensor(out_ptr, cute.make_layout((n, m), stride=(m, 1)))
     grid = [(n + TILE - 1) // TILE, (m + TILE - 1) // TILE, 1]
     transpose_kernel(gIn, gOut, m, n, smem_layout).launch(
-        grid=grid, block=[TILE, ROWS_PER_PASS, 1], stream=stream
+        grid=grid, block=[LANES, ROWS_PER_PASS, 1], stream=stream
     )
 
 

@@ -123,9 +123,10 @@ def _layout_slips():
         s05.transpose_tile_layout,
         "transpose_tile_layout__padded_by_two",
         (
-            "    tile = cute.make_layout((32, 32), stride=(32, 1))\n"
-            "    return cute.make_composed_layout(cute.make_swizzle(5, 0, 5), 0, tile)",
-            "    return cute.make_layout((32, 32), stride=(34, 1))",
+            "    tile = cute.make_layout((64, 64), stride=(64, 1))"
+            "  # a row starts at offset bit 6\n"
+            "    return cute.make_composed_layout(cute.make_swizzle(5, 0, 6), 0, tile)",
+            "    return cute.make_layout((64, 64), stride=(66, 1))",
         ),
     )
     c_with_partition_a = edited(

@@ -15,8 +15,9 @@ import pytest
 from course.exercises import progress
 from course.tools import class_progress as gather
 from course.tools.class_progress_report import progress as progress_command
-from course.exercises.check import Verdict, check
+from course.exercises.check import check
 from course.exercises.nb00 import TILE_M, TILE_N, TILES
+from course.exercises.verdicts import Verdict
 
 TILES_RIGHT = TILES.tiles(TILE_M, TILE_N)  # 00.tiles's answer, and two wrong ones below it
 LOW, LOWER = TILES_RIGHT - 24, TILES_RIGHT - 25

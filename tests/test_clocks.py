@@ -1,9 +1,9 @@
-"""course.bench.clocks: attributing clock samples to contenders, and the ratios in time
-and in cycles (no GPU needed: the rounds are made up)."""
+"""course.bench.clocks and clock_rounds: attributing clock samples to contenders, and the
+ratios in time and in cycles (no GPU needed: the rounds are made up)."""
 
 import pytest
 
-from course.bench import clocks
+from course.bench import clock_rounds, clocks
 
 
 def _round(name, index, ms, mhz, capped=0.0):
@@ -22,11 +22,11 @@ def test_a_slower_clock_is_not_counted_against_the_kernel_in_cycles():
     # the kernel takes 10% longer, but only because its rounds ran at a 10% lower clock
     rounds = [_round("cublas", i, 1.0, 1980) for i in range(4)]
     rounds += [_round("kernel", i, 1.1, 1800, capped=1.0) for i in range(4)]
-    time_pct = clocks.paired_pct(rounds, "kernel")
-    cycle_pct = clocks.paired_pct(rounds, "kernel", cycles=True)
+    time_pct = clock_rounds.paired_pct(rounds, "kernel")
+    cycle_pct = clock_rounds.paired_pct(rounds, "kernel", cycles=True)
     assert time_pct[0] == pytest.approx(90.91, abs=0.01)
     assert cycle_pct[0] == pytest.approx(100.0, abs=0.01)
-    summary = clocks.summarize_rounds(rounds)
+    summary = clock_rounds.summarize_rounds(rounds)
     assert summary["kernel"]["mcycles"] == pytest.approx(1.1 * 1800 / 1e3)
     assert summary["kernel"]["power_capped"] == 1.0 and summary["cublas"]["power_capped"] == 0.0
 
@@ -38,7 +38,7 @@ def test_ratios_pair_rounds_by_index_and_skip_rounds_without_samples():
         _round("kernel", 1, 1.0, 1500),
         _round("kernel", 0, 0.5, None),
     ]
-    assert clocks.paired_pct(rounds, "kernel") == (200.0, 200.0, 200.0)
+    assert clock_rounds.paired_pct(rounds, "kernel") == (200.0, 200.0, 200.0)
 
 
 def test_sampler_summary_and_its_sentence():

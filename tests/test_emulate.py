@@ -32,6 +32,7 @@ from course.models.tmem_ownership import (
     warp_lanes,
     warp_of_lane,
 )
+from tests import plants
 
 # ---------------------------------------------------------------- the hardware models
 
@@ -317,7 +318,8 @@ def test_a_skipped_tile_is_caught():
 
 
 def test_a_producer_starting_in_the_wrong_phase_deadlocks(monkeypatch):
-    monkeypatch.setattr(PipelineState, "producer", classmethod(lambda cls, s: cls(s, 0, 0, 0)))
+    wrong_phase = classmethod(lambda cls, s: cls(s, 0, 0, 0))
+    plants.replaced(monkeypatch, PipelineState, "producer", wrong_phase)
     a, b = random_operands(256, 128, 64)
     with pytest.raises(EmulatedDeadlock, match="ab_empty"):
         emulate_cta_pair_clc_gemm(a, b)
@@ -327,7 +329,7 @@ def test_arming_the_leader_with_only_its_own_bytes_is_caught(monkeypatch):
     # forgetting that barrier aliasing brings the follower's bytes to the leader's barrier:
     # the extra bytes overdraw the leader's full barrier (a tx underflow, which the mbarrier
     # model refuses), or an MMA reads a stage before the follower's half has landed
-    monkeypatch.setattr(emu, "full_barrier_bytes", lambda shape: shape.stage_bytes)
+    plants.replaced(monkeypatch, emu, "full_barrier_bytes", lambda shape: shape.stage_bytes)
     a, b = random_operands(256, 128, 512)
     with pytest.raises((MBarrierError, RingCorruption, EmulatedDeadlock)):
         for seed in range(5):
@@ -343,7 +345,7 @@ def test_an_epilogue_reading_the_wrong_slot_is_caught(monkeypatch):
             state.advance = lambda: None
         return state
 
-    monkeypatch.setattr(PipelineState, "consumer", classmethod(one_slot_consumer))
+    plants.replaced(monkeypatch, PipelineState, "consumer", classmethod(one_slot_consumer))
     a, b = random_operands(1024, 128, 64)
     with pytest.raises((RingCorruption, EmulatedDeadlock)):
         emulate_cta_pair_clc_gemm(a, b, resident_clusters=1)

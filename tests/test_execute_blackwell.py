@@ -8,14 +8,30 @@ tolerance. The synchronisation mistakes tests/test_ptx_protocol.py plants in the
 planted here in the kernels (one call made a no-op) and named by the executor.
 """
 
+from types import SimpleNamespace
+
 import cutlass
 import cutlass.cute as cute
 import pytest
 
-from course.execute import api, blackwell_runs, tcgen05, tmem
+from course.execute import api, blackwell_runs, planted, tcgen05, tmem
 from kernels import sm100_parts
+from tests import plants
 
 RAGGED = (129, 136, 72)  # M, N, K: a partial tile in every dimension (K, N multiples of 8)
+
+
+def _first_cta():
+    """The CTA a TMEM space belongs to, as tmem.Tmem reads it: its block index only."""
+    return SimpleNamespace(block=(0, 0, 0))
+
+
+class _Warp:
+    """A warp as TMEM's reader checks see it: its index and its happens-before state (a
+    class, not a namespace: happens_before keys what a warp knows by the warp itself)."""
+
+    def __init__(self, index: int):
+        self.index, self.clock, self.barriers, self.knows = index, 0, 0, {}
 
 
 def _ok(run):
@@ -73,33 +89,30 @@ def test_tcgen05_gemm_under_another_interleaving():
 # ---------------------------------------------------------------- planted mistakes
 
 
-def _planted(monkeypatch, namespace, name: str, kind: str, kernel="tcgen05_gemm"):
-    """The kernel run with `namespace.name` made a no-op: the hazard it must raise."""
-    monkeypatch.setitem(namespace.__dict__, name, lambda *a, **k: None)
-    run = blackwell_runs.run_gemm(kernel, *RAGGED)
-    assert run.hazard is not None, f"without {name} the run passed: {run.summary()}"
-    assert run.hazard.kind == kind, run.hazard
-    return run.hazard
+def _planted(name: str, kind: str, *words: str):
+    """The kernel run with course.execute.planted's mistake `name` in force: the hazard of
+    `kind` it must raise."""
+    with planted.planted(name) as plant:
+        return _named(blackwell_runs.run_gemm(plant.kernel, *RAGGED), kind, *words)
 
 
 def test_registers_used_before_wait_ld_are_a_note_not_a_hazard(monkeypatch, launch_notes):
     """The PTX ISA observes tcgen05.ld's completion through wait::ld but does not call the
     registers undefined before it (NVIDIA's tutorials never wait): a note on the run."""
     notes = launch_notes
-    monkeypatch.setitem(api.arch.__dict__, "fence_view_async_tmem_load", lambda *a, **k: None)
+    plants.no_op(monkeypatch, api.arch, "fence_view_async_tmem_load")
     _ok(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED))
     assert notes and notes[0].kind == tcgen05.WAIT_LD and "wait::ld" in str(notes[0]), notes
 
 
-def test_tmem_not_freed_is_named(monkeypatch):
-    hazard = _planted(monkeypatch, api.arch, "dealloc_tmem", tmem.TMEM)
-    assert "still allocated" in str(hazard)
+def test_tmem_not_freed_is_named():
+    _planted("tmem_freed", tmem.TMEM, "still allocated")
 
 
 def test_accumulator_read_before_the_mma_completed_is_named(monkeypatch):
     import cutlass.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline.PipelineUmmaAsync, "consumer_wait", lambda *a, **k: None)
+    plants.no_op(monkeypatch, pipeline.PipelineUmmaAsync, "consumer_wait")
     _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), tmem.TMEM, "tcgen05.commit")
 
 
@@ -108,7 +121,7 @@ def test_an_mma_issued_before_its_stage_landed_is_named(monkeypatch):
 
     from course.execute import hazards
 
-    monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_wait", lambda *a, **k: None)
+    plants.no_op(monkeypatch, pipeline.PipelineTmaUmma, "consumer_wait")
     _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), hazards.IN_FLIGHT, "tcgen05.mma")
 
 
@@ -125,7 +138,7 @@ def test_a_stage_released_before_its_mmas_ran_is_named(monkeypatch):
 
     from course.execute import hazards
 
-    monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_release", _release_at_once)
+    plants.replaced(monkeypatch, pipeline.PipelineTmaUmma, "consumer_release", _release_at_once)
     run = blackwell_runs.run_gemm("tcgen05_gemm", 128, 128, 512)  # more k-blocks than stages
     _named(run, hazards.STAGE_OVERWRITE, "tcgen05.mma")
 
@@ -142,49 +155,45 @@ def test_a_warp_reading_another_warps_tmem_lanes_is_named(monkeypatch):
         tiled.get_slice = lambda tidx: slice_of((tidx + 32) % 128)
         return tiled
 
-    monkeypatch.setattr(sm100_parts, "make_epilogue_tmem_load", shifted)
+    plants.replaced(monkeypatch, sm100_parts, "make_epilogue_tmem_load", shifted)
     _named(blackwell_runs.run_gemm("tcgen05_gemm", *RAGGED), tmem.TMEM, "reaches only lanes 0-31")
 
 
-def test_missing_mbarrier_init_fence_is_named(monkeypatch):
+def test_missing_mbarrier_init_fence_is_named():
     from course.execute.mbarriers import MBARRIER
 
-    hazard = _planted(monkeypatch, api.arch, "mbarrier_init_fence", MBARRIER)
-    assert "mbarrier_init_fence" in str(hazard)
+    _planted("barriers_ready", MBARRIER, "mbarrier_init_fence")
 
 
-def test_staging_buffer_not_fenced_for_the_tma_store_is_named(monkeypatch):
+def test_staging_buffer_not_fenced_for_the_tma_store_is_named():
     from course.execute.tma import PROXY_FENCE
 
-    _planted(monkeypatch, api.arch, "fence_view_async_shared", PROXY_FENCE)
+    _planted("staging_visible_to_tma", PROXY_FENCE)
 
 
 def test_pair_dealloc_without_the_peer_handshake_is_named(monkeypatch):
-    monkeypatch.setattr(tmem.TmemAllocator, "handshake", lambda self, w: None)
+    plants.no_op(monkeypatch, tmem.TmemAllocator, "handshake")
     _named(blackwell_runs.run_gemm("cta_pair_gemm", *RAGGED), tmem.TMEM, "handshake")
 
 
-def test_clc_response_read_before_its_barrier_is_named(monkeypatch):
-    import cutlass.pipeline as pipeline
-
+def test_clc_response_read_before_its_barrier_is_named():
     from course.execute import hazards
 
-    monkeypatch.setattr(pipeline.PipelineClcFetchAsync, "consumer_wait", lambda *a, **k: None)
-    _named(blackwell_runs.run_gemm("cta_pair_clc_gemm", *RAGGED), hazards.IN_FLIGHT, "CLC query")
+    _planted("clc_response_waited", hazards.IN_FLIGHT, "CLC query")
 
 
 def test_clc_answer_rewritten_without_the_readers_fence_is_named(monkeypatch):
     from course.execute.tma import PROXY_FENCE
 
-    hazard = _planted(monkeypatch, api.arch, "fence_proxy", PROXY_FENCE, "cta_pair_clc_gemm")
-    assert "CLC answer" in str(hazard)
+    plants.no_op(monkeypatch, api.arch, "fence_proxy")
+    _named(blackwell_runs.run_gemm("cta_pair_clc_gemm", *RAGGED), PROXY_FENCE, "CLC answer")
 
 
 # ---------------------------------------------------------------- TMEM rules
 
 
 def test_tmem_allocations_are_powers_of_two_of_columns():
-    space = tmem.Tmem(type("Cta", (), {"block": (0, 0, 0)})())
+    space = tmem.Tmem(_first_cta())
     from course.execute.hazards import UNKNOWN, Hazard
 
     assert space.alloc(128, UNKNOWN) == 0
@@ -303,11 +312,8 @@ def test_tmem_free_must_follow_every_readers_load():
     from course.execute import happens_before
     from course.execute.hazards import UNKNOWN, Hazard
 
-    space = tmem.Tmem(type("Cta", (), {"block": (0, 0, 0)})())
-    freer, reader = (
-        type("W", (), {"clock": 0, "barriers": 0, "knows": {}, "index": i})() for i in (0, 1)
-    )
-    freer.knows, reader.knows = {}, {}
+    space = tmem.Tmem(_first_cta())
+    freer, reader = _Warp(0), _Warp(1)
     space.alloc(128, UNKNOWN)
     space.note_read(reader, tmem_addresses(lane=40, column=7), UNKNOWN)
     space.check_readers_done(freer, 128, 32, UNKNOWN)  # other columns: no matter
@@ -332,7 +338,7 @@ def test_another_ctas_commit_never_waited_on_at_exit_is_named(monkeypatch):
 
     from course.exercises import executor_checks
 
-    monkeypatch.setattr(pipeline.PipelineTmaUmma, "producer_tail", lambda *a, **k: None)
+    plants.no_op(monkeypatch, pipeline.PipelineTmaUmma, "producer_tail")
     run = blackwell_runs.run_gemm("cta_pair_gemm", *RAGGED)
     hazard = _named(run, tcgen05.COMMIT_NOT_WAITED, "tcgen05.commit", "never waited on")
     assert "another CTA's" in hazard.detail
@@ -346,7 +352,7 @@ def test_an_own_ctas_commit_never_waited_on_at_exit_is_a_note(monkeypatch):
 
     from course.execute import hazards
 
-    monkeypatch.setattr(pipeline.PipelineTmaUmma, "producer_tail", lambda *a, **k: None)
+    plants.no_op(monkeypatch, pipeline.PipelineTmaUmma, "producer_tail")
     noted = []
     real_note = hazards.Note
     monkeypatch.setattr(
@@ -386,8 +392,6 @@ def test_a_commits_arrival_is_reported_at_the_commit(monkeypatch):
 
 
 def test_a_tma_load_nobody_waited_for_is_named_at_the_exit():
-    from types import SimpleNamespace
-
     from course.execute import tma
     from course.execute.hazards import UNKNOWN, Hazard
 
@@ -403,8 +407,6 @@ def test_a_tma_load_nobody_waited_for_is_named_at_the_exit():
 def test_a_landed_commit_nobody_waited_for_orders_no_tcgen05_ld():
     """The MMAs ran (their commit landed, as under seeds other than 0 it may early), but the
     reader never waited on the barrier it arrived on: the read is still a hazard."""
-    from types import SimpleNamespace
-
     import numpy as np
 
     from course.execute import happens_before

@@ -59,7 +59,7 @@ def _tf32_gemm(monkeypatch, m: int, n: int, k: int):
     from kernels import tcgen05_gemm
     from kernels.gemm_host import GemmTypes
 
-    monkeypatch.setitem(TC.__dict__, "MmaF16BF16Op", _tf32_op)
+    monkeypatch.setattr(TC, "MmaF16BF16Op", _tf32_op)
     types = GemmTypes(cutlass.TFloat32, cutlass.Float32, cutlass.Float32)
     gemm = tcgen05_gemm.Tcgen05Gemm(types, tcgen05_gemm.Config(tile_n=128, stages=2))
     g = torch.Generator().manual_seed(7)

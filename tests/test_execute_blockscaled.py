@@ -15,6 +15,7 @@ from course.cute import trace
 from course.execute import blackwell_runs, hazards
 from course.execute import block_scale as bs
 from kernels import blockscaled_gemm as bg
+from tests import plants
 
 SCALE = {"mxfp8": bs.MXF8F6F4_1X, "nvfp4": bs.NVF4_4X, "mxfp4": bs.MXF4_2X}
 SF_TYPE = {"mxfp8": "ue8m0", "nvfp4": "ue4m3", "mxfp4": "ue8m0"}
@@ -409,7 +410,7 @@ def test_a_doubled_sf_block_changes_the_output_where_expected():
 def test_an_mma_issued_without_the_sf_copy_is_named(monkeypatch, kind, k):
     from course.execute import scaled_mma, tmem
 
-    monkeypatch.setattr(scaled_mma, "sf_copy", lambda *a, **k: None)  # tcgen05.cp a no-op
+    plants.no_op(monkeypatch, scaled_mma, "sf_copy")  # tcgen05.cp left out
     run = blackwell_runs.run_blockscaled(kind, 128, 128, k)
     assert run.hazard is not None and run.hazard.kind == tmem.TMEM, run.summary()
     assert "no tcgen05.cp" in str(run.hazard)
@@ -433,7 +434,7 @@ def test_an_sf_copy_of_the_wrong_stage_is_caught(monkeypatch, kind, k):
         made = real(sf_dtype, sSF, tCtSF)
         return made._replace(smem=_NextStage(made.smem, 4))
 
-    monkeypatch.setattr(bg, "make_sf_copy", wrong_stage)
+    plants.replaced(monkeypatch, bg, "make_sf_copy", wrong_stage)
     run = blackwell_runs.run_blockscaled(kind, 128, 128, k)  # 4 k-tiles, 4 stages
     # k-tile 0 copies stage 1's SFs, which the TMA may still be writing
     assert run.hazard is not None and run.hazard.kind == hazards.IN_FLIGHT, run.summary()
@@ -450,7 +451,7 @@ def test_a_stage_released_before_its_copies_and_mmas_ran_is_named(monkeypatch):
     def release_at_once(self, state, *args, **kwargs):
         mbarriers.arrive_once(self.sync_object_empty.get_barrier(state.index))
 
-    monkeypatch.setattr(pipeline.PipelineTmaUmma, "consumer_release", release_at_once)
+    plants.replaced(monkeypatch, pipeline.PipelineTmaUmma, "consumer_release", release_at_once)
     run = blackwell_runs.run_blockscaled("mxfp8", 128, 128, 768, stages=2)
     assert run.hazard is not None and run.hazard.kind == hazards.STAGE_OVERWRITE, run.summary()
 

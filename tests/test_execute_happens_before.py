@@ -23,7 +23,8 @@ EXPECTED = (torch.arange(32, dtype=torch.float32).roll(-1)) * 2
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_hand_off_ordered_by_its_synchronisation_runs_clean(order, reader, seed):
     out = torch.full((32,), float("nan"))
-    run(k.hand_off, pointer(out), None, order, reader, seed=seed)
+    switches = {"order": order, "reader_warp": reader}
+    run(k.hand_off, pointer(out), None, seed=seed, kwargs=switches)
     assert torch.equal(out, EXPECTED)
 
 
@@ -33,7 +34,7 @@ def test_a_hand_off_ordered_by_its_synchronisation_runs_clean(order, reader, see
 def test_a_hand_off_nothing_orders_is_a_race_naming_both_lines(order, reader):
     out = torch.full((32,), float("nan"))
     with pytest.raises(Hazard) as found:
-        run(k.hand_off, pointer(out), None, order, reader)
+        run(k.hand_off, pointer(out), None, kwargs={"order": order, "reader_warp": reader})
     h = found.value
     write, read = "buf[lane] = cutlass.Float32(lane) * 2.0", "gOut[lane] = buf[(lane + 1) % 32]"
     if h.kind == hazards.RACE:  # the write ran first: the read is named, with the write's line
@@ -51,10 +52,10 @@ def test_a_hand_off_nothing_orders_is_a_race_naming_both_lines(order, reader):
 
 def test_lanes_of_one_warp_are_ordered_by_a_barrier_only():
     out = torch.full((32,), float("nan"))
-    run(k.lanes, pointer(out), None, True)
+    run(k.lanes, pointer(out), None, kwargs={"barrier_between": True})
     assert torch.equal(out, torch.arange(32, dtype=torch.float32).roll(-1))
     with pytest.raises(Hazard) as found:
-        run(k.lanes, pointer(torch.zeros(32)), None, False)
+        run(k.lanes, pointer(torch.zeros(32)), None, kwargs={"barrier_between": False})
     assert found.value.kind == hazards.RACE
     assert "thread 0 (warp 0, lane 0) reads buf[1], which thread 1 (warp 0, lane 1)" in (
         found.value.detail

@@ -29,20 +29,29 @@ def _buffers(n=planted.THREADS * planted.VEC):
     return x, torch.full((n,), float("nan"))
 
 
+def _neighbour(x, out, *, sync_before_read: bool, sync_before_overwrite: bool, seed=0):
+    """planted.neighbour with each of its two barriers in or left out."""
+    switches = {
+        "sync_before_read": sync_before_read,
+        "sync_before_overwrite": sync_before_overwrite,
+    }
+    run(planted.neighbour, pointer(x), pointer(out), None, seed=seed, kwargs=switches)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_correct_kernels_run_clean_in_every_interleaving(seed):
     x, out = _buffers(planted.THREADS)
-    run(planted.neighbour, pointer(x), pointer(out), None, True, True, seed=seed)
+    _neighbour(x, out, sync_before_read=True, sync_before_overwrite=True, seed=seed)
     assert torch.equal(out, 2 * torch.roll(x, -1))
     x, out = _buffers()
-    run(planted.staged_copy, pointer(x), pointer(out), None, True, seed=seed)
+    run(planted.staged_copy, pointer(x), pointer(out), None, seed=seed, kwargs={"wait": True})
     assert torch.equal(out, torch.roll(x, -planted.VEC))
 
 
 def test_missing_cp_async_wait_is_a_read_of_a_copy_in_flight():
     x, out = _buffers()
     with pytest.raises(Hazard) as found:
-        run(planted.staged_copy, pointer(x), pointer(out), None, False)
+        run(planted.staged_copy, pointer(x), pointer(out), None, kwargs={"wait": False})
     h = found.value
     assert h.kind == hazards.IN_FLIGHT
     assert "thread 0 (warp 0, lane 0)" in h.detail and "staged[" in h.detail
@@ -54,10 +63,11 @@ def test_a_hazard_inside_a_loop_names_its_own_line():
     """A loop's body stands twice in the rewritten code (lanes agreeing, lanes apart): its
     lines must still be the file's, not moved once per copy."""
     out = torch.zeros(planted.THREADS)
-    run(planted.looped, pointer(out), 3, None, False)
+    run(planted.looped, pointer(out), 3, None, kwargs={"past_end": False})
     assert torch.equal(out, torch.full((planted.THREADS,), 2.0))
+    zeros = torch.zeros(planted.THREADS)
     with pytest.raises(Hazard) as found:
-        run(planted.looped, pointer(torch.zeros(planted.THREADS)), 3, None, True)
+        run(planted.looped, pointer(zeros), 3, None, kwargs={"past_end": True})
     h = found.value
     assert h.kind == hazards.OUT_OF_BOUNDS
     assert h.site.text() == "gOut[tid + 1] = cutlass.Float32(t)"
@@ -69,7 +79,7 @@ def test_a_hazard_inside_a_loop_names_its_own_line():
 def test_missing_sync_is_a_race_naming_both_threads_and_lines():
     x, out = _buffers(planted.THREADS)
     with pytest.raises(Hazard) as found:
-        run(planted.neighbour, pointer(x), pointer(out), None, False, True)
+        _neighbour(x, out, sync_before_read=False, sync_before_overwrite=True)
     h = found.value
     assert h.kind == hazards.RACE
     assert (
@@ -83,7 +93,7 @@ def test_missing_sync_is_a_race_naming_both_threads_and_lines():
 def test_overwriting_data_still_being_read_is_named():
     x, out = _buffers(planted.THREADS)
     with pytest.raises(Hazard) as found:
-        run(planted.neighbour, pointer(x), pointer(out), None, True, False)
+        _neighbour(x, out, sync_before_read=True, sync_before_overwrite=False)
     h = found.value
     assert h.kind == hazards.STAGE_OVERWRITE
     assert (
@@ -118,7 +128,7 @@ def test_a_store_into_the_guard_zone_is_seen_by_the_output_check():
 def test_a_barrier_some_warps_never_reach_is_a_deadlock_naming_who_waits_where():
     out = torch.full((planted.THREADS,), float("nan"))
     with pytest.raises(Hazard) as found:
-        run(planted.partial_barrier, pointer(out), None, 64)
+        run(planted.partial_barrier, pointer(out), None, kwargs={"at_barrier": 64})
     h = found.value
     assert h.kind == hazards.DEADLOCK
     assert "threads 0-63 (warps 0-1) wait at sync_threads" in h.detail
@@ -128,7 +138,7 @@ def test_a_barrier_some_warps_never_reach_is_a_deadlock_naming_who_waits_where()
 def test_a_barrier_half_a_warp_goes_around_is_a_deadlock():
     out = torch.full((planted.THREADS,), float("nan"))
     with pytest.raises(Hazard) as found:
-        run(planted.partial_barrier, pointer(out), None, 16)
+        run(planted.partial_barrier, pointer(out), None, kwargs={"at_barrier": 16})
     assert found.value.kind == hazards.DEADLOCK
     assert (
         "threads 0-15 (warp 0) reach sync_threads while threads 16-31 (warp 0)"
@@ -138,7 +148,7 @@ def test_a_barrier_half_a_warp_goes_around_is_a_deadlock():
 
 def test_every_thread_at_the_barrier_is_no_deadlock():
     out = torch.full((planted.THREADS,), float("nan"))
-    run(planted.partial_barrier, pointer(out), None, planted.THREADS)
+    run(planted.partial_barrier, pointer(out), None, kwargs={"at_barrier": planted.THREADS})
     assert (out == 1).all()
 
 

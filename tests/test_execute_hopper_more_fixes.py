@@ -181,11 +181,11 @@ def test_lanes_writing_the_same_value_to_one_location_are_no_race():
 
     out = torch.zeros(1, dtype=torch.float32)
     with host.interpreting():
-        launch(out, False)
+        launch(out, differ=False)
     assert out.item() == sum(range(32))
     with pytest.raises(hazards.Hazard, match="in the same instruction"):
         with host.interpreting():
-            launch(out, True)
+            launch(out, differ=True)
 
 
 def test_cute_math_functions_and_types_are_at_cutes_top():

@@ -40,7 +40,7 @@ def test_the_transpose_shows_the_bank_conflicts_the_h100_measured(runs):
     swizzled."""
     for layout, way in (("plain", 32.0), ("padded", 1.0), ("swizzled", 1.0)):
         r = _run(f"smem_transpose.{layout}", runs)
-        reads = next(line for line in r.observed if "tile[tx, c]" in line)
+        reads = next(line for line in r.observed if "tile[h * LANES + tx, c]" in line)
         assert (
             (f"({way:.1f}x: bank conflicts)" in reads) if way > 1 else "(conflict-free)" in reads
         ), reads

@@ -5,6 +5,7 @@ globals are kernel globals too."""
 import sys
 
 from course.execute import hazards, translate  # noqa: F401  (translate: what site() reads)
+from tests import plants
 
 
 def _function(module: str, source: str, name: str, **names):
@@ -56,7 +57,7 @@ def test_a_deadlock_inside_pipeline_tma_async_names_the_kernels_lines(monkeypatc
 
     from course.execute import ladder_runs
 
-    monkeypatch.setattr(pipeline.PipelineTmaAsync, "consumer_release", lambda *a, **k: None)
+    plants.no_op(monkeypatch, pipeline.PipelineTmaAsync, "consumer_release")
     run = ladder_runs.run_tma_gemm(128, 128, 640, "pipeline")
     assert run.hazard is not None and run.hazard.kind == hazards.DEADLOCK, run.summary()
     assert "ring.producer_acquire(state)" in str(run.hazard), run.hazard

@@ -1,5 +1,7 @@
 """Notebook 14's exercises accept the right answers and reject near misses."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from tests.nvidia_examples import examples_dir
@@ -29,7 +31,7 @@ def test_near_misses_fail_with_a_reason():
 
 def _teardown(*lines):
     """The end of an epilogue as the 14.epilogue_role check reads it (PTX instructions)."""
-    return type("Compiled", (), {"instructions": list(lines)})()
+    return SimpleNamespace(instructions=list(lines))
 
 
 LOAD = "tcgen05.ld.sync.aligned.32x32b.x32.b32 {%r150, %r151}, [%r251];"

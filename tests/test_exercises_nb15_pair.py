@@ -236,7 +236,7 @@ def test_notebook_15_shows_the_pair_plant_in_its_tmem_rules():
 
 
 def test_the_saxpy_skeleton_names_what_to_do_not_the_lines():
-    from course.exercises import kernel_check
+    from course.exercises import kernel_exercises
 
     cells = _cells("01_dsl_basics")
     (skeleton,) = [
@@ -244,7 +244,7 @@ def test_the_saxpy_skeleton_names_what_to_do_not_the_lines():
         for c in cells
         if "exercise-kernel" in c.get("metadata", {}).get("tags", [])
     ]
-    ex = kernel_check.lookup("01.saxpy")
+    ex = kernel_exercises.lookup("01.saxpy")
     for line in ("alpha * gX", "gOut[i] =", "block_idx * block_dim", "bid *", "if i < n"):
         for said in (skeleton, ex.prompt, ex.hint):
             assert line not in said, (line, said[:80])

@@ -3,7 +3,7 @@ a hazard the hardware hides today is still wrong, and says the GPU's values were
 
 import pytest
 
-from course.exercises import check, executor_checks, gpu_run, kernel_check
+from course.exercises import check, executor_checks, gpu_run, kernel_check, kernel_exercises
 from course.exercises.hazard_pass import HARDWARE_HIDES, HAZARD_PASS
 from course.exercises.solutions.nb01_solutions import saxpy_kernel
 from course.exercises.verdicts import RIGHT, WRONG
@@ -23,7 +23,7 @@ def a_gpu_that_computes_right(monkeypatch):
 def test_a_right_kernel_passes_the_hazard_pass_too(a_gpu_that_computes_right):
     verdict = check.check("01.saxpy", saxpy_kernel, quiet=True)
     assert verdict.status == RIGHT, str(verdict)
-    report = kernel_check.run_checks(kernel_check.lookup("01.saxpy"), saxpy_kernel)
+    report = kernel_check.run_checks(kernel_exercises.lookup("01.saxpy"), saxpy_kernel)
     found = [f for f in report.findings if f.check == HAZARD_PASS]
     assert found and found[0].status == kernel_check.PASS, report.text()
 
@@ -45,7 +45,7 @@ def test_a_hazard_the_gpu_hid_is_wrong(a_gpu_that_computes_right, monkeypatch):
     monkeypatch.setitem(
         executor_checks.EXECUTOR_CHECKS, "01.saxpy", lambda fn, quick: [value_check, race]
     )
-    report = kernel_check.run_checks(kernel_check.lookup("01.saxpy"), saxpy_kernel)
+    report = kernel_check.run_checks(kernel_exercises.lookup("01.saxpy"), saxpy_kernel)
     assert report.status == WRONG, report.text()
     failing = [f for f in report.findings if f.status == kernel_check.FAIL]
     assert [f.check for f in failing] == [f"{HAZARD_PASS}: race"], report.text()
@@ -62,7 +62,7 @@ def test_a_hazard_that_hangs_a_gpu_stops_before_the_gpu_run(monkeypatch):
     monkeypatch.setattr(kernel_check, "runner_for", lambda *a, **k: "gpu")
     monkeypatch.setattr(gpu_run, "in_child", lambda ex, code: ran.append(1) or [])
     fn = nb08_solutions.arm_and_load__copy_inside_elect
-    report = kernel_check.run_checks(kernel_check.lookup("08.arm_and_load"), fn)
+    report = kernel_check.run_checks(kernel_exercises.lookup("08.arm_and_load"), fn)
     assert report.status == WRONG, report.text()
     assert not ran, "the GPU run was made"
     failing = [f for f in report.findings if f.status == kernel_check.FAIL]
@@ -77,7 +77,7 @@ def test_an_executor_that_cannot_run_here_is_said_not_to_have_run(
         raise ModuleNotFoundError("No module named 'greenlet'", name="greenlet")
 
     monkeypatch.setitem(executor_checks.EXECUTOR_CHECKS, "01.saxpy", no_greenlet)
-    report = kernel_check.run_checks(kernel_check.lookup("01.saxpy"), saxpy_kernel)
+    report = kernel_check.run_checks(kernel_exercises.lookup("01.saxpy"), saxpy_kernel)
     assert report.status == RIGHT, report.text()
     found = [f for f in report.findings if f.check == HAZARD_PASS]
     assert found[0].status == kernel_check.NOT_RUN and "not run here" in found[0].detail

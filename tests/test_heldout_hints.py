@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from course.execute import hazards
-from course.exercises import executor_checks, kernel_check
+from course.exercises import executor_checks, kernel_check, kernel_exercises
 from course.exercises.mismatch import observe
 
 
@@ -164,7 +164,7 @@ def nb15_compiled():
     from course.exercises.learner_code import LearnerCode
     from kernels.artifacts import compile_artifacts
 
-    ex = kernel_check.lookup("15.read_next_tile")
+    ex = kernel_exercises.lookup("15.read_next_tile")
 
     def compiled(fn):
         code = LearnerCode.from_function(fn)

@@ -166,9 +166,15 @@ def test_parallel_guessers_do_not_slow_a_learners_page(hub):
     )
     assert session.get(f"{base}/hub/api/user", timeout=30).json()["name"] == name
     target, _ = learner(hub)  # a known name: its password is checked
-    guessers = [
-        threading.Thread(target=fail, args=(base, target, 3, address(41 + n))) for n in range(6)
-    ]
+    guessed = []  # seconds each wrong guess's POST took (its password hash included)
+
+    def guess(at):
+        for n in range(3):
+            ok, _, took = attempt(base, target, f"a wrong guess {n}", at)
+            assert not ok
+            guessed.append(took)
+
+    guessers = [threading.Thread(target=guess, args=(address(41 + n),)) for n in range(6)]
     for guesser in guessers:
         guesser.start()
     took = []
@@ -178,7 +184,11 @@ def test_parallel_guessers_do_not_slow_a_learners_page(hub):
         took.append(time.monotonic() - started)
     for guesser in guessers:
         guesser.join()
-    assert len(took) >= 5 and statistics.median(took) < 0.1 and max(took) < 0.5, took
+    # the learner's page is served between the guesses, not behind them: had a hash held the
+    # hub's event loop, a page would wait about as long as a guess. Measured against the
+    # guesses of the same run, so a loaded machine slows both sides alike (no absolute bound)
+    assert len(took) >= 5 and len(guessed) == 18, (took, guessed)
+    assert statistics.median(took) < statistics.median(guessed) / 4, (took, guessed)
 
 
 def test_weak_passwords_are_refused_with_the_reason(hub):
@@ -245,6 +255,8 @@ def test_the_rule_and_the_lockout_without_a_hub():
     for weak, name in [(w, "ola") for w in WEAK] + [("olaolaola1", "ola"), ("kimkim2024!", "kim")]:
         assert passwords.problem(weak, name).startswith("This password is refused"), weak
     assert not passwords.problem("the teacher's long password", "teacher")
+    # the length hub_admin checks where it runs without the course is the rule's
+    assert hub_admin.MIN_PASSWORD == passwords.MIN_LENGTH
     now = [0.0]
     failures = hub_auth.FailedLogins(300, clock=lambda: now[0])
     for _ in range(5):

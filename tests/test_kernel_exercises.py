@@ -9,11 +9,12 @@ the watchdog, speed where asked, compute-sanitizer where the exercise asks for i
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from course import ROOT
-from course.exercises import kernel_check, solutions
+from course.exercises import kernel_check, kernel_exercises, solutions
 from course.exercises.check import check
 from course.exercises.learner_code import LearnerCode
 from course.exercises.executor_checks import CHECK
@@ -52,6 +53,11 @@ AWAITING_NOTEBOOK_CELL: dict[str, str] = {}  # notebook stem -> its exercise not
 
 def _ids(cases):
     return [f"{c.exercise}-{c.name}" for c in cases]
+
+
+def _a_record_citing(citation: str):
+    """What results.record returns, as far as the verify command reads it: a citation."""
+    return SimpleNamespace(citation=lambda: citation)
 
 
 @pytest.mark.parametrize("case", CORRECT, ids=_ids(CORRECT))
@@ -100,7 +106,7 @@ def test_the_executor_verdict_equals_the_h100_verdict(case):
             f"{CHANGED_SINCE_H100_RECORD[case.exercise][1]}"
         )
     row = ROWS[(case.exercise, case.name)]
-    report = kernel_check.run_checks(kernel_check.lookup(case.exercise), case.fn, gpu=False)
+    report = kernel_check.run_checks(kernel_exercises.lookup(case.exercise), case.fn, gpu=False)
     assert report.status == OLD_WORDS.get(row["verdict"], row["verdict"]), report.text()
 
     runs = [f for f in report.findings if f.check.startswith(CHECK)]
@@ -131,7 +137,7 @@ def _hint_line(message: str) -> str:
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CORRECT, ids=_ids(CORRECT))
 def test_a_correct_solution_is_right_on_the_gpu(case):
-    ex = kernel_check.lookup(case.exercise)
+    ex = kernel_exercises.lookup(case.exercise)
     _skip_unless_this_gpu_runs(ex)
     report = kernel_check.run_checks(ex, case.fn)
     assert report.status == RIGHT, report.text()
@@ -141,7 +147,7 @@ def test_a_correct_solution_is_right_on_the_gpu(case):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", MISTAKES, ids=_ids(MISTAKES))
 def test_a_wrong_variant_is_wrong_on_the_gpu_with_its_hint(case):
-    ex = kernel_check.lookup(case.exercise)
+    ex = kernel_exercises.lookup(case.exercise)
     _skip_unless_this_gpu_runs(ex)
     report = kernel_check.run_checks(ex, case.fn)
     assert report.status == WRONG, report.text()
@@ -177,7 +183,7 @@ def test_each_notebook_has_a_kernel_exercise_shipped_unsolved(stem):
         source = "".join(cell["source"])
         follow = "".join(cells[i + 1]["source"])
         assert "check(" in follow, "the cell after a kernel exercise checks it"
-        ex = kernel_check.lookup(re.search(r'check\("([\w.]+)"', follow).group(1))
+        ex = kernel_exercises.lookup(re.search(r'check\("([\w.]+)"', follow).group(1))
         if ex.shipped is not None:  # find and fix: the cell holds the broken code as shipped
             name = re.search(r"^def (\w+)\(", source, re.M).group(1)
             cell_fn = LearnerCode(name, source[source.index(f"def {name}(") :])
@@ -214,7 +220,7 @@ def test_notebook_16s_skeleton_cell_is_not_solved_yet_and_its_check_names_it():
 def test_every_kernel_exercise_has_a_reference_and_wrong_variants():
     for mod in solutions.modules():
         for id in mod.REFERENCE:
-            kernel_check.lookup(id)
+            kernel_exercises.lookup(id)
     ids = {id for mod in solutions.modules() for id in mod.REFERENCE}
     assert ids == set(kernel_check.KERNEL_EXERCISES)
     for id in ids:
@@ -242,7 +248,7 @@ def test_a_racecheck_report_becomes_a_sentence_naming_the_two_instructions():
     from tests.planted_mistakes import CP_ASYNC_RACE
 
     id, fn = CP_ASYNC_RACE
-    ex, code = kernel_check.lookup(id), LearnerCode.from_function(fn)
+    ex, code = kernel_exercises.lookup(id), LearnerCode.from_function(fn)
     sass = compile_artifacts(
         ("exercise", id, code.digest), "sm_90a", *ex.build(code.load(), "sm_90a")
     ).sass()
@@ -283,15 +289,13 @@ def test_an_interrupted_verify_records_the_cases_it_finished(monkeypatch):
             raise KeyboardInterrupt
         return real(ex, fn, **kw)
 
+    def kept(name, data, command=None):
+        """results.record without a GPU: keeps what it is given."""
+        recorded.update(name=name, data=data)
+        return _a_record_citing("test")
+
     monkeypatch.setattr(kernel_check, "run_checks", second_call_interrupted)
-    monkeypatch.setattr(
-        results,
-        "record",
-        lambda name, data, command=None: (
-            recorded.update(name=name, data=data)
-            or type("R", (), {"citation": lambda self: "test"})()
-        ),
-    )
+    monkeypatch.setattr(results, "record", kept)
     assert cli.main(["verify", "01.saxpy", "--record"]) == 1
     assert recorded["name"] == "kernel_exercises" and recorded["data"]["interrupted"] is True
     assert [c["variant"] for c in recorded["data"]["cases"]] == ["saxpy_kernel"]

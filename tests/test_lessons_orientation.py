@@ -114,7 +114,7 @@ def test_vector_add_compiles_to_a_load_add_store(capsys):
 
 def test_a_second_request_is_answered_by_the_cache(monkeypatch, capsys):
     use_machine(monkeypatch, CPU)
-    from kernels.host import COMPILE_LOG
+    from kernels.compile_cache import COMPILE_LOG
 
     vector_add_lesson.compile_again()  # first request: may compile
     compiles = len(COMPILE_LOG)

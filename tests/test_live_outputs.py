@@ -19,6 +19,7 @@ def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.delenv(live_outputs.RECORD_ENV, raising=False)
     monkeypatch.delenv(live_outputs.COMMAND_ENV, raising=False)
+    monkeypatch.delenv(live_outputs.NOTEBOOK_ENV, raising=False)
     return tmp_path
 
 
@@ -26,6 +27,7 @@ def results_dir(tmp_path, monkeypatch):
 def recording(monkeypatch, results_dir):
     monkeypatch.setenv(live_outputs.RECORD_ENV, "1")
     monkeypatch.setenv(live_outputs.COMMAND_ENV, COMMAND)
+    monkeypatch.setenv(live_outputs.NOTEBOOK_ENV, "07_tiled_gemm.ipynb")
     return results_dir
 
 
@@ -153,3 +155,26 @@ def test_course_run_record_switches_recording_on_for_the_notebooks(monkeypatch, 
     notebook_runner.record_live_outputs()
     assert live_outputs.recording()
     assert os.environ[live_outputs.COMMAND_ENV] == COMMAND
+
+
+def test_a_record_names_no_notebook_where_no_runner_named_one(monkeypatch, recording):
+    monkeypatch.delenv(live_outputs.NOTEBOOK_ENV)
+    use_machine(monkeypatch, H100)
+    live_or("sm_80+", sweep, fallback(), label="07.sm80_sweep")
+    assert "notebook" not in results.latest(live_outputs.FAMILY).data
+
+
+def test_the_runner_tells_each_notebooks_kernel_which_notebook_it_runs(tmp_path):
+    """The kernel is a process of its own: the notebook's name reaches it in its
+    environment, and a cell that finds another name fails the run."""
+    import nbformat
+
+    from course.tools import notebook_runner
+
+    path = tmp_path / "42_probe.ipynb"
+    check = f"import os; assert os.environ[{live_outputs.NOTEBOOK_ENV!r}] == {path.name!r}"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(check)]), path)
+    assert notebook_runner.execute(path).error is None
+    wrong = tmp_path / "43_probe.ipynb"
+    wrong.write_text(path.read_text())
+    assert "AssertionError" in notebook_runner.execute(wrong).error

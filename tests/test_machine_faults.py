@@ -16,7 +16,7 @@ import torch
 from course import ROOT
 from course.exercises import check, kernel_check, machine_faults
 from course.exercises.learner_code import CODE_DIR, FIRST_LINE, LearnerCode
-from course.exercises.verdicts import MACHINE_FAULT, RIGHT, VERDICTS, WRONG
+from course.exercises.verdicts import MACHINE_FAULT, RIGHT, VERDICTS, WRONG, Verdict
 
 # a Python without greenlet (sys.modules[name] = None makes every import of it fail), the
 # course imported fresh, exercise 01 checked with its reference solution
@@ -169,5 +169,5 @@ def test_a_machine_fault_in_a_kernel_check_is_a_finding_of_its_own():
     assert kernel_check.Report((ok, cannot)).status == MACHINE_FAULT
     assert kernel_check.Report((ok, cannot, bad)).status == WRONG
     assert MACHINE_FAULT in VERDICTS and check.status_of(MACHINE_FAULT) == MACHINE_FAULT
-    verdict = check.Verdict("01.saxpy", MACHINE_FAULT, fault.message())
+    verdict = Verdict("01.saxpy", MACHINE_FAULT, fault.message())
     assert verdict.ok is None and "the checker could not run here" in str(verdict)

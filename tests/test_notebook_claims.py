@@ -664,7 +664,7 @@ def test_kernel_exercises_12_to_16_do_not_hand_over_their_lines():
     them."""
     import re
 
-    from course.exercises import kernel_check
+    from course.exercises import kernel_exercises
 
     cases = {
         ("12_fp8.ipynb", "12.promotion"): ("wait_group(0)", "scales.append", "tmp.fill"),
@@ -700,7 +700,7 @@ def test_kernel_exercises_12_to_16_do_not_hand_over_their_lines():
         cells = _cells(name)
         at = next(i for i, c in enumerate(cells) if f'check("{id}"' in "".join(c["source"]))
         skeleton = "".join(cells[at - 1]["source"])
-        ex = kernel_check.lookup(id)
+        ex = kernel_exercises.lookup(id)
         said = [skeleton, ex.prompt, ex.hint]
         for line in lines:
             for where in said:
@@ -715,7 +715,7 @@ def test_notebook_13s_residual_rule_matches_the_compiler():
     (sm_90a, CuTe DSL 4.8.1): the claim is the compiler's, not a rule of thumb."""
     import torch
 
-    from course.exercises import kernel_check, nb13_residual_kernel as ex
+    from course.exercises import kernel_check, kernel_exercises, nb13_residual_kernel as ex
     from course.exercises.solutions import nb13_solutions as s13
     from course.exercises.verdicts import WRONG
     from kernels import fused_gemm
@@ -733,7 +733,7 @@ def test_notebook_13s_residual_rule_matches_the_compiler():
     assert f"to a {gathered['stack_frame_bytes']}-byte stack frame" in text
     assert gathered["stack_frame_bytes"] > 0 and "does not fit beside it" not in text
     report = kernel_check.run_checks(
-        kernel_check.lookup(ex.ID), s13.finish_accumulator__gathered_fragment, gpu=False,
+        kernel_exercises.lookup(ex.ID), s13.finish_accumulator__gathered_fragment, gpu=False,
         executor=False,
     )  # fmt: skip
     assert report.status == WRONG and "spill" in report.first_hint(), report.text()
@@ -742,11 +742,11 @@ def test_notebook_13s_residual_rule_matches_the_compiler():
 def test_notebook_12s_promotion_exercise_asks_for_the_sections_lesson():
     """12.promotion: section 5's lesson (scale loads issued before wait_group(0)) is what
     the exercise checks, and the numbers it quotes are section 5's."""
-    from course.exercises import kernel_check, nb12_promotion_kernel as ex
+    from course.exercises import kernel_exercises, nb12_promotion_kernel as ex
 
     text = " ".join(_markdown("12_fp8.ipynb").split())
     assert "ran at 34% to 47% of cuBLAS" in text and "34% to 47%" in ex.SCALES_LATE_HINT
-    assert ex.loads_scales_before_the_wait in kernel_check.lookup("12.promotion").cpu_checks
+    assert ex.loads_scales_before_the_wait in kernel_exercises.lookup("12.promotion").cpu_checks
     code = ["wgmma.wait_group.sync.aligned 0;", "ld.global.f32 %f1, [%rd1];", "wgmma.fence;"]
     assert ex._loads_after_each_wait(code) == [(0, 1)]
     assert ex._loads_after_each_wait(code[1:2] + code[:1] + code[2:]) == [(1, 0)]
@@ -916,3 +916,52 @@ def test_notebook_04_skeleton_names_what_to_do_not_the_calls():
     skeleton = _nb_a_cell("04", "cbaa619f")
     assert "..." in skeleton and "make_copy_atom(" not in skeleton
     assert "make_tiled_copy_tv(" not in skeleton and "num_bits_per_copy" not in skeleton
+
+
+def test_notebook_05_transpose_exercise_is_not_section_4s_tile():
+    """The exercise's tile is 64 floats wide: section 4's fixes for its 32x32 tile, printed
+    above the exercise, fail it, and no layout printed above it is the reference's."""
+    from course.exercises import kernel_check, kernel_exercises, nb05
+    from course.exercises.solutions import nb05_solutions as s
+    from course.exercises.verdicts import WRONG
+    from kernels import smem_transpose
+
+    cells = _cells("05_swizzle.ipynb")
+    at = next(i for i, c in enumerate(cells) if "05.transpose_swizzle" in "".join(c["source"]))
+    above = "\n".join(_source_and_outputs(c) for c in cells[:at])
+    assert smem_transpose.TILE == nb05.TILE == 64
+    assert "Swizzle<5,0,6>" not in above and "(64,64):(65,1)" not in above
+    assert "Swizzle<5,0,5> o (32,32):(1,32)" in above and "(32,32):(1,33)" in above
+    exercise = kernel_exercises.lookup("05.transpose_swizzle")
+    for copied in (
+        s.transpose_tile_layout__section_4_swizzle,
+        s.transpose_tile_layout__section_4_padding,
+    ):
+        assert kernel_check.run_checks(exercise, copied, gpu=False).status == WRONG
+
+
+def test_notebooks_08_and_11_keep_their_byte_and_clock_detail_in_an_appendix():
+    """The idea stays in front (a summary in the section), the machinery after the exercises:
+    08's descriptor bytes and L2 counters, 11's clock and L2 profiles."""
+    for name, calls in (
+        ("08_tma.ipynb", ("descriptor_bytes()", "traffic_report()")),
+        ("11_hopper_sol.ipynb", ("print_profiles(",)),
+    ):
+        cells = _cells(name)
+        sources = ["".join(c["source"]) for c in cells]
+        last_check = max(i for i, s in enumerate(sources) if "check(" in s)
+        appendix = min(i for i, s in enumerate(sources) if s.startswith("## Appendix"))
+        assert last_check < appendix, name
+        for call in calls:
+            (at,) = [i for i, s in enumerate(sources) if call in s]
+            assert at > appendix, (name, call)
+        front = " ".join(" ".join(sources[:appendix]).split())
+        assert "Appendix" in front, name  # the section says where the detail went
+    from course.lessons import multicast_lesson
+
+    text = " ".join(_markdown("08_tma.ipynb").split())
+    two, four = multicast_lesson.model_vs_counters(results.latest("tma_traffic").data)
+    assert "requests 0.50x" in two and "requests 0.25x" in four  # the record's counters
+    assert "**0.50×** at cluster 2 and **0.25×** at cluster 4" in text
+    read = [line.split("L2 sectors read ")[1].split("x")[0] for line in (two, four)]
+    assert f"**{read[0]}×** and **{read[1]}×** the sectors of separate loads" in text

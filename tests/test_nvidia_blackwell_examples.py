@@ -112,10 +112,14 @@ def test_fp16_gemm_6_dequantizes_then_multiplies_under_pdl():
             from_dlpack(c).mark_layout_dynamic(),
         )
 
+    # by position, as run_dense_gemm passes them: the Constexpr between the others
+    scale_factor, max_active_clusters, stream = 2.33, 1, None
     with host.interpreting() as session:
-        compiled = cute.compile(example.host_function, *args(), 2.33, 1, None)
-        compiled(*args(), 2.33, None)
-    expected_b = (b_quantized.float() * 2.33).to(torch.float16)
+        compiled = cute.compile(
+            example.host_function, *args(), scale_factor, max_active_clusters, stream
+        )
+        compiled(*args(), scale_factor, stream)
+    expected_b = (b_quantized.float() * scale_factor).to(torch.float16)
     assert torch.equal(b_dequantized, expected_b)
     ref = torch.einsum("mk,nk->mn", a.float(), expected_b.float()).to(torch.float16)
     assert torch.equal(c, ref)

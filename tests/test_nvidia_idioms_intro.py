@@ -16,14 +16,15 @@ Both rules now read what the hardware does, and stay wrong for the mistakes they
 
 import pytest
 
-from course.exercises import kernel_check
+from course.exercises import kernel_check, kernel_exercises
 from course.exercises.solutions import nb04_solutions as s04
 from course.exercises.solutions import nb06_solutions as s06
 
 
 def _finding(exercise: str, fn, name: str):
     """The finding `name` of the checks every machine runs (no executor, no GPU)."""
-    report = kernel_check.run_checks(kernel_check.lookup(exercise), fn, gpu=False, executor=False)
+    ex = kernel_exercises.lookup(exercise)
+    report = kernel_check.run_checks(ex, fn, gpu=False, executor=False)
     return next(f for f in report.findings if f.check == name)
 
 

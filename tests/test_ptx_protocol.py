@@ -15,6 +15,7 @@ import torch
 from course.cute import ptx_protocol as pp
 from kernels import cta_pair_clc_gemm, cta_pair_gemm, tcgen05_gemm
 from kernels.artifacts import compile_artifacts
+from tests import plants
 
 KERNELS = {
     "tcgen05_gemm": tcgen05_gemm,
@@ -86,7 +87,7 @@ def test_a_clc_response_read_before_its_wait_is_caught():
 def _compiled_without(monkeypatch, call: str, key: str) -> str:
     """The 1-CTA kernel compiled for sm_100a with `cute.arch.<call>` made a no-op: a real
     kernel change, compiled by CuTe DSL like any other."""
-    monkeypatch.setattr(cute.arch, call, lambda *a, **k: None)
+    plants.no_op(monkeypatch, cute.arch, call)
     art = compile_artifacts(
         ("protocol-mutant", key),
         "sm_100a",

@@ -8,6 +8,8 @@ may be refused. A rule that refuses one is a bug in the rule. Notes (what the IS
 but does not forbid) are allowed and must name NVIDIA's way as such, never as wrong.
 """
 
+from types import SimpleNamespace
+
 import pytest
 
 from course.cute import ptx_protocol as pp
@@ -44,7 +46,7 @@ def _tutorials():
 
 def _compiled(ptx: str):
     """What an exercise's PTX rules read: the PTX and its instruction lines."""
-    return type("Compiled", (), {"ptx": ptx, "instructions": pp.instructions(ptx)})()
+    return SimpleNamespace(ptx=ptx, instructions=pp.instructions(ptx))
 
 
 @pytest.mark.parametrize("name", _tutorials())

@@ -9,7 +9,7 @@ on the GPU, and by the CPU model of the ring before any run (course.sim.ring_cod
 
 import pytest
 
-from course.exercises import gpu_run, kernel_check
+from course.exercises import gpu_run, kernel_check, kernel_exercises
 from course.exercises.learner_code import LearnerCode
 from course.exercises.solutions import nb07_solutions, nb09_solutions
 from tests import planted_mistakes as planted
@@ -28,7 +28,7 @@ def _needs_hopper_and_the_sanitizer():
 
 
 def _racecheck(id, fn, tool="racecheck"):
-    ex = kernel_check.lookup(id)
+    ex = kernel_exercises.lookup(id)
     (finding,) = gpu_run.under_sanitizer(ex, LearnerCode.from_function(fn), (tool,))
     return finding
 
@@ -63,13 +63,13 @@ def test_a_missing_wait_in_the_tma_ring_is_caught_by_its_result_not_by_racecheck
     # the checker no longer runs a kernel its CPU checks find broken (the CPU model of the
     # ring names this one), so the run is made directly here
     live = gpu_run.in_child(
-        kernel_check.lookup("09.ring"), LearnerCode.from_function(planted.TMA_NO_WAIT[1])
+        kernel_exercises.lookup("09.ring"), LearnerCode.from_function(planted.TMA_NO_WAIT[1])
     )
     assert any(f.status == kernel_check.FAIL for f in live), [f.line() for f in live]
 
 
 def test_a_deadlocked_ring_comes_back_as_the_barrier_and_parity_that_stuck():
-    ex = kernel_check.lookup("09.ring")
+    ex = kernel_exercises.lookup("09.ring")
     findings = gpu_run.in_child(ex, LearnerCode.from_function(nb09_solutions.ring__producer_parity))
     stuck = [f for f in findings if f.status == kernel_check.FAIL]
     assert stuck and "hang:" in stuck[0].detail, [f.line() for f in findings]

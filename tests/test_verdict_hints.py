@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course.cute.ptx_lanes import single_lane
-from course.exercises import kernel_check
+from course.exercises import kernel_check, kernel_exercises
 from course.exercises.gpu_run import _k_tiles_missed, judge_output
 from course.exercises.learner_code import LearnerCode
 from course.exercises.nb01 import _wrong_formulas
@@ -26,7 +26,7 @@ COMPILE_SLIPS = [
 
 @pytest.mark.parametrize("id,fn,words", COMPILE_SLIPS, ids=[s[1].__name__ for s in COMPILE_SLIPS])
 def test_a_compile_error_is_named_by_the_slip_that_causes_it(id, fn, words):
-    report = kernel_check.run_checks(kernel_check.lookup(id), fn, gpu=False)
+    report = kernel_check.run_checks(kernel_exercises.lookup(id), fn, gpu=False)
     assert report.status == WRONG
     first = report.first_failure()
     assert words in first.hint, first.hint
@@ -35,7 +35,7 @@ def test_a_compile_error_is_named_by_the_slip_that_causes_it(id, fn, words):
 
 def test_an_error_points_at_the_line_of_the_learners_code():
     report = kernel_check.run_checks(
-        kernel_check.lookup("01.saxpy"), slips.saxpy__early_return, gpu=False
+        kernel_exercises.lookup("01.saxpy"), slips.saxpy__early_return, gpu=False
     )
     lines = LearnerCode.from_function(slips.saxpy__early_return).source.splitlines()
     line = next(i for i, text in enumerate(lines, 1) if text.strip() == "return")
@@ -46,7 +46,7 @@ def test_an_error_points_at_the_line_of_the_learners_code():
     "id,fn,seen,hint", slips.EXECUTOR_SLIPS, ids=[s[1].__name__ for s in slips.EXECUTOR_SLIPS]
 )
 def test_a_slip_only_a_run_shows_is_wrong_on_a_cpu_with_what_the_executor_saw(id, fn, seen, hint):
-    report = kernel_check.run_checks(kernel_check.lookup(id), fn, gpu=False)
+    report = kernel_check.run_checks(kernel_exercises.lookup(id), fn, gpu=False)
     assert report.status == WRONG
     first = report.first_failure()
     assert "ran on the course's CPU executor" in first.check
@@ -60,15 +60,15 @@ def test_a_slip_only_a_run_shows_is_wrong_on_a_cpu_with_what_the_executor_saw(id
         (
             "05.transpose_swizzle",
             slips.transpose_tile_layout__padded_by_two,
-            "(32,32):(34,1)",
-            "only an odd stride (33)",
+            "(64,64):(66,1)",
+            "only an odd stride sends them",
         ),
         ("03.partition", slips.gemm_partitions__c_with_partition_a, "its value ", "partition_C"),
     ],
     ids=["padded_by_two", "c_with_partition_a"],
 )
 def test_a_layout_slip_is_described_where_it_differs(id, fn, seen, hint):
-    report = kernel_check.run_checks(kernel_check.lookup(id), fn, gpu=False)
+    report = kernel_check.run_checks(kernel_exercises.lookup(id), fn, gpu=False)
     assert report.status == WRONG
     first = report.first_failure()
     assert seen in first.detail and hint in first.hint, first

@@ -144,15 +144,15 @@ def cmd_stages(args) -> dict:
 
 
 def cmd_clocks(args) -> dict:
-    from course.bench import clocks
+    from course.bench import clock_rounds
 
     _need_ladder_gpu(args.kernel, "sampling the clock under load")
     configs = [dict(_parse_override(f) for f in c.split(",")) for c in args.configs]
-    data = clocks.measure(
+    data = clock_rounds.measure(
         args.kernel, configs, args.size, args.rounds, args.reps, DTYPES[args.dtype]
     )
     print(machine().describe())
-    clocks.print_summary(data)
+    clock_rounds.print_summary(data)
     if args.record:
         results.record("clocks", data)
     return data

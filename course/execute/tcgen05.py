@@ -402,12 +402,27 @@ def _check_landed(
         )
 
 
+ODD_ISSUER = "cta_group::2 MMA issued by the odd CTA"
+
+
 def _pair(cta, site: Site) -> list:
-    if cta.rank % 2:
-        raise Hazard(
-            tmem.TMEM, f"a cta_group::2 tcgen05.mma issued by the follower CTA {cta.block}", site
-        )
-    return [cta, tmem.peer(cta)]
+    """The pair's two CTAs, the even rank first. Either CTA may issue: the PTX ISA's tcgen05
+    issue granularity says of .mma, .cp, .shift and .commit with .cta_group::2 "Issue from a
+    single thread from the CTA-Pair would initiate the base operation. When the current CTA
+    issues the operation, the peer CTA should be active and should not have exited." It does
+    not say in words which CTA's TMEM gets rows 0-127 when the odd one issues; the executor
+    keeps them in the even CTA (the pair's order by rank) and says so in a note."""
+    peer = tmem.peer(cta)
+    if cta.rank % 2 == 0:
+        return [cta, peer]
+    machine.note(
+        ODD_ISSUER,
+        f"CTA {cta.block} (odd rank) issued a cta_group::2 tcgen05.mma, which the PTX ISA "
+        "allows from either CTA of a pair; the executor puts rows 0-127 of D (and A's "
+        "first 128 rows) in the even CTA of the pair either way, its own reading",
+        site,
+    )
+    return [peer, cta]
 
 
 @dataclass

@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from course.exercises import kernel_check, solutions
+from course.exercises import kernel_check, kernel_exercises, solutions
 from course.exercises.verdicts import RIGHT, UNPROVEN, WRONG
 
 
@@ -56,7 +56,7 @@ def verify(
     for case in solutions.cases(ids):
         if only and case.name not in only:
             continue
-        ex = kernel_check.lookup(case.exercise)
+        ex = kernel_exercises.lookup(case.exercise)
         live = runs_live(ex)
         start = time.perf_counter()
         report = kernel_check.run_checks(ex, case.fn, sanitize=sanitize)

@@ -28,9 +28,16 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from course.exercises.machine_faults import HEADLINE, diagnose
+from course.exercises.machine_faults import diagnose
 from course.exercises.progress import record as record_progress
-from course.exercises.verdicts import MACHINE_FAULT, RIGHT, UNANSWERED, UNPROVEN, VERDICTS, WRONG
+from course.exercises.verdicts import (
+    MACHINE_FAULT,
+    RIGHT,
+    UNANSWERED,
+    VERDICTS,
+    WRONG,
+    Verdict,
+)
 
 Checker = Callable[[Any], "tuple[bool, str] | bool | None"]
 
@@ -50,16 +57,7 @@ class Exercise:
 
 REGISTRY: dict[str, Exercise] = {}
 SOLVED: set[str] = set()  # the exercises judged right in this process (see `solved`)
-NOT_SOLVED = "not solved yet: "  # how a kernel exercise's checker says "still the skeleton"
-
 _STATUS = {True: RIGHT, False: WRONG, None: UNANSWERED}
-_MARK = {
-    RIGHT: "✅ right",
-    WRONG: "❌ wrong",
-    UNPROVEN: "🔶 not proven here",
-    UNANSWERED: "✏️  not answered yet",
-    MACHINE_FAULT: f"⚠️  {HEADLINE}",
-}
 
 
 def exercise(id: str, prompt: str, hint: str, solution: str = "") -> Callable[[Checker], Checker]:
@@ -79,37 +77,6 @@ def status_of(ok: "bool | str | None") -> str:
             raise ValueError(f"a verdict is one of {VERDICTS}, not {ok!r}")
         return ok
     return _STATUS[None if ok is None else bool(ok)]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    id: str
-    status: str  # one of VERDICTS
-    message: str
-    printed: bool = False  # check() printed it already
-
-    @property
-    def ok(self) -> bool | None:
-        """True only for right, False for wrong, None otherwise (not proven, not answered, a
-        machine fault)."""
-        return {RIGHT: True, WRONG: False}.get(self.status)
-
-    def __str__(self) -> str:
-        mark, message = _MARK[self.status], self.message.removeprefix(f"{HEADLINE}: ")
-        if self.status == UNANSWERED and message.startswith(NOT_SOLVED):  # still a skeleton
-            mark, message = "✏️  not solved yet", message[len(NOT_SOLVED) :]
-        return f"[{self.id}] {mark}: {message}"
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def __bool__(self) -> bool:
-        return bool(self.ok)
-
-    def _ipython_display_(self) -> None:
-        """As a cell's value: print, unless check() already did (no double verdicts)."""
-        if not self.printed:
-            print(self)
 
 
 def find_exercise(id: str) -> Exercise:

@@ -28,9 +28,15 @@ from typing import Callable
 
 from course.execute import hazards, mbarriers, runner, tcgen05, tma, wgmma
 from course.execute.hazards import Hazard, Unmodelled
-from course.exercises.kernel_check import EXECUTOR_CHECK, EXECUTOR_LABEL
+from course.exercises.kernel_exercises import (
+    EXECUTOR_CHECK,
+    EXECUTOR_LABEL,
+    failed,
+    lookup,
+    not_checked,
+)
 
-CHECK, LABEL = EXECUTOR_CHECK, EXECUTOR_LABEL  # kernel_check's: a GPU's verdict needs no executor
+CHECK, LABEL = EXECUTOR_CHECK, EXECUTOR_LABEL  # kept apart: a GPU's verdict needs no executor
 EXERCISES = (
     "01.saxpy",
     "02.padded_tiles",
@@ -51,39 +57,6 @@ EXERCISES = (
 )
 
 
-def _copy_speed_check() -> str:
-    from course.exercises.nb04_copy_kernel import SPEED_CHECK
-
-    return SPEED_CHECK
-
-
-def _mainloop_speed_check() -> str:
-    from course.exercises import nb07
-    from course.exercises.gpu_run import speed_check
-
-    return speed_check(nb07.TIMED_SIZE, nb07.SPEED_AGAINST)
-
-
-def _wgmma_speed_check() -> str:
-    from course.exercises import nb10_mainloop_kernel as nb10
-    from course.exercises.gpu_run import speed_check
-
-    return speed_check(nb10.TIMED_SIZE, nb10.SPEED_AGAINST)
-
-
-def _tma_store_speed_check() -> str:
-    from course.exercises.nb11_tma_store_kernel import SPEED_CHECK
-
-    return SPEED_CHECK
-
-
-# the exercises whose GPU check also times the kernel: the name of that check
-SPEED_GATED = {
-    "04.vector_copy": _copy_speed_check,
-    "07.mainloop": _mainloop_speed_check,
-    "10.wgmma_mainloop": _wgmma_speed_check,
-    "11.tma_store": _tma_store_speed_check,
-}
 # an uninitialised A or B operand is a load that never happened, not an accumulator to clear
 OPERAND_NOT_LOADED = (
     "operand never loaded: every k-block's A and B fragments must be copied from shared "
@@ -365,8 +338,6 @@ def executor_check(exercise_id: str) -> Callable:
     """The executor's run of one exercise: (learner's fn, quick) -> findings."""
 
     def check(fn, quick: bool = True) -> list:
-        from course.exercises.kernel_check import lookup, not_checked
-
         ex = lookup(exercise_id)
         try:
             translated = _boundary_translator().value(ex.gpu_checks)
@@ -376,10 +347,10 @@ def executor_check(exercise_id: str) -> Callable:
         except Hazard as exc:
             return [_hazard_finding(exc)]
         findings = [_renamed(f) for f in found]
-        if exercise_id in SPEED_GATED:
+        if ex.speed_check:
             findings.append(
                 not_checked(
-                    SPEED_GATED[exercise_id](),
+                    ex.speed_check,
                     "not measured: speed needs a GPU (the CPU executor checks "
                     "values and hazards only)",
                 )
@@ -399,8 +370,6 @@ def _renamed(f):
 
 
 def _hazard_finding(exc: Hazard):
-    from course.exercises.kernel_check import failed
-
     where = f"; at {exc.site.describe()}" if exc.site is not hazards.UNKNOWN else ""
     hint = hazard_hint(exc)
     # hazard=True: course.exercises.hazard_pass takes these (and only these) beside a GPU run

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from course.exercises.kernel_check import (
+from course.exercises.kernel_exercises import (
     CANNOT_RUN,
     FAIL,
     PASS,

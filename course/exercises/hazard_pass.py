@@ -20,6 +20,9 @@ greenlet) the pass is not run and says why; a GPU verdict never needs it.
 
 from __future__ import annotations
 
+from course.exercises.kernel_exercises import FAIL, NOT_RUN, Finding, not_checked, passed
+from course.exercises.machine_faults import diagnose
+
 HAZARD_PASS = "the CPU executor's hazard pass (the quick shapes)"
 HARDWARE_HIDES = (
     "the GPU computed the right values; the PTX ISA does not promise it: the executor found "
@@ -41,14 +44,11 @@ def kind_of(finding) -> str:
 def executor_hazards(ex, code) -> list:
     """The executor's hazard findings for `code` at the quick shapes (failures each), or
     [] (it found none), or one NOT_RUN finding saying why it could not look."""
-    from course.exercises.kernel_check import FAIL, executor_exercises, not_checked
-    from course.exercises.machine_faults import diagnose
+    try:  # the executor's packages may be missing here: a fault the finding names
+        from course.exercises.executor_checks import EXECUTOR_CHECKS, EXERCISES
 
-    try:
-        if ex.id not in executor_exercises():
+        if ex.id not in EXERCISES:
             return []
-        from course.exercises.executor_checks import EXECUTOR_CHECKS
-
         found = EXECUTOR_CHECKS[ex.id](code.load(), True)
     except Exception as exc:  # noqa: BLE001 -- the machine's fault or the executor's gap
         fault = diagnose(exc)
@@ -65,8 +65,6 @@ def hangs(found: list) -> bool:
 def as_findings(found: list, gpu_right: bool | None) -> list:
     """The pass's findings, told against the GPU run: `gpu_right` True (its values were
     right), False (they were not) or None (it was not made)."""
-    from course.exercises.kernel_check import FAIL, NOT_RUN, Finding, passed
-
     if not found:
         return [passed(HAZARD_PASS, "no hazard")]
     if found[0].status == NOT_RUN:

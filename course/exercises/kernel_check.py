@@ -29,135 +29,47 @@ driver that does not start, no GPU memory; course.exercises.machine_faults). The
 are the known wrong variants of each exercise (kept beside its reference solution in
 `course.exercises.solutions`); tests prove each reference passes and each wrong variant
 fails with its hint. A function that still holds the skeleton's bare `...` is "not solved
-yet": nothing is compiled and nothing raises.
+yet": nothing is compiled and nothing raises. What an exercise is and what a check finds
+(`KernelExercise`, `Finding`, `lookup`) live below this module, in
+`course.exercises.kernel_exercises`, which the runners it calls share with it.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-from course.exercises.check import NOT_SOLVED, REGISTRY, Exercise, Wrong, find_exercise
+from course.exercises.check import REGISTRY, Exercise, Wrong
+from course.exercises.kernel_exercises import (
+    CANNOT_RUN,
+    EXECUTOR_CHECK,
+    EXECUTOR_LABEL,
+    FAIL,
+    GPU_RUN,
+    KERNEL_EXERCISES,
+    NOT_RUN,
+    PASS,
+    Compiled,
+    Finding,
+    KernelExercise,
+    could_not_run,
+    expect,
+    failed,
+    not_checked,
+    passed,
+)
 from course.exercises.learner_code import FIRST_LINE, LearnerCode, NotALearnerFunction
-from course.exercises.machine_faults import HEADLINE, MachineFault, diagnose
-from course.exercises.verdicts import MACHINE_FAULT, RIGHT, UNANSWERED, UNPROVEN, WRONG
-
-PASS, FAIL, NOT_RUN, CANNOT_RUN = "pass", "fail", "not run", "could not run"
-_MARK = {PASS: "✔", FAIL: "✘", NOT_RUN: "–", CANNOT_RUN: "⚠"}
-# how course.exercises.executor_checks names the findings of its runs (kept here: a verdict
-# on a GPU run must not need the executor, nor its packages)
-EXECUTOR_CHECK = "ran on the course's CPU executor"
-GPU_RUN = "run on the GPU against torch"
-EXECUTOR_LABEL = f"{EXECUTOR_CHECK}, not on a GPU: values and hazards checked, speed not measured"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One check's outcome: what was checked, how it went, and (if it failed) why."""
-
-    check: str
-    status: str
-    detail: str = ""
-    hint: str = ""
-    ran: bool = False  # the learner's code ran and its outputs were compared with a reference
-    hazard: bool = False  # a hazard the CPU executor found (course.execute.hazards)
-
-    def line(self) -> str:
-        text = f"  {_MARK[self.status]} {self.check}"
-        if self.detail:
-            text += f": {self.detail}"
-        if self.status == FAIL and self.hint:
-            text += f"\n      hint: {self.hint}"
-        if self.status == CANNOT_RUN and self.hint:
-            text += f"\n      fix: {self.hint}"
-        return text
-
-
-def passed(check: str, detail: str = "") -> Finding:
-    return Finding(check, PASS, detail)
-
-
-def not_checked(check: str, detail: str) -> Finding:
-    """A check this machine could not make: shown as such, never as a pass."""
-    return Finding(check, NOT_RUN, detail)
-
-
-def failed(check: str, detail: str, hint: str = "") -> Finding:
-    return Finding(check, FAIL, detail, hint)
-
-
-def could_not_run(check: str, fault: MachineFault) -> Finding:
-    """A check the machine could not make, through no fault of the learner's code: what
-    happened (detail) and how to mend it (hint)."""
-    return Finding(check, CANNOT_RUN, fault.what, fault.fix)
-
-
-def expect(check: str, ok: bool, detail: str, hint: str = "") -> Finding:
-    return Finding(check, PASS if ok else FAIL, detail, "" if ok else hint)
-
-
-@dataclass
-class Compiled:
-    """What the CPU checks look at: the learner's function and what it compiled to."""
-
-    fn: Any
-    code: LearnerCode
-    arch: str
-    artifacts: Any  # kernels.artifacts.Artifacts
-
-    @property
-    def ptx(self) -> str:
-        return self.artifacts.ptx
-
-    def count(self, pattern: str) -> int:
-        return self.artifacts.count_ptx(pattern)
-
-    @functools.cached_property
-    def instructions(self) -> list[str]:
-        """The PTX's instruction lines, in order (course.cute.ptx_protocol's reading)."""
-        from course.cute.ptx_protocol import instructions
-
-        return instructions(self.ptx)
-
-    def resources(self) -> dict:
-        """Registers, spills (stack frame) and static shared memory of the one kernel."""
-        usage = self.artifacts.resource_usage()
-        return next(iter(usage.values())) if usage else {}
-
-
-CpuCheck = Callable[[Compiled], "Finding | Sequence[Finding]"]
-
-
-@dataclass(frozen=True)
-class KernelExercise:
-    id: str
-    prompt: str
-    hint: str
-    arch: str  # what the CPU compiles for
-    needs: str  # what a live run needs (course.runtime.hardware.NEEDS)
-    build: Callable[[Any, str], tuple]  # (fn, arch) -> (jit_fn, *stand-in args)
-    cpu_checks: tuple[CpuCheck, ...] = ()
-    gpu_checks: Callable[[Any], list] | None = None  # module-level: runs in a child
-    sanitize: tuple[str, ...] = ()  # compute-sanitizer tools run by default on a GPU
-    solution: str = ""
-    # what only a run shows, said when the kernel could not run here ("not proven here")
-    run_shows: str = (
-        "whether it computes the right numbers (checked against torch on ragged shapes)"
-    )
-    timeout_s: float = 30.0
-    # (regular expression on CuTe DSL's error, the mistake it means) for code that does
-    # not even compile, e.g. a fragment from the wrong partition fails cute.gemm's checks
-    compile_hints: tuple[tuple[str, str], ...] = ()
-    # a find-and-fix exercise ships broken code: while the learner's function is still that
-    # code (same statements, any name or comments) the check says "not solved yet" and
-    # shows what the checker finds wrong with it
-    shipped: Callable | None = None
-
-
-KERNEL_EXERCISES: dict[str, KernelExercise] = {}
+from course.exercises.machine_faults import HEADLINE, diagnose
+from course.exercises.verdicts import (
+    MACHINE_FAULT,
+    NOT_SOLVED,
+    RIGHT,
+    UNANSWERED,
+    UNPROVEN,
+    WRONG,
+)
 
 
 def kernel_exercise(**fields) -> KernelExercise:
@@ -547,12 +459,6 @@ def _first_lines(exc: BaseException, lines: int = 3) -> str:
 
 def function_name(fn) -> str:
     return getattr(getattr(fn, "__wrapped__", fn), "__name__", "your function")
-
-
-def lookup(id: str) -> KernelExercise:
-    """The kernel exercise `id`, its notebook's module imported if need be."""
-    find_exercise(id)
-    return KERNEL_EXERCISES[id]
 
 
 # ---------------------------------------------------------------- a step with one method replaced

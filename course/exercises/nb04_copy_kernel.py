@@ -258,6 +258,7 @@ kernel_exercise(
     cpu_checks=(moves_16_bytes_per_access, coalesced_warps),
     gpu_checks=gpu_checks,
     timeout_s=120,
+    speed_check=SPEED_CHECK,
     run_shows="whether it copies every element to its place on ragged sizes, and its "
     "bandwidth against torch's copy",
     compile_hints=(

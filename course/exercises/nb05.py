@@ -120,13 +120,16 @@ def _free(mode: str) -> bool:
 
 
 # ---------------------------------------------------------------- 05.transpose_swizzle (a kernel)
-# The learner writes the shared-memory layout of kernels.smem_transpose's 32x32 float tile:
-# a warp writes one tile row (lane l -> (r, l)) and later reads one tile column (lane l ->
-# (l, c)). The bank model must predict no extra wavefront either way, every element must
-# keep its own word, and on a GPU the transpose must equal torch's on ragged shapes.
+# The learner writes the shared-memory layout of kernels.smem_transpose's 64x64 float tile:
+# a warp writes half a tile row (lane l -> (r, h*32 + l)) and later reads half a tile column
+# (lane l -> (h*32 + l, c)). The tile is wider than section 4's 32x32 one on purpose: its row
+# bits sit elsewhere in the offset, so section 4's swizzle and padding do not carry over. The
+# bank model must predict no extra wavefront either way, every element must keep its own
+# word, and on a GPU the transpose must equal torch's on ragged shapes.
 
-TRANSPOSE_SHAPES = ((32, 32), (100, 67), (1024, 520), (1, 33))
-TRANSPOSE_QUICK = ((32, 32), (100, 67))
+TILE = 64  # kernels.smem_transpose.TILE, spelled here so the CPU checks import no kernel
+TRANSPOSE_SHAPES = ((64, 64), (100, 67), (1024, 520), (1, 65))
+TRANSPOSE_QUICK = ((64, 64), (100, 67))
 TIMED_SIDE = 4096
 
 
@@ -162,14 +165,20 @@ def each_element_its_own_word(c):
 
     tile = traced_tile(c.fn)
     words = len(set(tile.byte_offsets().ravel().tolist()))
-    ok = tile.shape == (32, 32) and words == 32 * 32
+    ok = tile.shape == (TILE, TILE) and words == TILE * TILE
+    if tile.shape != (TILE, TILE):
+        hint = f"the kernel's tile is {TILE}x{TILE} floats: build a layout of that shape"
+    else:
+        hint = (
+            f"the layout must map the {TILE}x{TILE} tile one-to-one: here elements overlap "
+            f"(a row or column stride below {TILE}?), so the transpose reads values another "
+            "element overwrote"
+        )
     return expect(
-        "a 32x32 tile, every element in its own word",
+        f"a {TILE}x{TILE} tile, every element in its own word",
         ok,
-        f"{tile}: shape {tile.shape}, {words} distinct words for {32 * 32} elements",
-        "the layout must map the 32x32 tile one-to-one: here elements overlap "
-        "(a row stride below 32?), so the transpose reads values another element "
-        "overwrote",
+        f"{tile}: shape {tile.shape}, {words} distinct words for {TILE * TILE} elements",
+        hint,
     )
 
 
@@ -188,7 +197,7 @@ def conflict_free_both_ways(c):
     from course.exercises.kernel_check import expect
 
     tile = traced_tile(c.fn)
-    writes, reads = rows((32, 32)).predict(tile), columns((32, 32)).predict(tile)
+    writes, reads = rows((TILE, TILE)).predict(tile), columns((TILE, TILE)).predict(tile)
     worst = max(writes.degree, reads.degree)
     detail = (
         f"{tile}: writes by rows {writes.conflicts} extra wavefront(s), reads by columns "
@@ -204,21 +213,43 @@ def conflict_free_both_ways(c):
         )
     elif tile.swizzle is None:
         hint = (
-            f"padding: a {worst}-way conflict remains; a column's 32 elements are a row "
-            "stride apart, and only an odd stride (33) sends them to 32 different banks"
+            f"padding: a {worst}-way conflict remains; the 32 floats of a column read (or a "
+            "row write) are one stride apart, and only an odd stride sends them to 32 "
+            f"different banks ({TILE + 1} is the smallest above the tile's width)"
         )
     else:
-        hint = (
-            f"swizzle bits: a {worst}-way conflict remains: a column's 32 floats reach only "
-            f"{32 // worst} banks, so the swizzle moves too few of the row's bits into the "
-            "bank bits; how many bits does it take to tell 32 rows apart?"
-        )
+        hint = _swizzle_bits_hint(tile, worst, reads.degree >= writes.degree)
     return expect(
         "no bank conflicts writing rows or reading columns",
         writes.conflicts == 0 and reads.conflicts == 0,
         detail,
         hint,
     )
+
+
+def _swizzle_bits_hint(tile: SmemTile, worst: int, columns_worse: bool) -> str:
+    """Which offset bits the conflicting warp's 32 floats differ in, before the swizzle,
+    against the bits the learner's swizzle reads: the observation a wrong S or B comes to."""
+    first = (lambda l: (l, 0)) if columns_worse else (lambda l: (0, l))
+    plain = [int(tile.layout(*first(lane))) for lane in range(32)]
+    varying = 0
+    for offset in plain:
+        varying |= offset ^ plain[0]
+    request = "a column read" if columns_worse else "a row write"
+    return (
+        f"swizzle bits: a {worst}-way conflict remains. Before the swizzle, the 32 floats of "
+        f"{request} differ in offset bits {_bit_list(varying)}; your {tile.swizzle} reads "
+        f"bits {_bit_list(tile.swizzle.source_mask)} and XORs them into the bank bits "
+        f"{_bit_list(tile.swizzle.target_mask)}. Where in a float's offset does this tile "
+        "keep its row?"
+    )
+
+
+def _bit_list(mask: int) -> str:
+    bits = [b for b in range(mask.bit_length()) if mask >> b & 1]
+    if bits and bits == list(range(bits[0], bits[-1] + 1)):
+        return f"{bits[0]}-{bits[-1]}" if len(bits) > 1 else str(bits[0])
+    return ", ".join(map(str, bits)) or "none"
 
 
 def transpose_gpu_checks(fn, quick: bool = False, launching=lambda: None):
@@ -295,9 +326,9 @@ def _register_transpose_swizzle():
 
     kernel_exercise(
         id="05.transpose_swizzle",
-        prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 32x32 "
-        "float tile, (row, col) -> offset, with which a warp writes a tile row and "
-        "reads a tile column without bank conflicts.",
+        prompt="Write transpose_tile_layout(): the shared-memory layout of a transpose's 64x64 "
+        "float tile, (row, col) -> offset, with which a warp writes half a tile row and "
+        "reads half a tile column without bank conflicts.",
         hint="a column read sends 32 lanes to 32 different rows of the tile: in your layout, "
         "which bits of a float's offset say its row, and which say its bank? A layout is "
         "conflict-free when the rows of a column end up in different banks and the floats "

@@ -7,6 +7,7 @@ k-tiles); the course builds a subclass with that method and runs the whole GEMM.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 
 from course.exercises.check import exercise, number, pair
+from course.exercises.gpu_run import speed_check
 from course.exercises.kernel_check import expect, kernel_exercise, subclass_with, variant_name
 
 
@@ -321,6 +322,7 @@ kernel_exercise(
     gpu_checks=gpu_checks,
     sanitize=("racecheck",),
     timeout_s=90,
+    speed_check=speed_check(TIMED_SIZE, SPEED_AGAINST),
     run_shows="whether it computes the right numbers on ragged shapes, races between the "
     "copies and the reads that only compute-sanitizer sees, and its speed",
     solution="course/exercises/solutions/nb07_solutions.py: mainloop",

@@ -11,6 +11,7 @@ torch on ragged shapes and is timed against the course's own loop.
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
 import re
 
+from course.exercises.gpu_run import speed_check
 from course.exercises.kernel_check import (
     expect,
     failed,
@@ -201,6 +202,7 @@ kernel_exercise(
     cpu_checks=(wgmmas_share_one_accumulator, protocol_holds),
     gpu_checks=gpu_checks,
     timeout_s=120,
+    speed_check=speed_check(TIMED_SIZE, SPEED_AGAINST),
     run_shows="whether it computes the right numbers on ragged shapes, and its speed "
     "against the course's loop",
     solution="course/exercises/solutions/nb10_solutions.py: mainloop",

@@ -415,5 +415,6 @@ kernel_exercise(
     ),
     gpu_checks=gpu_checks,
     timeout_s=120,
+    speed_check=SPEED_CHECK,
     solution="course/exercises/solutions/nb11_solutions.py: store_chunk",
 )

@@ -17,14 +17,10 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from course import ROOT
-from course.exercises.verdicts import MACHINE_FAULT, WRONG
+from course.exercises.verdicts import MACHINE_FAULT, WRONG, Verdict
 from course.runtime.results import checkout_version
-
-if TYPE_CHECKING:
-    from course.exercises.check import Verdict
 
 FILE_NAME = "progress.jsonl"
 DEFAULT_FILE = Path("~") / ".course" / FILE_NAME

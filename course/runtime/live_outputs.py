@@ -20,6 +20,8 @@ from course.runtime import results
 FAMILY = "live_outputs"
 RECORD_ENV = "COURSE_RECORD_LIVE"  # "1": record what labelled live cells print
 COMMAND_ENV = "COURSE_RECORD_COMMAND"  # the `course run` command line (a kernel's argv is not)
+# the notebook file a kernel runs, set by the runner that started it: only it knows the file
+NOTEBOOK_ENV = "COURSE_RECORD_NOTEBOOK"
 MAX_CHARS = 8000
 _TAIL_CHARS = 2000  # a sweep's verdict ("N/N passed") comes last: keep the end too
 
@@ -66,18 +68,11 @@ def capped(text: str) -> str:
     )
 
 
-def _notebook(label: str) -> str | None:
-    from course.catalogue import LESSONS  # the catalogue imports live, which imports us
-
-    number = label.split(".", 1)[0]
-    found = [lesson.path.name for lesson in LESSONS if number == f"{lesson.number:02d}"]
-    return found[0] if found else None
-
-
 def record(label: str, text: str) -> results.Record:
-    """Append what the cell `label` printed live to results/live_outputs.json."""
+    """Append what the cell `label` printed live to results/live_outputs.json, with the
+    notebook it ran in where the runner named it."""
     data = {"label": label, "text": capped(text)}
-    notebook = _notebook(label)
+    notebook = os.environ.get(NOTEBOOK_ENV)
     if notebook:
         data["notebook"] = notebook
     return results.record(FAMILY, data, command=os.environ.get(COMMAND_ENV) or None)

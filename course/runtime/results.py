@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from course import ROOT
+from course.repository import ROOT
 from course.runtime.hardware import machine
 
 # COURSE_RESULTS_DIR points the course at another folder (tests, dry runs of notebooks)

@@ -29,7 +29,9 @@ import os
 import sys
 from pathlib import Path
 
-MIN_PASSWORD = 10  # NativeAuthenticator's minimum_password_length on the class hub
+# course.tools.passwords.MIN_LENGTH, for where this file runs without the course (Zero to
+# JupyterHub's hub): this file imports nothing of the course, so the number is written twice
+MIN_PASSWORD = 10
 
 
 def default_state() -> Path:

@@ -62,7 +62,7 @@ def execute(path: Path, inplace: bool = False, timeout: int = 1800) -> NotebookR
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
-        ).execute()
+        ).execute(env={**os.environ, live_outputs.NOTEBOOK_ENV: path.name})  # for its records
     except CellExecutionError as exc:
         run.error = str(exc).strip().splitlines()[-1][:300]
     run.seconds = time.perf_counter() - start

@@ -17,8 +17,7 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-from course.tools.hub_admin import MIN_PASSWORD as MIN_LENGTH
-
+MIN_LENGTH = 10  # NativeAuthenticator's minimum_password_length on the class hub
 MIN_DIFFERENT = 4  # "abababababab" and "1212121212" are as easy to guess as one key held
 MIN_NAME = 3  # shorter names are inside too many good passwords to refuse them
 RULE = (
