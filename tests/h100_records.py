@@ -33,12 +33,7 @@ AWAITING_H100_RECORD: dict[str, str] = {}  # exercise id -> the command that rec
 # other code, so the comparison waits for a record made after the change (exercise id ->
 # (the change's time, UTC, and the command that records it)); each leaves this table once
 # such a record is committed
-CHANGED_SINCE_H100_RECORD: dict[str, tuple[str, str]] = {
-    "05.transpose_swizzle": (  # the tile went from 32x32 to 64x64 floats
-        "2026-12-02T19:00:00",
-        "python -m course.exercises verify --record 05.transpose_swizzle",
-    ),
-}
+CHANGED_SINCE_H100_RECORD: dict[str, tuple[str, str]] = {}
 
 
 def recorded_after(exercise: str, when: str) -> bool:
