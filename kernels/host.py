@@ -8,7 +8,7 @@ Compiling: `cute.compile` traces and compiles every time it is called (a tenth o
 to tens of seconds), and calling a `@cute.jit` function directly re-traces it on every
 call. Each kernel therefore compiles a configuration once through `compile_cached`
 (`kernels.compile_cache`, which the artifacts share) and launches the handle it keeps; the
-seconds spent are logged in `COMPILE_LOG`, read from here by notebook 00's lesson.
+seconds spent are logged in its `COMPILE_LOG`, which notebook 00's lesson reads.
 
 Hardware limits come from CuTe DSL's own tables for the target or the operands' device
 (`smem_capacity`, `max_active_clusters`), never from literals. Only torch and CuTe DSL
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from .artifacts import compile_artifacts
-from .compile_cache import COMPILE_LOG, compile_cached  # noqa: F401 (COMPILE_LOG: see above)
+from .compile_cache import compile_cached
 
 
 class KernelInputError(ValueError):

@@ -92,7 +92,7 @@ def compiled(arch: str):
 def compile_again() -> float:
     """Ask for the fp32 kernel again (for this GPU, or for the H100 without one): the cache
     answers; prints how long that took and every compile of this process. Returns ms."""
-    from kernels.host import COMPILE_LOG
+    from kernels.compile_cache import COMPILE_LOG
 
     vector_add = _kernel()
     start = time.perf_counter()
