@@ -272,6 +272,11 @@ TF32_ROUNDING = _kind(
     "a note: a tf32 MMA read fp32 operands as tf32 the executor's way (the top 10 mantissa "
     "bits kept), where the PTX ISA leaves tf32's layout implementation defined",
 )
+ODD_ISSUER = _kind(
+    "odd pair issuer",
+    "a note: the odd CTA of a pair issued a cta_group::2 tcgen05.mma (the PTX ISA allows either "
+    "CTA); the executor keeps rows 0-127 of D in the even CTA, its own reading",
+)
 
 # Cause.what: what happened, for each kind (subject, expected, observed as each entry says)
 BELOW_START = _cause("index below the start", "OUT_OF_BOUNDS below element 0 (expected: the range)")

@@ -402,7 +402,7 @@ def _check_landed(
         )
 
 
-ODD_ISSUER = "cta_group::2 MMA issued by the odd CTA"
+ODD_ISSUER = hazards.ODD_ISSUER
 
 
 def _pair(cta, site: Site) -> list:
