@@ -41,9 +41,9 @@ from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import SmemAllocator
 
 from . import host
-from .gemm_host import COPY_BYTES, GemmHost, GemmTypes, Operands, check_rows, gemm_tensors
-from .gemm_host import LaunchExtra, host_int32, mma_k
-from .host import KernelInputError, check_tensor, dtype_name, gmem_pointer
+from .gemm_host import COPY_BYTES, ExtraOperands, GemmHost, GemmTypes, Operands, gemm_tensors
+from .gemm_host import mma_k
+from .host import KernelInputError, check_tensor, dtype_name
 from .sm100_parts import EPI_COLS, MMA_WARP, THREADS_PER_CTA, TMA_WARP
 from .sm100_parts import TileShape, accumulator_layout
 from .sm100_parts import allocate_operand_smem, cta_footprint, cta_stage_bytes
@@ -448,10 +448,37 @@ def from_blocked(blocked: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
 OPERANDS = Operands(ab_dtypes=(torch.float8_e4m3fn, FP4), c_dtypes=C_DTYPES)
 
 
-def _placeholders(config: Config) -> tuple:
-    sf = config.format.sf
-    return gmem_pointer(None, sf, COPY_BYTES), gmem_pointer(None, sf, COPY_BYTES)
+def check_scale_factors(a: torch.Tensor, b: torch.Tensor, sfs: tuple, config: Config) -> None:
+    """Refuse, before anything launches, A and B of another kind than `config`'s, a K the
+    SF blocks do not divide, and SFs of the wrong type, shape or device (A, B and C were
+    checked as for every GEMM)."""
+    kind = config.format
+    for t, name in ((a, "a"), (b, "b")):
+        check_tensor(t, name, dtypes=(kind.ab,), ndim=2, align_bytes=COPY_BYTES)
+    m, n, k = a.shape[0], b.shape[0], OPERANDS.k_elements(a)
+    if k % 32:
+        raise KernelInputError(
+            f"K = {k} is not a multiple of 32: {config.kind} needs whole blocks of {kind.vec} "
+            f"SF-sharing elements and 16-byte rows of A and B (TMA). Pad K with zeros"
+        )
+    for t, name, rows in zip(sfs, ("a_sf", "b_sf"), (m, n)):
+        check_tensor(t, name, dtypes=(kind.sf,), ndim=2, align_bytes=1, contiguous_dim=None)
+        if tuple(t.shape) != (rows, k // kind.vec):
+            raise KernelInputError(
+                f"{name} must be ({rows}, {k // kind.vec}): one {dtype_name(kind.sf)} SF per "
+                f"{kind.vec} K-elements of each row, got {tuple(t.shape)}"
+            )
+        if t.device != a.device:
+            raise KernelInputError(f"{name} is on {t.device}, a on {a.device}: use one device")
 
+
+SCALE_FACTORS = ExtraOperands(
+    ("a_sf", "b_sf"),
+    dtypes=lambda config: (config.format.sf, config.format.sf),
+    check=check_scale_factors,
+    prepare=lambda sfs, config: tuple(to_blocked(sf) for sf in sfs),  # the layout TMA reads
+    align=COPY_BYTES,
+)
 
 GEMM = GemmHost(
     "blockscaled_gemm",
@@ -459,7 +486,7 @@ GEMM = GemmHost(
     lambda types, config, arch, a_major, b_major: BlockscaledGemm(types, config),
     Config,
     OPERANDS,
-    extra=LaunchExtra(_placeholders, lambda a, config: ()),
+    extra_operands=SCALE_FACTORS,
 )
 
 
@@ -481,62 +508,6 @@ def footprint(config: Config | None = None, *, out_dtype: torch.dtype = torch.bf
     return GEMM.footprint(config.format.ab, config, out_dtype=out_dtype)
 
 
-def validate(a, b, a_sf, b_sf, out, config: Config, out_dtype=None) -> tuple[int, int, int]:
-    """Refuse, before anything launches, operands this kernel cannot read; return (M, N, K)
-    and the output (allocated when `out` is None)."""
-    kind = config.format
-    for t, name in ((a, "a"), (b, "b")):
-        check_tensor(t, name, dtypes=(kind.ab,), ndim=2, align_bytes=COPY_BYTES)
-        if not t.is_contiguous():
-            raise KernelInputError(f"{name} must be K-major and contiguous; pass .contiguous()")
-    if a.shape[1] != b.shape[1]:
-        raise KernelInputError(
-            f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: C = A.B^T needs the same K"
-        )
-    if a.device != b.device:
-        raise KernelInputError(f"a is on {a.device} and b on {b.device}: use one device")
-    m, n, k = a.shape[0], b.shape[0], a.shape[1] * 8 // kind.ab_bits
-    if k % 32:
-        raise KernelInputError(
-            f"K = {k} is not a multiple of 32: {config.kind} needs whole blocks of {kind.vec} "
-            f"SF-sharing elements and 16-byte rows of A and B (TMA). Pad K with zeros"
-        )
-    for t, name, rows in ((a_sf, "a_sf", m), (b_sf, "b_sf", n)):
-        check_tensor(t, name, dtypes=(kind.sf,), ndim=2, align_bytes=1, contiguous_dim=None)
-        if tuple(t.shape) != (rows, k // kind.vec):
-            raise KernelInputError(
-                f"{name} must be ({rows}, {k // kind.vec}): one {dtype_name(kind.sf)} SF per "
-                f"{kind.vec} K-elements of each row, got {tuple(t.shape)}"
-            )
-        if t.device != a.device:
-            raise KernelInputError(f"{name} is on {t.device}, a on {a.device}: use one device")
-    if out is None:
-        out = torch.empty(m, n, dtype=out_dtype or torch.bfloat16, device=a.device)
-    check_tensor(out, "out", dtypes=C_DTYPES, ndim=2, align_bytes=COPY_BYTES)
-    if tuple(out.shape) != (m, n) or not out.is_contiguous():
-        raise KernelInputError(f"out must be a contiguous {m}x{n} tensor, got {tuple(out.shape)}")
-    if out.device != a.device:
-        raise KernelInputError(f"out is on {out.device}, a on {a.device}: use one device")
-    check_rows("N", n, out.dtype, "rows of C", COPY_BYTES)
-    return (m, n, k), out
-
-
-def launch_args(a, b, a_sf_blocked, b_sf_blocked, out, mnk, config: Config) -> tuple:
-    """The kernel's arguments (after validation): pointers, sizes, the blocked SFs."""
-    kind = config.format
-    m, n, k = mnk
-    return (
-        gmem_pointer(a, kind.ab, COPY_BYTES),
-        gmem_pointer(b, kind.ab, COPY_BYTES),
-        gmem_pointer(out, out.dtype, COPY_BYTES),
-        host_int32(m),
-        host_int32(n),
-        host_int32(k),
-        gmem_pointer(a_sf_blocked, kind.sf, COPY_BYTES),
-        gmem_pointer(b_sf_blocked, kind.sf, COPY_BYTES),
-    )
-
-
 def run(a, b, a_sf, b_sf, out=None, config: Config | None = None, *, out_dtype=None):
     """C = (A scaled by a_sf) . (B scaled by b_sf)^T on a Blackwell GPU, C in bf16 by default.
 
@@ -545,14 +516,4 @@ def run(a, b, a_sf, b_sf, out=None, config: Config | None = None, *, out_dtype=N
     (float8_e8m0fnu for mx kinds, float8_e4m3fn for nvfp4), rearranged here by to_blocked.
     """
     config = config or Config()
-    arch = host.require(NEEDS, GEMM.name, a.device if isinstance(a, torch.Tensor) else None)
-    (m, n, k), out = validate(a, b, a_sf, b_sf, out, config, out_dtype)
-    if m == 0 or n == 0:
-        return out
-    if k == 0:  # no k-tile: the accumulator would never be written
-        return out.zero_()
-    kernel = GEMM.compiler.for_arch(arch, *GEMM._key(config.format.ab, out.dtype, config, None,
-                                                     None))  # fmt: skip
-    args = launch_args(a, b, to_blocked(a_sf), to_blocked(b_sf), out, (m, n, k), config)
-    GEMM.launch(kernel, args)
-    return out
+    return GEMM.run(a, b, out, config, out_dtype=out_dtype, tensors=(a_sf, b_sf))

@@ -35,14 +35,15 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 from cutlass.cute.nvgpu import cpasync
-from cutlass.memory import SmemAllocator, TmemAllocator
+from cutlass.memory import SmemAllocator
 
 from . import selftest
 from .gemm_host import GemmHost, gemm_tensors
-from .sm100_parts import EPILOGUE_WARPS, MMA_WARP, THREADS_PER_CTA, TMA_WARP, TMEM_ALLOC_BARRIER
-from .sm100_parts import TMEM_USERS, accumulator_layout, allocate_operand_smem
+from .sm100_parts import MMA_WARP, THREADS_PER_CTA, TMA_WARP
+from .sm100_parts import accumulator_layout, allocate_operand_smem
 from .sm100_parts import cta_stage_bytes, epilogue_setup, epilogue_tile
-from .sm100_parts import make_epilogue_tma, make_operand_tma, make_stage_ring, make_tiled_mma
+from .sm100_parts import make_accumulator_handoff, make_epilogue_tma, make_operand_tma
+from .sm100_parts import make_stage_ring, make_tiled_mma, make_tmem_allocator
 from .sm100_parts import mma_k_loop, partition_operands, tma_k_loop
 
 # Config: tile_n, columns of C per pair tile, 128 or 256 (the MMA is 256 x tile_n x 16);
@@ -125,24 +126,11 @@ class CtaPairGemm(Tcgen05Gemm):
         )
         # accumulator slots: the leader's MMA fills a slot in both CTAs; the 4 epilogue
         # warps of BOTH CTAs release it on the leader's empty barrier
-        acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=bars.acc.data_ptr(),
-            num_stages=self.acc_slots,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, len(EPILOGUE_WARPS) * self.tile.ctas
-            ),
-            cta_layout_vmnk=cta_layout_vmnk,
-            defer_sync=True,
+        acc_pipeline = make_accumulator_handoff(
+            bars.acc.data_ptr(), self.acc_slots, cta_layout_vmnk, ctas=self.tile.ctas
         )
         scheduler = self.make_scheduler(bars, cta_layout_vmnk)
-        tmem = TmemAllocator(
-            bars.tmem_base.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
-            allocator_warp_id=EPILOGUE_WARPS[0],
-            is_two_cta=True,
-            two_cta_tmem_dealloc_mbar_ptr=bars.tmem_dealloc.ptr,
-        )
+        tmem = make_tmem_allocator(bars.tmem_base.ptr, pair_dealloc_barrier=bars.tmem_dealloc.ptr)
         # cluster barrier 1: every mbarrier of both CTAs is initialised, and the peer runs
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster[:2], is_relaxed=True)
 

@@ -31,23 +31,24 @@ PRESETS names one configuration per mode. A second accumulator needs registers: 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 import torch
 
 from . import hopper_gemm, selftest
-from .gemm_host import FLOAT8_TYPES, GemmHost, LaunchExtra, Operands, gemm_tensors, host_int32
-from .gemm_host import tile_k, validate_gemm
-from .host import KernelInputError, check_tensor, gmem_pointer
-from .hopper_gemm import HopperGemm, TileAt
+from .gemm_host import FLOAT8_TYPES, ExtraOperands, GemmHost, Operands, gemm_tensors, tile_k
+from .fp8_scales import SCALE_BLOCK, SCALE_MODES, check_scales, dequantize, quantize, scale_shapes
+from . import sm90_parts as parts
+from .hopper_gemm import BARRIERS, HopperGemm
+from .sm90_parts import OutputC, SharedTiles, TilePlace, accumulator_coordinates
 
 NEEDS = hopper_gemm.NEEDS
 DTYPES = FLOAT8_TYPES
 C_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-SCALE_BLOCK = 128  # DeepSeek-V3's blocks: 1 x 128 of A, 128 x 128 of B (one k-tile of K)
-SCALE_MODES = ("tensor", "row", "block")
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Config(hopper_gemm.Config):
                 raise ValueError("promote_every: None or at least 1 k-tile")
 
     @property
-    def every(self) -> int | None:
+    def promotion_interval(self) -> int | None:
         """k-tiles per promotion: 1 for block scales, promote_every otherwise (None: none)."""
         return 1 if self.scales == "block" else self.promote_every
 
@@ -79,18 +80,35 @@ PRESETS: dict[str, Config] = {
 }
 
 
+class Scales(NamedTuple):
+    """The scales of A and B (the kernel's own operands beside A, B and C)."""
+
+    a: cute.Tensor  # (1,) | (M,) | (M, KB), KB = ceil(K/128)
+    b: cute.Tensor  # (1,) | (N,) | (NB, KB), NB = ceil(N/128)
+
+
 class Fp8Gemm(HopperGemm):
-    """hopper_gemm's kernel with float8 A and B and their scales (`Config.scales`)."""
+    """hopper_gemm's kernel with float8 A and B and their scales (`Config.scales`): its own
+    consumer, which promotes a temporary accumulator and applies the scales."""
 
     def __init__(self, types, config: Config, arch: str = "sm_90a"):
         super().__init__(types, config, arch)
         assert self.tile_k == SCALE_BLOCK == tile_k(8)  # one k-tile: one block of scales
 
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, max_clusters: cutlass.Int32,
-                 a_scale_ptr: cute.Pointer, b_scale_ptr: cute.Pointer,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        max_clusters: cutlass.Int32,
+        a_scale_ptr: cute.Pointer,
+        b_scale_ptr: cute.Pointer,
+        stream: cuda.CUstream,
+    ):
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         # mSA, mSB: (1,) and (1,) | (M,) and (N,) | (M, KB) and (NB, KB), KB = ceil(K/128)
         mSA = cute.make_tensor(a_scale_ptr, cute.make_layout(1))
@@ -103,17 +121,73 @@ class Fp8Gemm(HopperGemm):
             nb = (n + SCALE_BLOCK - 1) // SCALE_BLOCK
             mSA = cute.make_tensor(a_scale_ptr, cute.make_layout((m, kb), stride=(kb, 1)))
             mSB = cute.make_tensor(b_scale_ptr, cute.make_layout((nb, kb), stride=(kb, 1)))
-        self.launch_tiles(mA, mB, mC, max_clusters, stream, (mSA, mSB))
+        self.launch(mA, mB, mC, max_clusters, stream, inputs=Scales(mSA, mSB))
 
     @cute.jit
-    def k_tile_accumulator(self, acc: cute.Tensor) -> cute.Tensor:
-        """Promoting: a temporary accumulator beside `acc`, (MMA, MMA_M, MMA_N), cleared;
-        otherwise the wgmmas add into `acc` itself (hopper_gemm's mainloop)."""
-        if cutlass.const_expr(self.cfg.every is None):
-            return acc
-        tmp = cute.make_rmem_tensor(acc.shape, self.acc_dtype)
+    def consumer_role(
+        self,
+        tiled_mma: cute.TiledMma,
+        ring: pipeline.PipelineTmaAsync,
+        shared: SharedTiles,
+        out: OutputC,
+        schedule: parts.TileSchedule,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        wg: cutlass.Int32,
+        ctid: cutlass.Int32,
+        inputs: Scales,
+    ):
+        """hopper_gemm's consumer with the scales: promoting (block scales, or
+        promote_every), each tile's wgmmas add into a temporary accumulator that is promoted
+        into the tile's (promote_k_tiles); tensor and row scales are multiplied in before
+        the epilogue (scale_accumulator)."""
+        cfg = self.cfg
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        me = parts.consumer_pieces(self, tiled_mma, shared, out.mC, wg, warp, ctid, BARRIERS)
+        item, read, release = parts.first_item(me.turn, schedule, read, release, k_tiles)
+        done = cutlass.Int32(0)
+        while item < schedule.work:
+            work = parts.whole_k_work(schedule, item, k_tiles)
+            parts.start_tile(tiled_mma, me.mma.acc, me.turn, done)
+            place = parts.tile_place(me, work, out.mC.shape, inputs, ctid)
+            if cutlass.const_expr(cfg.promotion_interval is None):
+                read, release = parts.mainloop(tiled_mma, me.mma, ring, read, release, work.k_count)
+            else:
+                read, release = self.promote_k_tiles(tiled_mma, me.mma, ring, read, release, place)
+            read, release = parts.end_mainloop(
+                ring, read, release, me.turn, item, schedule, k_tiles
+            )
+            self.scale_accumulator(me.mma.acc, place)
+            self.store_tile(out, shared, me, work, done)
+            done += 1
+            item += me.turn.step * schedule.clusters
+        if cutlass.const_expr(cfg.tma_store):
+            me.writer.stores.producer_tail()
+
+    @cute.jit
+    def promote_k_tiles(
+        self,
+        tiled_mma: cute.TiledMma,
+        mma: parts.MmaOperands,
+        ring: pipeline.PipelineTmaAsync,
+        read: pipeline.PipelineState,
+        release: pipeline.PipelineState,
+        place: TilePlace,
+    ):
+        """The mainloop with a temporary accumulator `tmp` beside the tile's: each k-tile's
+        wgmmas add into tmp, and `after_k_tile` promotes it. Returns (read, release)."""
+        tmp = cute.make_rmem_tensor(mma.acc.shape, self.acc_dtype)
         tmp.fill(0.0)
-        return tmp
+        k_count = place.work.k_count
+        for kt in range(k_count):
+            ring.consumer_wait(read)
+            parts.mma_k_tile(tiled_mma, tmp, mma.tCrA, mma.tCrB, read.index)
+            read.advance()
+            if kt > 0:  # k-tile kt-1 has been read by the tensor cores
+                release = parts.release_stage(ring, release, 1)
+            self.after_k_tile(mma.acc, tmp, kt, k_count, place)
+        return read, release
 
     @cute.jit
     def after_k_tile(
@@ -122,23 +196,22 @@ class Fp8Gemm(HopperGemm):
         tmp: cute.Tensor,
         kt: cutlass.Int32,
         k_tiles: cutlass.Int32,
-        at: TileAt,
+        place: TilePlace,
     ):
-        """Promoting: after every `every`-th k-tile and after the last, wait for the
+        """After every `promotion_interval`-th k-tile and after the last, wait for the
         wgmmas in flight and promote `tmp` into `acc`. Block scales are read *before* the
         wait, while this k-tile's wgmmas still run: read after it, their latency would stall
-        the tensor cores every k-tile."""
+        the tensor cores every k-tile. Notebook 12's exercise writes this method."""
         # region promotion
-        if cutlass.const_expr(self.cfg.every is not None):
-            # due after every `every`-th k-tile and after the last one (0 when either)
-            if cutlass.min((kt + 1) % self.cfg.every, k_tiles - 1 - kt) == 0:
-                scales = self.k_tile_scales(kt, at)  # block scales: loads in flight
-                cute.nvgpu.warpgroup.wait_group(0)  # tmp holds the k-tiles' sums now
-                self.promote(acc, tmp, scales)
+        # due after every `promotion_interval`-th k-tile and after the last one (0: either)
+        if cutlass.min((kt + 1) % self.cfg.promotion_interval, k_tiles - 1 - kt) == 0:
+            scales = self.k_tile_scales(kt, place)  # block scales: loads in flight
+            cute.nvgpu.warpgroup.wait_group(0)  # tmp holds the k-tiles' sums now
+            self.promote(acc, tmp, scales)
         # endregion promotion
 
     @cute.jit
-    def k_tile_scales(self, kt: cutlass.Int32, at: TileAt) -> list:
+    def k_tile_scales(self, kt: cutlass.Int32, place: TilePlace) -> list:
         """Block scales: a_scale[m, kt] * b_scale[n // 128, kt] for each accumulator element
         of this thread (tensor/row scales: none, []). A thread's elements lie on two rows per
         64-row atom, so the compiler keeps a few loads of A's scales; B's scale is one per
@@ -146,13 +219,13 @@ class Fp8Gemm(HopperGemm):
         # region k-tile-scales
         scales = []
         if cutlass.const_expr(self.cfg.scales == "block"):
-            mSA, mSB = at.extra
+            mSA, mSB = place.inputs
             rows, blocks = mSA.shape[0], mSB.shape[0]
-            tCcC = self.coordinates(at)  # (MMA, MMA_M, MMA_N) of (m, n)
+            tCcC = self.coordinates(place)  # (MMA, MMA_M, MMA_N) of (m, n)
             tile_n = self.tile[1]
             # B's scales of the blocks this tile spans (past N's edge: the last block, whose
             # columns hold zeros there and are never stored)
-            first = at.tile_col * tile_n // SCALE_BLOCK
+            first = place.tile_col * tile_n // SCALE_BLOCK
             sb = [
                 mSB[cutlass.min(first + j, blocks - 1), kt]
                 for j in range(-(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0))
@@ -188,27 +261,21 @@ class Fp8Gemm(HopperGemm):
         tmp.fill(0.0)
         # endregion promote
 
-    @cute.jit
-    def coordinates(self, at: TileAt) -> cute.Tensor:
+    def coordinates(self, place: TilePlace) -> cute.Tensor:
         """The (m, n) of C each accumulator element of this thread holds."""
-        return at.thr_mma.partition_C(
-            cute.local_tile(
-                cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
-            )
-        )
+        return accumulator_coordinates(place, self.tile)
 
     @cute.jit
-    def finish_accumulator(self, acc: cute.Tensor, at: TileAt):
+    def scale_accumulator(self, acc: cute.Tensor, place: TilePlace):
         """Tensor and row scales, multiplied into the accumulator before the epilogue
         converts it (block scales were applied by every promotion)."""
         # region scaled-epilogue
+        mSA, mSB = place.inputs
         if cutlass.const_expr(self.cfg.scales == "tensor"):
-            mSA, mSB = at.extra
             acc.store(acc.load() * (mSA[0] * mSB[0]))
         if cutlass.const_expr(self.cfg.scales == "row"):
-            mSA, mSB = at.extra
-            m, n = at.shape
-            tCcC = self.coordinates(at)  # (MMA, MMA_M, MMA_N) of (m, n)
+            m, n = place.shape
+            tCcC = self.coordinates(place)  # (MMA, MMA_M, MMA_N) of (m, n)
             for i in cutlass.range_constexpr(cute.size(acc)):
                 row, col = tCcC[i]
                 # past C's edge: zeros, never stored; read an existing scale
@@ -223,55 +290,22 @@ class Fp8Gemm(HopperGemm):
 OPERANDS = Operands(ab_dtypes=FLOAT8_TYPES, c_dtypes=C_DTYPES)
 
 
-def _placeholders(config: Config) -> tuple:
-    return (
-        host_int32(1),
-        gmem_pointer(None, torch.float32, 4),
-        gmem_pointer(None, torch.float32, 4),
-    )
-
-
 GEMM = GemmHost(
     "fp8_gemm",
     NEEDS,
     lambda types, config, arch, a_major, b_major: Fp8Gemm(types, config, arch),
     Config,
     operands=OPERANDS,
-    extra=LaunchExtra(_placeholders, hopper_gemm._persistent_grid),
+    extra=hopper_gemm.PERSISTENT_GRID,
+    extra_operands=ExtraOperands(
+        ("a_scale", "b_scale"),
+        dtypes=lambda config: (torch.float32, torch.float32),
+        check=lambda a, b, scales, config: check_scales(a, b, *scales, config.scales),
+    ),
     default_dtype=torch.float8_e4m3fn,
 )
 
 compile, artifacts = GEMM.compile, GEMM.artifacts
-
-
-def scale_shapes(m: int, n: int, k: int, scales: str) -> tuple[tuple, tuple]:
-    """The shapes a_scale and b_scale must have for an M x N x K GEMM with `scales`."""
-    if scales == "tensor":
-        return (1,), (1,)
-    if scales == "row":
-        return (m,), (n,)
-    kb = -(-k // SCALE_BLOCK)
-    return (m, kb), (-(-n // SCALE_BLOCK), kb)
-
-
-def check_scales(a: torch.Tensor, b: torch.Tensor, a_scale, b_scale, config: Config) -> None:
-    """Refuse scales of the wrong type, shape, device or layout for `config.scales`."""
-    (m, k), n = a.shape, b.shape[0]
-    for t, name, shape in zip(
-        (a_scale, b_scale), ("a_scale", "b_scale"), scale_shapes(m, n, k, config.scales)
-    ):
-        check_tensor(t, name, dtypes=(torch.float32,), ndim=len(shape), align_bytes=4)
-        if tuple(t.shape) != shape:
-            raise KernelInputError(
-                f"{name} must have shape {shape} for {config.scales!r} scales of an "
-                f"{m}x{n}x{k} GEMM, got {tuple(t.shape)}"
-            )
-        if t.device != a.device:
-            raise KernelInputError(f"{name} is on {t.device}, a on {a.device}: use one device")
-        if not t.is_contiguous():
-            raise KernelInputError(
-                f"{name} must be contiguous (strides {tuple(t.stride())}); pass .contiguous()"
-            )
 
 
 def run(
@@ -286,10 +320,7 @@ def run(
 ) -> torch.Tensor:
     """C = (A . B^T) with A's and B's scales (config.scales), C in bf16 by default; every
     input is validated before anything launches."""
-    config = GEMM.default_config if config is None else config
-    out, _, _ = validate_gemm(a, b, out, kernel=GEMM.name, operands=OPERANDS, out_dtype=out_dtype)
-    check_scales(a, b, a_scale, b_scale, config)
-    return GEMM.run(a, b, out, config, tensors=(a_scale, b_scale))
+    return GEMM.run(a, b, out, config, out_dtype=out_dtype, tensors=(a_scale, b_scale))
 
 
 def prepare(problem, config: Config = Config(), preset: str | None = None):
@@ -308,68 +339,18 @@ def prepare(problem, config: Config = Config(), preset: str | None = None):
     return gemm
 
 
-def quantize(x: torch.Tensor, scales: str, dtype=torch.float8_e4m3fn, rows_of: str = "a"):
-    """x (rows, K) in float8 and its float32 scales (`scales`; for "block", 1 x 128 blocks
-    when rows_of == "a", 128 x 128 when "b"), each block's largest |x| mapped to the
-    type's largest value: x ~= x8 * scale."""
-    top = torch.finfo(dtype).max
-    rows, k = x.shape
-    kb = -(-k // SCALE_BLOCK)
-    xf = x.float()
-    if scales == "tensor":
-        amax = xf.abs().amax().reshape(1)
-        expand = amax
-    elif scales == "row":
-        amax = xf.abs().amax(dim=1)
-        expand = amax[:, None]
-    else:
-        pad = torch.nn.functional.pad(xf.abs(), (0, kb * SCALE_BLOCK - k))
-        if rows_of == "a":
-            amax = pad.view(rows, kb, SCALE_BLOCK).amax(dim=2)
-            expand = amax.repeat_interleave(SCALE_BLOCK, dim=1)[:, :k]
-        else:
-            nb = -(-rows // SCALE_BLOCK)
-            pad = torch.nn.functional.pad(pad, (0, 0, 0, nb * SCALE_BLOCK - rows))
-            amax = pad.view(nb, SCALE_BLOCK, kb, SCALE_BLOCK).amax(dim=(1, 3))
-            expand = amax.repeat_interleave(SCALE_BLOCK, dim=0)[:rows]
-            expand = expand.repeat_interleave(SCALE_BLOCK, dim=1)[:, :k]
-    scale = (amax.clamp_min(1e-12) / top).float().contiguous()
-    x8 = (xf / (expand.clamp_min(1e-12) / top)).clamp(-top, top).to(dtype)
-    return x8, scale
-
-
-def time_against_scaled_mm(size: int, config: Config, rounds: int = 15, reps: int = 20) -> None:
-    """Print this kernel's rate as a share of torch._scaled_mm's (cuBLASLt) for one
-    size^3 problem (tensor or row scales), cuBLASLt timed again as the control."""
-    sets = []
-    for _ in range(3):
-        a, sa = quantize(torch.randn(size, size, device="cuda"), config.scales)
-        b, sb = quantize(torch.randn(size, size, device="cuda"), config.scales, rows_of="b")
-        sets.append((a, b, sa, sb))
-    outs = [torch.empty(size, size, dtype=torch.bfloat16, device="cuda") for _ in sets]
-
-    def cublas(i):
-        a, b, sa, sb = sets[i % 3]
-        if config.scales == "row":
-            sa, sb = sa[:, None], sb[None, :]
-        return torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
-
-    def kernel(i):
-        a, b, sa, sb = sets[i % 3]
-        return run(a, b, sa, sb, outs[i % 3], config)
-
-    promoted = f", promoted every {config.promote_every} k-tiles" if config.promote_every else ""
-    label = f"e4m3 {config.scales} scales{promoted} {size}^3"
-    selftest.print_against(label, "torch._scaled_mm", cublas, kernel, 2 * size**3, rounds, reps)
-
-
 if __name__ == "__main__":
     if not selftest.runnable_here(NEEDS, "fp8_gemm"):
         for name, preset in PRESETS.items():
             print(f"preset {name!r}:")
             selftest.show_artifacts(artifacts(None, torch.float8_e4m3fn, preset))
         raise SystemExit(0)
-    print("speed against torch._scaled_mm (median of per-round ratios, one process):")
-    for name in ("tensor", "row", "tensor_promoted"):
-        for size in (4096, 8192):
-            time_against_scaled_mm(size, PRESETS[name])
+    print("timed against cuBLAS FP8: python -m course.bench gemm --kernel fp8 --dtype e4m3")
+    for name, preset in PRESETS.items():  # one ragged shape each, against float64
+        m, n, k = 300, 264, 400
+        a, sa = quantize(torch.randn(m, k, device="cuda"), preset.scales)
+        b, sb = quantize(torch.randn(n, k, device="cuda"), preset.scales, rows_of="b")
+        out = run(a, b, sa, sb, config=preset)
+        exact = dequantize(a, sa, preset.scales) @ dequantize(b, sb, preset.scales, "b").T
+        err = selftest.relative_error(out, exact)
+        print(f"preset {name!r} {m}x{n}x{k}: relative error {err:.1e} against float64")

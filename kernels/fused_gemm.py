@@ -24,16 +24,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 import torch
 
 from . import hopper_gemm, selftest
-from .gemm_host import GemmHost, LaunchExtra, gemm_tensors, host_int32, validate_gemm
-from .host import KernelInputError, check_tensor, gmem_pointer
-from .hopper_gemm import HopperGemm, TileAt
+from .gemm_host import ExtraOperands, GemmHost, gemm_tensors
+from .host import KernelInputError, check_tensor
+from . import sm90_parts as parts
+from .hopper_gemm import BARRIERS, HopperGemm
+from .sm90_parts import OutputC, SharedTiles, TilePlace
 
 NEEDS = hopper_gemm.NEEDS
 DTYPES = hopper_gemm.DTYPES
@@ -60,29 +64,83 @@ PRESETS: dict[str, Config] = {
 }
 
 
+class Bias(NamedTuple):
+    """The fused kernel's own operand beside A, B and C."""
+
+    bias: cute.Tensor  # (N,) fp32
+
+
 class FusedGemm(HopperGemm):
-    """hopper_gemm's kernel with bias (+ GELU) applied to the accumulator in registers."""
+    """hopper_gemm's kernel with bias (+ GELU) applied to the accumulator in registers: its
+    own consumer, one step longer than hopper_gemm's (finish_accumulator)."""
 
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, max_clusters: cutlass.Int32,
-                 bias_ptr: cute.Pointer, stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        max_clusters: cutlass.Int32,
+        bias_ptr: cute.Pointer,
+        stream: cuda.CUstream,
+    ):
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         mBias = cute.make_tensor(bias_ptr, cute.make_layout(n))  # (N,)
-        self.launch_tiles(mA, mB, mC, max_clusters, stream, (mBias,))
+        self.launch(mA, mB, mC, max_clusters, stream, inputs=Bias(mBias))
 
     @cute.jit
-    def finish_accumulator(self, acc: cute.Tensor, at: TileAt):
+    def consumer_role(
+        self,
+        tiled_mma: cute.TiledMma,
+        ring: pipeline.PipelineTmaAsync,
+        shared: SharedTiles,
+        out: OutputC,
+        schedule: parts.TileSchedule,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        wg: cutlass.Int32,
+        ctid: cutlass.Int32,
+        inputs: Bias,
+    ):
+        """hopper_gemm's consumer; between the mainloop and the epilogue, the fused
+        operator on the accumulator (`finish_accumulator`)."""
+        cfg = self.cfg
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        me = parts.consumer_pieces(self, tiled_mma, shared, out.mC, wg, warp, ctid, BARRIERS)
+        item, read, release = parts.first_item(me.turn, schedule, read, release, k_tiles)
+        done = cutlass.Int32(0)
+        while item < schedule.work:
+            work = parts.whole_k_work(schedule, item, k_tiles)
+            parts.start_tile(tiled_mma, me.mma.acc, me.turn, done)
+            read, release = parts.mainloop(tiled_mma, me.mma, ring, read, release, work.k_count)
+            read, release = parts.end_mainloop(
+                ring, read, release, me.turn, item, schedule, k_tiles
+            )
+            place = parts.tile_place(me, work, out.mC.shape, inputs, ctid)
+            self.finish_accumulator(me.mma.acc, place)
+            self.store_tile(out, shared, me, work, done)
+            done += 1
+            item += me.turn.step * schedule.clusters
+        if cutlass.const_expr(cfg.tma_store):
+            me.writer.stores.producer_tail()
+
+    @cute.jit
+    def finish_accumulator(self, acc: cute.Tensor, place: TilePlace):
         """The fused operator, on this thread's fp32 accumulator elements (MMA, MMA_M, MMA_N)
-        once the mainloop's wgmmas retired, before the epilogue converts them."""
+        once the mainloop's wgmmas retired, before the epilogue converts them. Notebook 13's
+        exercise writes this method for a residual block."""
         # region fused-epilogue
-        (mBias,) = at.extra
-        n = at.shape[1]
+        (mBias,) = place.inputs
+        n = place.shape[1]
         # the (m, n) of C each accumulator element holds: the tile's identity tensor,
         # partitioned like the accumulator
-        tCcC = at.thr_mma.partition_C(
+        tCcC = place.thr_mma.partition_C(
             cute.local_tile(
-                cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
+                cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
             )
         )
         bias = cute.make_rmem_tensor(acc.shape, self.acc_dtype)
@@ -100,20 +158,6 @@ class FusedGemm(HopperGemm):
 # ------------------------------------------------------------------ the surface
 
 
-def _placeholders(config: Config) -> tuple:
-    return (host_int32(1), gmem_pointer(None, torch.float32, 4))
-
-
-GEMM = GemmHost(
-    "fused_gemm",
-    NEEDS,
-    lambda types, config, arch, a_major, b_major: FusedGemm(types, config, arch),
-    Config,
-    extra=LaunchExtra(_placeholders, hopper_gemm._persistent_grid),
-)
-compile, artifacts = GEMM.compile, GEMM.artifacts
-
-
 def check_bias(a: torch.Tensor, b: torch.Tensor, bias) -> None:
     """Refuse a bias that is not a contiguous float32 vector of N values on A's GPU."""
     n = b.shape[0]
@@ -124,6 +168,23 @@ def check_bias(a: torch.Tensor, b: torch.Tensor, bias) -> None:
         raise KernelInputError(f"bias is on {bias.device}, a on {a.device}: use one device")
     if not bias.is_contiguous():
         raise KernelInputError("bias must be contiguous; pass bias.contiguous()")
+
+
+BIAS = ExtraOperands(
+    ("bias",),
+    dtypes=lambda config: (torch.float32,),
+    check=lambda a, b, tensors, config: check_bias(a, b, *tensors),
+)
+
+GEMM = GemmHost(
+    "fused_gemm",
+    NEEDS,
+    lambda types, config, arch, a_major, b_major: FusedGemm(types, config, arch),
+    Config,
+    extra=hopper_gemm.PERSISTENT_GRID,
+    extra_operands=BIAS,
+)
+compile, artifacts = GEMM.compile, GEMM.artifacts
 
 
 def run(
@@ -137,12 +198,7 @@ def run(
 ) -> torch.Tensor:
     """C = epilogue(A . B^T + bias) (config.epilogue); every input is validated before
     anything launches."""
-    config = GEMM.default_config if config is None else config
-    out, _, _ = validate_gemm(
-        a, b, out, kernel=GEMM.name, operands=GEMM.operands, out_dtype=out_dtype
-    )
-    check_bias(a, b, bias)
-    return GEMM.run(a, b, out, config, tensors=(bias,))
+    return GEMM.run(a, b, out, config, out_dtype=out_dtype, tensors=(bias,))
 
 
 def reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, epilogue: str) -> torch.Tensor:

@@ -117,6 +117,11 @@ class Operands:
         """Bytes the kernel may assume its operands' base addresses are aligned to."""
         return self.row_bytes or dtype.itemsize
 
+    def k_elements(self, a: torch.Tensor) -> int:
+        """K in elements of A (M, columns): two a column for the packed float4 types."""
+        bits = host.cutlass_dtype(a.dtype).width
+        return a.shape[1] * a.element_size() * 8 // bits
+
     def dtype_names(self) -> str:
         return "/".join(SHORT_NAMES.get(d, dtype_name(d)) for d in self.ab_dtypes)
 
@@ -277,6 +282,54 @@ class LaunchExtra:
 NO_EXTRA = LaunchExtra(lambda config: (), lambda a, config: ())
 
 
+def _accept_any(a: torch.Tensor, b: torch.Tensor, tensors: tuple, config) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ExtraOperands:
+    """A step's operands beside A, B and C (scales, a bias, a residual, scale factors),
+    declared once for its GemmHost: how they are checked before anything launches (after A,
+    B and C were), what the kernel reads of them (`prepare`: e.g. another layout), and their
+    pointers, which the kernel takes after the LaunchExtra arguments (stand-ins of the same
+    types and alignment when compiling)."""
+
+    names: tuple[str, ...]
+    dtypes: Callable[[Any], tuple[torch.dtype, ...]]  # config -> the pointers' element types
+    check: Callable[[torch.Tensor, torch.Tensor, tuple, Any], None] = _accept_any
+    prepare: Callable[[tuple, Any], tuple] | None = None  # (tensors, config) -> what is read
+    align: int | None = None  # bytes the pointers are aligned to; None: each element's size
+
+    def placeholders(self, config) -> tuple:
+        """The pointers' stand-ins for compiling `config`."""
+        return tuple(
+            host.gmem_pointer(None, d, self.align or d.itemsize) for d in self.dtypes(config)
+        )
+
+    def accept(
+        self, kernel: str, a: torch.Tensor, b: torch.Tensor, tensors: tuple, config
+    ) -> tuple:
+        """Check the tensors given for these operands (A and B already checked) and return
+        what the kernel reads; refuse a wrong count or a wrong tensor before a launch."""
+        if len(tensors) != len(self.names):
+            wanted = ", ".join(self.names) or "none"
+            raise KernelInputError(
+                f"{kernel} takes {len(self.names)} operand(s) beside A, B and C ({wanted}), "
+                f"got {len(tensors)}"
+            )
+        self.check(a, b, tuple(tensors), config)
+        return (
+            tuple(tensors) if self.prepare is None else tuple(self.prepare(tuple(tensors), config))
+        )
+
+    def pointers(self, tensors: tuple) -> tuple:
+        """The kernel's pointers to what `accept` returned."""
+        return tuple(host.gmem_pointer(t, t.dtype, self.align or t.element_size()) for t in tensors)
+
+
+NO_OPERANDS = ExtraOperands((), lambda config: ())
+
+
 @dataclass
 class GemmHost:
     """compile / artifacts / run / prepare for one GEMM step.
@@ -292,6 +345,7 @@ class GemmHost:
     config_type: type
     operands: Operands = field(default_factory=Operands)
     extra: LaunchExtra = NO_EXTRA
+    extra_operands: ExtraOperands = NO_OPERANDS
     default_dtype: torch.dtype = torch.bfloat16
     default_majors: tuple[str, str] = ("k", "k")
 
@@ -328,6 +382,7 @@ class GemmHost:
             size,
             size,
             *self.extra.placeholders(config),
+            *self.extra_operands.placeholders(config),
             host.fake_stream(),
         )
 
@@ -410,8 +465,8 @@ class GemmHost:
         tensors: tuple[torch.Tensor, ...] = (),
     ) -> torch.Tensor:
         """C = A . B^T on the GPU; every input is validated before anything launches.
-        `tensors`: more operands the kernel takes after the extra arguments (e.g. scales),
-        validated by the caller, passed as pointers aligned to their element size."""
+        `tensors`: the step's operands beside A, B and C, in the order of its
+        `extra_operands` (e.g. the scales), checked by it."""
         out, kernel, args = self.launch_arguments(
             a, b, out, config, out_dtype=out_dtype, tensors=tensors
         )
@@ -441,7 +496,8 @@ class GemmHost:
         out, a_major, b_major = validate_gemm(
             a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype
         )
-        (m, k), n = a.shape, b.shape[0]
+        tensors = self.extra_operands.accept(self.name, a, b, tensors, config)
+        m, n, k = a.shape[0], b.shape[0], self.operands.k_elements(a)
         if m == 0 or n == 0:
             return out, None, ()
         if k == 0:  # no K-block: the accumulators would never be written
@@ -458,7 +514,7 @@ class GemmHost:
             host_int32(n),
             host_int32(k),
             *self.extra.values(a, config),
-            *(host.gmem_pointer(t, t.dtype, t.element_size()) for t in tensors),
+            *self.extra_operands.pointers(tensors),
         )
         return out, kernel, args
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 # kernels/ modules that are no step: the host side every step shares, and the device helpers
 # a step calls like a library (dsmem)
 HOST_MODULES = frozenset(
-    {"host", "compile_cache", "artifacts", "gemm_host", "selftest", "ladder", "dsmem"}
+    {"host", "compile_cache", "artifacts", "gemm_host", "selftest", "ladder", "dsmem", "fp8_scales"}
 )
 
 
@@ -105,8 +105,10 @@ PARTS: tuple[Part, ...] = (
     Part(
         "sm90_parts",
         "tma_gemm",
-        "the Hopper pieces steps 09-11 share: tensor maps, swizzled "
-        "stages, k-tile copies, the ring as `PipelineTmaAsync`, WGMMA's tiled MMA",
+        "the Hopper pieces steps 09-13 share: tensor maps, swizzled "
+        "stages, k-tile copies, the ring as `PipelineTmaAsync`, WGMMA's tiled MMA; for step 11 "
+        "and its variants, the cluster ring, multicast loads, the persistent schedule, the "
+        "producer loop, the mainloop, ping-pong turns and the chunked epilogue",
     ),
     Part(
         "sm100_parts",

@@ -177,27 +177,40 @@ def make_stage_ring(
 
 
 def make_accumulator_handoff(
-    barriers: cute.Pointer, slots: int, cta_layout_vmnk: cute.Layout
+    barriers: cute.Pointer, slots: int, cta_layout_vmnk: cute.Layout, ctas: int = 1
 ) -> pipeline.PipelineUmmaAsync:
-    """The accumulator hand-off of a 1-CTA kernel: the MMA warp's tcgen05.commit produces each
-    of `slots` accumulators, the 4 epilogue warps consume them (barrier init left to the
-    caller's pipeline_init_arrive / wait)."""
+    """The accumulator hand-off: the MMA warp's tcgen05.commit produces each of `slots`
+    accumulators, the 4 epilogue warps of each of the `ctas` CTAs that share the MMA (a CTA
+    pair: 2, releasing a slot on the leader's empty barrier) consume them (barrier init
+    left to the caller's pipeline_init_arrive / wait)."""
     return pipeline.PipelineUmmaAsync.create(
         barrier_storage=barriers,
         num_stages=slots,
         producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS)),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPILOGUE_WARPS) * ctas),
         cta_layout_vmnk=cta_layout_vmnk,
         defer_sync=True,
     )
 
 
-def make_tmem_allocator(address_holder: cute.Pointer) -> TmemAllocator:
-    """TMEM allocated by epilogue warp 0, its address read by the MMA and epilogue warps."""
+def make_tmem_allocator(
+    address_holder: cute.Pointer, pair_dealloc_barrier: cute.Pointer | None = None
+) -> TmemAllocator:
+    """TMEM allocated by epilogue warp 0, its address read by the MMA and epilogue warps. In
+    a CTA pair (`pair_dealloc_barrier` given) each CTA's tcgen05.dealloc.cta_group::2 frees
+    the columns of both, so it first waits on that mbarrier for its peer."""
+    if pair_dealloc_barrier is None:
+        return TmemAllocator(
+            address_holder,
+            barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
+            allocator_warp_id=EPILOGUE_WARPS[0],
+        )
     return TmemAllocator(
         address_holder,
         barrier_for_retrieve=pipeline.NamedBarrier(TMEM_ALLOC_BARRIER, TMEM_USERS),
         allocator_warp_id=EPILOGUE_WARPS[0],
+        is_two_cta=True,
+        two_cta_tmem_dealloc_mbar_ptr=pair_dealloc_barrier,
     )
 
 

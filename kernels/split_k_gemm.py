@@ -37,14 +37,16 @@ from typing import NamedTuple
 
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 import torch
 from cutlass.memory.smem import SmemAllocator
 
 from . import dsmem, hopper_gemm, selftest
-from .gemm_host import GemmHost, LaunchExtra, host_int32
-from .hopper_gemm import CONSUMER_WARPGROUPS, TILE_M, WARPGROUP_THREADS, HopperGemm, Schedule
-from .hopper_gemm import TileAt
-from .sm80_gemm import grouped_tile
+from . import sm90_parts as parts
+from .gemm_host import GemmHost
+from .hopper_gemm import BARRIERS, CONSUMER_REGS, CONSUMER_WARPGROUPS, PRODUCER_REGS, TILE_M
+from .hopper_gemm import WARPGROUP_THREADS, HopperGemm
+from .sm90_parts import OperandTma, OutputC, SharedTiles, SmemLayouts
 
 NEEDS = hopper_gemm.NEEDS
 DTYPES = hopper_gemm.DTYPES
@@ -73,8 +75,9 @@ class Config(hopper_gemm.Config):
         super().__post_init__()
 
     @property
-    def cluster_split(self) -> int:
-        return self.split_k
+    def cluster_mnk(self) -> tuple[int, int, int]:
+        """split_k CTAs along K: copies of the cluster_m x cluster_n block, one per part."""
+        return (self.cluster_m, self.cluster_n, self.split_k)
 
     def extra_smem_bytes(self) -> int:
         """The hand-off's slots: SLOTS slices of the fp32 accumulator (its four mbarriers
@@ -107,8 +110,53 @@ class SplitWork(NamedTuple):
     discard: cutlass.Int32  # 1: a part without k-tiles of its own (K < split_k k-tiles)
 
 
+@dataclass(frozen=True)
+class SplitSchedule(parts.TileSchedule):
+    """hopper_gemm's persistent schedule with split tiles: from block `split_from` on (0, or
+    with split_tail the first block of the last wave) a work item is one block whose tiles
+    the cluster's split_k CTAs share, each adding up a part of K (place.rk); before it, a
+    work item is split_k whole blocks, one per group of CTAs with the same rk."""
+
+    split_k: int = 2
+    split_from: cutlass.Int32 = 0
+
+
+@cute.jit
+def split_work(schedule: SplitSchedule, item: cutlass.Int32, k_tiles: cutlass.Int32) -> SplitWork:
+    """Work item -> this CTA's tile, its k-tiles, and its part in the tile's reduction."""
+    # region split-schedule
+    splits = schedule.split_k
+    first = schedule.split_from
+    whole_items = first // splits
+    block = item * splits + schedule.place.rk  # a whole block per group of CTAs
+    k_first, k_count = cutlass.Int32(0), k_tiles
+    part, rounds, discard = cutlass.Int32(-1), cutlass.Int32(0), cutlass.Int32(0)
+    if item >= whole_items:  # one block for the cluster; this CTA's part of its k-tiles
+        block = first + item - whole_items
+        part = schedule.place.rk
+        k_first = (part * k_tiles + splits - 1) // splits  # ceil: part 0 is never empty
+        k_count = ((part + 1) * k_tiles + splits - 1) // splits - k_first
+        if k_count == 0:  # fewer k-tiles than parts: run k-tile 0 (the ring stays in
+            k_first, k_count, discard = 0, 1, 1  # step) and hand over zeros
+        rounds = (item - whole_items) // schedule.clusters
+    # endregion split-schedule
+    row, col = parts.cluster_tile(schedule, block)
+    cm, _ = schedule.cluster_mn
+    leader = schedule.place.rm + schedule.place.rn * cm  # part 0, the same place
+    return SplitWork(row, col, k_first, k_count, part, rounds, leader, discard)
+
+
+class Handoff(NamedTuple):
+    """The hand-off of partial sums in this CTA's shared memory."""
+
+    bars: cute.Pointer  # full[slot] (the leader's: helpers wrote a slice), then empty[slot]
+    slots: cute.Tensor  # (consumer thread, element of a slice, slot)
+
+
 class SplitKGemm(HopperGemm):
-    """hopper_gemm's kernel with each (or each last-wave) tile split over a cluster's CTAs."""
+    """hopper_gemm's kernel with each (or each last-wave) tile split over a cluster's CTAs:
+    its own kernel body (the hand-off's shared memory, a cluster barrier before exit), its
+    own schedule (SplitSchedule) and its own consumer (the reduction through DSMEM)."""
 
     @cute.jit
     def split_blocks_from(self, blocks: cutlass.Int32, clusters: cutlass.Int32) -> cutlass.Int32:
@@ -131,39 +179,89 @@ class SplitKGemm(HopperGemm):
         first = self.split_blocks_from(blocks, clusters)
         return first // self.cfg.split_k + blocks - first
 
-    @cute.jit
-    def cta_work(self, item: cutlass.Int32, schedule: Schedule, k_tiles: cutlass.Int32):
-        """Work item -> this CTA's tile, its k-tiles, and its part in the tile's reduction."""
+    @cute.kernel
+    def kernel(
+        self,
+        operands: OperandTma,
+        out: OutputC,
+        tiled_mma: cute.TiledMma,
+        layouts: SmemLayouts,
+        cluster_rows: cutlass.Int32,
+        cluster_cols: cutlass.Int32,
+        inputs: tuple,
+    ):
         cfg = self.cfg
-        # region split-schedule
-        parts = cfg.split_k
-        blocks = schedule.cluster_rows * schedule.cluster_cols
-        first = self.split_blocks_from(blocks, schedule.clusters)
-        whole_items = first // parts
-        block = item * parts + schedule.split  # a whole block per group of CTAs
-        k_first, k_count = cutlass.Int32(0), k_tiles
-        part, rounds, discard = cutlass.Int32(-1), cutlass.Int32(0), cutlass.Int32(0)
-        if item >= whole_items:  # one block for the cluster; this CTA's part of its k-tiles
-            block = first + item - whole_items
-            part = schedule.split
-            k_first = (part * k_tiles + parts - 1) // parts  # ceil: part 0 is never empty
-            k_count = ((part + 1) * k_tiles + parts - 1) // parts - k_first
-            if k_count == 0:  # fewer k-tiles than parts: run k-tile 0 (the ring stays in
-                k_first, k_count, discard = 0, 1, 1  # step) and hand over zeros
-            rounds = (item - whole_items) // schedule.clusters
-        # endregion split-schedule
-        row, col = grouped_tile(block, schedule.cluster_rows, schedule.cluster_cols, cfg.group_m)
-        row = row * cfg.cluster_m + schedule.rm
-        col = col * cfg.cluster_n + schedule.rn
-        leader = schedule.rm + schedule.rn * cfg.cluster_m  # part 0, the same place
-        return SplitWork(row, col, k_first, k_count, part, rounds, leader, discard)
+        tidx, _, warp = parts.cta_coordinates()
+        warpgroup = warp // 4
+        parts.prefetch_descriptors(warp, (operands.tma_a, operands.tma_b, out.tma_c))
+        place = parts.cluster_place(cfg.cluster_mnk)
+
+        smem = SmemAllocator()
+        barriers, shared = parts.allocate_shared_tiles(
+            smem, self.ab_dtype, self.c_dtype, layouts, self.stages
+        )
+        handoff = self.allocate_handoff(smem, tidx)
+        ring = parts.make_cluster_ring(
+            barriers, self.stages, self.tx_bytes, self.stage_readers, cfg.cluster_mnk
+        )
+        loads, k_tiles = parts.multicast_k_tiles(
+            operands, shared, (TILE_M, cfg.tile_n, self.tile_k), place, cfg.cluster_mnk
+        )
+        parts.wait_for_cluster_init(cfg.cluster_mnk)
+
+        cluster_id, clusters = parts.clusters_in_grid(cfg.cluster_size)
+        schedule = SplitSchedule(
+            cluster_id=cluster_id,
+            clusters=clusters,
+            work=self.work_items(cluster_rows, cluster_cols, clusters),
+            cluster_rows=cluster_rows,
+            cluster_cols=cluster_cols,
+            place=place,
+            cluster_mn=(cfg.cluster_m, cfg.cluster_n),
+            group_m=cfg.group_m,
+            split_k=cfg.split_k,
+            split_from=self.split_blocks_from(cluster_rows * cluster_cols, clusters),
+        )
+
+        if warpgroup == 0:  # ----------------------------------------- producer
+            cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            if warp == 0:
+                parts.stream_k_tiles(
+                    ring,
+                    loads,
+                    schedule,
+                    work_of=split_work,
+                    k_tiles=k_tiles,
+                    stages=self.stages,
+                    cluster_mnk=cfg.cluster_mnk,
+                    policies=self.l2_policies,
+                )
+        else:  # ----------------------------------------------------------- consumers
+            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            self.consumer_role(
+                tiled_mma,
+                ring,
+                shared,
+                out,
+                schedule,
+                k_tiles=k_tiles,
+                warp=warp,
+                wg=warpgroup - 1,
+                ctid=tidx - WARPGROUP_THREADS,
+                handoff=handoff,
+            )
+        # a CTA's shared memory must outlive every read of it from the cluster (a leader's
+        # reads come before its arrival; the threads that exited already count as arrived)
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
 
     @cute.jit
-    def allocate_shared(self, smem: SmemAllocator, tidx: cutlass.Int32) -> tuple:
+    def allocate_handoff(self, smem: SmemAllocator, tidx: cutlass.Int32) -> Handoff:
         """The hand-off's mbarriers -- full[slot]: the helpers' threads have written a slice
         into that slot (in the leader); empty[slot]: the leader's threads have read this
         CTA's slot -- and SLOTS slots of (consumer thread, element of the slice), the
-        threads adjacent so that a warp's reads and writes are contiguous."""
+        threads adjacent so that a warp's reads and writes are contiguous. Thread 0
+        initializes the barriers before the cluster syncs."""
         bars = smem.allocate_array(cutlass.Int64, 2 * SLOTS, byte_alignment=HANDOFF_ALIGN)
         slots = smem.allocate_tensor(
             self.acc_dtype,
@@ -177,16 +275,52 @@ class SplitKGemm(HopperGemm):
             for slot in cutlass.range_constexpr(SLOTS):
                 cute.arch.mbarrier_init(bars + slot, (self.cfg.split_k - 1) * CONSUMER_THREADS)
                 cute.arch.mbarrier_init(bars + SLOTS + slot, CONSUMER_THREADS)
-        return (bars, slots)
+        return Handoff(bars, slots)
 
     @cute.jit
-    def finish_accumulator(self, acc: cute.Tensor, at: TileAt):
+    def consumer_role(
+        self,
+        tiled_mma: cute.TiledMma,
+        ring: pipeline.PipelineTmaAsync,
+        shared: SharedTiles,
+        out: OutputC,
+        schedule: SplitSchedule,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        wg: cutlass.Int32,
+        ctid: cutlass.Int32,
+        handoff: Handoff,
+    ):
+        """hopper_gemm's cooperative consumer; a split tile's partial sums meet in its
+        leader (reduce_partial_sums), and only the leader stores the tile."""
+        cfg = self.cfg
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        me = parts.consumer_pieces(self, tiled_mma, shared, out.mC, wg, warp, ctid, BARRIERS)
+        item = schedule.cluster_id
+        done = cutlass.Int32(0)
+        while item < schedule.work:
+            work = split_work(schedule, item, k_tiles)
+            parts.start_tile(tiled_mma, me.mma.acc, me.turn, done)
+            read, release = parts.mainloop(tiled_mma, me.mma, ring, read, release, work.k_count)
+            release = parts.release_stage(ring, release, 0)
+            self.reduce_partial_sums(me.mma.acc, work, handoff, ctid)
+            if work.part <= 0:  # a whole tile, or the leader of a split one
+                self.store_tile(out, shared, me, work, done)
+            done += 1
+            item += schedule.clusters
+        if cutlass.const_expr(cfg.tma_store):
+            me.writer.stores.producer_tail()
+
+    @cute.jit
+    def reduce_partial_sums(
+        self, acc: cute.Tensor, work: SplitWork, handoff: Handoff, ctid: cutlass.Int32
+    ):
         """A split tile: the helpers hand their partial sums to the leader, which adds them,
         a slice of `handoff` elements per thread at a time."""
         # region dsmem-reduction
-        bars, slots = at.more
+        bars, slots = handoff
         per = self.cfg.handoff  # elements per thread in a slice
-        work = at.work
         if work.discard == 1:
             acc.fill(0.0)
         slices = cute.size(acc) // per
@@ -196,7 +330,7 @@ class SplitKGemm(HopperGemm):
             # the how-manieth use of this slot: the parity of the phase it waits on
             use = (work.round * slices + e) // SLOTS
             full, empty = bars + slot, bars + SLOTS + slot
-            mine = slots[at.ctid, None, slot]  # (per,): this thread's, the same in every CTA
+            mine = slots[ctid, None, slot]  # (per,): this thread's, the same in every CTA
             if work.part > 0:  # a helper: wait until the leader has read this slot
                 cute.arch.mbarrier_wait(empty, (use & 1) ^ 1)
                 cute.arch.fence_acq_rel_cluster()
@@ -215,18 +349,6 @@ class SplitKGemm(HopperGemm):
                     dsmem.arrive(empty, work.leader + p * others)
         # endregion dsmem-reduction
 
-    def stores_tile(self, at: TileAt):
-        """Only the leader of a split tile stores it."""
-        return at.work.part <= 0
-
-    @cute.jit
-    def before_exit(self):
-        """A cluster barrier before any thread exits: a CTA's shared memory must outlive
-        every read of it from the cluster (a leader's reads come before its arrival; the
-        threads that exited already count as arrived)."""
-        cute.arch.cluster_arrive()
-        cute.arch.cluster_wait()
-
 
 # ------------------------------------------------------------------ the surface
 
@@ -236,15 +358,20 @@ GEMM = GemmHost(
     NEEDS,
     lambda types, config, arch, a_major, b_major: SplitKGemm(types, config, arch),
     Config,
-    extra=LaunchExtra(lambda config: (host_int32(1),), hopper_gemm._persistent_grid),
+    extra=hopper_gemm.PERSISTENT_GRID,
 )
 compile, artifacts, run = GEMM.compile, GEMM.artifacts, GEMM.run
 
 
 # ragged edges; a K of one k-tile (every part but one empty); few tiles and a long K; a
 # problem whose last wave is partly filled
-CHECK_SHAPES = ((129, 264, 400), (200, 136, 64), (1000, 1016, 520), (1024, 1024, 16384),
-                (3000, 5000, 4096))  # fmt: skip
+CHECK_SHAPES = (
+    (129, 264, 400),
+    (200, 136, 64),
+    (1000, 1016, 520),
+    (1024, 1024, 16384),
+    (3000, 5000, 4096),
+)
 
 
 def check(shapes=CHECK_SHAPES, presets=None, dtype=torch.bfloat16, seed: int = 0) -> list[tuple]:

@@ -152,7 +152,7 @@ def test_inputs_are_validated_before_launch(monkeypatch):
     _refused("N = 4", b=ops["b"][:4].contiguous(), b_sf=ops["b_sf"][:4].contiguous())
     _refused("contiguous", a=torch.zeros(128, 200, dtype=torch.uint8).view(
         torch.float8_e4m3fn).t())  # fmt: skip
-    _refused("out must be a contiguous 200x136", out=torch.zeros(200, 128, dtype=torch.bfloat16))
+    _refused("out must be 200x136", out=torch.zeros(200, 128, dtype=torch.bfloat16))
     nv = _operands("nvfp4")
     _refused("b_sf must be (136, 8)", kind="nvfp4", b_sf=nv["b_sf"][:, :4].contiguous())
 

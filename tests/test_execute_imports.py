@@ -11,6 +11,8 @@ import pathlib
 
 import pytest
 
+from .import_graph import circles
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "course" / "execute"
 
 
@@ -35,37 +37,6 @@ def import_graph(package: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
     return {
         m: _imported(ast.parse((package / f"{m}.py").read_text()), modules) - {m} for m in modules
     }
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_the_graph_finds_a_circle_through_a_lazy_import(tmp_path):

@@ -40,13 +40,13 @@ def test_every_configuration_compiles_to_fp8_wgmma(label, cfg, dtype, out_dtype)
     assert art.count_ptx(wgmma) > 0
     assert art.count_ptx(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16") == 0
     assert art.count_ptx(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+232;") == 1
-    promotes = cfg.every is not None
+    promotes = cfg.promotion_interval is not None
     # one wgmma group in flight, and (promoting) a wait for all before each promotion
     assert art.count_ptx(r"wgmma\.wait_group\.sync\.aligned\s+1;") > 0
     assert (art.count_ptx(r"wgmma\.wait_group\.sync\.aligned\s+0;") > 1) == promotes
     (res,) = art.resource_usage().values()
     # two 128 x 256 accumulators do not fit in a thread's 232 registers: that one spills
-    spills = cfg.every is not None and cfg.tile_n > 128
+    spills = cfg.promotion_interval is not None and cfg.tile_n > 128
     assert (res["stack_frame_bytes"] > 0) == spills, res
 
 
@@ -57,9 +57,9 @@ def test_config_rules():
         fp8_gemm.Config(scales="block", promote_every=2)
     with pytest.raises(ValueError, match="at least 1"):
         fp8_gemm.Config(promote_every=0)
-    assert fp8_gemm.Config(scales="block").every == 1
-    assert fp8_gemm.PRESETS["tensor_promoted"].every == 4
-    assert fp8_gemm.PRESETS["tensor"].every is None
+    assert fp8_gemm.Config(scales="block").promotion_interval == 1
+    assert fp8_gemm.PRESETS["tensor_promoted"].promotion_interval == 4
+    assert fp8_gemm.PRESETS["tensor"].promotion_interval is None
     assert fp8_gemm.scale_shapes(129, 264, 400, "block") == ((129, 4), (3, 4))
 
 

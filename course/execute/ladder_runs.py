@@ -594,7 +594,7 @@ def fp8_inputs(
     exact: integer-valued A and B in [-8, 8] and power-of-two scales, so that every sum is
     exact in fp32 and the result equals the float64 reference once rounded to C's type;
     otherwise normal values (quantized to fp8) and scales in [0.5, 2)."""
-    from kernels.fp8_gemm import scale_shapes
+    from kernels.fp8_scales import scale_shapes
 
     g = torch.Generator().manual_seed(SEED + seed)
     sa, sb = scale_shapes(m, n, k, scales)
@@ -619,7 +619,7 @@ def fp8_reference(x: dict, scales: str) -> torch.Tensor:
         return (a @ b.T) * sa[0] * sb[0]
     if scales == "row":
         return (a @ b.T) * sa[:, None] * sb[None, :]
-    block = 128  # kernels.fp8_gemm.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 of B
+    block = 128  # kernels.fp8_scales.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 of B
     a = a * sa.repeat_interleave(block, dim=1)[:, :k]
     b = b * sb.repeat_interleave(block, dim=0)[:n].repeat_interleave(block, dim=1)[:, :k]
     return a @ b.T

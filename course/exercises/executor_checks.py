@@ -452,7 +452,8 @@ def _gemm_host_on_cpu():
                 out, a_major, b_major = gemm_host.validate_gemm(
                     a, b, out, kernel=self.name, operands=self.operands, out_dtype=out_dtype
                 )
-            (m, k), n = a.shape, b.shape[0]
+                tensors = self.extra_operands.accept(self.name, a, b, tensors, config)
+            m, n, k = a.shape[0], b.shape[0], self.operands.k_elements(a)
             obj = self.kernel(
                 self.operands.types(a.dtype, out.dtype),
                 config,
@@ -463,13 +464,11 @@ def _gemm_host_on_cpu():
             align = self.operands.align(a.dtype)
             # the step's extra arguments (tma_gemm's debug report) made through the boundary
             extra = _boundary_translator().value(self.extra.values)(a, config)
-            # the kernel's further operands (fp8_gemm's scales), named as its __call__ names
-            # them (a_scale_ptr -> "a_scale")
-            params = list(inspect.signature(inspect.unwrap(type(obj).__call__)).parameters)
-            names = params[7 + len(extra) : 7 + len(extra) + len(tensors)]
+            # the step's operands beside A, B and C (fp8_gemm's scales), by their names
+            align_more = self.extra_operands.align
             more = [
-                runner.pointer(t, name.removesuffix("_ptr"), t.element_size())
-                for t, name in zip(tensors, names)
+                runner.pointer(t, name, align_more or t.element_size())
+                for t, name in zip(tensors, self.extra_operands.names)
             ]
             runner.run(
                 obj.__call__,

@@ -105,7 +105,7 @@ def stores_through_tma(c):
     if len(chunks) < per_tile:
         hint = (
             "C is not stored with TMA: one warp issues cute.copy(epi.tma_c, "
-            "epi.bSG_sC[None, buf], epi.bSG_gC[None, at]) for every chunk"
+            "epi.bSG_sC[None, buf], epi.bSG_gC[None, coord]) for every chunk"
         )
     else:
         hint = (
@@ -363,7 +363,7 @@ def _speed(gemm):
 def _wrong_values(a, b, out) -> str:
     return (
         "wrong or missing values: the TMA store must read the buffer stmatrix wrote "
-        "(epi.bSG_sC[None, buf]) and write the chunk's own place in C (epi.bSG_gC[None, at])"
+        "(epi.bSG_sC[None, buf]) and write the chunk's own place in C (epi.bSG_gC[None, coord])"
     )
 
 

@@ -25,7 +25,7 @@ PRESET = "block"  # kernels.fp8_gemm.PRESETS: block scales, 128 x 128 tiles
 # multiple of 16 (TMA needs 16-byte rows: 16 float8 values)
 QUICK_SHAPES = ((129, 136, 784),)  # a full and a partial tile in M and N; 7 k-tiles
 SHAPES = ((65, 264, 320), (129, 264, 384), (1000, 1016, 528), (256, 384, 1024))
-BLOCK = 128  # kernels.fp8_gemm.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 blocks of B
+BLOCK = 128  # kernels.fp8_scales.SCALE_BLOCK: 1 x 128 blocks of A, 128 x 128 blocks of B
 
 WAIT_ALL = r"^wgmma\.wait_group\.sync\.aligned\s+0;"
 
@@ -58,6 +58,7 @@ def gemm_with(after_k_tile):
         fp8_gemm.Config,
         operands=fp8_gemm.OPERANDS,
         extra=fp8_gemm.GEMM.extra,
+        extra_operands=fp8_gemm.GEMM.extra_operands,
         default_dtype=fp8_gemm.GEMM.default_dtype,
     )
 
@@ -141,7 +142,7 @@ def inputs(m: int, n: int, k: int, seed: int = 0, device: str = "cuda") -> dict:
     scale gives other numbers."""
     import torch
 
-    from kernels.fp8_gemm import scale_shapes
+    from kernels.fp8_scales import scale_shapes
 
     g = torch.Generator().manual_seed(1234 + seed)
     (_, kb), (nb, _) = scale_shapes(m, n, k, "block")
@@ -200,13 +201,13 @@ HINTS = {
     "b_scale[n // 128, kt]",
     "no scale": "no scale was applied: each element is tmp * a_scale[m, kt] * "
     "b_scale[n // 128, kt], m and n the element's own row and column of C "
-    "(self.coordinates(at))",
+    "(self.coordinates(place))",
     "B's block from the row": "B's scale block was taken from the row: B's 128 x 128 blocks "
     "run along N, so an element of column n reads b_scale[n // 128, kt]",
 }
 VALUES_HINT = (
     "each element of acc gets tmp * a_scale[m, kt] * b_scale[n // 128, kt], with m and n "
-    "that element's own row and column of C (self.coordinates(at)[i]); then tmp is cleared"
+    "that element's own row and column of C (self.coordinates(place)[i]); then tmp is cleared"
 )
 
 
@@ -266,7 +267,8 @@ kernel_exercise(
     prompt="Write after_k_tile for block scales, the promotion of the FP8 GEMM: once k-tile "
     "kt's wgmmas (issued into the temporary accumulator tmp) have retired, add each element "
     "tmp[i] * a_scale[m, kt] * b_scale[n // 128, kt] into acc[i] -- m and n that element's "
-    "row and column of C (self.coordinates(at)), the scales at.extra = (a_scale, b_scale) -- "
+    "row and column of C (self.coordinates(place)), the scales "
+    "place.inputs = (a_scale, b_scale) -- "
     "and clear tmp for the next k-tile; the scales' loads must not wait for the wgmmas.",
     hint="two things take time here, the k-tile's wgmmas and the scales' loads from global "
     "memory: which has to finish before you read tmp, and which can be under way while the "

@@ -4,7 +4,7 @@ The notebook fuses bias + GELU into the SOL kernel (kernels.fused_gemm). Here th
 fuses the other operator a transformer layer applies after a GEMM, the residual add:
 C[m, n] = A . B^T + bias[n] + residual[m, n], residual an (M, N) matrix in C's type. The
 learner writes the `finish_accumulator` method of a FusedGemm whose host function passes
-`at.extra = (bias, residual)`: each accumulator element reads its own column's bias and
+`place.inputs = (bias, residual)`: each accumulator element reads its own column's bias and
 its own (row, column) of the residual, in fp32, before the epilogue converts the
 accumulator. Rows and columns of a ragged tile past C's edge must not be read from the
 residual (it ends there).
@@ -16,6 +16,8 @@ request.
 """
 
 # no `from __future__ import annotations`: the exercise's kernel class is traced by CuTe DSL
+from typing import NamedTuple
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -31,9 +33,16 @@ QUICK_SHAPES = ((129, 264, 320),)  # 5 k-tiles over 4 stages: the ring wraps onc
 SHAPES = ((129, 264, 136), (1000, 1016, 520), (256, 512, 1024), (3000, 2056, 1000))
 
 
+class BiasResidual(NamedTuple):
+    """The residual kernel's own operands beside A, B and C (`place.inputs`)."""
+
+    bias: cute.Tensor  # (N,) fp32
+    residual: cute.Tensor  # (M, N) bf16
+
+
 class ResidualGemm(fused_gemm.FusedGemm):
     """The fused kernel whose host function passes (bias (N,), residual (M, N)) to the
-    consumers' `finish_accumulator` as at.extra."""
+    consumers' `finish_accumulator` as place.inputs."""
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
@@ -43,18 +52,18 @@ class ResidualGemm(fused_gemm.FusedGemm):
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         mBias = cute.make_tensor(bias_ptr, cute.make_layout(n))  # (N,)
         mResidual = cute.make_tensor(residual_ptr, cute.make_layout((m, n), stride=(n, 1)))
-        self.launch_tiles(mA, mB, mC, max_clusters, stream, (mBias, mResidual))
+        self.launch(mA, mB, mC, max_clusters, stream, inputs=BiasResidual(mBias, mResidual))
 
 
 SKELETON_CELL = '''\
 @cute.jit
-def finish_accumulator(self, acc, at):
+def finish_accumulator(self, acc, place):
     """The consumers' accumulator once the mainloop's wgmmas retired, before the epilogue
     converts it: acc (MMA, MMA_M, MMA_N) in fp32, this thread's share of the tile.
 
-      bias, residual = at.extra    # (N,) fp32 and (M, N) bf16
-      m, n = at.shape              # C's shape
-      at.thr_mma, at.tile_row, at.tile_col, self.tile
+      bias, residual = place.inputs    # (N,) fp32 and (M, N) bf16
+      m, n = place.shape              # C's shape
+      place.thr_mma, place.tile_row, place.tile_col, self.tile
                                    # this thread's slice of the MMA, the tile's place, its shape
     Every element acc[i] becomes acc[i] + bias[n] + residual[m, n], (m, n) its own row and
     column of C. Past C's edge (a ragged tile) the residual must not be read.
@@ -68,19 +77,44 @@ def exercise_config():
     return fused_gemm.PRESETS[PRESET]
 
 
-def _placeholders(config):
-    """The fused kernel's stand-ins (max_clusters, bias), then the residual's (bf16)."""
+def check_residual(a, b, tensors, config) -> None:
+    """The fused kernel's bias check, and a residual that is a contiguous (M, N) bf16 matrix
+    on A's GPU."""
     import torch
 
-    from kernels.host import gmem_pointer
+    from kernels.host import KernelInputError, check_tensor
 
-    return (*fused_gemm.GEMM.extra.placeholders(config), gmem_pointer(None, torch.bfloat16, 2))
+    bias, residual = tensors
+    fused_gemm.check_bias(a, b, bias)
+    shape = (a.shape[0], b.shape[0])
+    check_tensor(residual, "residual", dtypes=(torch.bfloat16,), ndim=2, align_bytes=2)
+    if tuple(residual.shape) != shape or not residual.is_contiguous():
+        raise KernelInputError(
+            f"residual must be a contiguous {shape[0]}x{shape[1]} (M x N) tensor, got "
+            f"{tuple(residual.shape)} with strides {tuple(residual.stride())}"
+        )
+    if residual.device != a.device:
+        raise KernelInputError(f"residual is on {residual.device}, a on {a.device}: use one device")
+
+
+def residual_operands():
+    """The bias (N,) in fp32 and the residual (M, N) in bf16: the kernel's operands beside
+    A, B and C."""
+    import torch
+
+    from kernels.gemm_host import ExtraOperands
+
+    return ExtraOperands(
+        ("bias", "residual"),
+        dtypes=lambda config: (torch.float32, torch.bfloat16),
+        check=check_residual,
+    )
 
 
 def gemm_with(finish_accumulator):
     """The residual kernel with the learner's `finish_accumulator`, as a GemmHost."""
     from kernels import hopper_gemm
-    from kernels.gemm_host import GemmHost, LaunchExtra
+    from kernels.gemm_host import GemmHost
 
     cls = subclass_with(ResidualGemm, "finish_accumulator", finish_accumulator)
     return GemmHost(
@@ -88,7 +122,8 @@ def gemm_with(finish_accumulator):
         fused_gemm.NEEDS,
         lambda types, config, arch, a_major, b_major: cls(types, config, arch),
         fused_gemm.Config,
-        extra=LaunchExtra(_placeholders, hopper_gemm._persistent_grid),
+        extra=hopper_gemm.PERSISTENT_GRID,
+        extra_operands=residual_operands(),
     )
 
 
@@ -181,7 +216,7 @@ kernel_exercise(
     id=ID,
     prompt="Write finish_accumulator for a residual block: once the mainloop's wgmmas "
     "retired, each fp32 accumulator element acc[i] of this thread becomes acc[i] + bias[n] + "
-    "residual[m, n], (m, n) its own row and column of C, with at.extra = (bias, residual): "
+    "residual[m, n], (m, n) its own row and column of C, with place.inputs = (bias, residual): "
     "bias (N,) in fp32, residual (M, N) in bf16.",
     hint="each element needs its own row as well as its column: section 5's bias epilogue "
     "shows how a thread learns which (m, n) of C each of its elements holds. And where does "

@@ -290,7 +290,7 @@ def exercise_config():
 
 def gemm_with(mma_k_loop):
     """The course's BlockscaledGemm with the learner's `mma_k_loop`, as a GemmHost (its SFs
-    passed as the two `tensors` after (m, n, k), already in the blocked layout)."""
+    passed as the two `tensors`, plain: the step's SCALE_FACTORS check and block them)."""
     from kernels import blockscaled_gemm as step
     from kernels.gemm_host import GemmHost
 
@@ -301,7 +301,7 @@ def gemm_with(mma_k_loop):
         lambda types, config, arch, a_major, b_major: cls(types, config),
         step.Config,
         step.OPERANDS,
-        extra=step.GEMM.extra,
+        extra_operands=step.GEMM.extra_operands,
     )
 
 
@@ -463,7 +463,6 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     import torch
 
     from course.exercises.gpu_run import guarded_output, judge_output
-    from kernels import blockscaled_gemm as step
 
     gemm, cfg = gemm_with(fn), exercise_config()
     gemm.compile(torch.float8_e4m3fn, cfg, out_dtype=torch.float32)
@@ -472,8 +471,7 @@ def gpu_checks(fn, quick: bool = False, launching=lambda: None):
     for seed, (m, n, k) in enumerate(QUICK_SHAPES if quick else SHAPES):
         x = inputs(m, n, k, seed)
         out, buffer = guarded_output((m, n), torch.float32)
-        sfs = (step.to_blocked(x["a_sf"]), step.to_blocked(x["b_sf"]))
-        gemm.run(x["a"], x["b"], out, cfg, tensors=sfs)
+        gemm.run(x["a"], x["b"], out, cfg, tensors=(x["a_sf"], x["b_sf"]))  # blocked by it
         torch.cuda.synchronize()
         findings.append(
             judge_output(

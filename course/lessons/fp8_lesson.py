@@ -209,8 +209,9 @@ def print_presets(presets: dict) -> None:
     for name in PRESET_ORDER:
         cfg = presets[name]
         every = "never"
-        if cfg.every is not None:
-            every = f"every {cfg.every} k-tile{'s' if cfg.every > 1 else ''} ({128 * cfg.every} K)"
+        if cfg.promotion_interval is not None:
+            k_tiles = cfg.promotion_interval
+            every = f"every {k_tiles} k-tile{'s' if k_tiles > 1 else ''} ({128 * k_tiles} K)"
         tile = f"{cfg.tile_m}x{cfg.tile_n}"
         print(f"{name:16s} scales {cfg.scales:6s}  promotes {every:22s}  tile {tile}")
 
@@ -230,7 +231,7 @@ def check_live(shapes=LIVE_SHAPES, presets=PRESET_ORDER) -> list[bool]:
     import torch
 
     from course.execute.ladder_runs import fp8_reference
-    from kernels import fp8_gemm
+    from kernels import fp8_gemm, fp8_scales
     from kernels.selftest import TOLERANCE, relative_error
 
     tol = TOLERANCE[torch.bfloat16]
@@ -239,8 +240,8 @@ def check_live(shapes=LIVE_SHAPES, presets=PRESET_ORDER) -> list[bool]:
         cfg = fp8_gemm.PRESETS[name]
         for m, n, k in shapes:
             torch.manual_seed(0)
-            a, sa = fp8_gemm.quantize(torch.randn(m, k, device="cuda"), cfg.scales)
-            b, sb = fp8_gemm.quantize(torch.randn(n, k, device="cuda"), cfg.scales, rows_of="b")
+            a, sa = fp8_scales.quantize(torch.randn(m, k, device="cuda"), cfg.scales)
+            b, sb = fp8_scales.quantize(torch.randn(n, k, device="cuda"), cfg.scales, rows_of="b")
             out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
             fp8_gemm.run(a, b, sa, sb, out, cfg)
             x = {"a": a.cpu(), "b": b.cpu(), "a_scale": sa.cpu(), "b_scale": sb.cpu()}

@@ -5,7 +5,7 @@ handshake (notebook 15).
 Static, labelled matplotlib figures. Every number on them is a parameter taken from the
 kernels' own configuration or from CuTe's partitioning (the notebooks pass them in); the
 order of the steps is the order the kernels' code runs them in (kernels/split_k_gemm.py:
-finish_accumulator; kernels/cta_pair_gemm.py: the three roles and tmem.free).
+reduce_partial_sums; kernels/cta_pair_gemm.py: the three roles and tmem.free).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _finish(fig, ax, title):
 
 
 def split_k_handoff(split_k: int, slots: int, handoff: int, elements: int, threads: int):
-    """Split-K's hand-off of one tile (kernels/split_k_gemm.py, finish_accumulator): a helper
+    """Split-K's hand-off of one tile (kernels/split_k_gemm.py, reduce_partial_sums): a helper
     CTA writes its partial sums `handoff` elements per thread at a time into one of `slots`
     slots of its own shared memory; the leader reads them through DSMEM (mapa) and adds them
     to its accumulator. `elements` is the accumulator per thread, `threads` the consumer
@@ -78,7 +78,7 @@ def split_k_handoff(split_k: int, slots: int, handoff: int, elements: int, threa
     _box(ax, 6.0, 3.9, 3.4, 1.2, "mbarrier full[slot]\n(in the leader)", ec=BARRIER,
          fc="#fff8c5")  # fmt: skip
     _box(ax, 6.0, 1.1, 3.4, 1.2, "acc += theirs\n(every helper's slice, in turn)")
-    # the steps, in the order finish_accumulator runs them
+    # the steps, in the order reduce_partial_sums runs them
     _arrow(ax, (1.6, 2.35), (1.6, 3.65), "1 wait empty[slot]\n(slot free again)",
            color=BARRIER, offset=(-0.05, 0))  # fmt: skip
     _arrow(ax, (2.3, 6.55), (2.3, 5.25), f"2 st.shared: slice e\n({handoff} values)",
@@ -111,7 +111,7 @@ def split_k_handoff(split_k: int, slots: int, handoff: int, elements: int, threa
                     f"helper fills one slot while the leader reads the other", fontsize=9,
                     loc="left")  # fmt: skip
     fig.text(0.01, 0.01, "source: kernels/split_k_gemm.py (Config.handoff, SLOTS, "
-             "finish_accumulator); steps in the order the code runs them", fontsize=7.5,
+             "reduce_partial_sums); steps in the order the code runs them", fontsize=7.5,
              color=MUTED)  # fmt: skip
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

@@ -10,12 +10,12 @@ from course.exercises.learner_code import edited
 
 
 @cute.jit
-def store_chunk(self, chunk, buf, at, epi, stores):
+def store_chunk(self, chunk, buf, coord, epi, stores):
     cute.copy(epi.r2s, chunk, epi.tRS_sC[None, None, None, buf])  # registers -> staging buffer
     cute.arch.fence_proxy("async.shared", space="cta")  # ... visible to the async proxy (TMA)
     epi.chunk_sync.arrive_and_wait()  # every thread's part of the chunk is written
     if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
+        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, coord])
         stores.producer_commit()  # one bulk group per chunk
         stores.producer_acquire()  # at most epi_stages - 1 stores still read shared memory
     epi.chunk_sync.arrive_and_wait()  # nobody writes a buffer before that wait
@@ -25,7 +25,7 @@ FENCE = (
     '    cute.arch.fence_proxy("async.shared", space="cta")  # ... visible to the async '
     "proxy (TMA)\n"
 )
-STORE = "        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])\n"
+STORE = "        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, coord])\n"
 ACQUIRE = (
     "        stores.producer_acquire()  # at most epi_stages - 1 stores still read shared memory\n"
 )
@@ -54,7 +54,7 @@ store_chunk__no_second_barrier = edited(
 store_chunk__stored_at_its_buffer = edited(
     store_chunk,
     "store_chunk__stored_at_its_buffer",
-    ("epi.bSG_gC[None, at]", "epi.bSG_gC[None, buf]"),
+    ("epi.bSG_gC[None, coord]", "epi.bSG_gC[None, buf]"),
 )
 
 # the store always reads staging buffer 0, whatever buffer the chunk was written to: its
@@ -76,7 +76,7 @@ store_chunk_fence_view = edited(
 
 
 @cute.jit
-def store_chunk_acquire_first(self, chunk, buf, at, epi, stores):
+def store_chunk_acquire_first(self, chunk, buf, coord, epi, stores):
     if epi.warp == epi.store_warp:
         stores.producer_acquire()  # buffer `buf` is no longer read by an earlier TMA store
     epi.chunk_sync.arrive_and_wait()
@@ -84,12 +84,12 @@ def store_chunk_acquire_first(self, chunk, buf, at, epi, stores):
     cute.arch.fence_proxy("async.shared", space="cta")
     epi.chunk_sync.arrive_and_wait()
     if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, at])
+        cute.copy(epi.tma_c, epi.bSG_sC[None, buf], epi.bSG_gC[None, coord])
         stores.producer_commit()
 
 
 @cute.jit
-def store_chunk_named_barrier_calls(self, chunk, buf, at, epi, stores):
+def store_chunk_named_barrier_calls(self, chunk, buf, coord, epi, stores):
     """Spelled the way NVIDIA's Hopper dense_gemm spells its epilogue: the fence by keyword,
     the syncs as cute.arch.barrier on the consumers' named barrier (what pipeline.sync and
     NamedBarrier.arrive_and_wait issue), tensors sliced with tuple coordinates."""
@@ -98,7 +98,7 @@ def store_chunk_named_barrier_calls(self, chunk, buf, at, epi, stores):
     cute.arch.fence_proxy("async.shared", space="cta")
     cute.arch.barrier(barrier_id=sync.barrier_id, number_of_threads=sync.num_threads)
     if epi.warp == epi.store_warp:
-        cute.copy(epi.tma_c, epi.bSG_sC[(None, buf)], epi.bSG_gC[(None, at)])
+        cute.copy(epi.tma_c, epi.bSG_sC[(None, buf)], epi.bSG_gC[(None, coord)])
         stores.producer_commit()
         stores.producer_acquire()
     cute.arch.barrier(barrier_id=sync.barrier_id, number_of_threads=sync.num_threads)

@@ -2,8 +2,8 @@
 
 `after_k_tile` is a method of kernels.fp8_gemm.Fp8Gemm, called by the consumer warpgroups
 after k-tile kt's wgmmas were issued into `tmp` (and k-tile kt-1's stage released);
-`at.extra` holds the scales, a_scale (M, KB) and b_scale (ceil(N/128), KB);
-`self.coordinates(at)` the (m, n) of C of each accumulator element. The wrong variants are
+`place.inputs` holds the scales, a_scale (M, KB) and b_scale (ceil(N/128), KB);
+`self.coordinates(place)` the (m, n) of C of each accumulator element. The wrong variants are
 the reference with one edit each.
 """
 
@@ -15,10 +15,10 @@ from course.exercises.learner_code import edited
 
 
 @cute.jit
-def after_k_tile(self, acc, tmp, kt, k_tiles, at):
-    mSA, mSB = at.extra
+def after_k_tile(self, acc, tmp, kt, k_tiles, place):
+    mSA, mSB = place.inputs
     rows, blocks = mSA.shape[0], mSB.shape[0]
-    tCcC = self.coordinates(at)  # (m, n) of each element of acc
+    tCcC = self.coordinates(place)  # (m, n) of each element of acc
     scales = []  # loaded now, while k-tile kt's wgmmas still run
     for i in cutlass.range_constexpr(cute.size(acc)):
         row, col = tCcC[i]
@@ -60,20 +60,20 @@ after_k_tile__acc_overwritten = edited(
 
 
 @cute.jit
-def after_k_tile__calls_promote(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile__calls_promote(self, acc, tmp, kt, k_tiles, place):
     """The kernel's own promotion called instead of written: not reachable from the exercise."""
     cute.nvgpu.warpgroup.wait_group(0)
-    self.promote(acc, tmp, kt, at)
+    self.promote(acc, tmp, kt, place)
 
 
 @cute.jit
-def after_k_tile__scales_read_after_the_wait(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile__scales_read_after_the_wait(self, acc, tmp, kt, k_tiles, place):
     """Right numbers, but every scale read from global memory after wait_group(0), element
     by element: the promote that notebook 12 (section 5) says ran at 34% to 47% of cuBLAS."""
     cute.nvgpu.warpgroup.wait_group(0)
-    mSA, mSB = at.extra
+    mSA, mSB = place.inputs
     rows, blocks = mSA.shape[0], mSB.shape[0]
-    tCcC = self.coordinates(at)
+    tCcC = self.coordinates(place)
     for i in cutlass.range_constexpr(cute.size(acc)):
         row, col = tCcC[i]
         sa = mSA[cutlass.min(row, rows - 1), kt]
@@ -86,12 +86,12 @@ def after_k_tile__scales_read_after_the_wait(self, acc, tmp, kt, k_tiles, at):
 
 
 @cute.jit
-def after_k_tile_whole_fragment(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile_whole_fragment(self, acc, tmp, kt, k_tiles, place):
     """The scales gathered into a fragment shaped like acc before the wait, then one
     TensorSSA expression for the whole fragment; tmp cleared by storing zeros."""
-    mSA, mSB = at.extra
-    m, n = at.shape
-    coords = self.coordinates(at)
+    mSA, mSB = place.inputs
+    m, n = place.shape
+    coords = self.coordinates(place)
     scale = cute.make_rmem_tensor(acc.shape, Float32)
     for i in cutlass.range_constexpr(cute.size(scale)):
         row, col = coords[i]
@@ -102,14 +102,14 @@ def after_k_tile_whole_fragment(self, acc, tmp, kt, k_tiles, at):
 
 
 @cute.jit
-def after_k_tile_b_scale_hoisted(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile_b_scale_hoisted(self, acc, tmp, kt, k_tiles, place):
     """A 128-wide tile lies in one block of B: its scale read once per k-tile (as
     DeepGEMM does), A's per element, all before the wait; only the rows inside C are
     promoted, the others are left alone."""
-    mSA, mSB = at.extra
-    sb = mSB[at.tile_col, kt]  # tile_n = 128: tile column c is block c of B
-    last = at.shape[0] - 1
-    tCcC = self.coordinates(at)
+    mSA, mSB = place.inputs
+    sb = mSB[place.tile_col, kt]  # tile_n = 128: tile column c is block c of B
+    last = place.shape[0] - 1
+    tCcC = self.coordinates(place)
     sa = [mSA[cutlass.min(tCcC[i][0], last), kt] for i in range(cute.size(acc))]
     cute.nvgpu.warpgroup.wait_group(0)
     for i in cutlass.range_constexpr(cute.size(acc)):
@@ -119,14 +119,14 @@ def after_k_tile_b_scale_hoisted(self, acc, tmp, kt, k_tiles, at):
 
 
 @cute.jit
-def after_k_tile_own_coordinates(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile_own_coordinates(self, acc, tmp, kt, k_tiles, place):
     """The coordinates built from the MMA's partition of an identity tensor, and tmp
     cleared element by element in the same loop."""
-    a_scale, b_scale = at.extra
+    a_scale, b_scale = place.inputs
     tile = cute.local_tile(
-        cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
+        cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
     )
-    where = at.thr_mma.partition_C(tile)
+    where = place.thr_mma.partition_C(tile)
     last_row, last_block = a_scale.shape[0] - 1, b_scale.shape[0] - 1
     s = []
     for i in cutlass.range_constexpr(cute.size(tmp)):
@@ -141,22 +141,22 @@ def after_k_tile_own_coordinates(self, acc, tmp, kt, k_tiles, at):
 
 
 @cute.jit
-def after_k_tile_unrolled_elem_less(self, acc, tmp, kt, k_tiles, at):
+def after_k_tile_unrolled_elem_less(self, acc, tmp, kt, k_tiles, place):
     """The calls around the promotion spelled as NVIDIA's Hopper examples spell theirs: the
     element loops as cutlass.range(..., unroll_full=True), the edge as cute.elem_less of the
     coordinate against C's shape (elements past it are left alone and never stored), the
     scales (clamped to existing ones) into a fragment before the wait, tmp cleared through
     TensorSSA."""
-    mSA, mSB = at.extra
-    m, n = at.shape
-    tCcC = self.coordinates(at)
+    mSA, mSB = place.inputs
+    m, n = place.shape
+    tCcC = self.coordinates(place)
     scale = cute.make_rmem_tensor(acc.shape, Float32)
     for i in cutlass.range(cute.size(acc), unroll_full=True):
         row, col = tCcC[i]
         scale[i] = mSA[cutlass.min(row, m - 1), kt] * mSB[cutlass.min(col, n - 1) // 128, kt]
     cute.nvgpu.warpgroup.wait_group(0)
     for i in cutlass.range(cute.size(acc), unroll_full=True):
-        if cute.elem_less(tCcC[i], at.shape):
+        if cute.elem_less(tCcC[i], place.shape):
             acc[i] = acc[i] + tmp[i] * scale[i]
     tmp.store(cute.zeros_like(tmp.load()))
 

@@ -1,7 +1,7 @@
 """Notebook 13's kernel exercise: a residual block's epilogue, fused into the SOL kernel.
 
 `finish_accumulator` is a method of the exercise's kernel (kernels.fused_gemm.FusedGemm with
-at.extra = (bias (N,) fp32, residual (M, N) bf16)), called by the consumer warpgroups once
+place.inputs = (bias (N,) fp32, residual (M, N) bf16)), called by the consumer warpgroups once
 the mainloop's wgmmas retired, before the epilogue converts the accumulator. The wrong
 variants are the reference with one edit each.
 """
@@ -14,14 +14,14 @@ from course.exercises.learner_code import edited
 
 
 @cute.jit
-def finish_accumulator(self, acc, at):
-    bias, residual = at.extra
-    m, n = at.shape
+def finish_accumulator(self, acc, place):
+    bias, residual = place.inputs
+    m, n = place.shape
     # (m, n) of C of each accumulator element: the tile's identity tensor, partitioned
     tile = cute.local_tile(
-        cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col)
+        cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
     )
-    tCcC = at.thr_mma.partition_C(tile)
+    tCcC = place.thr_mma.partition_C(tile)
     for i in cutlass.range_constexpr(cute.size(acc)):
         row, col = tCcC[i]
         if row < m and col < n:  # past C's edge: never stored, and the residual ends there
@@ -83,11 +83,13 @@ finish_accumulator__gelu_copied = edited(
 # tests/test_execute_exercises.py compares case by case with the H100's record, and this
 # case has none yet): tests/test_notebook_claims.py checks it is refused for its spill.
 @cute.jit
-def finish_accumulator__gathered_fragment(self, acc, at):
-    bias, residual = at.extra
-    m, n = at.shape
-    tCcC = at.thr_mma.partition_C(
-        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+def finish_accumulator__gathered_fragment(self, acc, place):
+    bias, residual = place.inputs
+    m, n = place.shape
+    tCcC = place.thr_mma.partition_C(
+        cute.local_tile(
+            cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
+        )
     )
     extra = cute.make_rmem_tensor(acc.shape, self.acc_dtype)
     for i in cutlass.range_constexpr(cute.size(acc)):
@@ -102,13 +104,15 @@ def finish_accumulator__gathered_fragment(self, acc, at):
 
 
 @cute.jit
-def finish_accumulator_clamped(self, acc, at):
+def finish_accumulator_clamped(self, acc, place):
     """Indices clamped to C's last row and column instead of a predicate: past the edge an
     element reads an existing bias and residual, and is never stored."""
-    bias, residual = at.extra
-    last_row, last_col = at.shape[0] - 1, at.shape[1] - 1
-    coords = at.thr_mma.partition_C(
-        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+    bias, residual = place.inputs
+    last_row, last_col = place.shape[0] - 1, place.shape[1] - 1
+    coords = place.thr_mma.partition_C(
+        cute.local_tile(
+            cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
+        )
     )
     for i in cutlass.range_constexpr(cute.size(acc)):
         row = cutlass.min(coords[i][0], last_row)
@@ -117,13 +121,15 @@ def finish_accumulator_clamped(self, acc, at):
 
 
 @cute.jit
-def finish_accumulator_bias_then_residual(self, acc, at):
+def finish_accumulator_bias_then_residual(self, acc, place):
     """Two passes: the bias for every element (clamped column), then the residual for the
     elements inside C."""
-    bias, residual = at.extra
-    m, n = at.shape
-    where = at.thr_mma.partition_C(
-        cute.local_tile(cute.make_identity_tensor(at.shape), self.tile, (at.tile_row, at.tile_col))
+    bias, residual = place.inputs
+    m, n = place.shape
+    where = place.thr_mma.partition_C(
+        cute.local_tile(
+            cute.make_identity_tensor(place.shape), self.tile, (place.tile_row, place.tile_col)
+        )
     )
     for i in cutlass.range_constexpr(cute.size(acc)):
         acc[i] += bias[cutlass.min(where[i][1], n - 1)]
@@ -135,15 +141,17 @@ def finish_accumulator_bias_then_residual(self, acc, at):
 
 
 @cute.jit
-def finish_accumulator_elem_less(self, acc, at):
+def finish_accumulator_elem_less(self, acc, place):
     """The edge predicate spelled the way NVIDIA's examples spell it, cute.elem_less of the
     coordinate against C's shape, over cutlass.range(..., unroll_full=True); the sum as one
     expression with the residual converted by Float32(...)."""
-    bias, residual = at.extra
-    cC = cute.make_identity_tensor(at.shape)
-    tCcC = at.thr_mma.partition_C(cute.local_tile(cC, self.tile, (at.tile_row, at.tile_col)))
+    bias, residual = place.inputs
+    cC = cute.make_identity_tensor(place.shape)
+    tCcC = place.thr_mma.partition_C(
+        cute.local_tile(cC, self.tile, (place.tile_row, place.tile_col))
+    )
     for i in cutlass.range(cute.size(acc), unroll_full=True):
-        if cute.elem_less(tCcC[i], at.shape):
+        if cute.elem_less(tCcC[i], place.shape):
             row, col = tCcC[i]
             acc[i] += bias[col] + Float32(residual[row, col])
 
