@@ -222,8 +222,9 @@ class BlockscaledGemm(Tcgen05Gemm):
 
     def footprint(self) -> dict:
         """notebook 14's footprint with the SFs added to each stage (A and B in bits: fp4)."""
-        out = cta_footprint(self.tile, self.stages, self.acc_slots, self.epi_stages, 1,
-                            self.c_dtype.width // 8)  # fmt: skip
+        out = cta_footprint(
+            self.tile, self.stages, self.acc_slots, self.epi_stages, 1, self.c_dtype.width // 8
+        )
         sf = sf_bytes_per_stage(self.tile, self.vec)
         instruction_k = mma_k(self.kind.ab_bits)
         out.update(
@@ -239,10 +240,18 @@ class BlockscaledGemm(Tcgen05Gemm):
 
     # ------------------------------------------------------------ host
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        sfa_ptr: cute.Pointer,
+        sfb_ptr: cute.Pointer,
+        stream: cuda.CUstream,
+    ):
         self.check_pointers(a_ptr, b_ptr, c_ptr)
         a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         sfa = sf_tensor(sfa_ptr, m, k, self.vec)  # ((32,4,M/128), (vec,4,K/4vec))
@@ -257,15 +266,23 @@ class BlockscaledGemm(Tcgen05Gemm):
             (n + self.tile.n - 1) // self.tile.n,
             1,
         )
-        self.kernel(tiled_mma, tma_a, tma_b, tma_sfa, tma_sfb, tma_c, epi_tile,
-                    cta_layout_vmnk).launch(grid=grid, block=[THREADS_PER_CTA, 1, 1],
-                                            stream=stream)  # fmt: skip
+        self.kernel(
+            tiled_mma, tma_a, tma_b, tma_sfa, tma_sfb, tma_c, epi_tile, cta_layout_vmnk
+        ).launch(grid=grid, block=[THREADS_PER_CTA, 1, 1], stream=stream)
 
     # ------------------------------------------------------------ device
     @cute.kernel
-    def kernel(self, tiled_mma: cute.TiledMma, tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tma_sfa: cpasync.TmaInfo, tma_sfb: cpasync.TmaInfo, tma_c: cpasync.TmaInfo,
-               epi_tile: cute.Tile, cta_layout_vmnk: cute.Layout):  # fmt: skip
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tma_a: cpasync.TmaInfo,
+        tma_b: cpasync.TmaInfo,
+        tma_sfa: cpasync.TmaInfo,
+        tma_sfb: cpasync.TmaInfo,
+        tma_c: cpasync.TmaInfo,
+        epi_tile: cute.Tile,
+        cta_layout_vmnk: cute.Layout,
+    ):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tile_row, tile_col, _ = cute.arch.block_idx()
@@ -298,22 +315,54 @@ class BlockscaledGemm(Tcgen05Gemm):
         views = partition_operands(
             tiled_mma, self.tile, tma_a, tma_b, tma_c, sA, sB, cta_layout_vmnk, (0, 0, 0, 0)
         )
-        tAgSFA, tBgSFB, tAsSFA, tBsSFB = self.partition_sfs(tiled_mma, tma_sfa, tma_sfb,
-                                                            sSFA, sSFB)  # fmt: skip
+        tAgSFA, tBgSFB, tAsSFA, tBsSFB = self.partition_sfs(tiled_mma, tma_sfa, tma_sfb, sSFA, sSFB)
         acc_layout = accumulator_layout(tiled_mma, self.tile, self.acc_slots)
 
         tmem.allocate(self.tmem_columns)
         tmem.relinquish_alloc_permit()
 
         if warp_idx == TMA_WARP:
-            self.tma_role(tma_a, tma_b, tma_sfa, tma_sfb, views, tAgSFA, tBgSFB, tAsSFA, tBsSFB,
-                          ring, tile_row, tile_col)  # fmt: skip
+            self.tma_role(
+                tma_a=tma_a,
+                tma_b=tma_b,
+                tma_sfa=tma_sfa,
+                tma_sfb=tma_sfb,
+                views=views,
+                tAgSFA=tAgSFA,
+                tBgSFB=tBgSFB,
+                tAsSFA=tAsSFA,
+                tBsSFB=tBsSFB,
+                ring=ring,
+                tile_row=tile_row,
+                tile_col=tile_col,
+            )
         if warp_idx == MMA_WARP:
-            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, sSFA, sSFB, ring,
-                          acc_pipeline, views.k_tiles)  # fmt: skip
+            self.mma_role(
+                tiled_mma=tiled_mma,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tCrA=views.tCrA,
+                tCrB=views.tCrB,
+                sSFA=sSFA,
+                sSFB=sSFB,
+                ring=ring,
+                acc_pipeline=acc_pipeline,
+                k_tiles=views.k_tiles,
+            )
         if warp_idx < TMA_WARP:
-            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC, epi_tile,
-                               acc_pipeline, tile_row, tile_col)  # fmt: skip
+            self.epilogue_role(
+                tidx=tidx,
+                warp_idx=warp_idx,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tma_c=tma_c,
+                sC=sC,
+                tCgC=views.tCgC,
+                epi_tile=epi_tile,
+                acc_pipeline=acc_pipeline,
+                tile_row=tile_row,
+                tile_col=tile_col,
+            )
 
     def partition_sfs(self, tiled_mma, tma_sfa, tma_sfb, sSFA, sSFB):
         """TMA views of the SFs, like A's and B's: ((TMA, REST), tiles, k_tiles) in global
@@ -328,16 +377,35 @@ class BlockscaledGemm(Tcgen05Gemm):
         tCgSFA = thr_mma.partition_A(gSFA)  # (MMA, MMA_M, MMA_K, tiles_m, k_tiles)
         tCgSFB = thr_mma.partition_B(gSFB)  # (MMA, MMA_N, MMA_K, tiles_n, k_tiles)
         one = cute.make_layout(1)
-        tAsSFA, tAgSFA = cpasync.tma_partition(tma_sfa.atom, 0, one, cute.group_modes(sSFA, 0, 3),
-                                               cute.group_modes(tCgSFA, 0, 3))  # fmt: skip
-        tBsSFB, tBgSFB = cpasync.tma_partition(tma_sfb.atom, 0, one, cute.group_modes(sSFB, 0, 3),
-                                               cute.group_modes(tCgSFB, 0, 3))  # fmt: skip
-        return (cute.filter_zeros(tAgSFA), cute.filter_zeros(tBgSFB),
-                cute.filter_zeros(tAsSFA), cute.filter_zeros(tBsSFB))  # fmt: skip
+        tAsSFA, tAgSFA = cpasync.tma_partition(
+            tma_sfa.atom, 0, one, cute.group_modes(sSFA, 0, 3), cute.group_modes(tCgSFA, 0, 3)
+        )
+        tBsSFB, tBgSFB = cpasync.tma_partition(
+            tma_sfb.atom, 0, one, cute.group_modes(sSFB, 0, 3), cute.group_modes(tCgSFB, 0, 3)
+        )
+        return (
+            cute.filter_zeros(tAgSFA),
+            cute.filter_zeros(tBgSFB),
+            cute.filter_zeros(tAsSFA),
+            cute.filter_zeros(tBsSFB),
+        )
 
     @cute.jit
-    def tma_role(self, tma_a, tma_b, tma_sfa, tma_sfb, views, tAgSFA, tBgSFB, tAsSFA, tBsSFB,
-                 ring, tile_row, tile_col):  # fmt: skip
+    def tma_role(
+        self,
+        tma_a,
+        tma_b,
+        tma_sfa,
+        tma_sfb,
+        views,
+        tAgSFA,
+        tBgSFB,
+        tAsSFA,
+        tBsSFB,
+        ring,
+        tile_row,
+        tile_col,
+    ):
         """Warp 4: each k-tile's A, B, SFA and SFB into one stage of the ring."""
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         copies = (
@@ -350,26 +418,38 @@ class BlockscaledGemm(Tcgen05Gemm):
             ring.producer_acquire(state)
             barrier = ring.producer_get_barrier(state)
             for tma, src, dst in copies:
-                cute.copy(tma.atom, src[(None, k_block)], dst[(None, state.index)],
-                          tma_bar_ptr=barrier)  # fmt: skip
+                cute.copy(
+                    tma.atom, src[(None, k_block)], dst[(None, state.index)], tma_bar_ptr=barrier
+                )
             state.advance()
         ring.producer_tail(state)
 
     @cute.jit
-    def mma_role(self, tiled_mma, tmem, acc_layout, tCrA, tCrB, sSFA, sSFB, ring, acc_pipeline,
-                 k_tiles):  # fmt: skip
+    def mma_role(
+        self, tiled_mma, tmem, acc_layout, tCrA, tCrB, sSFA, sSFB, ring, acc_pipeline, k_tiles
+    ):
         """Warp 5: SFs to TMEM and all K-blocks into the accumulator, then hand it over."""
         tmem.wait_for_alloc()
         accumulators = cute.make_tensor(tmem.retrieve_ptr(self.acc_dtype), acc_layout)
-        tCtSFA, tCtSFB = sf_tmem_tensors(tiled_mma, self.tile, self.vec, self.sf_dtype,
-                                         accumulators, sSFA, sSFB)  # fmt: skip
+        tCtSFA, tCtSFB = sf_tmem_tensors(
+            tiled_mma, self.tile, self.vec, self.sf_dtype, accumulators, sSFA, sSFB
+        )
         sfa = make_sf_copy(self.sf_dtype, sSFA, tCtSFA)
         sfb = make_sf_copy(self.sf_dtype, sSFB, tCtSFB)
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.acc_slots)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         acc_pipeline.producer_acquire(acc_state)
-        ab_state = self.mma_k_loop(tiled_mma, accumulators[(None, None, None, 0)], tCrA, tCrB,
-                                   sfa, sfb, ring, ab_state, k_tiles)  # fmt: skip
+        ab_state = self.mma_k_loop(
+            tiled_mma,
+            accumulators[(None, None, None, 0)],
+            tCrA,
+            tCrB,
+            sfa,
+            sfb,
+            ring,
+            ab_state,
+            k_tiles,
+        )
         acc_pipeline.producer_commit(acc_state)
 
     @cute.jit
@@ -496,8 +576,12 @@ def compile(config: Config | None = None, *, out_dtype: torch.dtype = torch.bflo
     return GEMM.compile(config.format.ab, config, out_dtype=out_dtype, device=device)
 
 
-def artifacts(arch: str | None = None, config: Config | None = None, *,
-              out_dtype: torch.dtype = torch.bfloat16):  # fmt: skip
+def artifacts(
+    arch: str | None = None,
+    config: Config | None = None,
+    *,
+    out_dtype: torch.dtype = torch.bfloat16,
+):
     """PTX, cubin and SASS of `config` for `arch` (default sm_100a), compiled without a GPU."""
     config = config or Config()
     return GEMM.artifacts(arch, config.format.ab, config, out_dtype=out_dtype)

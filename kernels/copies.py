@@ -113,8 +113,9 @@ def _predicate(coords: cute.Tensor, n: cutlass.Int32):
 
 
 @cute.kernel
-def tiled_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32,
-                 tiled: cute.TiledCopy):  # fmt: skip
+def tiled_kernel(
+    gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32, tiled: cute.TiledCopy
+):
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     thr = tiled.get_slice(tid)
@@ -127,8 +128,15 @@ def tiled_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.I
 
 
 @cute.kernel
-def cp_async_kernel(gS: cute.Tensor, gD: cute.Tensor, cI: cute.Tensor, n: cutlass.Int32,
-                    g2s: cute.TiledCopy, s2g: cute.TiledCopy, tile: cutlass.Constexpr):  # fmt: skip
+def cp_async_kernel(
+    gS: cute.Tensor,
+    gD: cute.Tensor,
+    cI: cute.Tensor,
+    n: cutlass.Int32,
+    g2s: cute.TiledCopy,
+    s2g: cute.TiledCopy,
+    tile: cutlass.Constexpr,
+):
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     smem = SmemAllocator()

@@ -65,9 +65,16 @@ class CtaPairGemm(Tcgen05Gemm):
 
     # ------------------------------------------------------------ host
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         self.check_pointers(a_ptr, b_ptr, c_ptr)
         a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         tiled_mma = make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
@@ -101,9 +108,15 @@ class CtaPairGemm(Tcgen05Gemm):
         return Barriers
 
     @cute.kernel
-    def kernel(self, tiled_mma: cute.TiledMma, tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile,
-               cta_layout_vmnk: cute.Layout):  # fmt: skip
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tma_a: cpasync.TmaInfo,
+        tma_b: cpasync.TmaInfo,
+        tma_c: cpasync.TmaInfo,
+        epi_tile: cute.Tile,
+        cta_layout_vmnk: cute.Layout,
+    ):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
@@ -150,15 +163,49 @@ class CtaPairGemm(Tcgen05Gemm):
 
         first = self.home_tile()
         if warp_idx == TMA_WARP:
-            self.tma_role(tma_a, tma_b, views.tAgA, views.tBgB, views.tAsA, views.tBsB, ring,
-                          scheduler, views.k_tiles, cta_layout_vmnk, cta_coord_vmnk, cta_rank, first
-                          )  # fmt: skip
+            self.tma_role(
+                tma_a=tma_a,
+                tma_b=tma_b,
+                tAgA=views.tAgA,
+                tBgB=views.tBgB,
+                tAsA=views.tAsA,
+                tBsB=views.tBsB,
+                ring=ring,
+                scheduler=scheduler,
+                k_tiles=views.k_tiles,
+                cta_layout_vmnk=cta_layout_vmnk,
+                cta_coord_vmnk=cta_coord_vmnk,
+                cta_rank=cta_rank,
+                first=first,
+            )
         if warp_idx == MMA_WARP:
-            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, ring, acc_pipeline,
-                          scheduler, views.k_tiles, is_leader, first)  # fmt: skip
+            self.mma_role(
+                tiled_mma=tiled_mma,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tCrA=views.tCrA,
+                tCrB=views.tCrB,
+                ring=ring,
+                acc_pipeline=acc_pipeline,
+                scheduler=scheduler,
+                k_tiles=views.k_tiles,
+                is_leader=is_leader,
+                first=first,
+            )
         if warp_idx < TMA_WARP:
-            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC, epi_tile,
-                               acc_pipeline, scheduler, first)  # fmt: skip
+            self.epilogue_role(
+                tidx=tidx,
+                warp_idx=warp_idx,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tma_c=tma_c,
+                sC=sC,
+                tCgC=views.tCgC,
+                epi_tile=epi_tile,
+                acc_pipeline=acc_pipeline,
+                scheduler=scheduler,
+                first=first,
+            )
 
     # ------------------------------------------------------------ the tile scheduler
     # One tile per cluster. kernels.cta_pair_clc_gemm overrides these five methods.
@@ -193,8 +240,22 @@ class CtaPairGemm(Tcgen05Gemm):
 
     # ------------------------------------------------------------ the three roles
     @cute.jit
-    def tma_role(self, tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ring, scheduler, k_tiles,
-                 cta_layout_vmnk, cta_coord_vmnk, cta_rank, first):  # fmt: skip
+    def tma_role(
+        self,
+        tma_a,
+        tma_b,
+        tAgA,
+        tBgB,
+        tAsA,
+        tBsB,
+        ring,
+        scheduler,
+        k_tiles,
+        cta_layout_vmnk,
+        cta_coord_vmnk,
+        cta_rank,
+        first,
+    ):
         """Warp 4: stream each tile's K-blocks; on the leader, also fetch the next tile."""
         mask_a = cpasync.create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode=2)
         mask_b = cpasync.create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode=1)
@@ -204,9 +265,19 @@ class CtaPairGemm(Tcgen05Gemm):
         pair_row, tile_col, valid = first
         while valid:
             # the ring position (stage, phase) carries over from the previous tile
-            ab_state = tma_k_loop(tma_a, tma_b, tAgA[(None, pair_row, None)],
-                                  tBgB[(None, tile_col, None)], tAsA, tBsB, ring, ab_state, k_tiles,
-                                  mask_a, mask_b)  # fmt: skip
+            ab_state = tma_k_loop(
+                tma_a,
+                tma_b,
+                tAgA[(None, pair_row, None)],
+                tBgB[(None, tile_col, None)],
+                tAsA,
+                tBsB,
+                ring,
+                ab_state,
+                k_tiles,
+                mask_a,
+                mask_b,
+            )
             request_state = self.request_next_tile(scheduler, request_state, cta_rank)
             (pair_row, tile_col, valid), read_state = self.read_next_tile(scheduler, read_state)
         # endregion tile-loop
@@ -215,8 +286,20 @@ class CtaPairGemm(Tcgen05Gemm):
         self.finish_requests(scheduler, request_state, cta_rank)
 
     @cute.jit
-    def mma_role(self, tiled_mma, tmem, acc_layout, tCrA, tCrB, ring, acc_pipeline, scheduler,
-                 k_tiles, is_leader, first):  # fmt: skip
+    def mma_role(
+        self,
+        tiled_mma,
+        tmem,
+        acc_layout,
+        tCrA,
+        tCrB,
+        ring,
+        acc_pipeline,
+        scheduler,
+        k_tiles,
+        is_leader,
+        first,
+    ):
         """Warp 5: on the leader, one 256 x N MMA tile per tile into the next TMEM slot."""
         tmem.wait_for_alloc()
         accumulators = cute.make_tensor(tmem.retrieve_ptr(self.acc_dtype), acc_layout)
@@ -228,8 +311,15 @@ class CtaPairGemm(Tcgen05Gemm):
         while valid:
             if is_leader:
                 acc_pipeline.producer_acquire(acc_state)  # the slot's last epilogue is done
-                ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)],
-                                      tCrA, tCrB, ring, ab_state, k_tiles)  # fmt: skip
+                ab_state = mma_k_loop(
+                    tiled_mma,
+                    accumulators[(None, None, None, acc_state.index)],
+                    tCrA,
+                    tCrB,
+                    ring,
+                    ab_state,
+                    k_tiles,
+                )
                 acc_pipeline.producer_commit(acc_state)  # tcgen05.commit to both CTAs
                 acc_state.advance()  # the next slot, for the next tile
             (pair_row, tile_col, valid), read_state = self.read_next_tile(scheduler, read_state)
@@ -238,8 +328,20 @@ class CtaPairGemm(Tcgen05Gemm):
         # endregion tile-loop
 
     @cute.jit
-    def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                      acc_pipeline, scheduler, first):  # fmt: skip
+    def epilogue_role(
+        self,
+        tidx,
+        warp_idx,
+        tmem,
+        acc_layout,
+        tma_c,
+        sC,
+        tCgC,
+        epi_tile,
+        acc_pipeline,
+        scheduler,
+        first,
+    ):
         """Warps 0-3: drain this CTA's 128 rows of each tile from its slot, then free TMEM."""
         tmem_ptr, accumulators, c_pipeline, epi_barrier = epilogue_setup(
             tmem, acc_layout, self.acc_dtype, self.epi_stages
@@ -251,10 +353,19 @@ class CtaPairGemm(Tcgen05Gemm):
         stores = cutlass.Int32(0)  # TMA stores issued so far: picks the staging buffers
         while valid:
             acc_pipeline.consumer_wait(acc_state)
-            stores = epilogue_tile(tidx, warp_idx,
-                                   accumulators[((None, None), 0, 0, acc_state.index)], tma_c, sC,
-                                   tCgC[((None, None), 0, 0, pair_row, tile_col)], epi_tile,
-                                   self.c_dtype, epi_barrier, c_pipeline, stores)  # fmt: skip
+            stores = epilogue_tile(
+                tidx,
+                warp_idx,
+                accumulators[((None, None), 0, 0, acc_state.index)],
+                tma_c,
+                sC,
+                tCgC[((None, None), 0, 0, pair_row, tile_col)],
+                epi_tile,
+                self.c_dtype,
+                epi_barrier,
+                c_pipeline,
+                stores,
+            )
             with cute.arch.elect_one():
                 acc_pipeline.consumer_release(acc_state)  # on the leader's empty barrier
             acc_state.advance()

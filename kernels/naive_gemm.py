@@ -211,9 +211,16 @@ class NaiveGemm:
         self.cfg, self.a_major, self.b_major = config, a_major, b_major
 
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         config = self.cfg
         mA, mB, mC = global_tensors(a_ptr, b_ptr, c_ptr, m, n, k, self.a_major, self.b_major)
         grid = [

@@ -87,9 +87,16 @@ class Sm80Gemm:
 
     # ------------------------------------------------------------- host side
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
 
@@ -115,18 +122,43 @@ class Sm80Gemm:
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
-        self.kernel(mA, mB, mC, sA_layout, sB_layout, sC_layout, copy_a, copy_b, copy_c,
-                    tiled_mma, tiles_m, tiles_n).launch(
-            grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)  # fmt: skip
+        self.kernel(
+            mA=mA,
+            mB=mB,
+            mC=mC,
+            sA_layout=sA_layout,
+            sB_layout=sB_layout,
+            sC_layout=sC_layout,
+            copy_a=copy_a,
+            copy_b=copy_b,
+            copy_c=copy_c,
+            tiled_mma=tiled_mma,
+            tiles_m=tiles_m,
+            tiles_n=tiles_n,
+        ).launch(
+            grid=[tiles_m * tiles_n, 1, 1],
+            block=[cfg.threads, 1, 1],
+            smem=self.smem_bytes,
+            stream=stream,
+        )
 
     # ------------------------------------------------------------- device side
     @cute.kernel
-    def kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-               sC_layout: cute.ComposedLayout, copy_a: cute.TiledCopy, copy_b: cute.TiledCopy,
-               copy_c: cute.TiledCopy, tiled_mma: cute.TiledMma, tiles_m: cutlass.Int32,
-               tiles_n: cutlass.Int32):  # fmt: skip
+    def kernel(
+        self,
+        mA: cute.Tensor,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        sA_layout: cute.ComposedLayout,
+        sB_layout: cute.ComposedLayout,
+        sC_layout: cute.ComposedLayout,
+        copy_a: cute.TiledCopy,
+        copy_b: cute.TiledCopy,
+        copy_c: cute.TiledCopy,
+        tiled_mma: cute.TiledMma,
+        tiles_m: cutlass.Int32,
+        tiles_n: cutlass.Int32,
+    ):
         cfg = self.cfg
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()

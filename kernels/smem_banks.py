@@ -43,9 +43,16 @@ class Config:
 
 
 @cute.kernel
-def smem_read_kernel(offsets: cute.Tensor, data: cute.Tensor, out: cute.Tensor,
-                     iters: cutlass.Int32, zero: cutlass.Int32, n_req: cutlass.Constexpr,
-                     vec: cutlass.Constexpr, threads: cutlass.Constexpr):  # fmt: skip
+def smem_read_kernel(
+    offsets: cute.Tensor,
+    data: cute.Tensor,
+    out: cute.Tensor,
+    iters: cutlass.Int32,
+    zero: cutlass.Int32,
+    n_req: cutlass.Constexpr,
+    vec: cutlass.Constexpr,
+    threads: cutlass.Constexpr,
+):
     tid, _, _ = cute.arch.thread_idx()
     bid, _, _ = cute.arch.block_idx()
     lane = tid % WARP
@@ -138,9 +145,15 @@ def reference(offsets: torch.Tensor, data: torch.Tensor, vec: int, iters: int) -
     return iters * picked.sum(dim=0)  # (32,)
 
 
-def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: int = 1,
-             out: torch.Tensor | None = None, vec: int = 1, config: Config = Config()
-             ) -> Callable[[], torch.Tensor]:  # fmt: skip
+def launcher(
+    offsets: torch.Tensor,
+    data: torch.Tensor,
+    iters: int = 1,
+    blocks: int = 1,
+    out: torch.Tensor | None = None,
+    vec: int = 1,
+    config: Config = Config(),
+) -> Callable[[], torch.Tensor]:
     """Validate once and return a function that launches the kernel (for timing loops).
 
     offsets: int32 (requests, 32) in units of `vec` words, -1 for an idle lane;
@@ -191,9 +204,15 @@ def launcher(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: 
     return launch
 
 
-def run(offsets: torch.Tensor, data: torch.Tensor, iters: int = 1, blocks: int = 1,
-        out: torch.Tensor | None = None, vec: int = 1, config: Config = Config()
-        ) -> torch.Tensor:  # fmt: skip
+def run(
+    offsets: torch.Tensor,
+    data: torch.Tensor,
+    iters: int = 1,
+    blocks: int = 1,
+    out: torch.Tensor | None = None,
+    vec: int = 1,
+    config: Config = Config(),
+) -> torch.Tensor:
     """Every warp reads shared memory as `offsets` says, `iters` times; returns the sums
     (blocks * threads values; see reference() for what each warp's lanes must hold)."""
     return launcher(offsets, data, iters, blocks, out, vec, config)()

@@ -98,9 +98,16 @@ class Tcgen05Gemm:
 
     # ------------------------------------------------------------ host
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         self.check_pointers(a_ptr, b_ptr, c_ptr)
         a, b, c = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         tiled_mma = make_tiled_mma(self.ab_dtype, self.acc_dtype, self.tile)
@@ -118,9 +125,15 @@ class Tcgen05Gemm:
 
     # ------------------------------------------------------------ device
     @cute.kernel
-    def kernel(self, tiled_mma: cute.TiledMma, tma_a: cpasync.TmaInfo, tma_b: cpasync.TmaInfo,
-               tma_c: cpasync.TmaInfo, epi_tile: cute.Tile,
-               cta_layout_vmnk: cute.Layout):  # fmt: skip
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tma_a: cpasync.TmaInfo,
+        tma_b: cpasync.TmaInfo,
+        tma_c: cpasync.TmaInfo,
+        epi_tile: cute.Tile,
+        cta_layout_vmnk: cute.Layout,
+    ):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tile_row, tile_col, _ = cute.arch.block_idx()  # one CTA, one tile of C
@@ -160,22 +173,61 @@ class Tcgen05Gemm:
         tmem.relinquish_alloc_permit()  # this CTA will allocate nothing else
 
         if warp_idx == TMA_WARP:
-            self.tma_role(tma_a, tma_b, views.tAgA, views.tBgB, views.tAsA, views.tBsB, ring,
-                          views.k_tiles, tile_row, tile_col)  # fmt: skip
+            self.tma_role(
+                tma_a=tma_a,
+                tma_b=tma_b,
+                tAgA=views.tAgA,
+                tBgB=views.tBgB,
+                tAsA=views.tAsA,
+                tBsB=views.tBsB,
+                ring=ring,
+                k_tiles=views.k_tiles,
+                tile_row=tile_row,
+                tile_col=tile_col,
+            )
         if warp_idx == MMA_WARP:
-            self.mma_role(tiled_mma, tmem, acc_layout, views.tCrA, views.tCrB, ring, acc_pipeline,
-                          views.k_tiles)  # fmt: skip
+            self.mma_role(
+                tiled_mma=tiled_mma,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tCrA=views.tCrA,
+                tCrB=views.tCrB,
+                ring=ring,
+                acc_pipeline=acc_pipeline,
+                k_tiles=views.k_tiles,
+            )
         if warp_idx < TMA_WARP:
-            self.epilogue_role(tidx, warp_idx, tmem, acc_layout, tma_c, sC, views.tCgC, epi_tile,
-                               acc_pipeline, tile_row, tile_col)  # fmt: skip
+            self.epilogue_role(
+                tidx=tidx,
+                warp_idx=warp_idx,
+                tmem=tmem,
+                acc_layout=acc_layout,
+                tma_c=tma_c,
+                sC=sC,
+                tCgC=views.tCgC,
+                epi_tile=epi_tile,
+                acc_pipeline=acc_pipeline,
+                tile_row=tile_row,
+                tile_col=tile_col,
+            )
 
     @cute.jit
     def tma_role(self, tma_a, tma_b, tAgA, tBgB, tAsA, tBsB, ring, k_tiles, tile_row, tile_col):
         """Warp 4: stream this CTA's K-blocks of A and B into the ring."""
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        ab_state = tma_k_loop(tma_a, tma_b, tAgA[(None, tile_row, None)],
-                              tBgB[(None, tile_col, None)], tAsA, tBsB, ring, ab_state, k_tiles,
-                              None, None)  # fmt: skip
+        ab_state = tma_k_loop(
+            tma_a,
+            tma_b,
+            tAgA[(None, tile_row, None)],
+            tBgB[(None, tile_col, None)],
+            tAsA,
+            tBsB,
+            ring,
+            ab_state,
+            k_tiles,
+            None,
+            None,
+        )
         ring.producer_tail(ab_state)  # wait until the MMA has drained the ring
 
     @cute.jit
@@ -186,22 +238,51 @@ class Tcgen05Gemm:
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.acc_slots)
         ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         acc_pipeline.producer_acquire(acc_state)
-        ab_state = mma_k_loop(tiled_mma, accumulators[(None, None, None, acc_state.index)], tCrA,
-                              tCrB, ring, ab_state, k_tiles)  # fmt: skip
+        ab_state = mma_k_loop(
+            tiled_mma,
+            accumulators[(None, None, None, acc_state.index)],
+            tCrA,
+            tCrB,
+            ring,
+            ab_state,
+            k_tiles,
+        )
         acc_pipeline.producer_commit(acc_state)  # tcgen05.commit: fires when the MMAs finish
 
     @cute.jit
-    def epilogue_role(self, tidx, warp_idx, tmem, acc_layout, tma_c, sC, tCgC, epi_tile,
-                      acc_pipeline, tile_row, tile_col):  # fmt: skip
+    def epilogue_role(
+        self,
+        tidx,
+        warp_idx,
+        tmem,
+        acc_layout,
+        tma_c,
+        sC,
+        tCgC,
+        epi_tile,
+        acc_pipeline,
+        tile_row,
+        tile_col,
+    ):
         """Warps 0-3: wait for the accumulator, drain it to C, free TMEM."""
         tmem_ptr, accumulators, c_pipeline, epi_barrier = epilogue_setup(
             tmem, acc_layout, self.acc_dtype, self.epi_stages
         )
         acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.acc_slots)
         acc_pipeline.consumer_wait(acc_state)
-        epilogue_tile(tidx, warp_idx, accumulators[((None, None), 0, 0, acc_state.index)], tma_c,
-                      sC, tCgC[((None, None), 0, 0, tile_row, tile_col)], epi_tile, self.c_dtype,
-                      epi_barrier, c_pipeline, cutlass.Int32(0))  # fmt: skip
+        epilogue_tile(
+            tidx,
+            warp_idx,
+            accumulators[((None, None), 0, 0, acc_state.index)],
+            tma_c,
+            sC,
+            tCgC[((None, None), 0, 0, tile_row, tile_col)],
+            epi_tile,
+            self.c_dtype,
+            epi_barrier,
+            c_pipeline,
+            cutlass.Int32(0),
+        )
         with cute.arch.elect_one():
             acc_pipeline.consumer_release(acc_state)
         c_pipeline.producer_tail()  # every TMA store of C has read its staging buffer

@@ -151,9 +151,16 @@ class TmaLoad:
         self.tx_bytes = config.box_bytes(dtype.width // 8)
 
     @cute.jit
-    def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, rows: cutlass.Int32,
-                 cols: cutlass.Int32, ld_src: cutlass.Int32, ld_dst: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        src_ptr: cute.Pointer,
+        dst_ptr: cute.Pointer,
+        rows: cutlass.Int32,
+        cols: cutlass.Int32,
+        ld_src: cutlass.Int32,
+        ld_dst: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         cfg = self.cfg
         mSrc = _matrix(src_ptr, rows, cols, ld_src, self.dtype)
         tiles_m = (rows + cfg.box_rows - 1) // cfg.box_rows
@@ -235,9 +242,16 @@ class TmaStore:
         self.dtype, self.cfg = dtype, config
 
     @cute.jit
-    def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, rows: cutlass.Int32,
-                 cols: cutlass.Int32, ld_src: cutlass.Int32, ld_dst: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        src_ptr: cute.Pointer,
+        dst_ptr: cute.Pointer,
+        rows: cutlass.Int32,
+        cols: cutlass.Int32,
+        ld_src: cutlass.Int32,
+        ld_dst: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         cfg = self.cfg
         mSrc = _matrix(src_ptr, rows, cols, ld_src, self.dtype)
         mDst = _matrix(dst_ptr, rows, cols, ld_dst, self.dtype)
@@ -303,8 +317,14 @@ class TmaMulticast:
         self.smem_bytes = self.tx_bytes + 1024  # the tiles, 1024-byte aligned, and the barrier
 
     @cute.jit
-    def __call__(self, src_ptr: cute.Pointer, dst_ptr: cute.Pointer, clusters: cutlass.Int32,
-                 rounds: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        src_ptr: cute.Pointer,
+        dst_ptr: cute.Pointer,
+        clusters: cutlass.Int32,
+        rounds: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         cfg, box = self.cfg, self.cfg.box
         mSrc = cute.make_tensor(
             src_ptr,
@@ -434,8 +454,15 @@ class DescriptorDump:
         self.dtype, self.cfg = dtype, config
 
     @cute.jit
-    def __call__(self, src_ptr: cute.Pointer, out_ptr: cute.Pointer, rows: cutlass.Int32,
-                 cols: cutlass.Int32, ld: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        src_ptr: cute.Pointer,
+        out_ptr: cute.Pointer,
+        rows: cutlass.Int32,
+        cols: cutlass.Int32,
+        ld: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         mSrc = _matrix(src_ptr, rows, cols, ld, self.dtype)
         tma, _ = cute.nvgpu.cpasync.make_tiled_tma_atom(
             cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(),

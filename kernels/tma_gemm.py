@@ -185,9 +185,17 @@ class TmaGemm:
 
     # ------------------------------------------------------------- host side
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, report_ptr: cute.Pointer,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        report_ptr: cute.Pointer,
+        stream: cuda.CUstream,
+    ):
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         report = cute.make_tensor(report_ptr, cute.make_layout(REPORT_WORDS))
@@ -204,18 +212,45 @@ class TmaGemm:
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
-        self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, report, tiled_mma, copy_c,
-                    sA_layout, sB_layout, sC_layout, tiles_m, tiles_n).launch(
-            grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)  # fmt: skip
+        self.kernel(
+            tma_a=tma.tma_a,
+            mA=tma.mA,
+            tma_b=tma.tma_b,
+            mB=tma.mB,
+            mC=mC,
+            report=report,
+            tiled_mma=tiled_mma,
+            copy_c=copy_c,
+            sA_layout=sA_layout,
+            sB_layout=sB_layout,
+            sC_layout=sC_layout,
+            tiles_m=tiles_m,
+            tiles_n=tiles_n,
+        ).launch(
+            grid=[tiles_m * tiles_n, 1, 1],
+            block=[cfg.threads, 1, 1],
+            smem=self.smem_bytes,
+            stream=stream,
+        )
 
     # ------------------------------------------------------------- device side
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
-               mC: cute.Tensor, report: cute.Tensor, tiled_mma: cute.TiledMma,
-               copy_c: cute.TiledCopy, sA_layout: cute.ComposedLayout,
-               sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):  # fmt: skip
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        report: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        copy_c: cute.TiledCopy,
+        sA_layout: cute.ComposedLayout,
+        sB_layout: cute.ComposedLayout,
+        sC_layout: cute.ComposedLayout,
+        tiles_m: cutlass.Int32,
+        tiles_n: cutlass.Int32,
+    ):
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
@@ -245,9 +280,17 @@ class TmaGemm:
         epilogue_through_smem(f.acc, f.thr_mma, sC, gC, mC, copy_c, (tile_row, tile_col), tidx)
 
     @cute.jit
-    def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
-             empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):  # fmt: skip
+    def ring(
+        self,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        full: cute.Pointer,
+        empty: cute.Pointer,
+        loads: KTileLoads,
+        tiled_mma: cute.TiledMma,
+        f,
+        report: cute.Tensor,
+    ):
         """The mbarrier ring, run by every warp: initialise the barriers, warp 0 fills every
         stage, then each k-tile t is waited for on full[t % stages], multiplied, released on
         empty[t % stages], and warp 0 refills the stage with k-tile t + stages."""
@@ -405,9 +448,17 @@ class TmaPipelineGemm(TmaGemm):
     not bounded)."""
 
     @cute.jit
-    def ring(self, k_tiles: cutlass.Int32, warp: cutlass.Int32, full: cute.Pointer,
-             empty: cute.Pointer, loads: KTileLoads, tiled_mma: cute.TiledMma, f,
-             report: cute.Tensor):  # fmt: skip
+    def ring(
+        self,
+        k_tiles: cutlass.Int32,
+        warp: cutlass.Int32,
+        full: cute.Pointer,
+        empty: cute.Pointer,
+        loads: KTileLoads,
+        tiled_mma: cute.TiledMma,
+        f,
+        report: cute.Tensor,
+    ):
         """The same ring through PipelineTmaAsync (its barrier pairs start at `full`)."""
         cfg = self.cfg
         # 1. barriers: full/empty pairs (one expect_tx arrival; one arrival per warp)

@@ -81,9 +81,16 @@ class WgmmaGemm:
         self.smem_bytes = config.smem_bytes(self.c_dtype.width // 8)
 
     @cute.jit
-    def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, c_ptr: cute.Pointer,
-                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32,
-                 stream: cuda.CUstream):  # fmt: skip
+    def __call__(
+        self,
+        a_ptr: cute.Pointer,
+        b_ptr: cute.Pointer,
+        c_ptr: cute.Pointer,
+        m: cutlass.Int32,
+        n: cutlass.Int32,
+        k: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         cfg = self.cfg
         mA, mB, mC = gemm_tensors(a_ptr, b_ptr, c_ptr, m, n, k)
         sA_layout, sB_layout, sC_layout = ring_layouts(
@@ -99,17 +106,42 @@ class WgmmaGemm:
 
         tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
-        self.kernel(tma.tma_a, tma.mA, tma.tma_b, tma.mB, mC, tiled_mma, copy_c, sA_layout,
-                    sB_layout, sC_layout, tiles_m, tiles_n).launch(
-            grid=[tiles_m * tiles_n, 1, 1], block=[cfg.threads, 1, 1],
-            smem=self.smem_bytes, stream=stream)  # fmt: skip
+        self.kernel(
+            tma_a=tma.tma_a,
+            mA=tma.mA,
+            tma_b=tma.tma_b,
+            mB=tma.mB,
+            mC=mC,
+            tiled_mma=tiled_mma,
+            copy_c=copy_c,
+            sA_layout=sA_layout,
+            sB_layout=sB_layout,
+            sC_layout=sC_layout,
+            tiles_m=tiles_m,
+            tiles_n=tiles_n,
+        ).launch(
+            grid=[tiles_m * tiles_n, 1, 1],
+            block=[cfg.threads, 1, 1],
+            smem=self.smem_bytes,
+            stream=stream,
+        )
 
     @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
-               mC: cute.Tensor, tiled_mma: cute.TiledMma, copy_c: cute.TiledCopy,
-               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32,
-               tiles_n: cutlass.Int32):  # fmt: skip
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        copy_c: cute.TiledCopy,
+        sA_layout: cute.ComposedLayout,
+        sB_layout: cute.ComposedLayout,
+        sC_layout: cute.ComposedLayout,
+        tiles_m: cutlass.Int32,
+        tiles_n: cutlass.Int32,
+    ):
         cfg = self.cfg
         tidx, bidx, warp = cta_coordinates()
         prefetch_descriptors(warp, (tma_a, tma_b))
@@ -198,8 +230,13 @@ class WgmmaGemm:
             ring.consumer_wait(read)  # TMA bytes of k-tile t have landed
             cute.nvgpu.warpgroup.fence()
             for kb in cutlass.range_constexpr(k_blocks):
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                          tCrB[None, None, kb, read.index], acc)  # fmt: skip
+                cute.gemm(
+                    tiled_mma,
+                    acc,
+                    tCrA[None, None, kb, read.index],
+                    tCrB[None, None, kb, read.index],
+                    acc,
+                )
             cute.nvgpu.warpgroup.commit_group()
             read.advance()
             if t > 0:  # k-tile t-1's wgmmas are done reading: hand its stage back

@@ -13,6 +13,7 @@ function, the line within it and the line's text.
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 from dataclasses import dataclass
 
@@ -74,6 +75,12 @@ def _short_name(cls) -> str:
     return real[0].__name__.lstrip("_") if real else cls.__name__
 
 
+def _open_brackets(text: str) -> int:
+    """Brackets a line of Python leaves open (those in strings and comments not counted)."""
+    code = re.sub(r"(\"[^\"]*\"|'[^']*')", "", text).split("#", 1)[0]
+    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+
+
 @dataclass(frozen=True)
 class Site:
     """One line of kernel source."""
@@ -84,7 +91,18 @@ class Site:
     first_line: int
 
     def text(self) -> str:
-        return linecache.getline(self.filename, self.lineno).strip()
+        """The statement that starts on this line, whole where it runs over several lines
+        (a call wrapped one argument a line, as ruff formats it), up to 160 characters."""
+        text = linecache.getline(self.filename, self.lineno).strip()
+        more = self.lineno
+        while _open_brackets(text) > 0 and more < self.lineno + 16:
+            more += 1
+            following = linecache.getline(self.filename, more).strip()
+            if not following:
+                break
+            text = f"{text} {following}"
+        text = re.sub(r"([(\[{]) ", r"\1", re.sub(r",? ([)\]}])", r"\1", text))
+        return text if len(text) <= 160 else text[:157] + "..."
 
     def describe(self) -> str:
         line = self.lineno - self.first_line + 1
