@@ -72,7 +72,7 @@ def operands(step: str, cfg, size: int, dtype: torch.dtype):
 
     if step == "fp8_gemm":
         a, sa = fp8_scales.quantize(torch.randn(size, size, device="cuda"), cfg.scales)
-        b, sb = fp8_scales.quantize(torch.randn(size, size, device="cuda"), cfg.scales, "b")
+        b, sb = fp8_scales.quantize(torch.randn(size, size, device="cuda"), cfg.scales, rows_of="b")
         ref = (
             fp8_scales.dequantize(a, sa, cfg.scales)
             @ fp8_scales.dequantize(b, sb, cfg.scales, "b").T
