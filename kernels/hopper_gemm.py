@@ -25,6 +25,9 @@ Starting from notebook 10's TMA + WGMMA kernel, each Config flag adds one idea:
       after the other through the same ring, so while one warpgroup runs its
       epilogue the other keeps the tensor cores busy with the next mainloop.
 
+pdl (notebook 13): programmatic dependent launch; the grid may start while the kernel before
+it in the stream finishes, and every thread waits (griddepcontrol.wait) for that kernel's
+grid to complete before the roles touch A, B or C.
 a_l2 / b_l2 (notebook 13): an L2 eviction priority on A's or B's TMA loads ("first" or "last");
 none by default, and none of them made the kernel faster.
 
@@ -93,6 +96,10 @@ class Config:
     pingpong: bool = False  # consumer warpgroups on alternate tiles, not one shared tile
     a_l2: str = "normal"  # L2 eviction priority of A's loads: "normal", "first" or "last"
     b_l2: str = "normal"  # the same for B's
+    # programmatic dependent launch: this grid may start while the previous kernel in the
+    # stream finishes (its prologue under that kernel's tail); griddepcontrol.wait holds
+    # every thread until the previous grid completed and its memory is visible
+    pdl: bool = False
 
     def __post_init__(self):
         if self.pingpong and self.tile_n > 128:
@@ -281,6 +288,7 @@ class HopperGemm:
             smem=self.smem_capacity,
             min_blocks_per_mp=1,
             stream=stream,
+            use_pdl=cfg.pdl,
         )
 
     @cute.jit
@@ -329,6 +337,14 @@ class HopperGemm:
             operands, shared, (TILE_M, cfg.tile_n, self.tile_k), place, cfg.cluster_mnk
         )
         parts.wait_for_cluster_init(cfg.cluster_mnk)
+        # region pdl
+        if cutlass.const_expr(cfg.pdl):
+            # the next kernel may launch now (a hint: it waits in its own griddepcontrol.wait);
+            # this one touches A, B and C, which the previous kernel may write, only after
+            # the previous grid is complete
+            cute.arch.griddepcontrol_launch_dependents()
+            cute.arch.griddepcontrol_wait()
+        # endregion pdl
 
         cluster_id, clusters = parts.clusters_in_grid(cfg.cluster_size)
         schedule = parts.TileSchedule(

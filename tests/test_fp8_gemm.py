@@ -51,6 +51,10 @@ def test_every_configuration_compiles_to_fp8_wgmma(label, cfg, dtype, out_dtype)
 
 
 def test_config_rules():
+    with pytest.raises(ValueError, match="for block scales"):
+        fp8_gemm.Config(prefetch_scales=2)
+    with pytest.raises(ValueError, match="0 to 4"):
+        fp8_gemm.Config(scales="block", prefetch_scales=5)
     with pytest.raises(ValueError, match="scales must be"):
         fp8_gemm.Config(scales="blocks")
     with pytest.raises(ValueError, match="promote every k-tile"):
@@ -72,6 +76,9 @@ EXACT = [
     ("tensor", fp8_gemm.PRESETS["tensor"], {}),
     ("row", fp8_gemm.PRESETS["row"], {}),
     ("block", fp8_gemm.PRESETS["block"], {}),
+    # the last k-tile prefetches nothing new: 3 k-tiles, and 1
+    ("block_prefetch", fp8_gemm.PRESETS["block_prefetch"], {}),
+    ("block_prefetch, 1 k-tile", fp8_gemm.PRESETS["block_prefetch"], {"m": 65, "k": 112}),
     ("tensor promoted every 2, ragged K", fp8_gemm.Config(promote_every=2, tile_n=128), {"k": 400}),
     ("block tile_n=256, ragged K", fp8_gemm.Config(scales="block"), {"m": 65, "k": 400}),
     ("row e5m2", fp8_gemm.PRESETS["row"], {"dtype": E5M2, "m": 65}),
@@ -220,7 +227,9 @@ def test_fp8_gemm_matches_scaled_mm(mnk, preset):
 
 
 @pytest.mark.gpu(needs="sm_90a")
-@pytest.mark.parametrize("label", ["tensor", "row", "block", "block tile_n=256", "tensor fp32"])
+@pytest.mark.parametrize(
+    "label", ["tensor", "row", "block", "block_prefetch", "block tile_n=256", "tensor fp32"]
+)
 @pytest.mark.parametrize("mnk", RAGGED_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_fp8_gemm_matches_the_dequantized_reference(mnk, label):
     _, cfg, dtype, out_dtype = next(c for c in COMPILED if c[0] == label)

@@ -46,6 +46,19 @@ def test_hopper_presets_compile_to_what_they_claim(preset):
     assert res["stack_frame_bytes"] == 0
 
 
+@pytest.mark.compile
+def test_pdl_waits_for_the_previous_grid_before_touching_memory():
+    """pdl=True: griddepcontrol.launch_dependents and griddepcontrol.wait once each, before
+    the roles split (so before any TMA load or store); without it, neither."""
+    art = hopper_gemm.artifacts("sm_90a", torch.bfloat16, hopper_gemm.Config(pdl=True))
+    assert art.count_ptx(r"griddepcontrol\.wait;") == 1
+    assert art.count_ptx(r"griddepcontrol\.launch_dependents;") == 1
+    wait = art.ptx.index("griddepcontrol.wait;")
+    assert wait < art.ptx.index("cp.async.bulk.tensor") and wait < art.ptx.index("setmaxnreg")
+    plain = hopper_gemm.artifacts("sm_90a", torch.bfloat16, hopper_gemm.Config())
+    assert plain.count_ptx(r"griddepcontrol") == 0
+
+
 def test_hopper_config_rules():
     assert hopper_gemm.Config().ring_stages(2) == 4  # 128x256 tiles + 4 TMA-store buffers
     assert hopper_gemm.Config(stages=3).ring_stages(2) == 3
@@ -101,3 +114,22 @@ def test_hopper_gemm_matches_torch(mnk, dtype, preset):
     cfg = hopper_gemm.PRESETS[preset]
     verdict = check_gemm(lambda a, b, c: hopper_gemm.run(a, b, c, cfg), GemmProblem(*mnk, dtype))
     assert verdict.ok, verdict
+
+
+@pytest.mark.gpu(needs="sm_90a")
+def test_pdl_chain_reads_each_layers_output():
+    """Four GEMMs back to back with PDL, each reading the one before's C (two buffers in
+    turn, so a layer also overwrites what the layer before it read): as torch's chain."""
+    size, cfg = 1024, hopper_gemm.Config(pdl=True)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(size, size, device="cuda", generator=g).bfloat16()
+    ws = [(torch.randn(size, size, device="cuda", generator=g) / 32).bfloat16() for _ in range(4)]
+    outs = [torch.full_like(x, float("nan")) for _ in "ab"]
+    want, got = x, x
+    for i, w in enumerate(ws):
+        hopper_gemm.run(got, w, outs[i % 2], cfg)
+        got = outs[i % 2]
+        want = (want.float() @ w.float().t()).bfloat16()
+    torch.cuda.synchronize()
+    err = ((got.float() - want.float()).norm() / want.float().norm()).item()
+    assert err < 2e-2, err

@@ -282,6 +282,58 @@ def test_the_dev_container_is_the_compose_container():
     assert int(needs["memory"].removesuffix("gb")) >= 8
 
 
+# --- the container built and started here (container/build-here.sh) -------------------------
+
+BUILD_HERE = ROOT / "container" / "build-here.sh"
+CONTAINER_RECORD = ROOT / "results" / "container" / "container_check.json"
+
+
+def files_commands() -> dict:
+    """The commands the two container files say the container runs."""
+    config = json.loads(DEVCONTAINER.read_text())
+    return {
+        "postCreateCommand": config["postCreateCommand"],
+        "postAttachCommand": config["postAttachCommand"],
+        "compose_command": shlex.join(compose_service()["command"]),
+    }
+
+
+def test_build_here_runs_the_commands_the_files_say():
+    """build-here.sh reads what it runs from devcontainer.json and compose.yaml (never its
+    own copy): `--commands` prints them, and nothing is built."""
+    out = subprocess.run(
+        ["bash", str(BUILD_HERE), "--commands"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COURSE_HOST_PYTHON": sys.executable},
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    printed = dict(line.split(": ", 1) for line in out.stdout.splitlines())
+    commands = files_commands()
+    assert printed["image"] == compose_service()["image"]
+    assert printed["postCreateCommand"] == commands["postCreateCommand"]
+    assert printed["postAttachCommand"] == commands["postAttachCommand"]
+    assert printed["compose command"] == commands["compose_command"]
+
+
+def test_the_recorded_container_run_is_of_todays_files_and_passed():
+    """The newest record of build-here.sh (README: the container was built and started here)
+    ran the commands the files say now, each succeeded, the second setup reused the venv, and
+    JupyterLab answered with its token and refused without it. A changed container file
+    makes this fail until build-here.sh is run again."""
+    rec = json.loads(CONTAINER_RECORD.read_text())[-1]
+    assert rec["commands"] == files_commands()
+    assert rec["image_in_files"] == compose_service()["image"]
+    steps = {step["name"]: step for step in rec["steps"]}
+    assert set(steps) == {*files_commands(), "postCreateCommand_again"}
+    assert all(step["rc"] == 0 for step in steps.values()), steps
+    assert steps["postCreateCommand_again"]["seconds"] < steps["postCreateCommand"]["seconds"] / 5
+    for name in ("postAttachCommand", "compose_command"):
+        assert steps[name]["jupyterlab_answered"], steps[name]
+        assert steps[name]["without_token_http"] in (401, 403), steps[name]
+
+
 # --- requirements.txt for Linux aarch64 (and x86_64, the control) ----------------------------
 
 # Debian 12's glibc, the container's: a manylinux_2_N wheel with N up to this installs there

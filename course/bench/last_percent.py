@@ -9,6 +9,8 @@
     python -m course.bench.last_percent hints  [--record]   L2 eviction priorities on the TMA loads
     python -m course.bench.last_percent sol [--example PATH] [--record]
                                           the SOL kernel, NVIDIA's example and cuBLAS
+    python -m course.bench.last_percent fp8    [--record]   block-scaled FP8 against tensorwise
+    python -m course.bench.last_percent pdl    [--record]   a chain of GEMMs in a graph, with PDL
 
 Each part records one entry of results/last_percent.json ({"part": ..., ...}) with the GPU,
 date and command. Every comparison is timed in alternating rounds in one process, with a
@@ -367,9 +369,12 @@ def nvidia_example(path: str, problem, tile=(128, 256), cluster=(2, 1)):
     return gemm
 
 
-def against_cublas(problem, contenders: dict, rounds: int, reps: int) -> dict:
+def against_cublas(
+    problem, contenders: dict, rounds: int, reps: int, relative_to: str | None = None
+) -> dict:
     """Each contender (gemm(a, b, c)) checked against torch, then timed with cuBLAS, and
-    cuBLAS again as the control, in alternating rounds: a row of a record."""
+    cuBLAS again as the control, in alternating rounds: a row of a record. `relative_to`
+    names a contender every other one is also put against, round by round."""
     from course.bench.gemm_bench import RotatingInputs, check_gemm, cublas
 
     rot = RotatingInputs(problem)
@@ -383,6 +388,11 @@ def against_cublas(problem, contenders: dict, rounds: int, reps: int) -> dict:
         "ms": {k: round(v.median_ms, 5) for k, v in t.items()},
         "pct_of_cublas": {k: round_ratios(ref, v, reps) for k, v in t.items() if v is not ref},
     }
+    if relative_to is not None:
+        base = t[relative_to]
+        row[f"pct_of_{relative_to}"] = {
+            k: round_ratios(base, v, reps) for k, v in t.items() if v is not base
+        }
     print(row)
     return row
 
@@ -433,7 +443,129 @@ def split(rounds: int = 15, reps: int = 10) -> dict:
     return {"part": "split", "rounds": rounds, "reps": reps, "rows": rows}
 
 
+# ------------------------------------------------------------------ FP8 block scales
+
+FP8_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 16384))
+
+
+def fp8_contenders() -> dict:
+    """The FP8 kernels timed by `fp8`, each a step from the tensorwise kernel to block scales:
+    the tile the promoting presets need, a promotion every k-tile without scales, the block
+    scales (the exercise's kernel), and their scales loaded a k-tile ahead."""
+    from kernels import fp8_gemm
+
+    return {
+        "tensor": fp8_gemm.PRESETS["tensor"],
+        "tensor, 128x128 tiles": fp8_gemm.Config(tile_n=128),
+        "promoted every k-tile": fp8_gemm.Config(promote_every=1, tile_n=128),
+        "block": fp8_gemm.PRESETS["block"],
+        "block_prefetch": fp8_gemm.PRESETS["block_prefetch"],
+    }
+
+
+def fp8(rounds: int = 15, reps: int = 10) -> dict:
+    """Block-scaled FP8 (DeepSeek's 1 x 128 and 128 x 128 scales) and the steps towards it
+    (fp8_contenders) against the course's tensorwise kernel and cuBLAS FP8 (tensorwise, twice:
+    the control) at FP8_SHAPES in e4m3, alternating rounds; each output checked against torch
+    first."""
+    from kernels import fp8_gemm
+
+    configs = fp8_contenders()
+    rows = []
+    for m, n, k in FP8_SHAPES:
+        problem = _problem(m, n, k, torch.float8_e4m3fn)
+        contenders = {name: fp8_gemm.prepare(problem, cfg) for name, cfg in configs.items()}
+        rows.append(against_cublas(problem, contenders, rounds, reps, relative_to="tensor"))
+    return {
+        "part": "fp8",
+        "contenders": {name: repr(cfg) for name, cfg in configs.items()},
+        "rounds": rounds,
+        "reps": reps,
+        "rows": rows,
+    }
+
+
+# ------------------------------------------------------------------ programmatic launch
+
+PDL_SIZES = (512, 1024, 2048)
+PDL_LAYERS = 8
+
+
+def _chain(gemm, x0, weights, outs):
+    """x <- gemm(x, W_i) through `weights`, alternating between the two `outs`."""
+
+    def run():
+        x = x0
+        for i, w in enumerate(weights):
+            gemm(x, w, outs[i % 2])
+            x = outs[i % 2]
+        return x
+
+    return run
+
+
+def pdl(rounds: int = 15, reps: int = 10) -> dict:
+    """A chain of PDL_LAYERS square GEMMs (x <- x . W_i^T, bf16) replayed from one CUDA graph:
+    the SOL kernel without and with programmatic dependent launch, and cuBLAS (twice: the
+    control), alternating rounds; each chain's result checked against torch's first."""
+    from course.bench.gemm_bench import prepare
+    from course.bench.timing import graphed
+
+    def torch_mm(a, b, c):
+        torch.mm(a, b.t(), out=c)
+
+    rows = []
+    for size in PDL_SIZES:
+        problem = _problem(size, size, size)
+        g = torch.Generator(device="cuda").manual_seed(size)
+        x0 = torch.randn(size, size, device="cuda", generator=g).bfloat16()
+        weights = [
+            (torch.randn(size, size, device="cuda", generator=g) / size**0.5).bfloat16()
+            for _ in range(PDL_LAYERS)
+        ]
+        gemms = {
+            "SOL": prepare("hopper", problem, **SOL),
+            "SOL + PDL": prepare("hopper", problem, **SOL, pdl=True),
+            "cuBLAS": torch_mm,
+            "cuBLAS (control)": torch_mm,
+        }
+        chains = {}
+        errors = {}
+        want = _chain(torch_mm, x0, weights, [torch.empty_like(x0) for _ in "ab"])().float()
+        for name, gemm in gemms.items():
+            outs = [torch.empty_like(x0) for _ in "ab"]
+            chains[name] = graphed([_chain(gemm, x0, weights, outs)], 1)
+            for out in outs:
+                out.fill_(float("nan"))
+            chains[name]()
+            torch.cuda.synchronize()
+            got = outs[(PDL_LAYERS - 1) % 2].float()
+            errors[name] = float((got - want).norm() / want.norm())
+        t = alternating({k: [v] for k, v in chains.items()}, rounds, reps)
+        row = {
+            "size": size,
+            "layers": PDL_LAYERS,
+            "relative_error_vs_torch": {k: round(v, 5) for k, v in errors.items()},
+            "chain_us": {k: round(v.median_ms * 1e3, 2) for k, v in t.items()},
+            "pct_of_cublas": {
+                k: round_ratios(t["cuBLAS"], v, reps) for k, v in t.items() if k != "cuBLAS"
+            },
+            "pdl_pct_of_sol": round_ratios(t["SOL"], t["SOL + PDL"], reps),
+        }
+        print(row)
+        rows.append(row)
+    return {
+        "part": "pdl",
+        "method": "one CUDA graph per chain",
+        "rounds": rounds,
+        "reps": reps,
+        "rows": rows,
+    }
+
+
 PARTS = {
+    "fp8": fp8,
+    "pdl": pdl,
     "hints": hints,
     "split": split,
     "waves": waves,

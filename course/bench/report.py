@@ -357,6 +357,15 @@ def _last_percent_summary(d: dict) -> str:
             r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublas"].items())
             for r in d["rows"]
         )
+    if part == "fp8":
+        return "% of the course's tensorwise FP8 kernel (median round): " + "; ".join(
+            r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_tensor"].items())
+            for r in d["rows"]
+        )
+    if part == "pdl":
+        return "chains of 8 GEMMs in a graph, PDL vs none (median round): " + ", ".join(
+            f"{r['size']}^2 {r['pdl_pct_of_sol'][0]:.1f}%" for r in d["rows"]
+        )
     return ", ".join(sorted(d))
 
 

@@ -380,6 +380,62 @@ def sol_table() -> None:
     return rec.data
 
 
+def _cell(p) -> str:
+    return "{:5.1f}% ({:.0f}-{:.0f})".format(*p)
+
+
+def fp8_block_table(goal_pct: float = 90.0) -> dict | None:
+    """Notebook 12: the recorded run of the block-scaled presets against the course's
+    tensorwise kernel and cuBLAS FP8 (`last_percent fp8`), median round (lowest-highest),
+    and whether each block preset reaches `goal_pct` of the tensorwise kernel."""
+    rec = _recorded_everywhere(
+        "fp8", "fp8 --record", "Timing the five kernels takes two minutes of a Hopper GPU"
+    )
+    if rec is None:
+        return None
+    steps = list(bench.fp8_contenders())  # the steps in order, where the record has them
+    names = sorted(
+        (name for name in rec.data["contenders"] if name != "tensor"),
+        key=lambda name: steps.index(name) if name in steps else len(steps),
+    )
+    blocks = [name for name in names if name.startswith("block")]
+    print("% of the course's tensorwise kernel | % of cuBLAS FP8 (tensorwise), per round:")
+    print("median (lowest-highest); cuBLAS timed against itself is the control")
+    for r in rec.data["rows"]:
+        print(f"{r['problem']}  (all outputs checked against torch: {all(r['checked'].values())})")
+        for name in [*names, "cuBLAS (control)"]:
+            vs_tensor, vs_cublas = r["pct_of_tensor"][name], r["pct_of_cublas"][name]
+            met = ""
+            if name in blocks:
+                met = f"  goal {goal_pct:.0f}%: {'met' if vs_tensor[0] >= goal_pct else 'not met'}"
+            print(f"  {name:22s} {_cell(vs_tensor):>18s} | {_cell(vs_cublas):>18s}{met}")
+        print(f"  {'tensor':22s} {'':>18s} | {_cell(r['pct_of_cublas']['tensor']):>18s}")
+    return rec.data
+
+
+def pdl_table() -> dict | None:
+    """Notebook 13: the recorded chains of GEMMs replayed from one CUDA graph, the SOL kernel
+    without and with programmatic dependent launch (`last_percent pdl`)."""
+    rec = _recorded_everywhere(
+        "pdl", "pdl --record", "Timing the chains takes about a minute of a Hopper GPU"
+    )
+    if rec is None:
+        return None
+    print("a chain of square bf16 GEMMs, x <- x . W^T, one CUDA graph per chain; per round:")
+    print("median (lowest-highest)")
+    head = f"{'size':>5s} {'layers':>6s} | {'SOL us':>7s} {'+ PDL us':>8s} {'cuBLAS us':>9s} |"
+    print(head + f" {'PDL vs SOL':>18s} | {'SOL+PDL % of cuBLAS':>19s} | {'control':>18s}")
+    for r in rec.data["rows"]:
+        us = r["chain_us"]
+        print(
+            f"{r['size']:5d} {r['layers']:6d} | {us['SOL']:7.1f} {us['SOL + PDL']:8.1f} "
+            f"{us['cuBLAS']:9.1f} | {_cell(r['pdl_pct_of_sol']):>18s} | "
+            f"{_cell(r['pct_of_cublas']['SOL + PDL']):>19s} | "
+            f"{_cell(r['pct_of_cublas']['cuBLAS (control)']):>18s}"
+        )
+    return rec.data
+
+
 def split_check() -> Outcome:
     """Section 2's check of split-K. On an sm_90a GPU: every split-K preset against torch
     (`split_check_live`). Elsewhere: split_k2 and split_tail's own code on the CPU executor
