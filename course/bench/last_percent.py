@@ -446,6 +446,8 @@ def split(rounds: int = 15, reps: int = 10) -> dict:
 # ------------------------------------------------------------------ FP8 block scales
 
 FP8_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 16384))
+# the steps `fp8` times, in order (fp8_contenders gives their configurations)
+FP8_STEPS = ("tensor", "tensor, 128x128 tiles", "promoted every k-tile", "block", "block_prefetch")
 
 
 def fp8_contenders() -> dict:
@@ -454,13 +456,15 @@ def fp8_contenders() -> dict:
     scales (the exercise's kernel), and their scales loaded a k-tile ahead."""
     from kernels import fp8_gemm
 
-    return {
-        "tensor": fp8_gemm.PRESETS["tensor"],
-        "tensor, 128x128 tiles": fp8_gemm.Config(tile_n=128),
-        "promoted every k-tile": fp8_gemm.Config(promote_every=1, tile_n=128),
-        "block": fp8_gemm.PRESETS["block"],
-        "block_prefetch": fp8_gemm.PRESETS["block_prefetch"],
-    }
+    presets = fp8_gemm.PRESETS
+    configs = (
+        presets["tensor"],
+        fp8_gemm.Config(tile_n=128),
+        fp8_gemm.Config(promote_every=1, tile_n=128),
+        presets["block"],
+        presets["block_prefetch"],
+    )
+    return dict(zip(FP8_STEPS, configs, strict=True))
 
 
 def fp8(rounds: int = 15, reps: int = 10) -> dict:
@@ -507,7 +511,8 @@ def _chain(gemm, x0, weights, outs):
 def pdl(rounds: int = 15, reps: int = 10) -> dict:
     """A chain of PDL_LAYERS square GEMMs (x <- x . W_i^T, bf16) replayed from one CUDA graph:
     the SOL kernel without and with programmatic dependent launch, and cuBLAS (twice: the
-    control), alternating rounds; each chain's result checked against torch's first."""
+    control), alternating rounds; first each chain's relative error against torch's chain,
+    its buffers poisoned with NaN, is recorded."""
     from course.bench.gemm_bench import prepare
     from course.bench.timing import graphed
 

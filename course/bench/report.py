@@ -320,6 +320,13 @@ def _gpu_share(rec: results.Record) -> list[tuple]:
     ]
 
 
+def _medians(rows: list, key: str) -> str:
+    """Each row's problem and its contenders' median-round ratios under `key`."""
+    return "; ".join(
+        r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r[key].items()) for r in rows
+    )
+
+
 def _last_percent_summary(d: dict) -> str:
     """One cell: what a part of notebook 13's measurements found."""
     part = d["part"]
@@ -353,14 +360,10 @@ def _last_percent_summary(d: dict) -> str:
             f"{k} {v['dram__bytes_read.sum'] / 1e9:.2f}" for k, v in d["counters"].items()
         )
     if part in ("sol", "split"):
-        return "% of cuBLAS (median round): " + "; ".join(
-            r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_cublas"].items())
-            for r in d["rows"]
-        )
+        return "% of cuBLAS (median round): " + _medians(d["rows"], "pct_of_cublas")
     if part == "fp8":
-        return "% of the course's tensorwise FP8 kernel (median round): " + "; ".join(
-            r["problem"] + " " + ", ".join(f"{k} {v[0]:.1f}" for k, v in r["pct_of_tensor"].items())
-            for r in d["rows"]
+        return "% of the course's tensorwise FP8 kernel (median round): " + _medians(
+            d["rows"], "pct_of_tensor"
         )
     if part == "pdl":
         return "chains of 8 GEMMs in a graph, PDL vs none (median round): " + ", ".join(

@@ -334,6 +334,11 @@ def split_check_executed() -> list:
     return runs
 
 
+def _cell(p) -> str:
+    """A (median, lowest, highest) spread of per-round ratios as the tables print it."""
+    return "{:5.1f}% ({:.0f}-{:.0f})".format(*p)
+
+
 def split_table(dtype: str = "bfloat16") -> dict | None:
     """The recorded split-K run (`last_percent split`): each preset, the SOL kernel and cuBLAS's
     control as % of cuBLAS, median round (lowest-highest), with the SOL kernel's waves."""
@@ -354,7 +359,7 @@ def split_table(dtype: str = "bfloat16") -> dict | None:
         m, n, k = r["shape"]
         sol = waves_model.of_problem(m, n, SMS)
         tail = waves_model.split_tail_length(m, n, SMS)
-        cells = ["{:5.1f}% ({:.0f}-{:.0f})".format(*r["pct_of_cublas"][name]) for name in names]
+        cells = [_cell(r["pct_of_cublas"][name]) for name in names]
         model = f"{sol.fraction:5.2f} {sol.waves:4d} {tail:4.1f}"
         print(f"{m}x{n}x{k:<7d} {model} | " + " | ".join(f"{c:>16s}" for c in cells))
     return rec.data
@@ -380,10 +385,6 @@ def sol_table() -> None:
     return rec.data
 
 
-def _cell(p) -> str:
-    return "{:5.1f}% ({:.0f}-{:.0f})".format(*p)
-
-
 def fp8_block_table(goal_pct: float = 90.0) -> dict | None:
     """Notebook 12: the recorded run of the block-scaled presets against the course's
     tensorwise kernel and cuBLAS FP8 (`last_percent fp8`), median round (lowest-highest),
@@ -393,7 +394,7 @@ def fp8_block_table(goal_pct: float = 90.0) -> dict | None:
     )
     if rec is None:
         return None
-    steps = list(bench.fp8_contenders())  # the steps in order, where the record has them
+    steps = bench.FP8_STEPS  # the steps in order, where the record has them
     names = sorted(
         (name for name in rec.data["contenders"] if name != "tensor"),
         key=lambda name: steps.index(name) if name in steps else len(steps),
