@@ -436,7 +436,8 @@ def test_hstu_attention_without_its_wait_for_v(tmp_path):
     read = line_of(edited, "cute.copy(", after=line_of(edited, "# ldmatrix first V k-block"))
     kernel = line_of(edited, "    def kernel(")
     assert "read while a copy is in flight" in done.stderr
-    assert f"at kernel line {read - kernel + 1} (`cute.copy(`)" in done.stderr
+    # the site quotes the whole call (wrapped over lines in the source): V's copy
+    assert f"at kernel line {read - kernel + 1} (`cute.copy(smem_tiled_copy_V" in done.stderr
 
 
 @needs_full
