@@ -26,8 +26,9 @@ the scales (`Config.scales`):
   prefetch_scales ("block"): each k-tile's scales are loaded into registers that many
       k-tiles ahead of its promotion, instead of under the k-tile's own wgmmas.
 
-PRESETS names one configuration per mode, and "block_prefetch" the fastest block-scaled one
-measured (notebook 12 says what was tried and what each step paid). A second accumulator
+PRESETS names one configuration per mode, "block_prefetch" and "block_staged" the steps
+measured after "block" (notebook 12 says what was tried and what each step paid: staged is
+the fastest block-scaled one, 69 to 79% of the tensorwise kernel on an H200). A second accumulator
 needs registers: a 128 x 256 tile's two (256 fp32 values a thread) do not fit, so the
 promoting presets use 128 x 128 tiles.
 """
@@ -54,6 +55,14 @@ NEEDS = hopper_gemm.NEEDS
 DTYPES = FLOAT8_TYPES
 C_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_PREFETCH = 4  # k-tiles of block scales held in registers ahead of their promotion
+SCALE_BYTES = 4  # a float32 scale
+LANES = 32  # the producer warp's lanes, which stage the scales
+
+
+def b_blocks_per_tile(tile_n: int) -> int:
+    """The most 128-row blocks of B (of B's scales) one tile_n-wide tile can span: one more
+    than it covers when tile_n is not a multiple of 128 (a tile may start mid-block)."""
+    return -(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0)
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,8 @@ class Config(hopper_gemm.Config):
     # block scales: how many k-tiles ahead each k-tile's scales are loaded into registers
     # (0: under the k-tile's own wgmmas, as the exercise's after_k_tile loads them)
     prefetch_scales: int = 0
+    # block scales: the producer stages each k-tile's scales in shared memory with its tiles
+    stage_scales: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -77,6 +88,17 @@ class Config(hopper_gemm.Config):
             raise ValueError("prefetch_scales is for block scales (scales='block')")
         if not 0 <= self.prefetch_scales <= MAX_PREFETCH:
             raise ValueError(f"prefetch_scales: 0 to {MAX_PREFETCH} k-tiles ahead")
+        if self.stage_scales and (self.scales != "block" or self.prefetch_scales):
+            raise ValueError(
+                "stage_scales is for block scales without prefetch_scales (a stage's scales "
+                "are there only once its full barrier completes)"
+            )
+
+    def stage_extra_bytes(self) -> int:
+        """stage_scales: a stage holds the tile's TILE_M scales of A and its blocks' of B."""
+        if not self.stage_scales:
+            return 0
+        return (hopper_gemm.TILE_M + b_blocks_per_tile(self.tile_n)) * SCALE_BYTES
 
     @property
     def promotion_interval(self) -> int | None:
@@ -89,6 +111,7 @@ PRESETS: dict[str, Config] = {
     "row": Config(scales="row"),
     "block": Config(scales="block", tile_n=128),
     "block_prefetch": Config(scales="block", tile_n=128, prefetch_scales=1),
+    "block_staged": Config(scales="block", tile_n=128, stage_scales=True),
     "tensor_promoted": Config(promote_every=4, tile_n=128),
 }
 
@@ -100,6 +123,25 @@ class Scales(NamedTuple):
     b: cute.Tensor  # (1,) | (N,) | (NB, KB), NB = ceil(N/128)
 
 
+def tile_origin(c_shape, tile, tile_row, tile_col):
+    """The (m, n) of C where tile (tile_row, tile_col) starts, as CuTe's tiling of C places
+    it: a cluster partner whose tile lies wholly past an edge of C that only one tile spans
+    finds the first tile there (the tiles' mode has one element), and so do its TMA loads and
+    its accumulator's coordinates; its scales must be that tile's too."""
+    return cute.local_tile(cute.make_identity_tensor(c_shape), tile, (tile_row, tile_col))[0]
+
+
+class StagedScales(NamedTuple):
+    """The scales with their ring stages in shared memory (stage_scales): what the roles
+    see; in promote_k_tiles, staged_a/b are one stage's, (TILE_M,) and (NBT,)."""
+
+    a: cute.Tensor  # (M, KB)
+    b: cute.Tensor  # (NB, KB)
+    staged_a: cute.Tensor  # (TILE_M, STAGE): the tile's rows' scales of each stage's k-tile
+    staged_b: cute.Tensor  # (NBT, STAGE): the blocks of B the tile spans, NBT = b_blocks_per_tile
+    c_shape: tuple  # C's (M, N): where the producer's tiles lie (tile_origin)
+
+
 class Fp8Gemm(HopperGemm):
     """hopper_gemm's kernel with float8 A and B and their scales (`Config.scales`): its own
     consumer, which promotes a temporary accumulator and applies the scales."""
@@ -107,6 +149,10 @@ class Fp8Gemm(HopperGemm):
     def __init__(self, types, config: Config, arch: str = "sm_90a"):
         super().__init__(types, config, arch)
         assert self.tile_k == SCALE_BLOCK == tile_k(8)  # one k-tile: one block of scales
+        self.b_blocks = b_blocks_per_tile(config.tile_n)
+        if config.stage_scales:  # every lane of the producer warp arrives once per stage
+            self.stage_writers = 1 + LANES
+            self.stage_extra = self.copy_scales_into_stage
 
     @cute.jit
     def __call__(
@@ -197,15 +243,78 @@ class Fp8Gemm(HopperGemm):
         ahead = self.scales_ahead(mma.acc, k_count, place)
         for kt in range(k_count):
             ring.consumer_wait(read)
-            parts.mma_k_tile(tiled_mma, tmp, mma.tCrA, mma.tCrB, read.index)
+            stage = read.index
+            parts.mma_k_tile(tiled_mma, tmp, mma.tCrA, mma.tCrB, stage)
             read.advance()
             if kt > 0:  # k-tile kt-1 has been read by the tensor cores
                 release = parts.release_stage(ring, release, 1)
             if cutlass.const_expr(self.cfg.prefetch_scales > 0):
                 self.promote_ahead(mma.acc, tmp, ahead, kt, k_count, place)
-            else:
-                self.after_k_tile(mma.acc, tmp, kt, k_count, place)
+            else:  # (stage_scales: the stage, released only after the next k-tile's wgmmas)
+                self.after_k_tile(mma.acc, tmp, kt, k_count, self.at_stage(place, stage))
         return read, release
+
+    def at_stage(self, place: TilePlace, stage: cutlass.Int32) -> TilePlace:
+        """stage_scales: `place` with the staged scales of ring stage `stage` alone (the
+        k-tile the consumers read there); otherwise `place`."""
+        if not self.cfg.stage_scales:
+            return place
+        scales = place.inputs
+        return place._replace(
+            inputs=scales._replace(
+                staged_a=scales.staged_a[None, stage], staged_b=scales.staged_b[None, stage]
+            )
+        )
+
+    def stage_inputs(self, smem, inputs, c_shape):
+        """stage_scales: the scales with their ring stages in shared memory, StagedScales."""
+        if not self.cfg.stage_scales:
+            return inputs
+        align = 16  # cp.async's destinations: any 4-byte-aligned address; 16 keeps it tidy
+        staged_a = smem.allocate_tensor(
+            cutlass.Float32, cute.make_layout((self.tile[0], self.stages)), align
+        )
+        staged_b = smem.allocate_tensor(
+            cutlass.Float32, cute.make_layout((self.b_blocks, self.stages)), align
+        )
+        return StagedScales(inputs.a, inputs.b, staged_a, staged_b, c_shape)
+
+    @cute.jit
+    def copy_scales_into_stage(
+        self,
+        scales: StagedScales,
+        work: parts.Work,
+        kt: cutlass.Int32,
+        stage: cutlass.Int32,
+        full: cute.Pointer,
+    ):
+        """The producer warp, after k-tile kt's TMA loads into `stage`: that k-tile's scales
+        of the tile's rows of A (4 a lane) and of its blocks of B (a lane each) into the
+        stage, with 4-byte cp.async; then each lane's cp.async.mbarrier.arrive.noinc on the
+        stage's full barrier, which completes only once they landed. Rows past M copy the
+        last row's scale (their A holds TMA's zeros), blocks past N the last block's."""
+        lane = cute.arch.lane_idx()
+        rows, blocks = scales.a.shape[0], scales.b.shape[0]
+        top, left = tile_origin(scales.c_shape, self.tile, work.tile_row, work.tile_col)
+        g2s = cute.make_copy_atom(
+            cute.nvgpu.cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=32
+        )
+        for j in cutlass.range_constexpr(self.tile[0] // LANES):
+            r = lane + j * LANES
+            row = cutlass.min(top + r, rows - 1)
+            cute.copy(
+                g2s,
+                cute.local_tile(scales.a[row, None], (1,), (kt,)),
+                cute.local_tile(scales.staged_a[None, stage], (1,), (r,)),
+            )
+        if lane < self.b_blocks:
+            block = cutlass.min(left // SCALE_BLOCK + lane, blocks - 1)
+            cute.copy(
+                g2s,
+                cute.local_tile(scales.b[block, None], (1,), (kt,)),
+                cute.local_tile(scales.staged_b[None, stage], (1,), (lane,)),
+            )
+        cute.arch.cp_async_mbarrier_arrive_noinc(full)
 
     @cute.jit
     def scales_ahead(self, acc: cute.Tensor, k_count: cutlass.Int32, place: TilePlace) -> list:
@@ -279,22 +388,27 @@ class Fp8Gemm(HopperGemm):
         # region k-tile-scales
         scales = []
         if cutlass.const_expr(self.cfg.scales == "block"):
-            mSA, mSB = place.inputs
-            rows, blocks = mSA.shape[0], mSB.shape[0]
             tCcC = self.coordinates(place)  # (MMA, MMA_M, MMA_N) of (m, n)
-            tile_n = self.tile[1]
-            # B's scales of the blocks this tile spans (past N's edge: the last block, whose
-            # columns hold zeros there and are never stored)
-            first = place.tile_col * tile_n // SCALE_BLOCK
-            sb = [
-                mSB[cutlass.min(first + j, blocks - 1), kt]
-                for j in range(-(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0))
-            ]
-            for i in cutlass.range_constexpr(cute.size(tCcC)):
-                row, col = tCcC[i]
-                # rows past C's edge hold zeros (TMA filled A with them): read an existing scale
-                sa = mSA[cutlass.min(row, rows - 1), kt]
-                scales.append(sa * self.pick(sb, col // SCALE_BLOCK - first))
+            top, left = tile_origin(place.shape, self.tile, place.tile_row, place.tile_col)
+            first = left // SCALE_BLOCK  # the tile's first block of B
+            if cutlass.const_expr(self.cfg.stage_scales):
+                # this k-tile's stage in shared memory: the tile's rows', its blocks' of B
+                sa, sb = place.inputs.staged_a, place.inputs.staged_b  # (TILE_M,), (NBT,)
+                sbs = [sb[j] for j in range(self.b_blocks)]
+                for i in cutlass.range_constexpr(cute.size(tCcC)):
+                    row, col = tCcC[i]
+                    scales.append(sa[row - top] * self.pick(sbs, col // SCALE_BLOCK - first))
+            else:
+                mSA, mSB = place.inputs.a, place.inputs.b
+                rows, blocks = mSA.shape[0], mSB.shape[0]
+                # B's scales of the blocks this tile spans (past N's edge: the last block,
+                # whose columns hold zeros there and are never stored)
+                sbs = [mSB[cutlass.min(first + j, blocks - 1), kt] for j in range(self.b_blocks)]
+                for i in cutlass.range_constexpr(cute.size(tCcC)):
+                    row, col = tCcC[i]
+                    # rows past C's edge hold zeros (TMA filled A with them): an existing scale
+                    sa = mSA[cutlass.min(row, rows - 1), kt]
+                    scales.append(sa * self.pick(sbs, col // SCALE_BLOCK - first))
         # endregion k-tile-scales
         return scales
 
@@ -330,7 +444,7 @@ class Fp8Gemm(HopperGemm):
         """Tensor and row scales, multiplied into the accumulator before the epilogue
         converts it (block scales were applied by every promotion)."""
         # region scaled-epilogue
-        mSA, mSB = place.inputs
+        mSA, mSB = place.inputs.a, place.inputs.b
         if cutlass.const_expr(self.cfg.scales == "tensor"):
             acc.store(acc.load() * (mSA[0] * mSB[0]))
         if cutlass.const_expr(self.cfg.scales == "row"):

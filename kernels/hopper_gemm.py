@@ -136,6 +136,11 @@ class Config:
         """Shared memory the kernel takes beside the ring and the epilogue: none here."""
         return 0
 
+    def stage_extra_bytes(self) -> int:
+        """Bytes a ring stage holds beside its A and B tiles (a step's own per-k-tile data,
+        written by the producer with them): none here."""
+        return 0
+
     @property
     def threads(self) -> int:
         return WARPGROUP_THREADS * (1 + CONSUMER_WARPGROUPS)
@@ -163,7 +168,7 @@ class Config:
             - self.extra_smem_bytes()
             - SWIZZLE_ALIGN
             - BARRIER_RESERVE
-        ) // stage_bytes(TILE_M, self.tile_n)
+        ) // (stage_bytes(TILE_M, self.tile_n) + self.stage_extra_bytes())
         if fit < 2 or self.stages > fit:
             raise KernelInputError(
                 f"{self.stages or 'two'} stages of {TILE_M}x{self.tile_n} tiles do not fit in "
@@ -202,6 +207,9 @@ class HopperGemm:
         self.tx_bytes = stage_bytes(TILE_M, config.tile_n)
         # warps that read (and so release) one stage: one warpgroup's when pingpong
         self.stage_readers = 4 * (1 if config.pingpong else CONSUMER_WARPGROUPS)
+        # arrivals that fill one stage: the producer's expect_tx (a step that writes its own
+        # data into the stage with cp.async adds its lanes' arrivals)
+        self.stage_writers = 1
         self.l2_policies = parts.L2Policies(L2_POLICIES[config.a_l2], L2_POLICIES[config.b_l2])
 
     # ------------------------------------------------------------ host
@@ -330,8 +338,14 @@ class HopperGemm:
         barriers, shared = parts.allocate_shared_tiles(
             smem, self.ab_dtype, self.c_dtype, layouts, self.stages
         )
+        inputs = self.stage_inputs(smem, inputs, out.mC.shape)
         ring = parts.make_cluster_ring(
-            barriers, self.stages, self.tx_bytes, self.stage_readers, cfg.cluster_mnk
+            barriers,
+            self.stages,
+            self.tx_bytes,
+            self.stage_readers,
+            cfg.cluster_mnk,
+            stage_writers=self.stage_writers,
         )
         loads, k_tiles = parts.multicast_k_tiles(
             operands, shared, (TILE_M, cfg.tile_n, self.tile_k), place, cfg.cluster_mnk
@@ -371,6 +385,8 @@ class HopperGemm:
                     stages=self.stages,
                     cluster_mnk=cfg.cluster_mnk,
                     policies=self.l2_policies,
+                    also=self.stage_extra,
+                    also_inputs=inputs,
                 )
         else:  # ----------------------------------------------------------- consumers
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
@@ -387,6 +403,16 @@ class HopperGemm:
                 inputs=inputs,
             )
         # endregion roles
+
+    def stage_inputs(self, smem: SmemAllocator, inputs: tuple, c_shape) -> tuple:
+        """The step's operands as its roles see them, with any shared memory the producer
+        fills per ring stage (`stage_extra_bytes`) allocated beside the ring (C of
+        `c_shape`): unchanged here."""
+        return inputs
+
+    # what the producer writes into a stage beside A and B, a jit method called as
+    # stage_extra(inputs, work, kt, stage, full_barrier) by its whole warp: nothing here
+    stage_extra = None
 
     @cute.jit
     def consumer_role(

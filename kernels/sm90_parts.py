@@ -125,16 +125,18 @@ def make_tma_ring(
     consumer_warps: int,
     cta_layout_vmnk=None,
     defer_sync: bool = False,
+    writers: int = 1,
 ) -> pipeline.PipelineTmaAsync:
-    """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects one arrival
-    (the producer's expect_tx) plus `tx_bytes`; empty[s] one arrival per consumer warp
-    (in a cluster, `cta_layout_vmnk` says whose; `defer_sync` leaves the cluster's sync to
-    the caller, as CuTe DSL's own defaults otherwise do)."""
+    """The full/empty ring as CuTe DSL's PipelineTmaAsync: full[s] expects `writers`
+    arrivals (the producer's expect_tx, and one per lane of any cp.async.mbarrier.arrive a
+    step adds) plus `tx_bytes`; empty[s] one arrival per consumer warp (in a cluster,
+    `cta_layout_vmnk` says whose; `defer_sync` leaves the cluster's sync to the caller, as
+    CuTe DSL's own defaults otherwise do)."""
     return pipeline.PipelineTmaAsync.create(
         num_stages=stages,
         barrier_storage=barriers,
         tx_count=tx_bytes,
-        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, writers),
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, consumer_warps),
         cta_layout_vmnk=cta_layout_vmnk,
         defer_sync=defer_sync,
@@ -295,12 +297,18 @@ def allocate_shared_tiles(smem: SmemAllocator, ab_dtype, c_dtype, layouts: SmemL
 
 
 def make_cluster_ring(
-    barriers: cute.Pointer, stages: int, tx_bytes: int, stage_readers: int, cluster_mnk
+    barriers: cute.Pointer,
+    stages: int,
+    tx_bytes: int,
+    stage_readers: int,
+    cluster_mnk,
+    stage_writers: int = 1,
 ) -> pipeline.PipelineTmaAsync:
     """The ring of a clustered CTA, its barriers' initialization fenced for the cluster.
-    full[s]: the producer's expect_tx + `tx_bytes`; empty[s]: `stage_readers` consumer warps
-    of every CTA whose stage s this CTA's loads write into: its cluster column (B multicast)
-    and its row (A multicast), itself counted once. The caller waits for the cluster
+    full[s]: `stage_writers` arrivals (the producer's expect_tx first) + `tx_bytes`;
+    empty[s]: `stage_readers` consumer warps of every CTA whose stage s this CTA's loads
+    write into: its cluster column (B multicast) and its row (A multicast), itself counted
+    once. The caller waits for the cluster
     (pipeline_init_wait) once its other set-up is done."""
     cm, cn, ck = cluster_mnk
     ring = make_tma_ring(
@@ -310,6 +318,7 @@ def make_cluster_ring(
         stage_readers * (cm + cn - 1),
         cta_layout_vmnk=cute.make_layout((1, cm, cn, ck)),
         defer_sync=True,
+        writers=stage_writers,
     )
     pipeline.pipeline_init_arrive(cluster_shape_mn=(cm * ck, cn), is_relaxed=True)
     return ring
@@ -454,10 +463,14 @@ def stream_k_tiles(
     stages: cutlass.Constexpr,
     cluster_mnk: cutlass.Constexpr,
     policies: cutlass.Constexpr,
+    also: cutlass.Constexpr = None,
+    also_inputs=None,
 ):
     """The producer warp: every work item's k-tiles of A and B into the ring, in the order
     the consumers read them (`work_of(schedule, item, k_tiles)` says which), then wait until the
-    consumers of every CTA that shares this CTA's loads have released the last stages."""
+    consumers of every CTA that shares this CTA's loads have released the last stages.
+    `also(also_inputs, work, kt, stage, bar)`, where a step gives one, writes that step's own
+    per-k-tile data into the stage too (the whole warp calls it, after the TMA loads)."""
     cm, cn, _ = cluster_mnk
     state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
     item = schedule.cluster_id
@@ -484,6 +497,8 @@ def stream_k_tiles(
                 cm,
                 policies.b,
             )
+            if cutlass.const_expr(also is not None):
+                also(also_inputs, work, kt, state.index, bar)
             state.advance()
         item += schedule.clusters
     ring.producer_tail(state)  # do not exit while partners still read

@@ -22,6 +22,13 @@ COMPILED = [
     ("tensor fp16", fp8_gemm.PRESETS["tensor"], E4M3, torch.float16),
     ("tensor fp32", fp8_gemm.PRESETS["tensor"], E4M3, torch.float32),
     ("block tile_n=256", fp8_gemm.Config(scales="block"), E4M3, torch.bfloat16),
+    # a 1 x 2 cluster: a partner CTA past N's edge when one tile spans all of N
+    (
+        "block tile_n=256 cluster 1x2",
+        fp8_gemm.Config(scales="block", cluster_m=1, cluster_n=2),
+        E4M3,
+        torch.bfloat16,
+    ),
     (
         "row pingpong",
         fp8_gemm.Config(scales="row", tile_n=128, pingpong=True, epi_stages=2),
@@ -61,6 +68,17 @@ def test_config_rules():
         fp8_gemm.Config(scales="block", promote_every=2)
     with pytest.raises(ValueError, match="at least 1"):
         fp8_gemm.Config(promote_every=0)
+    with pytest.raises(ValueError, match="stage_scales is for block scales"):
+        fp8_gemm.Config(stage_scales=True)
+    with pytest.raises(ValueError, match="without prefetch_scales"):
+        fp8_gemm.Config(scales="block", stage_scales=True, prefetch_scales=1)
+    # a stage of staged scales holds 128 of A and one (128-wide tiles) to three of B's
+    assert fp8_gemm.PRESETS["block_staged"].stage_extra_bytes() == (128 + 1) * 4
+    assert (
+        fp8_gemm.Config(scales="block", tile_n=192, stage_scales=True).stage_extra_bytes()
+        == (128 + 3) * 4
+    )
+    assert fp8_gemm.PRESETS["block"].stage_extra_bytes() == 0
     assert fp8_gemm.Config(scales="block").promotion_interval == 1
     assert fp8_gemm.PRESETS["tensor_promoted"].promotion_interval == 4
     assert fp8_gemm.PRESETS["tensor"].promotion_interval is None
@@ -79,6 +97,35 @@ EXACT = [
     # the last k-tile prefetches nothing new: 3 k-tiles, and 1
     ("block_prefetch", fp8_gemm.PRESETS["block_prefetch"], {}),
     ("block_prefetch, 1 k-tile", fp8_gemm.PRESETS["block_prefetch"], {"m": 65, "k": 112}),
+    # scales staged by the producer: 3 k-tiles a tile over 5 stages (the ring wraps), one
+    # k-tile with a partner CTA past M, 256- and 192-wide tiles (two or three blocks of B),
+    # a 1 x 2 cluster with a partner past N
+    ("block_staged", fp8_gemm.PRESETS["block_staged"], {}),
+    (
+        "block_staged, 1 k-tile, partner past M",
+        fp8_gemm.PRESETS["block_staged"],
+        {"m": 65, "k": 112},
+    ),
+    (
+        "block staged tile_n=256, ragged K",
+        fp8_gemm.Config(scales="block", stage_scales=True),
+        {"m": 65, "k": 400},
+    ),
+    (
+        "block staged tile_n=192, cluster 1x2",
+        fp8_gemm.Config(scales="block", tile_n=192, stage_scales=True, cluster_m=1, cluster_n=2),
+        {"m": 129, "n": 520, "k": 300},
+    ),
+    (
+        "block tile_n=256, cluster 1x2, partner past N",
+        fp8_gemm.Config(scales="block", cluster_m=1, cluster_n=2),
+        {"m": 65, "n": 200, "k": 256},
+    ),
+    (
+        "block staged tile_n=256, cluster 1x2, partner past N",
+        fp8_gemm.Config(scales="block", stage_scales=True, cluster_m=1, cluster_n=2),
+        {"m": 65, "n": 200, "k": 256},
+    ),
     ("tensor promoted every 2, ragged K", fp8_gemm.Config(promote_every=2, tile_n=128), {"k": 400}),
     ("block tile_n=256, ragged K", fp8_gemm.Config(scales="block"), {"m": 65, "k": 400}),
     ("row e5m2", fp8_gemm.PRESETS["row"], {"dtype": E5M2, "m": 65}),
@@ -188,7 +235,14 @@ def test_valid_inputs_reach_the_launch_with_their_scales(monkeypatch):
 # ---------------------------------------------------------------- on an H100
 
 SCALED_MM_SHAPES = [(128, 256, 128), (1040, 1056, 528), (144, 272, 400), (4096, 4096, 4096)]
-RAGGED_SHAPES = [(129, 264, 400), (1000, 1016, 528), (1, 16, 16), (3000, 2056, 1008)]
+# (65, 200, 256): one tile spans all of N, so a 1 x 2 cluster's partner CTA lies past it
+RAGGED_SHAPES = [
+    (129, 264, 400),
+    (1000, 1016, 528),
+    (1, 16, 16),
+    (3000, 2056, 1008),
+    (65, 200, 256),
+]
 
 
 def _gpu_inputs(m, n, k, scales, seed=0):
@@ -228,7 +282,17 @@ def test_fp8_gemm_matches_scaled_mm(mnk, preset):
 
 @pytest.mark.gpu(needs="sm_90a")
 @pytest.mark.parametrize(
-    "label", ["tensor", "row", "block", "block_prefetch", "block tile_n=256", "tensor fp32"]
+    "label",
+    [
+        "tensor",
+        "row",
+        "block",
+        "block_prefetch",
+        "block_staged",
+        "block tile_n=256",
+        "block tile_n=256 cluster 1x2",
+        "tensor fp32",
+    ],
 )
 @pytest.mark.parametrize("mnk", RAGGED_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_fp8_gemm_matches_the_dequantized_reference(mnk, label):

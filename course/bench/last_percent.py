@@ -447,13 +447,21 @@ def split(rounds: int = 15, reps: int = 10) -> dict:
 
 FP8_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 16384))
 # the steps `fp8` times, in order (fp8_contenders gives their configurations)
-FP8_STEPS = ("tensor", "tensor, 128x128 tiles", "promoted every k-tile", "block", "block_prefetch")
+FP8_STEPS = (
+    "tensor",
+    "tensor, 128x128 tiles",
+    "promoted every k-tile",
+    "block",
+    "block_prefetch",
+    "block_staged",
+)
 
 
 def fp8_contenders() -> dict:
     """The FP8 kernels timed by `fp8`, each a step from the tensorwise kernel to block scales:
     the tile the promoting presets need, a promotion every k-tile without scales, the block
-    scales (the exercise's kernel), and their scales loaded a k-tile ahead."""
+    scales (the exercise's kernel), their scales loaded a k-tile ahead, and staged in shared
+    memory by the producer."""
     from kernels import fp8_gemm
 
     presets = fp8_gemm.PRESETS
@@ -463,6 +471,7 @@ def fp8_contenders() -> dict:
         fp8_gemm.Config(promote_every=1, tile_n=128),
         presets["block"],
         presets["block_prefetch"],
+        presets["block_staged"],
     )
     return dict(zip(FP8_STEPS, configs, strict=True))
 
