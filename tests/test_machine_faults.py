@@ -171,3 +171,37 @@ def test_a_machine_fault_in_a_kernel_check_is_a_finding_of_its_own():
     assert MACHINE_FAULT in VERDICTS and check.status_of(MACHINE_FAULT) == MACHINE_FAULT
     verdict = Verdict("01.saxpy", MACHINE_FAULT, fault.message())
     assert verdict.ok is None and "the checker could not run here" in str(verdict)
+
+
+def _write_and_read(code_dir, source, start, out):
+    from course.exercises import learner_code
+
+    learner_code.CODE_DIR = code_dir
+    start.wait()
+    out.put(LearnerCode("f", source).path().read_text() == learner_code.HEADER + source)
+
+
+def test_a_learners_module_file_appears_whole(tmp_path):
+    """Two pytest workers collecting the same solutions write the same module file: it is
+    written under another name and renamed, so the other never imports it half written (an
+    empty module, "not defined by its own source"), and nothing else is left beside it."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    source = "def f(x):\n    return x + 1\n" + "# padding\n" * 2_000_000
+    for _ in range(3):
+        for old in tmp_path.iterdir():
+            old.unlink()
+        start, out = ctx.Barrier(6), ctx.Queue()
+        procs = [
+            ctx.Process(target=_write_and_read, args=(tmp_path, source, start, out))
+            for _ in range(6)
+        ]
+        for p in procs:
+            p.start()
+        whole = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join()
+        assert all(whole), whole
+        (only,) = tmp_path.iterdir()
+        assert only.name.startswith("learner_f_") and only.stat().st_mode & 0o777 == 0o644

@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import inspect
 import linecache
+import os
 import sys
 import tempfile
 import textwrap
@@ -87,7 +88,13 @@ class LearnerCode:
         CODE_DIR.mkdir(parents=True, exist_ok=True)
         path = CODE_DIR / f"learner_{self.name}_{self.digest}.py"
         if not path.exists():
-            path.write_text(HEADER + self.source)
+            # written whole under another name, then renamed: another process (a second
+            # pytest worker collecting the same solutions) never finds the file half written
+            fd, part = tempfile.mkstemp(dir=CODE_DIR, prefix=f".{path.stem}.", suffix=".part")
+            with os.fdopen(fd, "w") as f:
+                f.write(HEADER + self.source)
+            os.chmod(part, 0o644)  # as write_text leaves it (mkstemp makes it private)
+            os.replace(part, path)
         return path
 
     def load(self):
