@@ -60,8 +60,9 @@ LANES = 32  # the producer warp's lanes, which stage the scales
 
 
 def b_blocks_per_tile(tile_n: int) -> int:
-    """The most 128-row blocks of B (of B's scales) one tile_n-wide tile can span: one more
-    than it covers when tile_n is not a multiple of 128 (a tile may start mid-block)."""
+    """A bound on the 128-row blocks of B (of B's scales) one tile_n-wide tile spans: one
+    more than it covers when tile_n is not a multiple of 128, where a tile may start
+    mid-block (a 224-wide one can span three; a 192-wide one, starting at 0 or 64, two)."""
     return -(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0)
 
 
@@ -125,9 +126,11 @@ class Scales(NamedTuple):
 
 def tile_origin(c_shape, tile, tile_row, tile_col):
     """The (m, n) of C where tile (tile_row, tile_col) starts, as CuTe's tiling of C places
-    it: a cluster partner whose tile lies wholly past an edge of C that only one tile spans
-    finds the first tile there (the tiles' mode has one element), and so do its TMA loads and
-    its accumulator's coordinates; its scales must be that tile's too."""
+    it, which is also where its TMA loads and its accumulator's coordinates lie. On the GPU,
+    C's extents are run-time values and that is (tile_row * TILE_M, tile_col * tile_n) even
+    for a cluster partner past C's edge (its loads are zero-filled, its stores clipped). Where
+    an extent is a static number instead (the CPU executor's m and n), CuTe simplifies a
+    mode of one tile to stride 0 and the partner lands on tile 0: its scales must follow."""
     return cute.local_tile(cute.make_identity_tensor(c_shape), tile, (tile_row, tile_col))[0]
 
 

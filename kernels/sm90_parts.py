@@ -305,7 +305,7 @@ def make_cluster_ring(
     stage_writers: int = 1,
 ) -> pipeline.PipelineTmaAsync:
     """The ring of a clustered CTA, its barriers' initialization fenced for the cluster.
-    full[s]: `stage_writers` arrivals (the producer's expect_tx first) + `tx_bytes`;
+    full[s]: `stage_writers` arrivals (the producer's expect_tx among them) + `tx_bytes`;
     empty[s]: `stage_readers` consumer warps of every CTA whose stage s this CTA's loads
     write into: its cluster column (B multicast) and its row (A multicast), itself counted
     once. The caller waits for the cluster

@@ -91,10 +91,14 @@ class LearnerCode:
             # written whole under another name, then renamed: another process (a second
             # pytest worker collecting the same solutions) never finds the file half written
             fd, part = tempfile.mkstemp(dir=CODE_DIR, prefix=f".{path.stem}.", suffix=".part")
-            with os.fdopen(fd, "w") as f:
-                f.write(HEADER + self.source)
-            os.chmod(part, 0o644)  # as write_text leaves it (mkstemp makes it private)
-            os.replace(part, path)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(HEADER + self.source)
+                os.chmod(part, 0o644)  # readable, as write_text leaves it under umask 022
+                os.replace(part, path)
+            finally:
+                if os.path.exists(part):  # the write failed: leave nothing half done
+                    os.unlink(part)
         return path
 
     def load(self):
