@@ -100,8 +100,7 @@ EXACT = [
     # scales staged by the producer: 3 k-tiles a tile over 5 stages (the ring wraps), one
     # k-tile with a partner CTA past M, 256- and 192-wide tiles (two blocks of B; the 192-wide
     # tile's staged array holds three, b_blocks_per_tile's bound), a 1 x 2 cluster with a
-    # partner past N (on the executor, whose m and n are static, its tile lands on tile 0:
-    # fp8_gemm.tile_origin)
+    # partner past N (the executor puts its tile on tile 0, the GPU past N: fp8_gemm.tile_origin)
     ("block_staged", fp8_gemm.PRESETS["block_staged"], {}),
     (
         "block_staged, 1 k-tile, partner past M",
