@@ -56,7 +56,7 @@ DTYPES = FLOAT8_TYPES
 C_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_PREFETCH = 4  # k-tiles of block scales held in registers ahead of their promotion
 SCALE_BYTES = 4  # a float32 scale
-LANES = 32  # the producer warp's lanes, which stage the scales
+LANES = hopper_gemm.PRODUCER_LANES  # the producer warp's lanes, which stage the scales
 
 
 def b_blocks_per_tile(tile_n: int) -> int:
@@ -154,7 +154,6 @@ class Fp8Gemm(HopperGemm):
         assert self.tile_k == SCALE_BLOCK == tile_k(8)  # one k-tile: one block of scales
         self.b_blocks = b_blocks_per_tile(config.tile_n)
         if config.stage_scales:  # every lane of the producer warp arrives once per stage
-            self.stage_writers = 1 + LANES
             self.stage_extra = self.copy_scales_into_stage
 
     @cute.jit

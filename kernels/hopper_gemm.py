@@ -64,6 +64,7 @@ TILE_M = 128  # rows of a CTA tile: two consumer warpgroups of 64, or (pingpong)
 CONSUMER_WARPGROUPS = 2
 WARPGROUP_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
+PRODUCER_LANES = 32  # the producer warp's lanes
 BARRIER_RESERVE = 2048  # shared memory set aside for mbarriers (the ring's, a subclass's)
 # Named barriers (bar.sync ids; id 0 is __syncthreads):
 EPILOGUE_BARRIER = 1  # the consumer threads sharing a C chunk (pingpong: + warpgroup, ids 1-2)
@@ -170,8 +171,10 @@ class Config:
             - BARRIER_RESERVE
         ) // (stage_bytes(TILE_M, self.tile_n) + self.stage_extra_bytes())
         if fit < 2 or self.stages > fit:
+            extra = self.stage_extra_bytes()
+            own = f" (and {extra} bytes of the step's own data each)" if extra else ""
             raise KernelInputError(
-                f"{self.stages or 'two'} stages of {TILE_M}x{self.tile_n} tiles do not fit in "
+                f"{self.stages or 'two'} stages of {TILE_M}x{self.tile_n} tiles{own} do not fit in "
                 f"{arch}'s shared memory beside {self.epi_bytes(c_bytes)} bytes of epilogue "
                 f"buffers: {fit} do"
             )
@@ -207,9 +210,6 @@ class HopperGemm:
         self.tx_bytes = stage_bytes(TILE_M, config.tile_n)
         # warps that read (and so release) one stage: one warpgroup's when pingpong
         self.stage_readers = 4 * (1 if config.pingpong else CONSUMER_WARPGROUPS)
-        # arrivals that fill one stage: the producer's expect_tx (a step that writes its own
-        # data into the stage with cp.async adds its lanes' arrivals)
-        self.stage_writers = 1
         self.l2_policies = parts.L2Policies(L2_POLICIES[config.a_l2], L2_POLICIES[config.b_l2])
 
     # ------------------------------------------------------------ host
@@ -413,6 +413,13 @@ class HopperGemm:
     # what the producer writes into a stage beside A and B, a jit method called as
     # stage_extra(inputs, work, kt, stage, full_barrier) by its whole warp: nothing here
     stage_extra = None
+
+    @property
+    def stage_writers(self) -> int:
+        """Arrivals that fill one stage: the producer's expect_tx, and where the step writes
+        its own data into the stage (`stage_extra`), one cp.async.mbarrier.arrive.noinc per
+        lane of the producer warp."""
+        return 1 + (PRODUCER_LANES if self.stage_extra is not None else 0)
 
     @cute.jit
     def consumer_role(
