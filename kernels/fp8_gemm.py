@@ -26,9 +26,12 @@ the scales (`Config.scales`):
   prefetch_scales ("block"): each k-tile's scales are loaded into registers that many
       k-tiles ahead of its promotion, instead of under the k-tile's own wgmmas.
 
-PRESETS names one configuration per mode, "block_prefetch" and "block_staged" the steps
-measured after "block" (notebook 12 says what was tried and what each step paid: staged is
-the fastest block-scaled one, 69 to 79% of the tensorwise kernel on an H200). A second accumulator
+  overlap_group ("block"): two temporary accumulators used in turn, the k-loop unrolled in
+      groups of that many k-tiles: a k-tile is promoted while the next one's wgmmas run.
+
+PRESETS names one configuration per mode, "block_prefetch", "block_staged" and
+"block_overlapped" the steps measured after "block" (notebook 12 says what was tried and
+what each step paid). A second accumulator
 needs registers: a 128 x 256 tile's two (256 fp32 values a thread) do not fit, so the
 promoting presets use 128 x 128 tiles.
 """
@@ -55,6 +58,7 @@ NEEDS = hopper_gemm.NEEDS
 DTYPES = FLOAT8_TYPES
 C_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_PREFETCH = 4  # k-tiles of block scales held in registers ahead of their promotion
+MAX_OVERLAP_GROUP = 8  # k-tiles of one unrolled group (overlap_group): code size
 SCALE_BYTES = 4  # a float32 scale
 LANES = hopper_gemm.PRODUCER_LANES  # the producer warp's lanes, which stage the scales
 
@@ -75,6 +79,10 @@ class Config(hopper_gemm.Config):
     prefetch_scales: int = 0
     # block scales: the producer stages each k-tile's scales in shared memory with its tiles
     stage_scales: bool = False
+    # block scales: two temporary accumulators and the k-loop unrolled in groups of this
+    # many k-tiles, each promoted while the next one's wgmmas run, all but a group's last
+    # (promote_groups); 0: one k-tile at a time
+    overlap_group: int = 0
 
     def __post_init__(self):
         super().__post_init__()
@@ -94,6 +102,16 @@ class Config(hopper_gemm.Config):
                 "stage_scales is for block scales without prefetch_scales (a stage's scales "
                 "are there only once its full barrier completes)"
             )
+        if self.overlap_group and (self.scales != "block" or self.prefetch_scales or self.pingpong):
+            # (unscaled, promote_every=1, it ran at 44% of the tensorwise kernel on an H200:
+            # ptxas moves the additions in among the next k-tile's wgmmas; pingpong's turns
+            # are end_mainloop's, which promote_groups does without)
+            raise ValueError(
+                "overlap_group is for block scales without prefetch_scales or pingpong (a "
+                "promotion every k-tile whose scales are read for it, on a shared tile)"
+            )
+        if self.overlap_group == 1 or not 0 <= self.overlap_group <= MAX_OVERLAP_GROUP:
+            raise ValueError(f"overlap_group: 0 (off) or 2 to {MAX_OVERLAP_GROUP} k-tiles")
 
     def stage_extra_bytes(self) -> int:
         """stage_scales: a stage holds the tile's TILE_M scales of A and its blocks' of B."""
@@ -113,6 +131,7 @@ PRESETS: dict[str, Config] = {
     "block": Config(scales="block", tile_n=128),
     "block_prefetch": Config(scales="block", tile_n=128, prefetch_scales=1),
     "block_staged": Config(scales="block", tile_n=128, stage_scales=True),
+    "block_overlapped": Config(scales="block", tile_n=128, stage_scales=True, overlap_group=4),
     "tensor_promoted": Config(promote_every=4, tile_n=128),
 }
 
@@ -207,6 +226,12 @@ class Fp8Gemm(HopperGemm):
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         me = parts.consumer_pieces(self, tiled_mma, shared, out.mC, wg, warp, ctid, BARRIERS)
         item, read, release = parts.first_item(me.turn, schedule, read, release, k_tiles)
+        fresh = None  # overlap_group: the tiled MMA of a k-tile's first wgmma (mma_k_tile's)
+        if cutlass.const_expr(cfg.overlap_group > 0):
+            fresh = parts.wgmma_tiled_mma(
+                self.ab_dtype, self.acc_dtype, hopper_gemm.CONSUMER_WARPGROUPS, cfg.tile_n
+            )
+            fresh.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
         done = cutlass.Int32(0)
         while item < schedule.work:
             work = parts.whole_k_work(schedule, item, k_tiles)
@@ -214,11 +239,16 @@ class Fp8Gemm(HopperGemm):
             place = parts.tile_place(me, work, out.mC.shape, inputs, ctid)
             if cutlass.const_expr(cfg.promotion_interval is None):
                 read, release = parts.mainloop(tiled_mma, me.mma, ring, read, release, work.k_count)
+            elif cutlass.const_expr(cfg.overlap_group > 0):  # releases every stage it reads
+                read, release = self.promote_groups(
+                    (tiled_mma, fresh), me.mma, ring, read, release, place
+                )
             else:
                 read, release = self.promote_k_tiles(tiled_mma, me.mma, ring, read, release, place)
-            read, release = parts.end_mainloop(
-                ring, read, release, me.turn, item, schedule, k_tiles
-            )
+            if cutlass.const_expr(cfg.overlap_group == 0):
+                read, release = parts.end_mainloop(
+                    ring, read, release, me.turn, item, schedule, k_tiles
+                )
             self.scale_accumulator(me.mma.acc, place)
             self.store_tile(out, shared, me, work, done)
             done += 1
@@ -255,6 +285,87 @@ class Fp8Gemm(HopperGemm):
             else:  # (stage_scales: the stage, released only after the next k-tile's wgmmas)
                 self.after_k_tile(mma.acc, tmp, kt, k_count, self.at_stage(place, stage))
         return read, release
+
+    @cute.jit
+    def promote_groups(
+        self,
+        mmas: tuple,
+        mma: parts.MmaOperands,
+        ring: pipeline.PipelineTmaAsync,
+        read: pipeline.PipelineState,
+        release: pipeline.PipelineState,
+        place: TilePlace,
+    ):
+        """The promoting mainloop with two temporary accumulators used in turn, the k-loop
+        unrolled in groups of overlap_group k-tiles: k-tile j + 1's wgmmas are issued
+        before k-tile j is promoted (wait_group(1)), so a warpgroup's own wgmmas run
+        under its promotions, all but the group's last one (wait_group(0)). Each group
+        ends with nothing in flight: ptxas serializes every wgmma of the kernel (its
+        warning C7514, "non wgmma instructions reading accumulator registers") where
+        wgmmas into two accumulators are in flight across a loop's back edge, though the
+        same code straight-line runs them asynchronously. A k-tile's first wgmma
+        overwrites its accumulator (mma_k_tile's fresh), so no promotion clears one. The
+        k-tiles past the last whole group go one at a time. Every stage read is released
+        here (end_mainloop is not called). Returns (read, release)."""
+        group = self.cfg.overlap_group
+        tmps = [cute.make_rmem_tensor(mma.acc.shape, self.acc_dtype) for _ in range(2)]
+        k_count = place.work.k_count
+        whole = k_count // group * group  # k-tiles in whole groups
+        for first in range(0, whole, group):
+            read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[0])
+            stages = [stage]
+            for j in cutlass.range_constexpr(group):
+                if cutlass.const_expr(j + 1 < group):  # the next k-tile's wgmmas first
+                    read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[(j + 1) % 2])
+                    stages.append(stage)
+                pending = 1 if j + 1 < group else 0
+                release = self.promote_retired(
+                    mma.acc, tmps[j % 2], first + j, stages[j], pending, ring, release, place
+                )
+        for kt in range(whole, k_count):
+            read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[0])
+            release = self.promote_retired(mma.acc, tmps[0], kt, stage, 0, ring, release, place)
+        return read, release
+
+    @cute.jit
+    def issue_k_tile(
+        self,
+        mmas: tuple,
+        mma: parts.MmaOperands,
+        ring: pipeline.PipelineTmaAsync,
+        read: pipeline.PipelineState,
+        into: cute.Tensor,
+    ):
+        """Wait for the next stage and issue its k-tile's wgmmas into `into`, one group,
+        the first overwriting it (mmas: the tiled MMA and its fresh twin). Returns (read,
+        the stage)."""
+        ring.consumer_wait(read)
+        stage = read.index
+        parts.mma_k_tile(mmas[0], into, mma.tCrA, mma.tCrB, stage, fresh=mmas[1])
+        read.advance()
+        return read, stage
+
+    @cute.jit
+    def promote_retired(
+        self,
+        acc: cute.Tensor,
+        tmp: cute.Tensor,
+        kt: cutlass.Int32,
+        stage: cutlass.Int32,
+        pending: int,
+        ring: pipeline.PipelineTmaAsync,
+        release: pipeline.PipelineState,
+        place: TilePlace,
+    ):
+        """Promote k-tile kt (read from `stage`) out of `tmp` once at most `pending` wgmma
+        groups are in flight: its scales are read before the wait, its stage released
+        once the promotion has read them. Returns release."""
+        scales = self.k_tile_scales(kt, self.at_stage(place, stage))
+        cute.nvgpu.warpgroup.wait_group(pending)
+        self.promote(acc, tmp, scales, clear=False)
+        ring.consumer_release(release)
+        release.advance()
+        return release
 
     def at_stage(self, place: TilePlace, stage: cutlass.Int32) -> TilePlace:
         """stage_scales: `place` with the staged scales of ring stage `stage` alone (the
@@ -397,20 +508,23 @@ class Fp8Gemm(HopperGemm):
                 # this k-tile's stage in shared memory: the tile's rows', its blocks' of B
                 sa, sb = place.inputs.staged_a, place.inputs.staged_b  # (TILE_M,), (NBT,)
                 sbs = [sb[j] for j in range(self.b_blocks)]
-                for i in cutlass.range_constexpr(cute.size(tCcC)):
-                    row, col = tCcC[i]
-                    scales.append(sa[row - top] * self.pick(sbs, col // SCALE_BLOCK - first))
+
+                def a_scale(row):
+                    return sa[row - top]
             else:
                 mSA, mSB = place.inputs.a, place.inputs.b
                 rows, blocks = mSA.shape[0], mSB.shape[0]
                 # B's scales of the blocks this tile spans (past N's edge: the last block,
                 # whose columns hold zeros there and are never stored)
                 sbs = [mSB[cutlass.min(first + j, blocks - 1), kt] for j in range(self.b_blocks)]
-                for i in cutlass.range_constexpr(cute.size(tCcC)):
-                    row, col = tCcC[i]
-                    # rows past C's edge hold zeros (TMA filled A with them): an existing scale
-                    sa = mSA[cutlass.min(row, rows - 1), kt]
-                    scales.append(sa * self.pick(sbs, col // SCALE_BLOCK - first))
+
+                def a_scale(row):
+                    # rows past C's edge hold zeros (TMA filled A with them): an existing one
+                    return mSA[cutlass.min(row, rows - 1), kt]
+
+            for i in cutlass.range_constexpr(cute.size(tCcC)):
+                row, col = tCcC[i]
+                scales.append(a_scale(row) * self.pick(sbs, col // SCALE_BLOCK - first))
         # endregion k-tile-scales
         return scales
 
@@ -424,17 +538,18 @@ class Fp8Gemm(HopperGemm):
         return picked
 
     @cute.jit
-    def promote(self, acc: cute.Tensor, tmp: cute.Tensor, scales: list):
+    def promote(self, acc: cute.Tensor, tmp: cute.Tensor, scales: list, clear: bool = True):
         """acc += tmp (block scales: tmp * scales[i], a_scale * b_scale of element i);
-        tmp = 0. The next k-tile's warpgroup.fence orders these register writes before its
-        wgmmas."""
+        tmp = 0 (clear False: the next k-tile's first wgmma overwrites tmp). The next
+        k-tile's warpgroup.fence orders these register writes before its wgmmas."""
         # region promote
         if cutlass.const_expr(self.cfg.scales == "block"):
             for i in cutlass.range_constexpr(cute.size(acc)):
                 acc[i] = acc[i] + tmp[i] * scales[i]
         else:  # tensor and row scales: multiplied in once, before the epilogue
             acc.store(acc.load() + tmp.load())
-        tmp.fill(0.0)
+        if cutlass.const_expr(clear):
+            tmp.fill(0.0)
         # endregion promote
 
     def coordinates(self, place: TilePlace) -> cute.Tensor:

@@ -526,11 +526,25 @@ def mma_operands(tiled_mma, mma_tid, smem: SharedTiles, mC: cute.Tensor, tile, a
 
 
 @cute.jit
-def mma_k_tile(tiled_mma, acc: cute.Tensor, tCrA: cute.Tensor, tCrB: cute.Tensor, stage):
-    """One k-tile's wgmmas (stage `stage` of the ring) into `acc`, as one group."""
+def mma_k_tile(
+    tiled_mma,
+    acc: cute.Tensor,
+    tCrA: cute.Tensor,
+    tCrB: cute.Tensor,
+    stage,
+    fresh: cute.TiledMma | None = None,
+):
+    """One k-tile's wgmmas (stage `stage` of the ring) into `acc`, as one group. fresh: a
+    tiled MMA like tiled_mma with ACCUMULATE off, for the first wgmma, which then
+    overwrites acc (scale-d 0) instead of adding into it: acc need not be cleared, and its
+    registers pass from one k-tile to the next unchanged (an accumulator cleared with
+    moves while another's wgmmas run is copied at a loop's back edge, and ptxas then
+    serializes every wgmma: its warning C7514). A separate tiled MMA, made before the
+    loops: one whose field is set inside a loop's helper escapes the tracer."""
     cute.nvgpu.warpgroup.fence()
     for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
-        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, stage], tCrB[None, None, kb, stage], acc)
+        mma = fresh if fresh is not None and kb == 0 else tiled_mma
+        cute.gemm(mma, acc, tCrA[None, None, kb, stage], tCrB[None, None, kb, stage], acc)
     cute.nvgpu.warpgroup.commit_group()
 
 

@@ -368,7 +368,8 @@ def _ladder() -> list[Configuration]:
 
     # 12 fp8_gemm: every preset in e4m3, row scales in e5m2, C in fp32, 256-wide block tiles
     e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
-    for preset in ("tensor", "row", "block", "block_prefetch", "block_staged", "tensor_promoted"):
+    presets = ("tensor", "row", "block", "block_prefetch", "block_staged", "block_overlapped")
+    for preset in (*presets, "tensor_promoted"):
         out.append(
             _gemm(
                 "fp8_gemm",

@@ -51,6 +51,11 @@ def test_every_configuration_compiles_to_fp8_wgmma(label, cfg, dtype, out_dtype)
     # one wgmma group in flight, and (promoting) a wait for all before each promotion
     assert art.count_ptx(r"wgmma\.wait_group\.sync\.aligned\s+1;") > 0
     assert (art.count_ptx(r"wgmma\.wait_group\.sync\.aligned\s+0;") > 1) == promotes
+    # the wgmmas stay asynchronous: a k-tile's four end in one wait group (gsb0); where ptxas
+    # serializes them (its warning C7514, e.g. two accumulators in flight across a loop's
+    # back edge) every wgmma ends its own group and is waited for
+    qgmma = art.sass_lines(r"QGMMA\.")
+    assert 4 * sum("gsb0" in line for line in qgmma) <= len(qgmma), qgmma
     (res,) = art.resource_usage().values()
     # two 128 x 256 accumulators do not fit in a thread's 232 registers: that one spills
     spills = cfg.promotion_interval is not None and cfg.tile_n > 128
@@ -72,6 +77,12 @@ def test_config_rules():
         fp8_gemm.Config(stage_scales=True)
     with pytest.raises(ValueError, match="without prefetch_scales"):
         fp8_gemm.Config(scales="block", stage_scales=True, prefetch_scales=1)
+    with pytest.raises(ValueError, match="overlap_group is for block scales"):
+        fp8_gemm.Config(promote_every=1, tile_n=128, overlap_group=4)
+    with pytest.raises(ValueError, match="overlap_group is for block scales"):
+        fp8_gemm.Config(scales="block", tile_n=128, pingpong=True, epi_stages=2, overlap_group=2)
+    with pytest.raises(ValueError, match="0 \\(off\\) or 2 to 8"):
+        fp8_gemm.Config(scales="block", tile_n=128, overlap_group=1)
     # a stage of staged scales holds 128 of A and one (128-wide tiles) to three of B's
     assert fp8_gemm.PRESETS["block_staged"].stage_extra_bytes() == (128 + 1) * 4
     assert (
@@ -128,6 +139,29 @@ EXACT = [
         {"m": 65, "n": 200, "k": 256},
     ),
     ("tensor promoted every 2, ragged K", fp8_gemm.Config(promote_every=2, tile_n=128), {"k": 400}),
+    # overlapped promotions (two temporary accumulators, groups of overlap_group k-tiles):
+    # 4 k-tiles (one group, the last 16 wide), 7 (a group and three alone), 1 (none in a
+    # group), groups of 2 and 3 with global scales, a 1 x 2 cluster with a partner past N
+    ("block_overlapped", fp8_gemm.PRESETS["block_overlapped"], {}),
+    ("block_overlapped, 7 k-tiles", fp8_gemm.PRESETS["block_overlapped"], {"k": 784}),
+    ("block_overlapped, 1 k-tile", fp8_gemm.PRESETS["block_overlapped"], {"m": 65, "k": 112}),
+    (
+        "block, groups of 2, 3 k-tiles",
+        fp8_gemm.Config(scales="block", tile_n=128, overlap_group=2),
+        {"k": 384},
+    ),
+    (
+        "block, groups of 3, 7 k-tiles",
+        fp8_gemm.Config(scales="block", tile_n=128, overlap_group=3),
+        {"n": 136, "k": 784},
+    ),
+    (
+        "block staged tile_n=256, groups of 2, cluster 1x2, partner past N",
+        fp8_gemm.Config(
+            scales="block", stage_scales=True, cluster_m=1, cluster_n=2, overlap_group=2
+        ),
+        {"m": 65, "n": 200, "k": 256},
+    ),
     ("block tile_n=256, ragged K", fp8_gemm.Config(scales="block"), {"m": 65, "k": 400}),
     ("row e5m2", fp8_gemm.PRESETS["row"], {"dtype": E5M2, "m": 65}),
     ("tensor into fp32", fp8_gemm.PRESETS["tensor"], {"out_dtype": torch.float32, "m": 65}),
@@ -290,6 +324,7 @@ def test_fp8_gemm_matches_scaled_mm(mnk, preset):
         "block",
         "block_prefetch",
         "block_staged",
+        "block_overlapped",
         "block tile_n=256",
         "block tile_n=256 cluster 1x2",
         "tensor fp32",

@@ -194,8 +194,11 @@ def benchmark_gemm(
     reps: int = 10,
     warmup: int = 5,
     graph: bool | str = "auto",
+    hold: bool = True,
 ) -> PairedResult:
     """Time `gemm` and cuBLAS on the same rotating inputs, in alternating rounds.
+    `hold=False` (eager only) lets the host's launch time into the samples, on purpose:
+    what a Python loop of launches costs (timing.time_calls).
 
     With `graph`, each sample is one replay of a CUDA graph holding one launch per
     input set (at least 8), divided by the launches: device time without Python's
@@ -215,7 +218,7 @@ def benchmark_gemm(
     if graph:
         contenders = {k: [graphed(v, launches)] for k, v in contenders.items()}
     with sampled_clock() as sampler:
-        t = alternating(contenders, rounds, reps, warmup)
+        t = alternating(contenders, rounds, reps, warmup, hold=hold)
     for timing in t.values():
         timing.samples_ms = [ms / launches for ms in timing.samples_ms]
     k, c = t["kernel"], t["cublas"]

@@ -8,6 +8,12 @@
 * optionally, each contender's launches captured in a CUDA graph and the graph
   replayed: the Python cost of launching (argument checks, wrapping pointers) then
   stays out of the device time, for cuBLAS and the course's kernels alike;
+* the GPU held (a spin kernel, torch.cuda._sleep) while the host queues a round's calls,
+  so that a slow host cannot leave the GPU idle between them: the events then measure
+  the kernels back to back, not the host's Python. An H200 read every course kernel at
+  half speed at 4096^3 in float8 (0.17 ms against 0.095) in a fresh process whose host took
+  longer to queue a call than the GPU took to run it (2026-12-04); `hold=False` times
+  what a Python-launched loop costs, host included (last_percent's launch part);
 * contenders timed in alternating rounds (A B B A A B ...) in one process, because
   a GPU's clock falls under sustained load: an H100 ran cuBLAS fp16 4096^3 at
   760 TFLOP/s in a short burst and 666 sustained, so unpaired numbers taken at
@@ -42,20 +48,56 @@ def rotation_count(
     return min(n, limit)
 
 
-def time_calls(calls: Sequence[Call], reps: int, warmup: int = 0) -> list[float]:
-    """Milliseconds of `reps` calls, cycling through `calls` (one per input set)."""
+# The hold: the spin kernel counts SM clock cycles, and at most this many run in a
+# millisecond (an H100/H200 boosts to 1.98 GHz): at a lower clock it lasts longer, never
+# shorter. A round's first hold; one that ran out is doubled past the host's time, this often.
+HOLD_CYCLES_PER_MS = 2_000_000
+FIRST_HOLD_MS = 1.0
+HOLD_TRIES = 4
+
+
+class HostBoundError(RuntimeError):
+    """The host could not queue a round of calls within the GPU's hold: the events would
+    measure the host's Python rather than the kernels."""
+
+
+def time_calls(calls: Sequence[Call], reps: int, warmup: int = 0, hold: bool = True) -> list[float]:
+    """Milliseconds of `reps` calls, cycling through `calls` (one per input set).
+
+    hold: a spin kernel keeps the GPU busy while the host queues the round, and the round
+    counts only if the host finished queueing before the spin ended (the hold is measured
+    by its own events); otherwise it is run again with a longer hold. Without it, a call
+    whose launch takes the host longer than the kernel takes the GPU is timed at the
+    host's pace."""
     if not torch.cuda.is_available():
         raise RuntimeError("timing needs a CUDA GPU")
     for i in range(warmup):
         calls[i % len(calls)]()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        starts[i].record()
-        calls[i % len(calls)]()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    hold_ms = FIRST_HOLD_MS
+    for _ in range(HOLD_TRIES if hold else 1):
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        held = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        if hold:
+            held[0].record()
+            torch.cuda._sleep(int(hold_ms * HOLD_CYCLES_PER_MS))
+            held[1].record()
+        queued = time.perf_counter()
+        for i in range(reps):
+            starts[i].record()
+            calls[i % len(calls)]()
+            ends[i].record()
+        host_ms = (time.perf_counter() - queued) * 1e3
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        if not hold or host_ms < held[0].elapsed_time(held[1]):
+            return samples
+        hold_ms = 2 * host_ms
+    raise HostBoundError(
+        f"the host took {host_ms:.2f} ms to queue {reps} calls, longer than the GPU's hold of "
+        f"{held[0].elapsed_time(held[1]):.2f} ms {HOLD_TRIES} times: these times would be "
+        "the host's"
+    )
 
 
 def graphed(calls: Sequence[Call], launches: int) -> Call:
@@ -110,6 +152,7 @@ def alternating(
     reps: int = 10,
     warmup: int = 5,
     round_done: Callable[[str, float, float, list[float]], None] | None = None,
+    hold: bool = True,
 ) -> dict[str, Timing]:
     """Time every contender in `rounds` rounds of `reps` calls, alternating the order.
 
@@ -118,7 +161,7 @@ def alternating(
     cooler GPU than another. `round_done(name, start, end, ms)` gets the host's
     perf_counter times around each contender's round and the round's samples: the GPU
     is idle at `start` and has finished the round at `end` (time_calls synchronises),
-    so whatever was sampled in between belongs to that contender.
+    so whatever was sampled in between belongs to that contender. `hold`: time_calls'.
     """
     names = list(contenders)
     for name in names:
@@ -127,7 +170,7 @@ def alternating(
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             start = time.perf_counter()
-            ms = time_calls(contenders[name], reps)
+            ms = time_calls(contenders[name], reps, hold=hold)
             timings[name].samples_ms += ms
             if round_done is not None:
                 round_done(name, start, time.perf_counter(), ms)
