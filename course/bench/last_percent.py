@@ -345,11 +345,15 @@ def nvidia_example(path: str, problem, tile=(128, 256), cluster=(2, 1)):
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack
 
+    from kernels.host import max_active_clusters
+
     spec = importlib.util.spec_from_file_location("nvidia_dense_gemm_persistent", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     kernel = module.HopperWgmmaGemmPersistentKernel(cutlass.Float32, tile, cluster, 1, True)
-    clusters = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster[0] * cluster[1])
+    # the course's query, in the device's context (HardwareInfo alone found none current
+    # once: CUDA_ERROR_INVALID_CONTEXT, H200, 2026-12-04)
+    clusters = max_active_clusters(torch.cuda.current_device(), cluster[0] * cluster[1])
     views = {}
 
     def view(t):  # (rows, cols) -> (rows, cols, 1), dynamic layout, 16-byte aligned

@@ -390,7 +390,7 @@ def fp8_block_table(goal_pct: float = 90.0) -> dict | None:
     tensorwise kernel and cuBLAS FP8 (`last_percent fp8`), median round (lowest-highest),
     and whether each block preset reaches `goal_pct` of the tensorwise kernel."""
     rec = _recorded_everywhere(
-        "fp8", "fp8 --record", "Timing the five kernels takes two minutes of a Hopper GPU"
+        "fp8", "fp8 --record", "Timing the FP8 kernels takes two minutes of a Hopper GPU"
     )
     if rec is None:
         return None
