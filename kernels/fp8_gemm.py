@@ -147,9 +147,10 @@ def tile_origin(c_shape, tile, tile_row, tile_col):
     """The (m, n) of C where tile (tile_row, tile_col) starts, as CuTe's tiling of C places
     it, which is also where its TMA loads and its accumulator's coordinates lie. On the GPU,
     C's extents are run-time values and that is (tile_row * TILE_M, tile_col * tile_n) even
-    for a cluster partner past C's edge (its loads are zero-filled, its stores clipped). The
-    CPU executor puts such a partner on tile 0 instead, as CuTe does where a mode of one tile
-    is static (stride 0): its scales follow its tile either way."""
+    for a cluster partner past C's edge (its loads are zero-filled, its stores clipped), and
+    on the CPU executor, which holds a jit's Int32 extents dynamic as CuTe DSL does. Where C's
+    extents are static Python ints, CuTe puts such a partner on tile 0 (a mode of one tile
+    gets stride 0): its scales follow its tile either way."""
     return cute.local_tile(cute.make_identity_tensor(c_shape), tile, (tile_row, tile_col))[0]
 
 

@@ -82,3 +82,33 @@ def test_a_tma_tensor_over_a_dynamic_tensor_keeps_its_extents_dynamic():
     coords = tma.tma_tensor(_host_tensor(64, 32, True))
     tile = api.local_tile(coords, (64, 32), (1, 0))
     assert tile[(0, 0)] == (64, 0)
+
+
+def _cute_identity_tile_origin(m: int, n: int, tile: tuple, coord: tuple, int32=True) -> str:
+    """CuTe DSL's own first coordinate of local_tile(identity((m, n)), tile, coord), m and n
+    Int32 values (as a kernel's run-time arguments are) or Python ints."""
+
+    def job():
+        shape = (cutlass.Int32(m), cutlass.Int32(n)) if int32 else (m, n)
+        c = cute.make_identity_tensor(shape)
+        return str(cute.local_tile(c, tile, coord)[0])
+
+    return on_cpu(job, arch="sm_90a")
+
+
+def test_a_layout_made_from_an_int32_value_is_dynamic_as_cute_dsls_is():
+    """A kernel's `n: cutlass.Int32` argument is a run-time value: CuTe DSL holds it dynamic
+    in any layout made from it, and so does the executor (its Int32 scalar becomes a dynamic
+    extent). A 1 x 2 cluster's partner CTA past a one-tile N then starts at column 256, past
+    C, where the GPU puts it (its loads zero-filled, its stores clipped), not on tile 0."""
+    from course.execute import numeric
+
+    n = numeric.by_name("Int32")(200)
+    tile = api.local_tile(
+        api.make_identity_tensor((numeric.by_name("Int32")(65), n)), (128, 256), (0, 1)
+    )
+    assert tuple(int(x) for x in tile[0]) == (0, 256)
+    assert _cute_identity_tile_origin(65, 200, (128, 256), (0, 1)) == "(0, 256)"
+    static = api.local_tile(api.make_identity_tensor((65, 200)), (128, 256), (0, 1))
+    assert tuple(int(x) for x in static[0]) == (0, 0)  # Python ints: static, stride 0
+    assert _cute_identity_tile_origin(65, 200, (128, 256), (0, 1), int32=False) == "(0, 0)"

@@ -111,7 +111,7 @@ EXACT = [
     # scales staged by the producer: 3 k-tiles a tile over 5 stages (the ring wraps), one
     # k-tile with a partner CTA past M, 256- and 192-wide tiles (two blocks of B; the 192-wide
     # tile's staged array holds three, b_blocks_per_tile's bound), a 1 x 2 cluster with a
-    # partner past N (the executor puts its tile on tile 0, the GPU past N: fp8_gemm.tile_origin)
+    # partner past N (its tile past N on the GPU and the executor alike: fp8_gemm.tile_origin)
     ("block_staged", fp8_gemm.PRESETS["block_staged"], {}),
     (
         "block_staged, 1 k-tile, partner past M",
@@ -166,6 +166,22 @@ EXACT = [
     ("row e5m2", fp8_gemm.PRESETS["row"], {"dtype": E5M2, "m": 65}),
     ("tensor into fp32", fp8_gemm.PRESETS["tensor"], {"out_dtype": torch.float32, "m": 65}),
 ]
+
+
+def test_the_executor_puts_a_partner_past_ns_one_tile_where_the_gpu_does(monkeypatch):
+    """A 1 x 2 cluster at N = 200 (one 256-wide tile): the partner CTA's tile lies past N. On
+    the GPU, whose C extents are run-time values, it starts at column 256: an H200 ran the
+    kernel with B's first block taken from tile_col * tile_n (2026-12-04) and got C right.
+    The executor holds a jit's Int32 extents dynamic too, so the same formula is right on it
+    (it put the partner on tile 0 before, and this run was wrong by 0.78 relative)."""
+
+    def by_tile_index(c_shape, tile, tile_row, tile_col):
+        return tile_row * tile[0], tile_col * tile[1]
+
+    monkeypatch.setattr(fp8_gemm, "tile_origin", by_tile_index)
+    cfg = fp8_gemm.Config(scales="block", cluster_m=1, cluster_n=2)
+    r = ladder_runs.run_fp8_gemm(cfg, m=65, n=200, k=256)
+    assert r.ok, r
 
 
 @pytest.mark.parametrize("dtype", [E4M3, E5M2])

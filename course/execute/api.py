@@ -28,6 +28,7 @@ from course.execute.standins import AddressSpace, Namespace  # noqa: F401
 from course.execute.dynamic import DynamicInt
 from course.execute.lanes import Lanes, lanes
 from course.execute.static_layout import ComposedLayout, Layout, Swizzle, as_layout, product
+from course.execute import numeric
 from course.execute.numeric import TYPES, DType, of_value
 from course.execute.oracle import Recipe
 from course.execute.hazards import Unmodelled
@@ -57,6 +58,8 @@ def _static(x):
         return int(x)
     if isinstance(x, DynamicInt):  # an extent the GPU's build holds dynamic: kept so
         return x
+    if isinstance(x, numeric.Integer):  # a cutlass.Int32 value (a jit argument, made in
+        return DynamicInt(x)  # kernel code): CuTe DSL holds it dynamic in a layout
     if isinstance(x, (int, np.integer)):
         return int(x)
     if isinstance(x, basis.Basis):  # a stride E(m) * v: the layout maps to coordinates

@@ -14,6 +14,12 @@ was dynamic: `DynamicInt`. Layouts keep such leaves; course.execute.oracle asks 
 question about them twice, once with every leaf static (the values) and once with these
 leaves as dynamic values in the trace (what CuTe keeps for the GPU's build), and
 course.execute.dynamic_answers merges the two.
+
+A `cutlass.Int32` value is dynamic in CuTe DSL wherever it goes: a jit's run-time argument
+(a GEMM's m, n, k) or a value kernel code makes. The executor's Int32 scalar therefore
+becomes a DynamicInt in any layout made from it (course.execute.api). Arithmetic on one still
+gives plain ints, static where CuTe DSL's would be dynamic (`(k + 127) // 128` as a layout's
+extent): a gap left open.
 """
 
 from __future__ import annotations

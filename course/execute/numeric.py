@@ -90,6 +90,7 @@ _SCALARS = {np.float32: _Float32, np.float16: _Float16}
 # an integer kernel code made as `cutlass.Int32(42)`: a Python int with `.to`, as CuTe
 # DSL's Int32 has it (arithmetic on it gives plain ints)
 _Integer = type("IntegerScalar", (int,), {"__slots__": (), "to": _to, "ir_value": _ir_value})
+Integer = _Integer  # what a layout built from one holds dynamic (course.execute.api)
 
 
 class DType:
