@@ -229,9 +229,7 @@ class Fp8Gemm(HopperGemm):
         item, read, release = parts.first_item(me.turn, schedule, read, release, k_tiles)
         fresh = None  # overlap_group: the tiled MMA of a k-tile's first wgmma (mma_k_tile's)
         if cutlass.const_expr(cfg.overlap_group > 0):
-            fresh = parts.wgmma_tiled_mma(
-                self.ab_dtype, self.acc_dtype, hopper_gemm.CONSUMER_WARPGROUPS, cfg.tile_n
-            )
+            fresh = self.make_tiled_mma()
             fresh.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
         done = cutlass.Int32(0)
         while item < schedule.work:

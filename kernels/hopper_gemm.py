@@ -272,9 +272,7 @@ class HopperGemm:
             cute.slice_(layouts.sC, (None, None, 0)),
             self.epi_tile,
         )
-        tiled_mma = wgmma_tiled_mma(
-            self.ab_dtype, self.acc_dtype, 1 if cfg.pingpong else CONSUMER_WARPGROUPS, cfg.tile_n
-        )
+        tiled_mma = self.make_tiled_mma()
 
         tiles_m = (m + TILE_M - 1) // TILE_M
         tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
@@ -403,6 +401,12 @@ class HopperGemm:
                 inputs=inputs,
             )
         # endregion roles
+
+    def make_tiled_mma(self) -> cute.TiledMma:
+        """This configuration's wgmma tiled MMA: an atom per consumer warpgroup stacked along
+        M (pingpong: one, each warpgroup its own tile)."""
+        warpgroups = 1 if self.cfg.pingpong else CONSUMER_WARPGROUPS
+        return wgmma_tiled_mma(self.ab_dtype, self.acc_dtype, warpgroups, self.cfg.tile_n)
 
     def stage_inputs(self, smem: SmemAllocator, inputs: tuple, c_shape) -> tuple:
         """The step's operands as its roles see them, with any shared memory the producer

@@ -11,8 +11,8 @@
 * the GPU held (a spin kernel, torch.cuda._sleep) while the host queues a round's calls,
   so that a slow host cannot leave the GPU idle between them: the events then measure
   the kernels back to back, not the host's Python. An H200 read every course kernel at
-  half speed at 4096^3 in float8 (0.17 ms against 0.095) in a fresh process whose host took
-  longer to queue a call than the GPU took to run it (2026-12-04); `hold=False` times
+  half speed at 4096^3 in float8 (0.17 ms against 0.095) in fresh processes, where the host
+  took 0.15 ms to queue one launch of the course's run() (2026-12-04); `hold=False` times
   what a Python-launched loop costs, host included (last_percent's launch part);
 * contenders timed in alternating rounds (A B B A A B ...) in one process, because
   a GPU's clock falls under sustained load: an H100 ran cuBLAS fp16 4096^3 at
