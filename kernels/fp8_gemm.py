@@ -220,8 +220,8 @@ class Fp8Gemm(HopperGemm):
     ):
         """hopper_gemm's consumer with the scales: promoting (block scales, or
         promote_every), each tile's wgmmas add into a temporary accumulator that is promoted
-        into the tile's (promote_k_tiles); tensor and row scales are multiplied in before
-        the epilogue (scale_accumulator)."""
+        into the tile's (promote_k_tiles; with overlap_group, two of them, promote_groups);
+        tensor and row scales are multiplied in before the epilogue (scale_accumulator)."""
         cfg = self.cfg
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -240,7 +240,7 @@ class Fp8Gemm(HopperGemm):
                 read, release = parts.mainloop(tiled_mma, me.mma, ring, read, release, work.k_count)
             elif cutlass.const_expr(cfg.overlap_group > 0):  # releases every stage it reads
                 read, release = self.promote_groups(
-                    (tiled_mma, fresh), me.mma, ring, read, release, place
+                    tiled_mma, fresh, me.mma, ring, read, release, place
                 )
             else:
                 read, release = self.promote_k_tiles(tiled_mma, me.mma, ring, read, release, place)
@@ -273,10 +273,7 @@ class Fp8Gemm(HopperGemm):
         k_count = place.work.k_count
         ahead = self.scales_ahead(mma.acc, k_count, place)
         for kt in range(k_count):
-            ring.consumer_wait(read)
-            stage = read.index
-            parts.mma_k_tile(tiled_mma, tmp, mma.tCrA, mma.tCrB, stage)
-            read.advance()
+            read, stage = parts.issue_k_tile(tiled_mma, mma, ring, read, tmp)
             if kt > 0:  # k-tile kt-1 has been read by the tensor cores
                 release = parts.release_stage(ring, release, 1)
             if cutlass.const_expr(self.cfg.prefetch_scales > 0):
@@ -288,7 +285,8 @@ class Fp8Gemm(HopperGemm):
     @cute.jit
     def promote_groups(
         self,
-        mmas: tuple,
+        tiled_mma: cute.TiledMma,
+        fresh: cute.TiledMma,
         mma: parts.MmaOperands,
         ring: pipeline.PipelineTmaAsync,
         read: pipeline.PipelineState,
@@ -303,7 +301,7 @@ class Fp8Gemm(HopperGemm):
         warning C7514, "non wgmma instructions reading accumulator registers") where
         wgmmas into two accumulators are in flight across a loop's back edge, though the
         same code straight-line runs them asynchronously. A k-tile's first wgmma
-        overwrites its accumulator (mma_k_tile's fresh), so no promotion clears one. The
+        overwrites its accumulator (`fresh`, mma_k_tile's), so no promotion clears one. The
         k-tiles past the last whole group go one at a time. Every stage read is released
         here (end_mainloop is not called). Returns (read, release)."""
         group = self.cfg.overlap_group
@@ -311,38 +309,22 @@ class Fp8Gemm(HopperGemm):
         k_count = place.work.k_count
         whole = k_count // group * group  # k-tiles in whole groups
         for first in range(0, whole, group):
-            read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[0])
+            read, stage = parts.issue_k_tile(tiled_mma, mma, ring, read, tmps[0], fresh)
             stages = [stage]
             for j in cutlass.range_constexpr(group):
                 if cutlass.const_expr(j + 1 < group):  # the next k-tile's wgmmas first
-                    read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[(j + 1) % 2])
+                    read, stage = parts.issue_k_tile(
+                        tiled_mma, mma, ring, read, tmps[(j + 1) % 2], fresh
+                    )
                     stages.append(stage)
                 pending = 1 if j + 1 < group else 0
                 release = self.promote_retired(
                     mma.acc, tmps[j % 2], first + j, stages[j], pending, ring, release, place
                 )
         for kt in range(whole, k_count):
-            read, stage = self.issue_k_tile(mmas, mma, ring, read, tmps[0])
+            read, stage = parts.issue_k_tile(tiled_mma, mma, ring, read, tmps[0], fresh)
             release = self.promote_retired(mma.acc, tmps[0], kt, stage, 0, ring, release, place)
         return read, release
-
-    @cute.jit
-    def issue_k_tile(
-        self,
-        mmas: tuple,
-        mma: parts.MmaOperands,
-        ring: pipeline.PipelineTmaAsync,
-        read: pipeline.PipelineState,
-        into: cute.Tensor,
-    ):
-        """Wait for the next stage and issue its k-tile's wgmmas into `into`, one group,
-        the first overwriting it (mmas: the tiled MMA and its fresh twin). Returns (read,
-        the stage)."""
-        ring.consumer_wait(read)
-        stage = read.index
-        parts.mma_k_tile(mmas[0], into, mma.tCrA, mma.tCrB, stage, fresh=mmas[1])
-        read.advance()
-        return read, stage
 
     @cute.jit
     def promote_retired(

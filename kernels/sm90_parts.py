@@ -560,14 +560,23 @@ def release_stage(ring: pipeline.PipelineTmaAsync, release: pipeline.PipelineSta
 
 
 @cute.jit
+def issue_k_tile(tiled_mma, mma: MmaOperands, ring, read, into: cute.Tensor, fresh=None):
+    """Wait for the next stage and issue its k-tile's wgmmas into `into`, one group
+    (mma_k_tile, `fresh` its twin for the first wgmma). Returns (read advanced, the stage)."""
+    ring.consumer_wait(read)
+    stage = read.index
+    mma_k_tile(tiled_mma, into, mma.tCrA, mma.tCrB, stage, fresh=fresh)
+    read.advance()
+    return read, stage
+
+
+@cute.jit
 def mainloop(tiled_mma, mma: MmaOperands, ring, read, release, k_count: cutlass.Int32):
     """One tile's k-tiles: wait for a stage, issue its wgmmas into the accumulator, and
     release the previous k-tile's stage once only this k-tile's wgmmas are in flight. The
     last stage stays held (release_stage(..., 0) after the loop). Returns (read, release)."""
     for kt in range(k_count):
-        ring.consumer_wait(read)
-        mma_k_tile(tiled_mma, mma.acc, mma.tCrA, mma.tCrB, read.index)
-        read.advance()
+        read, _ = issue_k_tile(tiled_mma, mma, ring, read, mma.acc)
         if kt > 0:  # k-tile kt-1 has been read by the tensor cores
             release = release_stage(ring, release, 1)
     return read, release

@@ -77,8 +77,8 @@ def time_calls(calls: Sequence[Call], reps: int, warmup: int = 0, hold: bool = T
     for _ in range(HOLD_TRIES if hold else 1):
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        held = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-        if hold:
+        if hold:  # the spin between its own two events
+            held = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
             held[0].record()
             torch.cuda._sleep(int(hold_ms * HOLD_CYCLES_PER_MS))
             held[1].record()
