@@ -165,6 +165,52 @@ class StagedScales(NamedTuple):
     c_shape: tuple  # C's (M, N): where the producer's tiles lie (tile_origin)
 
 
+class KTile(NamedTuple):
+    """A k-tile whose wgmmas were issued (GroupSteps.issue): its index in K and its stage."""
+
+    kt: cutlass.Int32
+    stage: cutlass.Int32
+
+
+class GroupSteps:
+    """The three steps of a promotion under the next k-tile's wgmmas (overlap_group), as
+    Fp8Gemm.promote_group takes them; one object per group of k-tiles, made inside the
+    k-loop, so its ring positions are the loop's own (read it back after the group).
+
+    issue(tmp): wait for the next k-tile's stage and issue its wgmmas into `tmp`, one
+        wgmma group; its first wgmma overwrites tmp (ACCUMULATE off). Returns its KTile.
+    scales(k): that k-tile's block scale of each accumulator element (their loads start).
+    promote(tmp, scales): acc += tmp * scales, element by element, then release the
+        oldest stage still held (its k-tile's scales have been read). No wait: the caller
+        retires tmp's wgmma group first (cute.nvgpu.warpgroup.wait_group).
+    """
+
+    def __init__(self, gemm, tiled_mma, fresh, mma, ring, read, release, place, first):
+        self.gemm, self.tiled_mma, self.fresh, self.mma = gemm, tiled_mma, fresh, mma
+        self.ring, self.read, self.release, self.place = ring, read, release, place
+        self.next_kt = first  # the k-tile the next issue() takes
+
+    @cute.jit
+    def issue(self, tmp: cute.Tensor) -> KTile:
+        kt = self.next_kt
+        self.read, stage = parts.issue_k_tile(
+            self.tiled_mma, self.mma, self.ring, self.read, tmp, self.fresh
+        )
+        self.next_kt = kt + 1
+        return KTile(kt, stage)
+
+    @cute.jit
+    def scales(self, k: KTile) -> list:
+        return self.gemm.k_tile_scales(k.kt, self.gemm.at_stage(self.place, k.stage))
+
+    @cute.jit
+    def promote(self, tmp: cute.Tensor, scales: list):
+        self.gemm.promote(self.mma.acc, tmp, scales, clear=False)
+        self.gemm.scales_read()
+        self.ring.consumer_release(self.release)
+        self.release.advance()
+
+
 class Fp8Gemm(HopperGemm):
     """hopper_gemm's kernel with float8 A and B and their scales (`Config.scales`): its own
     consumer, which promotes a temporary accumulator and applies the scales."""
@@ -280,7 +326,21 @@ class Fp8Gemm(HopperGemm):
                 self.promote_ahead(mma.acc, tmp, ahead, kt, k_count, place)
             else:  # (stage_scales: the stage, released only after the next k-tile's wgmmas)
                 self.after_k_tile(mma.acc, tmp, kt, k_count, self.at_stage(place, stage))
+                self.scales_read()  # before the stage's release (next k-tile, end_mainloop)
         return read, release
+
+    @cute.jit
+    def scales_read(self):
+        """stage_scales: every lane of the warp has read its stage's scales (bar.warp.sync)
+        before the stage is released. ring.consumer_release arrives on the stage's empty
+        barrier from one signalling lane of the warp, and that arrive's release orders only
+        that lane's own loads; the warp barrier orders the other lanes' ld.shared before it
+        (the PTX ISA's bar.warp.sync orders memory among the threads taking part), so the
+        producer's cp.async of a later k-tile's scales into the stage cannot overtake them.
+        Racecheck's reports on the wrapped scale stages (H200, 2026-12-04) are the same with
+        and without it: it is here for the memory model, not for a measured failure."""
+        if cutlass.const_expr(self.cfg.stage_scales):
+            cute.arch.sync_warp()
 
     @cute.jit
     def promote_groups(
@@ -293,60 +353,45 @@ class Fp8Gemm(HopperGemm):
         release: pipeline.PipelineState,
         place: TilePlace,
     ):
-        """The promoting mainloop with two temporary accumulators used in turn, the k-loop
-        unrolled in groups of overlap_group k-tiles: k-tile j + 1's wgmmas are issued
-        before k-tile j is promoted (wait_group(1)), so a warpgroup's own wgmmas run
-        under its promotions, all but the group's last one (wait_group(0)). Each group
-        ends with nothing in flight: ptxas serializes every wgmma of the kernel (its
-        warning C7514, "non wgmma instructions reading accumulator registers") where
-        wgmmas into two accumulators are in flight across a loop's back edge, though the
-        same code straight-line runs them asynchronously. A k-tile's first wgmma
-        overwrites its accumulator (`fresh`, mma_k_tile's), so no promotion clears one. The
-        k-tiles past the last whole group go one at a time. Every stage read is released
+        """The promoting mainloop with two temporary accumulators used in turn: the k-loop
+        in groups of overlap_group k-tiles, each one `promote_group`'s (unrolled), and the
+        k-tiles past the last whole group in groups of one. Every stage read is released
         here (end_mainloop is not called). Returns (read, release)."""
         group = self.cfg.overlap_group
         tmps = [cute.make_rmem_tensor(mma.acc.shape, self.acc_dtype) for _ in range(2)]
         k_count = place.work.k_count
         whole = k_count // group * group  # k-tiles in whole groups
         for first in range(0, whole, group):
-            read, stage = parts.issue_k_tile(tiled_mma, mma, ring, read, tmps[0], fresh)
-            stages = [stage]
-            for j in cutlass.range_constexpr(group):
-                if cutlass.const_expr(j + 1 < group):  # the next k-tile's wgmmas first
-                    read, stage = parts.issue_k_tile(
-                        tiled_mma, mma, ring, read, tmps[(j + 1) % 2], fresh
-                    )
-                    stages.append(stage)
-                pending = 1 if j + 1 < group else 0
-                release = self.promote_retired(
-                    mma.acc, tmps[j % 2], first + j, stages[j], pending, ring, release, place
-                )
+            steps = GroupSteps(self, tiled_mma, fresh, mma, ring, read, release, place, first)
+            self.promote_group(steps, tmps, group)
+            read, release = steps.read, steps.release  # carried to the next group
         for kt in range(whole, k_count):
-            read, stage = parts.issue_k_tile(tiled_mma, mma, ring, read, tmps[0], fresh)
-            release = self.promote_retired(mma.acc, tmps[0], kt, stage, 0, ring, release, place)
+            steps = GroupSteps(self, tiled_mma, fresh, mma, ring, read, release, place, kt)
+            self.promote_group(steps, tmps, 1)
+            read, release = steps.read, steps.release
         return read, release
 
     @cute.jit
-    def promote_retired(
-        self,
-        acc: cute.Tensor,
-        tmp: cute.Tensor,
-        kt: cutlass.Int32,
-        stage: cutlass.Int32,
-        pending: int,
-        ring: pipeline.PipelineTmaAsync,
-        release: pipeline.PipelineState,
-        place: TilePlace,
-    ):
-        """Promote k-tile kt (read from `stage`) out of `tmp` once at most `pending` wgmma
-        groups are in flight: its scales are read before the wait, its stage released
-        once the promotion has read them. Returns release."""
-        scales = self.k_tile_scales(kt, self.at_stage(place, stage))
-        cute.nvgpu.warpgroup.wait_group(pending)
-        self.promote(acc, tmp, scales, clear=False)
-        ring.consumer_release(release)
-        release.advance()
-        return release
+    def promote_group(self, steps: GroupSteps, tmps: list, group: int):
+        """`group` k-tiles (a Python int), unrolled, each promoted under the next one's
+        wgmmas: k-tile j + 1's wgmmas are issued into the other temporary accumulator before
+        k-tile j is waited for (wait_group(1)) and promoted, so a warpgroup's own wgmmas run
+        under all its promotions but the group's last (wait_group(0)). Each group ends with
+        nothing in flight: ptxas serializes every wgmma of the kernel (its warning C7514,
+        "non wgmma instructions reading accumulator registers") where wgmmas into two
+        accumulators are in flight across a loop's back edge, though the same code
+        straight-line runs them asynchronously. A k-tile's first wgmma overwrites its
+        accumulator (GroupSteps.issue), so no promotion needs to clear one. Notebook 12's
+        second exercise writes this method."""
+        # region overlap
+        k_tiles = [steps.issue(tmps[0])]
+        for j in cutlass.range_constexpr(group):
+            if cutlass.const_expr(j + 1 < group):  # the next k-tile's wgmmas first
+                k_tiles.append(steps.issue(tmps[(j + 1) % 2]))
+            scales = steps.scales(k_tiles[j])  # their loads under way
+            cute.nvgpu.warpgroup.wait_group(1 if j + 1 < group else 0)  # k-tile j retired
+            steps.promote(tmps[j % 2], scales)
+        # endregion overlap
 
     def at_stage(self, place: TilePlace, stage: cutlass.Int32) -> TilePlace:
         """stage_scales: `place` with the staged scales of ring stage `stage` alone (the

@@ -132,6 +132,35 @@ def test_a_shuffle_behind_a_branch_on_the_lane_is_a_collective_hazard():
     assert "shfl.sync" in str(caught.value)
 
 
+def test_sync_warp_from_the_whole_warp_runs_and_from_half_of_it_is_a_collective_hazard():
+    """bar.warp.sync (cute.arch.sync_warp) reached by every lane changes no value; with the
+    full mask behind a branch on the lane, the lanes that never come hang it on the GPU."""
+    import cutlass
+    import cutlass.cute as cute
+
+    @cute.kernel
+    def synced(out: cute.Tensor, half: cutlass.Constexpr):
+        tx, _, _ = cute.arch.thread_idx()
+        if cutlass.const_expr(half):
+            if tx < 16:
+                cute.arch.sync_warp()
+        else:
+            cute.arch.sync_warp()
+        out[tx] = cutlass.Float32(tx)
+
+    @cute.jit
+    def launch(out: cute.Tensor, half: cutlass.Constexpr):
+        synced(out, half).launch(grid=[1, 1, 1], block=[32, 1, 1])
+
+    out = torch.zeros(32)
+    _run(launch, out, False)
+    assert out.tolist() == list(range(32))
+    with pytest.raises(hazards.Hazard) as caught:
+        _run(launch, torch.zeros(32), True)
+    assert caught.value.kind == hazards.COLLECTIVE
+    assert "sync_warp" in str(caught.value)
+
+
 def test_votes_fmax_fmin_and_rcp_approx():
     """vote.sync's any/all/ballot over the warp; fmax/fmin are NaN-quiet (PTX max.f32)
     unless nan=True; rcp_approx is 1/x."""

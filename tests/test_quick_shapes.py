@@ -121,6 +121,7 @@ EXERCISES = {
     "10.wgmma_mainloop": ("nb10_mainloop_kernel", _sm90_ring),
     "11.tma_store": ("nb11_tma_store_kernel", _hopper),
     "12.promotion": ("nb12_promotion_kernel", _fp8),
+    "12.overlap": ("nb12_overlap_kernel", _fp8),
     "13.residual_epilogue": ("nb13_residual_kernel", _hopper),
     "14.epilogue_role": ("nb14_epilogue_kernel", _blackwell),
     "15.read_next_tile": ("nb15_clc_kernel", _clc),

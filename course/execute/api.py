@@ -543,6 +543,19 @@ def barrier(barrier_id=0, number_of_threads=None, **_):
     machine.barrier(hazards.site(2))
 
 
+FULL_MASK = 0xFFFFFFFF
+
+
+def sync_warp(mask=FULL_MASK, **_):
+    """bar.warp.sync: the executor runs a warp's lanes together and orders a warp's own
+    accesses by program order, so reached by the whole warp it changes nothing here; reached
+    by part of it (inside elect_one, behind a branch on the lane) with the full mask, the
+    lanes it names that never come make it a COLLECTIVE hazard (machine.collective)."""
+    if int(mask) & FULL_MASK != FULL_MASK:
+        raise Unmodelled("cute.arch.sync_warp with a mask of part of the warp")
+    machine.collective("cute.arch.sync_warp (bar.warp.sync with the full mask)", hazards.site(2))
+
+
 def cp_async_commit_group():
     atoms.commit_group()
 
@@ -565,6 +578,7 @@ ARCH = dict(
     warp_idx=warp_idx,
     sync_threads=sync_threads,
     barrier=barrier,
+    sync_warp=sync_warp,
     cp_async_commit_group=cp_async_commit_group,
     cp_async_wait_group=cp_async_wait_group,
     cp_async_wait_all=cp_async_wait_all,

@@ -190,7 +190,7 @@ class Translator:
             new = {k: self.value(v) for k, v in obj.items()}
             return obj if all(new[k] is obj[k] for k in obj) else new
         if isinstance(obj, type):
-            return self._class(obj) if _script_class(obj) else obj
+            return self._class(obj) if _script_class(obj) or _kernel_helper_class(obj) else obj
         if _has_dsl_methods(type(obj)) or _holds_dsl_values(obj):
             return InstanceProxy(obj, self)
         return obj
@@ -258,7 +258,7 @@ class Translator:
                 # the outer class must get translated methods too
                 value = self.value(value)
             namespace[key] = value
-        if _script_class(cls):
+        if _script_class(cls) or _kernel_helper_class(cls):
             namespace.update(_warp_field_methods(cls))
         bases = tuple(self.value(b) for b in cls.__bases__)
         new = type(cls)(cls.__name__, bases, namespace)
@@ -498,6 +498,23 @@ def _script_class(cls: type) -> bool:
         isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "cutlass"
         for v in vars(module).values()
     )
+
+
+def _kernel_helper_class(cls: type) -> bool:
+    """A class of the course's own kernels with @cute.jit methods and no @cute.kernel (a
+    helper that kernel code makes, kernels.fp8_gemm.GroupSteps): kernel code that makes one
+    must run its methods on the stand-ins, as a script's class does. The kernel classes
+    themselves keep their proxies (their objects are made on the host)."""
+    import enum
+
+    if issubclass(cls, (enum.Enum, BaseException, tuple)) or getattr(cls, TRANSLATED, False):
+        return False
+    if not (cls.__module__ or "").startswith(("course.", "kernels.")) or "__slots__" in vars(cls):
+        return False
+    kinds = {
+        getattr(v, "_decorator_kind", None) for k in cls.__mro__[:-1] for v in vars(k).values()
+    }
+    return "jit" in kinds and "kernel" not in kinds
 
 
 def _warp_field_methods(cls: type) -> dict:

@@ -50,6 +50,7 @@ EXERCISES = (
     "10.wgmma_mainloop",
     "11.tma_store",
     "12.promotion",
+    "12.overlap",
     "13.residual_epilogue",
     "14.epilogue_role",
     "15.read_next_tile",

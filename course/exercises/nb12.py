@@ -3,3 +3,4 @@
 from __future__ import annotations
 
 from course.exercises import nb12_promotion_kernel  # noqa: F401  registers 12.promotion
+from course.exercises import nb12_overlap_kernel  # noqa: F401  registers 12.overlap

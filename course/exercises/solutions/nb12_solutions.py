@@ -161,14 +161,126 @@ def after_k_tile_unrolled_elem_less(self, acc, tmp, kt, k_tiles, place):
     tmp.store(cute.zeros_like(tmp.load()))
 
 
-REFERENCE = {"12.promotion": after_k_tile}
+# ---------------------------------------------------------------- 12.overlap
+
+
+@cute.jit
+def promote_group(self, steps, tmps, group):
+    k_tiles = [steps.issue(tmps[0])]
+    for j in cutlass.range_constexpr(group):
+        if cutlass.const_expr(j + 1 < group):
+            k_tiles.append(steps.issue(tmps[(j + 1) % 2]))  # k-tile j + 1 into the other tmp
+        scales = steps.scales(k_tiles[j])  # loads under way
+        cute.nvgpu.warpgroup.wait_group(1 if j + 1 < group else 0)  # k-tile j retired
+        steps.promote(tmps[j % 2], scales)
+
+
+NEXT_FIRST = "            k_tiles.append(steps.issue(tmps[(j + 1) % 2]))  # k-tile j + 1 into the other tmp\n"
+
+promote_group__one_tmp = edited(
+    promote_group,
+    "promote_group__one_tmp",
+    ("tmps[(j + 1) % 2]", "tmps[0]"),
+    ("tmps[j % 2]", "tmps[0]"),
+)
+promote_group__waits_for_one_at_the_end = edited(
+    promote_group, "promote_group__waits_for_one_at_the_end", ("1 if j + 1 < group else 0", "1")
+)
+promote_group__next_k_tiles_scales = edited(  # the newest k-tile's scales: k-tile j + 1's
+    promote_group,
+    "promote_group__next_k_tiles_scales",
+    ("steps.scales(k_tiles[j])", "steps.scales(k_tiles[-1])"),
+)
+promote_group_clears_tmp = edited(  # correct: the clear is redundant (issue overwrites tmp)
+    promote_group,
+    "promote_group_clears_tmp",
+    (
+        "        steps.promote(tmps[j % 2], scales)\n",
+        "        steps.promote(tmps[j % 2], scales)\n        tmps[j % 2].fill(0.0)\n",
+    ),
+)
+
+
+@cute.jit
+def promote_group__one_at_a_time(self, steps, tmps, group):
+    """Right values, no overlap: each k-tile issued, waited for and promoted before the next
+    one is issued (the first exercise's order)."""
+    for j in cutlass.range_constexpr(group):
+        k_tile = steps.issue(tmps[j % 2])
+        scales = steps.scales(k_tile)
+        cute.nvgpu.warpgroup.wait_group(0)
+        steps.promote(tmps[j % 2], scales)
+
+
+@cute.jit
+def promote_group__scales_after_the_wait(self, steps, tmps, group):
+    """Overlapped, but each promotion's scales read only once its k-tile retired."""
+    k_tiles = [steps.issue(tmps[0])]
+    for j in cutlass.range_constexpr(group):
+        if cutlass.const_expr(j + 1 < group):
+            k_tiles.append(steps.issue(tmps[(j + 1) % 2]))
+        cute.nvgpu.warpgroup.wait_group(1 if j + 1 < group else 0)
+        steps.promote(tmps[j % 2], steps.scales(k_tiles[j]))
+
+
+@cute.jit
+def promote_group__calls_the_kernels(self, steps, tmps, group):
+    """The kernel's own promote_group called instead of written."""
+    from kernels.fp8_gemm import Fp8Gemm
+
+    Fp8Gemm.promote_group(self, steps, tmps, group)
+
+
+# correct, written otherwise
+
+
+@cute.jit
+def promote_group_last_peeled(self, steps, tmps, group):
+    """The group's last k-tile taken out of the loop: every k-tile in the loop has a next
+    one, waited for with one group in flight; the last with none."""
+    current = steps.issue(tmps[0])
+    for j in cutlass.range_constexpr(group - 1):
+        following = steps.issue(tmps[(j + 1) % 2])
+        scales = steps.scales(current)
+        cute.nvgpu.warpgroup.wait_group(1)
+        steps.promote(tmps[j % 2], scales)
+        current = following
+    scales = steps.scales(current)
+    cute.nvgpu.warpgroup.wait_group(0)
+    steps.promote(tmps[(group - 1) % 2], scales)
+
+
+@cute.jit
+def promote_group_swapped_names(self, steps, tmps, group):
+    """The two accumulators as two names swapped after each k-tile, the scales asked for
+    as soon as their k-tile is issued, the wait's count from what is still to come."""
+    now, later = tmps[0], tmps[1]
+    k_tile = steps.issue(now)
+    scales = steps.scales(k_tile)
+    for j in cutlass.range_constexpr(group):
+        more = j + 1 < group
+        if cutlass.const_expr(more):
+            next_k_tile = steps.issue(later)
+        cute.nvgpu.warpgroup.wait_group(min(1, group - 1 - j))
+        steps.promote(now, scales)
+        if cutlass.const_expr(more):
+            scales = steps.scales(next_k_tile)
+            now, later = later, now
+
+
+REFERENCE = {"12.promotion": after_k_tile, "12.overlap": promote_group}
 ALTERNATIVES = {
     "12.promotion": [
         after_k_tile_whole_fragment,
         after_k_tile_b_scale_hoisted,
         after_k_tile_own_coordinates,
         after_k_tile_unrolled_elem_less,
-    ]
+    ],
+    "12.overlap": [
+        promote_group_last_peeled,
+        promote_group_swapped_names,
+        promote_group_clears_tmp,
+    ],
 }
 WRONG = {
     "12.promotion": {
@@ -181,5 +293,13 @@ WRONG = {
         after_k_tile__acc_overwritten: ("instead of adding", "gpu"),
         after_k_tile__calls_promote: ("write the promotion in", "cpu"),
         after_k_tile__scales_read_after_the_wait: ("after wait_group(0)", "cpu"),
-    }
+    },
+    "12.overlap": {
+        promote_group__one_at_a_time: ("none of your warpgroup's wgmmas", "cpu"),
+        promote_group__scales_after_the_wait: ("scales are read after the wait", "cpu"),
+        promote_group__calls_the_kernels: ("own promote_group", "cpu"),
+        promote_group__waits_for_one_at_the_end: ("serialized", "cpu"),
+        promote_group__one_tmp: ("serialized", "cpu"),
+        promote_group__next_k_tiles_scales: ("next k-tile's scales", "gpu"),
+    },
 }
