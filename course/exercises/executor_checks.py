@@ -587,7 +587,7 @@ def _redirects() -> tuple:
 
 # the steps whose GemmHost an exercise derives its own from (dataclasses.replace keeps the
 # class, so the step's instance itself is seen as its CPU twin)
-DERIVED_GEMMS = ("tma_gemm",)
+DERIVED_GEMMS = ("tma_gemm", "fp8_gemm")
 
 
 def _gemm_twins(on_cpu) -> tuple:

@@ -55,19 +55,9 @@ def exercise_config():
 def gemm_with(promote_group):
     """The course's Fp8Gemm with the learner's `promote_group`, as a GemmHost."""
     from kernels import fp8_gemm
-    from kernels.gemm_host import GemmHost
 
     cls = subclass_with(fp8_gemm.Fp8Gemm, "promote_group", promote_group)
-    return GemmHost(
-        variant_name(ID, promote_group),
-        fp8_gemm.NEEDS,
-        lambda types, config, arch, a_major, b_major: cls(types, config, arch),
-        fp8_gemm.Config,
-        operands=fp8_gemm.OPERANDS,
-        extra=fp8_gemm.GEMM.extra,
-        extra_operands=fp8_gemm.GEMM.extra_operands,
-        default_dtype=fp8_gemm.GEMM.default_dtype,
-    )
+    return promotion.fp8_host(variant_name(ID, promote_group), cls)
 
 
 def _build(fn, arch):

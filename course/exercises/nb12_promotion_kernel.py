@@ -46,20 +46,24 @@ def gemm_with(after_k_tile):
     """The course's Fp8Gemm with the learner's `after_k_tile`, as a GemmHost; its `promote`
     (the answer) is replaced by an error, `coordinates` stays reachable as self.coordinates."""
     from kernels import fp8_gemm
-    from kernels.gemm_host import GemmHost
 
     cls = subclass_with(
         fp8_gemm.Fp8Gemm, "after_k_tile", after_k_tile, promote=_promote_is_the_exercise
     )
-    return GemmHost(
-        variant_name(ID, after_k_tile),
-        fp8_gemm.NEEDS,
-        lambda types, config, arch, a_major, b_major: cls(types, config, arch),
-        fp8_gemm.Config,
-        operands=fp8_gemm.OPERANDS,
-        extra=fp8_gemm.GEMM.extra,
-        extra_operands=fp8_gemm.GEMM.extra_operands,
-        default_dtype=fp8_gemm.GEMM.default_dtype,
+    return fp8_host(variant_name(ID, after_k_tile), cls)
+
+
+def fp8_host(name: str, cls):
+    """fp8_gemm's GemmHost (its operands, scales, grid) compiling `cls`, a subclass of
+    Fp8Gemm carrying a learner's method, under its own name (so its own compile cache)."""
+    import dataclasses
+
+    from kernels import fp8_gemm
+
+    return dataclasses.replace(
+        fp8_gemm.GEMM,
+        name=name,
+        kernel=lambda types, config, arch, a_major, b_major: cls(types, config, arch),
     )
 
 
