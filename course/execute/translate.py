@@ -190,7 +190,7 @@ class Translator:
             new = {k: self.value(v) for k, v in obj.items()}
             return obj if all(new[k] is obj[k] for k in obj) else new
         if isinstance(obj, type):
-            return self._class(obj) if _script_class(obj) or _kernel_helper_class(obj) else obj
+            return self._class(obj) if _translated_class(obj) else obj
         if _has_dsl_methods(type(obj)) or _holds_dsl_values(obj):
             return InstanceProxy(obj, self)
         return obj
@@ -253,12 +253,12 @@ class Translator:
                 value = property(*(self.value(f) if f else None for f in (value.fget, value.fset)))
             elif isinstance(value, types.FunctionType) or hasattr(value, "_decorator_kind"):
                 value = self.value(value)
-            elif isinstance(value, type) and _script_class(value):
+            elif isinstance(value, type) and _translated_class(value):
                 # a nested class (NVIDIA's EFC.Kernel): kernel code that makes one through
                 # the outer class must get translated methods too
                 value = self.value(value)
             namespace[key] = value
-        if _script_class(cls) or _kernel_helper_class(cls):
+        if _translated_class(cls):
             namespace.update(_warp_field_methods(cls))
         bases = tuple(self.value(b) for b in cls.__bases__)
         new = type(cls)(cls.__name__, bases, namespace)
@@ -478,12 +478,14 @@ def _is_cutlass(obj) -> bool:
     )
 
 
-def _script_class(cls: type) -> bool:
-    """A class of a script's own module outside the course (an NVIDIA example's helper,
-    `fmha_helpers.FmhaStaticTileScheduler`) that CuTe DSL code in that module uses: kernel
-    code that makes one must run its methods on the stand-ins, so it is translated as a
-    library's class is. Enums, exceptions and tuples hold no kernel code and stay as they
-    are; the course's own classes keep their proxies (InstanceProxy)."""
+def _translated_class(cls: type) -> bool:
+    """A class whose methods kernel code must run on the stand-ins, so that kernel code
+    which makes one gets a translated class (as a library's class is): a script's own class
+    outside the course (an NVIDIA example's helper, `fmha_helpers.FmhaStaticTileScheduler`),
+    or a helper of the course's kernels that kernel code makes (`kernels.fp8_gemm.GroupSteps`:
+    @cute.jit methods, no @cute.kernel). The course's kernel classes keep their proxies
+    (InstanceProxy: their objects are made on the host); enums, exceptions and tuples hold no
+    kernel code and stay as they are."""
     import enum
 
     if issubclass(cls, (enum.Enum, BaseException, tuple)) or getattr(cls, TRANSLATED, False):
@@ -491,30 +493,18 @@ def _script_class(cls: type) -> bool:
     if "__slots__" in vars(cls):  # its slots' descriptors belong to the class it was built as
         return False
     name = cls.__module__ or ""
+    if name.startswith(("course.", "kernels.")):
+        kinds = {
+            getattr(v, "_decorator_kind", None) for k in cls.__mro__[:-1] for v in vars(k).values()
+        }
+        return "jit" in kinds and "kernel" not in kinds
     module = sys.modules.get(name)
-    if module is None or name.startswith(("course.", "kernels.")) or _is_library_module(module):
+    if module is None or _is_library_module(module):
         return False
     return any(
         isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "cutlass"
         for v in vars(module).values()
     )
-
-
-def _kernel_helper_class(cls: type) -> bool:
-    """A class of the course's own kernels with @cute.jit methods and no @cute.kernel (a
-    helper that kernel code makes, kernels.fp8_gemm.GroupSteps): kernel code that makes one
-    must run its methods on the stand-ins, as a script's class does. The kernel classes
-    themselves keep their proxies (their objects are made on the host)."""
-    import enum
-
-    if issubclass(cls, (enum.Enum, BaseException, tuple)) or getattr(cls, TRANSLATED, False):
-        return False
-    if not (cls.__module__ or "").startswith(("course.", "kernels.")) or "__slots__" in vars(cls):
-        return False
-    kinds = {
-        getattr(v, "_decorator_kind", None) for k in cls.__mro__[:-1] for v in vars(k).values()
-    }
-    return "jit" in kinds and "kernel" not in kinds
 
 
 def _warp_field_methods(cls: type) -> dict:
