@@ -89,8 +89,9 @@ def writes_its_own_group(c):
 
 
 NO_OVERLAP_HINT = (
-    "every promotion waited for all wgmmas (wait_group(0)), so none of your warpgroup's "
-    "wgmmas runs under its promotions: issue k-tile j + 1's wgmmas (into the other tmp) "
+    "fewer wait_group(1) than a group's k-tiles but one (the counts above): where a "
+    "promotion waits for all wgmmas (wait_group(0)), none of your warpgroup's wgmmas runs "
+    "under it. Issue k-tile j + 1's wgmmas (into the other tmp) "
     "before you wait for k-tile j, and then wait with wait_group(1), which leaves the newest "
     "group, k-tile j + 1's, running; only the group's last k-tile has nothing after it"
 )
