@@ -338,7 +338,10 @@ class Fp8Gemm(HopperGemm):
         (the PTX ISA's bar.warp.sync orders memory among the threads taking part), so the
         producer's cp.async of a later k-tile's scales into the stage cannot overtake them.
         Racecheck's reports on the wrapped scale stages (H200, 2026-12-04) are the same with
-        and without it: it is here for the memory model, not for a measured failure."""
+        and without it: it is here for the memory model, not for a measured failure. Where
+        the warp is converged ptxas emits no instruction for it (the SASS of block_staged and
+        block_overlapped has no WARPSYNC: CuTe DSL 4.8.1, read on the CPU), so racecheck,
+        which instruments the SASS, sees the same code either way."""
         if cutlass.const_expr(self.cfg.stage_scales):
             cute.arch.sync_warp()
 

@@ -291,3 +291,25 @@ def test_an_l2_hint_reaches_the_tma_loads():
         assert plain.count_ptx(rf"mov\.b64\s+%rd\d+, {policy};") == 0
     with pytest.raises(ValueError, match="a_l2 and b_l2"):
         hopper_gemm.Config(a_l2="keep")
+
+
+def test_an_fp8_variant_is_a_preset_with_fields_replaced():
+    from kernels import fp8_gemm
+
+    name, config = bench.fp8_variant("block_staged:tile_n=192")
+    assert name == "block_staged:tile_n=192"
+    assert config == fp8_gemm.Config(scales="block", tile_n=192, stage_scales=True)
+    name, config = bench.fp8_variant("overlap_group=8,cluster_m=1")  # on block_overlapped
+    assert (config.overlap_group, config.cluster_m, config.stage_scales) == (8, 1, True)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["nope:tile_n=128", "overlap_group", "tile_q=3", "overlap_group=8,prefetch_scales=1"],
+    ids=["no such preset", "no value", "no such field", "a rule of Config broken"],
+)
+def test_a_wrong_fp8_variant_is_refused_before_any_gpu_time(spec):
+    with pytest.raises(ValueError):
+        bench.fp8_variant(spec)
+    with pytest.raises(ValueError):  # main() refuses it before it asks for a GPU
+        bench.main(["fp8", "--variant", spec])

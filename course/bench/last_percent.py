@@ -483,14 +483,44 @@ def fp8_contenders() -> dict:
     return dict(zip(FP8_STEPS, configs, strict=True))
 
 
-def fp8(rounds: int = 15, reps: int = 10) -> dict:
+def fp8_variant(spec: str) -> tuple[str, object]:
+    """A configuration to time beside the steps, written on the command line as
+    'PRESET:FIELD=VALUE,...' (or 'FIELD=VALUE,...', on block_overlapped), e.g.
+    'block_staged:tile_n=192' or 'overlap_group=8,cluster_m=1': (its name, its Config).
+    Values are Python literals; a field the Config lacks, or a rule it breaks, is refused
+    here, before any GPU time is spent."""
+    import ast
+    import dataclasses
+
+    from kernels import fp8_gemm
+
+    base, _, fields = spec.rpartition(":") if ":" in spec else ("block_overlapped", "", spec)
+    if base not in fp8_gemm.PRESETS:
+        raise ValueError(f"{spec!r}: no preset {base!r} (one of {sorted(fp8_gemm.PRESETS)})")
+    changes = {}
+    for item in filter(None, fields.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"{spec!r}: {item!r} is not FIELD=VALUE")
+        try:
+            changes[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            changes[key.strip()] = value.strip()  # a bare word: a string field's value
+    try:
+        config = dataclasses.replace(fp8_gemm.PRESETS[base], **changes)
+    except TypeError as e:  # a field the Config does not have
+        raise ValueError(f"{spec!r}: {e}") from None
+    return f"{base}:{fields}", config
+
+
+def fp8(rounds: int = 15, reps: int = 10, variants: tuple[str, ...] = ()) -> dict:
     """Block-scaled FP8 (DeepSeek's 1 x 128 and 128 x 128 scales) and the steps towards it
     (fp8_contenders) against the course's tensorwise kernel and cuBLAS FP8 (tensorwise, twice:
     the control) at FP8_SHAPES in e4m3, alternating rounds; each output checked against torch
-    first."""
+    first. `variants` (fp8_variant's specs) are timed in the same rounds: a try."""
     from kernels import fp8_gemm
 
-    configs = fp8_contenders()
+    configs = {**fp8_contenders(), **dict(fp8_variant(v) for v in variants)}
     rows = []
     for m, n, k in FP8_SHAPES:
         problem = _problem(m, n, k, torch.float8_e4m3fn)
@@ -607,14 +637,27 @@ def main(argv=None) -> int:
     p.add_argument("parts", nargs="+", choices=sorted(PARTS))
     p.add_argument("--record", action="store_true")
     p.add_argument("--example", help=f"sol: the path of NVIDIA's {EXAMPLE}, timed beside")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="fp8: a configuration timed beside the steps, PRESET:FIELD=VALUE,... (fp8_variant)",
+    )
     args = p.parse_args(argv)
+    for spec in args.variant:  # refused before the GPU is asked for anything
+        fp8_variant(spec)
     if not torch.cuda.is_available():
         print("these measurements need a CUDA GPU (an sm_90a one for the course's kernels)")
         return 2
     failed = 0
     for part in args.parts:
         try:
-            data = PARTS[part](args.example) if part == "sol" else PARTS[part]()
+            if part == "sol":
+                data = PARTS[part](args.example)
+            elif part == "fp8":
+                data = PARTS[part](variants=tuple(args.variant))
+            else:
+                data = PARTS[part]()
         except Exception:  # one part's failure must not cost the others' GPU time
             traceback.print_exc()
             failed += 1

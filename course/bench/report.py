@@ -296,6 +296,19 @@ def _executor_ladder(rec: results.Record) -> list[tuple]:
     ]
 
 
+def _sanitizer(rec: results.Record) -> list[tuple]:
+    shape = "x".join(map(str, rec.data["shape"]))
+    return [
+        (
+            (rec.gpu, r["kernel"], r["preset"], r["tool"]),
+            f"| {rec.gpu} | {rec.date} | {r['kernel']} `{r['preset']}` | {shape}, "
+            f"{rec.data['grid']} | {r['tool']} | {r['status']}: {r['detail']} | "
+            f"{r['values'] or 'no value check printed'} | `{rec.command}` |",
+        )
+        for r in rec.data["rows"]
+    ]
+
+
 def _fp8_accuracy(rec: results.Record) -> list[tuple]:
     return [
         (
@@ -456,6 +469,10 @@ FORMATS = {
     "last_percent": (
         "| GPU | date | part | what it found | command |",
         _last_percent,
+    ),
+    "sanitizer": (
+        "| GPU | date | kernel preset | problem | tool | verdict | values | command |",
+        _sanitizer,
     ),
     "gpu_share": (
         "| GPU | date | GPUs | learners | learners per GPU | outcome | command |",
