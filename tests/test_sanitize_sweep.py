@@ -91,6 +91,9 @@ def test_the_sweep_runs_every_case_it_names(tmp_path, monkeypatch):
         ("pdl", "synccheck"),
     ]
     assert all(r["status"] == PASS for r in data["rows"])
+    assert data["rows"][0]["grid"] == "one cluster, every tile"
+    specialized = sanitize.one("hopper_gemm", "specialized", "memcheck")
+    assert specialized["grid"] == "a cluster per tile (not persistent)"
 
 
 def test_a_recorded_sweep_reaches_the_results_table(tmp_path, monkeypatch):
@@ -101,14 +104,14 @@ def test_a_recorded_sweep_reaches_the_results_table(tmp_path, monkeypatch):
 
     use_machine(monkeypatch, H100)
     row = {"kernel": "fp8_gemm", "preset": "block_staged", "tool": "racecheck"}
+    row["grid"] = "one cluster, every tile"
     data = {
         "part": "sanitizer",
         "shape": list(sanitize.SHAPE),
-        "grid": "one cluster",
         "rows": [{**row, "status": FAIL, "detail": "3 error(s); first: ...", "values": VALUES}],
     }
     results.record("sanitizer", data, command="python -m course.bench.sanitize", root=tmp_path)
     md = report.markdown(tmp_path)
     assert "## sanitizer" in md
-    line = "| fp8_gemm `block_staged` | 129x264x1024, one cluster | racecheck | fail: 3 error(s)"
+    line = "| fp8_gemm `block_staged` | 129x264x1024, one cluster, every tile | racecheck | fail"
     assert line in md

@@ -302,7 +302,7 @@ def _sanitizer(rec: results.Record) -> list[tuple]:
         (
             (rec.gpu, r["kernel"], r["preset"], r["tool"]),
             f"| {rec.gpu} | {rec.date} | {r['kernel']} `{r['preset']}` | {shape}, "
-            f"{rec.data['grid']} | {r['tool']} | {r['status']}: {r['detail']} | "
+            f"{r['grid']} | {r['tool']} | {r['status']}: {r['detail']} | "
             f"{r['values'] or 'no value check printed'} | `{rec.command}` |",
         )
         for r in rec.data["rows"]

@@ -6,12 +6,12 @@ synccheck, each on a ragged problem whose ring wraps, its values checked against
 
 What each run is, and why: one process per (kernel, preset, tool), under the tool, runs the
 preset once on SHAPE (129 x 264 x 1024: ragged in M and N, and eight k-tiles of FP8 or
-sixteen of bf16, more than a ring has stages) with the persistent grid cut to ONE cluster,
-so that cluster walks every tile: the ring wraps within a tile and runs on across tiles, and
-the epilogue's buffers are reused, which a grid of one tile per CTA would never do. The
-output is poisoned with NaN first and compared with a float64 reference (the kernels'
-tolerance table), so a run that the tool calls clean but that computed wrong values is not
-counted clean. `_child` is that one run.
+sixteen of bf16, more than a ring has stages). A persistent preset's grid is cut to ONE
+cluster, so that cluster walks every tile: the ring wraps within a tile and runs on across
+tiles, and the epilogue's buffers are reused, which a grid of one tile per CTA would never
+do. The output is poisoned with NaN first and compared with a float64 reference (the
+kernels' tolerance table), so a run that the tool calls clean but that computed wrong values
+is not counted clean. `_child` is that one run.
 
 The runs are independent processes (CuTe DSL compiles do not persist across processes), so
 `--jobs` of them share the GPU at once. `--record` keeps the verdicts in
@@ -67,7 +67,8 @@ def _inputs(kernel: str, config, m: int, n: int, k: int):
 
 
 def check_once(kernel: str, config, m: int, n: int, k: int) -> bool:
-    """One launch of `config` on one cluster that walks every tile, its values checked."""
+    """One launch of `config` (persistent: on one cluster that walks every tile), its values
+    checked."""
     import torch
 
     from kernels import hopper_gemm, selftest
@@ -108,7 +109,9 @@ def one(kernel: str, preset: str, tool: str, shape=SHAPE, logs: Path | None = No
     from course.exercises import gpu_run
     from course.exercises.kernel_exercises import NOT_RUN
 
-    row = {"kernel": kernel, "preset": preset, "tool": tool}
+    persistent = presets(kernel)[preset].persistent
+    grid = "one cluster, every tile" if persistent else "a cluster per tile (not persistent)"
+    row = {"kernel": kernel, "preset": preset, "tool": tool, "grid": grid}
     tool_path = gpu_run.sanitizer()
     if tool_path is None:
         return {**row, "status": NOT_RUN, "detail": "compute-sanitizer is not installed here"}
@@ -152,7 +155,7 @@ def sweep(kernels, tools=TOOLS, only=(), jobs: int = 6, logs: Path | None = None
     for row in rows:
         print(f"{row['kernel']:12s} {row['preset']:18s} {row['tool']:10s} {row['status']:8s} "
               f"{row['detail']} | {row['values']}")  # fmt: skip
-    return {"part": "sanitizer", "shape": list(SHAPE), "grid": "one cluster", "rows": rows}
+    return {"part": "sanitizer", "shape": list(SHAPE), "rows": rows}
 
 
 def main(argv=None) -> int:
