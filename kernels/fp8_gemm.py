@@ -70,6 +70,12 @@ def b_blocks_per_tile(tile_n: int) -> int:
     return -(-tile_n // SCALE_BLOCK) + (1 if tile_n % SCALE_BLOCK else 0)
 
 
+def tile_offsets(tile_n: int) -> tuple[int, ...]:
+    """Where in a 128-column block of B a tile_n-wide tile can start (its left column mod
+    128, over every tile column), 0 first: (0,) for multiples of 128, (0, 64) for 192."""
+    return tuple(sorted({t * tile_n % SCALE_BLOCK for t in range(SCALE_BLOCK)}))
+
+
 @dataclass(frozen=True)
 class Config(hopper_gemm.Config):
     scales: str = "tensor"  # "tensor" | "row" | "block"
@@ -219,6 +225,8 @@ class Fp8Gemm(HopperGemm):
         super().__init__(types, config, arch)
         assert self.tile_k == SCALE_BLOCK == tile_k(8)  # one k-tile: one block of scales
         self.b_blocks = b_blocks_per_tile(config.tile_n)
+        self.offsets = tile_offsets(config.tile_n)
+        self._element_blocks = None  # element_blocks, worked out at the first trace
         if config.stage_scales:  # every lane of the producer warp arrives once per stage
             self.stage_extra = self.copy_scales_into_stage
 
@@ -525,8 +533,9 @@ class Fp8Gemm(HopperGemm):
     def k_tile_scales(self, kt: cutlass.Int32, place: TilePlace) -> list:
         """Block scales: a_scale[m, kt] * b_scale[n // 128, kt] for each accumulator element
         of this thread (tensor/row scales: none, []). A thread's elements lie on two rows per
-        64-row atom, so the compiler keeps a few loads of A's scales; B's scale is one per
-        128 columns of the tile."""
+        64-row atom and, across a tile, in a few blocks of B (element_blocks): one scale is
+        read per row and per block, and one product made per pair, so however wide the tile,
+        a handful of registers carry the scales across the wait, not one per element."""
         # region k-tile-scales
         scales = []
         if cutlass.const_expr(self.cfg.scales == "block"):
@@ -551,20 +560,61 @@ class Fp8Gemm(HopperGemm):
                     # rows past C's edge hold zeros (TMA filled A with them): an existing one
                     return mSA[cutlass.min(row, rows - 1), kt]
 
+            offset = left % SCALE_BLOCK  # where the tile starts in its first block of B
+            row_scale, block_scale, product = {}, {}, {}  # by row, by blocks, by both
+            keys = self.element_blocks()
             for i in cutlass.range_constexpr(cute.size(tCcC)):
-                row, col = tCcC[i]
-                scales.append(a_scale(row) * self.pick(sbs, col // SCALE_BLOCK - first))
+                row0, blocks_at = keys[i]  # thread 0's row; the element's block per offset
+                if cutlass.const_expr(row0 not in row_scale):
+                    row_scale[row0] = a_scale(tCcC[i][0])
+                if cutlass.const_expr(blocks_at not in block_scale):
+                    block_scale[blocks_at] = self.pick_block(sbs, blocks_at, offset)
+                if cutlass.const_expr((row0, blocks_at) not in product):
+                    product[row0, blocks_at] = row_scale[row0] * block_scale[blocks_at]
+                scales.append(product[row0, blocks_at])
         # endregion k-tile-scales
         return scales
 
     @cute.jit
-    def pick(self, values: list, j: cutlass.Int32):
-        """values[j] for a j known only on the GPU (the same in every lane of a warp)."""
-        picked = values[0]
-        for jj in cutlass.range_constexpr(1, len(values)):
-            if j == jj:
-                picked = values[jj]
+    def pick_block(self, values: list, blocks_at: tuple, offset: cutlass.Int32):
+        """values[blocks_at[j]] where the tile starts at tile_offsets(tile_n)[j] in its first
+        block of B, `offset` known only on the GPU (the same in every lane): a Python list
+        of registers cannot be indexed by a GPU value, so the offset is compared with each
+        possible one whose block differs from the first's."""
+        picked = values[blocks_at[0]]
+        for j in cutlass.range_constexpr(1, len(blocks_at)):
+            if cutlass.const_expr(blocks_at[j] != blocks_at[0]):
+                if offset == self.offsets[j]:
+                    picked = values[blocks_at[j]]
         return picked
+
+    def element_blocks(self) -> list[tuple[int, tuple[int, ...]]]:
+        """For each accumulator element of a consumer thread: its row among thread 0's
+        elements (elements on the same one lie on the same row of A in every thread), and
+        the block of B its column lies in, relative to the tile's first, for each offset a
+        tile can start at in a block (tile_offsets). Both hold for every consumer thread,
+        checked here once per kernel: a layout's offset is its thread's plus its value's,
+        so a thread's elements are thread 0's moved by the thread's own (row, column), and
+        that shift never carries past the tile's rows or columns nor moves an element
+        across a block's edge (a thread's columns of an 8-wide group stay in it; a tile
+        starts on a multiple of 32)."""
+        if self._element_blocks is None:
+            mma = self.make_tiled_mma()
+            own = mma.get_slice(0).partition_C(cute.make_identity_tensor(self.tile))
+            base = [own[i] for i in range(cute.size(own))]  # thread 0's (row, column)s
+            tv, rows = mma.tv_layout_C_tiled, self.tile[0]  # (thread, value) -> m + rows * n
+            for t in range(mma.size):
+                dr, dc = tv((t, 0)) % rows, tv((t, 0)) // rows  # thread t's shift
+                for r, c in base:
+                    assert r + dr < rows and c + dc < self.tile[1], "a shift carries"
+                    for o in self.offsets:
+                        assert (o + c + dc) // SCALE_BLOCK == (o + c) // SCALE_BLOCK, (
+                            "a thread's shift moves an element into another block of B"
+                        )
+            self._element_blocks = [
+                (r, tuple((o + c) // SCALE_BLOCK for o in self.offsets)) for r, c in base
+            ]
+        return self._element_blocks
 
     @cute.jit
     def promote(self, acc: cute.Tensor, tmp: cute.Tensor, scales: list, clear: bool = True):

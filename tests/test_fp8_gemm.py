@@ -128,6 +128,13 @@ EXACT = [
         fp8_gemm.Config(scales="block", tile_n=192, stage_scales=True, cluster_m=1, cluster_n=2),
         {"m": 129, "n": 520, "k": 300},
     ),
+    # a 160-wide tile starts 0, 32, 64 or 96 columns into a block of B (fp8_gemm.tile_offsets):
+    # four tile columns, each element's block picked for its tile's offset
+    (
+        "block tile_n=160, four tile offsets",
+        fp8_gemm.Config(scales="block", tile_n=160),
+        {"m": 65, "n": 520, "k": 256},
+    ),
     (
         "block tile_n=256, cluster 1x2, partner past N",
         fp8_gemm.Config(scales="block", cluster_m=1, cluster_n=2),
