@@ -61,6 +61,10 @@ MAX_PREFETCH = 4  # k-tiles of block scales held in registers ahead of their pro
 MAX_OVERLAP_GROUP = 8  # k-tiles of one unrolled group (overlap_group): code size
 SCALE_BYTES = 4  # a float32 scale
 LANES = hopper_gemm.PRODUCER_LANES  # the producer warp's lanes, which stage the scales
+# release_sync "warpgroup": a named barrier per consumer warpgroup, the ids after the
+# mainloop's turn barriers (hopper_gemm's 1-4): 5 + the warpgroup
+SCALES_READ_BARRIER = hopper_gemm.MAINLOOP_TURN_BARRIER + hopper_gemm.CONSUMER_WARPGROUPS
+RELEASE_SYNCS = ("warp", "warpgroup")
 
 
 def b_blocks_per_tile(tile_n: int) -> int:
@@ -89,6 +93,9 @@ class Config(hopper_gemm.Config):
     # many k-tiles, each promoted while the next one's wgmmas run, all but a group's last
     # (promote_groups); 0: one k-tile at a time
     overlap_group: int = 0
+    # stage_scales: how the lanes' reads of a stage's scales are ordered before its release
+    # by one lane ("warp": bar.warp.sync; "warpgroup": a named barrier; scales_read)
+    release_sync: str = "warp"
 
     def __post_init__(self):
         super().__post_init__()
@@ -116,6 +123,10 @@ class Config(hopper_gemm.Config):
                 "overlap_group is for block scales without prefetch_scales or pingpong (a "
                 "promotion every k-tile whose scales are read for it, on a shared tile)"
             )
+        if self.release_sync not in RELEASE_SYNCS:
+            raise ValueError(f"release_sync must be one of {RELEASE_SYNCS}")
+        if self.release_sync != "warp" and not self.stage_scales:
+            raise ValueError("release_sync orders the reads of staged scales: stage_scales=True")
         if self.overlap_group == 1 or not 0 <= self.overlap_group <= MAX_OVERLAP_GROUP:
             raise ValueError(f"overlap_group: 0 (off) or 2 to {MAX_OVERLAP_GROUP} k-tiles")
 
@@ -212,7 +223,7 @@ class GroupSteps:
     @cute.jit
     def promote(self, tmp: cute.Tensor, scales: list):
         self.gemm.promote(self.mma.acc, tmp, scales, clear=False)
-        self.gemm.scales_read()
+        self.gemm.scales_read(self.place)
         self.ring.consumer_release(self.release)
         self.release.advance()
 
@@ -334,24 +345,33 @@ class Fp8Gemm(HopperGemm):
                 self.promote_ahead(mma.acc, tmp, ahead, kt, k_count, place)
             else:  # (stage_scales: the stage, released only after the next k-tile's wgmmas)
                 self.after_k_tile(mma.acc, tmp, kt, k_count, self.at_stage(place, stage))
-                self.scales_read()  # before the stage's release (next k-tile, end_mainloop)
+                self.scales_read(place)  # before the stage's release (next k-tile, end_mainloop)
         return read, release
 
     @cute.jit
-    def scales_read(self):
-        """stage_scales: every lane of the warp has read its stage's scales (bar.warp.sync)
-        before the stage is released. ring.consumer_release arrives on the stage's empty
-        barrier from one signalling lane of the warp, and that arrive's release orders only
-        that lane's own loads; the warp barrier orders the other lanes' ld.shared before it
-        (the PTX ISA's bar.warp.sync orders memory among the threads taking part), so the
-        producer's cp.async of a later k-tile's scales into the stage cannot overtake them.
-        Racecheck's reports on the wrapped scale stages (H200, 2026-12-04) are the same with
-        and without it: it is here for the memory model, not for a measured failure. Where
-        the warp is converged ptxas emits no instruction for it (the SASS of block_staged and
-        block_overlapped has no WARPSYNC: CuTe DSL 4.8.1, read on the CPU), so racecheck,
-        which instruments the SASS, sees the same code either way."""
+    def scales_read(self, place: TilePlace):
+        """stage_scales: every lane of the warp has read its stage's scales before the stage
+        is released. ring.consumer_release arrives on the stage's empty barrier from one
+        signalling lane of the warp, and that arrive's release orders only that lane's own
+        loads; release_sync "warp" orders the other lanes' ld.shared before it with a
+        bar.warp.sync (the PTX ISA's bar.warp.sync orders memory among the threads taking
+        part), so the producer's cp.async of a later k-tile's scales into the stage cannot
+        overtake them. Racecheck's reports on the wrapped scale stages (H200, 2026-12-04)
+        are the same with and without it: it is here for the memory model, not for a
+        measured failure. Where the warp is converged ptxas emits no instruction for it (the
+        SASS of block_staged and block_overlapped has no WARPSYNC: CuTe DSL 4.8.1, read on
+        the CPU), so racecheck, which instruments the SASS, sees the same code either way.
+        release_sync "warpgroup" orders them with a named barrier over the consumer
+        warpgroup instead (a BAR.SYNC, which racecheck does see): the try for a
+        racecheck-clean ring, its cost not yet timed."""
         if cutlass.const_expr(self.cfg.stage_scales):
-            cute.arch.sync_warp()
+            if cutlass.const_expr(self.cfg.release_sync == "warpgroup"):
+                pipeline.NamedBarrier(
+                    barrier_id=SCALES_READ_BARRIER + place.ctid // hopper_gemm.WARPGROUP_THREADS,
+                    num_threads=hopper_gemm.WARPGROUP_THREADS,
+                ).arrive_and_wait()
+            else:
+                cute.arch.sync_warp()
 
     @cute.jit
     def promote_groups(

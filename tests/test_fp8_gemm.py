@@ -2,6 +2,8 @@
 executor against the float64 reference of the dequantized operands, its inputs refused
 before a launch; on an H100, compared with torch._scaled_mm."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -83,6 +85,10 @@ def test_config_rules():
         fp8_gemm.Config(scales="block", tile_n=128, pingpong=True, epi_stages=2, overlap_group=2)
     with pytest.raises(ValueError, match="0 \\(off\\) or 2 to 8"):
         fp8_gemm.Config(scales="block", tile_n=128, overlap_group=1)
+    with pytest.raises(ValueError, match="release_sync must be"):
+        fp8_gemm.Config(scales="block", stage_scales=True, release_sync="cta")
+    with pytest.raises(ValueError, match="stage_scales=True"):
+        fp8_gemm.Config(scales="block", release_sync="warpgroup")
     # a stage of staged scales holds 128 of A and one (128-wide tiles) to three of B's
     assert fp8_gemm.PRESETS["block_staged"].stage_extra_bytes() == (128 + 1) * 4
     assert (
@@ -144,6 +150,17 @@ EXACT = [
         "block staged tile_n=256, cluster 1x2, partner past N",
         fp8_gemm.Config(scales="block", stage_scales=True, cluster_m=1, cluster_n=2),
         {"m": 65, "n": 200, "k": 256},
+    ),
+    # the lanes' reads of a stage's scales ordered by a named barrier over the warpgroup
+    (
+        "block_staged, release_sync warpgroup",
+        dataclasses.replace(fp8_gemm.PRESETS["block_staged"], release_sync="warpgroup"),
+        {},
+    ),
+    (
+        "block_overlapped, release_sync warpgroup, 7 k-tiles",
+        dataclasses.replace(fp8_gemm.PRESETS["block_overlapped"], release_sync="warpgroup"),
+        {"k": 784},
     ),
     ("tensor promoted every 2, ragged K", fp8_gemm.Config(promote_every=2, tile_n=128), {"k": 400}),
     # overlapped promotions (two temporary accumulators, groups of overlap_group k-tiles):

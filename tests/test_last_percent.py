@@ -301,6 +301,8 @@ def test_an_fp8_variant_is_a_preset_with_fields_replaced():
     assert config == fp8_gemm.Config(scales="block", tile_n=192, stage_scales=True)
     name, config = bench.fp8_variant("overlap_group=8,cluster_m=1")  # on block_overlapped
     assert (config.overlap_group, config.cluster_m, config.stage_scales) == (8, 1, True)
+    assert bench.fp8_variant("block") == ("block", fp8_gemm.PRESETS["block"])  # a preset
+    assert bench.fp8_variant("row:scales=block")[1].scales == "block"  # a bare word: a str
 
 
 @pytest.mark.parametrize(

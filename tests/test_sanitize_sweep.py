@@ -115,3 +115,25 @@ def test_a_recorded_sweep_reaches_the_results_table(tmp_path, monkeypatch):
     assert "## sanitizer" in md
     line = "| fp8_gemm `block_staged` | 129x264x1024, one cluster, every tile | racecheck | fail"
     assert line in md
+
+
+def test_a_variant_runs_on_the_kernel_that_holds_its_preset(tmp_path, monkeypatch):
+    _fake_tool(tmp_path, monkeypatch, "========= ERROR SUMMARY: 0 errors", 0)
+    spec = "block_staged:cluster_m=1"
+    data = sanitize.sweep(
+        ["fp8_gemm", "hopper_gemm"], ("synccheck",), only=("tensor",), variants=(spec,),
+        logs=tmp_path / "logs",
+    )  # fmt: skip
+    assert [(r["kernel"], r["preset"]) for r in data["rows"]] == [
+        ("fp8_gemm", "tensor"),
+        ("fp8_gemm", spec),
+    ]
+    assert (tmp_path / "logs" / "fp8_gemm.block_staged_cluster_m_1.synccheck.log").exists()
+    assert sanitize.config_of("fp8_gemm", spec).cluster_m == 1
+
+
+def test_a_variant_no_kernel_holds_is_refused_before_any_gpu_time():
+    with pytest.raises(ValueError, match="no preset"):
+        sanitize.main(["--kernels", "hopper_gemm", "--variant", "block_staged:cluster_m=1"])
+    with pytest.raises(ValueError):  # a field fp8_gemm's Config does not have
+        sanitize.main(["--kernels", "fp8_gemm", "--variant", "block_staged:tile_q=1"])

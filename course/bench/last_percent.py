@@ -486,31 +486,12 @@ def fp8_contenders() -> dict:
 def fp8_variant(spec: str) -> tuple[str, object]:
     """A configuration to time beside the steps, written on the command line as
     'PRESET:FIELD=VALUE,...' (or 'FIELD=VALUE,...', on block_overlapped), e.g.
-    'block_staged:tile_n=192' or 'overlap_group=8,cluster_m=1': (its name, its Config).
-    Values are Python literals; a field the Config lacks, or a rule it breaks, is refused
-    here, before any GPU time is spent."""
-    import ast
-    import dataclasses
-
+    'block_staged:tile_n=192' or 'overlap_group=8,cluster_m=1': (its name, its Config),
+    refused (course.bench.variants) before any GPU time is spent."""
+    from course.bench import variants
     from kernels import fp8_gemm
 
-    base, _, fields = spec.rpartition(":") if ":" in spec else ("block_overlapped", "", spec)
-    if base not in fp8_gemm.PRESETS:
-        raise ValueError(f"{spec!r}: no preset {base!r} (one of {sorted(fp8_gemm.PRESETS)})")
-    changes = {}
-    for item in filter(None, fields.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ValueError(f"{spec!r}: {item!r} is not FIELD=VALUE")
-        try:
-            changes[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            changes[key.strip()] = value.strip()  # a bare word: a string field's value
-    try:
-        config = dataclasses.replace(fp8_gemm.PRESETS[base], **changes)
-    except TypeError as e:  # a field the Config does not have
-        raise ValueError(f"{spec!r}: {e}") from None
-    return f"{base}:{fields}", config
+    return variants.parse(spec, fp8_gemm.PRESETS, default="block_overlapped")
 
 
 def fp8(rounds: int = 15, reps: int = 10, variants: tuple[str, ...] = ()) -> dict:

@@ -2,7 +2,8 @@
 synccheck, each on a ragged problem whose ring wraps, its values checked against torch.
 
     python -m course.bench.sanitize [--kernels fp8_gemm hopper_gemm] [--tools ...]
-                                    [--presets NAME ...] [--jobs 6] [--logs DIR] [--record]
+                                    [--presets NAME ...] [--variant PRESET:FIELD=VALUE,...]
+                                    [--jobs 6] [--logs DIR] [--record]
 
 What each run is, and why: one process per (kernel, preset, tool), under the tool, runs the
 preset once on SHAPE (129 x 264 x 1024: ragged in M and N, and eight k-tiles of FP8 or
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +44,13 @@ def presets(kernel: str) -> dict:
     from kernels import hopper_gemm
 
     return {**hopper_gemm.PRESETS, "pdl": hopper_gemm.Config(pdl=True)}
+
+
+def config_of(kernel: str, spec: str):
+    """The Config a preset name or a variant spec (course.bench.variants) stands for."""
+    from course.bench import variants
+
+    return variants.parse(spec, presets(kernel))[1]
 
 
 def _inputs(kernel: str, config, m: int, n: int, k: int):
@@ -81,9 +90,9 @@ def check_once(kernel: str, config, m: int, n: int, k: int) -> bool:
 
 
 def _child(kernel: str, preset: str, m: int, n: int, k: int) -> int:
-    """One run (under the tool the parent started): exit 0 if the values are right, 1 if not
-    (with a line the parent's verdict quotes)."""
-    if check_once(kernel, presets(kernel)[preset], m, n, k):
+    """One run (under the tool the parent started) of a preset or a variant spec: exit 0 if
+    the values are right, 1 if not (with a line the parent's verdict quotes)."""
+    if check_once(kernel, config_of(kernel, preset), m, n, k):
         return 0
     print(f"✘ {kernel} {preset}: the values are wrong (the line above says by how much)")
     return 1
@@ -99,7 +108,7 @@ def _sass(kernel: str, preset: str):
 
         module = importlib.import_module(f"kernels.{kernel}")
         dtype = torch.float8_e4m3fn if kernel == "fp8_gemm" else torch.bfloat16
-        return module.artifacts(None, dtype, presets(kernel)[preset]).sass()
+        return module.artifacts(None, dtype, config_of(kernel, preset)).sass()
 
     return disassemble
 
@@ -109,7 +118,7 @@ def one(kernel: str, preset: str, tool: str, shape=SHAPE, logs: Path | None = No
     from course.exercises import gpu_run
     from course.exercises.kernel_exercises import NOT_RUN
 
-    persistent = presets(kernel)[preset].persistent
+    persistent = config_of(kernel, preset).persistent
     grid = "one cluster, every tile" if persistent else "a cluster per tile (not persistent)"
     row = {"kernel": kernel, "preset": preset, "tool": tool, "grid": grid}
     tool_path = gpu_run.sanitizer()
@@ -128,7 +137,8 @@ def one(kernel: str, preset: str, tool: str, shape=SHAPE, logs: Path | None = No
         log, code = f"did not finish within {TIMEOUT_S} s", -1
     if logs is not None:
         logs.mkdir(parents=True, exist_ok=True)
-        (logs / f"{kernel}.{preset}.{tool}.log").write_text(log)
+        name = re.sub(r"[^\w.-]", "_", f"{kernel}.{preset}.{tool}")  # a variant's = and ,
+        (logs / f"{name}.log").write_text(log)
     finding = gpu_run.sanitizer_finding(
         f"{tool}", tool, code, log, sass=_sass(kernel, preset) if tool == "racecheck" else None
     )
@@ -141,13 +151,16 @@ def one(kernel: str, preset: str, tool: str, shape=SHAPE, logs: Path | None = No
     }
 
 
-def sweep(kernels, tools=TOOLS, only=(), jobs: int = 6, logs: Path | None = None) -> dict:
-    """Every (kernel, preset, tool), `jobs` processes at a time."""
+def sweep(
+    kernels, tools=TOOLS, only=(), jobs: int = 6, logs: Path | None = None, variants=()
+) -> dict:
+    """Every (kernel, preset, tool) (`only`: those presets), and each variant spec on every
+    kernel whose presets hold its preset, `jobs` processes at a time."""
     cases = [
         (kernel, preset, tool)
         for kernel in kernels
-        for preset in presets(kernel)
-        if not only or preset in only
+        for preset in [*(p for p in presets(kernel) if not only or p in only), *variants]
+        if preset.split(":")[0] in presets(kernel)
         for tool in tools
     ]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -167,16 +180,28 @@ def main(argv=None) -> int:
     p.add_argument("--kernels", nargs="+", default=["fp8_gemm", "hopper_gemm"])
     p.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     p.add_argument("--presets", nargs="*", default=[], help="only these presets")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="also a preset with fields replaced, PRESET:FIELD=VALUE,... (course.bench.variants)",
+    )
     p.add_argument("--jobs", type=int, default=6)
     p.add_argument("--logs", type=Path, help="keep each run's whole log here")
     p.add_argument("--record", action="store_true")
     args = p.parse_args(argv)
+    for spec in args.variant:  # refused before the GPU is asked for anything
+        holders = [k for k in args.kernels if spec.split(":")[0] in presets(k)]
+        if not holders:
+            raise ValueError(f"{spec!r}: no preset of {args.kernels} is {spec.split(':')[0]!r}")
+        for kernel in holders:
+            config_of(kernel, spec)
     import torch
 
     if not torch.cuda.is_available():
         print("compute-sanitizer runs need a CUDA GPU (an sm_90a one for these kernels)")
         return 2
-    data = sweep(args.kernels, args.tools, args.presets, args.jobs, args.logs)
+    data = sweep(args.kernels, args.tools, args.presets, args.jobs, args.logs, args.variant)
     if args.record:
         from course.runtime import results
 
