@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from course.bench import sanitize
-from course.exercises import gpu_run
-from course.exercises.kernel_exercises import FAIL, NOT_RUN, PASS
+from course.bench import sanitizer_log
+from course.bench.sanitize import FAIL, NOT_RUN, PASS
 from kernels import fp8_gemm, hopper_gemm
 
 
@@ -40,7 +40,7 @@ def _fake_tool(tmp_path, monkeypatch, log: str, code: int):
     tool = tmp_path / "compute-sanitizer"
     tool.write_text(f"#!/bin/sh\ncat <<'LOG'\n{log}\nLOG\nexit {code}\n")
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(gpu_run, "sanitizer", lambda: str(tool))
+    monkeypatch.setattr(sanitizer_log, "sanitizer", lambda: str(tool))
     monkeypatch.setattr(sanitize, "_sass", lambda kernel, preset: lambda: "")
 
 
@@ -77,7 +77,7 @@ def test_wrong_values_under_a_clean_tool_are_not_clean(tmp_path, monkeypatch):
 
 
 def test_no_sanitizer_is_not_run_not_clean(monkeypatch):
-    monkeypatch.setattr(gpu_run, "sanitizer", lambda: None)
+    monkeypatch.setattr(sanitizer_log, "sanitizer", lambda: None)
     assert sanitize.one("hopper_gemm", "pdl", "synccheck")["status"] == NOT_RUN
 
 

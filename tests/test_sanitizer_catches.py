@@ -9,6 +9,7 @@ on the GPU, and by the CPU model of the ring before any run (course.sim.ring_cod
 
 import pytest
 
+from course.bench import sanitizer_log
 from course.exercises import gpu_run, kernel_check, kernel_exercises
 from course.exercises.learner_code import LearnerCode
 from course.exercises.solutions import nb07_solutions, nb09_solutions
@@ -23,7 +24,7 @@ def _needs_hopper_and_the_sanitizer():
 
     if not machine().can("sm_90+"):
         pytest.skip(f"needs an sm_90 GPU; {machine().describe()}")
-    if gpu_run.sanitizer() is None:
+    if sanitizer_log.sanitizer() is None:
         pytest.skip("compute-sanitizer is not installed")
 
 

@@ -17,13 +17,11 @@ value), and one comparison against a float64 torch reference.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Callable
 
+from course.bench import sanitizer_log
 from course.exercises.kernel_exercises import (
     CANNOT_RUN,
     FAIL,
@@ -100,18 +98,9 @@ def _child_checks(id: str, name: str, source: str, quick: bool) -> list[tuple]:
 # ---------------------------------------------------------------- compute-sanitizer
 
 
-def sanitizer() -> str | None:
-    """Path of compute-sanitizer (on PATH or in the CUDA toolkit), or None."""
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    default = Path("/usr/local/cuda/bin/compute-sanitizer")
-    return str(default) if default.exists() else None
-
-
 def under_sanitizer(ex: KernelExercise, code: LearnerCode, tools: tuple[str, ...]) -> list[Finding]:
     """Each tool's verdict on the exercise's small problem, run in a subprocess."""
-    tool_path = sanitizer()
+    tool_path = sanitizer_log.sanitizer()
     if tool_path is None:
         return [
             Finding(
@@ -154,46 +143,16 @@ def _one_tool(tool_path: str, tool: str, ex: KernelExercise, code: LearnerCode) 
     )
 
 
-# memcheck/synccheck end with "ERROR SUMMARY: N errors"; racecheck with
-# "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|SUMMARY: \d+ hazards? displayed \((\d+) error")
-_FIRST_REPORT = re.compile(
-    r"^=+ +((?:Invalid|Race|Barrier|Error|Warning|Uninitialized|"
-    r"Out-of-range|Misaligned|Program hit).*)$",
-    re.M,
-)
-# racecheck prints the two accesses of a race on two lines of its log ("... Write access at
-# kernel+0x1d60" / "=========     and Read access at kernel+0x2040 ...")
-_RACE = re.compile(
-    r"Race reported between (Write|Read) access at \S+?\+0x([0-9a-f]+)"
-    r"[\s=]{0,80}?and (Write|Read) access at \S+?\+0x([0-9a-f]+)"
-)
-# what a SASS instruction that touches shared memory is, in the words of the course
-SASS_ACCESS = {
-    "LDGSTS": "a cp.async copy into shared memory",
-    "LDSM": "an ldmatrix read",
-    "STSM": "an stmatrix write",
-    "STS": "a store to shared memory",
-    "LDS": "a load from shared memory",
-    "ATOMS": "a shared-memory atomic",
-    "UTMALDG": "a TMA load",
-    "UTMASTG": "a TMA store",
-    "HGMMA": "a WGMMA read",
-    "SYNCS": "an mbarrier operation",
-}
-
-
 def sanitizer_finding(
     what: str, tool: str, returncode: int, log: str, sass: Callable[[], str] | None = None
 ) -> Finding:
     """One sentence from a compute-sanitizer log: clean, the first problem it reports (a
     race named by the two instructions, where the kernel's SASS is at hand), or a run
     that failed its own checks under the tool with no problem reported."""
-    counts = [int(a or b) for a, b in _SUMMARY.findall(log)]
-    errors = sum(counts)
-    if counts and errors == 0 and returncode == 0:
+    read = sanitizer_log.read(log)
+    if read.clean and returncode == 0:
         return Finding(what, PASS, "0 errors")
-    if errors == 0 and returncode == MACHINE_EXIT:  # main() said: not the kernel's fault
+    if read.errors == 0 and returncode == MACHINE_EXIT:  # main() said: not the kernel's fault
         fault = next((ln.strip() for ln in log.splitlines() if ln.strip().startswith("⚠")), "")
         return Finding(
             what,
@@ -207,48 +166,20 @@ def sanitizer_finding(
         "synccheck": "a barrier not every thread of the block reaches",
         "memcheck": "an address outside the buffer: a missing predicate at the edge",
     }[tool]
-    if counts and errors == 0:
-        failing = next((line.strip() for line in log.splitlines() if "✘" in line), "")
+    if read.clean:
         return failed(
             what,
             f"no {tool} error, but the run under it failed its checks: "
-            f"{failing or f'exit code {returncode}'}",
+            f"{read.failed_check() or f'exit code {returncode}'}",
             "the result is wrong though no hazard was reported: look at the checks above",
         )
-    first = _FIRST_REPORT.search(log)
-    race = _RACE.search(log)
-    if race and sass is not None:
-        return failed(what, f"{errors} error(s); first: {describe_race(race, sass)}", hint)
+    first = read.first_problem(sass)
     detail = (
-        f"{errors} error(s); first: {first.group(1).strip()}"
+        f"{read.errors} error(s); first: {first}"
         if first
-        else f"exit code {returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"
+        else f"exit code {returncode}: {read.last_line()}"
     )
     return failed(what, detail, hint)
-
-
-def describe_race(race: re.Match, sass: Callable[[], str]) -> str:
-    """'a cp.async copy into shared memory (LDGSTS at +0x1d60) and an ldmatrix read (LDSM
-    at +0x1e40) touch the same shared-memory bytes with no barrier between them'."""
-    try:
-        text = sass()
-    except Exception:  # no disassembler here: the offsets alone
-        text = ""
-    sides = []
-    for kind, offset in (race.group(1, 2), race.group(3, 4)):
-        op = _sass_opcode(text, int(offset, 16))
-        meaning = next(
-            (m for prefix, m in SASS_ACCESS.items() if op.startswith(prefix)), f"a {kind.lower()}"
-        )
-        sides.append(f"{meaning} ({op.split('.')[0] or kind.lower()} at +0x{offset})")
-    return (
-        f"{sides[0]} and {sides[1]} touch the same shared-memory bytes with no barrier between them"
-    )
-
-
-def _sass_opcode(sass: str, offset: int) -> str:
-    m = re.search(rf"/\*{offset:04x}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
-    return m.group(1) if m else ""
 
 
 def _gpu_sass(ex: KernelExercise, code: LearnerCode) -> str:
